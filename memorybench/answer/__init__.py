@@ -1,0 +1,1 @@
+"""Answerers: the one-call reader (and, later, the Codex agent)."""

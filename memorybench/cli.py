@@ -1,0 +1,108 @@
+"""Console entry point: thin. Parse, compose, call a stage; user errors print one line.
+
+    memorybench fetch                     download and verify the pinned files
+    memorybench qa [-m] [OVERRIDES...]    run QA (Hydra; -m sweeps)
+    memorybench plan [-m] [OVERRIDES...]  list the run specs and ids a run or sweep would make
+    memorybench rescore PACK              recompute predictions.csv and metrics.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from memorybench.errors import UserError
+
+USAGE = __doc__ or ""
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def _fail(error: UserError) -> int:
+    print(f"memorybench: error: {error.message}", file=sys.stderr)
+    return error.exit_code
+
+
+def cmd_fetch(args: Sequence[str]) -> int:
+    from memorybench.data.pins import fetch_pins
+
+    parser = argparse.ArgumentParser(prog="memorybench fetch", description="Download and verify the pinned files.")
+    parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir)")
+    ns = parser.parse_args(args)
+    root = fetch_pins(ns.pins)
+    print(f"pins verified in {root}")
+    return 0
+
+
+def _split_overrides(args: Sequence[str]) -> tuple[list[str], bool]:
+    multirun = any(a in MULTIRUN_FLAGS for a in args)
+    return [a for a in args if a not in MULTIRUN_FLAGS], multirun
+
+
+def cmd_plan(args: Sequence[str]) -> int:
+    from memorybench.plan import plan_runs
+
+    overrides, multirun = _split_overrides(args)
+    specs = plan_runs(overrides, multirun)
+    for i, spec in enumerate(specs):
+        print(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(spec.overrides)}")
+    print(f"{len(specs)} run spec(s)", file=sys.stderr)
+    return 0
+
+
+def cmd_qa(args: Sequence[str]) -> int:
+    from memorybench.plan import plan_runs
+
+    overrides, multirun = _split_overrides(args)
+    hydra_flags = [a for a in overrides if a.startswith("-")]
+    if not hydra_flags:
+        # compose and validate every job before any model call or launcher
+        plan_runs(overrides, multirun)
+    from memorybench.hydra_app import qa_app
+
+    sys.argv = ["memorybench qa", *args]
+    qa_app()
+    return 0
+
+
+def cmd_rescore(args: Sequence[str]) -> int:
+    from pathlib import Path
+
+    from memorybench.stages.rescore import format_table, rescore
+
+    parser = argparse.ArgumentParser(prog="memorybench rescore", description="Recompute scores from a pack's stored rows.")
+    parser.add_argument("pack", help="a pack folder: <packs>/<name>/runs/<run_id>")
+    ns = parser.parse_args(args)
+    root = Path(ns.pack)
+    if not root.is_dir():
+        raise UserError(f"pack folder {root} does not exist; pass <packs>/<name>/runs/<run_id>")
+    metrics = rescore(root.resolve())
+    print(format_table(metrics))
+    return 0
+
+
+COMMANDS = {"fetch": cmd_fetch, "qa": cmd_qa, "plan": cmd_plan, "rescore": cmd_rescore}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE.strip())
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command not in COMMANDS:
+        from memorybench.errors import did_you_mean
+
+        print(f"memorybench: error: unknown command {command!r}. {did_you_mean(command, COMMANDS)}", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[command](rest)
+    except UserError as e:
+        return _fail(e)
+    except KeyboardInterrupt:
+        print("memorybench: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

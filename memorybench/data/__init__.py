@@ -1,0 +1,15 @@
+"""LoCoMo records, loader and pinned files."""
+
+from memorybench.data.locomo import file_sha256, iter_questions, load_locomo
+from memorybench.data.records import AskedQuestion, Conversation, Question, Session, Turn
+
+__all__ = [
+    "AskedQuestion",
+    "Conversation",
+    "Question",
+    "Session",
+    "Turn",
+    "file_sha256",
+    "iter_questions",
+    "load_locomo",
+]

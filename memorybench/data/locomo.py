@@ -1,0 +1,162 @@
+"""Load locomo10.json without edits, validating every field we read.
+
+A malformed file raises `DataError` with one line that names the sample and the key.
+The quirks of the released file (PINS.md) are handled here and nowhere else:
+date keys without a session, int and missing gold answers, list-valued dia_ids in
+observations (which we do not read), image turns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from memorybench.data.records import Conversation, Question, Session, Turn
+from memorybench.errors import DataError
+
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+_SUMMARY_KEY = re.compile(r"^session_(\d+)_summary$")
+CATEGORIES = (1, 2, 3, 4, 5)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_locomo(path: str | Path) -> list[Conversation]:
+    """Read a LoCoMo file into `Conversation` records, in file order."""
+    path = Path(path)
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"dataset file {path} does not exist; run `memorybench fetch` or set dataset.path") from None
+    try:
+        raw = json.loads(raw_bytes.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise DataError(f"dataset file {path} is not UTF-8 ({e.reason} at byte {e.start}); use the released file") from None
+    except json.JSONDecodeError as e:
+        raise DataError(f"dataset file {path} is not valid JSON ({e.msg} at line {e.lineno}); use the released file") from None
+    if not isinstance(raw, list) or not raw:
+        raise DataError(f"dataset file {path} must hold a non-empty JSON list of conversations, got {type(raw).__name__}")
+    conversations = [_conversation(item, i, path) for i, item in enumerate(raw)]
+    seen: set[str] = set()
+    for c in conversations:
+        if c.sample_id in seen:
+            raise DataError(f"dataset file {path}: sample_id {c.sample_id!r} occurs twice; ids must be unique")
+        seen.add(c.sample_id)
+    return conversations
+
+
+def iter_questions(conversations: Iterable[Conversation]) -> Iterator[Question]:
+    """Every question of the first conversation, then the next, in source array order."""
+    for conversation in conversations:
+        yield from conversation.questions
+
+
+def _require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise DataError(f"{where}: missing key {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise DataError(f"{where}: key {key!r} must be {names}, got {type(value).__name__}")
+    return value
+
+
+def _conversation(item: Any, position: int, path: Path) -> Conversation:
+    where = f"{path.name}[{position}]"
+    if not isinstance(item, dict):
+        raise DataError(f"{where}: a conversation must be a JSON object, got {type(item).__name__}")
+    sample_id = _require(item, "sample_id", str, where)
+    where = f"{path.name} sample {sample_id}"
+    conv = _require(item, "conversation", dict, where)
+    speaker_a = _require(conv, "speaker_a", str, f"{where} conversation")
+    speaker_b = _require(conv, "speaker_b", str, f"{where} conversation")
+
+    sessions: list[Session] = []
+    for key, value in conv.items():
+        m = _SESSION_KEY.match(key)
+        # conv-26 has session_N_date_time keys with no session: only list values are sessions
+        if not m or not isinstance(value, list):
+            continue
+        n = int(m.group(1))
+        date = _require(conv, f"session_{n}_date_time", str, f"{where} conversation")
+        turns = tuple(_turn(t, f"{where} {key}[{j}]") for j, t in enumerate(value))
+        sessions.append(Session(index=n, date_time=date, turns=turns))
+    if not sessions:
+        raise DataError(f"{where}: conversation has no session_N lists; the file is not LoCoMo")
+    sessions.sort(key=lambda s: s.index)
+
+    qa = _require(item, "qa", list, where)
+    questions = tuple(_question(q, sample_id, i, f"{where} qa[{i}]") for i, q in enumerate(qa))
+
+    summaries: dict[int, str] = {}
+    raw_summaries = item.get("session_summary", {})
+    if not isinstance(raw_summaries, dict):
+        raise DataError(f"{where}: key 'session_summary' must be dict, got {type(raw_summaries).__name__}")
+    for key, text in raw_summaries.items():
+        m = _SUMMARY_KEY.match(key)
+        if m and isinstance(text, str):
+            summaries[int(m.group(1))] = text
+
+    return Conversation(
+        sample_id=sample_id,
+        speaker_a=speaker_a,
+        speaker_b=speaker_b,
+        sessions=tuple(sessions),
+        questions=questions,
+        session_summaries=summaries,
+    )
+
+
+def _turn(raw: Any, where: str) -> Turn:
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: a turn must be a JSON object, got {type(raw).__name__}")
+    caption = raw.get("blip_caption")
+    if caption is not None and not isinstance(caption, str):
+        raise DataError(f"{where}: key 'blip_caption' must be str, got {type(caption).__name__}")
+    return Turn(
+        speaker=_require(raw, "speaker", str, where),
+        dia_id=_require(raw, "dia_id", str, where),
+        text=_require(raw, "text", str, where),
+        blip_caption=caption or None,
+    )
+
+
+def _question(raw: Any, sample_id: str, qa_index: int, where: str) -> Question:
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: a qa row must be a JSON object, got {type(raw).__name__}")
+    category = _require(raw, "category", int, where)
+    if category not in CATEGORIES:
+        raise DataError(f"{where}: category {category} is not one of 1, 2, 3, 4, 5")
+    question = _require(raw, "question", str, where)
+    answer = raw.get("answer")
+    if answer is not None and (not isinstance(answer, (str, int)) or isinstance(answer, bool)):
+        raise DataError(f"{where}: key 'answer' must be str or int, got {type(answer).__name__}")
+    adversarial = raw.get("adversarial_answer")
+    if adversarial is not None and not isinstance(adversarial, str):
+        raise DataError(f"{where}: key 'adversarial_answer' must be str, got {type(adversarial).__name__}")
+    if answer is None and category != 5:
+        raise DataError(f"{where}: missing key 'answer' (only category 5 rows may lack it)")
+    evidence = raw.get("evidence", [])
+    if not isinstance(evidence, list):
+        raise DataError(f"{where}: key 'evidence' must be list, got {type(evidence).__name__}")
+    return Question(
+        question_id=f"{sample_id}-q-{qa_index}",
+        sample_id=sample_id,
+        qa_index=qa_index,
+        category=category,
+        question=question,
+        answer=answer,
+        adversarial_answer=adversarial,
+        # nine evidence ids are malformed in the release; they are kept verbatim
+        evidence=tuple(str(e) for e in evidence),
+    )

@@ -1,0 +1,168 @@
+"""Pinned third-party files: where they come from, their sha256, where they are cached.
+
+The files are never committed. `memorybench fetch` downloads each from its repository at
+its commit and verifies the hash; every reader goes through `pin_path`, which verifies the
+hash again (once per process) and refuses a mismatch, printing both hashes.
+Lookup order for the folder: `paths.pins` (passed in), `$MEMORYBENCH_PINS`, the user cache dir.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from memorybench.errors import UserError
+
+PINS_ENV = "MEMORYBENCH_PINS"
+_RAW = "https://raw.githubusercontent.com"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned file: its path inside the pins folder and its provenance."""
+
+    relpath: str
+    sha256: str
+    repository: str
+    commit: str
+    source_path: str
+    licence: str
+    #: for files shipped inside a zip: the member name in the archive at `source_path`
+    zip_member: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{_RAW}/{self.repository}/{self.commit}/{self.source_path}"
+
+
+LOCOMO10 = Pin(
+    relpath="data/locomo10.json",
+    sha256="79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
+    repository="snap-research/locomo",
+    commit="3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376",
+    source_path="data/locomo10.json",
+    licence="CC BY-NC 4.0",
+)
+
+MEM0_ACCURACY_PROMPT = Pin(
+    relpath="prompts/mem0_accuracy_prompt.txt",
+    sha256="62395dd312a631dfd9355026a0b69cc936018274c3198b6365b5c2a5c9bca9e0",
+    repository="mem0ai/mem0",
+    commit="ece7ff6b84b3e55336fcf2e17253b074d2d5166d",
+    # extracted: the ACCURACY_PROMPT string literal of this file, exactly
+    source_path="evaluation/metrics/llm_judge.py",
+    licence="Apache-2.0",
+)
+
+_PUNKT = {
+    "abbrev_types.txt": "92a3e070f43d9b4c5534758ca40ad7343b04e7e29bfe0c2eb658a39445a4f779",
+    "collocations.tab": "8e2da1225e4dd2cc9dba261ee231ccb134859e21b46006e7f472c5ee269af0cf",
+    "ortho_context.tab": "4bbcca25ed3d3f06c02402abf8419b9f033b8adc06e7b482eca4e45f81a5dc4c",
+    "sent_starters.txt": "f3f8535483e1dba487241b764945168123bca3209a9645e59acd1225dc76edac",
+}
+PUNKT_TAB = tuple(
+    Pin(
+        relpath=f"nltk_data/tokenizers/punkt_tab/english/{name}",
+        sha256=sha,
+        repository="nltk/nltk_data",
+        commit="gh-pages",
+        source_path="packages/tokenizers/punkt_tab.zip",
+        licence="Apache-2.0",
+        zip_member=f"punkt_tab/english/{name}",
+    )
+    for name, sha in _PUNKT.items()
+)
+
+ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *PUNKT_TAB)
+
+_verified: set[Path] = set()
+
+
+def pins_dir(configured: str | os.PathLike[str] | None = None) -> Path:
+    """The pins folder: the configured one, else $MEMORYBENCH_PINS, else the user cache dir."""
+    if configured:
+        return Path(configured).expanduser().resolve()
+    if os.environ.get(PINS_ENV):
+        return Path(os.environ[PINS_ENV]).expanduser().resolve()
+    return Path(platformdirs.user_cache_dir("memorybench")) / "pins"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pin_path(pin: Pin, configured: str | os.PathLike[str] | None = None) -> Path:
+    """The verified local path of a pinned file; a missing or altered file is a UserError."""
+    path = pins_dir(configured) / pin.relpath
+    if path in _verified:
+        return path
+    if not path.is_file():
+        raise UserError(f"pinned file {path} is missing; run `memorybench fetch` (or set {PINS_ENV} to a folder that has it)")
+    actual = sha256_bytes(path.read_bytes())
+    if actual != pin.sha256:
+        raise UserError(
+            f"pinned file {path} has sha256 {actual}, expected {pin.sha256}; delete it and run `memorybench fetch`"
+        )
+    _verified.add(path)
+    return path
+
+
+def nltk_data_dir(configured: str | os.PathLike[str] | None = None) -> Path:
+    """The folder to put on `nltk.data.path` (punkt_tab verified first)."""
+    for pin in PUNKT_TAB:
+        pin_path(pin, configured)
+    return pins_dir(configured) / "nltk_data"
+
+
+def _download(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 (fixed https URLs)
+            return response.read()
+    except OSError as e:
+        raise UserError(f"could not download {url} ({e}); check the network or copy the file into the pins folder") from None
+
+
+def _extract_accuracy_prompt(source: bytes) -> bytes:
+    """The ACCURACY_PROMPT triple-quoted literal of mem0's llm_judge.py, byte for byte."""
+    text = source.decode("utf-8")
+    start_marker = 'ACCURACY_PROMPT = """'
+    start = text.find(start_marker)
+    end = text.find('"""', start + len(start_marker))
+    if start < 0 or end < 0:
+        raise UserError("mem0 llm_judge.py has no ACCURACY_PROMPT literal at the pinned commit; the pin is broken")
+    return text[start + len(start_marker) : end].encode("utf-8")
+
+
+def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print) -> Path:
+    """Download every pinned file that is missing, verify all of them, return the folder."""
+    root = pins_dir(configured)
+    archives: dict[str, bytes] = {}
+    for pin in ALL_PINS:
+        target = root / pin.relpath
+        if target.is_file() and sha256_bytes(target.read_bytes()) == pin.sha256:
+            log(f"ok       {pin.relpath}")
+            continue
+        if pin.zip_member:
+            if pin.url not in archives:
+                archives[pin.url] = _download(pin.url)
+            data = zipfile.ZipFile(io.BytesIO(archives[pin.url])).read(pin.zip_member)
+        elif pin is MEM0_ACCURACY_PROMPT:
+            data = _extract_accuracy_prompt(_download(pin.url))
+        else:
+            data = _download(pin.url)
+        actual = sha256_bytes(data)
+        if actual != pin.sha256:
+            raise UserError(f"downloaded {pin.url} has sha256 {actual}, expected {pin.sha256}; refusing to store it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".part")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+        log(f"fetched  {pin.relpath}")
+    return root

@@ -1,0 +1,86 @@
+"""Typed, immutable records for one LoCoMo file.
+
+`Question` holds the gold answer and evidence; everything a model may see is an
+`AskedQuestion`, which has no slot for either (DESIGN.md 4.1: gold never reaches a
+reader, writer, agent workspace or index).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    speaker: str
+    dia_id: str
+    text: str
+    blip_caption: str | None = None
+
+    def render(self) -> str:
+        """`SPEAKER: TEXT` plus ` [image: CAPTION]` for an image turn."""
+        line = f"{self.speaker}: {self.text}"
+        if self.blip_caption:
+            line += f" [image: {self.blip_caption}]"
+        return line
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    index: int
+    date_time: str
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AskedQuestion:
+    """What an answerer is given: the question and where it comes from, nothing else."""
+
+    question_id: str
+    sample_id: str
+    category: int
+    question: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One row of a conversation's `qa` array, with its gold kept raw."""
+
+    question_id: str
+    sample_id: str
+    qa_index: int
+    category: int
+    question: str
+    #: the raw `answer` value: str, int, or None when the row has none (category 5)
+    answer: str | int | None
+    adversarial_answer: str | None
+    evidence: tuple[str, ...]
+
+    def asked(self) -> AskedQuestion:
+        return AskedQuestion(self.question_id, self.sample_id, self.category, self.question)
+
+    def gold_strings(self) -> tuple[str, ...]:
+        """Every gold string of the row, for contamination scans."""
+        golds = [str(self.answer)] if self.answer is not None else []
+        if self.adversarial_answer:
+            golds.append(self.adversarial_answer)
+        return tuple(golds)
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    sessions: tuple[Session, ...]
+    questions: tuple[Question, ...]
+    #: released `session_summary` texts keyed by session index (may be empty)
+    session_summaries: dict[int, str]
+
+    @property
+    def turn_count(self) -> int:
+        return sum(len(s.turns) for s in self.sessions)
+
+    def text_blob(self) -> str:
+        """All turn text and captions, for "does this string also occur in the conversation"."""
+        return "\n".join(t.render() for s in self.sessions for t in s.turns)

@@ -1,0 +1,46 @@
+"""Errors a user can fix.
+
+A `UserError` carries one line that names the bad value and says how to fix it; the CLI
+prints that line without a traceback and exits non-zero (inspect_ai's PrerequisiteError
+shape). Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class UserError(Exception):
+    """A problem with the user's input, configuration or environment."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split("\n")))
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+
+class DataError(UserError):
+    """A data file that does not match the format we expect."""
+
+
+class ModelCallError(UserError):
+    """A model call that failed after its retries; `attempts` keeps each try for the trace."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, attempts: list | None = None) -> None:
+        super().__init__(message)
+        self.attempts = list(attempts or [])
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """`Did you mean 'x'? Choices: a, b, c` for an unknown name."""
+    choices = sorted(choices)
+    close = difflib.get_close_matches(value, choices, n=1)
+    hint = f"Did you mean '{close[0]}'? " if close else ""
+    return f"{hint}Choices: {', '.join(choices)}"

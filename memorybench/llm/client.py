@@ -1,0 +1,225 @@
+"""One chat client over the official openai SDK, for readers, writers and judges.
+
+The SDK's own retries are off (`max_retries=0`): we retry here so that every attempt,
+its status and its wait are recorded in the call's trace, and `Retry-After` is honoured.
+Retried: 408, 409, 429, 5xx, timeouts, connection errors, and replies that are not a
+usable completion (malformed JSON, no choices). Other 4xx fail at once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import openai
+
+from memorybench.errors import ModelCallError
+from memorybench.llm.cache import ResponseCache
+from memorybench.llm.pricing import call_cost
+from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
+
+_RETRYABLE_STATUS = {408, 409, 429}
+
+
+class _BadReply(Exception):
+    """The server answered 200 with something that is not a usable completion."""
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "[REDACTED]")
+    return text
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds asked for by `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+class ChatClient:
+    """Chat Completions against one endpoint (base URL + key), with traced retries."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        retry_max_wait_s: float = 60.0,
+        backoff_base_s: float = 1.0,
+        min_request_interval_s: float = 0.0,
+        cache: ResponseCache | None = None,
+        prices: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self._secrets = [api_key] if api_key else []
+        # The SDK insists on a key; local servers ignore it, so a placeholder is sent.
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or "no-key", max_retries=0, timeout=timeout_s
+        )
+        self.max_retries = max_retries
+        self.retry_max_wait_s = retry_max_wait_s
+        self.backoff_base_s = backoff_base_s
+        self.min_request_interval_s = min_request_interval_s
+        self.cache = cache
+        self.prices = dict(prices or {})
+        self._last_start: float | None = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- public --------------------------------------------------------------------
+    def complete(self, request: ChatRequest) -> ChatResult:
+        key = request.sha256()
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit.model_copy(update={"cache_hit": True, "cost_usd": 0.0, "attempts": [], "latency_s": 0.0})
+        result = self._call_with_retries(request, key)
+        if self.cache is not None:
+            self.cache.put(key, result)
+        return result
+
+    # -- internals -----------------------------------------------------------------
+    def _wait_for_interval(self) -> None:
+        with self._lock:
+            if self._last_start is not None and self.min_request_interval_s > 0:
+                gap = time.monotonic() - self._last_start
+                if gap < self.min_request_interval_s:
+                    time.sleep(self.min_request_interval_s - gap)
+            self._last_start = time.monotonic()
+
+    def _backoff(self, n: int) -> float:
+        return min(self.backoff_base_s * (2 ** (n - 1)), self.retry_max_wait_s)
+
+    def _call_with_retries(self, request: ChatRequest, key: str) -> ChatResult:
+        attempts: list[Attempt] = []
+        started = time.perf_counter()
+        for n in range(1, self.max_retries + 2):
+            self._wait_for_interval()
+            t0 = time.perf_counter()
+            status: int | None = None
+            headers: Mapping[str, str] | None = None
+            try:
+                raw = self._client.chat.completions.with_raw_response.create(**self._params(request))
+                status = raw.status_code
+                payload = self._parse(raw.text)
+                latency = time.perf_counter() - t0
+                attempts.append(Attempt(n=n, latency_s=round(latency, 6), status=status))
+                return self._result(request, key, payload, attempts, time.perf_counter() - started)
+            except openai.APIStatusError as e:
+                status, headers = e.status_code, e.response.headers
+                error = f"HTTP {status}: {self._clean(e.message)}"
+                retryable = status in _RETRYABLE_STATUS or status >= 500
+            except openai.APITimeoutError:
+                error, retryable = f"timeout after {self._client.timeout}s", True
+            except openai.APIConnectionError as e:
+                error, retryable = f"connection error: {self._clean(str(e.__cause__ or e))}", True
+            except _BadReply as e:
+                error, retryable = f"bad reply: {self._clean(str(e))}", True
+            latency = time.perf_counter() - t0
+            asked = retry_after_seconds(headers)
+            last = n == self.max_retries + 1 or not retryable
+            wait = None if last else min(asked if asked is not None else self._backoff(n), self.retry_max_wait_s)
+            attempts.append(
+                Attempt(n=n, latency_s=round(latency, 6), status=status, error=error, wait_s=wait, retry_after=asked is not None)
+            )
+            if last:
+                raise ModelCallError(attempts=attempts, message=
+                    f"model call to {self.base_url} (model {request.model}) failed after {n} attempt(s): {error}; "
+                    "check the endpoint, model and key, then rerun the same command to resume"
+                ) from None
+            time.sleep(wait or 0.0)
+        raise AssertionError("unreachable")
+
+    def _clean(self, text: str) -> str:
+        return redact(" ".join(text.split())[:300], self._secrets)
+
+    @staticmethod
+    def _params(request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": [dict(m) for m in request.messages],
+            "temperature": request.temperature,
+            # always max_tokens: llama.cpp's server ignores max_completion_tokens
+            "max_tokens": request.max_tokens,
+        }
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.response_format is not None:
+            params["response_format"] = request.response_format
+        if request.stop:
+            params["stop"] = list(request.stop)
+        return params
+
+    @staticmethod
+    def _parse(text: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise _BadReply(f"body is not JSON ({e.msg}): {text[:80]!r}") from None
+        if not isinstance(payload, dict):
+            raise _BadReply(f"body is not a JSON object: {text[:80]!r}")
+        choices = payload.get("choices")
+        if not choices or not isinstance(choices, list):
+            raise _BadReply("no choices in the completion")
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+            raise _BadReply("choice has no message content")
+        return payload
+
+    def _result(
+        self, request: ChatRequest, key: str, payload: dict[str, Any], attempts: list[Attempt], latency: float
+    ) -> ChatResult:
+        choice = payload["choices"][0]
+        raw_usage = payload.get("usage") or {}
+        details = raw_usage.get("prompt_tokens_details") or {}
+        completion_details = raw_usage.get("completion_tokens_details") or {}
+        usage = Usage(
+            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
+            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
+            cached_tokens=int(details.get("cached_tokens") or 0),
+            reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+        )
+        model_answered = payload.get("model")
+        return ChatResult(
+            text=choice["message"].get("content") or "",
+            model_requested=request.model,
+            model_answered=model_answered,
+            finish_reason=choice.get("finish_reason"),
+            response_id=payload.get("id"),
+            usage=usage,
+            latency_s=round(latency, 6),
+            attempts=attempts,
+            cost_usd=self._cost(request.model, model_answered, usage),
+            request_sha256=key,
+        )
+
+    def _cost(self, requested: str, answered: str | None, usage: Usage) -> float | None:
+        """Priced by the model that answered, else by the one requested; unknown stays None."""
+        cost = call_cost(answered, usage, self.prices) if answered else None
+        return cost if cost is not None else call_cost(requested, usage, self.prices)

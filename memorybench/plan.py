@@ -1,0 +1,98 @@
+"""Compose run specs from overrides, and expand a `-m` sweep, without running anything.
+
+Every job of a sweep is composed and validated here before any model call, so a bad
+override fails at once with one line naming the value and the choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+
+import memorybench.config  # noqa: F401  (registers the structured configs)
+from memorybench import CONF_DIR
+from memorybench.errors import UserError, did_you_mean
+from memorybench.run_id import config_sha256, run_id
+from memorybench.validate import validate_config
+
+GROUPS = ("dataset", "memory", "reader", "writer", "answerer", "judge", "tracking", "storage", "paths", "experiment")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One composed job: its overrides, its config (no hydra node) and its identity."""
+
+    overrides: tuple[str, ...]
+    cfg: DictConfig
+    run_id: str
+    config_sha256: str
+
+    @property
+    def name(self) -> str:
+        return str(self.cfg.name)
+
+
+def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+def _explain(error: Exception, overrides: list[str]) -> UserError:
+    """Turn Hydra/OmegaConf's multi-line errors into one line with the fix."""
+    message = " ".join(str(error).split())
+    if error.__cause__ is not None:
+        # Hydra wraps OmegaConf's ValidationError; its message names the type problem
+        cause = " ".join(str(error.__cause__).split()).split(" full_key:")[0]
+        message = f"{message}: {cause}"
+    if isinstance(error, MissingConfigException) or "Could not find" in message:
+        for override in overrides:
+            key, _, value = override.lstrip("+~").partition("=")
+            group = key.split("@")[0]
+            if group in GROUPS and value and value not in group_options(group) and "," not in value:
+                return UserError(f"unknown {group} option '{value}'. {did_you_mean(value, group_options(group))}")
+        return UserError(f"{message.split(' Available options')[0]}; see `memorybench plan --help`")
+    if isinstance(error, MissingMandatoryValue):
+        key = getattr(error, "full_key", "") or message
+        return UserError(f"missing value for {key}; add `{key}=...` to the command line")
+    if "Key '" in message and "not in struct" in message or "Could not override" in message:
+        return UserError(f"{message}; check the key's spelling (`memorybench qa --cfg job` prints every key)")
+    return UserError(f"bad configuration: {message}")
+
+
+def compose_spec(overrides: list[str]) -> RunSpec:
+    """Compose one job (call inside `initialize_config_dir`)."""
+    try:
+        cfg = compose(config_name="config", overrides=list(overrides))
+        container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except (HydraException, OmegaConfBaseException, ValueError) as e:
+        raise _explain(e, list(overrides)) from None
+    plain = OmegaConf.create(container)
+    validate_config(plain)
+    return RunSpec(tuple(overrides), plain, run_id(plain), config_sha256(plain))
+
+
+def sweep_jobs(overrides: list[str]) -> list[list[str]]:
+    """The override list of every job a `-m` sweep makes, in Hydra's BasicSweeper order."""
+    parser = OverridesParser.create()
+    try:
+        parsed = parser.parse_overrides(overrides)
+        fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
+        base = compose(config_name="config", overrides=fixed, return_hydra_config=True)
+        params = base.hydra.sweeper.get("params") or {}
+        lines = [f"{k}={v}" for k, v in params.items()] + list(overrides)
+        return BasicSweeper.split_arguments(parser.parse_overrides(lines), None)[0]
+    except (HydraException, OmegaConfBaseException, ValueError) as e:
+        raise _explain(e, list(overrides)) from None
+
+
+def plan_runs(overrides: list[str], multirun: bool = False) -> list[RunSpec]:
+    """Compose and validate every run spec that `memorybench qa [-m] OVERRIDES` would run."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="memorybench"):
+        jobs = sweep_jobs(overrides) if multirun else [list(overrides)]
+        return [compose_spec(job) for job in jobs]

@@ -1,0 +1,160 @@
+"""LoCoMo's answer scoring, ported from the released ``task_eval/evaluation.py``.
+
+The LoCoMo paper's F1 numbers come from that file, so our port must give the same float
+for the same (prediction, gold, category), quirks included (DESIGN.md 5.1):
+
+* ``normalize_answer`` deletes commas, lowercases, deletes ASCII punctuation *without*
+  inserting a space (``self-care`` -> ``selfcare``, ``7:30`` -> ``730``), replaces the
+  whole words ``a|an|the|and`` by a space and collapses whitespace. Curly quotes and other
+  non-ASCII punctuation survive.
+* Token F1 Porter-stems every token (NLTK's ``PorterStemmer()`` in its default mode).
+* Category rules: 1 splits both sides on ``,``; 3 keeps the gold text before the first
+  ``;``; 5 ignores the gold and looks for an abstention phrase.
+
+Two things are taken from the same libraries on purpose rather than rewritten: the
+article regex runs on the third-party ``regex`` module (as the release does; its ``\\b``
+treats combining marks as word characters, unlike ``re``), and the category-1 mean is
+``numpy.mean`` (its pairwise summation differs from ``sum()/n`` in the last bit from
+eight gold parts on). ``regex`` comes with ``nltk``, ``numpy`` with ``pandas``.
+
+``exact_match`` and ``token_f1`` are *ours*, not LoCoMo's: extra columns we report beside
+the official number, built on the same normalization.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import regex
+from nltk.stem import PorterStemmer
+
+__all__ = [
+    "CATEGORIES",
+    "exact_match",
+    "locomo_score",
+    "normalize_answer",
+    "token_f1",
+]
+
+#: LoCoMo's category numbers, in the meaning of its own scorer (see CATEGORY_NAMES).
+CATEGORIES: tuple[int, ...] = (1, 2, 3, 4, 5)
+
+#: Phrases whose presence in the lowercased prediction scores a category-5 row as 1.
+ABSTENTION_PHRASES: tuple[str, ...] = ("no information available", "not mentioned")
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
+_STEMMER = PorterStemmer()
+
+Gold = str | int | None
+
+
+def normalize_answer(text: str) -> str:
+    """LoCoMo's ``normalize_answer``: the order of the steps matters and is kept.
+
+    Commas go first (on the raw text), then lowercase, then ASCII punctuation is dropped
+    in place, then articles and ``and`` become spaces, then whitespace is collapsed.
+    """
+    text = text.replace(",", "")
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _f1_of_tokens(prediction_tokens: Sequence[str], gold_tokens: Sequence[str]) -> float:
+    """Multiset token F1; no shared token gives 0 (also when both sides are empty)."""
+    common = Counter(prediction_tokens) & Counter(gold_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(gold_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def _stemmed_tokens(text: str) -> list[str]:
+    return [_STEMMER.stem(token) for token in normalize_answer(text).split()]
+
+
+def _locomo_f1(prediction: str, gold: str) -> float:
+    """LoCoMo's ``f1_score``: stemmed multiset token F1 of two normalized strings."""
+    return _f1_of_tokens(_stemmed_tokens(prediction), _stemmed_tokens(gold))
+
+
+def _locomo_multi_answer_f1(prediction: str, gold: str) -> float:
+    """LoCoMo's ``f1`` (category 1): both sides split on ``,`` and stripped; each gold
+    part takes its best F1 over the prediction parts; the result is their mean."""
+    predictions = [part.strip() for part in prediction.split(",")]
+    golds = [part.strip() for part in gold.split(",")]
+    best = [max(_locomo_f1(p, g) for p in predictions) for g in golds]
+    return float(np.mean(best))
+
+
+def _check_prediction(prediction: object) -> str:
+    if not isinstance(prediction, str):
+        raise TypeError(f"prediction must be a str, got {type(prediction).__name__}: {prediction!r}")
+    return prediction
+
+
+def _gold_text(gold: Gold, what: str) -> str:
+    """The gold as LoCoMo scores it: ``str(answer)``, so int answers work; None is an error
+    because only category 5 has rows without an ``answer``, and it ignores the gold."""
+    if gold is None:
+        raise ValueError(f"{what} needs a gold answer, got None (only category 5 may have no gold)")
+    if isinstance(gold, bool) or not isinstance(gold, (str, int)):
+        raise TypeError(f"gold must be a str or an int, got {type(gold).__name__}: {gold!r}")
+    return str(gold)
+
+
+def locomo_score(prediction: str, gold: Gold, category: int) -> float:
+    """The LoCoMo F1 of one answer, exactly as the released ``eval_question_answering``.
+
+    1 (multi-hop): comma-split multi-answer F1. 2 (temporal), 4 (single-hop): token F1.
+    3 (open-domain): token F1 against the gold before its first ``;``. 5 (adversarial):
+    1.0 if the lowercased prediction contains an abstention phrase, else 0.0; the gold is
+    ignored and may be None.
+    """
+    prediction = _check_prediction(prediction)
+    if isinstance(category, bool) or category not in CATEGORIES:
+        raise ValueError(f"unknown LoCoMo category {category!r}; choices: 1, 2, 3, 4, 5")
+    if category == 5:
+        lowered = prediction.lower()
+        return 1.0 if any(phrase in lowered for phrase in ABSTENTION_PHRASES) else 0.0
+    answer = _gold_text(gold, f"category {category}")
+    if category == 1:
+        return _locomo_multi_answer_f1(prediction, answer)
+    if category == 3:
+        answer = answer.split(";")[0].strip()
+    return _locomo_f1(prediction, answer)
+
+
+def exact_match(prediction: str, gold: str | int) -> float:
+    """Ours, not LoCoMo's: 1.0 when both normalize to the same non-empty string.
+
+    LoCoMo's own ``exact_match_score`` compares *sets* of tokens and is not part of its QA
+    score; we report the stricter string equality. An empty normalized answer never
+    matches, so a blank prediction cannot score on a gold such as ``"The"``.
+    """
+    normalized_prediction = normalize_answer(_check_prediction(prediction))
+    normalized_gold = normalize_answer(_gold_text(gold, "exact_match"))
+    return 1.0 if normalized_gold and normalized_prediction == normalized_gold else 0.0
+
+
+def token_f1(prediction: str, gold: str | int, *, stem: bool = False) -> float:
+    """Ours, not LoCoMo's: multiset token F1 of the normalized strings, no category rules.
+
+    Unstemmed by default (the plain SQuAD-style number); ``stem=True`` Porter-stems like
+    LoCoMo's F1 does. No shared token gives 0.0, also for two empty answers.
+    """
+    prediction_text = normalize_answer(_check_prediction(prediction))
+    gold_text = normalize_answer(_gold_text(gold, "token_f1"))
+    prediction_tokens = prediction_text.split()
+    gold_tokens = gold_text.split()
+    if stem:
+        prediction_tokens = [_STEMMER.stem(t) for t in prediction_tokens]
+        gold_tokens = [_STEMMER.stem(t) for t in gold_tokens]
+    return _f1_of_tokens(prediction_tokens, gold_tokens)

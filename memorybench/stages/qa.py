@@ -1,0 +1,235 @@
+"""The `qa` stage: one run spec -> one pack.
+
+Questions are answered one at a time in file order (every question of the first
+conversation, then the next); question-independent memory is built once per
+conversation. Each answer is appended to predictions.jsonl at once; a rerun of the same
+run id resumes where it stopped. Scores are computed from the stored rows at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate
+from memorybench.answer.reader import ReaderAnswerer
+from memorybench.data import Conversation, Question, file_sha256, iter_questions, load_locomo
+from memorybench.data.pins import LOCOMO10, pin_path
+from memorybench.errors import UserError
+from memorybench.llm.endpoints import open_endpoint
+from memorybench.memory import build_memory_method
+from memorybench.memory.base import BuiltMemory
+from memorybench.pack.run_pack import RunPack, pack_path
+from memorybench.pack.schemas import LineageRow, MemoryManifestRow, ModelIdentity, Prediction, RunMeta
+from memorybench.pack.trace_md import write_trace_md
+from memorybench.provenance import git_state, package_versions, utc_now
+from memorybench.run_id import config_sha256, run_id
+from memorybench.stages.rescore import format_table, rescore
+
+
+@dataclass
+class QaResult:
+    pack_root: Path
+    metrics: dict[str, Any]
+    answered_now: int
+
+
+def resolve_dataset(cfg: DictConfig) -> tuple[Path, dict[str, Any]]:
+    """The dataset file and its provenance (the pin, or an explicit path and its hash)."""
+    if cfg.dataset.get("path"):
+        path = Path(str(cfg.dataset.path)).expanduser().resolve()
+        return path, {"name": str(cfg.dataset.name), "path": str(path), "sha256": file_sha256(path) if path.is_file() else None, "pinned": False}
+    path = pin_path(LOCOMO10, cfg.paths.pins)
+    return path, {
+        "name": str(cfg.dataset.name),
+        "path": str(path),
+        "sha256": LOCOMO10.sha256,
+        "pinned": True,
+        "repository": LOCOMO10.repository,
+        "commit": LOCOMO10.commit,
+        "source_path": LOCOMO10.source_path,
+    }
+
+
+def select_questions(conversations: Sequence[Conversation], max_questions: int | None) -> list[Question]:
+    questions = list(iter_questions(conversations))
+    return questions[:max_questions] if max_questions else questions
+
+
+def _estimate_tokens(text: str) -> int:
+    # conservative for small-vocabulary models: about 3 characters per token
+    return len(text) // 3 + 1
+
+
+def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True) -> QaResult:
+    rid, sha = run_id(cfg), config_sha256(cfg)
+    data_path, data_info = resolve_dataset(cfg)
+    conversations = load_locomo(data_path)
+    questions = select_questions(conversations, cfg.max_questions)
+    total = sum(len(c.questions) for c in conversations)
+
+    packs_root = cfg.storage.root or cfg.paths.packs
+    pack = RunPack(pack_path(packs_root, str(cfg.name), rid))
+    if pack.is_complete():
+        metrics = json.loads(pack.path("metrics.json").read_text("utf-8"))
+        print(f"pack {pack.root} is complete; nothing to do", file=sys.stderr)
+        return QaResult(pack.root, metrics, 0)
+    pack.open()
+    answered, built = pack.resume()
+
+    if cfg.answerer.name != "reader":
+        raise UserError(f"answerer={cfg.answerer.name} is not available yet; use answerer=reader")
+    template = PromptTemplate.load(str(cfg.reader.prompt))
+    method = build_memory_method(cfg)
+
+    # Question-independent memory is built now (cheap, software only) so that the
+    # embedded model's context can be sized from the longest prompt of the run.
+    needed = {q.sample_id for q in questions}
+    memories: dict[str, BuiltMemory] = {c.sample_id: method.build(c) for c in conversations if c.sample_id in needed}
+    longest = max((_estimate_tokens(template.text + (m.text or "")) for m in memories.values()), default=0) + 64
+
+    started_at = utc_now()
+    meta_path = pack.path("run_meta.json")
+    resumed = 0
+    if meta_path.is_file():
+        previous = json.loads(meta_path.read_text("utf-8"))
+        started_at, resumed = previous["started_at"], int(previous.get("resumed", 0)) + 1
+
+    pack.write_text("config.resolved.yaml", OmegaConf.to_yaml(cfg))
+    pack.write_text(f"prompts/{template.relpath}", template.text)
+    pack.write_text("prompts/system.txt", SYSTEM_MESSAGE)
+
+    cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
+    with open_endpoint(
+        cfg.reader, "reader", cache_dir=cache_dir, prices=cfg.pricing, longest_prompt_tokens=longest, log_dir=pack.root / "reader"
+    ) as endpoint:
+        commit, dirty = git_state()
+        meta = RunMeta(
+            run_id=rid,
+            name=str(cfg.name),
+            config_sha256=sha,
+            overrides=list(overrides),
+            choices=dict(choices or _choices(cfg)),
+            git_commit=commit,
+            git_dirty=dirty,
+            package_versions=package_versions(),
+            data=data_info,
+            prompts={template.relpath: template.sha256, "system.txt": PromptTemplate("system.txt", SYSTEM_MESSAGE).sha256},
+            models=[endpoint.identity],
+            started_at=started_at,
+            question_count=len(questions),
+            questions_total=total,
+            is_prefix=len(questions) < total,
+            max_questions=cfg.max_questions,
+            local_model=endpoint.is_local,
+            notes=_notes(cfg, endpoint.is_local, len(questions), total),
+            resumed=resumed,
+        )
+        pack.write_json("run_meta.json", meta)
+        answerer = ReaderAnswerer(
+            endpoint, template, temperature=float(cfg.reader.temperature), max_tokens=int(cfg.reader.max_tokens), seed=cfg.reader.seed
+        )
+        models_answered: set[str] = set()
+        answered_now = 0
+        bar = tqdm(total=len(questions), initial=len(answered), disable=not progress, desc=rid, unit="q", file=sys.stderr)
+        try:
+            for index, question in enumerate(questions):
+                if question.question_id in answered:
+                    continue
+                memory = memories[question.sample_id]
+                if question.sample_id not in built:
+                    _store_memory(pack, method, memory)
+                    built.add(question.sample_id)
+                text = method.for_question(memory, question.asked())
+                memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
+                prediction, trace = answerer.answer(question.asked(), text)
+                if trace.response.model_answered:
+                    models_answered.add(trace.response.model_answered)
+                pack.reader_traces.append(trace)
+                pack.predictions.append(
+                    Prediction(
+                        question_id=question.question_id,
+                        sample_id=question.sample_id,
+                        index=index,
+                        category=question.category,
+                        question=question.question,
+                        prediction=prediction,
+                        gold=question.answer,
+                        adversarial_answer=question.adversarial_answer,
+                        reader_payload_sha256=trace.reader_payload_sha256,
+                        memory_sha256=memory_sha,
+                        answerer=answerer.name,
+                    )
+                )
+                answered.add(question.question_id)
+                answered_now += 1
+                bar.update(1)
+        finally:
+            bar.close()
+            pack.close()
+
+    # every question answered: scores, references, audit walk, then _SUCCESS last
+    metrics = rescore(pack.root)
+    pack.write_json("REFERENCE_PIN.json", pack.reference_pin())
+    answered_models = sorted(set(metrics.get("usage", {}).get("reader", {}).get("models_answered", [])) | models_answered)
+    identity: ModelIdentity = meta.models[0].model_copy(update={"answered": answered_models})
+    meta = meta.model_copy(update={"models": [identity], "ended_at": utc_now()})
+    pack.write_json("run_meta.json", meta)
+    write_trace_md(pack, data_path)
+    pack.mark_success()
+    return QaResult(pack.root, metrics, answered_now)
+
+
+def _memory_relpath(method: Any, memory: BuiltMemory) -> str | None:
+    """Question-independent memory lives once per conversation under memory/dumps/."""
+    return None if method.question_dependent else f"memory/dumps/{memory.sample_id}.txt"
+
+
+def _store_memory(pack: RunPack, method: Any, memory: BuiltMemory) -> None:
+    """Write a conversation's memory and lineage; the manifest row goes last (the commit)."""
+    for item in memory.items:
+        pack.lineage.append(LineageRow(sample_id=memory.sample_id, item_id=item.item_id, sources=list(item.sources)))
+    sha = relpath = None
+    if not method.question_dependent and memory.text is not None:
+        sha, relpath = pack.store_text(memory.text, _memory_relpath(method, memory))
+    pack.memory_manifest.append(
+        MemoryManifestRow(
+            sample_id=memory.sample_id,
+            method=method.name,
+            question_dependent=method.question_dependent,
+            item_count=len(memory.items),
+            memory_sha256=sha,
+            memory_path=relpath,
+            metadata=memory.metadata,
+        )
+    )
+
+
+def _choices(cfg: DictConfig) -> dict[str, str]:
+    return {g: str(cfg[g].name) for g in ("dataset", "memory", "reader", "writer", "answerer", "judge") if g in cfg}
+
+
+def _notes(cfg: DictConfig, local: bool, n: int, total: int) -> list[str]:
+    notes = []
+    if local:
+        notes.append("Answers from the embedded local model: not comparable with published LoCoMo numbers.")
+    if n < total:
+        notes.append(f"Prefix run: the first {n} of {total} questions in file order (max_questions={cfg.max_questions}).")
+    if cfg.memory.name == "session_summaries":
+        notes.append(f"session_summaries from the {cfg.memory.source} summaries.")
+    return notes
+
+
+def print_summary(result: QaResult) -> None:
+    print(format_table(result.metrics))
+    print(f"pack: {result.pack_root}")
+
+
+__all__ = ["QaResult", "print_summary", "run_qa", "select_questions"]

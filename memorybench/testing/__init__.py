@@ -1,0 +1,1 @@
+"""Plumbing for tests and benchmarks: scripted servers that speak real HTTP on 127.0.0.1."""
