@@ -82,5 +82,9 @@ class Conversation:
         return sum(len(s.turns) for s in self.sessions)
 
     def text_blob(self) -> str:
-        """All turn text and captions, for "does this string also occur in the conversation"."""
-        return "\n".join(t.render() for s in self.sessions for t in s.turns)
+        """Session dates, turn text and captions: "does this string also occur in the conversation"."""
+        lines = []
+        for session in self.sessions:
+            lines.append(session.date_time)
+            lines.extend(t.render() for t in session.turns)
+        return "\n".join(lines)

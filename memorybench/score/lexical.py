@@ -14,6 +14,7 @@ where it is hash-checked like every other pinned file.
 from __future__ import annotations
 
 import os
+from numbers import Integral
 from pathlib import Path
 
 import nltk
@@ -95,7 +96,7 @@ def _text(value: str | int, what: str) -> str:
     """Mem0's ``evals.py`` scores ``str(answer)``; None has no gold to score against."""
     if value is None:
         raise ValueError(f"{what} is None; Mem0 skips category 5, which is the only one without a gold")
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if isinstance(value, bool) or not isinstance(value, (str, Integral)):
         raise TypeError(f"{what} must be a str or an int, got {type(value).__name__}: {value!r}")
     return str(value)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import string
 from collections import Counter
 from collections.abc import Sequence
+from numbers import Integral
 
 import numpy as np
 import regex
@@ -105,7 +106,7 @@ def _gold_text(gold: Gold, what: str) -> str:
     because only category 5 has rows without an ``answer``, and it ignores the gold."""
     if gold is None:
         raise ValueError(f"{what} needs a gold answer, got None (only category 5 may have no gold)")
-    if isinstance(gold, bool) or not isinstance(gold, (str, int)):
+    if isinstance(gold, bool) or not isinstance(gold, (str, Integral)):
         raise TypeError(f"gold must be a str or an int, got {type(gold).__name__}: {gold!r}")
     return str(gold)
 
@@ -119,6 +120,7 @@ def locomo_score(prediction: str, gold: Gold, category: int) -> float:
     ignored and may be None.
     """
     prediction = _check_prediction(prediction)
+    # Compared by value, as the release does, so numpy integers from pandas work.
     if isinstance(category, bool) or category not in CATEGORIES:
         raise ValueError(f"unknown LoCoMo category {category!r}; choices: 1, 2, 3, 4, 5")
     if category == 5:

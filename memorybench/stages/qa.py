@@ -138,7 +138,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
         )
         models_answered: set[str] = set()
         answered_now = 0
-        bar = tqdm(total=len(questions), initial=len(answered), disable=not progress, desc=rid, unit="q", file=sys.stderr)
+        bar = tqdm(total=len(questions), initial=len(answered), disable=None if progress else True, desc=rid, unit="q", file=sys.stderr)
         try:
             for index, question in enumerate(questions):
                 if question.question_id in answered:

@@ -21,8 +21,10 @@ import importlib.util
 import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memorybench.errors import UserError, did_you_mean
 
@@ -194,20 +196,58 @@ AUTO_REASON = (
 
 
 # -- token estimates and the choice of model -----------------------------------------------
-#: Characters per token assumed by `estimate_tokens`; both tokenizers give more characters
-#: per token than this on LoCoMo text (measured: see the module docstring of the bench),
-#: so the estimate errs high.
-CHARS_PER_TOKEN = 3.0
+#: Characters per token assumed by `estimate_tokens`. Measured on LoCoMo (both tokenizers
+#: agree within 3%): full_context memories 3.19-3.45 characters per token (dates, times
+#: and names split finely), released session summaries 4.4-5.3.
+CHARS_PER_TOKEN = 2.8
 
 
 def estimate_tokens(text: str) -> int:
-    """A conservative (high) token count for `text` under either local model's tokenizer.
+    """A cheap, conservative (high) token count for `text` under either local model.
 
-    ``len(text) / 3`` plus one token per 64 non-ASCII characters; on LoCoMo prompts it
-    overestimates both tokenizers (Gemma 3's 262k vocabulary and SmolLM2's 49k one).
+    ``len(text) / 2.8`` plus one token per 64 non-ASCII characters. On LoCoMo's
+    full_context memories both tokenizers (Gemma 3's 262k vocabulary, SmolLM2's 49k one)
+    give 3.2-3.45 characters per token, so this errs high by 14-23%; on summaries by
+    ~70%. For an exact count use `count_tokens`, or pass the prompt text itself to
+    `choose_local_model`.
     """
     non_ascii = sum(1 for ch in text if ord(ch) > 127)
     return math.ceil(len(text) / CHARS_PER_TOKEN) + non_ascii // 64 + 1
+
+
+_VOCABS: dict[str, Any] = {}
+_VOCAB_LOCK = threading.Lock()
+
+
+def count_tokens(text: str, spec: LocalModelSpec | None = None) -> int:
+    """Tokens of `text` (with BOS) under `spec`'s own GGUF tokenizer; with no spec, the
+    most over all local models. Loads only the vocabulary (once per process, well under
+    a second); without llama-cpp-python installed it falls back to `estimate_tokens`."""
+    if spec is None:
+        return max(count_tokens(text, s) for s in LOCAL_MODELS.values())
+    try:
+        import llama_cpp
+    except ImportError:
+        return estimate_tokens(text)
+    path = spec.path()
+    with _VOCAB_LOCK:
+        vocab = _VOCABS.get(str(path))
+        if vocab is None:
+            vocab = _VOCABS[str(path)] = _load_vocab(llama_cpp, path)
+        return len(vocab.tokenize(text.encode("utf-8"), True, False))  # add_bos, no special parsing
+
+
+def _load_vocab(llama_cpp: Any, path: Path) -> Any:
+    # the model object alone (vocab_only, no context): quiet and about 0.7 s for Gemma's
+    # 262k vocabulary; llama_cpp.Llama(vocab_only=True) would also create a context
+    try:
+        from llama_cpp import _internals
+
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        return _internals.LlamaModel(path_model=str(path), params=params, verbose=False)
+    except (ImportError, AttributeError, TypeError):
+        return llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
 
 
 def context_size(prompt_tokens: int, spec: LocalModelSpec, answer_tokens: int = DEFAULT_ANSWER_TOKENS) -> int:
@@ -221,7 +261,7 @@ def _fits(prompt_tokens: int, spec: LocalModelSpec, answer_tokens: int) -> bool:
 
 
 def choose_local_model(
-    prompt_tokens: int,
+    prompt_tokens: int | str,
     requested: str = "auto",
     *,
     answer_tokens: int = DEFAULT_ANSWER_TOKENS,
@@ -229,40 +269,66 @@ def choose_local_model(
 ) -> tuple[LocalModelSpec, int, str]:
     """(spec, n_ctx, reason) for a run whose longest prompt has `prompt_tokens` tokens.
 
+    `prompt_tokens` is a count (e.g. ``estimate_tokens(text)``, the same for every
+    model) or the longest prompt's text itself (system + user message), counted exactly
+    with each candidate's own tokenizer (`count_tokens`): the long LoCoMo conversations
+    (up to ~122k characters, ~29k Gemma tokens) fit Gemma's 32k context only by the
+    exact count.
+
     `requested` is a model name or ``"auto"``: the first model of `AUTO_ORDER` whose
-    context holds prompt + answer + margin. A prompt too long for every candidate raises
-    `LocalModelError` with the numbers and the ways out.
+    context holds prompt + answer + margin. n_ctx is prompt + `answer_tokens` + 256,
+    rounded up to a multiple of 1024 and capped at the model's maximum. A prompt too long
+    for every candidate raises `LocalModelError` with the numbers and the ways out.
     """
+    if isinstance(prompt_tokens, str):
+        text = prompt_tokens
+        return _choose(lambda spec: count_tokens(text, spec), requested, answer_tokens, models)
+    count = int(prompt_tokens)
+    return _choose(lambda spec: count, requested, answer_tokens, models)
+
+
+def _choose(
+    tokens_for: Callable[[LocalModelSpec], int],
+    requested: str,
+    answer_tokens: int,
+    models: dict[str, LocalModelSpec] | None,
+) -> tuple[LocalModelSpec, int, str]:
     models = LOCAL_MODELS if models is None else models
-    need = prompt_tokens + answer_tokens + CONTEXT_MARGIN_TOKENS
+
+    def need(tokens: int) -> str:
+        return (
+            f"the longest prompt needs about {tokens + answer_tokens + CONTEXT_MARGIN_TOKENS} tokens "
+            f"({tokens} prompt + {answer_tokens} answer + {CONTEXT_MARGIN_TOKENS} margin)"
+        )
+
     if requested != "auto":
         spec = models.get(requested)
         if spec is None:
             raise LocalModelError(f"unknown local model {requested!r}. {did_you_mean(requested, [*models, 'auto'])}")
-        if not _fits(prompt_tokens, spec, answer_tokens):
-            longer = [s.name for s in models.values() if _fits(prompt_tokens, s, answer_tokens)]
+        tokens = tokens_for(spec)
+        if not _fits(tokens, spec, answer_tokens):
+            longer = [s.name for s in models.values() if s is not spec and _fits(tokens_for(s), s, answer_tokens)]
             hint = f"use a local model with a longer context ({', '.join(longer)}), " if longer else ""
             raise LocalModelError(
-                f"the longest prompt needs about {need} tokens ({prompt_tokens} prompt + {answer_tokens} "
-                f"answer + {CONTEXT_MARGIN_TOKENS} margin) but local model {spec.name} holds "
-                f"{spec.max_context}; {hint}use memory=session_summaries or a retrieval memory, or a "
-                "reader with a longer context"
+                f"{need(tokens)} but local model {spec.name} holds {spec.max_context}; {hint}"
+                "use memory=session_summaries or a retrieval memory, or a reader with a longer context"
             )
-        n_ctx = context_size(prompt_tokens, spec, answer_tokens)
-        return spec, n_ctx, f"requested {spec.name}; n_ctx {n_ctx} for a {prompt_tokens}-token prompt"
+        n_ctx = context_size(tokens, spec, answer_tokens)
+        return spec, n_ctx, f"requested {spec.name}; n_ctx {n_ctx} for a {tokens}-token prompt"
     order = [n for n in AUTO_ORDER if n in models] + [n for n in models if n not in AUTO_ORDER]
+    counts: dict[str, int] = {}
     for rank, name in enumerate(order):
         spec = models[name]
-        if _fits(prompt_tokens, spec, answer_tokens):
-            n_ctx = context_size(prompt_tokens, spec, answer_tokens)
+        tokens = counts[name] = tokens_for(spec)
+        if _fits(tokens, spec, answer_tokens):
+            n_ctx = context_size(tokens, spec, answer_tokens)
             why = AUTO_REASON if rank == 0 else (
                 f"the prompt is too long for {', '.join(order[:rank])}; {spec.name} holds it"
             )
-            return spec, n_ctx, f"auto: {spec.name} ({why}); n_ctx {n_ctx} for a {prompt_tokens}-token prompt"
+            return spec, n_ctx, f"auto: {spec.name} ({why}); n_ctx {n_ctx} for a {tokens}-token prompt"
     biggest = max(models.values(), key=lambda s: s.max_context)
     raise LocalModelError(
-        f"the longest prompt needs about {need} tokens ({prompt_tokens} prompt + {answer_tokens} answer + "
-        f"{CONTEXT_MARGIN_TOKENS} margin) but the largest local model ({biggest.name}) holds "
+        f"{need(counts[biggest.name])} but the largest local model ({biggest.name}) holds "
         f"{biggest.max_context}; use memory=session_summaries or a retrieval memory, or a reader with "
         "a longer context (an API model or your own OpenAI-compatible server)"
     )

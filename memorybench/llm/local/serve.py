@@ -107,6 +107,13 @@ def _swa_full_by_default() -> None:
     llama_cpp.Llama.__init__ = init  # type: ignore[method-assign]
 
 
+def default_threads() -> int:
+    """The CPUs this process may run on (cgroup/affinity aware where the OS says)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m memorybench.llm.local.serve")
     p.add_argument("--model", required=True, help="GGUF file")
@@ -146,8 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     _answer_with_alias(args.alias)
     _swa_full_by_default()
 
-    threads = args.n_threads or len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = max(1, int(threads or 1))
+    threads = max(1, args.n_threads or default_threads())
     server_settings = ServerSettings(host=args.host, port=args.port, api_key=None, interrupt_requests=False)
     model_settings = ModelSettings(
         model=args.model,

@@ -1,0 +1,53 @@
+"""Pinned files: verified by sha256 before use; a missing or altered file is refused."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from memorybench.data import pins
+from memorybench.errors import UserError
+
+
+def test_shared_pins_verify(locomo_path):
+    assert pins.pin_path(pins.LOCOMO10) == locomo_path.resolve()
+    assert (pins.nltk_data_dir() / "tokenizers" / "punkt_tab" / "english").is_dir()
+    assert pins.pin_path(pins.MEM0_ACCURACY_PROMPT).read_text("utf-8").startswith("\n")
+
+
+def test_missing_pin_says_to_fetch(tmp_path):
+    with pytest.raises(UserError, match="missing; run `memorybench fetch`"):
+        pins.pin_path(pins.LOCOMO10, tmp_path)
+
+
+def test_altered_pin_is_refused_with_both_hashes(tmp_path, locomo_path):
+    target = tmp_path / pins.LOCOMO10.relpath
+    target.parent.mkdir(parents=True)
+    data = bytearray(locomo_path.read_bytes())
+    data[100] ^= 1
+    target.write_bytes(bytes(data))
+    with pytest.raises(UserError) as info:
+        pins.pin_path(pins.LOCOMO10, tmp_path)
+    message = str(info.value)
+    assert pins.LOCOMO10.sha256 in message and pins.sha256_bytes(bytes(data)) in message
+
+
+def test_fetch_verifies_what_is_present_without_network(tmp_path, locomo_path):
+    shutil.copytree(locomo_path.parents[1], tmp_path / "pins")
+    seen: list[str] = []
+    root = pins.fetch_pins(tmp_path / "pins", log=seen.append)
+    assert root == (tmp_path / "pins").resolve()
+    assert len(seen) == len(pins.ALL_PINS) and all(line.startswith("ok") for line in seen)
+
+
+def test_fetch_refuses_a_download_with_the_wrong_hash(tmp_path, monkeypatch):
+    monkeypatch.setattr(pins, "_download", lambda url: b"not the release")
+    with pytest.raises(UserError, match="expected 79fa87e9"):
+        pins.fetch_pins(tmp_path)
+    assert not (tmp_path / pins.LOCOMO10.relpath).exists()
+
+
+def test_accuracy_prompt_is_extracted_from_the_literal():
+    source = b'x = 1\nACCURACY_PROMPT = """\nJudge {question}\n"""\n'
+    assert pins._extract_accuracy_prompt(source) == b"\nJudge {question}\n"
