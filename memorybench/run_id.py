@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -23,14 +24,30 @@ OPERATIONAL_KEYS = frozenset(
 HEX_DIGITS = 12
 
 
+def _data_file_sha256(path: str) -> str | None:
+    from memorybench.data.locomo import file_sha256
+
+    p = Path(path).expanduser()
+    return file_sha256(p) if p.is_file() else None
+
+
 def identity_config(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
-    """The resolved config as plain data, minus everything outside the experiment's identity."""
+    """The resolved config as plain data, minus everything outside the experiment's identity.
+
+    An explicit `dataset.path` is machine-specific: the identity holds the file's sha256
+    instead (the pinned default has no path and is identified by its pin).
+    """
     data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     assert isinstance(data, dict)
     out = {k: v for k, v in data.items() if k not in EXCLUDED_TOP_LEVEL}
     for group in ENDPOINT_GROUPS:
         if isinstance(out.get(group), dict):
             out[group] = {k: v for k, v in out[group].items() if k not in OPERATIONAL_KEYS}
+    dataset = out.get("dataset")
+    if isinstance(dataset, dict) and dataset.get("path"):
+        digest = _data_file_sha256(str(dataset["path"]))
+        out["dataset"] = {k: v for k, v in dataset.items() if k != "path"}
+        out["dataset"]["file_sha256"] = digest or f"missing:{dataset['path']}"
     return out
 
 
@@ -40,6 +57,10 @@ def canonical_json(data: Any) -> str:
 
 def config_sha256(cfg: DictConfig | dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(identity_config(cfg)).encode("utf-8")).hexdigest()
+
+
+def _identity_sha256(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
 
 
 def _slug(text: str) -> str:
@@ -54,4 +75,4 @@ def run_id(cfg: DictConfig | dict[str, Any]) -> str:
     reader = data.get("reader", {})
     model = reader.get("model") or reader.get("name") or "model"
     prefix = "-".join(_slug(str(p)) for p in (memory, answerer, model))
-    return f"{prefix}-{config_sha256(data)[:HEX_DIGITS]}"
+    return f"{prefix}-{_identity_sha256(data)[:HEX_DIGITS]}"

@@ -114,6 +114,20 @@ def default_threads() -> int:
     return os.cpu_count() or 1
 
 
+def _warm_up() -> None:
+    """One tiny completion before the port opens: a build that cannot run on this CPU
+    (e.g. AMX code in a VM that does not enable AMX: SIGILL) fails here, at start, where
+    `LocalServer` reports it, not at the first question."""
+    from llama_cpp.server import app as app_module
+
+    proxy = getattr(app_module, "_llama_proxy", None)
+    if proxy is None:
+        return
+    llama = proxy()
+    llama.create_completion("The quick brown fox jumps over the lazy dog. " * 4, max_tokens=2, temperature=0.0)
+    llama.reset()
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m memorybench.llm.local.serve")
     p.add_argument("--model", required=True, help="GGUF file")
@@ -172,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
         verbose=not args.quiet,
     )
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
+    _warm_up()
     print(f"memorybench-serve: {args.alias} loaded, n_ctx={args.n_ctx}, threads={threads}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=2)
 

@@ -267,6 +267,15 @@ class LocalServer:
                 tail = _tail(self.log_path)
                 if code == EXIT_PORT_TAKEN or "address already in use" in tail.lower():
                     raise _PortTaken()
+                if code == -signal.SIGILL:
+                    raise LocalModelError(
+                        f"local server for {self.spec.name} died of SIGILL (illegal instruction) at start: "
+                        "llama-cpp-python was compiled for CPU features this machine does not run (typically "
+                        "AMX advertised by a VM that does not enable it); fix: reinstall it without them, "
+                        'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+                        'pip install --force-reinstall --no-deps --no-cache-dir "llama-cpp-python[server]==0.3.36"; '
+                        f"log {self.log_path}"
+                    )
                 raise LocalModelError(
                     f"local server for {self.spec.name} exited with code {code} before it was ready; "
                     f"log {self.log_path}: {tail[-1500:]}"

@@ -1,0 +1,86 @@
+"""Run specs: composition, sweep expansion, run ids, and one-line errors before any call."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES, run_cli
+from memorybench.errors import UserError
+from memorybench.plan import group_options, plan_runs
+from memorybench.run_id import config_sha256, identity_config
+
+SCRIPTED = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=m"]
+
+
+def test_every_option_of_every_group_composes_and_names_itself():
+    for group in ("dataset", "memory", "reader", "writer", "answerer", "judge", "tracking", "storage", "paths"):
+        for option in group_options(group):
+            extra = SCRIPTED if group != "reader" else []
+            overrides = [*extra, f"{group}={option}"]
+            if (group, option) == ("reader", "openai_compatible"):
+                overrides += ["reader.base_url=http://127.0.0.1:9/v1", "reader.model=m"]
+            (spec,) = plan_runs(overrides)
+            node = spec.cfg[group]
+            if "name" in node:
+                assert node.name == option, (group, option)
+
+
+def test_every_experiment_expands():
+    for experiment in group_options("experiment"):
+        specs = plan_runs([*SCRIPTED, f"+experiment={experiment}"], multirun=True)
+        assert specs and len({s.run_id for s in specs}) == len(specs)
+
+
+def test_sweep_is_the_product_in_order():
+    specs = plan_runs([*SCRIPTED, "memory=full_context,session_summaries", "reader.max_tokens=8,16"], multirun=True)
+    assert [(s.cfg.memory.name, s.cfg.reader.max_tokens) for s in specs] == [
+        ("full_context", 8), ("full_context", 16), ("session_summaries", 8), ("session_summaries", 16)
+    ]
+    assert len({s.run_id for s in specs}) == 4
+
+
+def test_run_id_ignores_paths_names_and_operational_settings():
+    (a,) = plan_runs([*SCRIPTED, "paths.packs=/x", "name=one", "reader.timeout_s=1", "reader.cache=true"])
+    (b,) = plan_runs([*SCRIPTED, "paths.packs=/y", "name=two"])
+    (c,) = plan_runs([*SCRIPTED, "reader.temperature=0.5"])
+    assert a.run_id == b.run_id and a.config_sha256 == b.config_sha256
+    assert c.run_id != a.run_id
+    assert a.run_id.startswith("full_context-reader-m-") and len(a.run_id.rsplit("-", 1)[1]) == 12
+
+
+def test_explicit_dataset_is_identified_by_content_not_path(tmp_path):
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((FIXTURES / "mini_locomo.json").read_bytes())
+    (a,) = plan_runs([*SCRIPTED, f"dataset.path={FIXTURES / 'mini_locomo.json'}"])
+    (b,) = plan_runs([*SCRIPTED, f"dataset.path={copy}"])
+    assert a.run_id == b.run_id
+    assert "path" not in identity_config(a.cfg)["dataset"]
+    copy.write_bytes(copy.read_bytes().replace(b"pottery", b"knitting"))
+    (c,) = plan_runs([*SCRIPTED, f"dataset.path={copy}"])
+    assert c.config_sha256 != a.config_sha256 == config_sha256(a.cfg)
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (["memory=rag_typo"], "unknown memory option 'rag_typo'"),
+        (["reader=gpt"], "unknown reader option 'gpt'"),
+        (["+experiment=nope"], "unknown experiment option 'nope'"),
+        (["reader.temprature=1"], "Could not override 'reader.temprature'"),
+        (["reader.provider=azure"], "reader.provider='azure' is unknown"),
+        (["max_questions=0"], "max_questions=0 must be at least 1"),
+        (["memory=session_summaries", "memory.source=magic"], "memory.source='magic' is not one of"),
+    ],
+)
+def test_bad_overrides_fail_with_one_line(overrides, expected):
+    with pytest.raises(UserError) as info:
+        plan_runs(overrides)
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_plan_command_lists_specs(tmp_path):
+    result = run_cli("plan", "-m", *SCRIPTED, "memory=full_context,session_summaries", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 2 and lines[0].split("\t")[2].startswith("full_context-reader-m-")
+    assert "2 run spec(s)" in result.stderr
