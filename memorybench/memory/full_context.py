@@ -10,11 +10,16 @@ from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory.base import BuiltMemory, MemoryItem, register_memory
 
 
-def render_lines(conversation: Conversation) -> list[MemoryItem]:
+def render_sessions(conversation: Conversation) -> list[MemoryItem]:
+    """One item per session: its turn lines, in order; `sources` are their dia_ids, line by line."""
     return [
-        MemoryItem(item_id=turn.dia_id, text=f"{session.date_time} | {turn.render()}", sources=(turn.dia_id,))
+        MemoryItem(
+            item_id=f"session_{session.index}",
+            text="\n".join(f"{session.date_time} | {turn.render()}" for turn in session.turns),
+            sources=tuple(turn.dia_id for turn in session.turns),
+        )
         for session in conversation.sessions
-        for turn in session.turns
+        if session.turns
     ]
 
 
@@ -27,7 +32,7 @@ class FullContext:
         self.cfg = cfg
 
     def build(self, conversation: Conversation) -> BuiltMemory:
-        items = render_lines(conversation)
+        items = render_sessions(conversation)
         return BuiltMemory(conversation.sample_id, items, text="\n".join(i.text for i in items))
 
     def for_question(self, built: BuiltMemory, asked: AskedQuestion) -> str:

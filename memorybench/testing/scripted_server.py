@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -96,6 +97,11 @@ class ScriptedOpenAIServer:
 
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                # no Nagle: a small response must not wait for the client's delayed ACK
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
@@ -201,5 +207,7 @@ class ScriptedOpenAIServer:
         handler.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             handler.send_header(k, v)
-        handler.end_headers()
-        handler.wfile.write(data)
+        # headers and body leave in one write
+        handler._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]
+        handler._headers_buffer.append(data)  # type: ignore[attr-defined]
+        handler.flush_headers()
