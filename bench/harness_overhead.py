@@ -46,8 +46,11 @@ def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901 (a linear script)
     sizes = [int(a) for a in sys.argv[1:]] or [300, 1986]
+    from memorybench.data.pins import LOCOMO10, pin_path
+
+    raw = json.loads(pin_path(LOCOMO10).read_text("utf-8"))
     figures: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAIServer() as server:
         root = Path(tmp)
@@ -65,9 +68,17 @@ def main() -> None:
                 (pack / "memory" / "dumps" / f"{sid}.txt").stat().st_size
                 for sid in {json.loads(line)["sample_id"] for line in (pack / "predictions.jsonl").open()}
             )
+            in_pack = {json.loads(line)["sample_id"] for line in (pack / "predictions.jsonl").open()}
+            released = sum(len(json.dumps(c["conversation"], ensure_ascii=False).encode()) for c in raw if c["sample_id"] in in_pack)
             figures[f"questions={n}: pack_bytes"] = dir_size(pack)
-            figures[f"questions={n}: transcript_bytes"] = transcripts
-            figures[f"questions={n}: pack_over_transcripts"] = round(dir_size(pack) / transcripts, 3)
+            figures[f"questions={n}: rendered_transcript_bytes"] = transcripts
+            figures[f"questions={n}: released_transcript_json_bytes"] = released
+            figures[f"questions={n}: pack_over_rendered_transcripts"] = round(dir_size(pack) / transcripts, 3)
+            figures[f"questions={n}: pack_over_released_transcripts"] = round(dir_size(pack) / released, 3)
+            figures[f"questions={n}: largest_files"] = {
+                str(p.relative_to(pack)): p.stat().st_size
+                for p in sorted((p for p in pack.rglob("*") if p.is_file()), key=lambda p: -p.stat().st_size)[:5]
+            }
             figures[f"questions={n}: is_prefix"] = meta["is_prefix"]
     report("harness_overhead", figures)
 

@@ -42,10 +42,15 @@ class PromptTemplate:
             )
         return cls(relpath, text)
 
-    def split(self, slot: str = "memory") -> tuple[str, str]:
-        """The text before and after `{slot}` (for storing the memory part by reference)."""
-        before, _, after = self.text.partition("{" + slot + "}")
-        return before, after
+    def fill(self, memory: str, question: str) -> str:
+        return fill_template(self.text, memory, question)
+
+
+def fill_template(template: str, memory: str, question: str) -> str:
+    """`{memory}` and `{question}` replaced in one pass: a memory that itself contains the
+    text "{question}" is left as it is."""
+    before, _, after = template.partition("{memory}")
+    return before.replace("{question}", question) + memory + after.replace("{question}", question)
 
 
 def content_sha256(text: str) -> str:

@@ -8,7 +8,7 @@ from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate, content_sh
 from memorybench.data.records import AskedQuestion
 from memorybench.llm.endpoints import Endpoint
 from memorybench.llm.records import ChatRequest
-from memorybench.pack.schemas import ContentPart, ReaderRequest, ReaderTrace
+from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 
 
 class ReaderAnswerer:
@@ -27,15 +27,8 @@ class ReaderAnswerer:
         self.max_tokens = max_tokens
         self.seed = seed
 
-    def user_message(self, asked: AskedQuestion, memory: str) -> tuple[str, list[ContentPart]]:
-        before, after = self.template.split("memory")
-        before = before.replace("{question}", asked.question)
-        after = after.replace("{question}", asked.question)
-        parts = [ContentPart(text=before), ContentPart(ref=content_sha256(memory)), ContentPart(text=after)]
-        return before + memory + after, parts
-
     def answer(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
-        user, parts = self.user_message(asked, memory)
+        user = self.template.fill(memory, asked.question)
         stop = self.endpoint.stop or None
         request = ChatRequest(
             model=self.endpoint.model,
@@ -58,9 +51,9 @@ class ReaderAnswerer:
                 seed=request.seed,
                 stop=list(stop) if stop else None,
                 system=SYSTEM_MESSAGE,
-                user_parts=parts,
                 template=self.template.relpath,
                 template_sha256=self.template.sha256,
+                slots={"memory": SlotValue(ref=content_sha256(memory)), "question": SlotValue(text=asked.question)},
             ),
             response=result,
         )

@@ -117,8 +117,8 @@ class RunPack:
                 locations[row["memory_sha256"]] = row["memory_path"]
         refs: dict[str, Reference] = {}
         for row in self.reader_traces.rows():
-            for part in row["request"]["user_parts"]:
-                sha = part.get("ref")
+            for slot in row["request"]["slots"].values():
+                sha = slot.get("ref")
                 if not sha or sha in refs:
                     continue
                 relpath = locations.get(sha, f"blobs/{sha}.txt")

@@ -39,23 +39,30 @@ class Prediction(Record):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class ContentPart(Record):
-    """A piece of a message: inline `text`, or `ref`: the sha256 of a string stored once."""
+class SlotValue(Record):
+    """A slot's value: inline `text`, or `ref`: the sha256 of a text stored once in the pack."""
 
     text: Optional[str] = None
     ref: Optional[str] = None
 
 
 class ReaderRequest(Record):
+    """The request as sent, with the user message kept as template + slot values.
+
+    The user message is `prompts/<template>` with `{memory}` and `{question}` replaced by
+    the slot values (a `ref` resolves through REFERENCE_PIN.json); its sha256 is the
+    trace's `reader_payload_sha256`.
+    """
+
     model: str
     temperature: float
     max_tokens: int
     seed: Optional[int] = None
     stop: Optional[list[str]] = None
     system: str
-    user_parts: list[ContentPart]
     template: str
     template_sha256: str
+    slots: dict[str, SlotValue]
 
 
 class ReaderTrace(Record):
@@ -95,6 +102,8 @@ class MemoryManifestRow(Record):
 
 
 class Reference(Record):
+    """Where the text of one `ref` lives in the pack."""
+
     path: str
     bytes: int
 
@@ -102,9 +111,11 @@ class Reference(Record):
 class ReferencePin(Record):
     schema_: Literal["reference_pin.v1"] = Field("reference_pin.v1", alias="schema")
     how_to_restore: str = (
-        "A content part {'ref': H} in any trace stands for the UTF-8 text of the file at refs[H].path "
-        "(relative to the pack); sha256 of that file's bytes is H. Concatenate parts in order to "
-        "rebuild the exact message."
+        "A slot value {'ref': H} in a trace stands for the UTF-8 text of the file at refs[H].path "
+        "(relative to the pack); the sha256 of that file's bytes is H. A reader trace's user message is "
+        "the text of prompts/<request.template> with '{memory}' and '{question}' replaced by the slot "
+        "values, in one pass (memory.replace is not applied to the question); its sha256 is "
+        "reader_payload_sha256. memorybench.answer.prompt.fill_template does exactly this."
     )
     refs: dict[str, Reference]
 
@@ -150,5 +161,9 @@ class RunMeta(Record):
 
 
 def dump_line(record: BaseModel) -> str:
-    """One JSONL line, keys in field order, `schema` first."""
-    return record.model_dump_json(by_alias=True) + "\n"
+    """One JSONL line, keys in field order, `schema` first.
+
+    Traces leave out null fields (an attempt without an error has no `error` key), which
+    keeps a 1,986-question pack small; predictions keep every field, null gold included.
+    """
+    return record.model_dump_json(by_alias=True, exclude_none=isinstance(record, ReaderTrace)) + "\n"

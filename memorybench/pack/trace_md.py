@@ -46,7 +46,7 @@ def write_trace_md(pack: RunPack, data_path: Path) -> None:
     meta = json.loads(pack.path("run_meta.json").read_text("utf-8"))
     response = trace.get("response", {})
     request = trace.get("request", {})
-    refs = [p["ref"] for p in request.get("user_parts", []) if p.get("ref")]
+    refs = [v["ref"] for v in request.get("slots", {}).values() if v.get("ref")]
     from memorybench.stages.rescore import score_row
 
     scores = score_row(pred)
@@ -68,8 +68,9 @@ def write_trace_md(pack: RunPack, data_path: Path) -> None:
         "",
         "## 3. Prompt",
         f"- Template `prompts/{request.get('template')}` (sha256 `{request.get('template_sha256')}`), system message `prompts/system.txt`.",
-        f"- The user message is `reader/traces.jsonl` line {trace_line}, field `request.user_parts`: inline text plus "
-        f"`ref` parts ({', '.join(f'`{r[:12]}…`' for r in refs)}) that `REFERENCE_PIN.json` maps to files.",
+        f"- The user message is the template with the slot values of `reader/traces.jsonl` line {trace_line} "
+        f"(`request.slots`): the question inline, the memory by `ref` ({', '.join(f'`{r[:12]}…`' for r in refs)}), "
+        "which `REFERENCE_PIN.json` maps to a file.",
         f"- sha256 of the rebuilt user message = `reader_payload_sha256` = `{pred.get('reader_payload_sha256')}`.",
         "",
         "## 4. Model call",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_cli, scripted_reader
+from memorybench.answer.prompt import fill_template
 from memorybench.cli import main
 from memorybench.data import iter_questions, load_locomo
 from memorybench.stages.rescore import rescore
@@ -68,10 +69,10 @@ def test_payload_hash_rebuilds_from_references(tmp_path, scripted_server):
 
     for line, sent in zip((pack / "reader/traces.jsonl").read_text().splitlines(), scripted_server.requests):
         trace = json.loads(line)
-        text = "".join(
-            p["text"] if p["text"] is not None else (pack / pin["refs"][p["ref"]]["path"]).read_text("utf-8")
-            for p in trace["request"]["user_parts"]
-        )
+        slots = trace["request"]["slots"]
+        memory = (pack / pin["refs"][slots["memory"]["ref"]]["path"]).read_text("utf-8")
+        template = (pack / "prompts" / trace["request"]["template"]).read_text("utf-8")
+        text = fill_template(template, memory, slots["question"]["text"])
         assert text == sent["messages"][1]["content"]
         assert hashlib.sha256(text.encode()).hexdigest() == trace["reader_payload_sha256"]
         assert sent["messages"][0] == {"role": "system", "content": "You answer questions using only the provided memory."}

@@ -1,0 +1,207 @@
+"""Mem0's LLM judge (DESIGN.md 5.2): the prompt it sends and how its reply is read.
+
+A port of mem0 ``evaluation/metrics/llm_judge.py`` and ``mem0/memory/utils.py``
+(``extract_json``) at ece7ff6b84b3e55336fcf2e17253b074d2d5166d, where ``evals.py`` calls
+
+    ACCURACY_PROMPT.format(question=str(q), gold_answer=str(answer), generated_answer=str(response))
+    label = json.loads(extract_json(reply))["label"]
+    return 1 if label == "CORRECT" else 0
+
+The prompt is the pinned ``ACCURACY_PROMPT`` (``memorybench.data.pins``), never a copy in
+this repository. It is filled with ``str.format`` exactly as Mem0 fills it: one pass, so
+braces inside a question or an answer are copied verbatim and never read as slots.
+
+Reading a reply (``parse_judge_reply``):
+
+======================================================  ============  =====  =========
+reply                                                   label_raw     score  status
+======================================================  ============  =====  =========
+``{"label": "CORRECT"}``                                ``CORRECT``   1      CORRECT
+``{"label": "WRONG"}``                                  ``WRONG``     0      WRONG
+the same inside a code fence (any tag, e.g. ```json)    as inside     ...    ...
+prose around one JSON object (first ``{`` to last ``}``) as inside    ...    ...
+prose naming both labels, then ``{"label": "WRONG"}``   ``WRONG``     0      WRONG
+``{"label": "correct"}`` (or ``" CORRECT"``, ``Correct``)  kept as is  0      WRONG, standard=False
+``{"label": "CORRECT or WRONG"}``                       kept as is    0      WRONG, standard=False
+prose only, no JSON (even "CORRECT")                    null          null   FAILED
+invalid JSON, truncated JSON, two JSON objects          null          null   FAILED
+no ``label`` key, a non-object, an empty reply          null          null   FAILED
+``{"label": true}`` / ``1`` / ``null`` (not a string)   null          null   FAILED
+``{"label": "CORRECT", "label": "WRONG"}``              null          null   FAILED
+======================================================  ============  =====  =========
+
+Where Mem0 produces a score we produce the same score: only the exact string
+``CORRECT`` scores 1, so a lowercase ``correct`` scores 0 as in Mem0, but it *is* parsed,
+its raw text is recorded and it is counted as a non-standard label so that it shows. Where
+Mem0's script raises (no JSON, no ``label`` key) we record a judge failure, counted and
+listed, never a silent WRONG. Two deliberate departures, both on replies Mem0 cannot
+score meaningfully: a label that is not a string (Mem0: 0) and a JSON object with two
+different ``label`` values (Mem0: the last one wins) are failures. One recovery where
+Mem0 raises: when a code fence's content is not JSON (a ``JSON`` tag in capitals, prose
+inside the fence), its first ``{`` to last ``}`` is tried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CORRECT",
+    "JUDGE_SLOTS",
+    "RESPONSE_FORMAT",
+    "WRONG",
+    "JudgeParse",
+    "build_judge_prompt",
+    "check_judge_template",
+    "extract_json",
+    "label_score",
+    "parse_judge_label",
+    "parse_judge_reply",
+    "text_sha256",
+]
+
+CORRECT = "CORRECT"
+WRONG = "WRONG"
+STANDARD_LABELS = (CORRECT, WRONG)
+#: the three ``str.format`` fields of ACCURACY_PROMPT
+JUDGE_SLOTS = ("question", "gold_answer", "generated_answer")
+#: Mem0's judge asks for JSON mode
+RESPONSE_FORMAT: dict[str, str] = {"type": "json_object"}
+
+# mem0/memory/utils.py extract_json at the pinned commit, verbatim
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
+_FIELD = re.compile(r"\{([^{}]*)\}")
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_judge_template(template: str) -> None:
+    """Refuse a template that ``str.format`` with the three judge fields cannot fill."""
+    fields = _FIELD.findall(template.replace("{{", "").replace("}}", ""))
+    missing = [slot for slot in JUDGE_SLOTS if slot not in fields]
+    unknown = sorted({f for f in fields if f not in JUDGE_SLOTS})
+    if missing or unknown:
+        raise ValueError(
+            f"judge template must have the fields {{question}}, {{gold_answer}}, {{generated_answer}} only; "
+            f"missing {missing}, unknown {unknown}"
+        )
+
+
+def build_judge_prompt(template: str, question: Any, gold: Any, prediction: Any) -> str:
+    """The judge's one user message, as Mem0 builds it.
+
+    ``evals.py`` passes ``str(item["question"])``, ``str(item["answer"])`` (an int gold
+    becomes ``"3"``) and ``str(item["response"])`` to ``ACCURACY_PROMPT.format(...)``;
+    ``format`` substitutes once, so a ``{gold_answer}`` typed inside a prediction stays
+    literal text.
+    """
+    return template.format(question=str(question), gold_answer=str(gold), generated_answer=str(prediction))
+
+
+def extract_json(text: str) -> str:
+    """Mem0's ``extract_json``: a code fence's content, else first ``{`` to last ``}``, else the text."""
+    text = text.strip()
+    match = _FENCE.search(text)
+    if match:
+        return match.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end != -1 and end > start:
+        return text[start : end + 1]
+    return text
+
+
+def _brace_slice(text: str) -> str | None:
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if start != -1 and end > start else None
+
+
+class _ConflictingLabels(ValueError):
+    pass
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    labels = [value for key, value in pairs if key == "label"]
+    if len(labels) > 1 and any(value != labels[0] for value in labels[1:]):
+        raise _ConflictingLabels(f"the JSON object has {len(labels)} different label values: {labels!r}")
+    return dict(pairs)
+
+
+@dataclass(frozen=True)
+class JudgeParse:
+    """What a judge reply says: the raw label, or why there is none."""
+
+    #: the ``label`` value exactly as the judge wrote it; None when the reply has none
+    label: str | None
+    #: why the reply could not be read (None when ``label`` is set)
+    error: str | None = None
+
+    @property
+    def score(self) -> int | None:
+        return label_score(self.label)
+
+    @property
+    def standard(self) -> bool | None:
+        """True for exactly CORRECT or WRONG; None for a failure."""
+        return None if self.label is None else self.label in STANDARD_LABELS
+
+    @property
+    def status(self) -> str:
+        if self.label is None:
+            return "FAILED"
+        return CORRECT if self.score == 1 else WRONG
+
+
+def label_score(label: str | None) -> int | None:
+    """Mem0's ``1 if label == "CORRECT" else 0``; None (a failure) stays None."""
+    if label is None:
+        return None
+    return 1 if label == CORRECT else 0
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat[:120] + ("..." if len(flat) > 120 else ""))
+
+
+def parse_judge_reply(text: str | None) -> JudgeParse:
+    """Read a judge reply by Mem0's rules (see the module docstring for the table)."""
+    if not isinstance(text, str) or not text.strip():
+        return JudgeParse(None, "empty reply")
+    candidate = extract_json(text)
+    tries = [candidate]
+    fenced = _FENCE.search(text.strip()) is not None
+    inner = _brace_slice(candidate) if fenced else None
+    if inner is not None and inner != candidate:
+        tries.append(inner)
+    obj: Any = None
+    error = None
+    for attempt in tries:
+        try:
+            obj = json.loads(attempt, object_pairs_hook=_pairs_hook)
+            error = None
+            break
+        except _ConflictingLabels as e:
+            return JudgeParse(None, str(e))
+        except ValueError as e:
+            error = f"no JSON object in the reply ({getattr(e, 'msg', e)}): {_excerpt(text)}"
+    if error is not None:
+        return JudgeParse(None, error)
+    if not isinstance(obj, dict):
+        return JudgeParse(None, f"the reply's JSON is a {type(obj).__name__}, not an object: {_excerpt(text)}")
+    if "label" not in obj:
+        return JudgeParse(None, f"the reply's JSON has no \"label\" key (keys: {sorted(obj)[:5]}): {_excerpt(text)}")
+    label = obj["label"]
+    if not isinstance(label, str):
+        return JudgeParse(None, f"the label is not a string: {json.dumps(label)[:60]}")
+    return JudgeParse(label)
+
+
+def parse_judge_label(text: str | None) -> str | None:
+    """The raw ``label`` string of a judge reply, or None when it cannot be read (a failure)."""
+    return parse_judge_reply(text).label
