@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from memorybench.answer.base import Answer, ConversationView
 from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate, content_sha256
 from memorybench.data.records import AskedQuestion
 from memorybench.llm.endpoints import Endpoint
 from memorybench.llm.records import ChatRequest
-from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
+from memorybench.pack.journal import Journal
+from memorybench.pack.schemas import ModelIdentity, ReaderRequest, ReaderTrace, SlotValue
 
 
 class ReaderAnswerer:
@@ -16,18 +18,48 @@ class ReaderAnswerer:
 
     The memory sits before the question in the prompt, so consecutive questions of one
     conversation share their longest prefix (a local server reuses its KV cache for it).
+    Each call's trace is appended to `reader/traces.jsonl` before the answer is returned.
     """
 
     name: ClassVar[str] = "reader"
 
-    def __init__(self, endpoint: Endpoint, template: PromptTemplate, *, temperature: float, max_tokens: int, seed: int | None):
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        template: PromptTemplate,
+        traces: Journal | None,
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+    ):
         self.endpoint = endpoint
         self.template = template
+        self.traces = traces
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
+        self._answered_models: set[str] = set()
 
-    def answer(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
+    @property
+    def models(self) -> list[ModelIdentity]:
+        return [self.endpoint.identity.model_copy(update={"answered": sorted(self._answered_models)})]
+
+    @property
+    def is_local(self) -> bool:
+        return self.endpoint.is_local
+
+    def start_conversation(self, conversation: ConversationView) -> None:
+        """Nothing to prepare: the memory arrives with each question."""
+
+    def answer(self, asked: AskedQuestion, memory: str) -> Answer:
+        prediction, trace = self.call(asked, memory)
+        if self.traces is not None:
+            self.traces.append(trace)
+        return Answer(prediction, trace.reader_payload_sha256)
+
+    def call(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
+        """One reader call: the stripped answer and its trace (not yet written)."""
         user = self.template.fill(memory, asked.question)
         stop = self.endpoint.stop or None
         request = ChatRequest(
@@ -39,6 +71,8 @@ class ReaderAnswerer:
             stop=stop,
         )
         result = self.endpoint.client.complete(request)
+        if result.model_answered:
+            self._answered_models.add(result.model_answered)
         payload_sha = content_sha256(user)
         trace = ReaderTrace(
             question_id=asked.question_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from omegaconf import DictConfig
@@ -37,13 +38,27 @@ class BuiltMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class BuildContext:
+    """What a method may use while building: the run config, the pack (to write its store
+    under `memory/<method>/`), the writer endpoint when `writer` is configured, a cache."""
+
+    cfg: DictConfig
+    pack: Any
+    cache_dir: Path
+    writer: Any = None
+
+
 class MemoryMethod(Protocol):
     name: ClassVar[str]
+    #: True: retrieval per question; False: one text for every question of a conversation
     question_dependent: ClassVar[bool]
+    #: True: built by software alone (cheap), so a run may build every conversation up front
+    software_only: ClassVar[bool]
 
-    def build(self, conversation: Conversation) -> BuiltMemory: ...
+    def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory: ...
 
-    def for_question(self, built: BuiltMemory, asked: AskedQuestion) -> str: ...
+    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str: ...
 
 
 MemoryFactory = Callable[[DictConfig], MemoryMethod]

@@ -7,7 +7,7 @@ from typing import ClassVar
 from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
-from memorybench.memory.base import BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
 
 
 def render_sessions(conversation: Conversation) -> list[MemoryItem]:
@@ -27,14 +27,15 @@ def render_sessions(conversation: Conversation) -> list[MemoryItem]:
 class FullContext:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = False
+    software_only: ClassVar[bool] = True
 
     def __init__(self, cfg: DictConfig) -> None:
         self.cfg = cfg
 
-    def build(self, conversation: Conversation) -> BuiltMemory:
+    def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
         items = render_sessions(conversation)
         return BuiltMemory(conversation.sample_id, items, text="\n".join(i.text for i in items))
 
-    def for_question(self, built: BuiltMemory, asked: AskedQuestion) -> str:
+    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
         assert built.text is not None
         return built.text

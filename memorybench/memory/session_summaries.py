@@ -12,13 +12,14 @@ from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import DataError, UserError
-from memorybench.memory.base import BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
 
 
 @register_memory("session_summaries")
 class SessionSummaries:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = False
+    software_only: ClassVar[bool] = True
 
     def __init__(self, cfg: DictConfig) -> None:
         self.source = str(cfg.memory.source)
@@ -27,7 +28,7 @@ class SessionSummaries:
                 f"memory.source={self.source} is not available yet; use memory.source=released"
             )
 
-    def build(self, conversation: Conversation) -> BuiltMemory:
+    def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
         items = []
         for session in conversation.sessions:
             summary = conversation.session_summaries.get(session.index)
@@ -50,6 +51,6 @@ class SessionSummaries:
             metadata={"summaries": "released"},
         )
 
-    def for_question(self, built: BuiltMemory, asked: AskedQuestion) -> str:
+    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
         assert built.text is not None
         return built.text

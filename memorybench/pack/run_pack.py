@@ -29,14 +29,21 @@ def pack_path(packs_root: str | os.PathLike[str], name: str, run_id: str) -> Pat
 class RunPack:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.predictions = Journal(root / "predictions.jsonl")
-        self.reader_traces = Journal(root / "reader" / "traces.jsonl")
-        self.lineage = Journal(root / "memory" / "lineage.jsonl")
-        self.memory_manifest = Journal(root / "memory" / "manifest.jsonl")
+        self._journals: dict[str, Journal] = {}
+        self.predictions = self.journal("predictions.jsonl")
+        self.reader_traces = self.journal("reader/traces.jsonl")
+        self.lineage = self.journal("memory/lineage.jsonl")
+        self.memory_manifest = self.journal("memory/manifest.jsonl")
+
+    def journal(self, relpath: str) -> Journal:
+        """The append-only journal at `relpath` (one object per path)."""
+        if relpath not in self._journals:
+            self._journals[relpath] = Journal(self.root / relpath)
+        return self._journals[relpath]
 
     @property
     def journals(self) -> tuple[Journal, ...]:
-        return (self.predictions, self.reader_traces, self.lineage, self.memory_manifest)
+        return tuple(self._journals.values())
 
     # -- state -----------------------------------------------------------------------
     def is_complete(self) -> bool:
@@ -49,21 +56,35 @@ class RunPack:
             raise UserError(f"cannot create pack folder {self.root} ({e.strerror}); set paths.packs to a writable folder") from None
 
     def resume(self) -> tuple[set[str], set[str]]:
-        """Make the journals consistent; return (answered question ids, built sample ids)."""
-        for journal in self.journals:
-            journal.recover()
+        """Make every journal consistent; return (answered question ids, built sample ids).
+
+        The commit points are a prediction row (a question) and a memory manifest row (a
+        conversation's memory). Every other journal row that carries a `question_id` is
+        kept only if that question was answered, else one that carries a `sample_id` only
+        if that conversation's memory was built: work cut off by a kill is redone whole.
+        """
+        for path in sorted(self.root.rglob("*.jsonl")):
+            relpath = str(path.relative_to(self.root))
+            if not relpath.startswith("autorater/"):  # a later stage's files are not ours
+                self.journal(relpath).recover()
         answered: set[str] = set()
-        seen: set[str] = set()
         duplicates: set[str] = set()
         for row in self.predictions.rows():
-            (duplicates if row["question_id"] in seen else seen).add(row["question_id"])
-            answered.add(row["question_id"])
+            (duplicates if row["question_id"] in answered else answered).add(row["question_id"])
         if duplicates:
             raise UserError(f"pack {self.root} has duplicated prediction rows ({sorted(duplicates)[:3]}); run `memorybench verify` on it")
         built = {row["sample_id"] for row in self.memory_manifest.rows()}
-        # a trace written just before a kill, whose prediction row never landed, is redone
-        self.reader_traces.retain(lambda r: r["question_id"] in answered)
-        self.lineage.retain(lambda r: r["sample_id"] in built)
+
+        def keep(row: dict[str, Any]) -> bool:
+            if "question_id" in row:
+                return row["question_id"] in answered
+            if "sample_id" in row:
+                return row["sample_id"] in built
+            return True
+
+        for journal in self.journals:
+            if journal not in (self.predictions, self.memory_manifest):
+                journal.retain(keep)
         return answered, built
 
     def close(self) -> None:

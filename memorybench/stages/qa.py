@@ -8,6 +8,7 @@ run id resumes where it stopped. Scores are computed from the stored rows at the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Sequence
@@ -18,16 +19,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate
-from memorybench.answer.reader import ReaderAnswerer
+from memorybench.answer.base import ConversationView
+from memorybench.answer.factory import open_answerer, reader_template
 from memorybench.data import Conversation, Question, file_sha256, iter_questions, load_locomo
 from memorybench.data.pins import LOCOMO10, pin_path
-from memorybench.errors import UserError
-from memorybench.llm.endpoints import open_endpoint
 from memorybench.memory import build_memory_method
-from memorybench.memory.base import BuiltMemory
+from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.pack.run_pack import RunPack, pack_path
-from memorybench.pack.schemas import LineageRow, MemoryManifestRow, ModelIdentity, Prediction, RunMeta
+from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
 from memorybench.pack.trace_md import write_trace_md
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import config_sha256, run_id
@@ -84,16 +83,18 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     pack.open()
     answered, built = pack.resume()
 
-    if cfg.answerer.name != "reader":
-        raise UserError(f"answerer={cfg.answerer.name} is not available yet; use answerer=reader")
-    template = PromptTemplate.load(str(cfg.reader.prompt))
+    cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
     method = build_memory_method(cfg)
+    ctx = BuildContext(cfg=cfg, pack=pack, cache_dir=cache_dir)
+    needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
 
-    # Question-independent memory is built now (cheap, software only) so that the
-    # embedded model's context can be sized from the longest prompt of the run.
-    needed = {q.sample_id for q in questions}
-    memories: dict[str, BuiltMemory] = {c.sample_id: method.build(c) for c in conversations if c.sample_id in needed}
-    longest = max((_estimate_tokens(template.text + (m.text or "")) for m in memories.values()), default=0) + 64
+    # Software-only memory is built up front (cheap), so that the embedded model's
+    # context can be sized from the longest prompt of the run.
+    memories: dict[str, BuiltMemory] = {}
+    if method.software_only and not method.question_dependent:
+        memories = {c.sample_id: method.build(c, ctx) for c in needed}
+    template_chars = len(reader_template(cfg).text) if cfg.answerer.name == "reader" else 0
+    longest = max((_estimate_tokens(m.text or "") for m in memories.values()), default=0) + template_chars // 3 + 64
 
     started_at = utc_now()
     meta_path = pack.path("run_meta.json")
@@ -101,15 +102,10 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     if meta_path.is_file():
         previous = json.loads(meta_path.read_text("utf-8"))
         started_at, resumed = previous["started_at"], int(previous.get("resumed", 0)) + 1
-
     pack.write_text("config.resolved.yaml", OmegaConf.to_yaml(cfg))
-    pack.write_text(f"prompts/{template.relpath}", template.text)
-    pack.write_text("prompts/system.txt", SYSTEM_MESSAGE)
 
-    cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
-    with open_endpoint(
-        cfg.reader, "reader", cache_dir=cache_dir, prices=cfg.pricing, longest_prompt_tokens=longest, log_dir=pack.root / "reader"
-    ) as endpoint:
+    answered_now = 0
+    with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
         commit, dirty = git_state()
         meta = RunMeta(
             run_id=rid,
@@ -121,70 +117,77 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
             git_dirty=dirty,
             package_versions=package_versions(),
             data=data_info,
-            prompts={template.relpath: template.sha256, "system.txt": PromptTemplate("system.txt", SYSTEM_MESSAGE).sha256},
-            models=[endpoint.identity],
+            prompts=_prompt_hashes(pack),
+            models=answerer.models,
             started_at=started_at,
             question_count=len(questions),
             questions_total=total,
             is_prefix=len(questions) < total,
             max_questions=cfg.max_questions,
-            local_model=endpoint.is_local,
-            notes=_notes(cfg, endpoint.is_local, len(questions), total),
+            local_model=answerer.is_local,
+            notes=_notes(cfg, answerer.is_local, len(questions), total),
             resumed=resumed,
         )
         pack.write_json("run_meta.json", meta)
-        answerer = ReaderAnswerer(
-            endpoint, template, temperature=float(cfg.reader.temperature), max_tokens=int(cfg.reader.max_tokens), seed=cfg.reader.seed
-        )
-        models_answered: set[str] = set()
-        answered_now = 0
+        index_of = {q.question_id: i for i, q in enumerate(questions)}
         bar = tqdm(total=len(questions), initial=len(answered), disable=None if progress else True, desc=rid, unit="q", file=sys.stderr)
         try:
-            for index, question in enumerate(questions):
-                if question.question_id in answered:
+            for conversation in needed:
+                todo = [q for q in conversation.questions if q.question_id in index_of and q.question_id not in answered]
+                if not todo:
                     continue
-                memory = memories[question.sample_id]
-                if question.sample_id not in built:
+                memory = memories.get(conversation.sample_id) or method.build(conversation, ctx)
+                if conversation.sample_id not in built:
                     _store_memory(pack, method, memory)
-                    built.add(question.sample_id)
-                text = method.for_question(memory, question.asked())
-                memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
-                prediction, trace = answerer.answer(question.asked(), text)
-                if trace.response.model_answered:
-                    models_answered.add(trace.response.model_answered)
-                pack.reader_traces.append(trace)
-                pack.predictions.append(
-                    Prediction(
-                        question_id=question.question_id,
-                        sample_id=question.sample_id,
-                        index=index,
-                        category=question.category,
-                        question=question.question,
-                        prediction=prediction,
-                        gold=question.answer,
-                        adversarial_answer=question.adversarial_answer,
-                        reader_payload_sha256=trace.reader_payload_sha256,
-                        memory_sha256=memory_sha,
-                        answerer=answerer.name,
-                    )
+                    built.add(conversation.sample_id)
+                answerer.start_conversation(
+                    ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
                 )
-                answered.add(question.question_id)
-                answered_now += 1
-                bar.update(1)
+                for question in todo:
+                    asked = question.asked()
+                    text = method.for_question(memory, asked, ctx)
+                    memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
+                    answer = answerer.answer(asked, text)
+                    pack.predictions.append(
+                        Prediction(
+                            question_id=question.question_id,
+                            sample_id=question.sample_id,
+                            index=index_of[question.question_id],
+                            category=question.category,
+                            question=question.question,
+                            prediction=answer.prediction,
+                            gold=question.answer,
+                            adversarial_answer=question.adversarial_answer,
+                            reader_payload_sha256=answer.reader_payload_sha256,
+                            memory_sha256=memory_sha,
+                            answerer=answerer.name,
+                        )
+                    )
+                    answered.add(question.question_id)
+                    answered_now += 1
+                    bar.update(1)
         finally:
             bar.close()
             pack.close()
+        models = answerer.models
 
     # every question answered: scores, references, audit walk, then _SUCCESS last
     metrics = rescore(pack.root)
     pack.write_json("REFERENCE_PIN.json", pack.reference_pin())
-    answered_models = sorted(set(metrics.get("usage", {}).get("reader", {}).get("models_answered", [])) | models_answered)
-    identity: ModelIdentity = meta.models[0].model_copy(update={"answered": answered_models})
-    meta = meta.model_copy(update={"models": [identity], "ended_at": utc_now()})
-    pack.write_json("run_meta.json", meta)
+    pack.write_json("run_meta.json", meta.model_copy(update={"models": models, "ended_at": utc_now()}))
     write_trace_md(pack, data_path)
     pack.mark_success()
     return QaResult(pack.root, metrics, answered_now)
+
+
+def _prompt_hashes(pack: RunPack) -> dict[str, str]:
+    """sha256 of every prompt file the answerer copied into prompts/."""
+    folder = pack.path("prompts")
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _memory_relpath(method: Any, memory: BuiltMemory) -> str | None:

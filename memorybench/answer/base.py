@@ -1,0 +1,48 @@
+"""The answerer extension point: the one-call reader, the Codex agent, ...
+
+An answerer is opened once per run (it may start a model server or prepare a CLI),
+told when a conversation begins (an agent prepares its workspace then), asked each
+question of that conversation in file order, and closed. It writes its own audit
+journals into the pack (`reader/traces.jsonl`, `agent/...`): every row of them carries
+the `question_id` (or, for per-conversation work, the `sample_id`) so that a resumed
+run can drop the rows of work that never finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from memorybench.data.records import AskedQuestion, Session
+from memorybench.pack.schemas import ModelIdentity
+
+
+@dataclass(frozen=True)
+class Answer:
+    prediction: str
+    #: sha256 of the user message a reader would send (an agent in prompt_injected mode too)
+    reader_payload_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """What an answerer may know of a conversation: its sessions, never its questions' gold."""
+
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    sessions: tuple[Session, ...]
+
+
+class Answerer(Protocol):
+    name: ClassVar[str]
+
+    @property
+    def models(self) -> list[ModelIdentity]: ...
+
+    @property
+    def is_local(self) -> bool: ...
+
+    def start_conversation(self, conversation: ConversationView) -> None: ...
+
+    def answer(self, asked: AskedQuestion, memory: str) -> Answer: ...
