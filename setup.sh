@@ -10,6 +10,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # LLAVA (image models) is not needed: skipping it cuts the llama.cpp build by ~20%.
-CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" .venv/bin/python -m pip install --quiet -e ".[local,test]"
+CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" .venv/bin/python -m pip install --quiet -e ".[local,cloud,test]"
+# Our Hydra launcher plugins (hydra/launcher=cloudrun|cloudrun_local). Hydra's plugin scan
+# sees an editable install only in compat mode.
+.venv/bin/python -m pip install --quiet --no-deps -e launchers/ --config-settings editable_mode=compat
+# The pinned Codex CLI for answerer=codex (package.json / package-lock.json).
+npm ci --no-audit --no-fund --loglevel=error
 # Download (or, with MEMORYBENCH_PINS set to a folder that has them, verify) the pinned files.
 .venv/bin/memorybench fetch

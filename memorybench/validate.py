@@ -14,6 +14,10 @@ def validate_config(cfg: DictConfig) -> None:
         raise UserError(f"max_questions={cfg.max_questions} must be at least 1 (or null for every question)")
     if cfg.answerer.name == "reader":
         _validate_endpoint("reader", cfg.reader)
+    if cfg.answerer.name == "codex":
+        from memorybench.answer.agent import validate_codex_config
+
+        validate_codex_config(cfg)
     if cfg.memory.name == "session_summaries":
         source = cfg.memory.source
         if source not in ("released", "writer"):

@@ -15,7 +15,7 @@ from memorybench.errors import UserError, did_you_mean
 from memorybench.llm.endpoints import open_endpoint
 from memorybench.pack.run_pack import RunPack
 
-ANSWERERS = ("reader",)
+ANSWERERS = ("reader", "codex")
 
 
 def reader_template(cfg: DictConfig) -> PromptTemplate:
@@ -46,5 +46,11 @@ def open_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path, longest_pr
                 max_tokens=int(cfg.reader.max_tokens),
                 seed=cfg.reader.seed,
             )
+        return
+    if name == "codex":
+        from memorybench.answer.agent import open_codex_answerer
+
+        with open_codex_answerer(cfg, pack, cache_dir=cache_dir) as agent:
+            yield agent
         return
     raise UserError(f"answerer={name} is not available. {did_you_mean(name, ANSWERERS)}")

@@ -36,17 +36,41 @@ class BuiltMemory:
     #: the reader's `{memory}` for every question, when the method is question-independent
     text: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: what `for_question` needs beyond the items (JSON-serializable; saved in the pack's
+    #: `memory/<method>/<sample_id>.json`, so a resumed run never rebuilds it)
+    state: dict[str, Any] = field(default_factory=dict)
+    #: in-process objects derived from items and state (indexes, vectors); never written
+    runtime: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
 class BuildContext:
     """What a method may use while building: the run config, the pack (to write its store
-    under `memory/<method>/`), the writer endpoint when `writer` is configured, a cache."""
+    under `memory/<method>/`), the writer (`memorybench.memory._writer.Writer`) when the
+    method writes with a model, the embedder (`memorybench.embed.Embedder`) when it
+    retrieves by vectors, and a cache folder. `open_build_context` makes one for a run;
+    `close()` stops what it started (a local writer server)."""
 
     cfg: DictConfig
     pack: Any
     cache_dir: Path
     writer: Any = None
+    embedder: Any = None
+
+    @property
+    def models(self) -> list[Any]:
+        """ModelIdentity of the writer and the embedder, for run_meta.json's `models`."""
+        out = []
+        for part in (self.writer, self.embedder):
+            identity = getattr(part, "model_identity", None)
+            if identity is not None:
+                out.append(identity)
+        return out
+
+    def close(self) -> None:
+        for part in (self.writer, self.embedder):
+            if part is not None:
+                part.close()
 
 
 class MemoryMethod(Protocol):
@@ -79,8 +103,16 @@ def memory_names() -> list[str]:
 
 
 def build_memory_method(cfg: DictConfig) -> MemoryMethod:
-    """The method for `cfg.memory.name`, built from the whole run config."""
+    """The method for `cfg.memory.name`, built from the whole run config.
+
+    It comes wrapped (`memorybench.memory._managed.ManagedMethod`): the wrapper caps what
+    the reader gets at `budget.max_memory_tokens`, records each conversation's build cost
+    in `memory/build_cost.jsonl`, saves what was built, and hands a conversation whose
+    memory the pack already holds back from the pack instead of building it again.
+    """
+    from memorybench.memory._managed import ManagedMethod
+
     name = str(cfg.memory.name)
     if name not in _REGISTRY:
         raise UserError(f"memory={name} has no implementation. {did_you_mean(name, _REGISTRY)}")
-    return _REGISTRY[name](cfg)
+    return ManagedMethod(_REGISTRY[name](cfg), cfg)

@@ -11,24 +11,21 @@ The prompt is the pinned ``ACCURACY_PROMPT`` (``memorybench.data.pins``), never 
 this repository. It is filled with ``str.format`` exactly as Mem0 fills it: one pass, so
 braces inside a question or an answer are copied verbatim and never read as slots.
 
-Reading a reply (``parse_judge_reply``):
+Reading a reply (``parse_judge_reply``): strip it; take the first code fence's content
+(```` ```json ```` or a bare fence), else the text from the first ``{`` to the last ``}``;
+``json.loads``; the ``label`` key. Outcomes (label_raw / score / status):
 
-======================================================  ============  =====  =========
-reply                                                   label_raw     score  status
-======================================================  ============  =====  =========
-``{"label": "CORRECT"}``                                ``CORRECT``   1      CORRECT
-``{"label": "WRONG"}``                                  ``WRONG``     0      WRONG
-the same inside a code fence (any tag, e.g. ```json)    as inside     ...    ...
-prose around one JSON object (first ``{`` to last ``}``) as inside    ...    ...
-prose naming both labels, then ``{"label": "WRONG"}``   ``WRONG``     0      WRONG
-``{"label": "correct"}`` (or ``" CORRECT"``, ``Correct``)  kept as is  0      WRONG, standard=False
-``{"label": "CORRECT or WRONG"}``                       kept as is    0      WRONG, standard=False
-prose only, no JSON (even "CORRECT")                    null          null   FAILED
-invalid JSON, truncated JSON, two JSON objects          null          null   FAILED
-no ``label`` key, a non-object, an empty reply          null          null   FAILED
-``{"label": true}`` / ``1`` / ``null`` (not a string)   null          null   FAILED
-``{"label": "CORRECT", "label": "WRONG"}``              null          null   FAILED
-======================================================  ============  =====  =========
+    {"label": "CORRECT"}                        CORRECT / 1 / CORRECT
+    {"label": "WRONG"}                          WRONG / 0 / WRONG
+    the same in a code fence, or amid prose     as the object inside
+    prose naming both labels, then the JSON     the JSON's label (never a word search)
+    {"label": "correct"}, "Correct", " CORRECT" kept as written / 0 / WRONG, label_standard=False
+    {"label": "CORRECT or WRONG"}               kept as written / 0 / WRONG, label_standard=False
+    prose only, no JSON (even "CORRECT")        null / null / FAILED
+    invalid or truncated JSON, two objects      null / null / FAILED
+    no "label" key, a JSON array, empty reply   null / null / FAILED
+    {"label": true} / 1 / null (not a string)   null / null / FAILED
+    {"label": "CORRECT", "label": "WRONG"}      null / null / FAILED
 
 Where Mem0 produces a score we produce the same score: only the exact string
 ``CORRECT`` scores 1, so a lowercase ``correct`` scores 0 as in Mem0, but it *is* parsed,

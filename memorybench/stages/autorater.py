@@ -2,7 +2,10 @@
 
 It reads only the pack's stored `predictions.jsonl`, in saved order, and never reruns
 the reader. Every category 1-4 row gets one judge call per pass: the pinned
-ACCURACY_PROMPT filled as Mem0 fills it, one user message, temperature 0, JSON mode.
+ACCURACY_PROMPT filled as Mem0 fills it, one user message, temperature 0, JSON mode,
+no stop sequence (`memorybench.score.judge`). Two request fields Mem0 leaves out are
+sent: `max_tokens` (judge.max_tokens; our client always sends it, and the label needs
+about ten tokens) and `seed` when judge.seed is set (null for judge=mem0, as Mem0).
 Category 5 gets no request, only a SKIPPED verdict (Mem0 skips it). Everything it
 writes lies under `<pack>/autorater/`; nothing the `qa` stage wrote is touched:
 
@@ -18,7 +21,9 @@ the commit), so a rerun after a kill resumes: torn lines are dropped, a trace wi
 its verdict is dropped and redone, done (question, pass) pairs are skipped, and the
 verdict file ends equal to an uninterrupted run's. A call that fails after its retries
 (`ModelCallError`) and a reply without a readable label are FAILED verdicts: counted,
-listed, excluded from J, never scored WRONG; the stage goes on.
+listed, excluded from J, never scored WRONG; the stage goes on. Five failed calls in a
+row mean the endpoint is down: those are dropped again and the stage stops with one line
+(a rerun resumes there), rather than writing a FAILED verdict for every row.
 
 J of a pass is the mean of the parsed verdicts' scores over category 1-4 rows (failures
 excluded); with several passes, J is the mean of the passes' J, with their sample
@@ -50,7 +55,6 @@ from memorybench.llm.records import ChatRequest
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeRequest, JudgeTrace
 from memorybench.pack.journal import Journal
 from memorybench.pack.run_pack import SUCCESS
-from memorybench.pack.schemas import ModelIdentity
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import OPERATIONAL_KEYS
 from memorybench.score import CATEGORY_NAMES, mem0_bleu1, mem0_f1
@@ -216,6 +220,7 @@ def run_autorater(
     cache_dir: str | os.PathLike[str] | None = None,
     prices: Mapping[str, Any] | None = None,
     progress: bool = False,
+    max_consecutive_failures: int = 5,
 ) -> dict[str, Any]:
     """Judge a finished pack's stored answers; return `autorater_metrics.json`'s content.
 
@@ -223,6 +228,11 @@ def run_autorater(
     (None: $MEMORYBENCH_PINS, else the user cache), `cache_dir` the response-cache folder
     (used only with judge.cache=true; default `autorater/cache`), `prices` the price table.
     A rerun resumes; a finished autorater with the same judge and passes is not redone.
+
+    A call that fails after its retries is a FAILED verdict and the stage goes on, unless
+    `max_consecutive_failures` calls fail in a row: then the endpoint is down, not the
+    row, so those verdicts are dropped again and a `ModelCallError` stops the stage (a
+    rerun resumes there).
     """
     root = Path(pack_root).expanduser().resolve()
     rows = load_predictions(root)
@@ -305,28 +315,51 @@ def run_autorater(
         total = passes * len(rows)
         bar = tqdm(total=total, initial=len(done), disable=None if progress else True, desc="autorater",
                    unit="verdict", file=sys.stderr)
+        # keys appended since the first of the current run of consecutive failed calls
+        streak: list[tuple[str, int]] = []
+        streak_failures = 0
         try:
-            for n in range(1, passes + 1):
-                for index, row in enumerate(rows):
-                    if (row["question_id"], n) in done:
-                        continue
-                    base = dict(question_id=row["question_id"], sample_id=row["sample_id"], index=index,
-                                category=row["category"], pass_=n, judge_prompt_sha256=template_sha)
-                    if row["category"] == SKIPPED_CATEGORY:
-                        verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
-                    else:
-                        if row["question_id"] not in lexical:
-                            lexical[row["question_id"]] = _lexical(row)
-                        f1, bleu1 = lexical[row["question_id"]]
-                        trace, verdict = _judge_one(endpoint, row, n, template, template_sha, judge, base, f1, bleu1)
-                        traces.append(trace)
-                        verdicts.append(verdict)
-                    done.add((row["question_id"], n))
-                    bar.update(1)
-        finally:
-            bar.close()
-            verdicts.close()
-            traces.close()
+            try:
+                for n in range(1, passes + 1):
+                    for index, row in enumerate(rows):
+                        key = (row["question_id"], n)
+                        if key in done:
+                            continue
+                        base = dict(question_id=row["question_id"], sample_id=row["sample_id"], index=index,
+                                    category=row["category"], pass_=n, judge_prompt_sha256=template_sha)
+                        if row["category"] == SKIPPED_CATEGORY:
+                            verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
+                            if streak:
+                                streak.append(key)
+                        else:
+                            if row["question_id"] not in lexical:
+                                lexical[row["question_id"]] = _lexical(row)
+                            f1, bleu1 = lexical[row["question_id"]]
+                            trace, verdict = _judge_one(endpoint, row, n, template, template_sha, judge, base, f1, bleu1)
+                            traces.append(trace)
+                            verdicts.append(verdict)
+                            if verdict.failure == "model_call":
+                                streak.append(key)
+                                streak_failures += 1
+                                if streak_failures >= max_consecutive_failures:
+                                    raise _EndpointDown(set(streak), verdict.error or "")
+                            else:
+                                streak.clear()
+                                streak_failures = 0
+                        done.add(key)
+                        bar.update(1)
+            finally:
+                bar.close()
+                verdicts.close()
+                traces.close()
+        except _EndpointDown as down:
+            # not a row's failure but the endpoint's: drop the run of failures so a rerun redoes it
+            verdicts.retain(lambda r: (r["question_id"], int(r["pass"])) not in down.keys)
+            traces.retain(lambda r: (r["question_id"], int(r["pass"])) not in down.keys)
+            raise ModelCallError(
+                f"the judge failed {streak_failures} calls in a row, the last: {down.error}; they are not kept "
+                "as verdicts: fix the endpoint and rerun the same command to resume"
+            ) from None
 
     metrics = compute_autorater_metrics(root)
     _write_json(root / METRICS, metrics)
@@ -336,6 +369,13 @@ def run_autorater(
     with (root / DONE).open("x", encoding="utf-8") as f:
         f.write("")
     return metrics
+
+
+class _EndpointDown(Exception):
+    def __init__(self, keys: set[tuple[str, int]], error: str) -> None:
+        super().__init__(error)
+        self.keys = keys
+        self.error = error
 
 
 def _judge_one(

@@ -23,7 +23,7 @@ from memorybench.answer.base import ConversationView
 from memorybench.answer.factory import open_answerer, reader_template
 from memorybench.data import Conversation, Question, file_sha256, iter_questions, load_locomo
 from memorybench.data.pins import LOCOMO10, pin_path
-from memorybench.memory import build_memory_method
+from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.pack.run_pack import RunPack, pack_path
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
@@ -74,9 +74,18 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     questions = select_questions(conversations, cfg.max_questions)
     total = sum(len(c.questions) for c in conversations)
 
-    packs_root = cfg.storage.root or cfg.paths.packs
-    pack = RunPack(pack_path(packs_root, str(cfg.name), rid))
-    if pack.is_complete():
+    remote = _remote_storage(cfg)
+    relpath = f"{cfg.name}/runs/{rid}"
+    if remote is not None:
+        # journals need appends: the pack is built in a local work folder, then published
+        if remote.exists(f"{relpath}/_SUCCESS"):
+            print(f"pack {cfg.storage.root}/{relpath} is complete; nothing to do", file=sys.stderr)
+            return QaResult(Path(str(cfg.storage.root)) / relpath, json.loads(remote.read_bytes(f"{relpath}/metrics.json")), 0)
+        pack_dir = Path(str(cfg.paths.cache)).expanduser().resolve() / "work" / relpath
+    else:
+        pack_dir = pack_path(cfg.storage.root or cfg.paths.packs, str(cfg.name), rid)
+    pack = RunPack(pack_dir)
+    if pack.is_complete() and remote is None:
         metrics = json.loads(pack.path("metrics.json").read_text("utf-8"))
         print(f"pack {pack.root} is complete; nothing to do", file=sys.stderr)
         return QaResult(pack.root, metrics, 0)
@@ -85,8 +94,8 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
 
     cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
     method = build_memory_method(cfg)
-    ctx = BuildContext(cfg=cfg, pack=pack, cache_dir=cache_dir)
     needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
+    ctx = _open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)
 
     # Software-only memory is built up front (cheap), so that the embedded model's
     # context can be sized from the longest prompt of the run.
@@ -118,14 +127,14 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
             package_versions=package_versions(),
             data=data_info,
             prompts=_prompt_hashes(pack),
-            models=answerer.models,
+            models=answerer.models + ctx.models,
             started_at=started_at,
             question_count=len(questions),
             questions_total=total,
             is_prefix=len(questions) < total,
             max_questions=cfg.max_questions,
             local_model=answerer.is_local,
-            notes=_notes(cfg, answerer.is_local, len(questions), total),
+            notes=_notes(cfg, answerer.is_local, len(questions), total) + memory_notes(cfg),
             resumed=resumed,
         )
         pack.write_json("run_meta.json", meta)
@@ -168,8 +177,9 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
                     bar.update(1)
         finally:
             bar.close()
+            ctx.close()
             pack.close()
-        models = answerer.models
+        models = answerer.models + ctx.models
 
     # every question answered: scores, references, audit walk, then _SUCCESS last
     metrics = rescore(pack.root)
@@ -177,7 +187,29 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     pack.write_json("run_meta.json", meta.model_copy(update={"models": models, "ended_at": utc_now()}))
     write_trace_md(pack, data_path)
     pack.mark_success()
+    if remote is not None:
+        from memorybench.storage import publish_pack
+
+        publish_pack(pack.root, remote, relpath)
     return QaResult(pack.root, metrics, answered_now)
+
+
+def _remote_storage(cfg: DictConfig):  # -> Storage | None
+    """The object store behind a `gs://` storage.root, else None (a local folder)."""
+    root = cfg.storage.get("root")
+    if not root or not str(root).startswith("gs://"):
+        return None
+    from memorybench.storage import open_storage
+
+    return open_storage(str(root))
+
+
+# -- memory build context (memory engineer's hook) ----------------------------------------
+def _open_build_context(cfg: DictConfig, pack: RunPack, cache_dir: Path, *, method: Any = None,
+                        conversations: Sequence[Conversation] = ()) -> BuildContext:
+    """The writer and embedder the memory method needs (opened on first use; writer prompts
+    are copied into prompts/ now, before run_meta.json hashes them). `ctx.close()` at the end."""
+    return open_build_context(cfg, pack, cache_dir, method=method, conversations=conversations)
 
 
 def _prompt_hashes(pack: RunPack) -> dict[str, str]:

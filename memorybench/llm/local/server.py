@@ -122,6 +122,7 @@ class LocalServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
         self._log_file: Any = None
+        self._owner_pid = os.getpid()  # a forked copy of this object must not stop our server
         self._lock = threading.RLock()  # a signal handler may stop() inside start()
 
     # -- public -----------------------------------------------------------------------
@@ -154,6 +155,7 @@ class LocalServer:
             if self.running():
                 return self
             model_path = self.spec.path()  # verifies the sha256 (cached per process)
+            self._owner_pid = os.getpid()
             t0 = time.monotonic()
             _register(self)  # from here on, atexit and the signal handlers cover it
             try:
@@ -185,6 +187,10 @@ class LocalServer:
         )
 
     def stop(self) -> None:
+        if os.getpid() != self._owner_pid:  # we are a fork: the server belongs to the parent
+            self.process = None
+            self._log_file = None
+            return
         with self._lock:
             clean = self.process is not None and self.process.poll() is None
             self._kill()
@@ -352,8 +358,8 @@ def stop_all() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    previous = _PREVIOUS_HANDLERS.pop(signum, signal.SIG_DFL)  # before stop_all restores them
     stop_all()
-    previous = _PREVIOUS_HANDLERS.pop(signum, signal.SIG_DFL)
     if callable(previous):
         signal.signal(signum, previous)
         previous(signum, frame)

@@ -1,0 +1,197 @@
+"""Records the agent harness writes under `agent/` in a pack, each with a `schema` version.
+
+Journal rows carry `question_id` (work for one question) or only `sample_id` (a
+conversation's ingest pass), so a resumed run keeps exactly the rows of finished work
+(RunPack.resume). A row of conversation-level work never has a `question_id` key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memorybench.pack.schemas import Record, SlotValue
+
+Phase = Literal["answer", "ingest"]
+
+
+class _Row(Record):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def row(self) -> dict[str, Any]:
+        """The JSON object for a journal line: `schema` first; a null `question_id` is left out."""
+        data = self.model_dump(mode="json", by_alias=True)
+        if data.get("question_id") is None:
+            data.pop("question_id", None)
+        return data
+
+
+class AgentEvent(_Row):
+    """One line of `codex exec --json` output, as printed, wrapped with where it belongs."""
+
+    schema_: Literal["agent_event.v1"] = Field("agent_event.v1", alias="schema")
+    question_id: Optional[str] = None
+    sample_id: str
+    phase: Phase
+    #: 0-based line number within this codex process's output
+    seq: int
+    #: the parsed event; a line that was not JSON is kept as {"unparsed": LINE}
+    event: dict[str, Any]
+
+
+class AgentStep(_Row):
+    """One normalized action of the agent (a tool call), in the order the CLI reported them."""
+
+    schema_: Literal["agent_step.v1"] = Field("agent_step.v1", alias="schema")
+    question_id: Optional[str] = None
+    sample_id: str
+    phase: Phase
+    #: 1-based position within this question's (or ingest pass's) steps
+    step: int
+    item_id: Optional[str] = None
+    #: read | search | list | write | command | file_change | mcp | web_search
+    kind: str
+    status: Optional[str] = None
+    command: Optional[str] = None
+    exit_code: Optional[int] = None
+    #: files named by a read/search/list command (relative to the workspace when inside it)
+    reads: list[str] = Field(default_factory=list)
+    #: files written by a redirection, tee, cp/mv/touch..., or a file_change item
+    writes: list[str] = Field(default_factory=list)
+    #: session files among reads
+    session_files: list[str] = Field(default_factory=list)
+    #: dia_ids of this conversation that appear in what the step printed (what the agent saw)
+    dia_ids: list[str] = Field(default_factory=list)
+    #: a path outside the workspace was named
+    outside_workspace: bool = False
+    server: Optional[str] = None
+    tool: Optional[str] = None
+    query: Optional[str] = None
+
+
+class AgentTask(Record):
+    """The task sent on stdin, kept as template + slot values (+ footer) like a reader request."""
+
+    template: str
+    template_sha256: str
+    slots: dict[str, SlotValue]
+    #: the persist footer appended to the filled template (persist on)
+    footer: Optional[str] = None
+    footer_sha256: Optional[str] = None
+
+
+class AgentTrace(_Row):
+    """One `codex exec` process: what it was asked, how it ended, what it cost."""
+
+    schema_: Literal["agent_trace.v1"] = Field("agent_trace.v1", alias="schema")
+    question_id: Optional[str] = None
+    sample_id: str
+    phase: Phase
+    mode: str
+    persist: bool
+    sandbox: str
+    model: str
+    provider: str
+    base_url: str
+    codex_version: str
+    #: completed | timeout | failed | no_answer
+    status: str
+    #: the final agent message, stripped ("" unless status is completed)
+    answer: str
+    exit_code: Optional[int] = None
+    error: Optional[str] = None
+    #: `error` items and top-level `error` events: warnings, not failures
+    warnings: list[str] = Field(default_factory=list)
+    #: summed over the process's turn.completed events (input, cached input, output, reasoning output...)
+    usage: dict[str, int] = Field(default_factory=dict)
+    turns: int = 0
+    wall_s: float
+    timeout_s: float
+    started_at: str
+    ended_at: str
+    thread_id: Optional[str] = None
+    agent_task_sha256: str
+    #: prompt_injected: sha256 of the filled reader template (the reader's user message)
+    reader_payload_sha256: Optional[str] = None
+    task: AgentTask
+    events: int = 0
+    steps: int = 0
+    notes_before_sha256: Optional[str] = None
+    notes_after_sha256: Optional[str] = None
+    #: files outside memory/ the agent changed (persist on), put back as written before the next question
+    workspace_restored: list[str] = Field(default_factory=list)
+    stderr_tail: Optional[str] = None
+
+
+class NotesRow(_Row):
+    """The notes ledger: memory/notes.md after an ingest pass or after each question (persist on)."""
+
+    schema_: Literal["agent_notes.v1"] = Field("agent_notes.v1", alias="schema")
+    question_id: Optional[str] = None
+    sample_id: str
+    phase: Phase
+    notes_sha256: str
+    bytes: int
+    #: the snapshot in the pack
+    path: str
+    changed: bool
+
+
+class AgentRecall(_Row):
+    """Computed after the run from the stored trajectory and the gold evidence (never shown to the agent)."""
+
+    schema_: Literal["agent_recall.v1"] = Field("agent_recall.v1", alias="schema")
+    question_id: str
+    sample_id: str
+    evidence: list[str]
+    #: evidence dia_ids that appeared in what the agent's steps printed
+    found: list[str]
+    #: len(found) / len(evidence); null when the question has no evidence ids or the mode has no files
+    memory_recall: Optional[float] = None
+    #: 1-based step that first printed an evidence dia_id; null if none did
+    hop_to_evidence: Optional[int] = None
+    steps: int
+
+
+class AgentComparison(Record):
+    """Whether this agent run can be set beside reader runs, and why not."""
+
+    schema_: Literal["agent_comparison.v1"] = Field("agent_comparison.v1", alias="schema")
+    comparable: bool
+    reasons: list[str]
+    mode: str
+    persist: bool
+    model: str
+    codex_version: str
+    questions: int
+    completed: int
+    timeouts: int
+    failures: int
+    no_answer: int
+    questions_with_web_search: int
+    questions_with_mcp_calls: int
+    token_budget: Optional[int] = None
+    usage_total: dict[str, int]
+    memory_recall_mean: Optional[float] = None
+    recall_questions: int = 0
+    hop_to_evidence_median: Optional[float] = None
+    notes: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class CliIdentity(BaseModel):
+    """`agent/cli.json`: the pinned CLI and the settings every process of the run got."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_: Literal["agent_cli.v1"] = Field("agent_cli.v1", alias="schema")
+    package: str
+    version: str
+    reported: str
+    binary_sha256: str
+    argv: list[str]
+    config_toml: str
+    config_toml_sha256: str
+    isolation: str

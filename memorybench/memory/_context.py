@@ -1,0 +1,55 @@
+"""`open_build_context`: the writer and embedder a run's memory method needs, nothing more."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from memorybench.data.records import Conversation
+from memorybench.memory.base import BuildContext, build_memory_method
+
+#: room for a template, a saved-facts list and the chat format around a session's text
+_PROMPT_MARGIN_TOKENS = 1024
+
+
+def session_text(session: Any) -> str:
+    """A session as the writer sees it: one `SPEAKER: TEXT [image: CAPTION]` line per turn."""
+    return "\n".join(turn.render() for turn in session.turns)
+
+
+def longest_writer_prompt(conversations: Sequence[Conversation]) -> int:
+    """A high estimate of the longest writer prompt (tokens): the longest session + margin."""
+    from memorybench.llm.local import estimate_tokens
+
+    longest = max((estimate_tokens(session_text(s)) for c in conversations for s in c.sessions), default=0)
+    return longest + _PROMPT_MARGIN_TOKENS
+
+
+def open_build_context(
+    cfg: DictConfig, pack: Any, cache_dir: Path, *, method: Any = None, conversations: Sequence[Conversation] = ()
+) -> BuildContext:
+    """A BuildContext with a writer when the method writes with a model and an embedder when
+    it retrieves by vectors. Writer templates are checked and copied into the pack's
+    prompts/ now (before run_meta.json hashes that folder); the writer endpoint and the
+    embedding model start on first use. Call `ctx.close()` at the end of the run."""
+    method = method or build_memory_method(cfg)
+    ctx = BuildContext(cfg=cfg, pack=pack, cache_dir=cache_dir)
+    if getattr(method, "uses_writer", False):
+        from memorybench.memory._writer import Writer
+
+        ctx.writer = Writer(
+            cfg,
+            pack,
+            cache_dir,
+            method=method.name,
+            templates=method.writer_templates,
+            longest_prompt_tokens=longest_writer_prompt(conversations) if conversations else 8192,
+        )
+    if getattr(method, "uses_embedder", False):
+        from memorybench.embed import make_embedder
+
+        ctx.embedder = make_embedder(cfg.embedder, cache_dir=cache_dir, prices=cfg.get("pricing") or {})
+    return ctx

@@ -1,0 +1,213 @@
+"""What every memory method gets around it: budget, build cost, a stored build, resume.
+
+`build_memory_method` wraps each method in `ManagedMethod`, which
+
+- caps what the reader gets at `budget.max_memory_tokens` (cl100k_base tokens): a
+  retrieval method ranks, and the wrapper keeps the best hits that fit; a text that is
+  still too long keeps its first lines that fit. The cap and what it cut are recorded
+  (manifest metadata, `memory/<method>/retrievals.jsonl`);
+- times each build and takes the writer's and embedder's usage during it: one row per
+  conversation in `memory/build_cost.jsonl` (calls, tokens, seconds, dollars), apart
+  from the reader's answer cost;
+- saves what was built in `memory/<method>/<sample_id>.json` (items, text, state), and
+  when the pack already commits a conversation's memory (its manifest row), loads it
+  from there instead of building again: a resumed run pays for no writer call twice.
+  Methods that qa.py builds up front by software alone (full_context, released
+  summaries) are rebuilt instead: they write nothing and cost nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig
+
+from memorybench.data.records import AskedQuestion, Conversation
+from memorybench.memory._records import BuildCost, Retrieval, StoredMemory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+
+
+@dataclass
+class Retrieved:
+    """A question-dependent method's answer to one question, before the wrapper's cap."""
+
+    #: the hits' texts, best first; the wrapper keeps the longest prefix within the budget
+    texts: list[str]
+    #: one dict per hit, best first: {item_id, score, ...}
+    hits: list[dict[str, Any]]
+    #: renders the kept hits (their indexes into `texts`) as the reader's memory
+    render: Any
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def budget_of(cfg: DictConfig) -> int | None:
+    budget = cfg.get("budget") if hasattr(cfg, "get") else None
+    value = budget.get("max_memory_tokens") if budget is not None else None
+    return int(value) if value else None
+
+
+def cap_text(text: str, max_tokens: int | None) -> tuple[str, bool]:
+    """`text` cut to its first lines that fit in `max_tokens` (a first line longer than
+    that is cut at a token boundary); (text, whether it was cut)."""
+    from memorybench.memory._tokens import count_tokens, decode, encode
+
+    if max_tokens is None or count_tokens(text) <= max_tokens:
+        return text, False
+    kept: list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        cost = count_tokens(line + "\n")
+        if used + cost > max_tokens:
+            break
+        kept.append(line)
+        used += cost
+    if not kept:
+        return decode(encode(text)[:max_tokens]), True
+    return "\n".join(kept), True
+
+
+def fits(texts: list[str], max_tokens: int | None, joiner: str) -> int:
+    """How many of `texts` (best first) fit in `max_tokens` once joined by `joiner`."""
+    from memorybench.memory._tokens import count_tokens
+
+    if max_tokens is None:
+        return len(texts)
+    used, sep = 0, count_tokens(joiner) if joiner else 0
+    for n, text in enumerate(texts):
+        used += count_tokens(text) + (sep if n else 0)
+        if used > max_tokens:
+            return n
+    return len(texts)
+
+
+class ManagedMethod:
+    """A memory method with budget, cost records, a stored build and resume (see module doc)."""
+
+    def __init__(self, inner: Any, cfg: DictConfig) -> None:
+        self.inner = inner
+        self.cfg = cfg
+        self.name: str = inner.name
+        self.question_dependent: bool = inner.question_dependent
+        self.software_only: bool = inner.software_only
+        self.uses_writer: bool = bool(getattr(inner, "uses_writer", False))
+        self.uses_embedder: bool = bool(getattr(inner, "uses_embedder", False))
+        self.writer_templates: dict[str, frozenset[str]] = dict(getattr(inner, "writer_templates", {}) or {})
+        self.max_memory_tokens = budget_of(cfg)
+        #: "local clone of ...", for packs and tables (None for our own methods)
+        self.clone_of: str | None = getattr(inner, "clone_of", None)
+
+    @property
+    def stores_build(self) -> bool:
+        """False for the methods qa.py builds up front by software alone: rebuilt, never stored."""
+        return not (self.software_only and not self.question_dependent)
+
+    def memory_tokens_bound(self, conversations: list[Conversation]) -> int | None:
+        """A high estimate of the cl100k_base tokens this method hands the reader for any
+        question of `conversations` (None: unknown, or built up front so the caller can
+        measure it), capped by the budget: for sizing a local reader's context."""
+        bound = getattr(self.inner, "memory_tokens_bound", None)
+        value = bound(conversations) if bound is not None else None
+        if self.max_memory_tokens is not None:
+            value = self.max_memory_tokens if value is None else min(value, self.max_memory_tokens)
+        return value
+
+    def store_path(self, sample_id: str) -> str:
+        return f"memory/{self.name}/{sample_id}.json"
+
+    # -- build -------------------------------------------------------------------------
+    def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
+        sid = conversation.sample_id
+        committed = {row["sample_id"] for row in ctx.pack.memory_manifest.rows()}
+        if sid in committed:
+            if not self.stores_build:
+                return self._cap_built(self.inner.build(conversation, ctx))
+            stored = ctx.pack.path(self.store_path(sid))
+            if stored.is_file():
+                return self._load(stored)
+        writer_before = ctx.writer.usage.copy() if ctx.writer is not None else None
+        embed_before = ctx.embedder.usage.copy() if ctx.embedder is not None else None
+        started = time.perf_counter()
+        built = self.inner.build(conversation, ctx)
+        seconds = time.perf_counter() - started
+        built = self._cap_built(built)
+        writer = ctx.writer.usage.since(writer_before) if writer_before is not None else None
+        embedder = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
+        costs = [part["cost_usd"] for part in (writer, embedder) if part is not None]
+        cost = None if any(c is None for c in costs) else round(sum(costs), 10)
+        memory_tokens = built.metadata.get("budget", {}).get("memory_tokens") if built.text is not None else None
+        built.metadata.update(self._labels(ctx))
+        if built.text is None and self.max_memory_tokens is not None:
+            built.metadata["budget"] = {"max_memory_tokens": self.max_memory_tokens,
+                                        "applied": f"per question: memory/{self.name}/retrievals.jsonl"}
+        ctx.pack.journal("memory/build_cost.jsonl").append(
+            BuildCost(sample_id=sid, method=self.name, seconds=round(seconds, 6), writer=writer, embedder=embedder,
+                      cost_usd=cost, item_count=len(built.items), memory_tokens=memory_tokens)
+        )
+        if self.stores_build:
+            ctx.pack.write_json(
+                self.store_path(sid),
+                StoredMemory(sample_id=sid, method=self.name, items=[_item_json(i) for i in built.items],
+                             text=built.text, metadata=built.metadata, state=built.state),
+            )
+        return built
+
+    def _labels(self, ctx: BuildContext) -> dict[str, Any]:
+        labels: dict[str, Any] = {}
+        if self.clone_of:
+            labels["implementation"] = f"local clone of {self.clone_of}"
+        if ctx.writer is not None:
+            identity = ctx.writer.model_identity
+            labels["writer"] = {"provider": identity.provider, "model": identity.requested, "local": identity.local}
+        if ctx.embedder is not None:
+            labels["embedder"] = {"name": ctx.embedder.name, "key": ctx.embedder.key, "semantic": ctx.embedder.semantic}
+        return labels
+
+    def _cap_built(self, built: BuiltMemory) -> BuiltMemory:
+        if built.text is None:
+            return built
+        from memorybench.memory._tokens import count_tokens
+
+        before = count_tokens(built.text)
+        text, cut = cap_text(built.text, self.max_memory_tokens)
+        built.text = text
+        info: dict[str, Any] = {"memory_tokens": count_tokens(text) if cut else before}
+        if self.max_memory_tokens is not None:
+            info.update(max_memory_tokens=self.max_memory_tokens, tokens_before_cap=before, cut=cut)
+        built.metadata["budget"] = info
+        return built
+
+    @staticmethod
+    def _load(path: Any) -> BuiltMemory:
+        stored = StoredMemory.model_validate_json(path.read_text("utf-8"))
+        items = [MemoryItem(i["item_id"], i["text"], tuple(i["sources"])) for i in stored.items]
+        return BuiltMemory(stored.sample_id, items, text=stored.text, metadata=stored.metadata, state=stored.state)
+
+    # -- questions ---------------------------------------------------------------------
+    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
+        retrieve = getattr(self.inner, "retrieve", None)
+        if retrieve is None:
+            text = self.inner.for_question(built, asked, ctx)
+            return cap_text(text, self.max_memory_tokens)[0] if self.question_dependent else text
+        embed_before = ctx.embedder.usage.copy() if ctx.embedder is not None else None
+        retrieved: Retrieved = retrieve(built, asked, ctx)
+        query = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
+        if query is not None:
+            query.pop("seconds")  # keep the record deterministic; build_cost.jsonl has the timings
+        keep = fits(retrieved.texts, self.max_memory_tokens, retrieved.extra.pop("joiner", "\n"))
+        text = retrieved.render(list(range(keep)))
+        text, cut = cap_text(text, self.max_memory_tokens)
+        from memorybench.memory._tokens import count_tokens
+
+        ctx.pack.journal(f"memory/{self.name}/retrievals.jsonl").append(
+            Retrieval(question_id=asked.question_id, sample_id=asked.sample_id, method=self.name,
+                      hits=retrieved.hits[:keep], memory_tokens=count_tokens(text),
+                      dropped_by_budget=len(retrieved.texts) - keep, cut_by_budget=cut,
+                      query_embedding=query, extra=retrieved.extra)
+        )
+        return text
+
+
+def _item_json(item: MemoryItem) -> dict[str, Any]:
+    return {"item_id": item.item_id, "text": item.text, "sources": list(item.sources)}

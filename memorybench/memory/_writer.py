@@ -1,0 +1,342 @@
+"""The writer: the model that writes memory, behind one traced `call`.
+
+A method asks for a task by its role (`summary`, `graph`, `extract`...): the template
+`memory.prompts.<role>` filled with session text only, after the writer's system message
+(`writer.prompt`). Every call is appended to `memory/writer/calls.jsonl` with its
+`sample_id`. A JSON task (response_format json_object) whose reply does not parse or
+does not match its schema gets one repair turn (the reply and the error, asking again);
+if that fails too the task is a failure: `call` returns `ok=False`, the method skips that
+input and says so in `memory/writer/failures.jsonl`. A call that fails at the HTTP level
+after the client's retries stops the run (rerun to resume), as a reader call does.
+
+The endpoint is opened on the first call, so a run whose memory is already in the pack
+starts no writer (and no local server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from pydantic import BaseModel, ValidationError
+
+from memorybench.answer.prompt import PromptTemplate
+from memorybench.errors import UserError
+from memorybench.llm.records import ChatRequest
+from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
+from memorybench.pack.schemas import ModelIdentity
+
+CALLS = "memory/writer/calls.jsonl"
+FAILURES = "memory/writer/failures.jsonl"
+REPAIR = (
+    "That reply could not be used ({error}). Reply again with only one JSON object in the "
+    "format asked for, and nothing else."
+)
+EMPTY_REPAIR = "That reply was empty. Reply again with the text asked for."
+
+
+@dataclass(frozen=True)
+class WriterTemplate:
+    """One task template under prompts/: exact slots, filled in one pass."""
+
+    role: str
+    relpath: str
+    text: str
+    slots: frozenset[str]
+
+    @property
+    def sha256(self) -> str:
+        return PromptTemplate(self.relpath, self.text).sha256
+
+    def fill(self, values: Mapping[str, str]) -> str:
+        missing = self.slots - set(values)
+        if missing:
+            raise KeyError(f"{self.relpath}: no value for {sorted(missing)}")
+        if not self.slots:
+            return self.text
+        pattern = re.compile(r"\{(" + "|".join(re.escape(s) for s in sorted(self.slots)) + r")\}")
+        return pattern.sub(lambda m: str(values[m.group(1)]), self.text)
+
+
+def load_template(role: str, relpath: str, slots: frozenset[str]) -> WriterTemplate:
+    template = PromptTemplate.load(relpath, slots=slots)
+    return WriterTemplate(role, template.relpath, template.text, slots)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a reply: the whole text, or inside code fences, or from the first
+    `{` to the last `}`. Raises ValueError when there is none."""
+    candidates = [text.strip()]
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
+    if fenced:
+        candidates.append(fenced.group(1).strip())
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+        raise ValueError(f"the reply is JSON but not an object ({type(value).__name__})")
+    raise ValueError("the reply is not JSON")
+
+
+def validate_reply(text: str, schema: type[BaseModel], context: Mapping[str, Any] | None = None) -> BaseModel:
+    """The reply as `schema` (validated with `context`); ValueError with a short reason otherwise."""
+    data = parse_json_object(text)
+    try:
+        return schema.model_validate(data, context=dict(context) if context is not None else None)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "object"
+        raise ValueError(f"schema mismatch at {where}: {err['msg']}") from None
+
+
+@dataclass
+class WriterUsage:
+    calls: int = 0
+    repairs: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    #: USD; None once any call had no price in the table
+    cost_usd: float | None = 0.0
+    #: summed call latency
+    seconds: float = 0.0
+
+    def copy(self) -> WriterUsage:
+        return WriterUsage(**{f.name: getattr(self, f.name) for f in fields(self)})
+
+    def since(self, before: WriterUsage) -> dict[str, Any]:
+        cost = None if self.cost_usd is None or before.cost_usd is None else round(self.cost_usd - before.cost_usd, 10)
+        out: dict[str, Any] = {f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self) if f.name not in ("cost_usd", "seconds")}
+        out["cost_usd"] = cost
+        out["seconds"] = round(self.seconds - before.seconds, 6)
+        return out
+
+
+@dataclass
+class WriterReply:
+    ok: bool
+    text: str
+    #: the validated object for a JSON task
+    data: Any = None
+    error: str | None = None
+
+
+class Writer:
+    """Writer calls for one run: templates loaded (and copied into the pack's prompts/)
+    up front, the endpoint opened on first use, every call journaled."""
+
+    def __init__(
+        self,
+        cfg: DictConfig,
+        pack: Any,
+        cache_dir: Path,
+        *,
+        method: str,
+        templates: Mapping[str, frozenset[str]],
+        longest_prompt_tokens: int = 0,
+    ) -> None:
+        node = cfg.writer
+        if node.provider in (None, "none"):
+            raise UserError(
+                f"memory={method} writes its memory with a model, but writer={node.name}; add writer=openai, "
+                "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."
+            )
+        from memorybench.validate import _validate_endpoint
+
+        _validate_endpoint("writer", node)  # base_url and model for a server, sane numbers
+        self.node = node
+        self.cfg = cfg
+        self.pack = pack
+        self.cache_dir = cache_dir
+        self.method = method
+        self.longest_prompt_tokens = longest_prompt_tokens
+        prompts = cfg.memory.get("prompts") or {}
+        self.templates: dict[str, WriterTemplate] = {}
+        for role, slots in templates.items():
+            relpath = prompts.get(role)
+            if not relpath:
+                raise UserError(f"memory.prompts.{role} is not set for memory={method}; add memory.prompts.{role}=writers/FILE.txt")
+            self.templates[role] = load_template(role, str(relpath), slots)
+        if not node.get("prompt"):
+            raise UserError(f"writer.prompt (the writer's system message file) is not set; add writer.prompt=writers/system_v1.txt")
+        self.system = load_template("system", str(node.prompt), frozenset())
+        for template in (self.system, *self.templates.values()):
+            pack.write_text(f"prompts/{template.relpath}", template.text)
+        self.usage = WriterUsage()
+        self.calls = pack.journal(CALLS)
+        self.failures = pack.journal(FAILURES)
+        self._stack = contextlib.ExitStack()
+        self._endpoint: Any = None
+        self._opened: ModelIdentity | None = None  # the endpoint's identity, kept after close
+        self._answered: set[str] = set()
+        self._counts: dict[str, int] = {}
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def model_identity(self) -> ModelIdentity:
+        if self._opened is not None:
+            identity = self._opened
+        else:
+            identity = ModelIdentity(
+                role="writer",
+                provider=str(self.node.provider),
+                requested=str(self.node.model) if self.node.get("model") else None,
+                base_url=str(self.node.base_url) if self.node.get("base_url") else None,
+                local=self.node.provider == "local",
+            )
+        return identity.model_copy(update={"answered": sorted(self._answered)})
+
+    @property
+    def is_local(self) -> bool:
+        return self.node.provider == "local"
+
+    # -- calls -------------------------------------------------------------------------
+    def endpoint(self) -> Any:
+        if self._endpoint is None:
+            from memorybench.llm.endpoints import open_endpoint
+
+            self._endpoint = self._stack.enter_context(
+                open_endpoint(
+                    self.node,
+                    "writer",
+                    cache_dir=self.cache_dir,
+                    prices=self.cfg.get("pricing") or {},
+                    longest_prompt_tokens=self.longest_prompt_tokens,
+                    log_dir=self.pack.root / "memory" / "writer",
+                )
+            )
+            self._opened = self._endpoint.identity
+        return self._endpoint
+
+    def call(
+        self,
+        role: str,
+        values: Mapping[str, str],
+        *,
+        sample_id: str,
+        schema: type[BaseModel] | None = None,
+        context: Mapping[str, Any] | None = None,
+        session: int | None = None,
+        speaker: str | None = None,
+    ) -> WriterReply:
+        """One task: the filled template, parsed against `schema` (with validation
+        `context`) when given, in JSON mode."""
+        template = self.templates[role]
+        messages = [
+            {"role": "system", "content": self.system.text.strip()},
+            {"role": "user", "content": template.fill(values)},
+        ]
+        common = dict(sample_id=sample_id, role=role, template=template, session=session, speaker=speaker,
+                      schema=schema, context=context)
+        text = self._send(messages, attempt="first", **common)
+        error = self._check(text, schema, context)
+        if error is None:
+            return WriterReply(True, text, self._parsed(text, schema, context))
+        self.usage.repairs += 1
+        repair = REPAIR.format(error=error) if schema is not None else EMPTY_REPAIR
+        messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": repair}]
+        text = self._send(messages, attempt="repair", **common)
+        error = self._check(text, schema, context)
+        if error is None:
+            return WriterReply(True, text, self._parsed(text, schema, context))
+        self.usage.failures += 1
+        return WriterReply(False, text, None, error)
+
+    def record_failure(self, reply: WriterReply, *, sample_id: str, role: str, action: str,
+                       session: int | None = None, speaker: str | None = None, sources: list[str] | None = None) -> None:
+        """Journal a task given up (and say it on stderr): the method skipped its input."""
+        self.failures.append(
+            WriterFailure(sample_id=sample_id, method=self.method, role=role, session=session, speaker=speaker,
+                          sources=list(sources or []), error=reply.error or "unknown", action=action)
+        )
+        where = f"session {session}" if session is not None else "input"
+        who = f" ({speaker})" if speaker else ""
+        print(f"memorybench: writer {role} for {sample_id} {where}{who} failed twice ({reply.error}); {action}", file=sys.stderr)
+
+    def close(self) -> None:
+        self._stack.close()
+        self._endpoint = None
+
+    # -- internals ---------------------------------------------------------------------
+    @staticmethod
+    def _check(text: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None = None) -> str | None:
+        if schema is None:
+            return None if text.strip() else "empty reply"
+        try:
+            validate_reply(text, schema, context)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    @staticmethod
+    def _parsed(text: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None = None) -> Any:
+        return validate_reply(text, schema, context) if schema is not None else None
+
+    def _send(self, messages: list[dict[str, str]], *, attempt: str, sample_id: str, role: str, template: WriterTemplate,
+              session: int | None, speaker: str | None, schema: type[BaseModel] | None,
+              context: Mapping[str, Any] | None) -> str:
+        endpoint = self.endpoint()
+        json_mode = schema is not None
+        stop = None if json_mode or not endpoint.stop else tuple(endpoint.stop)
+        request = ChatRequest(
+            model=endpoint.model,
+            messages=tuple(messages),
+            temperature=float(self.node.temperature),
+            max_tokens=int(self.node.max_tokens),
+            seed=self.node.get("seed"),
+            response_format={"type": "json_object"} if json_mode else None,
+            stop=stop,
+        )
+        result = endpoint.client.complete(request)
+        if result.model_answered:
+            self._answered.add(result.model_answered)
+        usage = self.usage
+        usage.calls += 1
+        usage.prompt_tokens += result.usage.prompt_tokens
+        usage.completion_tokens += result.usage.completion_tokens
+        usage.cached_tokens += result.usage.cached_tokens
+        usage.seconds += result.latency_s
+        usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
+        self._counts[sample_id] = self._counts.get(sample_id, 0) + 1
+        text = result.text or ""
+        error = self._check(text, schema, context)
+        self.calls.append(
+            WriterCall(
+                sample_id=sample_id,
+                method=self.method,
+                role=role,
+                call=self._counts[sample_id],
+                attempt=attempt,  # type: ignore[arg-type]
+                session=session,
+                speaker=speaker,
+                template=template.relpath,
+                template_sha256=template.sha256,
+                request=WriterRequest(
+                    model=request.model,
+                    messages=[dict(m) for m in request.messages],
+                    temperature=request.temperature,
+                    max_tokens=request.max_tokens,
+                    seed=request.seed,
+                    response_format=request.response_format,
+                    stop=list(stop) if stop else None,
+                ),
+                response=result,
+                ok=error is None,
+                error=error,
+            )
+        )
+        return text

@@ -1,0 +1,299 @@
+"""The `collect-full` stage: every file of a design's packs in one folder, repeats stored once.
+
+    collected_full/
+      REFERENCE_PIN.json        how to put every original file back (schema collected_pin.v1)
+      blobs/<sha[:2]>/<sha256>  content-addressed bytes, each stored once
+
+Three kinds of repetition are removed, all by sha256 of the bytes:
+
+* identical files across packs (memory dumps of the same conversation, prompt templates,
+  workspace files): one blob per distinct file content;
+* long JSON string values inside `.json`/`.jsonl` files (a memory text or task prefix
+  written inline in every trace line): each string body of at least `min_string_bytes`
+  bytes is cut out of the file, leaving a *skeleton* blob plus *holes*;
+* shared prefixes of those long strings (the same instructions followed by a different
+  question): a string body is cut into content-defined chunks at its `\\n` escapes (a
+  cut falls after a line whose crc32 is divisible by 4, once the chunk holds at least
+  512 bytes), so two strings with a common prefix share the chunks of that prefix.
+
+Restoring is plain concatenation, so it is byte-exact by construction, and every
+restored file is checked against the sha256 recorded for it. A file entry in the pin is
+either `{"sha256", "bytes", "blob"}` (the blob is the file) or `{"sha256", "bytes",
+"recipe"}`: the recipe blob is JSON `{"skeleton": SHA, "holes": [[POS, [SHA, ...]], ...]}`;
+the file is the skeleton with, at each byte offset POS of the skeleton (ascending), the
+concatenated chunk blobs inserted.
+
+Only finished packs are read (as `aggregate` does), through `read_pack_file`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memorybench.errors import UserError
+from memorybench.stages.aggregate import read_pack_file, read_pack_json, scan_packs
+
+__all__ = [
+    "COLLECTED_FULL_DIR",
+    "CollectResult",
+    "collect_full",
+    "collect_main",
+    "restore_collected",
+    "restore_file",
+]
+
+COLLECTED_FULL_DIR = "collected_full"
+PIN = "REFERENCE_PIN.json"
+PIN_SCHEMA = "collected_pin.v1"
+RECIPE_SCHEMA = "collected_recipe.v1"
+MIN_STRING_BYTES = 256
+MIN_CHUNK_BYTES = 512
+MAX_CHUNK_BYTES = 64 * 1024
+_JSON_STRING = re.compile(rb'"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
+_ESCAPED_NEWLINE = re.compile(rb"\\n")
+HOW_TO_RESTORE = (
+    "For each pack in `packs`, for each (relpath, entry) in `files`: if the entry has `blob`, the file's bytes are "
+    "blobs/<blob[:2]>/<blob>; if it has `recipe`, read that blob as JSON {skeleton, holes}: the file is the skeleton "
+    "blob's bytes with, at each byte offset POS of the skeleton (holes are in ascending POS), the bytes of the listed "
+    "chunk blobs concatenated and inserted. The sha256 of the result is `sha256` and its length `bytes`. Write it to "
+    "<restore root>/<pack path>/<relpath>. memorybench.stages.collect.restore_collected does exactly this."
+)
+
+
+def _blob_relpath(sha: str) -> str:
+    return f"blobs/{sha[:2]}/{sha}"
+
+
+class _BlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.known: set[str] = set()
+        self.written_bytes = 0
+        self.reused = 0
+
+    def put(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        if sha in self.known:
+            self.reused += 1
+            return sha
+        target = self.root / _blob_relpath(sha)
+        if not (target.is_file() and target.stat().st_size == len(data)):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".part")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+            self.written_bytes += len(data)
+        self.known.add(sha)
+        return sha
+
+
+def _chunks(body: bytes) -> list[bytes]:
+    """Content-defined chunks of a long string body, cut after `\\n` escapes."""
+    chunks: list[bytes] = []
+    start = last = 0
+    for match in _ESCAPED_NEWLINE.finditer(body):
+        end = match.end()
+        line = body[last:end]
+        last = end
+        size = end - start
+        if (size >= MIN_CHUNK_BYTES and zlib.crc32(line) % 4 == 0) or size >= MAX_CHUNK_BYTES:
+            chunks.append(body[start:end])
+            start = end
+    if start < len(body):
+        chunks.append(body[start:])
+    return chunks
+
+
+def _recipe(data: bytes, store: _BlobStore, min_string_bytes: int) -> dict[str, Any] | None:
+    """Skeleton + holes for a JSON text with long string values; None when it has none."""
+    skeleton = bytearray()
+    holes: list[list[Any]] = []
+    last = 0
+    for match in _JSON_STRING.finditer(data):
+        body_start, body_end = match.span(1)
+        if body_end - body_start < min_string_bytes:
+            continue
+        skeleton += data[last:body_start]
+        holes.append([len(skeleton), [store.put(c) for c in _chunks(data[body_start:body_end])]])
+        last = body_end
+    if not holes:
+        return None
+    skeleton += data[last:]
+    return {"schema": RECIPE_SCHEMA, "skeleton": store.put(bytes(skeleton)), "holes": holes}
+
+
+def _pack_files(pack: Path) -> list[str]:
+    return sorted(p.relative_to(pack).as_posix() for p in pack.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _pack_path(pack: Path) -> str:
+    """`<name>/runs/<run_id>`: where the pack lies under its packs root."""
+    parts = pack.parts
+    return "/".join(parts[-3:]) if len(parts) >= 3 and parts[-2] == "runs" else pack.name
+
+
+@dataclass
+class CollectResult:
+    out_dir: Path
+    pin: Path
+    packs: list[Path]
+    files: int
+    original_bytes: int
+    stored_bytes: int
+    blobs: int
+    unfinished: list[Path] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.stored_bytes / self.original_bytes if self.original_bytes else 1.0
+
+
+def collect_full(
+    sources: Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    experiment: str | None = None,
+    min_string_bytes: int = MIN_STRING_BYTES,
+) -> CollectResult:
+    """One collected pack of every finished pack in `sources` under `<out_dir>/collected_full/`."""
+    scan = scan_packs(sources)
+    packs = scan.finished
+    if experiment is not None:
+        packs = [p for p in packs if read_pack_json(p, "run_meta.json").get("name") == experiment]
+    if not packs:
+        raise UserError(f"no finished pack in {', '.join(map(str, sources))}: a pack is finished when it has _SUCCESS")
+    out = Path(out_dir).expanduser().resolve() / COLLECTED_FULL_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    store = _BlobStore(out)
+    entries = []
+    paths_seen: set[str] = set()
+    original = files = 0
+    for pack in packs:
+        meta = read_pack_json(pack, "run_meta.json")
+        path = _pack_path(pack)
+        if path in paths_seen:
+            raise UserError(f"two packs would restore to {path}; collect them in separate designs")
+        paths_seen.add(path)
+        listing: dict[str, Any] = {}
+        for relpath in _pack_files(pack):
+            data = read_pack_file(pack, relpath)
+            entry: dict[str, Any] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+            recipe = _recipe(data, store, min_string_bytes) if relpath.endswith((".jsonl", ".json")) else None
+            if recipe is None:
+                entry["blob"] = store.put(data)
+            else:
+                entry["recipe"] = store.put(json.dumps(recipe, separators=(",", ":")).encode("utf-8"))
+            listing[relpath] = entry
+            original += len(data)
+            files += 1
+        entries.append({
+            "path": path, "source": str(pack), "experiment": meta.get("name"), "run_id": meta.get("run_id"),
+            "config_sha256": meta.get("config_sha256"), "files": listing,
+        })
+    blob_bytes = sum(p.stat().st_size for sha in store.known for p in [out / _blob_relpath(sha)])
+    pin = {
+        "schema": PIN_SCHEMA,
+        "how_to_restore": HOW_TO_RESTORE,
+        "blob_path": "blobs/<sha256[:2]>/<sha256>",
+        "packs": entries,
+        "stats": {"packs": len(packs), "files": files, "original_bytes": original, "blobs": len(store.known), "blob_bytes": blob_bytes},
+    }
+    text = json.dumps(pin, indent=1, ensure_ascii=False) + "\n"
+    tmp = out / (PIN + ".part")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, out / PIN)
+    stored = blob_bytes + len(text.encode("utf-8"))
+    return CollectResult(out, out / PIN, packs, files, original, stored, len(store.known), scan.unfinished)
+
+
+# -- restoring --------------------------------------------------------------------------
+def _load_pin(collected: Path) -> dict[str, Any]:
+    path = collected / PIN
+    if not path.is_file() and (collected / COLLECTED_FULL_DIR / PIN).is_file():
+        path = collected / COLLECTED_FULL_DIR / PIN
+    if not path.is_file():
+        raise UserError(f"{collected} has no {PIN}; pass the collected_full folder that collect-full wrote")
+    pin = json.loads(path.read_text("utf-8"))
+    if pin.get("schema") != PIN_SCHEMA:
+        raise UserError(f"{path} has schema {pin.get('schema')!r}, expected {PIN_SCHEMA!r}")
+    pin["_root"] = str(path.parent)
+    return pin
+
+
+def _blob(root: Path, sha: str) -> bytes:
+    return (root / _blob_relpath(sha)).read_bytes()
+
+
+def restore_file(root: str | os.PathLike[str], entry: dict[str, Any]) -> bytes:
+    """The original bytes of one file entry of the pin (checked against its sha256)."""
+    root = Path(root)
+    if "blob" in entry:
+        data = _blob(root, entry["blob"])
+    else:
+        recipe = json.loads(_blob(root, entry["recipe"]))
+        skeleton = _blob(root, recipe["skeleton"])
+        parts: list[bytes] = []
+        last = 0
+        for pos, chunks in recipe["holes"]:
+            parts.append(skeleton[last:pos])
+            parts.extend(_blob(root, sha) for sha in chunks)
+            last = pos
+        parts.append(skeleton[last:])
+        data = b"".join(parts)
+    if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise UserError(f"collected blob for {entry['sha256']} does not restore to its sha256; the collected folder was altered")
+    return data
+
+
+def restore_collected(collected: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write every original pack back under `<out_dir>/<name>/runs/<run_id>/`; return the pack folders."""
+    pin = _load_pin(Path(collected).expanduser().resolve())
+    root = Path(pin["_root"])
+    out = Path(out_dir).expanduser().resolve()
+    restored = []
+    for pack in pin["packs"]:
+        target = out / pack["path"]
+        for relpath, entry in pack["files"].items():
+            path = target / relpath
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(restore_file(root, entry))
+        restored.append(target)
+    return restored
+
+
+def collect_main(argv: Sequence[str]) -> int:
+    """`memorybench collect-full PACKS... [--out DIR] [--experiment NAME]` or `--restore DIR --to DIR`."""
+    from memorybench.stages.aggregate import default_out_dir
+
+    parser = argparse.ArgumentParser(
+        prog="memorybench collect-full",
+        description="Collect every file of finished packs into collected_full/ with repeated strings stored once by sha256.",
+    )
+    parser.add_argument("packs", nargs="*", help="pack folders, or roots scanned for <name>/runs/<run_id>/_SUCCESS")
+    parser.add_argument("--out", help="folder that receives collected_full/ (default: the packs root's parent)")
+    parser.add_argument("--experiment", help="keep only packs of this experiment name")
+    parser.add_argument("--restore", metavar="COLLECTED", help="put the original packs back from a collected_full folder")
+    parser.add_argument("--to", help="with --restore: the packs root to write into")
+    ns = parser.parse_args(list(argv))
+    if ns.restore:
+        if not ns.to:
+            raise UserError("--restore needs --to DIR: the folder that receives <name>/runs/<run_id>/")
+        packs = restore_collected(ns.restore, ns.to)
+        print(f"restored {len(packs)} pack(s) under {Path(ns.to).resolve()}, every file checked against its sha256")
+        return 0
+    if not ns.packs:
+        raise UserError("pass pack folders or a packs root (e.g. outputs/packs), or --restore COLLECTED --to DIR")
+    result = collect_full(ns.packs, ns.out or default_out_dir(ns.packs), experiment=ns.experiment)
+    print(f"{len(result.packs)} pack(s), {result.files} files, {result.original_bytes} bytes -> "
+          f"{result.stored_bytes} bytes stored ({result.blobs} blobs, {result.ratio:.3f} of the original)")
+    print(f"collected: {result.out_dir}")
+    return 0

@@ -1,0 +1,91 @@
+"""A local folder as storage: atomic replaces, O_EXCL create-only markers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from memorybench.storage._base import SUCCESS, AlreadyExists, Storage, StorageNotFound, clean_relpath, join, local_files, upload_order
+
+
+class LocalStorage(Storage):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.path = Path(root).expanduser().resolve()
+        self.root = str(self.path)
+
+    def _p(self, relpath: str) -> Path:
+        rel = clean_relpath(relpath)
+        return self.path / rel if rel else self.path
+
+    def uri(self, relpath: str = "") -> str:
+        return str(self._p(relpath))
+
+    def local_path(self, relpath: str = "") -> Path | None:
+        return self._p(relpath)
+
+    def read_bytes(self, relpath: str) -> bytes:
+        try:
+            return self._p(relpath).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise StorageNotFound(self.uri(relpath)) from None
+
+    def write_bytes(self, relpath: str, data: bytes) -> None:
+        target = self._p(relpath)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+
+    def create_only(self, relpath: str, data: bytes = b"") -> None:
+        target = self._p(relpath)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise AlreadyExists(self.uri(relpath)) from None
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    def exists(self, relpath: str) -> bool:
+        return self._p(relpath).is_file()
+
+    def list(self, prefix: str = "") -> list[str]:
+        rel = clean_relpath(prefix) if prefix.strip("/") else ""
+        if prefix.endswith("/") and rel:
+            rel += "/"
+        # walk the deepest folder the prefix names, then filter by the string prefix
+        base = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        start = self._p(base)
+        if not start.is_dir():
+            return []
+        found = [join(base, f) for f in local_files(start)]
+        return sorted(f for f in found if f.startswith(rel))
+
+    def upload_dir(
+        self, local_dir: str | Path, dest_prefix: str, markers: Iterable[str] = (SUCCESS,), files: Sequence[str] | None = None
+    ) -> list[str]:
+        source = Path(local_dir)
+        plain, marks = upload_order(local_files(source) if files is None else list(files), markers)
+        for rel in plain:
+            target = self._p(join(dest_prefix, rel))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+            shutil.copyfile(source / rel, tmp)
+            os.replace(tmp, target)
+        for rel in marks:
+            self.create_only(join(dest_prefix, rel), (source / rel).read_bytes())
+        return [join(dest_prefix, r) for r in plain + marks]
+
+    def download_dir(self, prefix: str, local_dir: str | Path) -> list[str]:
+        dest = Path(local_dir)
+        base = clean_relpath(prefix)
+        copied = []
+        for rel in self.list(base + "/" if base else ""):
+            inner = rel[len(base) + 1 :] if base else rel
+            target = dest / inner
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self._p(rel), target)  # keeps mtimes: the copy keeps its write order
+            copied.append(inner)
+        return copied

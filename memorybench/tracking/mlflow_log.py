@@ -1,0 +1,486 @@
+"""MLflow logging of finished packs, from the driver only (DESIGN.md 8).
+
+Workers never log. The driver (the process that ran or launched a sweep, or
+`memorybench track`) calls `log_packs` once the packs are written:
+
+* the MLflow experiment is created once (or found) and its id passed on; the global
+  `mlflow.set_experiment` is never used;
+* one parent run per sweep (found again by its `memorybench.sweep` tag, so logging the
+  same sweep twice reuses it);
+* one nested run per finished pack (`_SUCCESS`), tagged `memorybench.pack_key` =
+  `<run_id>@<config_sha256>`: a pack whose key is already in the experiment is not logged
+  again (a run left unfinished by a crash is deleted and logged anew).
+
+A nested run holds: params (the chosen options, the flattened `config.resolved.yaml`
+without paths/storage/tracking/pricing, hashes of config, data and prompts, model ids
+requested and answered), metrics (LoCoMo F1 overall and `locomo_f1_cat1..5`, EM, token F1,
+J mean/sd/by category when the autorater ran, Mem0 F1/BLEU-1, tokens, cost, latency
+p50/p95) and artifacts (the pack's files under `pack/`, or `pack_uri.txt` when the pack
+lives on gs://, and `config.resolved.yaml`).
+
+No secret reaches MLflow: no environment variable is read into a param or tag; the
+config holds environment variable *names* only (`api_key_env`), keys that look like
+credentials are dropped anyway, and URLs lose any `user:password@` part and query string.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+
+from memorybench.errors import UserError
+from memorybench.stages.aggregate import (
+    AUTORATER_METRICS,
+    CATEGORIES,
+    JUDGED_CATEGORIES,
+    read_pack_file,
+    read_pack_json,
+    scan_packs,
+)
+
+if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
+    from mlflow.tracking import MlflowClient
+
+__all__ = [
+    "TrackedRun",
+    "TrackingResult",
+    "default_tracking_uri",
+    "log_packs",
+    "log_run_specs",
+    "pack_metrics",
+    "pack_params",
+    "sweep_name",
+    "track_main",
+    "tracking_uri_from_config",
+]
+
+#: config nodes that are not part of what was run (machine paths, storage, prices)
+EXCLUDED_CONFIG = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "launcher"})
+#: a config key whose last part looks like a credential is never logged (the config holds
+#: env var names only; this is a second guard)
+_SECRET_KEY = re.compile(r"(^|_)(api_?key|secret|password|passwd|token|access_key|credentials?)$", re.IGNORECASE)
+_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,})")
+_BAD_KEY_CHARS = re.compile(r"[^A-Za-z0-9_.\-/ ]")
+
+TAG_KIND = "memorybench.kind"
+TAG_SWEEP = "memorybench.sweep"
+TAG_PACK_KEY = "memorybench.pack_key"
+
+
+@dataclass
+class TrackedRun:
+    pack: Path
+    run_id: str
+    mlflow_run_id: str
+    #: False when the pack was already in the experiment (nothing was logged)
+    created: bool
+
+
+@dataclass
+class TrackingResult:
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+    runs: list[TrackedRun] = field(default_factory=list)
+    unfinished: list[Path] = field(default_factory=list)
+
+    @property
+    def created(self) -> list[TrackedRun]:
+        return [r for r in self.runs if r.created]
+
+
+# -- where --------------------------------------------------------------------------------
+def default_tracking_uri(packs_root: str | os.PathLike[str]) -> str:
+    """`sqlite:///<output folder>/mlflow.db`, the output folder being the packs root's parent."""
+    return f"sqlite:///{Path(packs_root).expanduser().resolve().parent / 'mlflow.db'}"
+
+
+def tracking_uri_from_config(cfg: Any) -> str | None:
+    """The tracking URI a composed config asks for; None when `tracking=none`."""
+    tracking = cfg.get("tracking") if hasattr(cfg, "get") else None
+    if tracking is None or str(tracking.get("name", "none")) == "none":
+        return None
+    if tracking.get("uri"):
+        return str(tracking.uri)
+    return default_tracking_uri(str(cfg.paths.packs))
+
+
+def _artifact_location(tracking_uri: str) -> str | None:
+    """Artifacts of a local sqlite store go beside it (never relative to the cwd)."""
+    if tracking_uri.startswith("sqlite:///"):
+        db = Path(tracking_uri[len("sqlite:///"):])
+        return (db.parent / "mlartifacts").resolve().as_uri()
+    return None
+
+
+def _quiet_mlflow() -> None:
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("DO_NOT_TRACK", "true")
+    for name in ("alembic", "mlflow.store.db.utils", "mlflow.tracking.fluent", "mlflow.store.sql"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _client(tracking_uri: str) -> MlflowClient:
+    _quiet_mlflow()
+    from mlflow.tracking import MlflowClient
+
+    if tracking_uri.startswith("sqlite:///"):
+        Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
+    """The id of experiment `name`, created once if it does not exist."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        if found.lifecycle_stage == "deleted":
+            raise UserError(f"MLflow experiment {name!r} is deleted; restore it in MLflow or track under another name")
+        return str(found.experiment_id)
+    try:
+        # the UI shows a runs table (not the GenAI traces view) for this kind of experiment
+        tags = {"memorybench": "1", "mlflow.experimentKind": "custom_model_development"}
+        return str(client.create_experiment(name, artifact_location=artifact_location, tags=tags))
+    except MlflowException:
+        # created by another driver in the meantime
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return str(found.experiment_id)
+
+
+# -- what -----------------------------------------------------------------------------
+def _clean_url(value: str) -> str:
+    """A URL without `user:password@` and without its query string (where tokens hide)."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return value
+    if not parts.scheme or not parts.netloc:
+        return value
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _param_value(value: Any) -> str:
+    from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (list, dict)):
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    else:
+        text = str(value)
+    if "://" in text:
+        text = _clean_url(text)
+    text = _SECRET_VALUE.sub("[redacted]", text)
+    if len(text) > MAX_PARAM_VAL_LENGTH:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        suffix = f"... [truncated; sha256 {digest}]"
+        text = text[: MAX_PARAM_VAL_LENGTH - len(suffix)] + suffix
+    return text
+
+
+def _param_key(key: str) -> str:
+    from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH
+
+    return _BAD_KEY_CHARS.sub("_", key)[:MAX_ENTITY_KEY_LENGTH]
+
+
+def _flatten(data: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if _SECRET_KEY.search(str(key)):
+                continue
+            yield from _flatten(value, f"{prefix}{key}.")
+    else:
+        yield prefix[:-1], data
+
+
+def pack_params(pack: str | os.PathLike[str]) -> dict[str, str]:
+    """MLflow params of a pack: choices, flattened config, hashes, model ids. No secret."""
+    meta = read_pack_json(pack, "run_meta.json")
+    config = yaml.safe_load(read_pack_file(pack, "config.resolved.yaml")) or {}
+    params: dict[str, Any] = {}
+    for key, value in _flatten({k: v for k, v in config.items() if k not in EXCLUDED_CONFIG}):
+        params[key] = value
+    for group, option in sorted((meta.get("choices") or {}).items()):
+        params[f"choice.{group}"] = option
+    data = meta.get("data") or {}
+    params.update({
+        "run_id": meta.get("run_id"),
+        "experiment": meta.get("name"),
+        "config_sha256": meta.get("config_sha256"),
+        "data_sha256": data.get("sha256"),
+        "data_pinned": data.get("pinned"),
+        "git_commit": meta.get("git_commit"),
+        "question_count": meta.get("question_count"),
+        "is_prefix": meta.get("is_prefix"),
+        "local_model": meta.get("local_model"),
+    })
+    if data.get("commit"):
+        params["data_commit"] = data["commit"]
+    for name, sha in sorted((meta.get("prompts") or {}).items()):
+        params[f"prompt_sha256.{name}"] = sha
+    for model in meta.get("models") or []:
+        role = model.get("role", "model")
+        params[f"model.{role}.provider"] = model.get("provider")
+        params[f"model.{role}.requested"] = model.get("requested")
+        params[f"model.{role}.answered"] = ",".join(model.get("answered") or []) or None
+    judge = read_pack_json(pack, AUTORATER_METRICS, required=False)
+    if judge:
+        params["autorater.passes"] = judge.get("passes")
+        params["autorater.judge_model_requested"] = (judge.get("judge") or {}).get("model_requested")
+        params["autorater.judge_models_answered"] = ",".join((judge.get("judge") or {}).get("models_answered") or []) or None
+        params["autorater.judge_prompt_sha256"] = judge.get("judge_prompt_sha256")
+    return {_param_key(k): _param_value(v) for k, v in params.items()}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) or math.isinf(value) else float(value)
+
+
+def pack_metrics(pack: str | os.PathLike[str]) -> dict[str, float]:
+    """MLflow metrics of a pack: LoCoMo F1 (+ by category), EM, token F1, J, usage, latency."""
+    metrics = read_pack_json(pack, "metrics.json")
+    judge = read_pack_json(pack, AUTORATER_METRICS, required=False)
+    out: dict[str, Any] = {"questions": metrics.get("questions")}
+    for name in ("locomo_f1", "exact_match", "token_f1"):
+        node = metrics.get(name) or {}
+        out[name] = node.get("overall")
+        for category in CATEGORIES:
+            out[f"{name}_cat{category}"] = (node.get("by_category") or {}).get(str(category))
+    reader = (metrics.get("usage") or {}).get("reader") or {}
+    for key in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "retries", "cache_hits"):
+        out[f"reader_{key}" if key in ("calls", "retries", "cache_hits") else key] = reader.get(key)
+    if reader.get("cost_known"):
+        out["cost_usd"] = reader.get("cost_usd")
+    latency = reader.get("latency_s") or {}
+    out["latency_p50_s"], out["latency_p95_s"], out["latency_mean_s"] = latency.get("p50"), latency.get("p95"), latency.get("mean")
+    if judge:
+        j = judge.get("j") or {}
+        out["j_mean"], out["j_sd"] = j.get("mean"), j.get("sd")
+        out["j_agreement"] = (j.get("agreement") or {}).get("share")
+        for category in JUDGED_CATEGORIES:
+            out[f"j_cat{category}"] = (j.get("by_category") or {}).get(str(category))
+        for n, value in enumerate(j.get("passes") or [], start=1):
+            out[f"j_pass{n}"] = value
+        out["mem0_f1"] = (judge.get("mem0_f1") or {}).get("overall")
+        out["mem0_bleu1"] = (judge.get("mem0_bleu1") or {}).get("overall")
+        out["judge_failed"] = (judge.get("counts") or {}).get("failed")
+        usage = (judge.get("usage") or {}).get("judge") or {}
+        if usage.get("cost_known"):
+            out["judge_cost_usd"] = usage.get("cost_usd")
+    return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
+
+
+def _epoch_ms(stamp: str | None) -> int | None:
+    if not stamp:
+        return None
+    try:
+        return int(dt.datetime.fromisoformat(stamp).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def sweep_name(run_ids: Iterable[str], experiment: str) -> str:
+    """A stable parent-run name for a set of run ids: the same sweep gets the same parent."""
+    digest = hashlib.sha256("\n".join(sorted(set(run_ids))).encode("utf-8")).hexdigest()[:10]
+    return f"{experiment} sweep {digest}"
+
+
+# -- logging --------------------------------------------------------------------------
+def _search_one(client: MlflowClient, experiment_id: str, tag: str, value: str) -> Any | None:
+    escaped = value.replace("'", "\\'")
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{tag}` = '{escaped}'", max_results=5)
+    return found[0] if found else None
+
+
+def _parent_run(client: MlflowClient, experiment_id: str, name: str) -> str:
+    existing = _search_one(client, experiment_id, TAG_SWEEP, name)
+    if existing is not None:
+        return str(existing.info.run_id)
+    run = client.create_run(experiment_id, tags={TAG_KIND: "sweep", TAG_SWEEP: name}, run_name=name)
+    return str(run.info.run_id)
+
+
+def _log_batches(client: MlflowClient, run_id: str, params: Mapping[str, str], metrics: Mapping[str, float], timestamp: int) -> None:
+    from mlflow.entities import Metric, Param
+    from mlflow.utils.validation import MAX_PARAMS_TAGS_PER_BATCH
+
+    items = [Param(k, v) for k, v in sorted(params.items())]
+    for start in range(0, len(items), MAX_PARAMS_TAGS_PER_BATCH):
+        client.log_batch(run_id, params=items[start:start + MAX_PARAMS_TAGS_PER_BATCH])
+    client.log_batch(run_id, metrics=[Metric(k, v, timestamp, 0) for k, v in sorted(metrics.items())])
+
+
+def _log_artifacts(client: MlflowClient, run_id: str, pack: Path) -> None:
+    location = os.fspath(pack)
+    with tempfile.TemporaryDirectory(prefix="memorybench-mlflow-") as tmp:
+        config = Path(tmp) / "config.resolved.yaml"
+        config.write_bytes(read_pack_file(location, "config.resolved.yaml"))
+        client.log_artifact(run_id, str(config))
+        if location.startswith("gs://"):
+            link = Path(tmp) / "pack_uri.txt"
+            link.write_text(location + "\n", "utf-8")
+            client.log_artifact(run_id, str(link))
+        else:
+            client.log_artifacts(run_id, location, artifact_path="pack")
+
+
+def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, pack: Path, *, artifacts: bool) -> TrackedRun:
+    meta = read_pack_json(pack, "run_meta.json")
+    rid = str(meta.get("run_id") or pack.name)
+    key = f"{rid}@{meta.get('config_sha256')}"
+    existing = _search_one(client, experiment_id, TAG_PACK_KEY, key)
+    if existing is not None:
+        if existing.info.status == "FINISHED":
+            return TrackedRun(pack, rid, str(existing.info.run_id), created=False)
+        client.delete_run(existing.info.run_id)  # a crash mid-logging: log it anew
+    notes = "\n".join(meta.get("notes") or [])
+    tags = {
+        "mlflow.parentRunId": parent_id,
+        TAG_KIND: "run",
+        TAG_PACK_KEY: key,
+        "memorybench.run_id": rid,
+        "memorybench.config_sha256": str(meta.get("config_sha256")),
+        "memorybench.experiment": str(meta.get("name")),
+        "memorybench.pack_uri": os.fspath(pack),
+    }
+    if notes:
+        tags["mlflow.note.content"] = notes
+    started = _epoch_ms(meta.get("started_at"))
+    run = client.create_run(experiment_id, start_time=started, tags=tags, run_name=rid)
+    run_id = str(run.info.run_id)
+    _log_batches(client, run_id, pack_params(pack), pack_metrics(pack), _epoch_ms(meta.get("ended_at")) or started or 0)
+    if artifacts:
+        _log_artifacts(client, run_id, pack)
+    client.set_terminated(run_id, "FINISHED", end_time=_epoch_ms(meta.get("ended_at")))
+    return TrackedRun(pack, rid, run_id, created=True)
+
+
+def log_packs(
+    pack_roots: Sequence[str | os.PathLike[str]],
+    *,
+    tracking_uri: str,
+    experiment_name: str,
+    parent_run_name: str | None = None,
+    artifacts: bool = True,
+) -> TrackingResult:
+    """Log every finished pack of `pack_roots` as a nested run under one parent run.
+
+    `pack_roots`: pack folders, or roots scanned like `memorybench aggregate` does.
+    `parent_run_name`: names the sweep; None derives a stable name from the run ids. Packs
+    already logged in the experiment (same run id and config sha256) are not logged again.
+    """
+    scan = scan_packs(pack_roots)
+    if not scan.finished:
+        raise UserError(f"no finished pack in {', '.join(map(str, pack_roots))}: a pack is finished when it has _SUCCESS")
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client = _client(tracking_uri)
+        experiment_id = ensure_experiment(client, experiment_name, _artifact_location(tracking_uri))
+    except MlflowException as e:
+        message = " ".join(str(e.message).split())[:300]
+        raise UserError(f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT") from None
+    if parent_run_name is None:
+        parent_run_name = sweep_name((read_pack_json(p, "run_meta.json").get("run_id") or p.name for p in scan.finished), experiment_name)
+    parent_id = _parent_run(client, experiment_id, parent_run_name)
+    result = TrackingResult(tracking_uri, experiment_id, parent_id, unfinished=scan.unfinished)
+    try:
+        for pack in scan.finished:
+            result.runs.append(_log_one(client, experiment_id, parent_id, pack, artifacts=artifacts))
+    finally:
+        client.log_batch(parent_id, metrics=_parent_metrics(client, experiment_id, parent_id))
+        client.set_terminated(parent_id, "FINISHED")
+    return result
+
+
+def _parent_metrics(client: MlflowClient, experiment_id: str, parent_id: str) -> list[Any]:
+    from mlflow.entities import Metric
+
+    children = client.search_runs([experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_id}'", max_results=5000)
+    now = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    return [Metric("runs", float(len(children)), now, 0)]
+
+
+def log_run_specs(specs: Sequence[Any], *, parent_run_name: str | None = None) -> list[TrackingResult]:
+    """The driver's hook after `memorybench qa [-m]`: log the finished packs of these run specs.
+
+    `specs` are `memorybench.plan.RunSpec`s (the jobs the sweep composed). Nothing happens
+    when their config says `tracking=none`. One parent run per experiment name in the sweep.
+    """
+    from memorybench.pack.run_pack import SUCCESS, pack_path
+
+    by_target: dict[tuple[str, str], list[Path]] = {}
+    for spec in specs:
+        uri = tracking_uri_from_config(spec.cfg)
+        if uri is None:
+            continue
+        root = spec.cfg.storage.root or spec.cfg.paths.packs
+        if str(root).startswith("gs://"):
+            continue  # read through the storage backend once it lands
+        pack = pack_path(root, spec.name, spec.run_id)
+        if (pack / SUCCESS).is_file():
+            by_target.setdefault((uri, spec.name), []).append(pack)
+    results = []
+    for (uri, name), packs in by_target.items():
+        results.append(log_packs(packs, tracking_uri=uri, experiment_name=name, parent_run_name=parent_run_name))
+    return results
+
+
+def _default_uri_for(packs: Sequence[Path]) -> str:
+    # <packs root>/<name>/runs/<run_id>: the output folder is the packs root's parent
+    return default_tracking_uri(packs[0].parents[2])
+
+
+def track_main(argv: Sequence[str]) -> int:
+    """`memorybench track PACKS... [--uri URI] [--experiment NAME] [--parent NAME] [--no-artifacts]`."""
+    parser = argparse.ArgumentParser(
+        prog="memorybench track",
+        description="Log finished packs to MLflow: one parent run per sweep, one nested run per pack (idempotent).",
+    )
+    parser.add_argument("packs", nargs="+", help="pack folders, or roots scanned for <name>/runs/<run_id>/_SUCCESS")
+    parser.add_argument("--uri", help="MLflow tracking URI (default: sqlite:///<packs root's parent>/mlflow.db)")
+    parser.add_argument("--experiment", help="MLflow experiment name (default: each pack's experiment name)")
+    parser.add_argument("--parent", help="parent run name (default: derived from the run ids, stable across reruns)")
+    parser.add_argument("--no-artifacts", action="store_true", help="log params and metrics only")
+    ns = parser.parse_args(list(argv))
+    scan = scan_packs(ns.packs)
+    if not scan.finished:
+        raise UserError(f"no finished pack in {', '.join(ns.packs)}: a pack is finished when it has _SUCCESS")
+    uri = ns.uri or _default_uri_for(scan.finished)
+    groups: dict[str, list[Path]] = {}
+    for pack in scan.finished:
+        name = ns.experiment or str(read_pack_json(pack, "run_meta.json").get("name") or "memorybench")
+        groups.setdefault(name, []).append(pack)
+    for name, packs in groups.items():
+        result = log_packs(packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts)
+        print(f"experiment {name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
+              f"{len(result.created)} run(s) logged, {len(result.runs) - len(result.created)} already there")
+    if scan.unfinished:
+        print(f"left out {len(scan.unfinished)} unfinished pack(s) (no _SUCCESS)", file=sys.stderr)
+    print(f"tracking URI: {uri}")
+    return 0

@@ -1,0 +1,162 @@
+"""`report`: an analysis design -> Markdown, CSV tables, PNG figures."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from memorybench import CONF_DIR
+from memorybench.errors import UserError
+from memorybench.score.locomo import normalize_answer
+from memorybench.stages.report import FIGURES, TABLES, bootstrap_interval, load_design, report_main, run_report, stems
+from tracking.pack_factory import add_autorater, make_packs
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def packs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    full, summaries = make_packs(root)
+    add_autorater(full, passes=2)
+    return root, full, summaries
+
+
+def write_design(path: Path, packs_root: Path, **extra) -> Path:
+    path.write_text(yaml.safe_dump({"name": "t", "packs": [str(packs_root)], "bootstrap": {"resamples": 500, "seed": 7}, **extra}))
+    return path
+
+
+def _csv(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _scores(pack: Path) -> list[dict]:
+    return _csv(pack / "predictions.csv")
+
+
+def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
+    root, full, summaries = packs
+    design = write_design(tmp_path / "d.yaml", root / "packs")
+    report = run_report(design, tmp_path / "out")
+    assert set(report.tables) == set(TABLES) and set(report.figures) == set(FIGURES)
+    for name in TABLES:
+        assert (tmp_path / "out" / "tables" / f"{name}.csv").is_file()
+    for path in report.figures.values():
+        assert path.read_bytes().startswith(PNG) and path.stat().st_size > 5000
+    text = report.markdown.read_text()
+    for name in TABLES:
+        assert f"## {name}" in text
+    assert "![scores_by_category](figures/scores_by_category.png)" in text
+    assert "| full_context / scripted | 1 |" in text
+
+    # LoCoMo F1 by category: the mean of the pack's rows, inside its interval
+    table = {(r["condition"], r["category"]): r for r in _csv(report.table_files["scores_by_category"])}
+    rows = _scores(full)
+    for category in "12345":
+        values = [float(r["locomo_f1"]) for r in rows if r["category"] == category]
+        row = table[("full_context / scripted", category)]
+        assert float(row["locomo_f1"]) == pytest.approx(np.mean(values))
+        assert float(row["f1_ci_low"]) <= float(row["locomo_f1"]) <= float(row["f1_ci_high"])
+    overall = table[("full_context / scripted", "all")]
+    assert float(overall["locomo_f1"]) == pytest.approx(json.loads((full / "metrics.json").read_text())["locomo_f1"]["overall"])
+    assert overall["j"] != "" and table[("session_summaries / scripted", "all")]["j"] == ""
+
+    refusals = {r["condition"]: r for r in _csv(report.table_files["refusals"])}
+    for pack, condition in ((full, "full_context / scripted"), (summaries, "session_summaries / scripted")):
+        rows = _scores(pack)
+        refused = ["not mentioned" in r["prediction"].lower() for r in rows]
+        cat5 = [x for x, r in zip(refused, rows) if r["category"] == "5"]
+        rest = [x for x, r in zip(refused, rows) if r["category"] != "5"]
+        assert float(refusals[condition]["cat5_refusal_rate"]) == pytest.approx(np.mean(cat5))
+        assert float(refusals[condition]["cat1_4_refusal_rate"]) == pytest.approx(np.mean(rest))
+
+    agreement = _csv(report.table_files["judge_agreement"])
+    assert [r["condition"] for r in agreement] == ["full_context / scripted"]
+    assert agreement[0]["passes"] == "2" and agreement[0]["failed_rows"] == "1"
+
+
+def test_gold_token_drop_counts_stems_in_memory_but_not_in_the_answer(packs, tmp_path):
+    root, full, _ = packs
+    report = run_report(write_design(tmp_path / "d.yaml", full, tables=["gold_token_drop"], figures=[]), tmp_path / "out")
+    memory = {p.stem: stems(p.read_text()) for p in (full / "memory" / "dumps").iterdir()}
+    expected = {}
+    for r in _scores(full):
+        category = int(r["category"])
+        if category == 5:
+            continue
+        gold = r["gold"].split(";")[0] if category == 3 else r["gold"]
+        g = {t for t in stems(gold)}
+        in_memory = g & memory[r["sample_id"]]
+        dropped = in_memory - stems(r["prediction"])
+        tot = expected.setdefault(category, [0, 0])
+        tot[0] += len(in_memory)
+        tot[1] += len(dropped)
+    rows = {r["category"]: r for r in _csv(report.table_files["gold_token_drop"])}
+    for category, (in_memory, dropped) in expected.items():
+        assert int(rows[str(category)]["in_memory"]) == in_memory
+        assert int(rows[str(category)]["dropped"]) == dropped
+    assert int(rows["1-4"]["dropped"]) == sum(d for _, d in expected.values()) > 0
+    # the answer "Hi Ben! I started pottery last week." keeps the gold stem "potteri"
+    assert "potteri" in stems("pottery") and normalize_answer("Self-care, 7:30") == "selfcare 730"
+
+
+def test_the_same_design_gives_the_same_numbers(packs, tmp_path):
+    root, *_ = packs
+    design = write_design(tmp_path / "d.yaml", root / "packs", figures=[])
+    first = run_report(design, tmp_path / "a")
+    second = run_report(design, tmp_path / "b")
+    for name, path in first.table_files.items():
+        assert path.read_bytes() == second.table_files[name].read_bytes(), name
+
+
+def test_bootstrap_interval_is_seeded_and_keyed():
+    from memorybench.stages.report import Bootstrap
+
+    values = np.linspace(0.0, 1.0, 41)
+    boot = Bootstrap(resamples=1000, seed=3)
+    assert bootstrap_interval(values, boot, "a") == bootstrap_interval(values, boot, "a")
+    assert bootstrap_interval(values, boot, "a") != bootstrap_interval(values, boot, "b")
+    low, high = bootstrap_interval(values, boot, "a")
+    assert 0.25 < low < 0.5 < high < 0.75
+    assert all(np.isnan(bootstrap_interval(np.array([1.0]), boot, "a")))
+
+
+def test_bad_designs_fail_with_one_line(tmp_path, packs):
+    root = packs[0] / "packs"
+    with pytest.raises(UserError, match="does not exist"):
+        load_design(tmp_path / "missing.yaml")
+    with pytest.raises(UserError, match="tables.0: Input should be .*Tables: scores_by_category"):
+        load_design(write_design(tmp_path / "a.yaml", root, tables=["score_by_cat"]))
+    with pytest.raises(UserError, match="colour: Extra inputs are not permitted"):
+        load_design(write_design(tmp_path / "b.yaml", root, colour="red"))
+    with pytest.raises(UserError, match="condition column 'model' is unknown; choices: run_id"):
+        run_report(write_design(tmp_path / "c.yaml", root, conditions=["model"]), tmp_path / "out")
+    with pytest.raises(UserError, match="no finished pack"):
+        run_report(write_design(tmp_path / "d.yaml", root, experiment="nope"), tmp_path / "out")
+
+
+def test_category_names_are_locomos():
+    from memorybench.score import CATEGORY_NAMES
+    from memorybench.stages import report
+
+    assert report.CATEGORY_NAMES == CATEGORY_NAMES
+
+
+def test_example_design_is_valid():
+    design = load_design(CONF_DIR / "analysis" / "example.yaml")
+    assert design.name == "example" and set(design.tables) == set(TABLES) and set(design.figures) == set(FIGURES)
+
+
+def test_report_main(packs, tmp_path, capsys):
+    root, *_ = packs
+    design = write_design(tmp_path / "d.yaml", root / "packs", conditions=["choice.memory"], figures=["scores_by_category"])
+    assert report_main([str(design), "--out", str(tmp_path / "out")]) == 0
+    assert "report:" in capsys.readouterr().out
+    assert "| full_context |" in (tmp_path / "out" / "report.md").read_text()

@@ -1,0 +1,120 @@
+"""Small real packs for the aggregate / collect / report / tracking tests.
+
+`make_packs` runs the real `memorybench qa` (in process) on the mini fixture against the
+scripted server, once per memory method, and can add an autorater folder in the format
+the autorater stage writes (only the fields those stages read are relied upon).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from conftest import FIXTURES, scripted_reader
+from memorybench.cli import main
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
+
+MINI = FIXTURES / "mini_locomo.json"
+
+
+def lookup_responder(body: dict) -> Reply:
+    """Plumbing, not an answer: the memory line that shares a word with the question."""
+    user = body["messages"][-1]["content"]
+    question = user.rsplit("Question:", 1)[-1].split("\n")[0].lower()
+    words = [w.strip("?.'s") for w in question.split()[2:] if len(w.strip("?.'s")) > 3]
+    memory = user.split("Answer the question", 1)[0]
+    for line in memory.splitlines():
+        if words and any(w in line.lower() for w in words):
+            return Reply(text=line.split(": ", 1)[-1][:80], prompt_tokens=len(user.split()), completion_tokens=12)
+    return Reply(text="Not mentioned in the conversation", prompt_tokens=len(user.split()), completion_tokens=5)
+
+
+_MADE: dict[tuple, Path] = {}
+
+
+def make_packs(root: Path, memories: Sequence[str] = ("full_context", "session_summaries"), name: str = "mini",
+               extra: Sequence[str] = ()) -> list[Path]:
+    """Finished packs under `root/packs/<name>/runs/`, one per memory method.
+
+    The runs happen once per test process; later calls copy the packs (same bytes).
+    """
+    key = (tuple(memories), name, tuple(extra))
+    if key not in _MADE:
+        made = Path(tempfile.mkdtemp(prefix="memorybench-packs-"))
+        atexit.register(shutil.rmtree, made, True)
+        with ScriptedOpenAIServer(responder=lookup_responder) as server:
+            for memory in memories:
+                args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={made / 'packs'}",
+                        f"paths.cache={made / 'cache'}", f"name={name}", f"memory={memory}", *extra]
+                assert main(args) == 0
+        _MADE[key] = made / "packs" / name / "runs"
+    runs = root / "packs" / name / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    for pack in sorted(_MADE[key].iterdir()):
+        shutil.copytree(pack, runs / pack.name)
+    return sorted(runs.iterdir())
+
+
+def add_autorater(pack: Path, passes: int = 2) -> None:
+    """`autorater/` as the autorater stage writes it: verdicts per (question, pass) and metrics.
+
+    Pass 1 marks a row CORRECT when its LoCoMo F1 > 0; pass 2 flips the first judged row,
+    and the second judged row of pass 2 is a FAILED parse.
+    """
+    rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_text().splitlines()]
+    scores = {r["question_id"]: float(r["locomo_f1"]) for r in _csv_rows(pack)}
+    verdicts = []
+    j_passes = []
+    for n in range(1, passes + 1):
+        judged = 0
+        parsed = []
+        for i, row in enumerate(rows):
+            base = {"schema": "autorater_verdict.v1", "question_id": row["question_id"], "sample_id": row["sample_id"],
+                    "index": i, "category": row["category"], "pass": n}
+            if row["category"] == 5:
+                verdicts.append({**base, "status": "SKIPPED", "score": None, "mem0_f1": None, "mem0_bleu1": None})
+                continue
+            judged += 1
+            score = 1 if scores[row["question_id"]] > 0 else 0
+            if n == 2 and judged == 1:
+                score = 1 - score
+            if n == 2 and judged == 2:
+                verdicts.append({**base, "status": "FAILED", "score": None, "failure": "parse", "mem0_f1": 0.25, "mem0_bleu1": 0.5})
+                continue
+            parsed.append(score)
+            verdicts.append({**base, "status": "CORRECT" if score else "WRONG", "score": score, "mem0_f1": 0.25, "mem0_bleu1": 0.5})
+        j_passes.append(sum(parsed) / len(parsed))
+    out = pack / "autorater"
+    out.mkdir(exist_ok=True)
+    (out / "autorater_verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    mean = sum(j_passes) / len(j_passes)
+    sd = (sum((j - mean) ** 2 for j in j_passes) / (len(j_passes) - 1)) ** 0.5 if len(j_passes) > 1 else None
+    metrics = {
+        "schema": "autorater_metrics.v1", "passes": passes,
+        "judge": {"model_requested": "scripted-judge", "models_answered": ["scripted-judge"]},
+        "judge_prompt_sha256": "0" * 64,
+        "j": {"overall": mean, "mean": mean, "sd": sd, "passes": j_passes,
+              "by_category": {"1": 0.5, "2": 0.5, "3": 0.5, "4": 0.5}, "agreement": {"share": 0.5}},
+        "mem0_f1": {"overall": 0.25}, "mem0_bleu1": {"overall": 0.5}, "counts": {"failed": 1},
+    }
+    (out / "autorater_metrics.json").write_text(json.dumps(metrics, indent=2))
+    (out / "_SUCCESS").write_text("")
+
+
+def _csv_rows(pack: Path) -> list[dict]:
+    import csv
+
+    with (pack / "predictions.csv").open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def unfinished_copy(pack: Path, run_id: str = "unfinished-run-000000000000") -> Path:
+    """A copy of `pack` without `_SUCCESS`: readers must leave it out."""
+    target = pack.parent / run_id
+    shutil.copytree(pack, target)
+    (target / "_SUCCESS").unlink()
+    return target
