@@ -3,6 +3,7 @@ the next ones (same system message and memory, another question) only the suffix
 
     python bench/local_prefix_reuse.py                      # both memories, model auto
     python bench/local_prefix_reuse.py --memory full_context --questions 6
+    python bench/local_prefix_reuse.py --prefix-reuse exact token   # both reuse modes
     python bench/local_prefix_reuse.py --compare-models     # + answer quality of each model
 
 Renders the first LoCoMo conversation's memory the way memorybench does (full_context:
@@ -14,8 +15,9 @@ ratio (target: at least 20x), the server's start time and memory, and writes the
 figures to ``bench/results/local_prefix_reuse.json``.
 
 ``--compare-models`` also asks the first N questions of that conversation (categories
-1-4) of every local model on the session_summaries memory and reports LoCoMo F1 per model:
-the figures behind ``AUTO_ORDER`` in ``memorybench/llm/local/models.py``.
+1-4) of every local model on the session_summaries memory and reports LoCoMo F1 per model
+(written to ``bench/results/local_model_quality.json``): the figures behind ``AUTO_ORDER``
+in ``memorybench/llm/local/models.py``. ``--memory`` with no value skips the latency runs.
 
 A benchmark, not a test: it prints figures and never fails on time.
 """
@@ -29,6 +31,7 @@ import platform
 import re
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -101,16 +104,16 @@ def prefix_hits(log: Path) -> list[int]:
 
 
 def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_questions: int, template: str,
-                     results_dir: Path) -> dict[str, Any]:
+                     results_dir: Path, prefix_reuse: str = "exact") -> dict[str, Any]:
     memory = MEMORIES[memory_name](sample)
     questions = [q["question"] for q in sample["qa"][:n_questions]]
     longest = max((user_message(template, memory, q) for q in questions), key=len)
     spec, n_ctx, reason = choose_local_model(SYSTEM + "\n\n" + longest, model)
-    log = results_dir / f"local_prefix_reuse.{memory_name}.server.log"
+    log = Path(tempfile.gettempdir()) / f"local_prefix_reuse.{memory_name}.{prefix_reuse}.server.log"
     log.unlink(missing_ok=True)
-    print(f"\n== {memory_name}: {len(memory)} chars, {count_tokens(memory, spec)} {spec.name} tokens; {reason}")
+    print(f"\n== {memory_name}, prefix_reuse={prefix_reuse}: {len(memory)} chars, {count_tokens(memory, spec)} {spec.name} tokens; {reason}")
     rows = []
-    with LocalServer(spec, n_ctx, log_path=log) as server:
+    with LocalServer(spec, n_ctx, log_path=log, prefix_reuse=prefix_reuse) as server:
         print(f"server up in {server.startup_s:.1f}s (pid {server.pid}, {server.base_url})")
         rss_idle = server.rss_bytes()
         client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=1800)
@@ -130,6 +133,7 @@ def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_que
           f"server RSS {rss_after / 2**20:.0f} MiB; prefix-match hits {hits}")
     return {
         "memory": memory_name,
+        "prefix_reuse": prefix_reuse,
         "memory_chars": len(memory),
         "memory_tokens": count_tokens(memory, spec),
         "model": spec.name,
@@ -142,6 +146,7 @@ def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_que
         "rest_median_latency_s": rest,
         "ratio": round(ratio, 1) if ratio else None,
         "prefix_match_hits": hits,
+        "server_log": str(log),
         "questions": rows,
     }
 
@@ -177,9 +182,11 @@ def compare_models(sample: dict[str, Any], n_questions: int, template: str, memo
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--memory", nargs="+", choices=sorted(MEMORIES), default=["session_summaries", "full_context"])
+    p.add_argument("--memory", nargs="*", choices=sorted(MEMORIES), default=["session_summaries", "full_context"])
     p.add_argument("--model", default="auto", help="auto or one of: " + ", ".join(LOCAL_MODELS))
     p.add_argument("--questions", type=int, default=6)
+    p.add_argument("--prefix-reuse", nargs="+", choices=["exact", "token"], default=["exact"],
+                   help="LocalServer(prefix_reuse=...): exact (default) and/or token")
     p.add_argument("--conversation", type=int, default=0)
     p.add_argument("--compare-models", action="store_true")
     p.add_argument("--compare-questions", type=int, default=40)
@@ -199,12 +206,20 @@ def main() -> None:
         "runs": [],
     }
     for memory_name in args.memory:
-        results["runs"].append(run_prefix_reuse(sample, memory_name, args.model, args.questions, template, args.out.parent))
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
-    if args.compare_models:
-        results["quality"] = compare_models(sample, args.compare_questions, template, args.compare_memory)
+        for mode in args.prefix_reuse:
+            results["runs"].append(
+                run_prefix_reuse(sample, memory_name, args.model, args.questions, template, args.out.parent, mode)
+            )
+            args.out.write_text(json.dumps(results, indent=2) + "\n")
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {args.out}")
+    if args.compare_models:
+        quality = {"schema": "bench.local_model_quality.v1", "sample_id": sample["sample_id"],
+                   "machine": results["machine"],
+                   **compare_models(sample, args.compare_questions, template, args.compare_memory)}
+        quality_out = args.out.with_name("local_model_quality.json")
+        quality_out.write_text(json.dumps(quality, indent=2) + "\n")
+        print(f"wrote {quality_out}")
 
 
 if __name__ == "__main__":

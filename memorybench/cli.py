@@ -25,6 +25,19 @@ from memorybench.errors import UserError
 
 USAGE = __doc__ or ""
 MULTIRUN_FLAGS = ("-m", "--multirun")
+#: flags Hydra's own command line defines (anything else is refused in one line)
+HYDRA_FLAGS = (
+    "-m", "--multirun", "--cfg", "-c", "--info", "-i", "--resolve", "--package", "-p", "--help", "-h",
+    "--hydra-help", "--run", "-r", "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
+    "--shell-completion", "-sc", "--version", "--experimental-rerun",
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one-line `UserError`s."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UserError(f"{self.prog}: {message}; see `{self.prog} --help`")
 
 
 def _fail(error: UserError) -> int:
@@ -35,7 +48,7 @@ def _fail(error: UserError) -> int:
 def cmd_fetch(args: Sequence[str]) -> int:
     from memorybench.data.pins import fetch_pins
 
-    parser = argparse.ArgumentParser(prog="memorybench fetch", description="Download and verify the pinned files.")
+    parser = Parser(prog="memorybench fetch", description="Download and verify the pinned files.")
     parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir)")
     ns = parser.parse_args(args)
     root = fetch_pins(ns.pins)
@@ -64,6 +77,9 @@ def cmd_qa(args: Sequence[str]) -> int:
 
     overrides, multirun = _split_overrides(args)
     hydra_flags = [a for a in overrides if a.startswith("-")]
+    for flag in hydra_flags:
+        if flag.split("=", 1)[0] not in HYDRA_FLAGS:
+            raise UserError(f"unknown option {flag}; flags: -m/--multirun, --cfg job|hydra|all, --info, --resolve, --help")
     # compose and validate every job before any model call or launcher
     specs = [] if hydra_flags else plan_runs(overrides, multirun)
     from memorybench.hydra_app import qa_app
@@ -85,10 +101,12 @@ def cmd_rescore(args: Sequence[str]) -> int:
 
     from memorybench.stages.rescore import format_table, rescore
 
-    parser = argparse.ArgumentParser(prog="memorybench rescore", description="Recompute scores from a pack's stored rows.")
+    parser = Parser(prog="memorybench rescore", description="Recompute scores from a pack's stored rows.")
     parser.add_argument("pack", help="a pack folder: <packs>/<name>/runs/<run_id>")
     ns = parser.parse_args(args)
     root = Path(ns.pack)
+    if root.is_file():
+        raise UserError(f"{root} is a file, not a folder; pass a pack folder <packs>/<name>/runs/<run_id>")
     if not root.is_dir():
         raise UserError(f"pack folder {root} does not exist; pass <packs>/<name>/runs/<run_id>")
     metrics = rescore(root.resolve())

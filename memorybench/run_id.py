@@ -16,7 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher"})
+# the judge belongs to the autorater stage: qa never calls it, so it is not part of a qa run's identity
+EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher", "judge"})
 ENDPOINT_GROUPS = ("reader", "writer", "judge", "embedder")
 OPERATIONAL_KEYS = frozenset(
     {"timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env"}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from omegaconf import DictConfig
+
+from memorybench.config import Config
 
 from memorybench.errors import UserError, did_you_mean
 
@@ -10,6 +14,13 @@ PROVIDERS = ("openai", "openai_compatible", "local")
 
 
 def validate_config(cfg: DictConfig) -> None:
+    known = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(cfg.keys()) - known)
+    if unknown:
+        raise UserError(
+            f"unknown top-level key {unknown[0]!r}; top-level keys are: {', '.join(sorted(known))} "
+            "(remove the +key=value override)"
+        )
     if cfg.max_questions is not None and int(cfg.max_questions) < 1:
         raise UserError(f"max_questions={cfg.max_questions} must be at least 1 (or null for every question)")
     if cfg.answerer.name == "reader":
@@ -38,5 +49,9 @@ def _validate_endpoint(group: str, node: DictConfig) -> None:
         raise UserError(f"{group}.max_tokens={node.max_tokens} must be at least 1")
     if float(node.temperature) < 0:
         raise UserError(f"{group}.temperature={node.temperature} must be >= 0")
+    if int(node.max_retries) < 0:
+        raise UserError(f"{group}.max_retries={node.max_retries} must be >= 0")
+    if float(node.timeout_s) <= 0:
+        raise UserError(f"{group}.timeout_s={node.timeout_s} must be > 0")
     if float(node.min_request_interval_s) < 0:
         raise UserError(f"{group}.min_request_interval_s={node.min_request_interval_s} must be >= 0")

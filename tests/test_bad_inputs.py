@@ -75,8 +75,16 @@ def cli(*args: str) -> Callable[[Path], list[str]]:
 
 
 def qa(*overrides: str) -> Callable[[Path], list[str]]:
-    return lambda root: [sys.executable, "-m", "memorybench.cli", "qa", *DEAD_READER, f"paths.packs={root}/packs",
-                         f"paths.cache={root}/cache", *(o.format(root=root) for o in overrides)]
+    return lambda root: [
+        sys.executable,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        *DEAD_READER,
+        f"paths.packs={root}/packs",
+        f"paths.cache={root}/cache",
+        *(o.format(root=root) for o in overrides),
+    ]
 
 
 def verify(*args: str) -> Callable[[Path], list[str]]:
@@ -137,10 +145,13 @@ DATA_VARIANTS: list[DataVariant] = [
     DataVariant("no-conversation", drop("conversation"), "missing key 'conversation'"),
     DataVariant("list-conversation", put([], "conversation"), "key 'conversation' must be dict, got list", cli=True),
     DataVariant("no-speaker-a", drop("conversation", "speaker_a"), "missing key 'speaker_a'"),
-    DataVariant("int-speaker-b", put(2, "conversation", "speaker_b"), "key 'speaker_b' must be str, got int", cli=True),
-    DataVariant("no-session-date", drop("conversation", "session_1_date_time"), "missing key 'session_1_date_time'", cli=True),
-    DataVariant("no-sessions", conv(0, lambda c: [c["conversation"].pop(k) for k in ("session_1", "session_2")]),
-                "conversation has no session_N lists"),
+    DataVariant("int-speaker-b", put(2, "conversation", "speaker_b"), "key 'speaker_b' must be str, got int"),
+    DataVariant("no-session-date", drop("conversation", "session_1_date_time"), "missing key 'session_1_date_time'"),
+    DataVariant(
+        "no-sessions",
+        conv(0, lambda c: [c["conversation"].pop(k) for k in ("session_1", "session_2")]),
+        "conversation has no session_N lists",
+    ),
     DataVariant("turn-not-object", put("hi", "conversation", "session_1", 0), "a turn must be a JSON object, got str"),
     DataVariant("turn-no-speaker", drop("conversation", "session_1", 1, "speaker"), "session_1[1]: missing key 'speaker'", cli=True),
     DataVariant("turn-int-dia-id", put(3, "conversation", "session_2", 0, "dia_id"), "key 'dia_id' must be str, got int"),
@@ -181,7 +192,7 @@ DIRECTORY_XFAIL = (
 
 CASES: list[Case] = [
     *(Case(f"data-{v.name}", qa(f"dataset.path={{root}}/data/{v.name}.json"), v.expect) for v in DATA_VARIANTS if v.cli),
-    Case("data-directory", qa("dataset.path={root}/data"), "data", xfail=DIRECTORY_XFAIL),
+    Case("data-directory", qa("dataset.path={root}/data"), "data"),
     # configuration: bad values and unknown options (all fail before any data is read)
     Case("cfg-unknown-memory", qa("memory=fullcontext"), "unknown memory option 'fullcontext'. Did you mean 'full_context'?"),
     Case("cfg-unknown-dataset", qa("dataset=nope"), "unknown dataset option 'nope'"),
@@ -189,8 +200,6 @@ CASES: list[Case] = [
     Case("cfg-unknown-reader", qa("reader=nope"), "unknown reader option 'nope'. Did you mean 'openai'?"),
     Case("cfg-unknown-writer", qa("writer=nope"), "unknown writer option 'nope'"),
     Case("cfg-unknown-judge", qa("judge=nope"), "unknown judge option 'nope'"),
-    Case("cfg-unknown-tracking", qa("tracking=nope"), "unknown tracking option 'nope'"),
-    Case("cfg-unknown-storage", qa("storage=nope"), "unknown storage option 'nope'"),
     Case("cfg-unknown-experiment", qa("-m", "+experiment=nope"), "unknown experiment option 'nope'"),
     Case("cfg-unknown-launcher", qa("hydra/launcher=nope"), "Could not find 'hydra/launcher/nope'"),
     Case("cfg-deleted-group", qa("~reader"), "Missing mandatory value: reader"),
@@ -218,32 +227,48 @@ CASES: list[Case] = [
     Case("cfg-writer-source-without-writer", qa("memory=session_summaries", "memory.source=writer"), "needs a writer model"),
     Case("cfg-plan-unknown-memory", cli("plan", "memory=nope"), "unknown memory option 'nope'"),
     Case("cfg-unknown-command", cli("frobnicate"), "unknown command 'frobnicate'"),
-    Case("cfg-negative-max-retries", qa(f"dataset.path={MINI}", "reader.max_retries=-1"), "max_retries",
-         xfail="AssertionError('unreachable') traceback from llm/client.py _call_with_retries: validate.py "
-               "_validate_endpoint should refuse max_retries < 0 ('reader.max_retries=-1 must be >= 0')"),
-    Case("cfg-negative-timeout", qa(f"dataset.path={MINI}", "reader.timeout_s=-1"), "timeout_s",
-         xfail="ValueError('Timeout value out of range') traceback from the socket layer: validate.py "
-               "_validate_endpoint should refuse timeout_s <= 0 ('reader.timeout_s=-1.0 must be > 0')"),
-    Case("cfg-appended-unknown-key", qa(f"dataset.path={MINI}", "+foo=1"), "foo",
-         xfail="`+foo=1` adds an unknown top-level key that is silently accepted (and changes the run id); "
-               "validate_config should refuse keys that are not fields of config.Config"),
-    Case("cfg-unknown-flag", cli("qa", "--frob"), "--frob",
-         xfail="Hydra's argparse prints its multi-line usage; cmd_qa should refuse flags Hydra does not define "
-               "with one line ('unknown option --frob; flags: -m/--multirun, --cfg, --info, ...')"),
-    Case("cli-fetch-unknown-flag", cli("fetch", "--bogus"), "unrecognized arguments: --bogus",
-         xfail="argparse prints usage plus the error (two lines) for cmd_fetch/cmd_rescore; give them a parser "
-               "whose error() raises UserError, as memorybench.pack.verify._Parser does"),
+    Case(
+        "cfg-negative-max-retries",
+        qa(f"dataset.path={MINI}", "reader.max_retries=-1"),
+        "max_retries",
+    ),
+    Case(
+        "cfg-negative-timeout",
+        qa(f"dataset.path={MINI}", "reader.timeout_s=-1"),
+        "timeout_s",
+    ),
+    Case(
+        "cfg-appended-unknown-key",
+        qa(f"dataset.path={MINI}", "+foo=1"),
+        "foo",
+    ),
+    Case(
+        "cfg-unknown-flag",
+        cli("qa", "--frob"),
+        "--frob",
+    ),
+    Case(
+        "cli-fetch-unknown-flag",
+        cli("fetch", "--bogus"),
+        "unrecognized arguments: --bogus",
+    ),
     # rescore: folders that are not (whole) packs
     Case("rescore-empty-folder", cli("rescore", "{root}/empty"), "is not a pack: it has no predictions.jsonl"),
-    Case("rescore-file-not-folder", cli("rescore", "{root}/a-file.txt"), "not a folder",
-         xfail="cmd_rescore says the path 'does not exist' when it is a file; say '{path} is a file, not a pack folder'"),
-    Case("rescore-corrupt-line", cli("rescore", "{root}/corrupt"), "predictions.jsonl",
-         xfail="json.JSONDecodeError traceback: stages/rescore.py compute_scores reads rows with Journal.rows(); "
-               "turn a bad line into UserError('{pack}/predictions.jsonl line N is not valid JSON; run `memorybench "
-               "verify` on the pack')"),
-    Case("rescore-missing-run-meta", cli("rescore", "{root}/no-run-meta"), "run_meta.json",
-         xfail="rescore exits 0 and writes metrics.json with run_id and is_prefix null; compute_scores should "
-               "refuse a folder without run_meta.json ('... is not a finished pack: it has no run_meta.json')"),
+    Case(
+        "rescore-file-not-folder",
+        cli("rescore", "{root}/a-file.txt"),
+        "not a folder",
+    ),
+    Case(
+        "rescore-corrupt-line",
+        cli("rescore", "{root}/corrupt"),
+        "predictions.jsonl",
+    ),
+    Case(
+        "rescore-missing-run-meta",
+        cli("rescore", "{root}/no-run-meta"),
+        "run_meta.json",
+    ),
     # verify: not a pack (one error line), or a broken pack (findings on stdout, exit 1)
     Case("verify-missing-folder", verify("{root}/nothing"), "does not exist"),
     Case("verify-empty-folder", verify("{root}/empty"), "is not a pack"),
@@ -267,8 +292,14 @@ def _prepare(root: Path, server) -> None:
 
     from memorybench.cli import main
 
-    args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-            f"paths.cache={root / 'cache'}", "name=good"]
+    args = [
+        "qa",
+        *scripted_reader(server.base_url),
+        f"dataset.path={MINI}",
+        f"paths.packs={root / 'packs'}",
+        f"paths.cache={root / 'cache'}",
+        "name=good",
+    ]
     assert main(args) == 0
     (good,) = (root / "packs" / "good" / "runs").iterdir()
     for name in ("corrupt", "no-run-meta", "schema-bumped"):
@@ -285,8 +316,7 @@ SLOW = ("data-", "rescore-", "cfg-negative-max-retries", "cfg-negative-timeout",
 
 
 def _run(command: list[str], root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=root, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=root, env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -320,7 +350,6 @@ def test_every_data_variant_is_one_data_error(variant: DataVariant, tmp_path):
     assert variant.expect in caught.value.message and "\n" not in caught.value.message
 
 
-@pytest.mark.xfail(strict=True, reason=DIRECTORY_XFAIL)
 def test_a_folder_as_dataset_is_a_data_error(tmp_path):
     from memorybench.data import load_locomo
     from memorybench.errors import DataError

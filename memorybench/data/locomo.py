@@ -38,6 +38,10 @@ def load_locomo(path: str | Path) -> list[Conversation]:
         raw_bytes = path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"dataset file {path} does not exist; run `memorybench fetch` or set dataset.path") from None
+    except IsADirectoryError:
+        raise DataError(f"dataset.path {path} is a folder, not a file; point it at locomo10.json") from None
+    except OSError as e:
+        raise DataError(f"dataset file {path} cannot be read ({e.strerror}); check its permissions") from None
     try:
         raw = json.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError as e:

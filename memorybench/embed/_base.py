@@ -27,7 +27,8 @@ class EmbedUsage:
     tokens: int = 0
     #: USD; None once any call had no price in the table (unknown is not free)
     cost_usd: float | None = 0.0
-    seconds: float = 0.0
+    #: seconds spent embedding (cache look-ups included)
+    latency_s: float = 0.0
 
     def copy(self) -> EmbedUsage:
         return EmbedUsage(**{f.name: getattr(self, f.name) for f in fields(self)})
@@ -40,7 +41,7 @@ class EmbedUsage:
             "cache_hits": self.cache_hits - before.cache_hits,
             "tokens": self.tokens - before.tokens,
             "cost_usd": cost,
-            "seconds": round(self.seconds - before.seconds, 6),
+            "latency_s": round(self.latency_s - before.latency_s, 6),
         }
 
 
@@ -158,7 +159,7 @@ class Embedder:
             if cache is not None:
                 cache.put_many(pairs)
         out = np.stack([found[s] for s in shas]).astype(np.float32, copy=False)
-        self.usage.seconds += time.perf_counter() - started
+        self.usage.latency_s += time.perf_counter() - started
         return out
 
     @property

@@ -136,13 +136,13 @@ class ManagedMethod:
         embedder = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
         costs = [part["cost_usd"] for part in (writer, embedder) if part is not None]
         cost = None if any(c is None for c in costs) else round(sum(costs), 10)
-        memory_tokens = built.metadata.get("budget", {}).get("memory_tokens") if built.text is not None else None
+        memory_tokens = built.metadata.get("memory_tokens") if built.text is not None else None
         built.metadata.update(self._labels(ctx))
         if built.text is None and self.max_memory_tokens is not None:
             built.metadata["budget"] = {"max_memory_tokens": self.max_memory_tokens,
                                         "applied": f"per question: memory/{self.name}/retrievals.jsonl"}
         ctx.pack.journal("memory/build_cost.jsonl").append(
-            BuildCost(sample_id=sid, method=self.name, seconds=round(seconds, 6), writer=writer, embedder=embedder,
+            BuildCost(sample_id=sid, method=self.name, latency_s=round(seconds, 6), writer=writer, embedder=embedder,
                       cost_usd=cost, item_count=len(built.items), memory_tokens=memory_tokens)
         )
         if self.stores_build:
@@ -172,10 +172,9 @@ class ManagedMethod:
         before = count_tokens(built.text)
         text, cut = cap_text(built.text, self.max_memory_tokens)
         built.text = text
-        info: dict[str, Any] = {"memory_tokens": count_tokens(text) if cut else before}
+        built.metadata["memory_tokens"] = count_tokens(text) if cut else before
         if self.max_memory_tokens is not None:
-            info.update(max_memory_tokens=self.max_memory_tokens, tokens_before_cap=before, cut=cut)
-        built.metadata["budget"] = info
+            built.metadata["budget"] = {"max_memory_tokens": self.max_memory_tokens, "tokens_before_cap": before, "cut": cut}
         return built
 
     @staticmethod
@@ -194,11 +193,15 @@ class ManagedMethod:
         retrieved: Retrieved = retrieve(built, asked, ctx)
         query = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
         if query is not None:
-            query.pop("seconds")  # keep the record deterministic; build_cost.jsonl has the timings
+            query.pop("latency_s")  # keep the record deterministic; build_cost.jsonl has the timings
+        from memorybench.memory._tokens import count_tokens
+
         keep = fits(retrieved.texts, self.max_memory_tokens, retrieved.extra.pop("joiner", "\n"))
         text = retrieved.render(list(range(keep)))
+        while self.max_memory_tokens is not None and keep > 0 and count_tokens(text) > self.max_memory_tokens:
+            keep -= 1  # the rendering's headers did not fit: one hit fewer
+            text = retrieved.render(list(range(keep)))
         text, cut = cap_text(text, self.max_memory_tokens)
-        from memorybench.memory._tokens import count_tokens
 
         ctx.pack.journal(f"memory/{self.name}/retrievals.jsonl").append(
             Retrieval(question_id=asked.question_id, sample_id=asked.sample_id, method=self.name,

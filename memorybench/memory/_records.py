@@ -73,7 +73,8 @@ class BuildCost(_Row):
     schema_: Literal["memory_build_cost.v1"] = Field("memory_build_cost.v1", alias="schema")
     sample_id: str
     method: str
-    seconds: float
+    #: wall-clock seconds of the build (writer and embedder time included)
+    latency_s: float
     #: writer calls, repairs, failures, tokens, latency and cost (null: no writer)
     writer: Optional[dict[str, Any]] = None
     #: embedder requests, texts, cache hits, tokens, seconds and cost (null: no embedder)

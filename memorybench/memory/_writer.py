@@ -112,17 +112,17 @@ class WriterUsage:
     cached_tokens: int = 0
     #: USD; None once any call had no price in the table
     cost_usd: float | None = 0.0
-    #: summed call latency
-    seconds: float = 0.0
+    #: summed call latency, seconds
+    latency_s: float = 0.0
 
     def copy(self) -> WriterUsage:
         return WriterUsage(**{f.name: getattr(self, f.name) for f in fields(self)})
 
     def since(self, before: WriterUsage) -> dict[str, Any]:
         cost = None if self.cost_usd is None or before.cost_usd is None else round(self.cost_usd - before.cost_usd, 10)
-        out: dict[str, Any] = {f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self) if f.name not in ("cost_usd", "seconds")}
+        out: dict[str, Any] = {f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self) if f.name not in ("cost_usd", "latency_s")}
         out["cost_usd"] = cost
-        out["seconds"] = round(self.seconds - before.seconds, 6)
+        out["latency_s"] = round(self.latency_s - before.latency_s, 6)
         return out
 
 
@@ -309,7 +309,7 @@ class Writer:
         usage.prompt_tokens += result.usage.prompt_tokens
         usage.completion_tokens += result.usage.completion_tokens
         usage.cached_tokens += result.usage.cached_tokens
-        usage.seconds += result.latency_s
+        usage.latency_s += result.latency_s
         usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
         self._counts[sample_id] = self._counts.get(sample_id, 0) + 1
         text = result.text or ""

@@ -23,7 +23,11 @@ What is checked:
 - no gold string (length >= 4 after strip, case-insensitive) that is not also in that
   conversation's source text (dates, turns, captions; plus the released summaries when
   memory is session_summaries) appears in a reader prompt (minus the question's own
-  text), a memory file (dumps, index items, writer input) or an agent workspace file;
+  text), a memory file (dumps, index items, writer input) or an agent workspace file.
+  The gold strings are those of every question of the dataset; the run's own prompt
+  files count as source text (LoCoMo's adversarial answer "Not mentioned" is also the
+  reader template's refusal instruction); a model's reply stored in a memory journal
+  (a writer call's `response`) is output, not input, and is not scanned;
 - no secret-looking string (API keys, bearer tokens, private keys, the exact values of
   the credentials given in `secrets`) in any file.
 
@@ -58,11 +62,17 @@ CODES: dict[str, str] = {
     "count": "row counts disagree with the dataset or run_meta (question_count, questions_total, is_prefix, max_questions, gaps)",
     "order": "rows are not in the dataset's file order, or a row's `index` is not its position",
     "duplicate.row": "a question, or a conversation's memory, has two rows",
-    "row.mismatch": "a prediction row's sample, category, question or gold, or a trace's question slot, differs from the dataset row; or a prediction is not its reader reply",
+    "row.mismatch": (
+        "a prediction row's sample, category, question or gold, or a trace's question slot, differs from the dataset row;"
+        " or a prediction is not its reader reply"
+    ),
     "hash.config": "config.resolved.yaml does not hash to run_meta.config_sha256 or to the run id",
     "hash.data": "the dataset file does not hash to the sha256 run_meta records",
     "data.missing": "the dataset file named in run_meta is not available here (pass --pins), so data checks were skipped",
-    "hash.prompt": "a prompts/ file does not hash to run_meta.prompts, or a trace's message is not its template filled in",
+    "hash.prompt": (
+        "a prompts/ file does not hash to run_meta.prompts (or is not recorded),"
+        " or a trace names a template or system message the run does not record"
+    ),
     "hash.payload": "a rebuilt reader message does not hash to reader_payload_sha256 (trace or prediction row)",
     "hash.reference": "a REFERENCE_PIN file is missing or does not hash to its key, or a trace uses an unpinned ref",
     "hash.memory": "a memory file does not hash to its manifest memory_sha256, or a row names memory its prompt did not use",
@@ -168,7 +178,11 @@ def pack_root(path: str | os.PathLike[str]) -> Path:
         raise UserError(f"{root} is a file, not a pack folder; pass a pack folder <packs>/<name>/runs/<run_id>")
     if not any((root / m).exists() for m in PACK_MARKERS):
         runs = sorted(p for p in (root / "runs").glob("*") if p.is_dir()) if (root / "runs").is_dir() else []
-        hint = f"; it holds {len(runs)} pack(s) under runs/: pass them (e.g. {root}/runs/*)" if runs else "; pass a pack folder <packs>/<name>/runs/<run_id>"
+        hint = (
+            f"; it holds {len(runs)} pack(s) under runs/: pass them (e.g. {root}/runs/*)"
+            if runs
+            else "; pass a pack folder <packs>/<name>/runs/<run_id>"
+        )
         raise UserError(f"{root} is not a pack: it has none of {', '.join(PACK_MARKERS)}{hint}")
     return root.resolve()
 
@@ -380,7 +394,9 @@ class _Verifier:
     def _check_success(self) -> None:
         marker = self.root / SUCCESS
         if not marker.is_file():
-            self.add("success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
+            self.add(
+                "success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)"
+            )
         else:
             self._newer_than(marker, lambda rel: not rel.startswith(LATER_STAGES))
         for stage in LATER_STAGES:
@@ -390,10 +406,7 @@ class _Verifier:
 
     def _newer_than(self, marker: Path, judged: Any) -> None:
         limit = marker.stat().st_mtime_ns
-        newer = [
-            self.rel[p] for p in self.files
-            if p != marker and judged(self.rel[p]) and p.stat().st_mtime_ns > limit
-        ]
+        newer = [self.rel[p] for p in self.files if p != marker and judged(self.rel[p]) and p.stat().st_mtime_ns > limit]
         if newer:
             more = f" ({len(newer)} files in all)" if len(newer) > 1 else ""
             marker_rel = marker.relative_to(self.root).as_posix()
@@ -432,7 +445,9 @@ class _Verifier:
             return False
         got = row.get("schema")
         if got != expected:
-            self.grouped("schema", relpath, line, f"schema {got!r} is not a known version here; expected {expected!r}", ("version", repr(got)))
+            self.grouped(
+                "schema", relpath, line, f"schema {got!r} is not a known version here; expected {expected!r}", ("version", repr(got))
+            )
             return False
         if isinstance(model, str):
             return True
@@ -488,7 +503,9 @@ class _Verifier:
             if not relpath.endswith((".json", ".jsonl")):
                 continue
             if not relpath.startswith(OPEN_FOLDERS):
-                self.add("schema", relpath, f"unknown JSON file: not a record of this pack's schemas, and outside {', '.join(OPEN_FOLDERS)}")
+                self.add(
+                    "schema", relpath, f"unknown JSON file: not a record of this pack's schemas, and outside {', '.join(OPEN_FOLDERS)}"
+                )
                 continue
             if relpath.endswith(".jsonl"):
                 rows = self._jsonl_lines(relpath) or []
@@ -497,7 +514,13 @@ class _Verifier:
                 rows = [] if data is None else [(None, data)]
             for number, row in rows:
                 if not (isinstance(row, dict) and isinstance(row.get("schema"), str) and row["schema"]):
-                    self.grouped("schema", relpath, number, "record has no `schema` field; every JSON record of a pack names its schema version", "missing")
+                    self.grouped(
+                        "schema",
+                        relpath,
+                        number,
+                        "record has no `schema` field; every JSON record of a pack names its schema version",
+                        "missing",
+                    )
 
     # -- config and data -----------------------------------------------------------------
     def _check_config(self) -> Any:
@@ -518,13 +541,23 @@ class _Verifier:
         if meta is None:
             return cfg
         if sha != meta["config_sha256"]:
-            self.add("hash.config", relpath, f"hashes to {sha[:HEX_DIGITS]}…, run_meta.json records config_sha256 {meta['config_sha256'][:HEX_DIGITS]}…")
+            self.add(
+                "hash.config",
+                relpath,
+                f"hashes to {sha[:HEX_DIGITS]}…, run_meta.json records config_sha256 {meta['config_sha256'][:HEX_DIGITS]}…",
+            )
         if not meta["run_id"].endswith("-" + meta["config_sha256"][:HEX_DIGITS]):
-            self.add("hash.config", "run_meta.json", f"run_id {meta['run_id']!r} does not end with the config sha256's first {HEX_DIGITS} hex digits")
+            self.add(
+                "hash.config",
+                "run_meta.json",
+                f"run_id {meta['run_id']!r} does not end with the config sha256's first {HEX_DIGITS} hex digits",
+            )
         elif rid != meta["run_id"]:
             self.add("hash.config", relpath, f"gives run id {rid!r}, run_meta.json records {meta['run_id']!r}")
         if cfg.get("max_questions") != meta["max_questions"]:
-            self.add("count", "run_meta.json", f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}")
+            self.add(
+                "count", "run_meta.json", f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}"
+            )
         return cfg
 
     def _load_data(self) -> Any:
@@ -539,7 +572,11 @@ class _Verifier:
             path = resolve_pins(self.pins_dir) / LOCOMO10.relpath
             expected = LOCOMO10.sha256
             if data.get("sha256") != LOCOMO10.sha256:
-                self.add("hash.data", "run_meta.json", f"data.sha256 {str(data.get('sha256'))[:12]}… is not the pinned {LOCOMO10.relpath} ({LOCOMO10.sha256[:12]}…)")
+                self.add(
+                    "hash.data",
+                    "run_meta.json",
+                    f"data.sha256 {str(data.get('sha256'))[:12]}… is not the pinned {LOCOMO10.relpath} ({LOCOMO10.sha256[:12]}…)",
+                )
             where = "pass --pins DIR (or set MEMORYBENCH_PINS) to the pins folder, or run `memorybench fetch`"
         else:
             path = Path(str(data.get("path") or ""))
@@ -553,7 +590,12 @@ class _Verifier:
             return None
         actual = file_sha256(path)
         if actual != expected:
-            self.add("hash.data", "run_meta.json", f"dataset file {path} has sha256 {actual[:12]}…, run_meta records {str(expected)[:12]}…; counts, rows and gold were not checked")
+            self.add(
+                "hash.data",
+                "run_meta.json",
+                f"dataset file {path} has sha256 {actual[:12]}…, run_meta records {str(expected)[:12]}…;"
+                " counts, rows and gold were not checked",
+            )
             return None
         try:
             return _load_dataset(path, actual)
@@ -576,12 +618,25 @@ class _Verifier:
         if meta["questions_total"] != total:
             self.add("count", "run_meta.json", f"questions_total={meta['questions_total']}, the dataset has {total}")
         if meta["question_count"] != n:
-            self.add("count", "run_meta.json", f"question_count={meta['question_count']}, but max_questions={max_q} over the dataset's {total} questions gives {n}")
+            self.add(
+                "count",
+                "run_meta.json",
+                f"question_count={meta['question_count']}, but max_questions={max_q} over the dataset's {total} questions gives {n}",
+            )
         if meta["is_prefix"] != (n < total):
-            self.add("count", "run_meta.json", f"is_prefix={meta['is_prefix']} but {n} of {total} questions is {'' if n < total else 'not '}a prefix")
+            self.add(
+                "count",
+                "run_meta.json",
+                f"is_prefix={meta['is_prefix']} but {n} of {total} questions is {'' if n < total else 'not '}a prefix",
+            )
         if self.metrics_doc is not None:
             if self.metrics_doc.get("questions") != n or self.metrics_doc.get("is_prefix") != (n < total):
-                self.add("count", "metrics.json", f"questions={self.metrics_doc.get('questions')}, is_prefix={self.metrics_doc.get('is_prefix')}; the run has {n} questions of {total}")
+                self.add(
+                    "count",
+                    "metrics.json",
+                    f"questions={self.metrics_doc.get('questions')}, is_prefix={self.metrics_doc.get('is_prefix')};"
+                    f" the run has {n} questions of {total}",
+                )
 
         ids = [q.question_id for q in expected]
         self._check_sequence("predictions.jsonl", ids, check_index=True)
@@ -590,12 +645,22 @@ class _Verifier:
             q = by_id.get(row["question_id"])
             if q is None:
                 continue
-            for field, want in (("sample_id", q.sample_id), ("category", q.category), ("question", q.question),
-                                ("gold", q.answer), ("adversarial_answer", q.adversarial_answer)):
+            for field, want in (
+                ("sample_id", q.sample_id),
+                ("category", q.category),
+                ("question", q.question),
+                ("gold", q.answer),
+                ("adversarial_answer", q.adversarial_answer),
+            ):
                 got = row.get(field)
                 if got != want or type(got) is not type(want):
-                    self.grouped("row.mismatch", "predictions.jsonl", line,
-                                 f"{field} of {q.question_id} is {got!r}, the dataset row has {want!r}", field)
+                    self.grouped(
+                        "row.mismatch",
+                        "predictions.jsonl",
+                        line,
+                        f"{field} of {q.question_id} is {got!r}, the dataset row has {want!r}",
+                        field,
+                    )
         if (self.root / "reader/traces.jsonl").is_file():
             self._check_sequence("reader/traces.jsonl", ids, check_index=False)
         self._check_memory_rows([q.sample_id for q in expected])
@@ -613,10 +678,18 @@ class _Verifier:
                 continue
             seen[qid] = line
             if qid not in position:
-                self.grouped("count", relpath, line, f"{qid} is not among the run's {len(ids)} questions (the first {len(ids)} in file order)", "stranger")
+                self.grouped(
+                    "count",
+                    relpath,
+                    line,
+                    f"{qid} is not among the run's {len(ids)} questions (the first {len(ids)} in file order)",
+                    "stranger",
+                )
                 continue
             if check_index and row.get("index") != position[qid]:
-                self.grouped("order", relpath, line, f"{qid} has index {row.get('index')}, its position in file order is {position[qid]}", "index")
+                self.grouped(
+                    "order", relpath, line, f"{qid} has index {row.get('index')}, its position in file order is {position[qid]}", "index"
+                )
             present.append((line, qid))
         for (_, before), (line, qid) in zip(present, present[1:]):
             if position[qid] < position[before]:
@@ -626,8 +699,12 @@ class _Verifier:
             return  # rows that did not parse are already findings; gaps would repeat them
         missing = [qid for qid in ids if qid not in seen]
         if missing:
-            self.add("count", relpath, f"{len(missing)} of the run's {len(ids)} questions have no row (first: {missing[0]}); "
-                     f"{'rerun `memorybench qa` to resume' if not (self.root / SUCCESS).exists() else 'rows were lost'}")
+            self.add(
+                "count",
+                relpath,
+                f"{len(missing)} of the run's {len(ids)} questions have no row (first: {missing[0]}); "
+                f"{'rerun `memorybench qa` to resume' if not (self.root / SUCCESS).exists() else 'rows were lost'}",
+            )
 
     def _check_memory_rows(self, question_samples: list[str]) -> None:
         samples = list(dict.fromkeys(question_samples))
@@ -636,26 +713,40 @@ class _Verifier:
         for line, row in manifest:
             sid = row["sample_id"]
             if sid in seen:
-                self.grouped("duplicate.row", "memory/manifest.jsonl", line, f"memory of {sid} already has a manifest row at line {seen[sid]}", "dup")
+                self.grouped(
+                    "duplicate.row", "memory/manifest.jsonl", line, f"memory of {sid} already has a manifest row at line {seen[sid]}", "dup"
+                )
                 continue
             seen[sid] = line
             if sid not in samples:
-                self.grouped("count", "memory/manifest.jsonl", line, f"memory of {sid} was built but none of its questions is in the run", "stranger")
+                self.grouped(
+                    "count", "memory/manifest.jsonl", line, f"memory of {sid} was built but none of its questions is in the run", "stranger"
+                )
         if "memory/manifest.jsonl" not in self.bad_files:
             missing = [s for s in samples if s not in seen]
             if missing:
-                self.add("count", "memory/manifest.jsonl", f"no manifest row for {len(missing)} conversation(s) of the run (first: {missing[0]})")
+                self.add(
+                    "count", "memory/manifest.jsonl", f"no manifest row for {len(missing)} conversation(s) of the run (first: {missing[0]})"
+                )
         lineage_counts: dict[str, int] = {}
         for line, row in self.rows["memory/lineage.jsonl"]:
             lineage_counts[row["sample_id"]] = lineage_counts.get(row["sample_id"], 0) + 1
             if row["sample_id"] not in seen:
-                self.grouped("count", "memory/lineage.jsonl", line, f"lineage row of {row['sample_id']}, which has no manifest row", "stranger")
+                self.grouped(
+                    "count", "memory/lineage.jsonl", line, f"lineage row of {row['sample_id']}, which has no manifest row", "stranger"
+                )
         if "memory/lineage.jsonl" in self.bad_files:
             return
         for line, row in manifest:
             got = lineage_counts.get(row["sample_id"], 0)
             if row["item_count"] != got and seen.get(row["sample_id"]) == line:
-                self.grouped("count", "memory/manifest.jsonl", line, f"item_count={row['item_count']} for {row['sample_id']}, memory/lineage.jsonl has {got} rows", "items")
+                self.grouped(
+                    "count",
+                    "memory/manifest.jsonl",
+                    line,
+                    f"item_count={row['item_count']} for {row['sample_id']}, memory/lineage.jsonl has {got} rows",
+                    "items",
+                )
 
     # -- hashes ----------------------------------------------------------------------------
     def _check_prompts(self) -> None:
@@ -673,14 +764,18 @@ class _Verifier:
                 continue
             data = path.read_bytes()
             if _sha256(data) != sha:
-                self.add("hash.prompt", f"prompts/{relpath}", f"hashes to {_sha256(data)[:12]}…, run_meta.json records {sha[:12]}…: the prompt was changed")
+                self.add(
+                    "hash.prompt",
+                    f"prompts/{relpath}",
+                    f"hashes to {_sha256(data)[:12]}…, run_meta.json records {sha[:12]}…: the prompt was changed",
+                )
                 # the project's own copy, when it is the recorded one, still lets the messages be rebuilt
                 data = self._project_prompt(relpath, sha)
                 if data is None:
                     continue
             self.templates[relpath] = data.decode("utf-8", errors="replace")
         for path, rel in self.rel.items():
-            if rel.startswith("prompts/") and rel[len("prompts/"):] not in recorded:
+            if rel.startswith("prompts/") and rel[len("prompts/") :] not in recorded:
                 self.add("hash.prompt", rel, "a prompt file that run_meta.json does not record")
 
     def _inside(self, relpath: str) -> Path | None:
@@ -711,7 +806,11 @@ class _Verifier:
                 continue
             data = path.read_bytes()
             if _sha256(data) != sha:
-                self.add("hash.reference", ref["path"], f"hashes to {_sha256(data)[:12]}…, REFERENCE_PIN.json maps ref {sha[:12]}… to it: the file or the pin was changed")
+                self.add(
+                    "hash.reference",
+                    ref["path"],
+                    f"hashes to {_sha256(data)[:12]}…, REFERENCE_PIN.json maps ref {sha[:12]}… to it: the file or the pin was changed",
+                )
                 continue
             if len(data) != ref["bytes"]:
                 self.add("hash.reference", "REFERENCE_PIN.json", f"{ref['path']} has {len(data)} bytes, the pin records {ref['bytes']}")
@@ -734,11 +833,21 @@ class _Verifier:
             elif not path.is_file():
                 self.add("hash.memory", "memory/manifest.jsonl", f"{row['memory_path']} (memory of {row['sample_id']}) is missing", line)
             elif _sha256(path.read_bytes()) != row["memory_sha256"]:
-                self.add("hash.memory", row["memory_path"], f"does not hash to the manifest's memory_sha256 {row['memory_sha256'][:12]}… (memory/manifest.jsonl line {line})")
+                self.add(
+                    "hash.memory",
+                    row["memory_path"],
+                    f"does not hash to the manifest's memory_sha256 {row['memory_sha256'][:12]}… (memory/manifest.jsonl line {line})",
+                )
         for line, row in self.rows["predictions.jsonl"]:
             want = self.manifest_sha.get(row["sample_id"])
             if want is not None and row["memory_sha256"] != want:
-                self.grouped("hash.memory", "predictions.jsonl", line, f"memory_sha256 of {row['question_id']} is not its conversation's memory in memory/manifest.jsonl", "manifest")
+                self.grouped(
+                    "hash.memory",
+                    "predictions.jsonl",
+                    line,
+                    f"memory_sha256 of {row['question_id']} is not its conversation's memory in memory/manifest.jsonl",
+                    "manifest",
+                )
 
     def _build_needles(self) -> _Needles | None:
         if self.conversations is None:
@@ -768,7 +877,13 @@ class _Verifier:
             request = trace["request"]
             template = self.templates.get(request["template"])
             if self.meta is not None and recorded.get(request["template"]) != request["template_sha256"]:
-                self.grouped("hash.prompt", relpath, line, f"template {request['template']} (sha256 {request['template_sha256'][:12]}…) is not a prompt run_meta.json records", "template")
+                self.grouped(
+                    "hash.prompt",
+                    relpath,
+                    line,
+                    f"template {request['template']} (sha256 {request['template_sha256'][:12]}…) is not a prompt run_meta.json records",
+                    "template",
+                )
                 template = None
             if system is not None and request["system"] != system:
                 self.grouped("hash.prompt", relpath, line, "the system message is not prompts/system.txt", "system")
@@ -780,7 +895,13 @@ class _Verifier:
                 if slot.get("ref") is not None:
                     refs.append(slot["ref"])
                     if self.pin is not None and slot["ref"] not in self.pin["refs"]:
-                        self.grouped("hash.reference", relpath, line, f"slot {name} refers to {slot['ref'][:12]}…, which REFERENCE_PIN.json does not pin", "unpinned")
+                        self.grouped(
+                            "hash.reference",
+                            relpath,
+                            line,
+                            f"slot {name} refers to {slot['ref'][:12]}…, which REFERENCE_PIN.json does not pin",
+                            "unpinned",
+                        )
                     values[name] = self.ref_texts.get(slot["ref"])
                 else:
                     values[name] = slot.get("text")
@@ -795,18 +916,42 @@ class _Verifier:
             prediction_line, prediction = predictions.get(qid, (None, None))
             if prediction is not None:
                 if prediction.get("reader_payload_sha256") != trace["reader_payload_sha256"]:
-                    self.grouped("hash.payload", "predictions.jsonl", prediction_line,
-                                 f"reader_payload_sha256 of {qid} differs from its trace (reader/traces.jsonl line {line})", "prediction")
+                    self.grouped(
+                        "hash.payload",
+                        "predictions.jsonl",
+                        prediction_line,
+                        f"reader_payload_sha256 of {qid} differs from its trace (reader/traces.jsonl line {line})",
+                        "prediction",
+                    )
                 reply = trace["response"].get("text")
                 if isinstance(reply, str) and prediction["prediction"] != reply.strip():
-                    self.grouped("row.mismatch", "predictions.jsonl", prediction_line,
-                                 f"prediction of {qid} is not its reader reply, stripped (reader/traces.jsonl line {line})", "reply")
+                    self.grouped(
+                        "row.mismatch",
+                        "predictions.jsonl",
+                        prediction_line,
+                        f"prediction of {qid} is not its reader reply, stripped (reader/traces.jsonl line {line})",
+                        "reply",
+                    )
                 if refs and prediction["memory_sha256"] not in refs:
-                    self.grouped("hash.memory", relpath, line, f"the prompt of {qid} used memory {refs[0][:12]}…, its prediction row names {prediction['memory_sha256'][:12]}…", "prompt")
+                    self.grouped(
+                        "hash.memory",
+                        relpath,
+                        line,
+                        f"the prompt of {qid} used memory {refs[0][:12]}…,"
+                        f" its prediction row names {prediction['memory_sha256'][:12]}…",
+                        "prompt",
+                    )
             if template is None or memory is None or asked is None:
                 continue  # the prompt file or a reference is already a finding: nothing to rebuild from
             if self._payload_sha256(template, memory, memory_key_of(request), asked) != trace["reader_payload_sha256"]:
-                self.grouped("hash.payload", relpath, line, f"the user message of {qid} rebuilt from prompts/{request['template']} and its slots does not hash to its reader_payload_sha256", "trace")
+                self.grouped(
+                    "hash.payload",
+                    relpath,
+                    line,
+                    f"the user message of {qid} rebuilt from prompts/{request['template']} and its slots"
+                    " does not hash to its reader_payload_sha256",
+                    "trace",
+                )
 
             if self.needles is None:
                 continue
@@ -863,8 +1008,13 @@ class _Verifier:
     def _gold_finding(self, sample: str | None, needle: str, relpath: str, line: int | None, what: str) -> None:
         assert self.needles is not None
         source = f"{sample}'s source text" if sample else "any conversation's source text"
-        self.grouped("gold.leak", relpath, line,
-                     f"gold answer {needle!r} of {self.needles.gold_of[needle]} appears in {what}; it is not in {source}", ("gold", needle))
+        self.grouped(
+            "gold.leak",
+            relpath,
+            line,
+            f"gold answer {needle!r} of {self.needles.gold_of[needle]} appears in {what}; it is not in {source}",
+            ("gold", needle),
+        )
 
     def _scan_files_for_gold(self) -> None:
         """Memory files (dumps, index items, writer input), writer/ and agent workspace files.
@@ -960,8 +1110,14 @@ class _Verifier:
         if csv_path.is_file() and csv_path.read_bytes().decode("utf-8", errors="replace") != predictions_csv(rows):
             self.add("metrics", "predictions.csv", "differs from a rescore of predictions.jsonl; run `memorybench rescore` on the pack")
         if self.metrics_doc is not None and self.metrics_doc != json.loads(json.dumps(metrics)):
-            changed = sorted(k for k in set(metrics) | set(self.metrics_doc) if json.loads(json.dumps(metrics.get(k))) != self.metrics_doc.get(k))
-            self.add("metrics", "metrics.json", f"differs from a rescore of the stored rows ({', '.join(changed)}); run `memorybench rescore` on the pack")
+            changed = sorted(
+                k for k in set(metrics) | set(self.metrics_doc) if json.loads(json.dumps(metrics.get(k))) != self.metrics_doc.get(k)
+            )
+            self.add(
+                "metrics",
+                "metrics.json",
+                f"differs from a rescore of the stored rows ({', '.join(changed)}); run `memorybench rescore` on the pack",
+            )
 
     # -- secrets ---------------------------------------------------------------------------
     def _scan_secrets(self) -> None:

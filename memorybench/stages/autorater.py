@@ -658,6 +658,13 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
 
 
 # -- command line -----------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (a UserError), not usage text plus exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UserError(f"{message}; usage: {' '.join(self.format_usage().split()).removeprefix('usage: ')}")
+
+
 _ALLOWED_PREFIXES = ("judge", "paths.", "pricing.", "+pricing.")
 
 
@@ -685,7 +692,7 @@ def autorater_main(argv: Sequence[str]) -> int:
     # To be wired in memorybench/cli.py (owned by another engineer) as
     #   COMMANDS["autorater"] = lambda args: autorater_main(args)
     # cli.main prints a UserError raised here as one line and exits with its code.
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memorybench autorater",
         description="Judge a finished pack's stored answers with Mem0's LLM judge (writes <pack>/autorater/).",
     )

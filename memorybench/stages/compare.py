@@ -373,12 +373,19 @@ def format_compare(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (a UserError), not usage text plus exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UserError(f"{message}; usage: {' '.join(self.format_usage().split()).removeprefix('usage: ')}")
+
+
 def compare_main(argv: Sequence[str]) -> int:
     """`memorybench compare PACK [PACK ...] [--vs PACK [PACK ...]] [--resamples N] [--seed S] [--json FILE]`."""
     # To be wired in memorybench/cli.py (owned by another engineer) as
     #   COMMANDS["compare"] = lambda args: compare_main(args)
     # cli.main prints a UserError raised here as one line and exits with its code.
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memorybench compare",
         description="Seeds of one config: mean ± sd and a bootstrap interval. With --vs: a paired bootstrap of B minus A.",
     )

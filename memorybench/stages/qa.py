@@ -30,7 +30,6 @@ from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, 
 from memorybench.pack.trace_md import write_trace_md
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import config_sha256, run_id
-from memorybench.stages.rescore import format_table, rescore
 
 
 @dataclass
@@ -182,6 +181,8 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
         models = answerer.models + ctx.models
 
     # every question answered: scores, references, audit walk, then _SUCCESS last
+    from memorybench.stages.rescore import rescore  # scorers import nltk: only when needed
+
     metrics = rescore(pack.root)
     pack.write_json("REFERENCE_PIN.json", pack.reference_pin())
     pack.write_json("run_meta.json", meta.model_copy(update={"models": models, "ended_at": utc_now()}))
@@ -263,6 +264,8 @@ def _notes(cfg: DictConfig, local: bool, n: int, total: int) -> list[str]:
 
 
 def print_summary(result: QaResult) -> None:
+    from memorybench.stages.rescore import format_table
+
     print(format_table(result.metrics))
     print(f"pack: {result.pack_root}")
 

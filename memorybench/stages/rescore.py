@@ -10,11 +10,11 @@ import csv
 import io
 import json
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from memorybench.errors import UserError
-from memorybench.pack.journal import Journal
 from memorybench.pack.run_pack import RunPack
 from memorybench.score import CATEGORY_NAMES, exact_match, locomo_score, token_f1
 
@@ -37,6 +37,18 @@ def score_row(row: dict[str, Any]) -> dict[str, float]:
         "exact_match": exact_match(row["prediction"], text_gold),
         "token_f1": token_f1(row["prediction"], text_gold),
     }
+
+
+def _rows(path: Path) -> Iterator[dict[str, Any]]:
+    """JSONL rows; a line that is not JSON is a one-line error naming the file and line."""
+    with path.open("r", encoding="utf-8") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise UserError(f"{path} line {number} is not valid JSON; run `memorybench verify` on the pack") from None
 
 
 def _mean(values: list[float]) -> float | None:
@@ -80,13 +92,19 @@ def compute_scores(pack_root: Path) -> tuple[list[dict[str, Any]], dict[str, Any
     if not pack.predictions.path.is_file():
         raise UserError(f"{pack_root} is not a pack: it has no predictions.jsonl; pass a folder <packs>/<name>/runs/<run_id>")
     meta_path = pack_root / "run_meta.json"
-    meta = json.loads(meta_path.read_text("utf-8")) if meta_path.is_file() else {}
+    if not meta_path.is_file():
+        raise UserError(f"{pack_root} is not a finished pack: it has no run_meta.json; rerun its `memorybench qa` command")
+    try:
+        meta = json.loads(meta_path.read_text("utf-8"))
+    except ValueError:
+        raise UserError(f"{meta_path} is not valid JSON; run `memorybench verify` on the pack") from None
     rows = []
-    for raw in pack.predictions.rows():
+    for raw in _rows(pack.predictions.path):
         if raw.get("schema") != "prediction.v1":
             raise UserError(f"{pack.predictions.path}: row {raw.get('question_id')} has schema {raw.get('schema')!r}, expected 'prediction.v1'")
         rows.append({**raw, **score_row(raw)})
-    traces = list(Journal(pack_root / "reader" / "traces.jsonl").rows())
+    trace_path = pack_root / "reader" / "traces.jsonl"
+    traces = list(_rows(trace_path)) if trace_path.is_file() else []
 
     metrics: dict[str, Any] = {
         "schema": "metrics.v1",

@@ -385,3 +385,60 @@ def test_spec_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         SMOL.name = "x"  # type: ignore[misc]
     assert isinstance(SMOL, LocalModelSpec)
+
+
+# -- exact prefix reuse -------------------------------------------------------------------
+def test_chunk_bounds_and_reusable_prefix() -> None:
+    from memorybench.llm.local.prefix_reuse import chunk_bounds, paragraph_start, reusable_prefix
+
+    assert chunk_bounds(1300, 512, 1290) == [512, 1024, 1290]
+    assert chunk_bounds(1024, 512, None) == [512]
+    assert chunk_bounds(1300, 512, 1024) == [512, 1024]
+    same_memory = chunk_bounds(1302, 512, 1290)
+    # another question on the same memory: everything up to the question is reused
+    assert reusable_prefix(chunk_bounds(1300, 512, 1290), same_memory, 1295, 1302) == 1290
+    # the previous prompt cut elsewhere (its last paragraph began earlier): only whole grid blocks
+    assert reusable_prefix(chunk_bounds(1300, 512, 1100), same_memory, 1295, 1302) == 1024
+    # the common prefix ends inside the first block: nothing is reused
+    assert reusable_prefix(same_memory, same_memory, 300, 1302) == 0
+    # the identical prompt again: its last chunk is evaluated again, not taken from the cache
+    assert reusable_prefix(same_memory, same_memory, 1302, 1302) == 1290
+
+    pieces = {1: b"memory", 2: b".\n\n", 3: b"Question", 4: b":", 5: b"\n", 6: b"\n", 7: b"Q"}
+    assert paragraph_start([1, 2, 3, 4], pieces.__getitem__, 512) == 2
+    assert paragraph_start([1, 5, 6, 7], pieces.__getitem__, 512) == 3
+    assert paragraph_start([1, 3, 4], pieces.__getitem__, 512) is None
+    assert paragraph_start([1, 2, 3, 4], pieces.__getitem__, 1) is None  # outside the window
+
+
+@pytest.mark.local_model
+def test_exact_prefix_reuse_gives_the_logits_of_a_fresh_evaluation(locomo_raw: list[dict]) -> None:
+    """The answer to a question must not depend on the question asked before it."""
+    import numpy as np
+
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from memorybench.llm.local import prefix_reuse
+
+    prefix_reuse.install()
+    summaries = locomo_raw[0]["session_summary"]
+    memory = "\n\n".join(summaries[k] for k in list(summaries)[:3])
+    template = (REPO / "prompts" / "readers" / "qa_v1.txt").read_text()
+    llm = llama_cpp.Llama(
+        model_path=str(SMOL.path()), n_ctx=2048, n_batch=256, n_ubatch=256, flash_attn=True, logits_all=False, verbose=False
+    )
+
+    def logits(question: str) -> np.ndarray:
+        user = template.replace("{memory}", memory).replace("{question}", question)
+        tokens = llm.tokenize(render_completion_prompt([{"content": SYSTEM}, {"content": user}]).encode(), add_bos=True)
+        steps = llm.generate(tokens, temp=0.0)
+        next(steps)
+        steps.close()
+        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(llm.n_vocab(),)).copy()
+
+    try:
+        fresh = logits("When did Caroline go to the LGBTQ support group?")
+        logits("What did Melanie paint?")
+        reused = logits("When did Caroline go to the LGBTQ support group?")
+    finally:
+        llm.close()
+    assert np.array_equal(fresh, reused)

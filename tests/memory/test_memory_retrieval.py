@@ -92,9 +92,9 @@ def test_the_budget_cuts_question_independent_memory_and_records_it(tmp_path):
     method.max_memory_tokens = 50
     built = method.build(conv, ctx)
     assert count_tokens(built.text) <= 50 and built.metadata["budget"]["cut"] is True
-    assert built.metadata["budget"]["tokens_before_cap"] > 50
+    assert built.metadata["budget"]["tokens_before_cap"] > 50 and built.metadata["budget"]["max_memory_tokens"] == 50
     (cost,) = jrows(tmp_path / "pack/memory/build_cost.jsonl")
-    assert cost["memory_tokens"] == built.metadata["budget"]["memory_tokens"] and cost["writer"] is None
+    assert cost["memory_tokens"] == built.metadata["memory_tokens"] == count_tokens(built.text) and cost["writer"] is None
 
 
 @pytest.mark.parametrize("values, message", [

@@ -26,8 +26,14 @@ FAKE_KEY = "sk-proj-" + "Zx9" * 12
 
 
 def _make_pack(root: Path, server: ScriptedOpenAIServer, name: str, *extra: str) -> Path:
-    args = ["qa", *scripted_reader(server.base_url), f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}",
-            f"name={name}", *extra]
+    args = [
+        "qa",
+        *scripted_reader(server.base_url),
+        f"paths.packs={root / 'packs'}",
+        f"paths.cache={root / 'cache'}",
+        f"name={name}",
+        *extra,
+    ]
     assert main(args) == 0
     (pack,) = (root / "packs" / name / "runs").iterdir()
     return pack
@@ -103,8 +109,21 @@ def test_a_fresh_pack_verifies(packs, which):
 
 def test_every_code_is_documented(packs):
     assert all(CODES[c] for c in CODES)
-    assert {"schema", "count", "hash.config", "hash.prompt", "hash.payload", "hash.data", "hash.reference",
-            "success.missing", "success.not_last", "duplicate.row", "order", "gold.leak", "secret"} <= set(CODES)
+    assert {
+        "schema",
+        "count",
+        "hash.config",
+        "hash.prompt",
+        "hash.payload",
+        "hash.data",
+        "hash.reference",
+        "success.missing",
+        "success.not_last",
+        "duplicate.row",
+        "order",
+        "gold.leak",
+        "secret",
+    } <= set(CODES)
 
 
 def test_the_gold_scan_has_teeth_on_the_real_data(conversations):
@@ -138,83 +157,103 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
     # name: (tamper, the code it must raise, other codes it may also raise)
     "prompt file changed": (
         lambda p: edit(p / "prompts/readers/qa_v1.txt", lambda b: b.replace(b"short phrase", b"long essay")),
-        "hash.prompt", set()),
-    "system prompt changed": (
-        lambda p: edit(p / "prompts/system.txt", lambda b: b + b" Be brief."), "hash.prompt", set()),
+        "hash.prompt",
+        set(),
+    ),
+    "system prompt changed": (lambda p: edit(p / "prompts/system.txt", lambda b: b + b" Be brief."), "hash.prompt", set()),
     "gold planted in a memory dump": (
         lambda p: edit(p / "memory/dumps/mini-1.txt", lambda b: b + b"\n10:00 am on 20 May, 2023 | Ben: Lisbon; travel"),
-        "gold.leak", {"hash.memory", "hash.reference"}),
+        "gold.leak",
+        {"hash.memory", "hash.reference"},
+    ),
     "gold planted in a trace's inline text": (
-        lambda p: edit_json_line(p / TRACES, 4, lambda r: r["request"]["slots"]["question"].update(
-            text=r["request"]["slots"]["question"]["text"] + " (hint: Lisbon; travel)")),
-        "gold.leak", {"row.mismatch", "hash.payload"}),
+        lambda p: edit_json_line(
+            p / TRACES,
+            4,
+            lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + " (hint: Lisbon; travel)"),
+        ),
+        "gold.leak",
+        {"row.mismatch", "hash.payload"},
+    ),
     "key planted in run_meta": (lambda p: edit_json(p / "run_meta.json", _set("notes", [f"key {FAKE_KEY}"])), "secret", set()),
     "key planted in a trace": (
-        lambda p: edit_json_line(p / TRACES, 2, lambda r: r["response"]["attempts"][0].update(
-            error=f"401 Incorrect API key provided: {FAKE_KEY}")), "secret", set()),
+        lambda p: edit_json_line(
+            p / TRACES, 2, lambda r: r["response"]["attempts"][0].update(error=f"401 Incorrect API key provided: {FAKE_KEY}")
+        ),
+        "secret",
+        set(),
+    ),
     "bearer token in a log": (
         lambda p: plant(p / "reader/server.log", "GET /v1 Authorization: Bearer abcDEF0123456789ghiJKL\n"),
-        "secret", set()),
+        "secret",
+        set(),
+    ),
     "_SUCCESS missing": (lambda p: (p / "_SUCCESS").unlink(), "success.missing", set()),
     "file changed after _SUCCESS": (lambda p: os.utime(p / "TRACE.md"), "success.not_last", set()),
     "duplicated prediction row": (
-        lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:3] + [ls[2]] + ls[3:]), "duplicate.row", {"metrics"}),
-    "dropped prediction row": (
-        lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:3] + ls[4:]), "count", {"metrics"}),
-    "dropped last prediction row": (
-        lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:-1]), "count", {"metrics"}),
-    "reordered prediction rows": (
-        lambda p: edit_lines(p / "predictions.jsonl", lambda ls: _swap(ls, 1, 2)), "order", {"metrics"}),
+        lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:3] + [ls[2]] + ls[3:]),
+        "duplicate.row",
+        {"metrics"},
+    ),
+    "dropped prediction row": (lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:3] + ls[4:]), "count", {"metrics"}),
+    "dropped last prediction row": (lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:-1]), "count", {"metrics"}),
+    "reordered prediction rows": (lambda p: edit_lines(p / "predictions.jsonl", lambda ls: _swap(ls, 1, 2)), "order", {"metrics"}),
     "reordered traces": (lambda p: edit_lines(p / TRACES, lambda ls: _swap(ls, 6, 7)), "order", set()),
     "changed config.resolved.yaml": (
         lambda p: edit(p / "config.resolved.yaml", lambda b: b.replace(b"max_tokens: 64", b"max_tokens: 65", 1)),
-        "hash.config", set()),
-    "prediction schema bumped": (
-        lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("schema", "prediction.v9")), "schema", set()),
+        "hash.config",
+        set(),
+    ),
+    "prediction schema bumped": (lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("schema", "prediction.v9")), "schema", set()),
     "run_meta schema bumped": (lambda p: edit_json(p / "run_meta.json", _set("schema", "run_meta.v2")), "schema", set()),
     "trace schema bumped": (lambda p: edit_json_line(p / TRACES, 3, _set("schema", "reader_trace.v0")), "schema", set()),
-    "lineage row missing a field": (
-        lambda p: edit_json_line(p / "memory/lineage.jsonl", 1, lambda r: r.pop("sources")), "schema", set()),
-    "unknown top-level JSON file": (
-        lambda p: plant(p / "extra.json", '{"schema": "extra.v1"}'),
-        "schema", set()),
-    "autorater row without schema": (
-        lambda p: plant(p / "autorater/notes.jsonl", '{"x": 1}\n'),
-        "schema", set()),
+    "lineage row missing a field": (lambda p: edit_json_line(p / "memory/lineage.jsonl", 1, lambda r: r.pop("sources")), "schema", set()),
+    "unknown top-level JSON file": (lambda p: plant(p / "extra.json", '{"schema": "extra.v1"}'), "schema", set()),
+    "autorater row without schema": (lambda p: plant(p / "autorater/notes.jsonl", '{"x": 1}\n'), "schema", set()),
     "corrupt JSON line in the middle": (
         lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:4] + [b'{"schema": "prediction.v1", "quest\n'] + ls[5:]),
-        "json", set()),
-    "prediction gold changed": (
-        lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("gold", "clay")), "row.mismatch", {"metrics"}),
-    "trace reply changed": (
-        lambda p: edit_json_line(p / TRACES, 5, lambda r: r["response"].update(text="Oslo")), "row.mismatch", set()),
+        "json",
+        set(),
+    ),
+    "prediction gold changed": (lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("gold", "clay")), "row.mismatch", {"metrics"}),
+    "trace reply changed": (lambda p: edit_json_line(p / TRACES, 5, lambda r: r["response"].update(text="Oslo")), "row.mismatch", set()),
     "prediction changed": (
-        lambda p: edit_json_line(p / "predictions.jsonl", 5, _set("prediction", "Not mentioned")), "row.mismatch", {"metrics"}),
+        lambda p: edit_json_line(p / "predictions.jsonl", 5, _set("prediction", "Not mentioned")),
+        "row.mismatch",
+        {"metrics"},
+    ),
     "prediction payload hash changed": (
-        lambda p: edit_json_line(p / "predictions.jsonl", 2, _set("reader_payload_sha256", "0" * 64)), "hash.payload", set()),
-    "trace payload hash changed": (
-        lambda p: edit_json_line(p / TRACES, 2, _set("reader_payload_sha256", "0" * 64)), "hash.payload", set()),
+        lambda p: edit_json_line(p / "predictions.jsonl", 2, _set("reader_payload_sha256", "0" * 64)),
+        "hash.payload",
+        set(),
+    ),
+    "trace payload hash changed": (lambda p: edit_json_line(p / TRACES, 2, _set("reader_payload_sha256", "0" * 64)), "hash.payload", set()),
     "trace question changed": (
         lambda p: edit_json_line(p / TRACES, 1, lambda r: r["request"]["slots"]["question"].update(text="What did Ana stop?")),
-        "row.mismatch", {"hash.payload"}),
+        "row.mismatch",
+        {"hash.payload"},
+    ),
     "memory dump changed": (
         lambda p: edit(p / "memory/dumps/mini-2.txt", lambda b: b.replace(b"rowing", b"rafting")),
-        "hash.memory", {"hash.reference"}),
+        "hash.memory",
+        {"hash.reference"},
+    ),
     "prediction memory hash changed": (
-        lambda p: edit_json_line(p / "predictions.jsonl", 6, _set("memory_sha256", "f" * 64)), "hash.memory", set()),
+        lambda p: edit_json_line(p / "predictions.jsonl", 6, _set("memory_sha256", "f" * 64)),
+        "hash.memory",
+        set(),
+    ),
     "reference pin points at the wrong file": (
         lambda p: edit_json(p / "REFERENCE_PIN.json", lambda d: [v.update(path="memory/dumps/mini-2.txt") for v in d["refs"].values()]),
-        "hash.reference", set()),
+        "hash.reference",
+        set(),
+    ),
     "question_count changed": (lambda p: edit_json(p / "run_meta.json", _set("question_count", 9)), "count", set()),
     "is_prefix changed": (lambda p: edit_json(p / "run_meta.json", _set("is_prefix", True)), "count", {"metrics"}),
-    "metrics changed": (
-        lambda p: edit_json(p / "metrics.json", lambda d: d["locomo_f1"].update(overall=0.99)), "metrics", set()),
-    "data hash changed": (
-        lambda p: edit_json(p / "run_meta.json", lambda d: d["data"].update(sha256="0" * 64)), "hash.data", set()),
+    "metrics changed": (lambda p: edit_json(p / "metrics.json", lambda d: d["locomo_f1"].update(overall=0.99)), "metrics", set()),
+    "data hash changed": (lambda p: edit_json(p / "run_meta.json", lambda d: d["data"].update(sha256="0" * 64)), "hash.data", set()),
     "TRACE.md missing": (lambda p: (p / "TRACE.md").unlink(), "file.missing", set()),
-    "leftover .part file": (
-        lambda p: plant(p / "metrics.json.part", "{"),
-        "file.partial", set()),
+    "leftover .part file": (lambda p: plant(p / "metrics.json.part", "{"), "file.partial", set()),
 }
 
 
@@ -246,8 +285,11 @@ def test_a_question_may_name_another_questions_gold(tmp_path, scripted_server):
     path.write_text(json.dumps(data))
     pack = _make_pack(tmp_path, scripted_server, "named", f"dataset.path={path}")
     assert verify_pack(pack) == []
-    edit_json_line(pack / TRACES, 2, lambda r: r["request"]["slots"]["question"].update(
-        text=r["request"]["slots"]["question"]["text"] + " Lisbon; travel"))
+    edit_json_line(
+        pack / TRACES,
+        2,
+        lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + " Lisbon; travel"),
+    )
     leaks = [f for f in verify_pack(pack) if f.code == "gold.leak"]
     assert [f.path for f in leaks] == [f"{TRACES}:2"]
 
@@ -263,8 +305,12 @@ def test_gold_planted_in_the_real_memory_is_found(packs, tmp_path, conversations
 
 def test_writer_input_is_scanned_and_its_reply_is_not(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
-    row = {"schema": "writer_call.v1", "sample_id": "mini-1", "request": {"messages": [{"role": "user", "content": "x"}]},
-           "response": {"text": "Ana may like \"Oslo; travel\""}}
+    row = {
+        "schema": "writer_call.v1",
+        "sample_id": "mini-1",
+        "request": {"messages": [{"role": "user", "content": "x"}]},
+        "response": {"text": 'Ana may like "Oslo; travel"'},
+    }
     plant(pack / "memory/writer/calls.jsonl", json.dumps(row) + "\n")
     assert verify_pack(pack) == []  # a model's reply is output, not input
     row["request"]["messages"][0]["content"] = 'Summarize. Hint: "Lisbon; travel"'
@@ -308,8 +354,13 @@ def test_given_secret_values_are_found_and_not_echoed(packs, tmp_path):
 
 
 def test_credential_values_come_from_key_and_token_variables():
-    env = {"OPENAI_API_KEY": "sk-aaaaaaaaaaaa", "HF_TOKEN": "hf_bbbbbbbbbbbb", "MY_SECRET": "cccccccccccc",
-           "HOME": "/root/longer-than-eight", "GITHUB_TOKEN": "x"}
+    env = {
+        "OPENAI_API_KEY": "sk-aaaaaaaaaaaa",
+        "HF_TOKEN": "hf_bbbbbbbbbbbb",
+        "MY_SECRET": "cccccccccccc",
+        "HOME": "/root/longer-than-eight",
+        "GITHUB_TOKEN": "x",
+    }
     assert credential_values(env) == ["cccccccccccc", "hf_bbbbbbbbbbbb", "sk-aaaaaaaaaaaa"]
 
 
@@ -389,6 +440,21 @@ def test_any_file_cut_in_half_is_reported_never_raised(packs, tmp_path):
         findings = verify_pack(pack)  # never an exception, whatever the file
         # every file verify recomputes something from (others, like TRACE.md, are free text)
         checked = rel.endswith((".json", ".jsonl", ".txt", ".csv", ".yaml")) and (
-            not rel.startswith("memory/") or rel.startswith("memory/dumps/") or rel in ("memory/manifest.jsonl", "memory/lineage.jsonl"))
+            not rel.startswith("memory/") or rel.startswith("memory/dumps/") or rel in ("memory/manifest.jsonl", "memory/lineage.jsonl")
+        )
         if checked:
             assert findings, rel
+
+
+def test_a_resumed_pack_verifies(tmp_path, scripted_server):
+    pack = _make_pack(tmp_path, scripted_server, "resumed", f"dataset.path={MINI}")
+    # as if killed after the fourth answer: later rows and the end-of-run files never written
+    for rel in ("_SUCCESS", "REFERENCE_PIN.json", "metrics.json", "predictions.csv", "TRACE.md"):
+        (pack / rel).unlink()
+    for rel in ("predictions.jsonl", TRACES):
+        lines = (pack / rel).read_bytes().splitlines(keepends=True)
+        (pack / rel).write_bytes(b"".join(lines[:4]) + lines[4][:30])  # and a torn fifth line
+    assert {"success.missing", "json", "file.missing"} <= codes(verify_pack(pack))
+    assert _make_pack(tmp_path, scripted_server, "resumed", f"dataset.path={MINI}") == pack
+    assert json.loads((pack / "run_meta.json").read_text())["resumed"] == 1
+    assert verify_pack(pack) == []

@@ -179,6 +179,8 @@ def test_refusals(packs, tmp_path):
         load_pack_scores(unfinished)
     with pytest.raises(UserError, match="resamples=0"):
         seed_summary([packs["seed0"]], resamples=0)
+    with pytest.raises(UserError, match="the following arguments are required: packs; usage: memorybench compare"):
+        compare_main([])
 
 
 def test_j_is_compared_only_under_one_judge(packs, tmp_path):

@@ -12,10 +12,14 @@ app (``llama_cpp.server.app.create_app``) under uvicorn on 127.0.0.1, as
 - ``flash_attn=True``: a large prefill speedup on long prompts;
 - ``n_batch=n_ubatch=512``; threads = the CPUs this process may run on;
 - no prompt cache (``cache=False``): llama-cpp-python keeps the last request's tokens in
-  its single KV slot and re-evaluates only the suffix after the longest common prefix
+  its single KV slot and re-evaluates only the suffix after the common prefix
   (``Llama.generate: N prefix-match hit`` in the log), which is what makes the second
-  question on the same memory fast. Gemma 3's sliding-window layers need the full-size
-  SWA cache for that (llama.cpp's default ``swa_full=true``); we pass it explicitly.
+  question on the same memory fast; the RAM prompt cache would only add a copy of the
+  whole state per request. Gemma 3's sliding-window layers need the full-size SWA cache
+  for that (llama.cpp's default ``swa_full=true``); we pass it explicitly.
+- ``--prefix-reuse exact`` (default): the prompt is evaluated in chunks that depend on
+  the prompt alone, and only whole shared chunks are reused, so an answer never depends
+  on the previous request (see :mod:`memorybench.llm.local.prefix_reuse`).
 
 The process never outlives memorybench: with ``--pdeathsig`` the kernel SIGKILLs it
 when the thread that started it dies (Linux prctl), and a watcher thread exits it as
@@ -140,6 +144,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n-batch", type=int, default=512)
     p.add_argument("--no-flash-attn", action="store_true")
     p.add_argument("--cache", action="store_true", help="llama-cpp-python's RAM prompt cache (off: not needed)")
+    p.add_argument(
+        "--prefix-reuse",
+        choices=("exact", "token"),
+        default="exact",
+        help="exact: answers bitwise independent of the previous request (see prefix_reuse.py); "
+        "token: llama-cpp-python's plain longest-common-prefix reuse (order-dependent answers)",
+    )
     p.add_argument("--parent-pid", type=int, default=None)
     p.add_argument("--pdeathsig", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no llama.cpp verbose output")
@@ -160,12 +171,14 @@ def main(argv: list[str] | None = None) -> None:
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
 
-    from memorybench.llm.local import chat_formats
+    from memorybench.llm.local import chat_formats, prefix_reuse
 
     _scrub_settings_env(set(Settings.model_fields))
     chat_formats.register()
     _answer_with_alias(args.alias)
     _swa_full_by_default()
+    if args.prefix_reuse == "exact":
+        prefix_reuse.install()
 
     threads = max(1, args.n_threads or default_threads())
     server_settings = ServerSettings(host=args.host, port=args.port, api_key=None, interrupt_requests=False)

@@ -89,6 +89,14 @@ class LocalServer:
     the server binds it); an explicit `port` that is taken raises `LocalModelError`.
     The server's output goes to `log_path` (default: a temporary file, removed after a
     clean stop, kept and named in the error otherwise).
+
+    `prefix_reuse`: ``"exact"`` (default) reuses the previous prompt's KV cache only in
+    chunks that a fresh evaluation would compute identically (see
+    :mod:`memorybench.llm.local.prefix_reuse`), so each answer is bitwise what a fresh
+    server gives, independent of question order and hence of resuming; it re-evaluates the
+    prompt's last paragraph (the question). ``"token"`` is llama-cpp-python's plain reuse
+    of the longest common prefix: a few tokens less, but an answer may change with the
+    question asked before it.
     """
 
     def __init__(
@@ -104,6 +112,7 @@ class LocalServer:
         flash_attn: bool = True,
         startup_timeout_s: float = 180.0,
         verbose: bool = True,
+        prefix_reuse: str = "exact",
     ) -> None:
         if n_ctx < 256 or n_ctx > spec.max_context:
             raise LocalModelError(f"n_ctx {n_ctx} is outside 256..{spec.max_context} for local model {spec.name}")
@@ -116,6 +125,9 @@ class LocalServer:
         self.flash_attn = flash_attn
         self.startup_timeout_s = startup_timeout_s
         self.verbose = verbose
+        if prefix_reuse not in ("exact", "token"):
+            raise LocalModelError(f"prefix_reuse={prefix_reuse!r}: choose exact or token")
+        self.prefix_reuse = prefix_reuse
         self._own_log = log_path is None
         self.log_path: Path = Path(log_path) if log_path is not None else self._temp_log()
         self.port: int | None = None
@@ -226,6 +238,7 @@ class LocalServer:
             "--host", self.host,
             "--port", str(port),
             "--n-batch", str(self.n_batch),
+            "--prefix-reuse", self.prefix_reuse,
             "--parent-pid", str(os.getpid()),
         ]  # fmt: skip
         if self.spec.chat_format:

@@ -1,0 +1,136 @@
+"""Exact prefix reuse for llama-cpp-python's single KV slot (used in the server process).
+
+llama-cpp-python keeps the previous request's tokens in its KV cache and evaluates only
+what follows the longest common prefix, as one short batch. llama.cpp's CPU kernels take
+another path for a handful of rows than for hundreds, so the logits then differ from a
+fresh evaluation of the same prompt (up to ~1.5 on Gemma 3 270M with a 4k-token prompt)
+and a greedy answer can flip: the answer to a question would depend on the question
+asked before it, and a resumed run would differ from an uninterrupted one.
+
+Here every prompt is evaluated in chunks whose boundaries depend on that prompt alone:
+
+- every multiple of ``n_batch`` (as a fresh evaluation does anyway), and
+- the start of the prompt's last paragraph (the token after its last blank line, searched
+  in the last ``n_batch`` tokens): the question in a reader prompt, so that all the
+  questions on one memory share every boundary before it.
+
+A later prompt reuses the cache up to the largest boundary that both prompts share, that
+lies within their common prefix and within the previous *prompt* (never its generated
+tokens). Every chunk is then evaluated from the same cache with the same tokens as in a
+fresh evaluation, so the answer is bitwise the same whatever was asked before, and the
+cost over plain prefix reuse is only the last paragraph (the question: some 20 tokens).
+
+`chunk_bounds` and `reusable_prefix` are pure; `install()` patches ``llama_cpp.Llama``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def chunk_bounds(n_tokens: int, n_batch: int, paragraph_start: int | None) -> list[int]:
+    """Chunk boundaries strictly inside (0, n_tokens): the n_batch grid plus the cut."""
+    bounds = set(range(n_batch, n_tokens, n_batch))
+    if paragraph_start is not None and 0 < paragraph_start < n_tokens:
+        bounds.add(paragraph_start)
+    return sorted(bounds)
+
+
+def reusable_prefix(previous: Sequence[int], current: Sequence[int], common: int, n_tokens: int) -> int:
+    """The longest cached prefix whose chunks are exactly those of a fresh evaluation.
+
+    `previous` and `current` are the two prompts' chunk boundaries, `common` the length of
+    their common prefix (already limited to the previous prompt), `n_tokens` the length of
+    the current prompt (at least one token must be left to evaluate).
+    """
+    best = 0
+    prev_set = set(previous)
+    for i, b in enumerate(current):
+        if b > common or b >= n_tokens:
+            break
+        if b not in prev_set:
+            break  # the previous prompt's chunks straddle b: nothing from here on is exact
+        # the previous prompt must have no boundary of its own before b that we lack
+        if bisect.bisect_left(previous, b) != i:
+            break
+        best = b
+    return best
+
+
+def paragraph_start(tokens: Sequence[int], piece: Callable[[int], bytes], window: int) -> int | None:
+    """Index of the first token after the last blank line among the last `window` tokens."""
+    n = len(tokens)
+    following = b""
+    for i in range(n - 1, max(-1, n - 1 - window), -1):
+        text = piece(tokens[i])
+        if b"\n\n" in text:
+            start = i + 1
+        elif text.endswith(b"\n") and following.startswith(b"\n"):
+            start = i + 2  # the blank line spans tokens i and i + 1
+        else:
+            following = text
+            continue
+        return start if start < n else None
+    return None
+
+
+def install() -> None:
+    """Patch llama_cpp.Llama.generate/eval for exact prefix reuse (idempotent)."""
+    import llama_cpp
+    import numpy as np
+
+    if getattr(llama_cpp.Llama, "_memorybench_exact_reuse", False):
+        return
+    original_generate = llama_cpp.Llama.generate
+    original_eval = llama_cpp.Llama.eval
+
+    def piece_of(llama: Any) -> Callable[[int], bytes]:
+        def piece(token: int) -> bytes:
+            try:
+                return bytes(llama.detokenize([token], special=True))
+            except TypeError:
+                return bytes(llama.detokenize([token]))
+
+        return piece
+
+    def generate(self: Any, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+        tokens = [int(t) for t in tokens]
+        cut = paragraph_start(tokens, piece_of(self), self.n_batch)
+        bounds = chunk_bounds(len(tokens), self.n_batch, cut)
+        if kwargs.get("reset", True) and self.n_tokens > 0:
+            previous = getattr(self, "_memorybench_bounds", None) or []
+            limit = min(self.n_tokens, getattr(self, "_memorybench_prompt_tokens", 0), len(tokens))
+            differ = np.flatnonzero(self.input_ids[:limit] != np.asarray(tokens[:limit], dtype=np.intc))
+            common = int(differ[0]) if differ.size else limit
+            keep = reusable_prefix(previous, bounds, common, len(tokens))
+            if keep <= 0:
+                self.reset()
+            elif keep < self.n_tokens:
+                if self._ctx.kv_cache_seq_rm(-1, keep, -1):
+                    self.n_tokens = keep
+                else:
+                    self.reset()
+        self._memorybench_bounds = bounds
+        self._memorybench_prompt_tokens = len(tokens)
+        return original_generate(self, tokens, *args, **kwargs)
+
+    def eval_(self: Any, tokens: Sequence[int]) -> None:
+        bounds = getattr(self, "_memorybench_bounds", None)
+        tokens = list(tokens)
+        if not bounds:
+            return original_eval(self, tokens)
+        i = 0
+        while i < len(tokens):
+            pos = self.n_tokens
+            j = bisect.bisect_right(bounds, pos)
+            stop = bounds[j] if j < len(bounds) else (pos // self.n_batch + 1) * self.n_batch
+            take = max(1, min(len(tokens) - i, stop - pos))
+            original_eval(self, tokens[i : i + take])
+            i += take
+        return None
+
+    llama_cpp.Llama.generate = generate  # type: ignore[method-assign]
+    llama_cpp.Llama.eval = eval_  # type: ignore[method-assign]
+    llama_cpp.Llama._memorybench_exact_reuse = True  # type: ignore[attr-defined]
