@@ -146,6 +146,7 @@ def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_que
         "rest_median_latency_s": rest,
         "ratio": round(ratio, 1) if ratio else None,
         "prefix_match_hits": hits,
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
         "server_log": str(log),
         "questions": rows,
     }
@@ -202,7 +203,9 @@ def main() -> None:
         "schema": "bench.local_prefix_reuse.v1",
         "sample_id": sample["sample_id"],
         "machine": {"cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                    "platform": platform.platform(), "python": platform.python_version()},
+                    "platform": platform.platform(), "python": platform.python_version(),
+                    # other work on the machine slows every figure: keep the load beside them
+                    "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]},
         "runs": [],
     }
     for memory_name in args.memory:
@@ -211,8 +214,9 @@ def main() -> None:
                 run_prefix_reuse(sample, memory_name, args.model, args.questions, template, args.out.parent, mode)
             )
             args.out.write_text(json.dumps(results, indent=2) + "\n")
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwrote {args.out}")
+    if results["runs"]:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"\nwrote {args.out}")
     if args.compare_models:
         quality = {"schema": "bench.local_model_quality.v1", "sample_id": sample["sample_id"],
                    "machine": results["machine"],

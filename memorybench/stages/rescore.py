@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,7 +53,8 @@ def _rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    # fsum: exact, so the mean does not depend on the order of the rows
+    return math.fsum(values) / len(values) if values else None
 
 
 def _percentile(values: list[float], q: float) -> float | None:

