@@ -22,7 +22,7 @@ from memorybench.errors import UserError, did_you_mean
 from memorybench.run_id import config_sha256, run_id
 from memorybench.validate import validate_config
 
-GROUPS = ("dataset", "memory", "reader", "writer", "answerer", "judge", "tracking", "storage", "paths", "experiment")
+GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge", "tracking", "storage", "paths", "experiment")
 
 
 @dataclass(frozen=True)

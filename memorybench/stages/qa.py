@@ -103,6 +103,10 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
     template_chars = len(reader_template(cfg).text) if cfg.answerer.name == "reader" else 0
     longest = max((_estimate_tokens(m.text or "") for m in memories.values()), default=0) + template_chars // 3 + 64
+    bound = getattr(method, "memory_tokens_bound", lambda _: None)(needed)
+    if bound:
+        # writer and retrieval memory is built later: size the local reader from its upper bound
+        longest = max(longest, int(bound * 1.5) + template_chars // 3 + 64)
 
     started_at = utc_now()
     meta_path = pack.path("run_meta.json")

