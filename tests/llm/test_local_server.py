@@ -291,9 +291,11 @@ def test_explicit_port_taken_is_refused_quickly() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         t0 = time.monotonic()
+        server = LocalServer(SMOL, 1024, port=port)
         with pytest.raises(LocalModelError, match=f"port {port} .* already in use"):
-            LocalServer(SMOL, 1024, port=port).start()
+            server.start()
         assert time.monotonic() - t0 < 30
+        assert not server.log_path.exists()  # a temporary log the error does not name is removed
 
 
 @pytest.mark.local_model
@@ -315,8 +317,8 @@ _PARENT = textwrap.dedent(
     import signal, sys, threading, time
     from memorybench.llm.local import LOCAL_MODELS, LocalServer
 
-    mode = sys.argv[1]
-    server = LocalServer(LOCAL_MODELS["smollm2-135m"], 1024)
+    mode, log = sys.argv[1], sys.argv[2]
+    server = LocalServer(LOCAL_MODELS["smollm2-135m"], 1024, log_path=log)
     if mode == "chained":
         def previous(signum, frame):
             print("chained", "running" if server.running() else "stopped", flush=True)
@@ -340,7 +342,7 @@ def _spawn_parent(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], int
     script.write_text(_PARENT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     parent = subprocess.Popen(
-        [sys.executable, str(script), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
+        [sys.executable, str(script), mode, str(tmp_path / "server.log")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
     )
     assert parent.stdout is not None
     line = parent.stdout.readline()

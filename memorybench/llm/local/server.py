@@ -45,6 +45,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -90,8 +91,8 @@ class LocalServer:
 
     `port` None picks a free port (retrying with another one if it is taken by the time
     the server binds it); an explicit `port` that is taken raises `LocalModelError`.
-    The server's output goes to `log_path` (default: a temporary file, removed after a
-    clean stop, kept and named in the error otherwise).
+    The server's output goes to `log_path` (default: a file in the temporary folder,
+    removed after a clean stop, kept when an error names it).
 
     `prefix_reuse`: ``"exact"`` (default) reuses the previous prompt's KV cache only in
     chunks that a fresh evaluation would compute identically (see
@@ -175,9 +176,11 @@ class LocalServer:
             _register(self)  # from here on, atexit and the signal handlers cover it
             try:
                 self._start_on_some_port(model_path)
-            except BaseException:
+            except BaseException as e:
                 self._kill()
                 _unregister(self)
+                if self._own_log and str(self.log_path) not in str(e):
+                    self.log_path.unlink(missing_ok=True)  # keep a temporary log only if the error names it
                 raise
             self.startup_s = time.monotonic() - t0
             return self
@@ -228,9 +231,9 @@ class LocalServer:
 
     # -- internals --------------------------------------------------------------------
     def _temp_log(self) -> Path:
-        fd, name = tempfile.mkstemp(prefix=f"memorybench-llama-{self.spec.name}-", suffix=".log")
-        os.close(fd)
-        return Path(name)
+        # a fresh name only: the file is created when the server starts
+        name = f"memorybench-llama-{self.spec.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}.log"
+        return Path(tempfile.gettempdir()) / name
 
     def _command(self, model_path: Path, port: int, pdeathsig: bool) -> list[str]:
         cmd = [
