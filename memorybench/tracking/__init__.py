@@ -5,28 +5,7 @@
 
 from __future__ import annotations
 
-from memorybench.tracking.mlflow_log import (
-    TrackedRun,
-    TrackingResult,
-    default_tracking_uri,
-    log_packs,
-    log_run_specs,
-    pack_metrics,
-    pack_params,
-    sweep_name,
-    track_main,
-    tracking_uri_from_config,
-)
+from memorybench.tracking import mlflow_log
+from memorybench.tracking.mlflow_log import *  # noqa: F403  (the public API is mlflow_log's __all__)
 
-__all__ = [
-    "TrackedRun",
-    "TrackingResult",
-    "default_tracking_uri",
-    "log_packs",
-    "log_run_specs",
-    "pack_metrics",
-    "pack_params",
-    "sweep_name",
-    "track_main",
-    "tracking_uri_from_config",
-]
+__all__ = list(mlflow_log.__all__)
