@@ -9,7 +9,9 @@ What is checked:
 
 - every JSON record's `schema` is a known version and the record matches it; unknown
   JSON/JSONL files are accepted only under the open folders (`autorater/`, `agent/`,
-  `memory/`) and only when every row carries a `schema` field;
+  `memory/`) and only when every row carries a `schema` field; a launcher's
+  `provenance/cloudrun.json` (a pack a Cloud Run task published) must match its schema
+  and name this run: its run id, config sha256 and resolved-config sha256;
 - counts: the predictions are exactly the first `question_count` questions of the dataset
   in file order (no duplicate, no gap, `index` = position), and run_meta's
   question_count / questions_total / is_prefix / max_questions agree with the dataset;
@@ -27,7 +29,8 @@ What is checked:
   The gold strings are those of every question of the dataset; the run's own prompt
   files count as source text (LoCoMo's adversarial answer "Not mentioned" is also the
   reader template's refusal instruction); a model's reply stored in a memory journal
-  (a writer call's `response`) is output, not input, and is not scanned;
+  (a writer call's `response`) is output, not input, and is not scanned; JSON is scanned
+  by its string values only (keys are field names, numbers are counts);
 - no secret-looking string (API keys, bearer tokens, private keys, the exact values of
   the credentials given in `secrets`) in any file.
 
@@ -66,7 +69,10 @@ CODES: dict[str, str] = {
         "a prediction row's sample, category, question or gold, or a trace's question slot, differs from the dataset row;"
         " or a prediction is not its reader reply"
     ),
-    "hash.config": "config.resolved.yaml does not hash to run_meta.config_sha256 or to the run id",
+    "hash.config": (
+        "config.resolved.yaml does not hash to run_meta.config_sha256 or to the run id,"
+        " or a launcher's provenance/ record names another run or config"
+    ),
     "hash.data": "the dataset file does not hash to the sha256 run_meta records",
     "data.missing": "the dataset file named in run_meta is not available here (pass --pins), so data checks were skipped",
     "hash.prompt": (
@@ -107,6 +113,11 @@ KNOWN_JSON: dict[str, type[BaseModel] | str] = {
     "run_meta.json": RunMeta,
     "REFERENCE_PIN.json": ReferencePin,
     "metrics.json": "metrics.v1",
+}
+#: Records a launcher adds to a pack it published, checked when present: path -> (module, model).
+#: Imported only when the file is there (the Cloud Run task module pulls in Hydra).
+PROVENANCE_RECORDS: dict[str, tuple[str, str]] = {
+    "provenance/cloudrun.json": ("memorybench.cloudrun_task", "CloudRunProvenance"),
 }
 #: Folders whose unknown JSON/JSONL files are accepted when every row carries `schema`.
 OPEN_FOLDERS = ("autorater/", "agent/", "memory/")
@@ -237,12 +248,16 @@ def _joint_windows(texts: list[str], reach: int) -> Iterable[str]:
 
 
 def _strings(value: Any) -> Iterable[str]:
-    """Every string in a JSON value (keys of objects included), depth first."""
+    """Every string value in a JSON value, depth first.
+
+    Object keys and numbers are left out: they are the record's field names and counts,
+    not text a model was given, and a short gold ("sage") would otherwise be found inside
+    a key ("messages") of every writer call.
+    """
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
+        for item in value.values():
             yield from _strings(item)
     elif isinstance(value, list):
         for item in value:
@@ -366,6 +381,7 @@ class _Verifier:
         self._check_other_json()
 
         self.cfg = self._check_config()
+        self._check_provenance()
         answerer = (self.meta or {}).get("choices", {}).get("answerer") or self._cfg_get("answerer", "name") or "reader"
         if answerer == "reader" and not (self.root / "reader/traces.jsonl").is_file():
             self.add("file.missing", "reader/traces.jsonl", "missing; a reader run has one trace per answered question")
@@ -498,7 +514,7 @@ class _Verifier:
 
     def _check_other_json(self) -> None:
         for path, relpath in self.rel.items():
-            if relpath in KNOWN_JSON or relpath in KNOWN_JSONL or relpath.startswith(NOT_RECORDS):
+            if relpath in KNOWN_JSON or relpath in KNOWN_JSONL or relpath in PROVENANCE_RECORDS or relpath.startswith(NOT_RECORDS):
                 continue
             if not relpath.endswith((".json", ".jsonl")):
                 continue
@@ -559,6 +575,36 @@ class _Verifier:
                 "count", "run_meta.json", f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}"
             )
         return cfg
+
+    def _check_provenance(self) -> None:
+        """A launcher's record names this run: its run id, config sha256 and resolved config."""
+        import importlib
+
+        for relpath, (module, name) in PROVENANCE_RECORDS.items():
+            if not (self.root / relpath).is_file():
+                continue
+            model: type[BaseModel] = getattr(importlib.import_module(module), name)
+            record = self._load_json(relpath)
+            if record is None or not self._validate(relpath, None, record, model):
+                self.bad_files.add(relpath)
+                continue
+            if self.meta is not None:
+                for field in ("run_id", "config_sha256"):
+                    if record[field] != self.meta[field]:
+                        self.add("hash.config", relpath, f"{field} {record[field]!r} is not run_meta.json's {self.meta[field]!r}")
+            if self.cfg is not None:
+                from omegaconf import OmegaConf
+
+                from memorybench.run_id import canonical_json
+
+                resolved = _sha256(canonical_json(OmegaConf.to_container(self.cfg, resolve=True)).encode("utf-8"))
+                if record["resolved_sha256"] != resolved:
+                    self.add(
+                        "hash.config",
+                        relpath,
+                        f"resolved_sha256 {record['resolved_sha256'][:12]}… is not config.resolved.yaml's {resolved[:12]}…:"
+                        " the config the task ran is not the one in the pack",
+                    )
 
     def _load_data(self) -> Any:
         if self.meta is None:
@@ -1019,8 +1065,8 @@ class _Verifier:
     def _scan_files_for_gold(self) -> None:
         """Memory files (dumps, index items, writer input), writer/ and agent workspace files.
 
-        JSON is scanned by its string values (a gold with a quote is escaped in the raw
-        line), each JSONL row against the needles of its own `sample_id`. A row's
+        JSON is scanned by its string values only (a gold with a quote is escaped in the raw
+        line; keys and numbers are the record's shape, not text a model read), each JSONL row against the needles of its own `sample_id`. A row's
         `response` (a model's reply, e.g. a writer call's) is an output, not an input, and
         is left out: what a model wrote reaches a prompt through the memory files anyway.
         """

@@ -458,3 +458,83 @@ def test_a_resumed_pack_verifies(tmp_path, scripted_server):
     assert _make_pack(tmp_path, scripted_server, "resumed", f"dataset.path={MINI}") == pack
     assert json.loads((pack / "run_meta.json").read_text())["resumed"] == 1
     assert verify_pack(pack) == []
+
+
+# -- JSON keys and numbers are not text; launcher provenance is a record -------------------------
+
+
+def test_gold_scan_reads_json_string_values_not_keys_or_numbers(tmp_path, scripted_server):
+    # a short gold ("sage") sits inside the key "messages" of every writer call, a numeric gold
+    # (2024) in any count: neither is text a model read, so neither is a leak
+    data = json.loads(MINI.read_text())
+    data[0]["qa"][0]["answer"] = "sage"
+    data[1]["qa"][0]["answer"] = 2024
+    path = tmp_path / "short_gold.json"
+    path.write_text(json.dumps(data))
+    pack = _make_pack(tmp_path, scripted_server, "short_gold", f"dataset.path={path}")
+    assert verify_pack(pack) == []
+    call = {
+        "schema": "writer_call.v1",
+        "sample_id": "mini-1",
+        "request": {"messages": [{"role": "user", "content": "Summarize the session."}], "max_tokens": 2024},
+        "response": {"text": "ok"},
+    }
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
+    plant(pack / "memory/graph/mini-2.json", json.dumps({"schema": "graph.v1", "messages": 2024, "nodes": ["Cleo"]}))
+    assert verify_pack(pack) == []
+    # the same gold in a string value is still found, in a JSONL row and in a JSON file
+    call["request"]["messages"][0]["content"] = "Summarize. Hint: sage"
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
+    plant(pack / "memory/graph/mini-2.json", json.dumps({"schema": "graph.v1", "nodes": ["Cleo", "born 2024"]}))
+    leaks = sorted((f.path, f.message) for f in verify_pack(pack) if f.code == "gold.leak")
+    assert [p for p, _ in leaks] == ["memory/graph/mini-2.json", "memory/writer/calls.jsonl:1"], leaks
+    assert "'2024'" in leaks[0][1] and "'sage'" in leaks[1][1]
+
+
+@pytest.fixture(scope="module")
+def cloud_pack(tmp_path_factory) -> Path:
+    """A pack as a Cloud Run task publishes it (the local twin): with provenance/cloudrun.json."""
+    root = tmp_path_factory.mktemp("cloud_pack")
+    with ScriptedOpenAIServer() as server:
+        args = [
+            "qa",
+            "-m",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={root / 'packs'}",
+            f"paths.cache={root / 'cache'}",
+            f"hydra.sweep.dir={root / 'multirun'}",
+            "hydra/launcher=cloudrun_local",
+        ]
+        assert main(args) == 0
+    (pack,) = (root / "packs" / "default" / "runs").iterdir()
+    assert (pack / "provenance/cloudrun.json").is_file()
+    return pack
+
+
+def test_a_pack_a_cloud_run_task_published_verifies(cloud_pack):
+    assert verify_pack(cloud_pack) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code"),
+    [
+        ("run_id", "full_context-reader-scripted-000000000000", "hash.config"),
+        ("config_sha256", "0" * 64, "hash.config"),
+        ("resolved_sha256", "0" * 64, "hash.config"),
+        ("task_index", "first", "schema"),
+        ("schema", "cloudrun_provenance.v0", "schema"),
+    ],
+)
+def test_a_provenance_record_of_another_run_is_a_finding(cloud_pack, tmp_path, field, value, code):
+    pack = copy_pack(cloud_pack, tmp_path)
+    edit_json(pack / "provenance/cloudrun.json", _set(field, value))
+    findings = verify_pack(pack)
+    assert codes(findings) == {code}, findings
+    assert findings[0].path == "provenance/cloudrun.json"
+
+
+def test_other_files_under_provenance_are_not_records(cloud_pack, tmp_path):
+    pack = copy_pack(cloud_pack, tmp_path)
+    plant(pack / "provenance/slurm.json", json.dumps({"schema": "slurm_provenance.v1"}))
+    assert [(f.code, f.path) for f in verify_pack(pack)] == [("schema", "provenance/slurm.json")]
