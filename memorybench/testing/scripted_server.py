@@ -2,8 +2,12 @@
 
 For plumbing only (errors, retries, exact bytes, harness overhead): its answers are
 scripted or derived mechanically from the request, never results. Tests queue actions
-(`Reply`, `Status`, `Hang`, `Raw`) that the next requests consume in order; when the queue
-is empty the `responder` answers. Every request body is recorded.
+(`Reply`, `Status`, `Hang`, `Stall`, `Drop`, `Raw`) that the next requests consume in order;
+when the queue is empty the `responder` answers. Every request body is recorded.
+
+For fault injection the server can also die and come back on the same port (`kill`,
+`restart`, `outage`): listening stops and every open connection is cut, as when the
+process behind an endpoint crashes.
 """
 
 from __future__ import annotations
@@ -48,6 +52,20 @@ class Hang:
 
 
 @dataclass
+class Stall:
+    """A reply that never ends: the status line, headers and the first bytes of the body are
+    sent, then the connection is held for `seconds` (past the client's timeout) and closed."""
+
+    seconds: float
+    head: bytes = b'{"id": "chatcmpl-stall", "object": "chat.completion", "choices": ['
+
+
+@dataclass
+class Drop:
+    """Close the connection without a reply, as a server that crashed mid-request."""
+
+
+@dataclass
 class Raw:
     """Exact bytes as the body (malformed JSON, empty choices...)."""
 
@@ -56,7 +74,7 @@ class Raw:
     content_type: str = "application/json"
 
 
-Action = Reply | Status | Hang | Raw
+Action = Reply | Status | Hang | Stall | Drop | Raw
 
 
 def echo_responder(body: dict[str, Any]) -> Reply:
@@ -69,7 +87,9 @@ def echo_responder(body: dict[str, Any]) -> Reply:
 class ScriptedOpenAIServer:
     """Context manager: `with ScriptedOpenAIServer() as s: s.base_url ...`."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Action] = echo_responder, model: str = "scripted-model"):
+    def __init__(
+        self, responder: Callable[[dict[str, Any]], Action] = echo_responder, model: str = "scripted-model", port: int = 0
+    ):
         self.responder = responder
         self.model = model
         self.queue: deque[Action] = deque()
@@ -80,6 +100,10 @@ class ScriptedOpenAIServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: 0 until the first start picks a free port; a restart binds the same one
+        self._port = port
+        #: open client connections, cut by `kill`
+        self._connections: set[socket.socket] = set()
 
     # -- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> ScriptedOpenAIServer:
@@ -102,6 +126,16 @@ class ScriptedOpenAIServer:
                 super().setup()
                 # no Nagle: a small response must not wait for the client's delayed ACK
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._connections.discard(self.connection)
+                try:
+                    super().finish()
+                except OSError:  # the connection was cut (kill, Drop) before the last flush
+                    pass
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
@@ -125,15 +159,17 @@ class ScriptedOpenAIServer:
                     action = server.responder(body)
                 try:
                     server._perform(self, action, body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                except OSError:  # the client gave up (timeout) or the connection was cut
+                    self.close_connection = True
                 finally:
                     with server._lock:
                         server.server_seconds += time.perf_counter() - started
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # ThreadingHTTPServer sets SO_REUSEADDR: a restart binds the port again at once
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -142,10 +178,43 @@ class ScriptedOpenAIServer:
             self._httpd.server_close()
             self._httpd = None
 
+    def kill(self) -> None:
+        """Die as a crashed server does: stop listening and cut every open connection.
+        A client then sees a reset or a refused connection until `restart`."""
+        self.stop()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def restart(self) -> None:
+        """Listen again on the same port (the base URL a client holds stays valid)."""
+        if self._httpd is None:
+            self.start()
+
+    def outage(self, seconds: float) -> threading.Thread:
+        """`kill` now, `restart` after `seconds`, without blocking the caller (a responder may call it)."""
+
+        def down_then_up() -> None:
+            self.kill()
+            time.sleep(seconds)
+            self.restart()
+
+        thread = threading.Thread(target=down_then_up, daemon=True)
+        thread.start()
+        return thread
+
+    @property
+    def up(self) -> bool:
+        return self._httpd is not None
+
     @property
     def port(self) -> int:
-        assert self._httpd is not None
-        return self._httpd.server_address[1]
+        assert self._port, "the server has not started"
+        return self._port
 
     @property
     def base_url(self) -> str:
@@ -157,6 +226,19 @@ class ScriptedOpenAIServer:
 
     # -- responses -------------------------------------------------------------------
     def _perform(self, handler: BaseHTTPRequestHandler, action: Action, body: dict[str, Any]) -> None:
+        if isinstance(action, Drop):
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if isinstance(action, Stall):
+            handler.close_connection = True
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(action.head) + 4096))  # promised, never sent
+            handler.end_headers()
+            handler.wfile.write(action.head)
+            time.sleep(action.seconds)
+            return
         if isinstance(action, Hang):
             time.sleep(action.seconds)
             if action.then is None:
