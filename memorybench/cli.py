@@ -169,6 +169,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[command](rest)
     except UserError as e:
         return _fail(e)
+    except OSError as e:
+        from memorybench.pack.journal import NO_SPACE, disk_full
+
+        if e.errno not in NO_SPACE:
+            raise
+        # a full disk outside the pack's own writers (a stage's own files, a cache): one line too
+        return _fail(disk_full(e.filename, e))
     except KeyboardInterrupt:
         print("memorybench: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

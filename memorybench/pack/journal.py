@@ -1,12 +1,15 @@
-"""Append-only JSONL journals that survive a kill -9.
+"""Append-only JSONL journals that survive a kill -9 and a full disk.
 
-Each row is written with one `write` of a whole line and flushed at once, so after a
-SIGKILL the file holds every finished row plus at most one torn last line. `recover()`
-drops that torn line (and any row that is not valid JSON) by truncating the file.
+Each row is written at once as a whole line, unbuffered, so after a SIGKILL the file holds
+every finished row plus at most one torn last line. `recover()` drops that torn line (and
+any row that is not valid JSON) by truncating the file. A write that fails (a full disk)
+is cut back to the last whole row before the error is raised, so the rows already written
+stay valid and a rerun appends after them.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -15,7 +18,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memorybench.errors import UserError
 from memorybench.pack.schemas import dump_line
+
+#: errnos that mean the disk, or the user's quota on it, is full
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+class DiskFullError(UserError):
+    """A pack file could not be written: no space left on the device that holds it."""
+
+
+def disk_full(path: str | os.PathLike[str] | None, error: OSError) -> DiskFullError:
+    """The one-line error for a write that failed with ENOSPC/EDQUOT (at `path`, when known)."""
+    reason = "no space left on device" if error.errno == errno.ENOSPC else str(error.strerror or error).lower()
+    where, disk = (f" writing {path}", "that disk") if path else ("", "the disk that holds the pack")
+    return DiskFullError(
+        f"{reason}{where}; free space on {disk} (or move the pack to a bigger one: qa takes paths.packs=NEW_ROOT, "
+        "a later stage the moved pack folder), then rerun the same command to resume; rows already written are kept"
+    )
 
 
 class Journal:
@@ -65,12 +86,34 @@ class Journal:
         return len(lines) - len(kept)
 
     def append(self, record: BaseModel | dict[str, Any]) -> None:
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("a", encoding="utf-8")
         line = dump_line(record) if isinstance(record, BaseModel) else json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._fh.write(line)
-        self._fh.flush()
+        data = memoryview(line.encode("utf-8"))
+        end: int | None = None
+        try:
+            if self._fh is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # unbuffered: a failed write leaves no bytes behind in a buffer that a later flush would add
+                self._fh = self.path.open("ab", buffering=0)
+            end = os.fstat(self._fh.fileno()).st_size
+            while data:
+                data = data[self._fh.write(data) :]  # a full disk may take part of a line before it fails
+        except OSError as e:
+            self._cut_back(end)
+            if e.errno in NO_SPACE:
+                raise disk_full(self.path, e) from None
+            raise
+
+    def _cut_back(self, end: int | None) -> None:
+        """After a failed write: drop its part line (this also frees the space it took) and the handle."""
+        if self._fh is None:
+            return
+        try:
+            if end is not None:
+                self._fh.truncate(end)
+            self._fh.close()
+        except OSError:
+            pass  # recover() drops a torn line on the next run
+        self._fh = None
 
     def close(self) -> None:
         if self._fh is not None:

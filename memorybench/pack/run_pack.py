@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memorybench.errors import UserError
-from memorybench.pack.journal import Journal
+from memorybench.pack.journal import NO_SPACE, Journal, disk_full
 from memorybench.pack.schemas import Reference, ReferencePin
 
 SUCCESS = "_SUCCESS"
@@ -98,10 +98,16 @@ class RunPack:
     def write_bytes(self, relpath: str, data: bytes) -> Path:
         """Atomic write (temp file then rename): a reader never sees half a file."""
         target = self.root / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".part")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        except OSError as e:
+            if e.errno not in NO_SPACE:
+                raise
+            tmp.unlink(missing_ok=True)  # no half file left behind, and its space back
+            raise disk_full(target, e) from None
         return target
 
     def write_text(self, relpath: str, text: str) -> Path:
@@ -126,8 +132,12 @@ class RunPack:
 
     def mark_success(self) -> None:
         """Create `_SUCCESS` once; it is the last file of a finished pack."""
-        with (self.root / SUCCESS).open("x", encoding="utf-8") as f:
-            f.write("")
+        try:
+            (self.root / SUCCESS).open("x").close()
+        except OSError as e:
+            if e.errno not in NO_SPACE:
+                raise
+            raise disk_full(self.root / SUCCESS, e) from None
 
     # -- references ------------------------------------------------------------------
     def reference_pin(self) -> ReferencePin:
