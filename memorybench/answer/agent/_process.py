@@ -8,17 +8,18 @@ the agent started, including ones that left the group.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memorybench._process import start_group, stop_group
 from memorybench.provenance import utc_now
 
 STDERR_TAIL = 4000
+#: how long to wait for the killed CLI to be reaped (no grace: a timed-out agent's work is abandoned)
+KILL_WAIT_S = 30.0
 
 
 @dataclass
@@ -34,10 +35,7 @@ class ProcessResult:
 
 def run_process(argv: Sequence[str], *, stdin_text: str, env: Mapping[str, str], cwd: str, timeout_s: float) -> ProcessResult:
     started_at, t0 = utc_now(), time.monotonic()
-    proc = subprocess.Popen(
-        list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=dict(env), cwd=cwd, start_new_session=True,
-    )
+    proc = start_group(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(env), cwd=cwd)
     lines: list[str] = []
     stderr: list[bytes] = []
 
@@ -73,23 +71,12 @@ def run_process(argv: Sequence[str], *, stdin_text: str, env: Mapping[str, str],
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        kill_group(proc)
+        stop_group(proc, wait_s=KILL_WAIT_S)
     except BaseException:  # KeyboardInterrupt: leave nothing running behind
-        kill_group(proc)
+        stop_group(proc, wait_s=KILL_WAIT_S)
         raise
     for t in threads[1:]:
         t.join(timeout=10)
     tail = b"".join(stderr).decode("utf-8", "replace")[-STDERR_TAIL:]
     return ProcessResult(lines, None if timed_out else proc.returncode, timed_out, round(time.monotonic() - t0, 3),
                          started_at, utc_now(), tail)
-
-
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass

@@ -50,6 +50,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from memorybench._process import start_group, stop_group
 from memorybench.llm.local.models import LocalModelError, LocalModelSpec
 
 EXIT_PORT_TAKEN = 98  # keep in step with serve.py (not imported: it is the child's module)
@@ -270,13 +271,13 @@ class LocalServer:
         # prctl(PR_SET_PDEATHSIG) follows the creating thread; a worker thread that ends
         # would take the server with it, so only the main thread asks for it.
         pdeathsig = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
-        self.process = subprocess.Popen(
+        # own process group: Ctrl-C reaches us, we stop it
+        self.process = start_group(
             self._command(model_path, port, pdeathsig),
             stdin=subprocess.DEVNULL,
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             env=env,
-            start_new_session=True,  # own process group: Ctrl-C reaches us, we stop it
             close_fds=True,
         )
 
@@ -332,29 +333,12 @@ class LocalServer:
     def _kill(self) -> None:
         proc = self.process
         if proc is not None:
-            if proc.poll() is None:
-                _signal_group(proc, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    _signal_group(proc, signal.SIGKILL)
-                    proc.wait()
+            if proc.poll() is None:  # not reaped yet: its pid still names its group
+                stop_group(proc, grace_s=STOP_GRACE_S)
             self.process = None
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
-
-
-def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    # the child leads its own session (start_new_session), so its pgid is its pid;
-    # it is not reaped yet (poll() was None), so the id cannot have been reused
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.send_signal(sig)
-        except ProcessLookupError:
-            pass
 
 
 # -- process-wide cleanup: atexit and signal handlers --------------------------------------
