@@ -12,7 +12,9 @@ The executors start N tasks with Cloud Run's environment (CLOUD_RUN_TASK_INDEX,
 CLOUD_RUN_TASK_COUNT, CLOUD_RUN_TASK_ATTEMPT, CLOUD_RUN_EXECUTION, CLOUD_RUN_JOB):
 `run_cloud_execution` through the Cloud Run Admin API v2 (google-cloud-run, imported only
 there), `run_local_tasks` as local processes (the `cloudrun_local` twin, and the tests'
-Cloud Run stand-in). The worker also runs wave manifests (`memorybench.waves`).
+Cloud Run stand-in); `execute_manifest` picks one for a driver. The worker also runs wave
+manifests (`memorybench.waves`). The records it reads and writes (manifest, task status,
+provenance) are in `memorybench.cloudrun_records`.
 """
 
 from __future__ import annotations
@@ -22,26 +24,34 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, TypeVar
 
 from hydra.errors import CompactHydraException
-from pydantic import BaseModel, ConfigDict, Field
 
+from memorybench._process import start_group, stop_group
+# the records are re-exported from here too (memorybench.pack.verify imports CloudRunProvenance from this module)
+from memorybench.cloudrun_records import (  # noqa: F401
+    MANIFEST_SCHEMA,
+    PROVENANCE_SCHEMA,
+    TASK_STATUS_SCHEMA,
+    CloudRunManifest,
+    CloudRunProvenance,
+    ManifestJob,
+    Record,
+    ExecutionManifest,
+    TaskStatus,
+)
 from memorybench.errors import UserError
 from memorybench.provenance import utc_now
-
-MANIFEST_SCHEMA = "cloudrun_manifest.v1"
-PROVENANCE_SCHEMA = "cloudrun_provenance.v1"
-TASK_STATUS_SCHEMA = "cloudrun_task_status.v1"
 
 #: the one variable an execution adds to the job's container: where the manifest is
 MANIFEST_ENV = "MEMORYBENCH_MANIFEST"
@@ -51,108 +61,17 @@ WORK_DIR_ENV = "MEMORYBENCH_WORK_DIR"
 IMAGE_ENV = "MEMORYBENCH_IMAGE"
 IMAGE_DIGEST_ENV = "MEMORYBENCH_IMAGE_DIGEST"
 REGION_ENV = "MEMORYBENCH_REGION"
-#: the worker command every memorybench Cloud Run job runs (infra/cloudrun/*.yaml)
-WORKER_COMMAND = ("python", "-m", "memorybench.cloudrun_task")
+#: the worker: every memorybench Cloud Run job runs `python -m` it (infra/cloudrun/*.yaml)
+WORKER_MODULE = "memorybench.cloudrun_task"
+WORKER_COMMAND = ("python", "-m", WORKER_MODULE)
 #: where a sweep's manifest and task status records live, under its control root
 CONTROL_DIR = "_cloudrun"
+#: the record a task adds to each pack it publishes (CloudRunProvenance)
+PROVENANCE_FILE = "provenance/cloudrun.json"
 
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    def dump(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False) + "\n"
-
-
-class ManifestJob(_Record):
-    """One run spec of the sweep: what its task re-composes and checks."""
-
-    #: the task index that runs it (CLOUD_RUN_TASK_INDEX)
-    index: int
-    #: Hydra's job number in the sweep (hydra.job.num)
-    hydra_job_num: int
-    #: the job's overrides, exactly as Hydra's sweeper made them
-    overrides: list[str]
-    #: config-group choices as Hydra saw them (recorded in run_meta.json)
-    choices: dict[str, str]
-    #: the resolved config without the `hydra` node
-    config: dict[str, Any]
-    #: the run id's hash (memorybench.run_id.config_sha256): the experiment's identity
-    config_sha256: str
-    #: sha256 of the canonical JSON of `config` (every key, paths and storage included)
-    resolved_sha256: str
-    run_id: str
-    name: str
-    #: the storage root the pack is published to (gs://... or an absolute folder)
-    storage_root: str
-    #: `<name>/runs/<run_id>` inside storage_root
-    pack_relpath: str
-    pack_uri: str
-
-
-class CloudRunManifest(_Record):
-    schema_: Literal["cloudrun_manifest.v1"] = Field(MANIFEST_SCHEMA, alias="schema")
-    sweep_id: str
-    created_at: str
-    #: cloudrun | cloudrun_local
-    launcher: str
-    #: the Cloud Run job (projects/P/locations/R/jobs/J), or the local twin's job name
-    job: str
-    project: Optional[str] = None
-    region: Optional[str] = None
-    manifest_uri: str
-    #: storage root holding `<control_prefix>/manifest.json` and `<control_prefix>/tasks/`
-    control_root: str
-    control_prefix: str
-    git_commit: Optional[str] = None
-    git_dirty: Optional[bool] = None
-    memorybench_version: str
-    task_count: int
-    jobs: list[ManifestJob]
-
-
-class CloudRunProvenance(_Record):
-    """`provenance/cloudrun.json` in a pack a task published: where and how it ran."""
-
-    schema_: Literal["cloudrun_provenance.v1"] = Field(PROVENANCE_SCHEMA, alias="schema")
-    launcher: str
-    #: CLOUD_RUN_JOB / CLOUD_RUN_EXECUTION as the task saw them
-    job: Optional[str] = None
-    execution: Optional[str] = None
-    task_index: int
-    task_count: Optional[int] = None
-    #: CLOUD_RUN_TASK_ATTEMPT: 0 for the first try, 1.. for retries
-    attempt: int
-    image: Optional[str] = None
-    image_digest: Optional[str] = None
-    region: Optional[str] = None
-    project: Optional[str] = None
-    manifest_uri: str
-    sweep_id: str
-    run_id: str
-    config_sha256: str
-    resolved_sha256: str
-    pack_uri: str
-    started_at: str
-    ended_at: str
-
-
-class TaskStatus(_Record):
-    """`<control_prefix>/tasks/<index>.attempt-<k>.json`: one record per task attempt."""
-
-    schema_: Literal["cloudrun_task_status.v1"] = Field(TASK_STATUS_SCHEMA, alias="schema")
-    sweep_id: str
-    task_index: int
-    attempt: int
-    execution: Optional[str] = None
-    #: succeeded | skipped (already published) | failed
-    status: str
-    exit_code: int
-    #: one line: what happened, or the error
-    message: str
-    run_id: Optional[str] = None
-    pack_uri: Optional[str] = None
-    at: str
+RecordT = TypeVar("RecordT", bound=Record)
+TaskState = Literal["succeeded", "skipped", "failed"]
+ItemT = TypeVar("ItemT")
 
 
 class CloudRunTaskFailed(UserError, CompactHydraException):
@@ -255,7 +174,7 @@ def build_manifest(
     )
 
 
-def write_manifest(manifest: BaseModel, storage: Any = None) -> str:
+def write_manifest(manifest: ExecutionManifest, storage: Any = None) -> str:
     """Store the manifest create-only at its `manifest_uri`; return that URI."""
     from memorybench.storage import open_uri
 
@@ -277,7 +196,20 @@ def read_manifest(uri: str) -> dict[str, Any]:
     return data
 
 
-def read_task_statuses(manifest: BaseModel) -> dict[int, list[TaskStatus]]:
+def parse_manifest(model: type[RecordT], data: Mapping[str, Any], uri: str) -> RecordT:
+    """`data` (read from `uri`) as the manifest record `model`, or one line saying how it differs."""
+    try:
+        return model.model_validate(dict(data))
+    except ValueError as e:
+        schema = model.model_fields["schema_"].default
+        raise UserError(f"manifest {uri} does not match {schema}: {' '.join(str(e).split())[:300]}") from None
+
+
+def status_relpath(manifest: ExecutionManifest, index: int, attempt: int) -> str:
+    return f"{manifest.control_prefix}/tasks/{index:05d}.attempt-{attempt}.json"
+
+
+def read_task_statuses(manifest: ExecutionManifest) -> dict[int, list[TaskStatus]]:
     """Every status record the tasks left, by task index, in attempt order."""
     from memorybench.storage import open_storage
 
@@ -292,6 +224,11 @@ def read_task_statuses(manifest: BaseModel) -> dict[int, list[TaskStatus]]:
     for records in out.values():
         records.sort(key=lambda s: s.attempt)
     return out
+
+
+def latest_statuses(manifest: ExecutionManifest) -> dict[int, TaskStatus]:
+    """The last attempt's status record of each task that left one: what the driver reports."""
+    return {index: records[-1] for index, records in read_task_statuses(manifest).items()}
 
 
 # -- the worker ----------------------------------------------------------------------------------
@@ -334,15 +271,22 @@ class TaskContext:
         )
 
 
-def record_status(manifest: Mapping[str, Any] | BaseModel, ctx: TaskContext, status: str, exit_code: int, message: str,
+def task_item(items: Sequence[ItemT], ctx: TaskContext, what: str) -> ItemT:
+    """The entry of the manifest's `items` this task runs: the one at CLOUD_RUN_TASK_INDEX."""
+    if not 0 <= ctx.index < len(items):
+        n = len(items)
+        raise UserError(f"CLOUD_RUN_TASK_INDEX={ctx.index} is outside the {what}'s {n} task(s); start the execution with task_count={n}")
+    return items[ctx.index]
+
+
+def record_status(manifest: ExecutionManifest, ctx: TaskContext, status: TaskState, exit_code: int, message: str,
                   run_id: str | None = None, pack_uri: str | None = None) -> None:
     """Best effort: a status record the driver reads to explain each task (never fails the task)."""
     from memorybench.storage import open_storage
 
-    data = manifest.model_dump(by_alias=True) if isinstance(manifest, BaseModel) else manifest
     try:
         record = TaskStatus(
-            sweep_id=str(data.get("sweep_id") or data.get("wave_id")),
+            sweep_id=manifest.id,
             task_index=ctx.index,
             attempt=ctx.attempt,
             execution=ctx.execution,
@@ -353,10 +297,33 @@ def record_status(manifest: Mapping[str, Any] | BaseModel, ctx: TaskContext, sta
             pack_uri=pack_uri,
             at=utc_now(),
         )
-        storage = open_storage(str(data["control_root"]))
-        storage.write_bytes(f"{data['control_prefix']}/tasks/{ctx.index:05d}.attempt-{ctx.attempt}.json", record.dump().encode())
+        open_storage(manifest.control_root).write_bytes(status_relpath(manifest, ctx.index, ctx.attempt), record.dump().encode())
     except Exception as e:  # noqa: BLE001 - the status record is a courtesy; the exit code is the truth
         print(f"memorybench: could not record task status ({type(e).__name__}: {e})", file=sys.stderr)
+
+
+@contextmanager
+def failure_recorded(
+    manifest: ExecutionManifest, ctx: TaskContext, run_id: str | None = None, pack_uri: str | None = None
+) -> Iterator[None]:
+    """Record a `failed` status for an exception leaving the block, then let it go on.
+
+    A UserError is one line for the task's log; anything else is a bug and keeps its traceback there.
+    """
+    try:
+        yield
+    except Exception as e:
+        code, message = (e.exit_code, e.message) if isinstance(e, UserError) else (1, f"{type(e).__name__}: {e}")
+        record_status(manifest, ctx, "failed", code, message, run_id, pack_uri)
+        raise
+
+
+def task_done(manifest: ExecutionManifest, ctx: TaskContext, status: Literal["succeeded", "skipped"], message: str,
+              run_id: str | None = None, pack_uri: str | None = None) -> int:
+    """Print the task's one-line outcome, record it, and return the task's exit code (0)."""
+    print(message, flush=True)
+    record_status(manifest, ctx, status, 0, message, run_id, pack_uri)
+    return 0
 
 
 def _differing_keys(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -400,23 +367,48 @@ def _plain(cfg: Any) -> dict[str, Any]:
     return data
 
 
+def task_provenance(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext, started_at: str,
+                    env: Mapping[str, str] = os.environ) -> CloudRunProvenance:
+    """Where and how this task ran its job: Cloud Run's variables, the job definition's, the manifest's."""
+    return CloudRunProvenance(
+        launcher=manifest.launcher,
+        job=ctx.job,
+        execution=ctx.execution,
+        task_index=ctx.index,
+        task_count=ctx.task_count,
+        attempt=ctx.attempt,
+        image=env.get(IMAGE_ENV) or None,
+        image_digest=env.get(IMAGE_DIGEST_ENV) or None,
+        region=env.get(REGION_ENV) or manifest.region,
+        project=manifest.project,
+        manifest_uri=manifest.manifest_uri,
+        sweep_id=manifest.sweep_id,
+        run_id=job.run_id,
+        config_sha256=job.config_sha256,
+        resolved_sha256=job.resolved_sha256,
+        pack_uri=job.pack_uri,
+        started_at=started_at,
+        ended_at=utc_now(),
+    )
+
+
 def run_qa_task(manifest: CloudRunManifest, ctx: TaskContext) -> int:
+    job = task_item(manifest.jobs, ctx, "manifest")
+    with failure_recorded(manifest, ctx, job.run_id, job.pack_uri):
+        return _run_qa_job(manifest, job, ctx)
+
+
+def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) -> int:
     from omegaconf import OmegaConf
 
     from memorybench.storage import SUCCESS, join, open_storage, publish_pack
 
-    if not 0 <= ctx.index < len(manifest.jobs):
-        n = len(manifest.jobs)
-        raise UserError(f"CLOUD_RUN_TASK_INDEX={ctx.index} is outside the manifest's {n} job(s); start the execution with task_count={n}")
-    job = manifest.jobs[ctx.index]
     if job.index != ctx.index:
         raise UserError(f"manifest {manifest.manifest_uri}: job at position {ctx.index} says index {job.index}; the manifest was edited")
     storage = open_storage(job.storage_root)
     if storage.exists(join(job.pack_relpath, SUCCESS)):
         message = f"task {ctx.index} attempt {ctx.attempt}: {job.pack_uri} is already published; nothing to do"
-        print(message)
-        record_status(manifest, ctx, "skipped", 0, message, job.run_id, job.pack_uri)
-        return 0
+        return task_done(manifest, ctx, "skipped", message, job.run_id, job.pack_uri)
 
     started_at = utc_now()
     spec = recompose(job, manifest)
@@ -430,32 +422,12 @@ def run_qa_task(manifest: CloudRunManifest, ctx: TaskContext) -> int:
         cfg.storage.root = str((work / "packs").resolve())
         print(f"task {ctx.index} attempt {ctx.attempt}: run {job.run_id} -> {job.pack_uri}", flush=True)
         result = run_qa(cfg, overrides=list(job.overrides), choices=dict(job.choices), progress=False)
-        provenance = CloudRunProvenance(
-            launcher=manifest.launcher,
-            job=ctx.job,
-            execution=ctx.execution,
-            task_index=ctx.index,
-            task_count=ctx.task_count,
-            attempt=ctx.attempt,
-            image=os.environ.get(IMAGE_ENV) or None,
-            image_digest=os.environ.get(IMAGE_DIGEST_ENV) or None,
-            region=os.environ.get(REGION_ENV) or manifest.region,
-            project=manifest.project,
-            manifest_uri=manifest.manifest_uri,
-            sweep_id=manifest.sweep_id,
-            run_id=job.run_id,
-            config_sha256=job.config_sha256,
-            resolved_sha256=job.resolved_sha256,
-            pack_uri=job.pack_uri,
-            started_at=started_at,
-            ended_at=utc_now(),
-        )
         # qa wrote the config it was given, whose storage.root is the work folder; the pack keeps
         # the job's own config (the manifest's: storage.root is where the pack is published)
         (Path(result.pack_root) / "config.resolved.yaml").write_text(OmegaConf.to_yaml(spec.cfg), "utf-8")
-        prov_path = Path(result.pack_root) / "provenance" / "cloudrun.json"
+        prov_path = Path(result.pack_root) / PROVENANCE_FILE
         prov_path.parent.mkdir(parents=True, exist_ok=True)
-        prov_path.write_text(provenance.dump(), "utf-8")
+        prov_path.write_text(task_provenance(manifest, job, ctx, started_at).dump(), "utf-8")
         published = publish_pack(result.pack_root, storage, job.pack_relpath)
         # published: the local copy is no longer needed (a kept work folder only serves a retry's resume)
         cleanup = True
@@ -464,9 +436,7 @@ def run_qa_task(manifest: CloudRunManifest, ctx: TaskContext) -> int:
             shutil.rmtree(work, ignore_errors=True)
     state = "already published by another attempt" if published.already else f"published {len(published.files)} files"
     message = f"task {ctx.index} attempt {ctx.attempt}: run {job.run_id}: {state} to {job.pack_uri}"
-    print(message)
-    record_status(manifest, ctx, "succeeded", 0, message, job.run_id, job.pack_uri)
-    return 0
+    return task_done(manifest, ctx, "succeeded", message, job.run_id, job.pack_uri)
 
 
 def run_task(ctx: TaskContext) -> int:
@@ -474,18 +444,7 @@ def run_task(ctx: TaskContext) -> int:
     data = read_manifest(ctx.manifest_uri)
     schema = data.get("schema")
     if schema == MANIFEST_SCHEMA:
-        try:
-            manifest = CloudRunManifest.model_validate(data)
-        except ValueError as e:
-            raise UserError(f"manifest {ctx.manifest_uri} does not match {MANIFEST_SCHEMA}: {' '.join(str(e).split())[:300]}") from None
-        try:
-            return run_qa_task(manifest, ctx)
-        except Exception as e:
-            # a UserError is one line for the log; anything else is a bug and keeps its traceback there
-            job = manifest.jobs[ctx.index] if 0 <= ctx.index < len(manifest.jobs) else None
-            code, message = (e.exit_code, e.message) if isinstance(e, UserError) else (1, f"{type(e).__name__}: {e}")
-            record_status(manifest, ctx, "failed", code, message, job.run_id if job else None, job.pack_uri if job else None)
-            raise
+        return run_qa_task(parse_manifest(CloudRunManifest, data, ctx.manifest_uri), ctx)
     from memorybench.waves import WAVE_MANIFEST_SCHEMA, run_wave_task
 
     if schema == WAVE_MANIFEST_SCHEMA:
@@ -621,10 +580,7 @@ def run_local_tasks(
                 variables[WORK_DIR_ENV] = str(Path(work_root) / str(index))
             log_path = logs / f"task-{index:05d}.attempt-{attempt}.log"
             log = log_path.open("wb")
-            proc = subprocess.Popen(
-                list(command), env=variables, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            proc = start_group(command, env=variables, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             running[index] = (proc, attempt, time.monotonic(), log)
             outcome = report.tasks[index]
             outcome.attempts, outcome.state, outcome.log = attempt + 1, "running", str(log_path)
@@ -632,8 +588,7 @@ def run_local_tasks(
         for index, (proc, attempt, started, log) in list(running.items()):
             code = proc.poll()
             if code is None and task_timeout_s is not None and time.monotonic() - started > task_timeout_s:
-                _kill_group(proc)
-                code = proc.wait()
+                code = stop_group(proc)  # no grace: a retry resumes from the journals in its work folder
             if code is None:
                 continue
             log.close()
@@ -658,13 +613,6 @@ def run_local_tasks(
         report.error = f"task(s) {', '.join(map(str, failed))} failed after {max_retries + 1} attempt(s); logs in {logs}"
     notify()
     return report
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def cloudrun_clients(api_endpoint: str | None = None, transport: str = "rest", anonymous: bool = False) -> tuple[Any, Any]:
@@ -768,6 +716,79 @@ def run_cloud_execution(
     if on_update is not None:
         on_update(report)
     return report
+
+
+# -- one execution of a manifest's tasks ---------------------------------------------------------
+@dataclass(frozen=True)
+class ExecutionSettings:
+    """How a driver (the launcher, a wave) runs a manifest's tasks: on Cloud Run, or as local processes."""
+
+    #: True: one execution of the manifest's Cloud Run job; False: local processes (the twin)
+    remote: bool
+    #: cloud: the Admin API endpoint (a stand-in), transport and credentials
+    api_endpoint: str | None = None
+    transport: str = "rest"
+    anonymous: bool = False
+    #: cloud: seconds between polls, and when to stop waiting (None: until the execution ends)
+    poll_interval_s: float = 15.0
+    timeout_s: float | None = None
+    #: per-task timeout (cloud: an override of the job's; local: the process is killed)
+    task_timeout_s: int | None = None
+    #: local: tasks at once (0: all), retries of a failed task, where logs and work folders go
+    parallelism: int = 0
+    max_retries: int = 0
+    log_dir: Path | None = None
+    work_root: Path | None = None
+
+
+def progress_printer(say: Callable[[str], None]) -> Callable[[ExecutionReport], None]:
+    """An `on_update` callback that says the execution's summary line each time it changes."""
+    last = [""]
+
+    def progress(report: ExecutionReport) -> None:
+        line = report.summary()
+        if line != last[0]:
+            last[0] = line
+            say(line)
+
+    return progress
+
+
+def execute_manifest(
+    manifest: ExecutionManifest, settings: ExecutionSettings, say: Callable[[str], None], env: Mapping[str, str] | None = None
+) -> ExecutionReport:
+    """Start the one execution of the manifest's `task_count` tasks and wait for it to end.
+
+    Every task gets MEMORYBENCH_MANIFEST (and `env`): the worker reads its job from there.
+    """
+    task_env_vars = {**(env or {}), MANIFEST_ENV: manifest.manifest_uri}
+    on_update = progress_printer(say)
+    if settings.remote:
+        return run_cloud_execution(
+            manifest.job,
+            task_count=manifest.task_count,
+            env=task_env_vars,
+            api_endpoint=settings.api_endpoint,
+            transport=settings.transport,
+            anonymous=settings.anonymous,
+            task_timeout_s=settings.task_timeout_s,
+            poll_interval_s=settings.poll_interval_s,
+            timeout_s=settings.timeout_s,
+            on_update=on_update,
+        )
+    return run_local_tasks(
+        [sys.executable, "-m", WORKER_MODULE],
+        task_count=manifest.task_count,
+        env=task_env_vars,
+        parallelism=settings.parallelism,
+        max_retries=settings.max_retries,
+        job=manifest.job,
+        execution=f"{manifest.job}-local-{manifest.id}",
+        log_dir=settings.log_dir,
+        work_root=settings.work_root,
+        task_timeout_s=settings.task_timeout_s,
+        on_update=on_update,
+    )
 
 
 if __name__ == "__main__":

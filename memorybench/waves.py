@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import json
+import os
 import shutil
 import sys
 import tempfile
@@ -39,23 +41,24 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
+from memorybench.cloudrun_records import ExecutionManifest, Record
 from memorybench.cloudrun_task import (
-    MANIFEST_ENV,
     ExecutionReport,
+    ExecutionSettings,
     TaskContext,
-    TaskStatus,
-    _Record,
-    read_task_statuses,
-    record_status,
-    run_cloud_execution,
-    run_local_tasks,
+    execute_manifest,
+    failure_recorded,
+    latest_statuses,
+    parse_manifest,
+    task_done,
+    task_item,
+    write_manifest,
 )
 from memorybench.errors import UserError, did_you_mean
 from memorybench.provenance import utc_now
 
 WAVE_MANIFEST_SCHEMA = "wave_manifest.v1"
 WAVES_DIR = "_waves"
-WORKER_MODULE = "memorybench.cloudrun_task"
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def resolve_entry(entry: str) -> Callable[[Sequence[str]], int]:
     return fn
 
 
-class WaveItem(_Record):
+class WaveItem(Record):
     index: int
     #: the experiment name (design scope) or the pack's name
     name: str
@@ -121,10 +124,11 @@ class WaveItem(_Record):
     packs: list[str] = Field(default_factory=list)
 
 
-class WaveManifest(_Record):
+class WaveManifest(ExecutionManifest):
+    """A wave's manifest: one item per task, the stage called by name on each."""
+
     schema_: Literal["wave_manifest.v1"] = Field(WAVE_MANIFEST_SCHEMA, alias="schema")
     wave_id: str
-    created_at: str
     stage: str
     entry: str
     scope: str
@@ -132,17 +136,13 @@ class WaveManifest(_Record):
     stage_args: list[str]
     marker: Optional[str] = None
     storage_root: str
-    control_root: str
-    control_prefix: str
-    manifest_uri: str
-    launcher: str
-    job: str
-    project: Optional[str] = None
-    region: Optional[str] = None
-    task_count: int
     items: list[WaveItem]
     #: finished packs left out because their stage marker exists
     already_done: list[str] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.wave_id
 
 
 @dataclass
@@ -251,33 +251,20 @@ def run_wave(
         items=items,
         already_done=done,
     )
-    storage.create_only(join(prefix, "manifest.json"), manifest.dump().encode("utf-8"))
+    write_manifest(manifest, storage)
     say(f"{stage.name}: {len(items)} task(s); manifest {manifest.manifest_uri}")
-    env = {MANIFEST_ENV: manifest.manifest_uri}
-    last = [""]
-
-    def progress(report: ExecutionReport) -> None:
-        if report.summary() != last[0]:
-            last[0] = report.summary()
-            say(last[0])
-
-    if executor == "cloudrun":
-        report = run_cloud_execution(
-            job_name, task_count=len(items), env=env, api_endpoint=api_endpoint, transport=transport, anonymous=anonymous,
-            task_timeout_s=task_timeout_s, poll_interval_s=poll_interval_s, timeout_s=timeout_s, on_update=progress,
-        )
-    else:
-        report = run_local_tasks(
-            [sys.executable, "-m", WORKER_MODULE], task_count=len(items), env=env, parallelism=parallelism, max_retries=max_retries,
-            job=job_name, execution=f"{job_short}-local-{wave_id}", log_dir=log_dir, task_timeout_s=task_timeout_s, on_update=progress,
-        )
+    settings = ExecutionSettings(
+        remote=executor == "cloudrun", api_endpoint=api_endpoint, transport=transport, anonymous=anonymous,
+        poll_interval_s=poll_interval_s, timeout_s=timeout_s, task_timeout_s=task_timeout_s, parallelism=parallelism,
+        max_retries=max_retries, log_dir=Path(log_dir) if log_dir else None,
+    )
+    report = execute_manifest(manifest, settings, say)
     result = WaveResult(manifest, report)
-    statuses = read_task_statuses(manifest)
+    statuses = latest_statuses(manifest)
     for item in items:
-        records: list[TaskStatus] = statuses.get(item.index) or []
-        last_record = records[-1] if records else None
-        result.states[item.index] = last_record.status if last_record else "failed"
-        result.messages[item.index] = last_record.message if last_record else (report.error or "no status record")
+        status = statuses.get(item.index)
+        result.states[item.index] = status.status if status else "failed"
+        result.messages[item.index] = status.message if status else (report.error or "no status record")
     failed = [i for i, s in result.states.items() if s == "failed"]
     say(f"{stage.name}: {len(items) - len(failed)} of {len(items)} task(s) done" + (f"; failed: {failed}" if failed else ""))
     summary = {"schema": "wave_execution.v1", "wave_id": wave_id, "execution": report.to_dict(), "states": result.states,
@@ -287,8 +274,6 @@ def run_wave(
 
 
 def _dump(data: Mapping[str, Any]) -> str:
-    import json
-
     return json.dumps(data, indent=2, default=str) + "\n"
 
 
@@ -314,25 +299,18 @@ def _call(fn: Callable[[Sequence[str]], int], argv: list[str]) -> int:
 
 def run_wave_task(data: Mapping[str, Any], ctx: TaskContext) -> int:
     """One task of a wave manifest (called by memorybench.cloudrun_task for `wave_manifest.v1`)."""
-    try:
-        manifest = WaveManifest.model_validate(dict(data))
-    except ValueError as e:
-        raise UserError(f"manifest {ctx.manifest_uri} does not match {WAVE_MANIFEST_SCHEMA}: {' '.join(str(e).split())[:300]}") from None
-    if not 0 <= ctx.index < len(manifest.items):
-        raise UserError(f"CLOUD_RUN_TASK_INDEX={ctx.index} is outside the wave's {len(manifest.items)} item(s)")
-    item = manifest.items[ctx.index]
-    try:
+    from memorybench.storage import storage_uri
+
+    manifest = parse_manifest(WaveManifest, data, ctx.manifest_uri)
+    item = task_item(manifest.items, ctx, "wave")
+    # what the task works on: its pack, or (design scope) the experiment's folder
+    target = storage_uri(manifest.storage_root, item.pack_relpath or item.name)
+    with failure_recorded(manifest, ctx, pack_uri=target):
         state, message = _run_item(manifest, item, ctx)
-    except Exception as e:
-        code, text = (e.exit_code, e.message) if isinstance(e, UserError) else (1, f"{type(e).__name__}: {e}")
-        record_status(manifest, ctx, "failed", code, text, pack_uri=item.pack_relpath)
-        raise
-    print(message)
-    record_status(manifest, ctx, state, 0, message, pack_uri=item.pack_relpath)
-    return 0
+    return task_done(manifest, ctx, state, message, pack_uri=target)
 
 
-def _run_item(manifest: WaveManifest, item: WaveItem, ctx: TaskContext) -> tuple[str, str]:
+def _run_item(manifest: WaveManifest, item: WaveItem, ctx: TaskContext) -> tuple[Literal["succeeded", "skipped"], str]:
     from memorybench.storage import SUCCESS, fetch_pack, join, open_storage
 
     storage = open_storage(manifest.storage_root)
@@ -414,8 +392,6 @@ def wave_main(argv: Sequence[str]) -> int:
     parser.add_argument("--poll-interval", type=float, default=15.0, help="cloudrun: seconds between polls")
     parser.add_argument("--force", action="store_true", help="also packs whose stage marker exists")
     ns = parser.parse_args(args)
-    import os
-
     result = run_wave(
         ns.stage, ns.root, names=ns.name, runs=ns.run, stage_args=stage_args, executor=ns.executor, job=ns.job,
         project=ns.project or os.environ.get("GOOGLE_CLOUD_PROJECT"), region=ns.region, api_endpoint=ns.api_endpoint,

@@ -34,6 +34,9 @@ __all__ = ["gcs", "reader", "standin", "sweep"]
 BUCKET = "memorybench-launcher-test"
 PROJECT = "test-project"
 WORKER = [sys.executable, "-m", "memorybench.cloudrun_task"]
+#: what infra/deploy.sh puts in a job definition's env; each task records it in its pack's provenance
+IMAGE = "us-central1-docker.pkg.dev/test-project/memorybench/memorybench:test"
+IMAGE_DIGEST = "sha256:" + "ab" * 32
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +49,8 @@ def gcs() -> Iterator[GCSEmulator]:
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory) -> Iterator[CloudRunStandin]:
     with CloudRunStandin(project=PROJECT, log_dir=tmp_path_factory.mktemp("standin-logs")) as cr:
-        cr.add_job("memorybench-qa", WORKER, max_retries=1, parallelism=4)
+        image = {"MEMORYBENCH_IMAGE": IMAGE, "MEMORYBENCH_IMAGE_DIGEST": IMAGE_DIGEST}
+        cr.add_job("memorybench-qa", WORKER, max_retries=1, parallelism=4, env=image)
         cr.add_job("memorybench-qa-no-retry", WORKER, max_retries=0)
         cr.add_job("memorybench-autorater", WORKER, max_retries=0, parallelism=4)
         yield cr

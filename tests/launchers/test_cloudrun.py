@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 
 import pytest
 import yaml
 from cloudrun_fixtures import *  # noqa: F403  (the fixtures gcs, standin, reader, sweep)
-from cloudrun_fixtures import BUCKET, MINI, PROJECT, SWEEP, cloudrun_args, common_args
+from cloudrun_fixtures import BUCKET, IMAGE, IMAGE_DIGEST, MINI, PROJECT, SWEEP, cloudrun_args, common_args
 from conftest import scripted_reader
 
 from memorybench.cli import main
-from memorybench.cloudrun_task import MANIFEST_ENV, run_cloud_execution, task_main
+from memorybench.cloudrun_records import CloudRunProvenance
+from memorybench.cloudrun_task import MANIFEST_ENV, PROVENANCE_FILE, run_cloud_execution, task_main
 from memorybench.plan import plan_runs
 from memorybench.storage import SUCCESS, join, list_packs, open_storage
 
@@ -67,6 +69,9 @@ def test_the_manifest_holds_every_job_composed_and_hashed(sweep):
 def test_every_pack_is_in_the_bucket_with_success_last_and_provenance(sweep):
     storage = sweep.storage
     assert list_packs(storage, "default") == sorted(f"default/runs/{j['run_id']}" for j in jobs_of(sweep))
+    summary = json.loads(storage.read_bytes(f"{sweep.manifest['control_prefix']}/execution.json"))
+    execution = summary["execution"]["execution"].rsplit("/", 1)[-1]  # projects/P/locations/R/jobs/J/executions/E
+    assert execution.startswith("memorybench-qa-")
     attempts = []
     for job in jobs_of(sweep):
         pack = job["pack_relpath"]
@@ -74,20 +79,38 @@ def test_every_pack_is_in_the_bucket_with_success_last_and_provenance(sweep):
         generations = {rel: storage.generation(rel) for rel in files}
         assert generations[join(pack, SUCCESS)] == max(generations.values()), "_SUCCESS is not the last object written"
         assert join(pack, "predictions.jsonl") in files and join(pack, "metrics.json") in files
-        prov = json.loads(storage.read_bytes(join(pack, "provenance/cloudrun.json")))
-        assert prov["schema"] == "cloudrun_provenance.v1"
-        assert prov["task_index"] == job["index"] and prov["task_count"] == 4
-        assert prov["job"] == "memorybench-qa" and prov["region"] == "us-central1" and prov["project"] == PROJECT
-        assert prov["execution"].startswith("memorybench-qa-") and prov["run_id"] == job["run_id"]
-        assert prov["config_sha256"] == job["config_sha256"] and prov["manifest_uri"] == sweep.manifest["manifest_uri"]
-        attempts.append(prov["attempt"])
         config = yaml.safe_load(storage.read_bytes(join(pack, "config.resolved.yaml")))
         assert config["storage"] == {"name": "gcs", "root": sweep.root} and config == job["config"]
         meta = json.loads(storage.read_bytes(join(pack, "run_meta.json")))
         assert meta["run_id"] == job["run_id"] and meta["overrides"] == job["overrides"]
+        prov = json.loads(storage.read_bytes(join(pack, PROVENANCE_FILE)))
+        CloudRunProvenance.model_validate(prov)  # the typed record, every field
+        attempts.append(prov["attempt"])
+        assert prov == {
+            "schema": "cloudrun_provenance.v1",
+            "launcher": "cloudrun",
+            "job": "memorybench-qa",  # CLOUD_RUN_JOB as the stand-in set it
+            "execution": execution,
+            "task_index": job["index"],
+            "task_count": 4,
+            "attempt": prov["attempt"],  # checked over all tasks below
+            "image": IMAGE,  # the job definition's env, as infra/deploy.sh sets it
+            "image_digest": IMAGE_DIGEST,
+            "region": "us-central1",
+            "project": PROJECT,
+            "manifest_uri": sweep.manifest["manifest_uri"],
+            "sweep_id": sweep.manifest["sweep_id"],
+            "run_id": job["run_id"],
+            "config_sha256": job["config_sha256"],
+            "resolved_sha256": job["resolved_sha256"],
+            "pack_uri": job["pack_uri"],
+            "started_at": prov["started_at"],
+            "ended_at": prov["ended_at"],
+        }
+        times = [datetime.fromisoformat(t) for t in (prov["started_at"], meta["started_at"], meta["ended_at"], prov["ended_at"])]
+        assert times == sorted(times), "the provenance times do not enclose the qa run"
     # the one task whose first reader call got the scripted 500 was retried, and its pack says so
     assert sorted(attempts) == [0, 0, 0, 1]
-    summary = json.loads(storage.read_bytes(f"{sweep.manifest['control_prefix']}/execution.json"))
     assert summary["execution"]["succeeded"] == 4 and summary["execution"]["retried"] == 1
     assert summary["execution"]["failed"] == 0
     assert [j["status"] for j in summary["jobs"]] == ["COMPLETED"] * 4
@@ -192,6 +215,8 @@ def test_cloudrun_local_runs_max_jobs_and_fails_a_failed_task_in_hydra(tmp_path,
     (pack,) = list_packs(storage)
     prov = json.loads(storage.read_bytes(join(pack, "provenance/cloudrun.json")))
     assert prov["launcher"] == "cloudrun_local" and prov["task_index"] == 0 and prov["attempt"] == 0
+    # no image given and no project: recorded as null; the twin's region is "local"
+    assert (prov["image"], prov["image_digest"], prov["project"], prov["region"]) == (None, None, None, "local")
     (manifest_rel,) = [p for p in storage.list("_cloudrun/") if p.endswith("/manifest.json")]
     assert json.loads(storage.read_bytes(manifest_rel))["task_count"] == 2
     (run_dir,) = (tmp_path / "multirun").glob("cloudrun/*")

@@ -22,24 +22,20 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus, setup_globals
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from memorybench.cloudrun_records import CloudRunManifest, ManifestJob
 from memorybench.cloudrun_task import (
-    MANIFEST_ENV,
-    CloudRunManifest,
     CloudRunTaskFailed,
     ExecutionReport,
+    ExecutionSettings,
     LauncherError,
-    ManifestJob,
     build_manifest,
+    execute_manifest,
+    latest_statuses,
     manifest_job,
-    read_task_statuses,
-    run_cloud_execution,
-    run_local_tasks,
     write_manifest,
 )
 from memorybench.errors import UserError
 from memorybench.storage import SUCCESS, join, open_storage, storage_uri
-
-WORKER_MODULE = "memorybench.cloudrun_task"
 
 
 def _say(text: str) -> None:
@@ -122,41 +118,21 @@ def build(launcher: Any, composed: list[tuple[DictConfig, Any]]) -> CloudRunMani
 def execute(launcher: Any, manifest: CloudRunManifest, run_dir: Path) -> ExecutionReport:
     """Start the one execution of the manifest's tasks and wait for it to end."""
     params = launcher.params
-    env = {**{str(k): str(v) for k, v in (params.get("env") or {}).items()}, MANIFEST_ENV: manifest.manifest_uri}
-    last = [""]
-
-    def progress(report: ExecutionReport) -> None:
-        line = report.summary()
-        if line != last[0]:
-            last[0] = line
-            _say(line)
-
-    if launcher.remote:
-        return run_cloud_execution(
-            manifest.job,
-            task_count=manifest.task_count,
-            env=env,
-            api_endpoint=params.get("api_endpoint"),
-            transport=str(params.get("transport") or "rest"),
-            anonymous=bool(params.get("anonymous_credentials")),
-            task_timeout_s=params.get("task_timeout_s"),
-            poll_interval_s=float(params.get("poll_interval_s") or 15.0),
-            timeout_s=params.get("timeout_s"),
-            on_update=progress,
-        )
-    return run_local_tasks(
-        [sys.executable, "-m", WORKER_MODULE],
-        task_count=manifest.task_count,
-        env=env,
+    settings = ExecutionSettings(
+        remote=launcher.remote,
+        api_endpoint=params.get("api_endpoint"),
+        transport=str(params.get("transport") or "rest"),
+        anonymous=bool(params.get("anonymous_credentials")),
+        poll_interval_s=float(params.get("poll_interval_s") or 15.0),
+        timeout_s=params.get("timeout_s"),
+        task_timeout_s=params.get("task_timeout_s"),
         parallelism=int(params.get("parallelism") or 0),
         max_retries=int(params.get("max_retries") or 0),
-        job=manifest.job,
-        execution=f"{manifest.job}-local-{manifest.sweep_id}",
         log_dir=run_dir / "logs",
         work_root=run_dir / "work",
-        task_timeout_s=params.get("task_timeout_s"),
-        on_update=progress,
     )
+    env = {str(k): str(v) for k, v in (params.get("env") or {}).items()}
+    return execute_manifest(manifest, settings, _say, env)
 
 
 def _failure_hint(manifest: CloudRunManifest, report: ExecutionReport, index: int) -> str:
@@ -174,7 +150,7 @@ def job_returns(
     launcher: Any, composed: list[tuple[DictConfig, Any]], manifest: CloudRunManifest, report: ExecutionReport
 ) -> list[JobReturn]:
     """One JobReturn per job: COMPLETED with its metrics if its pack's `_SUCCESS` is in storage, else FAILED."""
-    statuses = read_task_statuses(manifest)
+    statuses = latest_statuses(manifest)
     storages: dict[str, Any] = {}
     results = []
     for (sweep_config, _spec), job in zip(composed, manifest.jobs, strict=True):
@@ -195,8 +171,8 @@ def job_returns(
                 ret.return_value = None
             ret.status = JobStatus.COMPLETED
         else:
-            records = statuses.get(job.index) or []
-            reason = records[-1].message if records else (report.error or "the task left no status record")
+            status = statuses.get(job.index)
+            reason = status.message if status else (report.error or "the task left no status record")
             hint = _failure_hint(manifest, report, job.index)
             ret.return_value = CloudRunTaskFailed(f"task {job.index} (run {job.run_id}) did not publish {job.pack_uri}: {reason}; {hint}")
             ret.status = JobStatus.FAILED
