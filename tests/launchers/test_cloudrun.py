@@ -18,7 +18,8 @@ from memorybench.cli import main
 from memorybench.cloudrun_records import CloudRunProvenance
 from memorybench.cloudrun_task import MANIFEST_ENV, PROVENANCE_FILE, run_cloud_execution, task_main
 from memorybench.plan import plan_runs
-from memorybench.storage import SUCCESS, join, list_packs, open_storage
+from memorybench.storage import SUCCESS, AlreadyExists, join, list_packs, open_storage
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
 HYDRA_HINT = "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
 
@@ -193,7 +194,7 @@ def test_a_missing_cloud_run_job_is_one_line(standin, reader, tmp_path, capfd):
 
 # -- the local twin ---------------------------------------------------------------------------------------
 def test_cloudrun_local_runs_max_jobs_and_fails_a_failed_task_in_hydra(tmp_path, capfd):
-    from memorybench.testing.scripted_server import ScriptedOpenAIServer, Status, echo_responder
+    from memorybench.testing.scripted_server import Status, echo_responder
 
     def responder(body):
         return Status(500, message="scripted: no answer for 16 tokens") if body["max_tokens"] == 16 else echo_responder(body)
@@ -225,18 +226,94 @@ def test_cloudrun_local_runs_max_jobs_and_fails_a_failed_task_in_hydra(tmp_path,
 
 
 # -- waves ------------------------------------------------------------------------------------------------
+def copy_packs(source, target, packs, leave_out=()):
+    """Copy the sweep's packs to another root, less the files whose names end with `leave_out`."""
+    for pack in packs:
+        for rel in source.list(pack + "/"):
+            if not rel.endswith(tuple(leave_out)):
+                target.write_bytes(rel, source.read_bytes(rel))
+
+
+def judge_reply(body):
+    """The scripted judge: WRONG for the two multi-hop questions about a dog's age, CORRECT otherwise."""
+    question = body["messages"][-1]["content"].rsplit("\nQuestion: ", 1)[1].split("\n", 1)[0]
+    return Reply(json.dumps({"label": "WRONG" if question.startswith("How old is") else "CORRECT"}), model="judge-x")
+
+
+def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_only(sweep, gcs, standin, monkeypatch, capsys):
+    """The judge as a wave through the stand-in over two finished packs of the sweep and one
+    unfinished; a retried task and a second wave find the work done and do nothing."""
+    from memorybench.waves import run_wave
+
+    storage = open_storage(f"gs://{BUCKET}/judged", client=gcs.client())
+    jobs = jobs_of(sweep)
+    finished, unfinished = sorted(j["pack_relpath"] for j in jobs[:2]), jobs[2]["pack_relpath"]
+    copy_packs(sweep.storage, storage, finished)
+    copy_packs(sweep.storage, storage, [unfinished], leave_out=(SUCCESS,))
+    before = {rel: storage.generation(rel) for rel in storage.list("default/")}
+    said: list[str] = []
+    with ScriptedOpenAIServer(responder=judge_reply) as judge:
+        stage_args = ["judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x"]
+        wave = dict(executor="cloudrun", job="memorybench-autorater", project=PROJECT, api_endpoint=standin.api_endpoint,
+                    anonymous=True, poll_interval_s=0.2, stage_args=stage_args, say=said.append)
+        result = run_wave("autorater", storage.root, **wave)
+        assert result.ok, result.messages
+        assert [i.pack_relpath for i in result.manifest.items] == finished
+        assert (result.report.task_count, result.report.succeeded) == (2, 2)
+        assert len(judge.requests) == 2 * 8  # categories 1-4 of the mini fixture; category 5 is not asked
+        for pack in finished:
+            files = storage.list(join(pack, "autorater/"))
+            assert sorted(rel.removeprefix(pack + "/") for rel in files) == [
+                "autorater/_SUCCESS", "autorater/autorater_meta.json", "autorater/autorater_metrics.json",
+                "autorater/autorater_verdicts.jsonl", "autorater/prompts/mem0_accuracy_prompt.txt", "autorater/traces.jsonl",
+            ]
+            marker = join(pack, "autorater", SUCCESS)
+            assert storage.generation(marker) == max(storage.generation(rel) for rel in files), "autorater/_SUCCESS is not last"
+            with pytest.raises(AlreadyExists):
+                storage.create_only(marker)  # create-only: the wave's marker cannot be made twice
+            metrics = json.loads(storage.read_bytes(join(pack, "autorater/autorater_metrics.json")))
+            assert metrics["run_id"] == pack.rsplit("/", 1)[-1]
+            assert (metrics["counts"]["judged"], metrics["counts"]["failed"], metrics["j"]["overall"]) == (8, 0, 0.75)
+        # the qa stage's files are as they were: a wave only adds
+        assert {rel: storage.generation(rel) for rel in before} == before
+        assert storage.list(join(unfinished, "autorater/")) == []
+        statuses = [json.loads(storage.read_bytes(rel)) for rel in storage.list(f"{result.manifest.control_prefix}/tasks/")]
+        assert [(s["task_index"], s["status"], s["pack_uri"]) for s in statuses] == [
+            (i, "succeeded", storage.uri(pack)) for i, pack in enumerate(finished)
+        ]
+
+        # a retried task (Cloud Run starts it again after its output was published) does nothing
+        generations = {rel: storage.generation(rel) for rel in storage.list("default/")}
+        env = {MANIFEST_ENV: result.manifest.manifest_uri, "CLOUD_RUN_TASK_INDEX": "1", "CLOUD_RUN_TASK_ATTEMPT": "1",
+               "CLOUD_RUN_TASK_COUNT": "2", "CLOUD_RUN_EXECUTION": "memorybench-autorater-retry",
+               "CLOUD_RUN_JOB": "memorybench-autorater"}
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert task_main([]) == 0
+        assert f"{storage.uri(join(finished[1], 'autorater', SUCCESS))} exists; nothing to do" in capsys.readouterr().out
+        status = json.loads(storage.read_bytes(f"{result.manifest.control_prefix}/tasks/00001.attempt-1.json"))
+        assert (status["status"], status["execution"]) == ("skipped", "memorybench-autorater-retry")
+
+        # a second wave finds every finished pack judged and starts nothing
+        calls = len(standin.requests)
+        again = run_wave("autorater", storage.root, **wave)
+        assert again.manifest is None and len(standin.requests) == calls
+        skipped = [line for line in said if "exists; skipped" in line]
+        assert skipped == [f"{pack}: autorater/_SUCCESS exists; skipped" for pack in finished]
+        assert len(judge.requests) == 2 * 8
+    assert {rel: storage.generation(rel) for rel in storage.list("default/")} == generations
+
+
 def test_a_wave_runs_only_on_finished_packs_and_publishes_what_it_adds(sweep, gcs, standin):
     """The rescore stage as a wave through the stand-in: one task per finished pack."""
     from memorybench.waves import run_wave
 
     storage = open_storage(f"gs://{BUCKET}/wave", client=gcs.client())
     finished, unfinished = (j["pack_relpath"] for j in jobs_of(sweep)[:2])
-    for rel in sweep.storage.list(finished + "/"):
-        if not rel.endswith("predictions.csv"):  # an older pack without its CSV: the wave adds it
-            storage.write_bytes(rel, sweep.storage.read_bytes(rel))
-    for rel in sweep.storage.list(unfinished + "/"):
-        if not rel.endswith((SUCCESS, "predictions.csv")):  # unfinished (no _SUCCESS): the wave leaves it alone
-            storage.write_bytes(rel, sweep.storage.read_bytes(rel))
+    # an older pack without its CSV: the wave adds it
+    copy_packs(sweep.storage, storage, [finished], leave_out=("predictions.csv",))
+    # unfinished (no _SUCCESS): the wave leaves it alone
+    copy_packs(sweep.storage, storage, [unfinished], leave_out=(SUCCESS, "predictions.csv"))
     result = run_wave("rescore", storage.root, executor="cloudrun", job="memorybench-autorater", project=PROJECT,
                       api_endpoint=standin.api_endpoint, anonymous=True, poll_interval_s=0.2, say=lambda _: None)
     assert result.ok and result.manifest is not None
