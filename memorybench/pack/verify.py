@@ -21,7 +21,8 @@ What is checked:
   its parts (trace and prediction);
 - predictions.csv and metrics.json equal a fresh rescore of the stored rows;
 - `_SUCCESS` exists and no file of the run is newer than it (`autorater/` is judged
-  against `autorater/_SUCCESS` when that exists, since it is added later);
+  against `autorater/_SUCCESS` when that exists, since it is added later; predictions.csv
+  and metrics.json, which `memorybench rescore` may rewrite, by their content instead);
 - no gold string (length >= 4 after strip, case-insensitive) that is not also in that
   conversation's source text (dates, turns, captions; plus the released summaries when
   memory is session_summaries) appears in a reader prompt (minus the question's own
@@ -128,6 +129,9 @@ WORKSPACES = "agent/workspaces/"
 NOT_RECORDS = (WORKSPACES, "autorater/cache/")
 #: Stages that add files to a finished pack later, each with its own marker.
 LATER_STAGES = ("autorater/",)
+#: Files `memorybench rescore` rewrites on a finished pack at any time: judged by their content
+#: (a fresh rescore, the `metrics` check), not by being older than `_SUCCESS`.
+RESCORED = ("predictions.csv", "metrics.json")
 #: Folders whose files are scanned for gold strings besides the reader prompts.
 GOLD_SCANNED = ("memory/", "writer/", WORKSPACES)
 MIN_GOLD_LENGTH = 4
@@ -414,7 +418,7 @@ class _Verifier:
                 "success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)"
             )
         else:
-            self._newer_than(marker, lambda rel: not rel.startswith(LATER_STAGES))
+            self._newer_than(marker, lambda rel: not rel.startswith(LATER_STAGES) and rel not in RESCORED)
         for stage in LATER_STAGES:
             stage_marker = self.root / stage / SUCCESS
             if stage_marker.is_file():

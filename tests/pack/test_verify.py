@@ -538,3 +538,16 @@ def test_other_files_under_provenance_are_not_records(cloud_pack, tmp_path):
     pack = copy_pack(cloud_pack, tmp_path)
     plant(pack / "provenance/slurm.json", json.dumps({"schema": "slurm_provenance.v1"}))
     assert [(f.code, f.path) for f in verify_pack(pack)] == [("schema", "provenance/slurm.json")]
+
+
+def test_a_rescored_pack_verifies_and_a_changed_score_is_still_found(packs, tmp_path):
+    from memorybench.stages.rescore import rescore
+
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    for path in pack.rglob("*"):  # finished long ago; rescore runs any time after
+        os.utime(path, ns=(0, 2 * 10**9 if path.name == "_SUCCESS" else 10**9))
+    rescore(pack)
+    assert (pack / "metrics.json").stat().st_mtime_ns > (pack / "_SUCCESS").stat().st_mtime_ns
+    assert verify_pack(pack) == []  # rewritten with the same content: judged by content, not by date
+    edit_json(pack / "metrics.json", lambda m: m["locomo_f1"].update(overall=0.99))
+    assert codes(verify_pack(pack)) == {"metrics"}
