@@ -626,7 +626,20 @@ def cloudrun_clients(api_endpoint: str | None = None, transport: str = "rest", a
         from google.auth.credentials import AnonymousCredentials
 
         kwargs["credentials"] = AnonymousCredentials()
-    return run_v2.JobsClient(**kwargs), run_v2.ExecutionsClient(**kwargs)
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        return run_v2.JobsClient(**kwargs), run_v2.ExecutionsClient(**kwargs)
+    except DefaultCredentialsError as e:
+        raise UserError(f"no Google credentials for the Cloud Run Admin API ({_first_sentence(e)}); {CREDENTIALS_FIX}") from None
+
+
+#: how to get credentials, for the one-line errors of the Cloud Run and GCS clients
+CREDENTIALS_FIX = "run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service account key"
+
+
+def _first_sentence(error: Exception) -> str:
+    return str(error).split(". ")[0].strip().rstrip(".")
 
 
 def _report_from_execution(execution: Any, report: ExecutionReport) -> ExecutionReport:

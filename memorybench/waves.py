@@ -387,6 +387,7 @@ def wave_main(argv: Sequence[str]) -> int:
     parser.add_argument("--project", help="GCP project (cloudrun)")
     parser.add_argument("--region", default="us-central1")
     parser.add_argument("--api-endpoint", help="Cloud Run Admin API endpoint (a stand-in)")
+    parser.add_argument("--anonymous-credentials", action="store_true", help="cloudrun: no credentials (a local stand-in only)")
     parser.add_argument("--parallelism", type=int, default=1, help="local: tasks at once")
     parser.add_argument("--max-retries", type=int, default=0, help="local: retries of a failed task")
     parser.add_argument("--poll-interval", type=float, default=15.0, help="cloudrun: seconds between polls")
@@ -395,7 +396,7 @@ def wave_main(argv: Sequence[str]) -> int:
     result = run_wave(
         ns.stage, ns.root, names=ns.name, runs=ns.run, stage_args=stage_args, executor=ns.executor, job=ns.job,
         project=ns.project or os.environ.get("GOOGLE_CLOUD_PROJECT"), region=ns.region, api_endpoint=ns.api_endpoint,
-        parallelism=ns.parallelism, max_retries=ns.max_retries, poll_interval_s=ns.poll_interval, force=ns.force,
+        anonymous=ns.anonymous_credentials, parallelism=ns.parallelism, max_retries=ns.max_retries, poll_interval_s=ns.poll_interval, force=ns.force,
     )
     for index, state in sorted(result.states.items()):
         print(f"{index}\t{state}\t{result.messages.get(index, '')}")

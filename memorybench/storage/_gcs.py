@@ -41,13 +41,27 @@ def _content_type(relpath: str) -> str:
     return _TYPES.get(suffix) or mimetypes.guess_type(relpath)[0] or "application/octet-stream"
 
 
+def _default_client(gcs: Any) -> Any:
+    """google.cloud.storage.Client() with Application Default Credentials, or one line saying how to get them."""
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        return gcs.Client()
+    except DefaultCredentialsError as e:
+        reason = str(e).split(". ")[0].strip().rstrip(".")
+        raise UserError(
+            f"no Google credentials for gs:// storage ({reason}); run `gcloud auth application-default login` "
+            "or set GOOGLE_APPLICATION_CREDENTIALS to a service account key"
+        ) from None
+
+
 class GCSStorage(Storage):
     def __init__(self, uri: str, client: Any = None) -> None:
         from google.cloud import storage as gcs
 
         self.bucket_name, self.prefix = parse_gs_uri(uri.rstrip("/"))
         self.root = f"gs://{self.bucket_name}" + (f"/{self.prefix}" if self.prefix else "")
-        self.client = client if client is not None else gcs.Client()
+        self.client = client if client is not None else _default_client(gcs)
         self.bucket = self.client.bucket(self.bucket_name)
 
     # -- names -----------------------------------------------------------------------------

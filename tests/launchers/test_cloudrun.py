@@ -192,6 +192,20 @@ def test_a_missing_cloud_run_job_is_one_line(standin, reader, tmp_path, capfd):
     assert "Cloud Run job projects/test-project/locations/us-central1/jobs/nope does not exist" in err and "Traceback" not in err
 
 
+def test_missing_google_credentials_are_one_line(monkeypatch, tmp_path):
+    """No Application Default Credentials: the storage and Cloud Run clients say how to get them."""
+    from memorybench.cloudrun_task import cloudrun_clients
+    from memorybench.errors import UserError
+
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    fix = r"\); run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
+    with pytest.raises(UserError, match=r"^no Google credentials for gs:// storage \(File .*missing.json was not found" + fix):
+        open_storage(f"gs://{BUCKET}/anything")
+    with pytest.raises(UserError, match=r"^no Google credentials for the Cloud Run Admin API \(File .*missing.json was not found" + fix):
+        cloudrun_clients()
+
+
 # -- the local twin ---------------------------------------------------------------------------------------
 def test_cloudrun_local_runs_max_jobs_and_fails_a_failed_task_in_hydra(tmp_path, capfd):
     from memorybench.testing.scripted_server import Status, echo_responder
@@ -304,23 +318,25 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
     assert {rel: storage.generation(rel) for rel in storage.list("default/")} == generations
 
 
-def test_a_wave_runs_only_on_finished_packs_and_publishes_what_it_adds(sweep, gcs, standin):
-    """The rescore stage as a wave through the stand-in: one task per finished pack."""
-    from memorybench.waves import run_wave
-
+def test_a_wave_runs_only_on_finished_packs_and_publishes_what_it_adds(sweep, gcs, standin, capsys):
+    """`memorybench wave rescore` through the stand-in: one task per finished pack."""
     storage = open_storage(f"gs://{BUCKET}/wave", client=gcs.client())
     finished, unfinished = (j["pack_relpath"] for j in jobs_of(sweep)[:2])
     # an older pack without its CSV: the wave adds it
     copy_packs(sweep.storage, storage, [finished], leave_out=("predictions.csv",))
     # unfinished (no _SUCCESS): the wave leaves it alone
     copy_packs(sweep.storage, storage, [unfinished], leave_out=(SUCCESS, "predictions.csv"))
-    result = run_wave("rescore", storage.root, executor="cloudrun", job="memorybench-autorater", project=PROJECT,
-                      api_endpoint=standin.api_endpoint, anonymous=True, poll_interval_s=0.2, say=lambda _: None)
-    assert result.ok and result.manifest is not None
-    assert [i.pack_relpath for i in result.manifest.items] == [finished]
-    assert result.report.task_count == 1 and result.report.succeeded == 1
+    assert main(["wave", "rescore", "--root", storage.root, "--executor", "cloudrun", "--job", "memorybench-autorater",
+                 "--project", PROJECT, "--api-endpoint", standin.api_endpoint, "--anonymous-credentials",
+                 "--poll-interval", "0.2"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("0\tsucceeded\trescore: ") and line.endswith("published 1 new file(s)")
+    (manifest_rel,) = [p for p in storage.list("_waves/") if p.endswith("/manifest.json")]
+    manifest = json.loads(storage.read_bytes(manifest_rel))
+    assert [i["pack_relpath"] for i in manifest["items"]] == [finished]
+    execution = json.loads(storage.read_bytes(manifest_rel.replace("manifest.json", "execution.json")))["execution"]
+    assert (execution["task_count"], execution["succeeded"]) == (1, 1)
     assert storage.read_bytes(join(finished, "predictions.csv")) == sweep.storage.read_bytes(join(finished, "predictions.csv"))
-    assert "published 1 new file(s)" in result.messages[0]
     assert not storage.exists(join(unfinished, "predictions.csv"))
 
 
