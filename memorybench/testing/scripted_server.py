@@ -129,6 +129,12 @@ class ScriptedOpenAIServer:
                 with server._lock:
                     server._connections.add(self.connection)
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except OSError:  # a client killed mid-request (SIGKILL in a soak): nothing left to answer
+                    self.close_connection = True
+
             def finish(self) -> None:
                 with server._lock:
                     server._connections.discard(self.connection)
