@@ -5,7 +5,8 @@ tests and benchmarks of the agent harness, over real HTTP, against the real pinn
 Its replies are plumbing (scripted or derived mechanically from the request), never
 results. Like `scripted_server.ScriptedOpenAIServer`: tests queue actions that the next
 requests consume in order; when the queue is empty the `responder` decides. Every request
-body and its headers are recorded.
+body and its headers are recorded. The HTTP plumbing, and the fault controls (`Drop`,
+`Stall`, `kill` / `restart` / `outage`), are the shared `_scripted_http.ScriptedHTTPServer`.
 
 A reply streams `response.created`, one `response.output_item.done` per output item (an
 assistant `message`, a `function_call` to the shell tool the request advertised, a
@@ -17,14 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from memorybench.testing._scripted_http import ScriptedHTTPServer
 
 
 @dataclass
@@ -152,94 +152,18 @@ def echo_responder(body: dict[str, Any]) -> Action:
     return Message(f"scripted {digest}")
 
 
-class ScriptedResponsesServer:
+class ScriptedResponsesServer(ScriptedHTTPServer[Action]):
     """Context manager: `with ScriptedResponsesServer() as s: s.base_url ...`."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], Action] = echo_responder, model: str = "scripted-model"):
-        self.responder = responder
-        self.model = model
-        self.queue: deque[Action] = deque()
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self._lock = threading.Lock()
-        self._count = 0
-        self._httpd: ThreadingHTTPServer | None = None
+    raw_body_bytes = 2000
 
-    # -- lifecycle -------------------------------------------------------------------
-    def __enter__(self) -> ScriptedResponsesServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    server._send(self, 200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode())
-                else:
-                    server._send(self, 404, b'{"error": {"message": "not found"}}')
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if self.headers.get("Content-Encoding", "").lower() == "gzip":
-                    import gzip
-
-                    raw = gzip.decompress(raw)
-                try:
-                    body = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
-                    body = {"_raw": raw[:2000].decode("utf-8", "replace")}
-                with server._lock:
-                    server.requests.append(body)
-                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    server._count += 1
-                    number = server._count
-                    action = server.queue.popleft() if server.queue else None
-                if action is None:
-                    action = server.responder(body)
-                try:
-                    server._perform(self, action, body, number)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None
-        return self._httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def script(self, *actions: Action) -> None:
-        with self._lock:
-            self.queue.extend(actions)
+    def __init__(
+        self, responder: Callable[[dict[str, Any]], Action] = echo_responder, model: str = "scripted-model", port: int = 0
+    ) -> None:
+        super().__init__(responder, model, port)
 
     # -- replies ---------------------------------------------------------------------
-    def _perform(self, handler: BaseHTTPRequestHandler, action: Action, body: dict[str, Any], number: int) -> None:
+    def _reply(self, handler: BaseHTTPRequestHandler, action: Action, body: dict[str, Any], number: int) -> None:
         if isinstance(action, Hang):
             time.sleep(action.seconds)
             if action.then is None:
@@ -247,16 +171,16 @@ class ScriptedResponsesServer:
             action = action.then
         if isinstance(action, Status):
             payload = {"error": {"message": action.message, "type": "scripted", "code": str(action.code)}}
-            self._send(handler, action.code, json.dumps(payload).encode(), headers=action.headers)
+            self.send(handler, action.code, json.dumps(payload).encode(), headers=action.headers)
         elif isinstance(action, Raw):
-            self._send(handler, action.status, action.body, content_type=action.content_type)
+            self.send(handler, action.status, action.body, content_type=action.content_type)
         else:
             try:
                 data = self._stream(action, body, number)
             except RuntimeError as e:  # a script that does not fit the request
-                self._send(handler, 500, json.dumps({"error": {"message": str(e), "type": "scripted"}}).encode())
+                self.send(handler, 500, json.dumps({"error": {"message": str(e), "type": "scripted"}}).encode())
                 return
-            self._send(handler, 200, data, content_type="text/event-stream")
+            self.send(handler, 200, data, content_type="text/event-stream")
 
     def _stream(self, action: Message | Shell | WebSearch | Failed, body: dict[str, Any], number: int) -> bytes:
         rid = f"resp_{number}"
@@ -278,18 +202,6 @@ class ScriptedResponsesServer:
             events.append({"type": "response.output_item.done", "output_index": index, "item": item})
         events.append({"type": "response.completed", "response": {"id": rid, "model": model, "usage": action.usage.payload()}})
         return _sse(events)
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, code: int, data: bytes, *, content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
-        handler.send_response(code)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            handler.send_header(k, v)
-        handler._headers_buffer.append(b"\r\n")  # type: ignore[attr-defined]
-        handler._headers_buffer.append(data)  # type: ignore[attr-defined]
-        handler.flush_headers()
 
 
 def _message(text: str, number: int) -> dict[str, Any]:
