@@ -116,9 +116,9 @@ KNOWN_JSON: dict[str, type[BaseModel] | str] = {
     "metrics.json": "metrics.v1",
 }
 #: Records a launcher adds to a pack it published, checked when present: path -> (module, model).
-#: Imported only when the file is there (the Cloud Run task module pulls in Hydra).
+#: Imported only when the file is there.
 PROVENANCE_RECORDS: dict[str, tuple[str, str]] = {
-    "provenance/cloudrun.json": ("memorybench.cloudrun_task", "CloudRunProvenance"),
+    "provenance/cloudrun.json": ("memorybench.cloudrun_records", "CloudRunProvenance"),
 }
 #: Folders whose unknown JSON/JSONL files are accepted when every row carries `schema`.
 OPEN_FOLDERS = ("autorater/", "agent/", "memory/")
