@@ -107,6 +107,15 @@ class WriterConfig(EndpointConfig):
     message file (prompts/writers/system_v1.txt); each method's task templates are named
     by `memory.prompts`."""
 
+    #: send each JSON task's schema in its response format (`{"type": "json_object",
+    #: "schema": ...}`), bounded by the two settings below, for a server that compiles it
+    #: into a grammar (llama.cpp, the embedded model); OpenAI's API does not take it
+    json_schema: bool = False
+    #: with json_schema: the most items of any list in a reply
+    json_max_items: int = 8
+    #: with json_schema: the most characters of any string in a reply
+    json_max_chars: int = 120
+
 
 @dataclass
 class EmbedderConfig:

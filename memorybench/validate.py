@@ -55,3 +55,6 @@ def _validate_endpoint(group: str, node: DictConfig) -> None:
         raise UserError(f"{group}.timeout_s={node.timeout_s} must be > 0")
     if float(node.min_request_interval_s) < 0:
         raise UserError(f"{group}.min_request_interval_s={node.min_request_interval_s} must be >= 0")
+    for bound in ("json_max_items", "json_max_chars"):
+        if bound in node and int(node[bound]) < 1:
+            raise UserError(f"{group}.{bound}={node[bound]} must be at least 1")

@@ -3,7 +3,8 @@
 A method asks for a task by its role (`summary`, `graph`, `extract`...): the template
 `memory.prompts.<role>` filled with session text only, after the writer's system message
 (`writer.prompt`). Every call is appended to `memory/writer/calls.jsonl` with its
-`sample_id`. A JSON task (response_format json_object) whose reply does not parse or
+`sample_id`. A JSON task (response_format json_object; with `writer.json_schema` also the
+task's schema, size-bounded, for a grammar-constrained server) whose reply does not parse or
 does not match its schema gets one repair turn (the reply and the error, asking again);
 if that fails too the task is a failure: `call` returns `ok=False`, the method skips that
 input and says so in `memory/writer/failures.jsonl`. A call that fails at the HTTP level
@@ -72,7 +73,8 @@ def load_template(role: str, relpath: str, slots: frozenset[str]) -> WriterTempl
 
 def parse_json_object(text: str) -> dict[str, Any]:
     """The JSON object in a reply: the whole text, or inside code fences, or from the first
-    `{` to the last `}`. Raises ValueError when there is none."""
+    `{` to the last `}`; control characters inside strings are accepted. Raises ValueError
+    when there is none."""
     candidates = [text.strip()]
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     if fenced:
@@ -82,7 +84,9 @@ def parse_json_object(text: str) -> dict[str, Any]:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            # strict=False: a raw newline or tab inside a string (llama.cpp's grammar lets one
+            # through) is read as that character instead of failing the whole reply
+            value = json.loads(candidate, strict=False)
         except ValueError:
             continue
         if isinstance(value, dict):
@@ -100,6 +104,30 @@ def validate_reply(text: str, schema: type[BaseModel], context: Mapping[str, Any
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "object"
         raise ValueError(f"schema mismatch at {where}: {err['msg']}") from None
+
+
+def bounded_json_schema(schema: type[BaseModel], *, max_items: int, max_chars: int) -> dict[str, Any]:
+    """`schema` as JSON Schema with every list at most `max_items` long and every free
+    string at most `max_chars` characters. A server that compiles it into a grammar
+    (llama.cpp) can then only produce a reply of the right shape that ends within a known
+    length, so a small model can neither answer in the wrong shape nor ramble until
+    max_tokens cuts its JSON. The reply is still validated against `schema` itself."""
+
+    def bound(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "array":
+                node.setdefault("maxItems", max_items)
+            if node.get("type") == "string" and "enum" not in node and "const" not in node:
+                node.setdefault("maxLength", max_chars)
+            for value in node.values():
+                bound(value)
+        elif isinstance(node, list):
+            for value in node:
+                bound(value)
+
+    out = schema.model_json_schema()
+    bound(out)
+    return out
 
 
 @dataclass
@@ -232,16 +260,18 @@ class Writer:
         context: Mapping[str, Any] | None = None,
         session: int | None = None,
         speaker: str | None = None,
+        max_items: int | None = None,
     ) -> WriterReply:
         """One task: the filled template, parsed against `schema` (with validation
-        `context`) when given, in JSON mode."""
+        `context`) when given, in JSON mode. `max_items` replaces `writer.json_max_items`
+        for this task's lists (a method whose list has its own bound, such as max_facts)."""
         template = self.templates[role]
         messages = [
             {"role": "system", "content": self.system.text.strip()},
             {"role": "user", "content": template.fill(values)},
         ]
         common = dict(sample_id=sample_id, role=role, template=template, session=session, speaker=speaker,
-                      schema=schema, context=context)
+                      schema=schema, context=context, max_items=max_items)
         text = self._send(messages, attempt="first", **common)
         error = self._check(text, schema, context)
         if error is None:
@@ -286,9 +316,18 @@ class Writer:
     def _parsed(text: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None = None) -> Any:
         return validate_reply(text, schema, context) if schema is not None else None
 
+    def _response_format(self, schema: type[BaseModel] | None, max_items: int | None) -> dict[str, Any] | None:
+        if schema is None:
+            return None
+        if not self.node.get("json_schema"):
+            return {"type": "json_object"}
+        bounded = bounded_json_schema(schema, max_items=max_items or int(self.node.json_max_items),
+                                      max_chars=int(self.node.json_max_chars))
+        return {"type": "json_object", "schema": bounded}
+
     def _send(self, messages: list[dict[str, str]], *, attempt: str, sample_id: str, role: str, template: WriterTemplate,
               session: int | None, speaker: str | None, schema: type[BaseModel] | None,
-              context: Mapping[str, Any] | None) -> str:
+              context: Mapping[str, Any] | None, max_items: int | None) -> str:
         endpoint = self.endpoint()
         json_mode = schema is not None
         stop = None if json_mode or not endpoint.stop else tuple(endpoint.stop)
@@ -298,7 +337,7 @@ class Writer:
             temperature=float(self.node.temperature),
             max_tokens=int(self.node.max_tokens),
             seed=self.node.get("seed"),
-            response_format={"type": "json_object"} if json_mode else None,
+            response_format=self._response_format(schema, max_items),
             stop=stop,
         )
         result = endpoint.client.complete(request)

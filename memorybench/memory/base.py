@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import UserError, did_you_mean
+
+if TYPE_CHECKING:
+    from memorybench.memory._managed import ManagedMethod
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,10 @@ class MemoryMethod(Protocol):
 
     def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str: ...
 
+    # Optional, read by `ManagedMethod`: `uses_writer` / `uses_embedder` (bool), `writer_templates`
+    # (role -> template slots), `clone_of` (str), and `memory_tokens_bound(conversations) -> int | None`,
+    # a high estimate of what the method hands the reader, for sizing a local reader.
+
 
 MemoryFactory = Callable[[DictConfig], MemoryMethod]
 _REGISTRY: dict[str, MemoryFactory] = {}
@@ -102,7 +109,7 @@ def memory_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def build_memory_method(cfg: DictConfig) -> MemoryMethod:
+def build_memory_method(cfg: DictConfig) -> ManagedMethod:
     """The method for `cfg.memory.name`, built from the whole run config.
 
     It comes wrapped (`memorybench.memory._managed.ManagedMethod`): the wrapper caps what

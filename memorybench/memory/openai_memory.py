@@ -59,7 +59,8 @@ class OpenAIMemory:
                 listing = "\n".join(f"- {f['text']}" for f in before) or "(none yet)"
                 values = {"speaker": speaker, "max_facts": str(self.max_facts), "facts": listing,
                           "date": session.date_time, "session": session_text(session)}
-                reply = writer.call("update", values, sample_id=sid, schema=FactsReply, session=session.index, speaker=speaker)
+                reply = writer.call("update", values, sample_id=sid, schema=FactsReply, session=session.index, speaker=speaker,
+                                    max_items=self.max_facts)
                 if not reply.ok:
                     failures += 1
                     writer.record_failure(reply, sample_id=sid, role="update", session=session.index, speaker=speaker,

@@ -94,7 +94,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
     method = build_memory_method(cfg)
     needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
-    ctx = _open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)
+    ctx = open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)
 
     # Software-only memory is built up front (cheap), so that the embedded model's
     # context can be sized from the longest prompt of the run.
@@ -103,7 +103,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
     template_chars = len(reader_template(cfg).text) if cfg.answerer.name == "reader" else 0
     longest = max((_estimate_tokens(m.text or "") for m in memories.values()), default=0) + template_chars // 3 + 64
-    bound = getattr(method, "memory_tokens_bound", lambda _: None)(needed)
+    bound = method.memory_tokens_bound(needed)
     if bound:
         # writer and retrieval memory is built later: size the local reader from its upper bound
         longest = max(longest, int(bound * 1.5) + template_chars // 3 + 64)
@@ -209,14 +209,6 @@ def _remote_storage(cfg: DictConfig):  # -> Storage | None
     return open_storage(str(root))
 
 
-# -- memory build context (memory engineer's hook) ----------------------------------------
-def _open_build_context(cfg: DictConfig, pack: RunPack, cache_dir: Path, *, method: Any = None,
-                        conversations: Sequence[Conversation] = ()) -> BuildContext:
-    """The writer and embedder the memory method needs (opened on first use; writer prompts
-    are copied into prompts/ now, before run_meta.json hashes them). `ctx.close()` at the end."""
-    return open_build_context(cfg, pack, cache_dir, method=method, conversations=conversations)
-
-
 def _prompt_hashes(pack: RunPack) -> dict[str, str]:
     """sha256 of every prompt file the answerer copied into prompts/."""
     folder = pack.path("prompts")
@@ -236,6 +228,10 @@ def _store_memory(pack: RunPack, method: Any, memory: BuiltMemory) -> None:
     """Write a conversation's memory and lineage; the manifest row goes last (the commit)."""
     for item in memory.items:
         pack.lineage.append(LineageRow(sample_id=memory.sample_id, item_id=item.item_id, sources=list(item.sources)))
+    lineage = pack.path("memory/lineage.jsonl")
+    if not lineage.exists():  # a memory of no items (a writer that saved nothing) still has its lineage file
+        lineage.parent.mkdir(parents=True, exist_ok=True)
+        lineage.touch()
     sha = relpath = None
     if not method.question_dependent and memory.text is not None:
         sha, relpath = pack.store_text(memory.text, _memory_relpath(method, memory))

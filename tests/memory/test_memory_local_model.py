@@ -1,4 +1,10 @@
-"""A writer method on the embedded llama.cpp model, end to end, for a few questions."""
+"""Writer methods on the embedded llama.cpp model, end to end, for a few questions.
+
+The embedded writer (SmolLM2-135M-Instruct) is asked each JSON task with the task's schema,
+size-bounded, which llama.cpp compiles into a grammar: every reply must parse, and what
+it says comes from the session (or it is a visible, journaled failure). The reader is the
+scripted server here (the embedded reader has its own tests), so these check the writer.
+"""
 
 from __future__ import annotations
 
@@ -12,41 +18,115 @@ from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 from memtest import jrows
 
+#: small bounds keep each call short on 2 cores (one item per list, so a reply is at most ~120
+#: tokens and max_tokens never cuts it); the schema still has its full shape
+BOUNDS = ["writer.max_tokens=200", "writer.json_max_items=1", "writer.json_max_chars=40"]
 
-@pytest.mark.local_model
-def test_session_summaries_written_by_the_embedded_model(tmp_path):
+
+@pytest.fixture(scope="module")
+def embedded_writer():
     try:
         import llama_cpp  # noqa: F401
 
-        from memorybench.llm.local import LocalModelError, choose_local_model
+        from memorybench.llm.local import LOCAL_MODELS, LocalModelError
 
-        spec, _, _ = choose_local_model(1500)
-        spec.path()  # installed and verified
+        LOCAL_MODELS["smollm2-135m"].path()  # installed and verified
     except (ImportError, LocalModelError) as e:
         pytest.skip(f"the embedded model cannot start here: {getattr(e, 'message', e)}")
-    with ScriptedOpenAIServer() as reader:
-        _run(tmp_path, reader)
 
 
-def _run(tmp_path, reader):
-    args = ["qa", "memory=session_summaries", "memory.source=writer", "writer=local", "writer.max_tokens=64",
-            *scripted_reader(reader.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}", "max_questions=3",
+def _qa(tmp_path, reader, *extra: str) -> None:
+    args = ["qa", *extra, "writer=local", *scripted_reader(reader.base_url), "embedder=hashing",
+            f"dataset.path={FIXTURES / 'mini_locomo.json'}", "max_questions=2",
             f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=local"]
     try:
         assert main(args) == 0
     except SystemExit as e:  # a job's error ends Hydra's task with SystemExit
         pytest.fail(f"qa exited with {e.code}")
+
+
+def _only_pack(tmp_path):
     (pack,) = (tmp_path / "packs" / "local" / "runs").iterdir()
+    return pack
+
+
+@pytest.mark.local_model
+def test_session_summaries_written_by_the_embedded_model(tmp_path, embedded_writer):
+    with ScriptedOpenAIServer() as reader:
+        _qa(tmp_path, reader, "memory=session_summaries", "memory.source=writer", "writer.max_tokens=64")
+    pack = _only_pack(tmp_path)
     calls = jrows(pack / "memory/writer/calls.jsonl")
     assert [(c["sample_id"], c["session"]) for c in calls if c["attempt"] == "first"] == [("mini-1", 1), ("mini-1", 2)]
     assert all(c["response"]["model_answered"] for c in calls)
+    assert all(c["request"]["response_format"] is None for c in calls)  # a text task: no grammar
     summaries = sorted((pack / "memory/writer/sessions/mini-1").glob("*.txt"))
     assert len(summaries) == 2 and all(p.read_text().strip() for p in summaries)
     meta = json.loads((pack / "run_meta.json").read_text())
     writer = next(m for m in meta["models"] if m["role"] == "writer")
-    assert writer["local"] is True and writer["weights"]["sha256"] and writer["answered"]
+    assert writer["local"] is True and writer["weights"]["sha256"] and writer["answered"] == ["smollm2-135m"]
     assert any("Memory written by the embedded local model" in n for n in meta["notes"])
-    assert len(reader.requests) == 3 and "[Session 1]" in reader.requests[0]["messages"][1]["content"]
+    assert len(reader.requests) == 2 and "[Session 1]" in reader.requests[0]["messages"][1]["content"]
     (cost,) = jrows(pack / "memory/build_cost.jsonl")
     assert cost["writer"]["calls"] >= 2 and cost["writer"]["completion_tokens"] > 0 and cost["cost_usd"] == 0.0
     assert verify_pack(pack) == []
+
+
+#: method -> the writer roles it must have called at least once
+JSON_METHODS = {
+    "graph": {"extract"},
+    "openai_memory": {"update"},
+    "mem0": {"extract"},
+    "mem0g": {"extract", "graph"},
+}
+
+
+@pytest.mark.local_model
+@pytest.mark.parametrize("method", list(JSON_METHODS))
+def test_json_writer_methods_on_the_embedded_model(method, tmp_path, embedded_writer):
+    with ScriptedOpenAIServer() as reader:
+        _qa(tmp_path, reader, f"memory={method}", *BOUNDS)
+    pack = _only_pack(tmp_path)
+    calls = jrows(pack / "memory/writer/calls.jsonl")
+    assert JSON_METHODS[method] <= {c["role"] for c in calls}
+    assert {c["sample_id"] for c in calls} == {"mini-1"}  # only the conversation asked about
+    for call in calls:
+        response_format = call["request"]["response_format"]
+        # the grammar: the task's own schema, every list and string bounded as configured
+        assert response_format["type"] == "json_object" and response_format["schema"]["type"] == "object"
+        lists, strings = _bounds(response_format["schema"])
+        assert set(lists) <= {20 if method == "openai_memory" else 1}  # openai_memory: its max_facts
+        assert strings and set(strings) == {40}
+        # grammar-constrained: every reply is one JSON object, whatever the model says
+        assert isinstance(json.loads(call["response"]["text"], strict=False), dict), call["response"]["text"]
+        assert call["response"]["model_answered"] == "smollm2-135m"
+    failures = jrows(pack / "memory/writer/failures.jsonl")
+    failed = sum(1 for c in calls if c["attempt"] == "repair" and not c["ok"])
+    assert len(failures) == failed  # every task given up is journaled, none silently
+    (cost,) = jrows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["calls"] == len(calls) and cost["writer"]["completion_tokens"] > 0
+    assert cost["cost_usd"] == 0.0 and cost["writer"]["failures"] == len(failures)
+    (manifest,) = jrows(pack / "memory/manifest.jsonl")  # the store: what the model wrote, maybe nothing
+    assert manifest["sample_id"] == "mini-1" and manifest["metadata"]["writer"]["model"] == "smollm2-135m"
+    assert len(jrows(pack / "memory/lineage.jsonl")) == manifest["item_count"]
+    assert len(reader.requests) == 2
+    assert verify_pack(pack) == []
+
+
+def _bounds(schema) -> tuple[list, list]:
+    """maxItems of every array and maxLength of every free string in a JSON schema (None: unbounded)."""
+    lists, strings = [], []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") == "array":
+                lists.append(node.get("maxItems"))
+            if node.get("type") == "string" and "enum" not in node:
+                strings.append(node.get("maxLength"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return lists, strings

@@ -28,6 +28,7 @@ def test_json_is_found_in_fences_and_prose():
     assert parse_json_object('{"a": 1}') == {"a": 1}
     assert parse_json_object('Here:\n```json\n{"a": [1, 2]}\n```\nDone.') == {"a": [1, 2]}
     assert parse_json_object('Sure! {"a": {"b": 2}} hope it helps') == {"a": {"b": 2}}
+    assert parse_json_object('{"a": "two\nlines"}') == {"a": "two\nlines"}  # a raw newline in a string
     for bad in ("no json here", "[1, 2]", '{"a": 1'):
         with pytest.raises(ValueError):
             parse_json_object(bad)
@@ -205,3 +206,39 @@ def test_a_throttled_writer_call_is_retried_inside_one_call(tmp_path, writer):
     assert call["request"]["response_format"] is None and call["session"] == 1
     assert (tmp_path / "pack/memory/writer/sessions/t-1/session_1.txt").read_text() == "Ana paints; Ben likes it.\n"
     ctx.close()
+
+
+def test_the_bounded_schema_bounds_every_list_and_free_string_and_keeps_enums():
+    from memorybench.memory._writer import bounded_json_schema
+    from memorybench.memory.graph import GraphReply
+    from memorybench.memory.mem0 import UpdateReply
+
+    graph = bounded_json_schema(GraphReply, max_items=3, max_chars=40)
+    assert graph["properties"]["entities"]["maxItems"] == 3 and graph["properties"]["relations"]["maxItems"] == 3
+    relation = graph["$defs"]["GraphRelation"]["properties"]
+    assert relation["source"]["maxLength"] == 40 and relation["source"]["minLength"] == 1
+    update = bounded_json_schema(UpdateReply, max_items=3, max_chars=40)
+    assert update["properties"]["event"]["enum"] == ["ADD", "UPDATE", "DELETE", "NOOP"]
+    assert "maxLength" not in update["properties"]["event"]
+    # the model's own schema is left as it was (validation is never bounded)
+    assert "maxItems" not in GraphReply.model_json_schema()["properties"]["entities"]
+
+
+@pytest.mark.parametrize("json_schema", [False, True])
+def test_json_tasks_send_their_schema_only_when_asked(json_schema, tmp_path, writer):
+    conv = conversation([[("Ana", "I moved to Oslo."), ("Ben", "Nice.")]])
+    writer.script(J({"entities": [{"name": "Ana"}, {"name": "Oslo"}],
+                     "relations": [{"source": "Ana", "relation": "moved to", "target": "Oslo"}]}))
+    cfg = cfg_for("graph", writer.base_url)
+    cfg.writer.json_schema = json_schema
+    cfg.writer.json_max_items = 5
+    method, ctx = open_method(cfg, tmp_path / "pack")
+    method.build(conv, ctx)
+    (request,) = writer.requests
+    (call,) = jrows(tmp_path / "pack/memory/writer/calls.jsonl")
+    if json_schema:
+        assert request["response_format"]["type"] == "json_object"
+        assert request["response_format"]["schema"]["properties"]["entities"]["maxItems"] == 5
+    else:
+        assert request["response_format"] == {"type": "json_object"}
+    assert call["request"]["response_format"] == request["response_format"]  # the journal shows what was sent

@@ -187,6 +187,7 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path, conve
         (["qa", "memory=fullcontext"], "unknown memory option 'fullcontext'. Did you mean 'full_context'?"),
         (["qa", "reader=openai_compatible"], "reader.base_url is required"),
         (["qa", "max_questions=-1"], "max_questions=-1 must be at least 1"),
+        (["qa", "memory=graph", "writer=local", "writer.json_max_items=0"], "writer.json_max_items=0 must be at least 1"),
         (["qa", "reader.temperature=hot"], "could not be converted to Float"),
         (["qa", "dataset.path=/nonexistent/locomo.json"], "does not exist"),
         (["rescore", "/nonexistent/pack"], "does not exist"),
