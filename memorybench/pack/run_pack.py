@@ -96,8 +96,11 @@ class RunPack:
         return self.root / relpath
 
     def write_bytes(self, relpath: str, data: bytes) -> Path:
-        """Atomic write (temp file then rename): a reader never sees half a file."""
+        """Atomic write (temp file then rename): a reader never sees half a file. A file that
+        already holds exactly `data` is left as it is (rescoring a finished pack touches nothing)."""
         target = self.root / relpath
+        if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
+            return target
         tmp = target.with_name(target.name + ".part")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

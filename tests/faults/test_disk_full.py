@@ -197,9 +197,9 @@ def test_autorater_on_a_disk_that_fills_stops_in_one_line_keeps_its_verdicts_and
         fill(small_disk)
     with ScriptedOpenAIServer(responder=filling_at(fill_at if fill_at is not None else -1, small_disk, judge_reply)) as server:
         failed = run_cli("autorater", str(pack), *judge_args(server, tmp_path), cwd=tmp_path, timeout=120)
-        # a journal row names its file; the stage's own metadata file, written before any call, cannot
-        # (autorater's _write_atomic raises a bare OSError, which the CLI turns into the same line)
-        assert_one_line_disk_full(failed, pack if fill_at is not None else None)
+        # a journal row names its file, and so does the stage's own prompt copy written before any call
+        assert_one_line_disk_full(failed, pack)
+        assert not list(pack.rglob("*.part"))  # no half-written file left behind
         assert not (pack / "autorater" / "_SUCCESS").exists()
         verdicts_path = pack / "autorater" / "autorater_verdicts.jsonl"
         verdicts = rows(verdicts_path) if verdicts_path.exists() else []

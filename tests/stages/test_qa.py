@@ -82,9 +82,12 @@ def test_rescore_is_byte_identical(tmp_path, scripted_server):
     main(qa_args(tmp_path, scripted_server, f"dataset.path={MINI}"))
     (pack,) = packs_of(tmp_path)
     before = {n: (pack / n).read_bytes() for n in ("predictions.csv", "metrics.json")}
+    stamps = {n: (pack / n).stat().st_mtime_ns for n in before}
     rescore(pack)
     rescore(pack)
     assert {n: (pack / n).read_bytes() for n in before} == before
+    # unchanged scores leave the files untouched: _SUCCESS is still the pack's last write
+    assert {n: (pack / n).stat().st_mtime_ns for n in before} == stamps
 
 
 def test_a_complete_pack_is_not_rerun(tmp_path, scripted_server):
