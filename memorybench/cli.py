@@ -17,11 +17,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 
 USAGE = __doc__ or ""
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -33,13 +32,6 @@ HYDRA_FLAGS = (
 )
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one-line `UserError`s."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UserError(f"{self.prog}: {message}; see `{self.prog} --help`")
-
-
 def _fail(error: UserError) -> int:
     print(f"memorybench: error: {error.message}", file=sys.stderr)
     return error.exit_code
@@ -48,7 +40,7 @@ def _fail(error: UserError) -> int:
 def cmd_fetch(args: Sequence[str]) -> int:
     from memorybench.data.pins import fetch_pins
 
-    parser = Parser(prog="memorybench fetch", description="Download and verify the pinned files.")
+    parser = OneLineParser(prog="memorybench fetch", description="Download and verify the pinned files.")
     parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir)")
     ns = parser.parse_args(args)
     root = fetch_pins(ns.pins)
@@ -97,19 +89,13 @@ def cmd_qa(args: Sequence[str]) -> int:
 
 
 def cmd_rescore(args: Sequence[str]) -> int:
-    from pathlib import Path
-
+    from memorybench.pack.run_pack import require_pack_folder
     from memorybench.stages.rescore import format_table, rescore
 
-    parser = Parser(prog="memorybench rescore", description="Recompute scores from a pack's stored rows.")
+    parser = OneLineParser(prog="memorybench rescore", description="Recompute scores from a pack's stored rows.")
     parser.add_argument("pack", help="a pack folder: <packs>/<name>/runs/<run_id>")
     ns = parser.parse_args(args)
-    root = Path(ns.pack)
-    if root.is_file():
-        raise UserError(f"{root} is a file, not a folder; pass a pack folder <packs>/<name>/runs/<run_id>")
-    if not root.is_dir():
-        raise UserError(f"pack folder {root} does not exist; pass <packs>/<name>/runs/<run_id>")
-    metrics = rescore(root.resolve())
+    metrics = rescore(require_pack_folder(ns.pack))
     print(format_table(metrics))
     return 0
 

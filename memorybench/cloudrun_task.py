@@ -19,7 +19,6 @@ provenance) are in `memorybench.cloudrun_records`.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -50,7 +49,7 @@ from memorybench.cloudrun_records import (  # noqa: F401
     ExecutionManifest,
     TaskStatus,
 )
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 from memorybench.provenance import utc_now
 
 #: the one variable an execution adds to the job's container: where the manifest is
@@ -458,7 +457,7 @@ def task_main(argv: Sequence[str] | None = None) -> int:
     Defaults come from the environment Cloud Run sets (CLOUD_RUN_TASK_INDEX, ...) and
     MEMORYBENCH_MANIFEST, which the execution's container override carries.
     """
-    parser = argparse.ArgumentParser(prog="memorybench task", description="Run one task of a Cloud Run execution (qa sweep or wave).")
+    parser = OneLineParser(prog="memorybench task", description="Run one task of a Cloud Run execution (qa sweep or wave).")
     parser.add_argument("--manifest", help=f"manifest URI (default: ${MANIFEST_ENV})")
     parser.add_argument("--index", type=int, help="task index (default: $CLOUD_RUN_TASK_INDEX)")
     parser.add_argument("--attempt", type=int, help="attempt number (default: $CLOUD_RUN_TASK_ATTEMPT)")

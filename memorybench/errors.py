@@ -7,6 +7,7 @@ shape). Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from collections.abc import Iterable
 
@@ -44,3 +45,12 @@ def did_you_mean(value: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(value, choices, n=1)
     hint = f"Did you mean '{close[0]}'? " if close else ""
     return f"{hint}Choices: {', '.join(choices)}"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one-line `UserError`s (the message and the usage),
+    not usage text plus exit 2: every `memorybench` command parses its flags with it."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        usage = " ".join(self.format_usage().split()).removeprefix("usage: ")
+        raise UserError(f"{message}; usage: {usage}")

@@ -24,7 +24,6 @@ publishes what the stage wrote under `<root>/<name>/` (e.g. `<name>/collected/..
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import json
@@ -54,7 +53,7 @@ from memorybench.cloudrun_task import (
     task_item,
     write_manifest,
 )
-from memorybench.errors import UserError, did_you_mean
+from memorybench.errors import OneLineParser, UserError, did_you_mean
 from memorybench.provenance import utc_now
 
 WAVE_MANIFEST_SCHEMA = "wave_manifest.v1"
@@ -373,7 +372,7 @@ def wave_main(argv: Sequence[str]) -> int:
     if "--" in args:
         cut = args.index("--")
         args, stage_args = args[:cut], args[cut + 1 :]
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="memorybench wave",
         description="Run a later stage as its own job over finished packs (one task per pack, or per experiment name).",
         epilog="Arguments after -- go to the stage (e.g. -- judge=mem0 --passes 3).",

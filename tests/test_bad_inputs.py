@@ -2,7 +2,8 @@
 
 Every case must exit non-zero with no traceback and one line that names the problem:
 data files with a required key missing or mistyped, wrong encodings, empty files, bad
-config values and unknown options, bad pack folders given to `rescore` and `verify`.
+config values and unknown options, bad pack folders given to `rescore`, `verify`,
+`autorater`, `aggregate` and `compare`, and usage errors of `wave` and `task`.
 For `verify`, a pack that is a pack but a broken one is not an error: it exits 1 and
 prints its findings, one `CODE path: message` line each (stdout), nothing on stderr.
 
@@ -279,6 +280,18 @@ CASES: list[Case] = [
     Case("verify-corrupt-line", verify("{root}/corrupt"), "json", kind="finding"),
     Case("verify-missing-run-meta", verify("{root}/no-run-meta"), "file.missing", kind="finding"),
     Case("verify-schema-bumped", verify("{root}/schema-bumped"), "schema", kind="finding"),
+    # later stages: autorater, aggregate, compare, wave, task
+    Case("autorater-missing-folder", cli("autorater", "{root}/nothing"), "pack folder"),
+    Case("autorater-file-not-folder", cli("autorater", "{root}/a-file.txt"), "is a file, not a folder"),
+    Case("autorater-empty-folder", cli("autorater", "{root}/empty"), "is not a pack: it has no predictions.jsonl"),
+    Case("autorater-zero-passes", cli("autorater", "{root}/empty", "--passes", "0"), "--passes 0 must be at least 1"),
+    Case("autorater-unknown-flag", cli("autorater", "{root}/empty", "--frob"), "unrecognized arguments: --frob"),
+    Case("aggregate-missing-folder", cli("aggregate", "{root}/nothing"), "is not a folder"),
+    Case("aggregate-file-not-folder", cli("aggregate", "{root}/a-file.txt"), "is not a folder"),
+    Case("aggregate-no-packs", cli("aggregate", "{root}/empty"), "no pack under"),
+    Case("compare-unfinished", cli("compare", "{root}/empty"), "is not finished (no _SUCCESS)"),
+    Case("wave-no-root", cli("wave", "autorater"), "the following arguments are required: --root"),
+    Case("task-bad-index", cli("task", "--index", "one"), "argument --index: invalid int value: 'one'"),
 ]
 
 

@@ -26,6 +26,16 @@ def pack_path(packs_root: str | os.PathLike[str], name: str, run_id: str) -> Pat
     return Path(packs_root).expanduser().resolve() / name / "runs" / run_id
 
 
+def require_pack_folder(path: str | os.PathLike[str]) -> Path:
+    """`path` as a folder that exists, or a one-line UserError naming what it is instead."""
+    root = Path(path).expanduser()
+    if root.is_file():
+        raise UserError(f"{root} is a file, not a folder; pass a pack folder <packs>/<name>/runs/<run_id>")
+    if not root.is_dir():
+        raise UserError(f"pack folder {root} does not exist; pass <packs>/<name>/runs/<run_id>")
+    return root.resolve()
+
+
 class RunPack:
     def __init__(self, root: Path) -> None:
         self.root = root

@@ -40,7 +40,6 @@ What is checked:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -53,7 +52,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, ReaderTrace, ReferencePin, RunMeta
 
@@ -1195,13 +1194,6 @@ class _Verifier:
 # -- command line ----------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (a UserError), not usage text plus exit 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UserError(f"{message}; usage: memorybench verify PACK [PACK...] [--json] [--pins DIR]")
-
-
 def verify_main(argv: Sequence[str]) -> int:
     """`memorybench verify PACK [PACK...] [--json] [--pins DIR]`: 0 when every pack verifies, 1 otherwise.
 
@@ -1211,7 +1203,7 @@ def verify_main(argv: Sequence[str]) -> int:
     `--json` prints a JSON list of {pack, code, path, message} instead. The values of the
     credential variables present (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...) are searched for.
     """
-    parser = _Parser(prog="memorybench verify", description="Check packs: schemas, counts, hashes, _SUCCESS, gold leaks, secrets.")
+    parser = OneLineParser(prog="memorybench verify", description="Check packs: schemas, counts, hashes, _SUCCESS, gold leaks, secrets.")
     parser.add_argument("packs", nargs="+", metavar="PACK", help="a pack folder <packs>/<name>/runs/<run_id>")
     parser.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     parser.add_argument("--pins", help="pins folder holding the pinned dataset (default: $MEMORYBENCH_PINS or the user cache dir)")

@@ -35,7 +35,6 @@ backend replaces that one function).
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -53,7 +52,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 from memorybench.pack.run_pack import SUCCESS
 
 __all__ = [
@@ -580,7 +579,7 @@ def default_out_dir(sources: Sequence[str | os.PathLike[str]]) -> Path:
 
 def aggregate_main(argv: Sequence[str]) -> int:
     """`memorybench aggregate PACKS... [--out DIR] [--experiment NAME]`."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="memorybench aggregate",
         description="Collect finished packs into collected/examples.parquet and collected/runs.parquet (+ runs.csv).",
     )

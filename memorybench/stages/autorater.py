@@ -33,7 +33,6 @@ are means over every category 1-4 row, not means of category means.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -49,12 +48,12 @@ from omegaconf.errors import MissingMandatoryValue
 from tqdm import tqdm
 
 from memorybench.data.pins import MEM0_ACCURACY_PROMPT, pin_path
-from memorybench.errors import ModelCallError, UserError
+from memorybench.errors import ModelCallError, OneLineParser, UserError
 from memorybench.llm.endpoints import open_endpoint
 from memorybench.llm.records import ChatRequest
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeRequest, JudgeTrace
 from memorybench.pack.journal import NO_SPACE, Journal, disk_full
-from memorybench.pack.run_pack import SUCCESS
+from memorybench.pack.run_pack import SUCCESS, require_pack_folder
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import OPERATIONAL_KEYS
 from memorybench.score import CATEGORY_NAMES, mem0_bleu1, mem0_f1
@@ -115,8 +114,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 def load_predictions(pack_root: Path) -> list[dict[str, Any]]:
     """The stored answers of a finished pack, in saved order (read only)."""
-    if not pack_root.is_dir():
-        raise UserError(f"pack folder {pack_root} does not exist; pass <packs>/<name>/runs/<run_id>")
+    require_pack_folder(pack_root)
     path = pack_root / "predictions.jsonl"
     if not path.is_file():
         raise UserError(f"{pack_root} is not a pack: it has no predictions.jsonl; pass <packs>/<name>/runs/<run_id>")
@@ -664,13 +662,6 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
 
 
 # -- command line -----------------------------------------------------------------------
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (a UserError), not usage text plus exit 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UserError(f"{message}; usage: {' '.join(self.format_usage().split()).removeprefix('usage: ')}")
-
-
 _ALLOWED_PREFIXES = ("judge", "paths.", "pricing.", "+pricing.")
 
 
@@ -698,7 +689,7 @@ def autorater_main(argv: Sequence[str]) -> int:
     # To be wired in memorybench/cli.py (owned by another engineer) as
     #   COMMANDS["autorater"] = lambda args: autorater_main(args)
     # cli.main prints a UserError raised here as one line and exits with its code.
-    parser = _Parser(
+    parser = OneLineParser(
         prog="memorybench autorater",
         description="Judge a finished pack's stored answers with Mem0's LLM judge (writes <pack>/autorater/).",
     )

@@ -28,7 +28,6 @@ Only finished packs are read (as `aggregate` does), through `read_pack_file`.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 from memorybench.stages.aggregate import read_pack_file, read_pack_json, scan_packs
 
 __all__ = [
@@ -274,7 +273,7 @@ def collect_main(argv: Sequence[str]) -> int:
     """`memorybench collect-full PACKS... [--out DIR] [--experiment NAME]` or `--restore DIR --to DIR`."""
     from memorybench.stages.aggregate import default_out_dir
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="memorybench collect-full",
         description="Collect every file of finished packs into collected_full/ with repeated strings stored once by sha256.",
     )

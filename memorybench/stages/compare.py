@@ -28,7 +28,6 @@ capped at 1). J is compared over the questions with a parsed label in both condi
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -40,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from memorybench.errors import UserError
-from memorybench.pack.run_pack import SUCCESS
+from memorybench.errors import OneLineParser, UserError
+from memorybench.pack.run_pack import SUCCESS, require_pack_folder
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -111,9 +110,7 @@ def load_pack_scores(pack_root: str | Path) -> PackScores:
     from memorybench.stages.autorater import DONE, META, METRICS as AUTORATER_METRICS, load_verdicts
     from memorybench.stages.rescore import compute_scores
 
-    root = Path(pack_root).expanduser().resolve()
-    if not root.is_dir():
-        raise UserError(f"pack folder {root} does not exist; pass <packs>/<name>/runs/<run_id>")
+    root = require_pack_folder(pack_root)
     if not (root / SUCCESS).is_file():
         raise UserError(f"pack {root} is not finished (no {SUCCESS}); finish it with its `memorybench qa` command first")
     rows, metrics = compute_scores(root)
@@ -373,19 +370,12 @@ def format_compare(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (a UserError), not usage text plus exit 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UserError(f"{message}; usage: {' '.join(self.format_usage().split()).removeprefix('usage: ')}")
-
-
 def compare_main(argv: Sequence[str]) -> int:
     """`memorybench compare PACK [PACK ...] [--vs PACK [PACK ...]] [--resamples N] [--seed S] [--json FILE]`."""
     # To be wired in memorybench/cli.py (owned by another engineer) as
     #   COMMANDS["compare"] = lambda args: compare_main(args)
     # cli.main prints a UserError raised here as one line and exits with its code.
-    parser = _Parser(
+    parser = OneLineParser(
         prog="memorybench compare",
         description="Seeds of one config: mean ± sd and a bootstrap interval. With --vs: a paired bootstrap of B minus A.",
     )

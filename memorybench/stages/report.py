@@ -33,7 +33,6 @@ Tables (`TABLES`):
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -49,7 +48,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 from memorybench.stages.aggregate import (
     EXAMPLES_SCHEMA,
     examples_table,
@@ -524,7 +523,7 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
 
 def report_main(argv: Sequence[str]) -> int:
     """`memorybench report DESIGN.yaml [--out DIR]`."""
-    parser = argparse.ArgumentParser(prog="memorybench report", description="Tables and figures for an analysis design (conf/analysis/*.yaml).")
+    parser = OneLineParser(prog="memorybench report", description="Tables and figures for an analysis design (conf/analysis/*.yaml).")
     parser.add_argument("design", help="an analysis design YAML, e.g. conf/analysis/example.yaml")
     parser.add_argument("--out", help="output folder (default: outputs/reports/<design name>)")
     ns = parser.parse_args(list(argv))

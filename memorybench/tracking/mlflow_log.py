@@ -25,7 +25,6 @@ credentials are dropped anyway, and URLs lose any `user:password@` part and quer
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import json
@@ -43,7 +42,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
-from memorybench.errors import UserError
+from memorybench.errors import OneLineParser, UserError
 from memorybench.stages.aggregate import (
     AUTORATER_METRICS,
     CATEGORIES,
@@ -458,7 +457,7 @@ def _default_uri_for(packs: Sequence[Path]) -> str:
 
 def track_main(argv: Sequence[str]) -> int:
     """`memorybench track PACKS... [--uri URI] [--experiment NAME] [--parent NAME] [--no-artifacts]`."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="memorybench track",
         description="Log finished packs to MLflow: one parent run per sweep, one nested run per pack (idempotent).",
     )
