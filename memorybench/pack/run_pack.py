@@ -26,6 +26,25 @@ def pack_path(packs_root: str | os.PathLike[str], name: str, run_id: str) -> Pat
     return Path(packs_root).expanduser().resolve() / name / "runs" / run_id
 
 
+def write_atomic(target: Path, data: bytes) -> Path:
+    """Atomic write (temp file then rename): a reader never sees half a file. A file that
+    already holds exactly `data` is left as it is (rescoring a finished pack touches
+    nothing). A full disk is a one-line DiskFullError, with no .part file left behind."""
+    if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
+        return target
+    tmp = target.with_name(target.name + ".part")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as e:
+        if e.errno not in NO_SPACE:
+            raise
+        tmp.unlink(missing_ok=True)  # its space back
+        raise disk_full(target, e) from None
+    return target
+
+
 def require_pack_folder(path: str | os.PathLike[str]) -> Path:
     """`path` as a folder that exists, or a one-line UserError naming what it is instead."""
     root = Path(path).expanduser()
@@ -106,22 +125,7 @@ class RunPack:
         return self.root / relpath
 
     def write_bytes(self, relpath: str, data: bytes) -> Path:
-        """Atomic write (temp file then rename): a reader never sees half a file. A file that
-        already holds exactly `data` is left as it is (rescoring a finished pack touches nothing)."""
-        target = self.root / relpath
-        if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
-            return target
-        tmp = target.with_name(target.name + ".part")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-        except OSError as e:
-            if e.errno not in NO_SPACE:
-                raise
-            tmp.unlink(missing_ok=True)  # no half file left behind, and its space back
-            raise disk_full(target, e) from None
-        return target
+        return write_atomic(self.root / relpath, data)
 
     def write_text(self, relpath: str, text: str) -> Path:
         return self.write_bytes(relpath, text.encode("utf-8"))

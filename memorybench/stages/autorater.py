@@ -52,8 +52,8 @@ from memorybench.errors import ModelCallError, OneLineParser, UserError
 from memorybench.llm.endpoints import open_endpoint
 from memorybench.llm.records import ChatRequest
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeRequest, JudgeTrace
-from memorybench.pack.journal import NO_SPACE, Journal, disk_full
-from memorybench.pack.run_pack import SUCCESS, require_pack_folder
+from memorybench.pack.journal import Journal
+from memorybench.pack.run_pack import SUCCESS, require_pack_folder, write_atomic
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import OPERATIONAL_KEYS
 from memorybench.score import CATEGORY_NAMES, mem0_bleu1, mem0_f1
@@ -192,16 +192,7 @@ def _estimate_tokens(text: str) -> int:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".part")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        if e.errno not in NO_SPACE:
-            raise
-        tmp.unlink(missing_ok=True)  # no half file left behind, and its space back
-        raise disk_full(path, e) from None
+    write_atomic(path, text.encode("utf-8"))
 
 
 def _write_json(path: Path, record: Any) -> None:
