@@ -85,7 +85,7 @@ CODES: dict[str, str] = {
     "metrics": "predictions.csv or metrics.json differ from a fresh rescore of the stored rows",
     "success.missing": "_SUCCESS is absent: the run did not finish",
     "success.not_last": "a file is newer than _SUCCESS: the pack changed after it was finished",
-    "gold.leak": "a gold string that is not in the conversation's source text appears in a prompt, memory or workspace file",
+    "gold.leak": "a gold string that is not in the conversation's source text appears in a prompt, memory or workspace file (memory that the writer model wrote itself, from inputs scanned clean, may hold it)",
     "secret": "a secret-looking string (API key, token, private key, a credential's value) is stored in the pack",
 }
 
@@ -131,6 +131,8 @@ LATER_STAGES = ("autorater/",)
 #: Files `memorybench rescore` rewrites on a finished pack at any time: judged by their content
 #: (a fresh rescore, the `metrics` check), not by being older than `_SUCCESS`.
 RESCORED = ("predictions.csv", "metrics.json")
+#: Every writer call of a run: its request is scanned for gold, its reply is model output.
+WRITER_CALLS = "memory/writer/calls.jsonl"
 #: Folders whose files are scanned for gold strings besides the reader prompts.
 GOLD_SCANNED = ("memory/", "writer/", WORKSPACES)
 MIN_GOLD_LENGTH = 4
@@ -280,6 +282,16 @@ def _load_dataset(path: Path, sha: str) -> Any:
     return _DATASETS[key]
 
 
+def _model_input(request: dict[str, Any]) -> dict[str, Any]:
+    """A recorded request as far as it carries text from outside the model: the response
+    format (our task schema) and the model's own earlier replies (assistant turns of a
+    repair) are left out of the gold scan, as its `response` is."""
+    out = {k: v for k, v in request.items() if k != "response_format"}
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [m for m in out["messages"] if not (isinstance(m, dict) and m.get("role") == "assistant")]
+    return out
+
+
 class _Needles:
     """Gold strings per conversation that must not reach a model, with a fast scan.
 
@@ -397,6 +409,7 @@ class _Verifier:
         self.ref_texts = self._check_references()
         self._check_memory()
         self.needles = self._build_needles()
+        self.writer_output = self._writer_output()
         self._check_traces()
         self._scan_files_for_gold()
         self._check_metrics()
@@ -1054,8 +1067,29 @@ class _Verifier:
         for needle in sorted(hits):
             self._gold_finding(sample, needle, relpath, line, what)
 
+    def _writer_output(self) -> dict[str | None, str]:
+        """Per sample id, the lowercased replies of its writer calls (memory/writer/calls.jsonl)."""
+        path = self.root / WRITER_CALLS
+        out: dict[str | None, list[str]] = {}
+        if self.needles is None or not path.is_file():
+            return {}
+        for line in path.read_text("utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+                text = row["response"]["text"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn or malformed row is the schema check's finding
+            if isinstance(text, str):
+                out.setdefault(self.needles.sample(row.get("sample_id")), []).append(text.lower())
+        return {sample: "\n".join(texts) for sample, texts in out.items()}
+
     def _gold_finding(self, sample: str | None, needle: str, relpath: str, line: int | None, what: str) -> None:
         assert self.needles is not None
+        if relpath != WRITER_CALLS and needle in self.writer_output.get(sample, ""):
+            # The writer model wrote this string itself (a year, a name): memory made from its
+            # replies may hold it by chance. Its inputs are scanned in calls.jsonl, where a gold
+            # that reached the writer is still a finding.
+            return
         source = f"{sample}'s source text" if sample else "any conversation's source text"
         self.grouped(
             "gold.leak",
@@ -1076,8 +1110,8 @@ class _Verifier:
         if self.needles is None:
             return
         for path, relpath in self.rel.items():
-            if not relpath.startswith(GOLD_SCANNED) or path.name.endswith(".part"):
-                continue
+            if not relpath.startswith(GOLD_SCANNED) or path.name.endswith((".part", ".log")):
+                continue  # a local server's log holds load and timing lines (digits), never a prompt
             text = path.read_bytes().decode("utf-8", errors="replace")
             sample, question = self._owner_of(relpath)
             if relpath.endswith(".jsonl"):
@@ -1133,6 +1167,8 @@ class _Verifier:
                 sample = self.needles.sample(row.get("sample_id")) or file_sample
                 qid = row.get("question_id") if isinstance(row.get("question_id"), str) else None
                 row = {k: v for k, v in row.items() if k != "response"}
+                if isinstance(row.get("request"), dict):
+                    row["request"] = _model_input(row["request"])
             else:
                 qid = None
             low = self._without_question("\n".join(_strings(row)).lower(), qid)

@@ -319,6 +319,50 @@ def test_writer_input_is_scanned_and_its_reply_is_not(packs, tmp_path):
     assert (leak.code, leak.path) == ("gold.leak", "memory/writer/calls.jsonl:1") and "'lisbon; travel'" in leak.message
 
 
+def test_a_repair_turns_own_reply_and_the_task_schema_are_not_writer_input(packs, tmp_path):
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    row = {
+        "schema": "writer_call.v1",
+        "sample_id": "mini-1",
+        "request": {
+            "messages": [{"role": "user", "content": "Summarize."},
+                         {"role": "assistant", "content": 'Maybe "Lisbon; travel"'},  # the model's first reply
+                         {"role": "user", "content": "That reply could not be used."}],
+            "response_format": {"type": "json_object", "schema": {"description": "Lisbon; travel"}},
+        },
+        "response": {"text": "{}"},
+    }
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(row) + "\n")
+    assert verify_pack(pack) == []
+    row["request"]["messages"][2]["content"] = 'Hint: "Lisbon; travel"'  # the harness's own turn is input
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(row) + "\n")
+    assert [(f.code, f.path) for f in verify_pack(pack)] == [("gold.leak", "memory/writer/calls.jsonl:1")]
+
+
+def test_gold_the_writer_wrote_itself_is_not_a_leak_where_its_memory_carries_it(packs, tmp_path):
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    plant(pack / "memory/graph/mini-1.json", json.dumps({"edges": [{"when": "Lisbon; travel"}]}))
+
+    def leaks() -> list[str]:
+        return [f.path for f in verify_pack(pack) if f.code == "gold.leak"]
+
+    assert leaks() == ["memory/graph/mini-1.json"]  # in memory, from nowhere: a leak
+    call = {"schema": "writer_call.v1", "sample_id": "mini-1",
+            "request": {"messages": [{"role": "user", "content": "Extract."}]},
+            "response": {"text": '{"when": "Lisbon; travel"}'}}  # ... unless the writer wrote it, from clean input
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
+    assert leaks() == []
+    call["sample_id"] = "mini-2"  # another conversation's writer output explains nothing here
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
+    assert leaks() == ["memory/graph/mini-1.json"]
+
+
+def test_a_local_servers_log_is_not_scanned_for_gold(packs, tmp_path):
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    plant(pack / "memory/writer/llama_server_writer.log", "eval time = 20212.26 ms; Lisbon; travel\n")
+    assert verify_pack(pack) == []
+
+
 def test_agent_workspace_files_are_scanned(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
     # the question's own text in its task file is not a leak; another gold of that conversation is
