@@ -174,3 +174,39 @@ def test_a_writer_method_without_a_writer_fails_in_one_line(tmp_path, servers, c
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["memorybench: error: memory=graph writes its memory with a model, but writer=none; add writer=openai, "
                    "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."]
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_each_method_end_to_end_on_the_real_data(method, tmp_path, servers, conversations):
+    """`memorybench qa memory=NAME` on the pinned locomo10.json: the first conversation's
+    memory is built from all of its sessions, its first questions answered, the pack verifies."""
+    reader, writer = servers
+    reader.requests.clear()
+    writer.requests.clear()
+    args = ["qa", *scripted_reader(reader.base_url), f"memory={method}", *METHODS[method],
+            "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
+            "embedder=hashing", "max_questions=2", f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}", "name=real"]
+    try:
+        assert main(args) == 0
+    except SystemExit as e:  # a job's error ends Hydra's task with SystemExit
+        pytest.fail(f"qa exited with {e.code}")
+    pack = only_pack(tmp_path, "real")
+    assert verify_pack(pack) == []
+    conv26 = next(c for c in conversations if c.sample_id == "conv-26")
+    (manifest,) = rows(pack / "memory/manifest.jsonl")
+    assert manifest["sample_id"] == "conv-26" and manifest["item_count"] > 0
+    dia_ids = {t.dia_id for s in conv26.sessions for t in s.turns}
+    sessions = {f"session_{s.index}" for s in conv26.sessions}
+    lineage = rows(pack / "memory/lineage.jsonl")
+    assert len(lineage) == manifest["item_count"] and all(set(r["sources"]) <= dia_ids | sessions for r in lineage)
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    if method in WRITES:
+        calls = rows(pack / "memory/writer/calls.jsonl")
+        assert len(calls) == cost["writer"]["calls"] == len(writer.requests) > 0
+        # every session of the conversation reached the writer, none of another
+        assert {c["session"] for c in calls} == {s.index for s in conv26.sessions if s.turns}
+        assert {c["sample_id"] for c in calls} == {"conv-26"}
+    else:
+        assert cost["writer"] is None and not writer.requests
+    assert len(reader.requests) == 2 and len(rows(pack / "predictions.jsonl")) == 2
