@@ -1067,28 +1067,33 @@ class _Verifier:
         for needle in sorted(hits):
             self._gold_finding(sample, needle, relpath, line, what)
 
-    def _writer_output(self) -> dict[str | None, str]:
-        """Per sample id, the lowercased replies of its writer calls (memory/writer/calls.jsonl)."""
+    def _writer_output(self) -> dict[str | None, list[tuple[int, str]]]:
+        """Per sample id, (line number, lowercased reply) of its writer calls (memory/writer/calls.jsonl)."""
         path = self.root / WRITER_CALLS
-        out: dict[str | None, list[str]] = {}
+        out: dict[str | None, list[tuple[int, str]]] = {}
         if self.needles is None or not path.is_file():
             return {}
-        for line in path.read_text("utf-8", errors="replace").splitlines():
+        for number, line in enumerate(path.read_text("utf-8", errors="replace").split("\n"), start=1):
             try:
                 row = json.loads(line)
                 text = row["response"]["text"]
             except (ValueError, KeyError, TypeError):
                 continue  # a torn or malformed row is the schema check's finding
             if isinstance(text, str):
-                out.setdefault(self.needles.sample(row.get("sample_id")), []).append(text.lower())
-        return {sample: "\n".join(texts) for sample, texts in out.items()}
+                out.setdefault(self.needles.sample(row.get("sample_id")), []).append((number, text.lower()))
+        return out
+
+    def _written_by_the_writer(self, sample: str | None, needle: str, before_line: int | None = None) -> bool:
+        """Whether a reply of the writer for `sample` (before call line `before_line`, if given) holds `needle`."""
+        return any(needle in text for number, text in self.writer_output.get(sample, ())
+                   if before_line is None or number < before_line)
 
     def _gold_finding(self, sample: str | None, needle: str, relpath: str, line: int | None, what: str) -> None:
         assert self.needles is not None
-        if relpath != WRITER_CALLS and needle in self.writer_output.get(sample, ""):
+        if relpath != WRITER_CALLS and self._written_by_the_writer(sample, needle):
             # The writer model wrote this string itself (a year, a name): memory made from its
             # replies may hold it by chance. Its inputs are scanned in calls.jsonl, where a gold
-            # that reached the writer is still a finding.
+            # that reached the writer before the writer ever wrote it is still a finding.
             return
         source = f"{sample}'s source text" if sample else "any conversation's source text"
         self.grouped(
@@ -1177,6 +1182,8 @@ class _Verifier:
             hits = self.needles.scan(sample, "\n".join(low for _, low in lines), ("jsonl", relpath, sample))
             for needle in hits:
                 number = next((n for n, low in lines if needle in low), None)
+                if relpath == WRITER_CALLS and self._written_by_the_writer(sample, needle, before_line=number):
+                    continue  # a later task's input carries an earlier reply (mem0's facts, saved lists)
                 self._gold_finding(sample, needle, relpath, number, relpath)
 
     def _check_metrics(self) -> None:

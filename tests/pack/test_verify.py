@@ -357,6 +357,22 @@ def test_gold_the_writer_wrote_itself_is_not_a_leak_where_its_memory_carries_it(
     assert leaks() == ["memory/graph/mini-1.json"]
 
 
+def test_a_writer_input_may_carry_an_earlier_reply_but_not_a_gold_seen_first_in_an_input(packs, tmp_path):
+    pack = copy_pack(packs["mini_full"], tmp_path)
+
+    def call(prompt: str, reply: str) -> str:
+        return json.dumps({"schema": "writer_call.v1", "sample_id": "mini-1",
+                           "request": {"messages": [{"role": "user", "content": prompt}]},
+                           "response": {"text": reply}}) + "\n"
+
+    extract = call("Extract facts.", '{"facts": ["Lisbon; travel"]}')  # the model wrote it, from clean input
+    update = call('New fact: "Lisbon; travel". Stored: none.', '{"event": "ADD"}')  # mem0's update carries it
+    plant(pack / "memory/writer/calls.jsonl", extract + update)
+    assert verify_pack(pack) == []
+    plant(pack / "memory/writer/calls.jsonl", update + extract)  # in an input before any reply wrote it
+    assert [(f.code, f.path) for f in verify_pack(pack)] == [("gold.leak", "memory/writer/calls.jsonl:1")]
+
+
 def test_a_local_servers_log_is_not_scanned_for_gold(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
     plant(pack / "memory/writer/llama_server_writer.log", "eval time = 20212.26 ms; Lisbon; travel\n")
