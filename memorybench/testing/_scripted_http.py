@@ -37,6 +37,14 @@ class Drop:
     """Close the connection without a reply, as a server that crashed mid-request."""
 
 
+@dataclass
+class Hang:
+    """Sleep before answering `then` (None: no answer at all, past any client timeout)."""
+
+    seconds: float
+    then: Any = None
+
+
 class ScriptedHTTPServer(Generic[A]):
     """Context manager: `with Server() as s: s.base_url ...`; subclasses implement `_reply`."""
 
@@ -46,7 +54,7 @@ class ScriptedHTTPServer(Generic[A]):
     def __init__(self, responder: Callable[[dict[str, Any]], A], model: str = "scripted-model", port: int = 0) -> None:
         self.responder = responder
         self.model = model
-        self.queue: deque[A | Drop | Stall] = deque()
+        self.queue: deque[A | Drop | Stall | Hang] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         #: seconds spent inside request handling (for harness-overhead benchmarks)
@@ -151,12 +159,15 @@ class ScriptedHTTPServer(Generic[A]):
         if action is None:
             action = self.responder(body)
         try:
+            if isinstance(action, Hang):
+                time.sleep(action.seconds)
+                action = action.then  # None: no answer at all
             if isinstance(action, Drop):
                 handler.close_connection = True
                 handler.connection.shutdown(socket.SHUT_RDWR)
             elif isinstance(action, Stall):
                 self._stall(handler, action)
-            else:
+            elif action is not None:
                 self._reply(handler, action, body, number)
         except OSError:  # the client gave up (timeout) or the connection was cut
             handler.close_connection = True

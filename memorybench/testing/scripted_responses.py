@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from memorybench.testing._scripted_http import ScriptedHTTPServer
+from memorybench.testing._scripted_http import Hang, ScriptedHTTPServer
 
 
 @dataclass
@@ -84,14 +83,6 @@ class Failed:
 
     message: str = "scripted failure"
     code: str = "server_error"
-
-
-@dataclass
-class Hang:
-    """Sleep before answering (or past any client timeout)."""
-
-    seconds: float
-    then: Action | None = None
 
 
 @dataclass
@@ -164,11 +155,6 @@ class ScriptedResponsesServer(ScriptedHTTPServer[Action]):
 
     # -- replies ---------------------------------------------------------------------
     def _reply(self, handler: BaseHTTPRequestHandler, action: Action, body: dict[str, Any], number: int) -> None:
-        if isinstance(action, Hang):
-            time.sleep(action.seconds)
-            if action.then is None:
-                return
-            action = action.then
         if isinstance(action, Status):
             payload = {"error": {"message": action.message, "type": "scripted", "code": str(action.code)}}
             self.send(handler, action.code, json.dumps(payload).encode(), headers=action.headers)

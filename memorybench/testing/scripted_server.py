@@ -13,13 +13,12 @@ process behind an endpoint crashes.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from memorybench.testing._scripted_http import Drop, ScriptedHTTPServer, Stall
+from memorybench.testing._scripted_http import Drop, Hang, ScriptedHTTPServer, Stall
 
 
 @dataclass
@@ -39,14 +38,6 @@ class Status:
     code: int
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "scripted error"
-
-
-@dataclass
-class Hang:
-    """Sleep before answering (or forever, past any client timeout)."""
-
-    seconds: float
-    then: Reply | None = None
 
 
 @dataclass
@@ -79,11 +70,6 @@ class ScriptedOpenAIServer(ScriptedHTTPServer[Action]):
 
     # -- responses -------------------------------------------------------------------
     def _reply(self, handler: BaseHTTPRequestHandler, action: Action, body: dict[str, Any], number: int) -> None:
-        if isinstance(action, Hang):
-            time.sleep(action.seconds)
-            if action.then is None:
-                return
-            action = action.then
         if isinstance(action, Status):
             self.send_json(
                 handler,
