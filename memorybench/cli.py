@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from memorybench.errors import OneLineParser, UserError
+from memorybench.errors import OneLineParser, UserError, did_you_mean, report
 
 USAGE = __doc__ or ""
 MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -30,11 +30,6 @@ HYDRA_FLAGS = (
     "--hydra-help", "--run", "-r", "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
     "--shell-completion", "-sc", "--version", "--experimental-rerun",
 )
-
-
-def _fail(error: UserError) -> int:
-    print(f"memorybench: error: {error.message}", file=sys.stderr)
-    return error.exit_code
 
 
 def cmd_fetch(args: Sequence[str]) -> int:
@@ -112,13 +107,13 @@ def _stage(module: str, function: str):
 
 
 def cmd_task(args: Sequence[str]) -> int:
-    from memorybench.cloudrun_task import task_main
+    from memorybench.cloudrun.worker import task_main
 
     return task_main(list(args))
 
 
 def cmd_wave(args: Sequence[str]) -> int:
-    from memorybench.waves import wave_main
+    from memorybench.cloudrun.waves import wave_main
 
     return wave_main(list(args))
 
@@ -147,21 +142,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args else 2
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
-        from memorybench.errors import did_you_mean
-
-        print(f"memorybench: error: unknown command {command!r}. {did_you_mean(command, COMMANDS)}", file=sys.stderr)
-        return 2
+        return report(UserError(f"unknown command {command!r}. {did_you_mean(command, COMMANDS)}"))
     try:
         return COMMANDS[command](rest)
     except UserError as e:
-        return _fail(e)
+        return report(e)
     except OSError as e:
         from memorybench.pack.journal import NO_SPACE, disk_full
 
         if e.errno not in NO_SPACE:
             raise
         # a full disk outside the pack's own writers (a stage's own files, a cache): one line too
-        return _fail(disk_full(e.filename, e))
+        return report(disk_full(e.filename, e))
     except KeyboardInterrupt:
         print("memorybench: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

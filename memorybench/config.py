@@ -51,54 +51,29 @@ class EndpointConfig:
 
 @dataclass
 class MemoryConfig:
+    """What every memory method's config has. A method with keys of its own declares a
+    subclass in its module and stores it with `store_schema("memory", NAME, Cls)`; its
+    YAML names it first in its defaults list (`defaults: [NAME_schema, _self_]`)."""
+
     name: str = MISSING
-    #: session_summaries: `released` (the file's summaries) or `writer` (needs writer.model)
-    source: Optional[str] = None
-    #: raw_chunks, rag: chunk size in cl100k_base tokens (whole turn lines per chunk)
-    chunk_tokens: Optional[int] = None
-    #: raw_chunks, rag: tokens of trailing lines repeated at the start of the next chunk
-    chunk_overlap: Optional[int] = None
-    #: raw_chunks, rag: chunks per question; mem0, mem0g: memories per speaker per question
-    top_k: Optional[int] = None
-    #: mem0, mem0g: stored memories shown to the update call for each candidate fact
-    similar_k: Optional[int] = None
-    #: mem0g: graph relations added per question (around the entities the question names)
-    relation_k: Optional[int] = None
-    #: openai_memory: the most saved facts kept per speaker
-    max_facts: Optional[int] = None
     #: writer prompt templates by role, files under prompts/ (e.g. {summary: writers/session_summary_v1.txt})
     prompts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class AnswererConfig:
+    """What every answerer's config has; an answerer with keys of its own declares a
+    subclass in its module, as a memory method does (`answerer=codex`)."""
+
     name: str = MISSING
 
 
 @dataclass
-class CodexAnswererConfig(AnswererConfig):
-    """`answerer=codex`: one `codex exec` per question over a prepared workspace."""
+class JudgeConfig(EndpointConfig):
+    """The model that judges stored answers (the autorater stage, never qa)."""
 
-    #: workspace_files | notes_only | prompt_injected
-    mode: str = "workspace_files"
-    #: one workspace per conversation with memory/notes.md the agent reads and appends
-    persist: bool = False
-    #: openai | openai_compatible (any Responses-API server)
-    provider: str = "openai"
-    model: Optional[str] = None
-    base_url: Optional[str] = None
-    #: name of the environment variable holding the key (never the key itself)
-    api_key_env: Optional[str] = None
-    reasoning_effort: Optional[str] = None
-    #: the outer timeout per question; the process group is killed past it
-    timeout_s: float = 600.0
-    ingest_timeout_s: float = 1800.0
-    #: abort (stop the run; rerun resumes) | record (an empty answer, counted)
-    on_failure: str = "abort"
-    request_max_retries: Optional[int] = None
-    stream_max_retries: Optional[int] = None
-    #: <scratch_dir>/<run_id>; null: <paths.cache>/agent
-    scratch_dir: Optional[str] = None
+    #: the registered judge protocol (memorybench.registry.JUDGES): what is asked and how a reply is read
+    protocol: str = "mem0"
 
 
 @dataclass
@@ -176,7 +151,7 @@ class Config:
     writer: WriterConfig = MISSING
     embedder: EmbedderConfig = MISSING
     answerer: AnswererConfig = MISSING
-    judge: EndpointConfig = MISSING
+    judge: JudgeConfig = MISSING
     tracking: TrackingConfig = MISSING
     storage: StorageConfig = MISSING
     paths: PathsConfig = MISSING
@@ -190,10 +165,35 @@ class Config:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
 
 
+#: config groups that are settings of the machine, not choices of the experiment
+MACHINE_GROUPS = frozenset({"local"})
+
+
+def recorded_choices(choices: Any) -> dict[str, str]:
+    """Hydra's runtime choices as a run records them: Hydra's own groups (`hydra/...`) and
+    the machine's local override left out."""
+    return {
+        str(k): str(v) for k, v in choices.items()
+        if not str(k).startswith("hydra/") and str(k) not in MACHINE_GROUPS and v is not None
+    }
+
+
+def store_schema(group: str, name: str, node: type) -> None:
+    """A component's own config node, `<group>/<name>_schema` in Hydra's ConfigStore."""
+    ConfigStore.instance().store(group=group, name=f"{name}_schema", node=node)
+
+
 def register_configs() -> None:
-    cs = ConfigStore.instance()
-    cs.store(name="config_schema", node=Config)
-    cs.store(group="answerer", name="codex_schema", node=CodexAnswererConfig)
+    ConfigStore.instance().store(name="config_schema", node=Config)
+
+
+def load_component_configs() -> None:
+    """Store every component's own schema node: they are stored by the components' modules,
+    so import them all (through the registries). Call before Hydra composes a config."""
+    from memorybench.registry import ANSWERERS, MEMORY
+
+    MEMORY.names()
+    ANSWERERS.names()
 
 
 register_configs()

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from collections.abc import Iterable
+
+#: how every user-facing error line starts, wherever it is printed
+ERROR_PREFIX = "memorybench: error: "
 
 
 class UserError(Exception):
@@ -37,6 +41,17 @@ class ModelCallError(UserError):
     def __init__(self, message: str, attempts: list | None = None) -> None:
         super().__init__(message)
         self.attempts = list(attempts or [])
+
+
+def error_line(message: str) -> str:
+    """The one line a user sees for an error: `memorybench: error: <message>`."""
+    return ERROR_PREFIX + " ".join(str(message).split())
+
+
+def report(error: UserError) -> int:
+    """Print a user error's line on stderr (no traceback); return its exit code."""
+    print(error_line(error.message), file=sys.stderr)
+    return error.exit_code
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:

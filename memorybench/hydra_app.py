@@ -21,9 +21,9 @@ from hydra.errors import CompactHydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-import memorybench.config  # noqa: F401  (registers the structured configs)
 from memorybench import CONF_DIR
-from memorybench.errors import UserError
+from memorybench.config import load_component_configs, recorded_choices
+from memorybench.errors import UserError, error_line, report
 
 
 class QAJobFailed(UserError, CompactHydraException):
@@ -40,7 +40,10 @@ class QAJobFailed(UserError, CompactHydraException):
         return type(self), (self.message, self.exit_code)
 
     def __str__(self) -> str:
-        return f"memorybench: error: {self.message}"
+        return error_line(self.message)
+
+
+load_component_configs()  # the components' own schema nodes, before Hydra composes
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
@@ -49,13 +52,12 @@ def qa_app(cfg: DictConfig) -> dict | None:
 
     hc = HydraConfig.get()
     plain = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
-    choices = {k: str(v) for k, v in hc.runtime.choices.items() if not k.startswith("hydra/") and v is not None}
+    choices = recorded_choices(hc.runtime.choices)
     try:
         result = run_qa(plain, overrides=list(hc.overrides.task), choices=choices)
     except UserError as e:
         if hc.mode == RunMode.MULTIRUN:
             raise QAJobFailed(e.message, e.exit_code) from None
-        print(f"memorybench: error: {e.message}", file=sys.stderr)
-        sys.exit(e.exit_code)
+        sys.exit(report(e))
     print_summary(result)
     return result.metrics

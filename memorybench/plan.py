@@ -6,6 +6,8 @@ override fails at once with one line naming the value and the choices.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +18,8 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
-import memorybench.config  # noqa: F401  (registers the structured configs)
 from memorybench import CONF_DIR
+from memorybench.config import load_component_configs
 from memorybench.errors import UserError, did_you_mean
 from memorybench.run_id import config_sha256, run_id
 from memorybench.validate import validate_config
@@ -62,6 +64,9 @@ def _explain(error: Exception, overrides: list[str]) -> UserError:
         return UserError(f"missing value for {key}; add `{key}=...` to the command line")
     if "Key '" in message and "not in struct" in message or "Could not override" in message:
         return UserError(f"{message}; check the key's spelling (`memorybench qa --cfg job` prints every key)")
+    if "Multiple values for " in message:
+        group = message.split("Multiple values for ", 1)[1].split(".")[0]
+        return UserError(f"{group} is in the defaults list already: select it with {group}=NAME, without the '+'")
     return UserError(f"bad configuration: {message}")
 
 
@@ -91,8 +96,17 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
         raise _explain(e, list(overrides)) from None
 
 
+@contextlib.contextmanager
+def hydra_context(job_name: str = "memorybench") -> Iterator[None]:
+    """Hydra's compose API over memorybench's conf/ (and the plugins' folders), with every
+    component's schema node stored first."""
+    load_component_configs()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name=job_name):
+        yield
+
+
 def plan_runs(overrides: list[str], multirun: bool = False) -> list[RunSpec]:
     """Compose and validate every run spec that `memorybench qa [-m] OVERRIDES` would run."""
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="memorybench"):
+    with hydra_context():
         jobs = sweep_jobs(overrides) if multirun else [list(overrides)]
         return [compose_spec(job) for job in jobs]

@@ -6,7 +6,7 @@ import datetime as dt
 import importlib.metadata
 import subprocess
 
-from memorybench import PROJECT_ROOT
+from memorybench import CONF_DIR, PROJECT_ROOT
 
 PACKAGES = ("memorybench", "hydra-core", "omegaconf", "openai", "nltk", "pydantic", "llama-cpp-python")
 
@@ -17,6 +17,8 @@ def utc_now() -> str:
 
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the checkout memorybench runs from, or (None, None) outside git."""
+    if CONF_DIR.parent != PROJECT_ROOT:
+        return None, None  # an installed wheel, not a checkout: a git repo around it is not ours
     try:
         commit = subprocess.run(
             ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True

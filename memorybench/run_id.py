@@ -1,20 +1,25 @@
-"""Run identity: canonical resolved config -> sha256 -> a readable run id.
+"""Run identity: canonical resolved config + the code it names -> sha256 -> a readable run id.
 
 The hash leaves out what does not change the experiment (DESIGN.md 3): the `hydra` node,
 paths, storage, tracking, the price table, the experiment name, and per-endpoint
-operational settings (timeouts, retries, pacing, cache). The same experiment gets the
-same id on any machine.
+operational settings (timeouts, retries, pacing, cache). It takes in what the config
+only names: the sha256 of every prompt file it names (`reader.prompt`, `writer.prompt`,
+`memory.prompts`), and the name, version and source hash of every plugin whose
+components the run uses, so editing a prompt or a plugin gives a new run id. The same
+experiment gets the same id on any machine.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+
+from memorybench.hashing import sha256_file, sha256_json
+from memorybench.plugins import installed_plugins
+from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS
 
 # the judge belongs to the autorater stage: qa never calls it, so it is not part of a qa run's identity
 EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher", "judge"})
@@ -35,14 +40,50 @@ def _data_file_sha256(path: str) -> str | None:
     return file_sha256(p) if p.is_file() else None
 
 
-def identity_config(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
-    """The resolved config as plain data, minus everything outside the experiment's identity.
+def prompt_relpaths(data: dict[str, Any]) -> list[str]:
+    """Every prompt file a resolved config names, relative to a prompts folder."""
+    names = []
+    for group in ("reader", "writer"):
+        node = data.get(group)
+        if isinstance(node, dict) and node.get("prompt"):
+            names.append(str(node["prompt"]))
+    memory = data.get("memory")
+    if isinstance(memory, dict) and isinstance(memory.get("prompts"), dict):
+        names += [str(v) for v in memory["prompts"].values() if v]
+    return sorted(set(names))
+
+
+def code_identity(
+    data: dict[str, Any], prompt_sha256: dict[str, str] | None = None, plugins: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The prompts' sha256 and the plugins this run's components come from: as given (a
+    pack's own prompt copies and run_meta.json's `plugins`, for checking a pack anywhere),
+    else as found on this machine now."""
+    from memorybench.templates import find_prompt
+
+    prompts = {}
+    for relpath in prompt_relpaths(data):
+        if prompt_sha256 is not None and relpath in prompt_sha256:
+            prompts[relpath] = prompt_sha256[relpath]
+        else:
+            prompts[relpath] = sha256_file(find_prompt(relpath))
+    code: dict[str, Any] = {"prompts": prompts}
+    plugins = plugins_used(data) if plugins is None else plugins
+    if plugins:
+        code["plugins"] = plugins
+    return code
+
+
+def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The resolved config as plain data, minus everything outside the experiment's identity,
+    plus `code` (`code_identity`: computed now unless given).
 
     An explicit `dataset.path` is machine-specific: the identity holds the file's sha256
     instead (the pinned default has no path and is identified by its pin).
     """
     data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     assert isinstance(data, dict)
+    code = code_identity(data) if code is None else code
     out = {k: v for k, v in data.items() if k not in EXCLUDED_TOP_LEVEL}
     for group in ENDPOINT_GROUPS:
         if isinstance(out.get(group), dict):
@@ -55,33 +96,56 @@ def identity_config(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
         digest = _data_file_sha256(str(dataset["path"]))
         out["dataset"] = {k: v for k, v in dataset.items() if k != "path"}
         out["dataset"]["file_sha256"] = digest or f"missing:{dataset['path']}"
+    out["code"] = code
     return out
 
 
-def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def config_sha256(cfg: DictConfig | dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(identity_config(cfg)).encode("utf-8")).hexdigest()
+def config_sha256(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> str:
+    return sha256_json(identity_config(cfg, code))
 
 
 def _identity_sha256(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
+    return sha256_json(identity)
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-").lower() or "x"
 
 
-def run_id(cfg: DictConfig | dict[str, Any]) -> str:
+def run_id(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> str:
     """`<memory>-<answerer>-<model>-<12 hex>`: readable, and unique per identity config."""
-    data = identity_config(cfg)
+    data = identity_config(cfg, code)
     memory = data.get("memory", {}).get("name", "memory")
     answerer = data.get("answerer", {}).get("name", "answerer")
     reader = data.get("reader", {})
-    model = reader.get("model") or reader.get("name") or "model"
-    if answerer != "reader" and data.get("answerer", {}).get("model"):
-        model = data["answerer"]["model"]
+    # an answerer with a model of its own (an agent) names it; the reader's is reader.model
+    model = data.get("answerer", {}).get("model") or reader.get("model") or reader.get("name") or "model"
     prefix = "-".join(_slug(str(p)) for p in (memory, answerer, model))
     return f"{prefix}-{_identity_sha256(data)[:HEX_DIGITS]}"
+
+
+def plugins_used(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The plugins whose components a resolved config (plain data) selects, or that add a
+    scorer (scorers apply to every run), described as run_meta.json records them."""
+    plugins = installed_plugins()
+    if not plugins:
+        return []
+
+    def node(group: str) -> dict[str, Any]:
+        value = config.get(group)
+        return value if isinstance(value, dict) else {}
+
+    selected = [
+        (MEMORY, node("memory").get("name")),
+        (ANSWERERS, node("answerer").get("name")),
+        (CHAT_PROVIDERS, node("reader").get("provider")),
+        (CHAT_PROVIDERS, node("writer").get("provider")),
+        (EMBEDDERS, node("embedder").get("provider")),
+    ]
+    modules = {registry.module_of(str(name)) for registry, name in selected if name and str(name) in registry}
+    modules |= {SCORERS.module_of(name) for name in SCORERS.names()}
+    used = []
+    for plugin in plugins:
+        if any(m == plugin.module or m.startswith(plugin.module + ".") for m in modules):
+            used.append(plugin.describe())
+    return used

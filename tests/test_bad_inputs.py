@@ -201,7 +201,7 @@ CASES: list[Case] = [
     Case("cfg-unknown-reader", qa("reader=nope"), "unknown reader option 'nope'. Did you mean 'openai'?"),
     Case("cfg-unknown-writer", qa("writer=nope"), "unknown writer option 'nope'"),
     Case("cfg-unknown-judge", qa("judge=nope"), "unknown judge option 'nope'"),
-    Case("cfg-unknown-experiment", qa("-m", "+experiment=nope"), "unknown experiment option 'nope'"),
+    Case("cfg-unknown-experiment", qa("-m", "experiment=nope"), "unknown experiment option 'nope'"),
     Case("cfg-unknown-launcher", qa("hydra/launcher=nope"), "Could not find 'hydra/launcher/nope'"),
     Case("cfg-deleted-group", qa("~reader"), "Missing mandatory value: reader"),
     Case("cfg-unknown-in-sweep", qa("-m", "memory=full_context,nope"), "unknown memory option 'nope'"),

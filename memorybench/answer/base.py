@@ -11,10 +11,11 @@ run can drop the rows of work that never finished.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import ClassVar, Protocol
 
-from memorybench.data.records import AskedQuestion, Session
-from memorybench.pack.schemas import ModelIdentity
+from memorybench.data.records import AskedQuestion, Question, Session
+from memorybench.llm.records import ModelIdentity
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,7 @@ class Answerer(Protocol):
     def start_conversation(self, conversation: ConversationView) -> None: ...
 
     def answer(self, asked: AskedQuestion, memory: str) -> Answer: ...
+
+    def finish(self, questions: Sequence[Question]) -> None:
+        """Called once every question of the run is answered (not after a failure), with the
+        run's questions, gold and evidence included: for audit files computed after answering."""

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import ClassVar
 
+from omegaconf import DictConfig
+
+from memorybench.hashing import sha256_text
 from memorybench.answer.base import Answer, ConversationView
-from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate, content_sha256
-from memorybench.data.records import AskedQuestion
-from memorybench.llm.endpoints import Endpoint
-from memorybench.llm.records import ChatRequest
+from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, reader_template
+from memorybench.data.records import AskedQuestion, Question
+from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
+from memorybench.llm.records import ChatRequest, ModelIdentity
+from memorybench.pack import layout
 from memorybench.pack.journal import Journal
-from memorybench.pack.schemas import ModelIdentity, ReaderRequest, ReaderTrace, SlotValue
+from memorybench.pack.run_pack import RunPack
+from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
+from memorybench.registry import ANSWERERS
+from memorybench.templates import PromptTemplate
 
 
+@ANSWERERS.register("reader")
 class ReaderAnswerer:
     """Answers with `reader.prompt` filled with the memory and the question.
 
@@ -22,6 +33,42 @@ class ReaderAnswerer:
     """
 
     name: ClassVar[str] = "reader"
+
+    # -- the component: checks, sizing, opening ------------------------------------------
+    @staticmethod
+    def check(cfg: DictConfig) -> None:
+        validate_endpoint("reader", cfg.reader)
+
+    @staticmethod
+    def prompt_chars(cfg: DictConfig) -> int:
+        """Characters the answerer adds around the memory (its template), for sizing a local reader."""
+        return len(reader_template(str(cfg.reader.prompt)).text)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def open(cfg: DictConfig, pack: RunPack, *, cache_dir: Path, longest_prompt_tokens: int) -> Iterator[ReaderAnswerer]:
+        """A reader on the configured endpoint; its prompts are copied into the pack's prompts/."""
+        template = reader_template(str(cfg.reader.prompt))
+        pack.write_text(f"{layout.PROMPTS}/{template.relpath}", template.text)
+        pack.write_text(layout.SYSTEM_PROMPT, SYSTEM_MESSAGE)
+        with open_endpoint(
+            cfg.reader,
+            "reader",
+            cache_dir=cache_dir,
+            prices=cfg.pricing,
+            longest_prompt_tokens=longest_prompt_tokens,
+            log_dir=pack.root / "reader",
+        ) as endpoint:
+            yield ReaderAnswerer(
+                endpoint,
+                template,
+                pack.reader_traces,
+                temperature=float(cfg.reader.temperature),
+                max_tokens=int(cfg.reader.max_tokens),
+                seed=cfg.reader.seed,
+            )
+
+    # -- the answerer --------------------------------------------------------------------
 
     def __init__(
         self,
@@ -52,6 +99,9 @@ class ReaderAnswerer:
     def start_conversation(self, conversation: ConversationView) -> None:
         """Nothing to prepare: the memory arrives with each question."""
 
+    def finish(self, questions: Sequence[Question]) -> None:
+        """Nothing to add after the run: every call is already in reader/traces.jsonl."""
+
     def answer(self, asked: AskedQuestion, memory: str) -> Answer:
         prediction, trace = self.call(asked, memory)
         if self.traces is not None:
@@ -60,7 +110,7 @@ class ReaderAnswerer:
 
     def call(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
         """One reader call: the stripped answer and its trace (not yet written)."""
-        user = self.template.fill(memory, asked.question)
+        user = fill_template(self.template.text, memory, asked.question)
         stop = self.endpoint.stop or None
         request = ChatRequest(
             model=self.endpoint.model,
@@ -73,7 +123,7 @@ class ReaderAnswerer:
         result = self.endpoint.client.complete(request)
         if result.model_answered:
             self._answered_models.add(result.model_answered)
-        payload_sha = content_sha256(user)
+        payload_sha = sha256_text(user)
         trace = ReaderTrace(
             question_id=asked.question_id,
             sample_id=asked.sample_id,
@@ -87,7 +137,7 @@ class ReaderAnswerer:
                 system=SYSTEM_MESSAGE,
                 template=self.template.relpath,
                 template_sha256=self.template.sha256,
-                slots={"memory": SlotValue(ref=content_sha256(memory)), "question": SlotValue(text=asked.question)},
+                slots={"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)},
             ),
             response=result,
         )

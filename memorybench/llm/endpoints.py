@@ -1,8 +1,11 @@
 """Open a configured model endpoint (reader, writer or judge) as a ready `ChatClient`.
 
-A provider is a base URL plus credentials from the environment: `openai`,
+A provider (registered in `memorybench.registry.CHAT_PROVIDERS` by its `provider`
+name) is a base URL plus credentials from the environment: `openai`,
 `openai_compatible` (any server that speaks Chat Completions), or `local` (the embedded
-llama.cpp model, started here and stopped when the block ends). Keys are read from the
+llama.cpp model, started here and stopped when the block ends). A provider has
+`check(group, node)` and `open(node, role, settings, ...)`, a context manager yielding
+an `Endpoint`. Keys are read from the
 environment variable the config names, never from the config itself.
 """
 
@@ -17,10 +20,11 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from memorybench.errors import UserError
+from memorybench.errors import UserError, did_you_mean
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.client import ChatClient
-from memorybench.pack.schemas import ModelIdentity
+from memorybench.llm.records import ModelIdentity
+from memorybench.registry import CHAT_PROVIDERS
 
 
 @dataclass
@@ -57,6 +61,27 @@ def secret_values(*nodes: DictConfig) -> list[str]:
     return values
 
 
+def validate_endpoint(group: str, node: DictConfig) -> None:
+    """Checks every chat endpoint (reader, writer, judge) passes before any model call."""
+    provider = CHAT_PROVIDERS.get(str(node.provider)) if node.provider in CHAT_PROVIDERS else None
+    if provider is None:
+        raise UserError(f"{group}.provider={node.provider!r} is unknown. {did_you_mean(str(node.provider), CHAT_PROVIDERS.names())}")
+    provider.check(group, node)
+    if int(node.max_tokens) < 1:
+        raise UserError(f"{group}.max_tokens={node.max_tokens} must be at least 1")
+    if float(node.temperature) < 0:
+        raise UserError(f"{group}.temperature={node.temperature} must be >= 0")
+    if int(node.max_retries) < 0:
+        raise UserError(f"{group}.max_retries={node.max_retries} must be >= 0")
+    if float(node.timeout_s) <= 0:
+        raise UserError(f"{group}.timeout_s={node.timeout_s} must be > 0")
+    if float(node.min_request_interval_s) < 0:
+        raise UserError(f"{group}.min_request_interval_s={node.min_request_interval_s} must be >= 0")
+    for bound in ("json_max_items", "json_max_chars"):
+        if bound in node and int(node[bound]) < 1:
+            raise UserError(f"{group}.{bound}={node[bound]} must be at least 1")
+
+
 @contextlib.contextmanager
 def open_endpoint(
     node: DictConfig,
@@ -67,9 +92,10 @@ def open_endpoint(
     longest_prompt_tokens: int = 0,
     log_dir: Path | None = None,
 ) -> Iterator[Endpoint]:
-    """Yield a ready endpoint; a local server lives exactly as long as the block."""
+    """Yield a ready endpoint of the provider `node.provider` names; a local server lives
+    exactly as long as the block."""
     cache = ResponseCache(cache_dir / "responses") if node.get("cache") else None
-    common = dict(
+    settings = ClientSettings(
         timeout_s=float(node.timeout_s),
         max_retries=int(node.max_retries),
         retry_max_wait_s=float(node.retry_max_wait_s),
@@ -77,19 +103,73 @@ def open_endpoint(
         cache=cache,
         prices=prices,
     )
-    if node.provider == "local":
+    provider = CHAT_PROVIDERS.get(str(node.provider))
+    with provider.open(node, role, settings, longest_prompt_tokens=longest_prompt_tokens, log_dir=log_dir) as endpoint:
+        yield endpoint
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How a ChatClient behaves (not what it asks): the same for every provider."""
+
+    timeout_s: float
+    max_retries: int
+    retry_max_wait_s: float
+    min_request_interval_s: float
+    cache: ResponseCache | None
+    prices: Mapping[str, Any]
+
+    def client(self, base_url: str, api_key: str | None) -> ChatClient:
+        return ChatClient(
+            base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
+            retry_max_wait_s=self.retry_max_wait_s, min_request_interval_s=self.min_request_interval_s,
+            cache=self.cache, prices=self.prices,
+        )
+
+
+class RemoteProvider:
+    """`openai` and `openai_compatible`: a base URL, a model id, a key from the environment."""
+
+    @staticmethod
+    def check(group: str, node: DictConfig) -> None:
+        if not node.get("base_url"):
+            raise UserError(f"{group}.base_url is required for provider {node.provider}; add {group}.base_url=http://HOST:PORT/v1")
+        if not node.get("model"):
+            raise UserError(f"{group}.model is required for provider {node.provider}; add {group}.model=MODEL_ID")
+
+    @staticmethod
+    @contextlib.contextmanager
+    def open(node: DictConfig, role: str, settings: ClientSettings, **_: Any) -> Iterator[Endpoint]:
+        client = settings.client(str(node.base_url), api_key_for(node, role))
+        identity = ModelIdentity(role=role, provider=str(node.provider), requested=str(node.model), base_url=str(node.base_url))
+        try:
+            yield Endpoint(client, str(node.model), identity)
+        finally:
+            client.close()
+
+
+class LocalProvider:
+    """`local`: the embedded llama.cpp model, started here on 127.0.0.1 (no key, no network)."""
+
+    @staticmethod
+    def check(group: str, node: DictConfig) -> None:
+        """A local model needs no URL or model id (`auto` picks one by the prompt's length)."""
+
+    @staticmethod
+    @contextlib.contextmanager
+    def open(
+        node: DictConfig, role: str, settings: ClientSettings, *, longest_prompt_tokens: int = 0, log_dir: Path | None = None
+    ) -> Iterator[Endpoint]:
         # heavy imports only when the embedded model is used
         from memorybench.llm.local import LocalServer, choose_local_model
 
-        spec, n_ctx, reason = choose_local_model(
-            longest_prompt_tokens + int(node.max_tokens), str(node.model or "auto")
-        )
+        spec, n_ctx, reason = choose_local_model(longest_prompt_tokens + int(node.max_tokens), str(node.model or "auto"))
         if node.get("n_ctx"):
             n_ctx = int(node.n_ctx)
         weights = spec.path()
         log_path = (log_dir / f"llama_server_{role}.log") if log_dir else None
         with LocalServer(spec, n_ctx, log_path=log_path) as server:
-            client = ChatClient(base_url=server.base_url, api_key=None, **common)
+            client = settings.client(server.base_url, None)
             identity = ModelIdentity(
                 role=role,
                 provider="local",
@@ -109,12 +189,8 @@ def open_endpoint(
                 yield Endpoint(client, server.model_id, identity, tuple(spec.stop))
             finally:
                 client.close()
-        return
-    if node.provider not in ("openai", "openai_compatible"):
-        raise UserError(f"{role}.provider={node.provider} is unknown; choose openai, openai_compatible or local")
-    client = ChatClient(base_url=str(node.base_url), api_key=api_key_for(node, role), **common)
-    identity = ModelIdentity(role=role, provider=str(node.provider), requested=str(node.model), base_url=str(node.base_url))
-    try:
-        yield Endpoint(client, str(node.model), identity)
-    finally:
-        client.close()
+
+
+CHAT_PROVIDERS.add("openai", RemoteProvider)
+CHAT_PROVIDERS.add("openai_compatible", RemoteProvider)
+CHAT_PROVIDERS.add("local", LocalProvider)

@@ -1,18 +1,20 @@
-"""Typed records of one chat call: what was asked, every attempt, what came back."""
+"""Typed records of one chat call (what was asked, every attempt, what came back) and of
+the model behind it (`ModelIdentity`: which model was asked for and which answered)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from memorybench.hashing import canonical_json, sha256_text
+from memorybench.records import Record
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(Record):
     """The canonical request; its sha256 is the response-cache key."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
     messages: tuple[dict[str, str], ...]
@@ -23,20 +25,20 @@ class ChatRequest(BaseModel):
     stop: Optional[tuple[str, ...]] = None
 
     def canonical_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return canonical_json(self.model_dump(mode="json"))
 
     def sha256(self) -> str:
-        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+        return sha256_text(self.canonical_json())
 
 
-class Usage(BaseModel):
+class Usage(Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
 
 
-class Attempt(BaseModel):
+class Attempt(Record):
     """One HTTP attempt of a call; retries stay attached to the call they belong to."""
 
     n: int
@@ -50,7 +52,7 @@ class Attempt(BaseModel):
     retry_after: bool = False
 
 
-class ChatResult(BaseModel):
+class ChatResult(Record):
     text: str
     model_requested: str
     model_answered: Optional[str] = None
@@ -63,3 +65,16 @@ class ChatResult(BaseModel):
     #: USD; null when the model has no entry in the price table
     cost_usd: Optional[float] = None
     request_sha256: str
+
+
+class ModelIdentity(Record):
+    """One model a run used (reader, writer, embedder, judge, agent): as requested and as answered."""
+
+    role: str
+    provider: str
+    requested: Optional[str]
+    answered: list[str] = Field(default_factory=list)
+    base_url: Optional[str] = None
+    local: bool = False
+    #: provider=local: the GGUF file's sha256 and the package it came from
+    weights: Optional[dict[str, Any]] = None

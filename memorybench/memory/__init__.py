@@ -1,4 +1,6 @@
-"""Memory methods, one module per `conf/memory` option, registered by name.
+"""Memory methods, one module per `conf/memory` option, each registered by its option name
+in `memorybench.registry.MEMORY` (every public module of this package is imported on the
+first lookup, so a new method is one module plus its `conf/memory/NAME.yaml`).
 
 | option | what the reader gets | model calls at build |
 |---|---|---|
@@ -16,20 +18,10 @@ cost records, the stored build and resume (`_managed.py`); `open_build_context` 
 it the writer and embedder it needs.
 """
 
-from memorybench.memory import (  # noqa: F401  (register)
-    full_context,
-    graph,
-    mem0,
-    mem0g,
-    openai_memory,
-    rag,
-    raw_chunks,
-    session_summaries,
-)
 from memorybench.memory._context import open_build_context
-from memorybench.memory._managed import ManagedMethod, Retrieved
+from memorybench.memory._managed import ManagedMethod, Retrieved, build_memory_method, memory_names
 from memorybench.memory._notes import memory_notes
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, MemoryMethod, build_memory_method, memory_names
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, MemoryMethod
 
 __all__ = [
     "BuildContext",

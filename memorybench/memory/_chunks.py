@@ -10,11 +10,27 @@ turns' dia_ids.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 from omegaconf import DictConfig
 
+from memorybench.config import MemoryConfig
 from memorybench.data.records import Conversation
 from memorybench.errors import UserError
 from memorybench.memory.base import MemoryItem
+
+
+@dataclass
+class ChunksConfig(MemoryConfig):
+    """`memory=raw_chunks` and `memory=rag`."""
+
+    #: chunk size in cl100k_base tokens (whole turn lines per chunk)
+    chunk_tokens: Optional[int] = None
+    #: tokens of trailing lines repeated at the start of the next chunk
+    chunk_overlap: Optional[int] = None
+    #: chunks per question
+    top_k: Optional[int] = None
 
 
 def chunk_settings(cfg: DictConfig) -> tuple[int, int, int]:

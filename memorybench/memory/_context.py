@@ -9,7 +9,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memorybench.data.records import Conversation
-from memorybench.memory.base import BuildContext, build_memory_method
+from memorybench.memory._managed import build_memory_method
+from memorybench.memory.base import BuildContext
 
 #: room for a template, a saved-facts list and the chat format around a session's text
 _PROMPT_MARGIN_TOKENS = 1024

@@ -27,6 +27,7 @@ from omegaconf import DictConfig
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._records import BuildCost, Retrieval, StoredMemory
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.registry import MEMORY
 
 
 @dataclass
@@ -214,3 +215,14 @@ class ManagedMethod:
 
 def _item_json(item: MemoryItem) -> dict[str, Any]:
     return {"item_id": item.item_id, "text": item.text, "sources": list(item.sources)}
+
+
+def build_memory_method(cfg: DictConfig) -> ManagedMethod:
+    """The method registered as `cfg.memory.name`, built from the whole run config and
+    wrapped (`ManagedMethod`): the budget cap, build cost records, the stored build and
+    resume; an unknown name is a one-line error naming the choices."""
+    return ManagedMethod(MEMORY.get(str(cfg.memory.name))(cfg), cfg)
+
+
+def memory_names() -> list[str]:
+    return MEMORY.names()

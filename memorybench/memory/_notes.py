@@ -4,20 +4,27 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from memorybench.memory.base import _REGISTRY
+from memorybench.registry import MEMORY
+
+
+def writes_memory(cls: type, cfg: DictConfig) -> bool:
+    """Whether a writer model writes this run's memory (a method may decide from its config)."""
+    decide = getattr(cls, "writes_memory", None)
+    return bool(decide(cfg)) if decide is not None else bool(getattr(cls, "uses_writer", False))
 
 
 def memory_notes(cfg: DictConfig) -> list[str]:
     name = str(cfg.memory.name)
-    cls = _REGISTRY.get(name)
+    cls = MEMORY.get(name)
     notes = []
     clone_of = getattr(cls, "clone_of", None)
     if clone_of:
         notes.append(f"memory={name} is a local clone of {clone_of}; not the original implementation.")
-    writes = bool(getattr(cls, "uses_writer", False)) or (name == "session_summaries" and cfg.memory.get("source") == "writer")
-    if writes:
+    own = getattr(cls, "run_notes", None)
+    notes += own(cfg) if own is not None else []
+    if writes_memory(cls, cfg):
         writer = cfg.writer
-        what = "The session summaries were" if name == "session_summaries" else "Memory was"
+        what = getattr(cls, "written_what", "Memory was")
         notes.append(f"{what} written by writer={writer.name} (model {writer.get('model')}), not released with the data.")
         if writer.get("provider") == "local":
             notes.append("Memory written by the embedded local model: not comparable with published numbers.")

@@ -12,14 +12,10 @@ from typing import Any, Literal, Optional
 from pydantic import ConfigDict, Field
 
 from memorybench.llm.records import ChatResult
-from memorybench.pack.schemas import Record
+from memorybench.records import Record
 
 
-class _Row(Record):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class WriterRequest(_Row):
+class WriterRequest(Record):
     model: str
     messages: list[dict[str, str]]
     temperature: float
@@ -29,10 +25,9 @@ class WriterRequest(_Row):
     stop: Optional[list[str]] = None
 
 
-class WriterCall(_Row):
+class WriterCall(Record, schema="writer_call.v1"):
     """One writer call (`memory/writer/calls.jsonl`): what was sent, what came back, whether it parsed."""
 
-    schema_: Literal["writer_call.v1"] = Field("writer_call.v1", alias="schema")
     sample_id: str
     method: str
     #: the task (summary, graph, extract, update, conflict...): the memory.prompts role
@@ -51,10 +46,9 @@ class WriterCall(_Row):
     error: Optional[str] = None
 
 
-class WriterFailure(_Row):
+class WriterFailure(Record, schema="writer_failure.v1"):
     """A writer task given up after its repair attempt; the method skipped its input visibly."""
 
-    schema_: Literal["writer_failure.v1"] = Field("writer_failure.v1", alias="schema")
     sample_id: str
     method: str
     role: str
@@ -67,10 +61,9 @@ class WriterFailure(_Row):
     action: str
 
 
-class BuildCost(_Row):
+class BuildCost(Record, schema="memory_build_cost.v1"):
     """What building one conversation's memory cost, apart from answering (`memory/build_cost.jsonl`)."""
 
-    schema_: Literal["memory_build_cost.v1"] = Field("memory_build_cost.v1", alias="schema")
     sample_id: str
     method: str
     #: wall-clock seconds of the build (writer and embedder time included)
@@ -86,10 +79,9 @@ class BuildCost(_Row):
     memory_tokens: Optional[int] = None
 
 
-class StoredMemory(_Row):
+class StoredMemory(Record, schema="memory_store.v1"):
     """A conversation's built memory (`memory/<method>/<sample_id>.json`): items, text, state."""
 
-    schema_: Literal["memory_store.v1"] = Field("memory_store.v1", alias="schema")
     sample_id: str
     method: str
     items: list[dict[str, Any]]
@@ -98,10 +90,9 @@ class StoredMemory(_Row):
     state: dict[str, Any] = Field(default_factory=dict)
 
 
-class Retrieval(_Row):
+class Retrieval(Record, schema="memory_retrieval.v1"):
     """What a question-dependent method handed the reader for one question (`memory/<method>/retrievals.jsonl`)."""
 
-    schema_: Literal["memory_retrieval.v1"] = Field("memory_retrieval.v1", alias="schema")
     question_id: str
     sample_id: str
     method: str
@@ -114,3 +105,72 @@ class Retrieval(_Row):
     #: the question's embedding (embedder usage for this question), when the method embeds it
     query_embedding: Optional[dict[str, Any]] = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- the stores of the writer methods (validated by `memorybench verify`, row by row) ---------
+class GraphNode(Record, schema="graph_node.v1"):
+    """`memory/graph/nodes.jsonl`: one entity of our single-writer graph."""
+
+    sample_id: str
+    node_id: str
+    name: str
+    type: str
+    #: the sessions it was named in, in the order they were read
+    sessions: list[int]
+
+
+class GraphEdge(Record, schema="graph_edge.v1"):
+    """`memory/graph/edges.jsonl`: one relation, merged over the sessions that state it."""
+
+    sample_id: str
+    edge_id: str
+    source: str
+    relation: str
+    target: str
+    sessions: list[int]
+    #: each session's date, beside `sessions`
+    dates: list[str]
+    #: the times the writer gave for it (free text), without repeats
+    when: list[str]
+
+
+class Mem0Operation(Record, schema="mem0_operation.v1"):
+    """`memory/mem0*/operations.jsonl`: one step of Mem0's two phases (EXTRACT, ADD, UPDATE,
+    DELETE, NOOP, FAILED, and mem0g's RELATION_*); each event carries its own fields."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    sample_id: str
+    event: str
+    session: int
+    sources: list[str]
+
+
+class Mem0gRelation(Record, schema="mem0g_relation.v1"):
+    """`memory/mem0g/relations.jsonl`: one relation of Mem0^g's graph; obsolete ones are kept, marked."""
+
+    sample_id: str
+    id: str
+    source: str
+    relation: str
+    target: str
+    when: Optional[str] = None
+    created: str
+    session: int
+    sources: list[str]
+    valid: bool
+    obsolete_since: Optional[str] = None
+    obsoleted_by: Optional[list[str]] = None
+
+
+class OpenAIMemoryUpdate(Record, schema="openai_memory_update.v1"):
+    """`memory/openai_memory/updates.jsonl`: one speaker's saved facts before and after a session."""
+
+    sample_id: str
+    session: int
+    speaker: str
+    before: list[str]
+    after: list[str]
+    added: list[str]
+    removed: list[str]
+    dropped_over_max_facts: int

@@ -21,18 +21,20 @@ import json
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 from pydantic import BaseModel, ValidationError
 
-from memorybench.answer.prompt import PromptTemplate
+from memorybench.hashing import sha256_text
 from memorybench.errors import UserError
-from memorybench.llm.records import ChatRequest
+from memorybench.llm.endpoints import validate_endpoint
+from memorybench.llm.records import ChatRequest, ModelIdentity
+from memorybench.llm.usage import UsageMeter
 from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
-from memorybench.pack.schemas import ModelIdentity
+from memorybench.templates import PromptTemplate
 
 CALLS = "memory/writer/calls.jsonl"
 FAILURES = "memory/writer/failures.jsonl"
@@ -54,7 +56,7 @@ class WriterTemplate:
 
     @property
     def sha256(self) -> str:
-        return PromptTemplate(self.relpath, self.text).sha256
+        return sha256_text(self.text)
 
     def fill(self, values: Mapping[str, str]) -> str:
         missing = self.slots - set(values)
@@ -131,7 +133,7 @@ def bounded_json_schema(schema: type[BaseModel], *, max_items: int, max_chars: i
 
 
 @dataclass
-class WriterUsage:
+class WriterUsage(UsageMeter):
     calls: int = 0
     repairs: int = 0
     failures: int = 0
@@ -142,16 +144,6 @@ class WriterUsage:
     cost_usd: float | None = 0.0
     #: summed call latency, seconds
     latency_s: float = 0.0
-
-    def copy(self) -> WriterUsage:
-        return WriterUsage(**{f.name: getattr(self, f.name) for f in fields(self)})
-
-    def since(self, before: WriterUsage) -> dict[str, Any]:
-        cost = None if self.cost_usd is None or before.cost_usd is None else round(self.cost_usd - before.cost_usd, 10)
-        out: dict[str, Any] = {f.name: getattr(self, f.name) - getattr(before, f.name) for f in fields(self) if f.name not in ("cost_usd", "latency_s")}
-        out["cost_usd"] = cost
-        out["latency_s"] = round(self.latency_s - before.latency_s, 6)
-        return out
 
 
 @dataclass
@@ -183,9 +175,7 @@ class Writer:
                 f"memory={method} writes its memory with a model, but writer={node.name}; add writer=openai, "
                 "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."
             )
-        from memorybench.validate import _validate_endpoint
-
-        _validate_endpoint("writer", node)  # base_url and model for a server, sane numbers
+        validate_endpoint("writer", node)  # base_url and model for a server, sane numbers
         self.node = node
         self.cfg = cfg
         self.pack = pack

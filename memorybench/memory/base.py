@@ -1,25 +1,23 @@
-"""The memory-method extension point: a Protocol, a registry keyed by the option name.
+"""The memory-method extension point: what a method is (`MemoryMethod`) and what it builds.
 
 A method builds what it stores for one conversation (`build`, once, before its
 questions) and hands the reader a `{memory}` text per question (`for_question`). A
 question-independent method returns the same text for every question of a
 conversation; the pack stores that text once.
+
+A method registers itself under its option name with `@MEMORY.register("name")`
+(`memorybench.registry`); `memorybench.memory.build_memory_method` finds it there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
-from memorybench.errors import UserError, did_you_mean
-
-if TYPE_CHECKING:
-    from memorybench.memory._managed import ManagedMethod
 
 
 @dataclass(frozen=True)
@@ -90,36 +88,7 @@ class MemoryMethod(Protocol):
     # Optional, read by `ManagedMethod`: `uses_writer` / `uses_embedder` (bool), `writer_templates`
     # (role -> template slots), `clone_of` (str), and `memory_tokens_bound(conversations) -> int | None`,
     # a high estimate of what the method hands the reader, for sizing a local reader.
-
-
-MemoryFactory = Callable[[DictConfig], MemoryMethod]
-_REGISTRY: dict[str, MemoryFactory] = {}
-
-
-def register_memory(name: str) -> Callable[[type], type]:
-    def decorate(cls: type) -> type:
-        cls.name = name  # type: ignore[attr-defined]
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
-
-
-def memory_names() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def build_memory_method(cfg: DictConfig) -> ManagedMethod:
-    """The method for `cfg.memory.name`, built from the whole run config.
-
-    It comes wrapped (`memorybench.memory._managed.ManagedMethod`): the wrapper caps what
-    the reader gets at `budget.max_memory_tokens`, records each conversation's build cost
-    in `memory/build_cost.jsonl`, saves what was built, and hands a conversation whose
-    memory the pack already holds back from the pack instead of building it again.
-    """
-    from memorybench.memory._managed import ManagedMethod
-
-    name = str(cfg.memory.name)
-    if name not in _REGISTRY:
-        raise UserError(f"memory={name} has no implementation. {did_you_mean(name, _REGISTRY)}")
-    return ManagedMethod(_REGISTRY[name](cfg), cfg)
+    # Optional class methods, called with the run config before any model call:
+    # `check(cfg)` raises a UserError for a setting the method cannot run with;
+    # `writes_memory(cfg) -> bool` says whether a writer model writes its memory (default:
+    # `uses_writer`); `run_notes(cfg) -> list[str]` adds lines to run_meta.json's notes.

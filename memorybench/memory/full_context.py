@@ -7,7 +7,8 @@ from typing import ClassVar
 from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.registry import MEMORY
 
 
 def render_sessions(conversation: Conversation) -> list[MemoryItem]:
@@ -23,7 +24,7 @@ def render_sessions(conversation: Conversation) -> list[MemoryItem]:
     ]
 
 
-@register_memory("full_context")
+@MEMORY.register("full_context")
 class FullContext:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = False

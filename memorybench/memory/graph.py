@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._context import session_text
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.registry import MEMORY
 
 
 def norm(name: str) -> str:
@@ -113,7 +114,7 @@ class Graph:
         return "\n".join(lines)
 
 
-@register_memory("graph")
+@MEMORY.register("graph")
 class GraphMemory:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = False

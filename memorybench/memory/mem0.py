@@ -21,19 +21,33 @@ their times, as Mem0's evaluation shows them ("Memories for SPEAKER:" blocks).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Optional
 
 import numpy as np
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
+from memorybench.config import MemoryConfig, store_schema
 from memorybench.data.records import AskedQuestion, Conversation, Session, Turn
 from memorybench.embed import rank
 from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.registry import MEMORY
 
 CLONE_OF = "Mem0 (Chhikara et al., 2025): extraction and update phases, vector memory per speaker"
+
+
+@dataclass
+class Mem0Config(MemoryConfig):
+    #: memories per speaker per question
+    top_k: Optional[int] = None
+    #: stored memories shown to the update call for each candidate fact
+    similar_k: Optional[int] = None
+
+
+store_schema("memory", "mem0", Mem0Config)
 
 
 class FactsReply(BaseModel):
@@ -104,7 +118,7 @@ class SpeakerStore:
         return next(i for i, m in enumerate(self.memories) if m["id"] == memory_id)
 
 
-@register_memory("mem0")
+@MEMORY.register("mem0")
 class Mem0:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = True

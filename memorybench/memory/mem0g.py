@@ -22,19 +22,30 @@ obsolete ones marked as such.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation, Session
 from memorybench.embed import rank
 from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.graph import GraphReply, norm
-from memorybench.memory.mem0 import Mem0, pairs, render_messages
+from memorybench.memory.mem0 import Mem0, Mem0Config, pairs, render_messages
+from memorybench.registry import MEMORY
+
+@dataclass
+class Mem0gConfig(Mem0Config):
+    #: graph relations added per question (around the entities the question names)
+    relation_k: Optional[int] = None
+
+
+store_schema("memory", "mem0g", Mem0gConfig)
 
 #: stored relations shown to one conflict call, the most recent first
 MAX_CONFLICT_CANDIDATES = 30
@@ -59,7 +70,7 @@ def relation_text(rel: dict[str, Any]) -> str:
     return f"{rel['source']} -- {rel['relation']} --> {rel['target']}"
 
 
-@register_memory("mem0g")
+@MEMORY.register("mem0g")
 class Mem0G(Mem0):
     clone_of: ClassVar[str] = "Mem0^g (Chhikara et al., 2025): Mem0 plus an entity/relation graph with obsolete marking"
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {

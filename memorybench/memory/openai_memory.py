@@ -13,20 +13,32 @@ unchanged.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional
 
 from omegaconf import DictConfig
 
+from memorybench.config import MemoryConfig, store_schema
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import UserError
 from memorybench.memory._context import session_text
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.mem0 import FactsReply
+from memorybench.registry import MEMORY
 
 CLONE_OF = "ChatGPT saved memories (the Mem0 paper's OpenAI baseline): a bounded fact list per speaker"
 
 
-@register_memory("openai_memory")
+@dataclass
+class OpenAIMemoryConfig(MemoryConfig):
+    #: the most saved facts kept per speaker
+    max_facts: Optional[int] = None
+
+
+store_schema("memory", "openai_memory", OpenAIMemoryConfig)
+
+
+@MEMORY.register("openai_memory")
 class OpenAIMemory:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = False

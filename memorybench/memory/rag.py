@@ -7,17 +7,19 @@ question is embedded at question time as the query and never stored in the index
 
 from __future__ import annotations
 
-import hashlib
 from typing import ClassVar
 
 import numpy as np
 from omegaconf import DictConfig
 
+from memorybench.hashing import sha256_bytes
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.embed import rank
-from memorybench.memory._chunks import chunk_settings, make_chunks
+from memorybench.config import store_schema
+from memorybench.memory._chunks import ChunksConfig, chunk_settings, make_chunks
 from memorybench.memory._managed import Retrieved
-from memorybench.memory.base import BuildContext, BuiltMemory, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory
+from memorybench.registry import MEMORY
 
 JOINER = "\n<->\n"
 
@@ -31,10 +33,13 @@ def item_vectors(built: BuiltMemory, ctx: BuildContext, key: str = "vectors") ->
 
 
 def vectors_sha256(vectors: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(vectors, dtype=np.float32).tobytes()).hexdigest()
+    return sha256_bytes(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
 
 
-@register_memory("rag")
+store_schema("memory", "rag", ChunksConfig)
+
+
+@MEMORY.register("rag")
 class Rag:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = True

@@ -16,9 +16,11 @@ from typing import Any, ClassVar
 from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
-from memorybench.memory._chunks import chunk_settings, make_chunks
+from memorybench.config import store_schema
+from memorybench.memory._chunks import ChunksConfig, chunk_settings, make_chunks
 from memorybench.memory._managed import Retrieved
-from memorybench.memory.base import BuildContext, BuiltMemory, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory
+from memorybench.registry import MEMORY
 
 _WORD = re.compile(r"\w+")
 JOINER = "\n\n"
@@ -74,7 +76,10 @@ def bm25_version() -> str:
     return importlib.metadata.version("bm25s")
 
 
-@register_memory("raw_chunks")
+store_schema("memory", "raw_chunks", ChunksConfig)
+
+
+@MEMORY.register("raw_chunks")
 class RawChunks:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = True

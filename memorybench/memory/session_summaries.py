@@ -10,26 +10,56 @@ writer model. The reader's template is the same for both.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Optional
 
 from omegaconf import DictConfig
 
+from memorybench.config import MemoryConfig, store_schema
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import DataError, UserError
 from memorybench.memory._context import session_text
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, register_memory
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.registry import MEMORY
 
 SOURCES = ("released", "writer")
+
+
+@dataclass
+class SessionSummariesConfig(MemoryConfig):
+    #: `released` (the file's summaries) or `writer` (needs writer.model)
+    source: Optional[str] = None
+
+
+store_schema("memory", "session_summaries", SessionSummariesConfig)
 #: what the reader sees for a session whose summary the writer failed to write (twice)
 FAILED = "(no summary: the writer failed on this session)"
 
 
-@register_memory("session_summaries")
+@MEMORY.register("session_summaries")
 class SessionSummaries:
     name: ClassVar[str]
     question_dependent: ClassVar[bool] = False
     software_only: bool = True
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {"summary": frozenset({"date", "session"})}
+    #: the subject of the run note when a writer wrote the summaries
+    written_what: ClassVar[str] = "The session summaries were"
+
+    @classmethod
+    def check(cls, cfg: DictConfig) -> None:
+        source = cfg.memory.source
+        if source not in SOURCES:
+            raise UserError(f"memory.source={source!r} is not one of: {', '.join(SOURCES)}")
+        if source == "writer" and not cfg.writer.get("model"):
+            raise UserError("memory.source=writer needs a writer model; add writer=... with writer.model set")
+
+    @classmethod
+    def writes_memory(cls, cfg: DictConfig) -> bool:
+        return cfg.memory.get("source") == "writer"
+
+    @classmethod
+    def run_notes(cls, cfg: DictConfig) -> list[str]:
+        return [f"session_summaries from the {cfg.memory.source} summaries."]
 
     def __init__(self, cfg: DictConfig) -> None:
         self.source = str(cfg.memory.source)

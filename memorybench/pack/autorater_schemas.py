@@ -7,22 +7,21 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from memorybench.llm.records import Attempt, ChatResult
-from memorybench.pack.schemas import ModelIdentity, Record
+from memorybench.llm.records import Attempt, ChatResult, ModelIdentity
+from memorybench.records import Record
 
 VerdictStatus = Literal["CORRECT", "WRONG", "SKIPPED", "FAILED"]
 
 
-class AutoraterVerdict(Record):
+class AutoraterVerdict(Record, schema="autorater_verdict.v1"):
     """One (question, pass): appended to autorater_verdicts.jsonl once it is decided.
 
     Nothing here depends on the clock, so a resumed run writes the same bytes as an
     uninterrupted one.
     """
 
-    schema_: Literal["autorater_verdict.v1"] = Field("autorater_verdict.v1", alias="schema")
     question_id: str
     sample_id: str
     #: position of the row in predictions.jsonl (0-based)
@@ -53,8 +52,6 @@ class AutoraterVerdict(Record):
     model_requested: Optional[str] = None
     model_answered: Optional[str] = None
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
 
 class JudgeRequest(Record):
     """The request, stored compactly: the message is `template` filled with `slots`
@@ -74,10 +71,9 @@ class JudgeRequest(Record):
     slots: dict[str, str]
 
 
-class JudgeTrace(Record):
+class JudgeTrace(Record, schema="judge_trace.v1"):
     """One judge call: the request and what came back (every attempt), or the error."""
 
-    schema_: Literal["judge_trace.v1"] = Field("judge_trace.v1", alias="schema")
     question_id: str
     pass_: int = Field(alias="pass")
     judge_prompt_sha256: str
@@ -92,13 +88,10 @@ class JudgeTrace(Record):
     error: Optional[str] = None
     attempts: Optional[list[Attempt]] = None
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-
-class AutoraterMeta(Record):
+class AutoraterMeta(Record, schema="autorater_meta.v1"):
     """What judged this pack; a resumed run must use the same judge."""
 
-    schema_: Literal["autorater_meta.v1"] = Field("autorater_meta.v1", alias="schema")
     run_id: Optional[str] = None
     passes: int
     #: the judge config as composed (operational keys included; no secrets: keys are never in config)
@@ -119,4 +112,108 @@ class AutoraterMeta(Record):
     local_judge: bool = False
     notes: list[str] = Field(default_factory=list)
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+# -- autorater_metrics.json ------------------------------------------------------------------
+# Every part keeps the key order and the values the autorater has always written: the file is
+# byte-identical to the dict it replaced. Values copied from the judge config stay `Any`.
+class JudgeSummary(Record):
+    """Who judged: the configured judge, the model sent and the models that answered."""
+
+    name: Any = None
+    provider: Any = None
+    model_requested: str
+    #: the model of the config (for provider=local: `auto` or a registry name)
+    model_configured: Optional[str] = None
+    models_answered: list[str]
+    base_url: Any = None
+    temperature: Any = None
+    max_tokens: Any = None
+    seed: Any = None
+    response_format: dict[str, Any]
+    local: bool
+    #: provider=local: the GGUF file's sha256 and package
+    weights: Optional[dict[str, Any]] = None
+
+
+class Agreement(Record):
+    """Rows judged (with a parsed label) in every pass, and how many of them all passes agree on."""
+
+    rows: int
+    unanimous: int
+    #: unanimous / rows; null with one pass or no such row
+    share: Optional[float] = None
+
+
+class JScores(Record):
+    """Mem0's J: per pass, their mean and sample sd, per category (categories 1-4)."""
+
+    overall: Optional[float] = None
+    by_category: dict[str, Optional[float]]
+    passes: list[Optional[float]]
+    passes_by_category: list[dict[str, Optional[float]]]
+    mean: Optional[float] = None
+    sd: Optional[float] = None
+    agreement: Agreement
+
+
+class PassCounts(Record):
+    pass_: int = Field(alias="pass")
+    judged: int
+    skipped: int
+    failed: int
+
+
+class JudgeFailure(Record):
+    """A FAILED verdict: no readable label (`parse`) or no reply after retries (`model_call`)."""
+
+    question_id: str
+    pass_: int = Field(alias="pass")
+    failure: Optional[str] = None
+    error: Optional[str] = None
+
+
+class AutoraterCounts(Record):
+    rows: int
+    judged_rows: int
+    skipped_rows: int
+    requests: int
+    judged: int
+    skipped: int
+    failed: int
+    by_pass: list[PassCounts]
+    by_category: dict[str, int]
+    failed_question_ids: list[str]
+    failures: list[JudgeFailure]
+    nonstandard_labels: int
+    nonstandard_label_values: dict[str, int]
+
+
+class CategoryMeans(Record):
+    """A per-row score's mean over every judged row, and per category (not a mean of means)."""
+
+    overall: Optional[float] = None
+    by_category: dict[str, Optional[float]]
+
+
+class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
+    """`autorater/autorater_metrics.json`: J, Mem0's F1 and BLEU-1, counts and judge usage,
+    computed from the stored verdicts and traces only (no model, no clock)."""
+
+    run_id: Optional[str] = None
+    questions: int
+    is_prefix: Optional[bool] = None
+    reader_local_model: Optional[bool] = None
+    local_judge: bool
+    passes: int
+    judge: JudgeSummary
+    judge_prompt_sha256: str
+    prompt: dict[str, Any]
+    category_names: dict[str, str]
+    j: JScores
+    counts: AutoraterCounts
+    mem0_f1: CategoryMeans
+    mem0_bleu1: CategoryMeans
+    #: {"judge": usage summary + failed_calls}, or {} when no call was answered
+    usage: dict[str, Any] = Field(default_factory=dict)
+    labels: dict[str, str]
+    notes: list[str] = Field(default_factory=list)

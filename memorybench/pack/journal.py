@@ -14,12 +14,16 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from memorybench.errors import UserError
+from memorybench.pack.reader import PackError
 from memorybench.pack.schemas import dump_line
+from memorybench.records import Record, SchemaError, parse_record
+
+T = TypeVar("T", bound=Record)
 
 #: errnos that mean the disk, or the user's quota on it, is full
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -40,6 +44,9 @@ def disk_full(path: str | os.PathLike[str] | None, error: OSError) -> DiskFullEr
 
 
 class Journal:
+    """One append-only JSONL file of a pack being written; rows are framed by `\\n` only
+    (a journal writes U+2028 raw inside JSON strings, which `str.splitlines` would cut)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh = None
@@ -65,19 +72,35 @@ class Journal:
                 f.truncate(good)
         return len(data) - good
 
-    def rows(self) -> Iterator[dict[str, Any]]:
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """(1-based line number, line) of every non-blank line; a binary file splits on `\\n` only."""
         if not self.path.exists():
             return
-        with self.path.open("r", encoding="utf-8") as f:
-            for line in f:
+        with self.path.open("rb") as f:
+            for number, line in enumerate(f, start=1):
                 if line.strip():
-                    yield json.loads(line)
+                    yield number, line
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The decoded rows, in file order (none when the file does not exist)."""
+        for _, line in self._lines():
+            yield json.loads(line)
+
+    def records(self, model: type[T] | None = None) -> Iterator[T]:
+        """The rows as records: each validated against `model`, or the schema its `schema` names."""
+        for number, line in self._lines():
+            try:
+                yield parse_record(json.loads(line), model)  # type: ignore[misc]
+            except ValueError as e:  # json's and SchemaError
+                detail = str(e) if isinstance(e, SchemaError) else "not valid JSON"
+                raise PackError(f"{self.path} line {number}: {detail}; run `memorybench verify` on the pack") from None
 
     def retain(self, keep: Callable[[dict[str, Any]], bool]) -> int:
         """Rewrite the journal with only the rows `keep` accepts, bytes unchanged (atomic)."""
         if not self.path.exists():
             return 0
-        lines = self.path.read_bytes().splitlines(keepends=True)
+        with self.path.open("rb") as f:
+            lines = list(f)  # split after each `\n` only, endings kept
         kept = [line for line in lines if line.strip() and keep(json.loads(line))]
         if len(kept) != len(lines):
             tmp = self.path.with_suffix(".jsonl.part")

@@ -7,7 +7,6 @@ rows of unanswered questions dropped), so the final files equal an uninterrupted
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memorybench.hashing import sha256_bytes
 from memorybench.errors import UserError
 from memorybench.pack.journal import NO_SPACE, Journal, disk_full
 from memorybench.pack.schemas import Reference, ReferencePin
@@ -140,7 +140,7 @@ class RunPack:
     def store_text(self, text: str, relpath: str | None = None) -> tuple[str, str]:
         """Store a (large, repeated) string once; return (sha256, path in the pack)."""
         data = text.encode("utf-8")
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256_bytes(data)
         relpath = relpath or f"blobs/{sha}.txt"
         target = self.root / relpath
         if not (target.exists() and target.stat().st_size == len(data)):
@@ -171,7 +171,7 @@ class RunPack:
                     continue
                 relpath = locations.get(sha, f"blobs/{sha}.txt")
                 data = (self.root / relpath).read_bytes()
-                if hashlib.sha256(data).hexdigest() != sha:
+                if sha256_bytes(data) != sha:
                     raise UserError(f"pack {self.root}: {relpath} does not hash to {sha}; the pack was altered")
                 refs[sha] = Reference(path=relpath, bytes=len(data))
         return ReferencePin(refs=dict(sorted(refs.items())))

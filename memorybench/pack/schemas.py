@@ -6,21 +6,17 @@ meaning of a record gets a new version (`prediction.v2`), never a silent change.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from memorybench.llm.records import ChatResult
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from memorybench.llm.records import ChatResult, ModelIdentity
+from memorybench.records import Record
 
 
-class Prediction(Record):
+class Prediction(Record, schema="prediction.v1"):
     """One answered question; appended to predictions.jsonl as soon as it is answered."""
 
-    schema_: Literal["prediction.v1"] = Field("prediction.v1", alias="schema")
     question_id: str
     sample_id: str
     #: position in the file-order question list (0-based)
@@ -35,8 +31,6 @@ class Prediction(Record):
     reader_payload_sha256: Optional[str] = None
     memory_sha256: str
     answerer: str
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class SlotValue(Record):
@@ -65,30 +59,23 @@ class ReaderRequest(Record):
     slots: dict[str, SlotValue]
 
 
-class ReaderTrace(Record):
-    schema_: Literal["reader_trace.v1"] = Field("reader_trace.v1", alias="schema")
+class ReaderTrace(Record, schema="reader_trace.v1"):
     question_id: str
     sample_id: str
     reader_payload_sha256: str
     request: ReaderRequest
     response: ChatResult
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-
-class LineageRow(Record):
-    schema_: Literal["lineage.v1"] = Field("lineage.v1", alias="schema")
+class LineageRow(Record, schema="lineage.v1"):
     sample_id: str
     item_id: str
     sources: list[str]
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-
-class MemoryManifestRow(Record):
+class MemoryManifestRow(Record, schema="memory_manifest.v1"):
     """Written last for a conversation's memory: what was built and where it is stored."""
 
-    schema_: Literal["memory_manifest.v1"] = Field("memory_manifest.v1", alias="schema")
     sample_id: str
     method: str
     question_dependent: bool
@@ -98,8 +85,6 @@ class MemoryManifestRow(Record):
     memory_path: Optional[str] = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
 
 class Reference(Record):
     """Where the text of one `ref` lives in the pack."""
@@ -108,8 +93,7 @@ class Reference(Record):
     bytes: int
 
 
-class ReferencePin(Record):
-    schema_: Literal["reference_pin.v1"] = Field("reference_pin.v1", alias="schema")
+class ReferencePin(Record, schema="reference_pin.v1"):
     how_to_restore: str = (
         "A slot value {'ref': H} in a trace stands for the UTF-8 text of the file at refs[H].path "
         "(relative to the pack); the sha256 of that file's bytes is H. A reader trace's user message is "
@@ -119,22 +103,8 @@ class ReferencePin(Record):
     )
     refs: dict[str, Reference]
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-
-class ModelIdentity(Record):
-    role: str
-    provider: str
-    requested: Optional[str]
-    answered: list[str] = Field(default_factory=list)
-    base_url: Optional[str] = None
-    local: bool = False
-    #: provider=local: the GGUF file's sha256 and the package it came from
-    weights: Optional[dict[str, Any]] = None
-
-
-class RunMeta(Record):
-    schema_: Literal["run_meta.v1"] = Field("run_meta.v1", alias="schema")
+class RunMeta(Record, schema="run_meta.v1"):
     run_id: str
     name: str
     config_sha256: str
@@ -156,8 +126,39 @@ class RunMeta(Record):
     local_model: bool
     notes: list[str] = Field(default_factory=list)
     resumed: int = 0
+    #: the plugins whose components the run used: name, module, distribution, version,
+    #: source_sha256 (they enter the run id); left out of the file when there are none
+    plugins: list[dict[str, Any]] = Field(default_factory=list)
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    @model_serializer(mode="wrap")
+    def _without_empty_plugins(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if not data.get("plugins"):
+            data.pop("plugins", None)
+        return data
+
+
+class Metrics(Record, schema="metrics.v1"):
+    """`metrics.json`: the local scores of a pack, recomputed from its rows by `rescore`.
+
+    Every metric is `{overall, by_category}` (category numbers as strings, LoCoMo's
+    names in `category_names`); `usage` holds the reader's calls, tokens and cost. A
+    scorer that a plugin registers adds its own `{overall, by_category}` key.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    run_id: Optional[str]
+    questions: int
+    is_prefix: Optional[bool]
+    local_model: Optional[bool]
+    category_names: dict[str, str]
+    counts: dict[str, Any]
+    labels: dict[str, str]
+    locomo_f1: dict[str, Any]
+    exact_match: dict[str, Any]
+    token_f1: dict[str, Any]
+    usage: dict[str, Any] = Field(default_factory=dict)
 
 
 def dump_line(record: BaseModel) -> str:

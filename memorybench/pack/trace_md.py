@@ -10,44 +10,46 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader, jsonl_lines
 from memorybench.pack.run_pack import RunPack
 
 
-def _find(path: Path, key: str, value: Any) -> tuple[int, dict[str, Any]] | None:
-    if not path.is_file():
+def _find(pack: PackReader, relpath: str, key: str, value: Any) -> tuple[int, dict[str, Any]] | None:
+    """(line number, row) of the first row of a journal whose `key` is `value`."""
+    if not pack.exists(relpath):
         return None
-    with path.open("r", encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            row = json.loads(line)
-            if row.get(key) == value:
-                return number, row
+    for number, line in jsonl_lines(pack.read_bytes(relpath)):
+        row = json.loads(line)
+        if row.get(key) == value:
+            return number, row
     return None
 
 
-def _csv_line(path: Path, question_id: str) -> int | None:
-    with path.open("r", encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if line.startswith(question_id + ","):
-                return number
+def _csv_line(pack: PackReader, question_id: str) -> int | None:
+    for number, line in enumerate(pack.read_text(layout.PREDICTIONS_CSV).split("\n"), start=1):
+        if line.startswith(question_id + ","):
+            return number
     return None
 
 
 def write_trace_md(pack: RunPack, data_path: Path) -> None:
-    first = _find(pack.predictions.path, "schema", "prediction.v1")
+    reader = PackReader.open(pack.root)
+    first = _find(reader, layout.PREDICTIONS, "schema", "prediction.v1")
     if first is None:
-        pack.write_text("TRACE.md", "# Trace\n\nNo question was answered in this pack.\n")
+        pack.write_text(layout.TRACE_MD, "# Trace\n\nNo question was answered in this pack.\n")
         return
     pred_line, pred = first
     qid, sample_id = pred["question_id"], pred["sample_id"]
     qa_index = int(qid.rsplit("-q-", 1)[1])
-    trace_line, trace = _find(pack.reader_traces.path, "question_id", qid) or (None, {})
-    manifest_line, manifest = _find(pack.memory_manifest.path, "sample_id", sample_id) or (None, {})
-    csv_line = _csv_line(pack.path("predictions.csv"), qid)
-    meta = json.loads(pack.path("run_meta.json").read_text("utf-8"))
+    trace_line, trace = _find(reader, layout.READER_TRACES, "question_id", qid) or (None, {})
+    manifest_line, manifest = _find(reader, layout.MEMORY_MANIFEST, "sample_id", sample_id) or (None, {})
+    csv_line = _csv_line(reader, qid)
+    meta = reader.json(layout.RUN_META)
     response = trace.get("response", {})
     request = trace.get("request", {})
     refs = [v["ref"] for v in request.get("slots", {}).values() if v.get("ref")]
-    from memorybench.stages.rescore import score_row
+    from memorybench.score.rows import score_row  # the scorers import nltk: only when a trace is written
 
     scores = score_row(pred)
     lines = [
@@ -86,4 +88,4 @@ def write_trace_md(pack: RunPack, data_path: Path) -> None:
         f"- Aggregated into `metrics.json`: `locomo_f1.overall` and `locomo_f1.by_category[\"{pred['category']}\"]`.",
         "",
     ]
-    pack.write_text("TRACE.md", "\n".join(lines))
+    pack.write_text(layout.TRACE_MD, "\n".join(lines))

@@ -1,5 +1,11 @@
 """Mem0's LLM judge (DESIGN.md 5.2): the prompt it sends and how its reply is read.
 
+The protocol is the registered judge `mem0` (`JUDGES.get("mem0")`, class `Mem0Judge`):
+what to judge (`skips`), the request (`request`), how a reply is read (`verdict`) and
+the per-row lexical scores Mem0 reports beside J (`row_scores`). The `autorater` stage
+only runs the resumable loop around it; another judge protocol is one more class
+registered under its own name, with the same methods (`JudgeProtocol`).
+
 A port of mem0 ``evaluation/metrics/llm_judge.py`` and ``mem0/memory/utils.py``
 (``extract_json``) at ece7ff6b84b3e55336fcf2e17253b074d2d5166d, where ``evals.py`` calls
 
@@ -40,18 +46,28 @@ inside the fence), its first ``{`` to last ``}`` is tried.
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
+
+from memorybench.data.pins import MEM0_ACCURACY_PROMPT, Pin, pin_path
+from memorybench.hashing import sha256_text
+from memorybench.llm.records import ChatRequest
+from memorybench.registry import JUDGES
 
 __all__ = [
     "CORRECT",
+    "DEFAULT_PROTOCOL",
     "JUDGE_SLOTS",
     "RESPONSE_FORMAT",
     "WRONG",
+    "JudgeCall",
     "JudgeParse",
+    "JudgeProtocol",
+    "Mem0Judge",
     "build_judge_prompt",
     "check_judge_template",
     "extract_json",
@@ -75,7 +91,7 @@ _FIELD = re.compile(r"\{([^{}]*)\}")
 
 
 def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 def check_judge_template(template: str) -> None:
@@ -202,3 +218,124 @@ def parse_judge_reply(text: str | None) -> JudgeParse:
 def parse_judge_label(text: str | None) -> str | None:
     """The raw ``label`` string of a judge reply, or None when it cannot be read (a failure)."""
     return parse_judge_reply(text).label
+
+
+# -- the protocol as a registered judge ---------------------------------------------------
+#: the protocol of a judge config without a `protocol` key
+DEFAULT_PROTOCOL = "mem0"
+
+
+class JudgedRow(Protocol):
+    """What a judge reads of a stored answer (a `prediction.v1` record)."""
+
+    question: str
+    gold: Any
+    prediction: str
+    category: int
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One judge request and what rebuilds its message from the stored template."""
+
+    request: ChatRequest
+    #: the template's fields exactly as substituted
+    slots: dict[str, str]
+    #: sha256 of the filled user message
+    payload_sha256: str
+
+
+class JudgeProtocol(Protocol):
+    """A judge protocol: the autorater's loop asks it what to judge, what to send, how to read."""
+
+    name: ClassVar[str]
+    #: the template, and the file it is copied to under autorater/prompts/
+    template: str
+    template_sha256: str
+    prompt_file: ClassVar[str]
+    response_format: ClassVar[dict[str, str]]
+    #: the categories whose rows get a request (the others get a SKIPPED verdict)
+    judged_categories: ClassVar[tuple[int, ...]]
+
+    def skips(self, row: JudgedRow) -> bool: ...
+    def prompt_text(self, row: JudgedRow) -> str: ...
+    def request(self, row: JudgedRow, *, model: str, sampling: Mapping[str, Any]) -> JudgeCall: ...
+    def verdict(self, text: str | None) -> JudgeParse: ...
+    def row_scores(self, row: JudgedRow) -> dict[str, float]: ...
+    def prompt_info(self, stored_at: str) -> dict[str, Any]: ...
+
+
+@JUDGES.register("mem0")
+class Mem0Judge:
+    """Mem0's judge: the pinned ACCURACY_PROMPT as one user message, JSON mode, CORRECT-only
+    scoring, category 5 skipped (no request, not in J), Mem0's F1 and BLEU-1 per row."""
+
+    name: ClassVar[str] = "mem0"
+    pin: ClassVar[Pin] = MEM0_ACCURACY_PROMPT
+    prompt_file: ClassVar[str] = "mem0_accuracy_prompt.txt"
+    response_format: ClassVar[dict[str, str]] = RESPONSE_FORMAT
+    judged_categories: ClassVar[tuple[int, ...]] = (1, 2, 3, 4)
+
+    def __init__(self, template: str) -> None:
+        check_judge_template(template)
+        self.template = template
+        self.template_sha256 = text_sha256(template)
+
+    @classmethod
+    def load(cls, pins: str | os.PathLike[str] | None = None) -> Mem0Judge:
+        """The judge with the pinned template from the pins folder (verified against its sha256)."""
+        return cls(pin_path(cls.pin, pins).read_bytes().decode("utf-8"))
+
+    def skips(self, row: JudgedRow) -> bool:
+        return row.category not in self.judged_categories
+
+    @staticmethod
+    def _slots(row: JudgedRow) -> dict[str, str]:
+        return {"question": str(row.question), "gold_answer": str(row.gold), "generated_answer": str(row.prediction)}
+
+    def prompt_text(self, row: JudgedRow) -> str:
+        """The one user message for `row` (also what sizes the embedded judge's context)."""
+        slots = self._slots(row)
+        return build_judge_prompt(self.template, slots["question"], slots["gold_answer"], slots["generated_answer"])
+
+    def request(self, row: JudgedRow, *, model: str, sampling: Mapping[str, Any]) -> JudgeCall:
+        """The request Mem0 sends: one user message, `sampling`'s temperature (0 for judge=mem0),
+        JSON mode, no stop sequence. Two fields Mem0 leaves out are sent: `max_tokens` (the
+        client always sends it) and `seed` when the config sets one."""
+        slots = self._slots(row)
+        prompt = build_judge_prompt(self.template, slots["question"], slots["gold_answer"], slots["generated_answer"])
+        seed = sampling.get("seed")
+        request = ChatRequest(
+            model=model,
+            messages=({"role": "user", "content": prompt},),
+            temperature=float(sampling["temperature"]),
+            max_tokens=int(sampling["max_tokens"]),
+            seed=None if seed is None else int(seed),
+            response_format=dict(self.response_format),
+            # no stop sequence, as Mem0: in JSON mode the embedded model's grammar ends the answer
+        )
+        return JudgeCall(request, slots, text_sha256(prompt))
+
+    def verdict(self, text: str | None) -> JudgeParse:
+        return parse_judge_reply(text)
+
+    def row_scores(self, row: JudgedRow) -> dict[str, float]:
+        """Mem0's evals.py scores str(response) against str(answer)."""
+        from memorybench.score.lexical import (  # nltk: only when judging
+            mem0_bleu1,
+            mem0_f1,
+        )
+
+        prediction, gold = str(row.prediction), str(row.gold)
+        return {"mem0_f1": mem0_f1(prediction, gold), "mem0_bleu1": mem0_bleu1(prediction, gold)}
+
+    def prompt_info(self, stored_at: str) -> dict[str, Any]:
+        return {
+            "name": "mem0 ACCURACY_PROMPT",
+            "pin": self.pin.relpath,
+            "sha256": self.template_sha256,
+            "repository": self.pin.repository,
+            "commit": self.pin.commit,
+            "source_path": self.pin.source_path,
+            "stored_at": stored_at,
+        }

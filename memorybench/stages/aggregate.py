@@ -29,15 +29,16 @@ Where a row comes from:
   with fewer than two), `j_failed` (passes whose reply had no readable label or whose
   call failed), `mem0_f1`, `mem0_bleu1`. Never required: null without an autorater.
 
-Every file is read through `read_pack_file` (a local folder today; a `gs://` storage
-backend replaces that one function).
+Every file is read through `PackReader`, so a source may be a local folder or a `gs://`
+prefix; the per-run numbers are `memorybench.stages.summary.run_summary`, shared with
+MLflow and `compare`.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
+import posixpath
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -49,11 +50,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from memorybench.errors import OneLineParser, UserError
-from memorybench.pack.run_pack import SUCCESS
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
+from memorybench.stages.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, run_keys, run_summary
 
 __all__ = [
     "CHOICE_GROUPS",
@@ -65,8 +67,6 @@ __all__ = [
     "aggregate_main",
     "examples_table",
     "pack_examples",
-    "read_pack_file",
-    "read_pack_json",
     "run_summary",
     "runs_table",
     "scan_packs",
@@ -76,41 +76,9 @@ COLLECTED_DIR = "collected"
 EXAMPLES_FILE = "examples.parquet"
 RUNS_FILE = "runs.parquet"
 RUNS_CSV = "runs.csv"
-AUTORATER_METRICS = "autorater/autorater_metrics.json"
-AUTORATER_VERDICTS = "autorater/autorater_verdicts.jsonl"
 ROW_GROUP_ROWS = 64 * 1024
-
-#: config groups that get a column of their own; every choice is also in `choices` (JSON)
-CHOICE_GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge")
-#: LoCoMo's categories (the keys of memorybench.score.CATEGORY_NAMES, which is not imported
-#: here: it loads nltk, which loads scipy when installed, seconds for a Parquet writer)
-CATEGORIES = (1, 2, 3, 4, 5)
-JUDGED_CATEGORIES = (1, 2, 3, 4)
-
-
-# -- storage: the one place that reads a pack's bytes -----------------------------------
-def read_pack_file(pack: str | os.PathLike[str], relpath: str) -> bytes:
-    """The bytes of `relpath` inside `pack`; FileNotFoundError when absent.
-
-    Local folders only for now. A `gs://` backend (the storage interface) replaces this
-    function; every reader in aggregate, collect-full, report and tracking goes through it.
-    """
-    location = os.fspath(pack)
-    if location.startswith("gs://"):
-        raise UserError(f"{location}: gs:// packs are not readable yet; copy the packs to a local folder first")
-    return (Path(location) / relpath).read_bytes()
-
-
-def read_pack_optional(pack: str | os.PathLike[str], relpath: str) -> bytes | None:
-    try:
-        return read_pack_file(pack, relpath)
-    except FileNotFoundError:
-        return None
-
-
-def read_pack_json(pack: str | os.PathLike[str], relpath: str, *, required: bool = True) -> Any:
-    data = read_pack_file(pack, relpath) if required else read_pack_optional(pack, relpath)
-    return None if data is None else json.loads(data)
+#: a pack's location: a local folder, or a `gs://` URI for a pack in a bucket
+Location = Path | str
 
 
 # -- finding packs --------------------------------------------------------------------
@@ -118,41 +86,77 @@ def read_pack_json(pack: str | os.PathLike[str], relpath: str, *, required: bool
 class PackScan:
     """Finished packs (sorted) and the unfinished ones that were left out."""
 
-    finished: list[Path] = field(default_factory=list)
-    unfinished: list[Path] = field(default_factory=list)
+    finished: list[Location] = field(default_factory=list)
+    unfinished: list[Location] = field(default_factory=list)
+
+
+PACK_MARKERS = (layout.RUN_META, layout.PREDICTIONS)
+#: where packs lie under a source that is not itself a pack: an experiment's runs folder,
+#: an experiment folder, a packs root
+_PACK_DEPTHS = ("*", "runs/*", "*/runs/*")
 
 
 def _is_pack_folder(path: Path) -> bool:
-    return (path / "run_meta.json").is_file() or (path / "predictions.jsonl").is_file()
+    return any((path / marker).is_file() for marker in PACK_MARKERS)
+
+
+def _at_pack_depth(relpath: str) -> bool:
+    """`relpath` has one of the shapes of `_PACK_DEPTHS` (`x`, `runs/x`, `name/runs/x`)."""
+    parts = relpath.split("/")
+    return len(parts) == 1 or (len(parts) == 2 and parts[0] == "runs") or (len(parts) == 3 and parts[1] == "runs")
+
+
+def _scan_bucket(source: str) -> tuple[set[str], set[str]]:
+    """(finished, unfinished) pack URIs under a gs:// source, from one listing."""
+    from memorybench.storage import open_storage
+
+    storage = open_storage(source)
+    files = set(storage.list(""))
+    folders = {posixpath.dirname(f) for f in files if posixpath.basename(f) in PACK_MARKERS}
+    folders = {""} if "" in folders else {d for d in folders if _at_pack_depth(d)}
+    if not folders:
+        raise UserError(f"no pack under {source}: expected <root>/<name>/runs/<run_id>/_SUCCESS; pass a packs root or pack URIs")
+    finished = {storage.uri(d) for d in folders if posixpath.join(d, layout.SUCCESS).lstrip("/") in files}
+    return finished, {storage.uri(d) for d in folders} - finished
 
 
 def scan_packs(sources: Iterable[str | os.PathLike[str]]) -> PackScan:
     """Pack folders, or roots scanned for `*/runs/*/_SUCCESS` (also `runs/*` and `*`).
 
     A source may be a pack (`<packs>/<name>/runs/<run_id>`), an experiment folder
-    (`<packs>/<name>`), its `runs` folder, or the packs root. Unfinished packs (no
-    `_SUCCESS`) are reported in `unfinished`, never read.
+    (`<packs>/<name>`), its `runs` folder, or the packs root; a local folder or a
+    `gs://` prefix. Unfinished packs (no `_SUCCESS`) are reported in `unfinished`, never read.
     """
-    finished: set[Path] = set()
-    unfinished: set[Path] = set()
+    finished: set[Location] = set()
+    unfinished: set[Location] = set()
     for source in sources:
         if os.fspath(source).startswith("gs://"):
-            raise UserError(f"{source}: gs:// packs are not readable yet; copy the packs to a local folder first")
+            done, not_done = _scan_bucket(os.fspath(source))
+            finished |= done
+            unfinished |= not_done
+            continue
         root = Path(source).expanduser().resolve()
         if not root.is_dir():
             raise UserError(f"{source} is not a folder; pass pack folders or a packs root (paths.packs)")
         if _is_pack_folder(root):
-            (finished if (root / SUCCESS).is_file() else unfinished).add(root)
+            (finished if (root / layout.SUCCESS).is_file() else unfinished).add(root)
             continue
         found = False
-        for pattern in ("*", "runs/*", "*/runs/*"):
+        for pattern in _PACK_DEPTHS:
             for candidate in root.glob(pattern):
                 if candidate.is_dir() and _is_pack_folder(candidate):
                     found = True
-                    (finished if (candidate / SUCCESS).is_file() else unfinished).add(candidate)
+                    (finished if (candidate / layout.SUCCESS).is_file() else unfinished).add(candidate)
         if not found:
             raise UserError(f"no pack under {root}: expected <root>/<name>/runs/<run_id>/_SUCCESS; pass paths.packs or pack folders")
-    return PackScan(sorted(finished), sorted(unfinished - finished))
+    return PackScan(sorted(finished, key=str), sorted(unfinished - finished, key=str))
+
+
+def experiment_packs(packs: Sequence[Location], experiment: str | None) -> list[Location]:
+    """The packs of one experiment name (all of them for None)."""
+    if experiment is None:
+        return list(packs)
+    return [p for p in packs if PackReader.open(p).meta().name == experiment]
 
 
 # -- schemas --------------------------------------------------------------------------
@@ -271,16 +275,6 @@ _CSV_TYPES = {
 }
 
 
-def _read_jsonl(data: bytes, schema: pa.Schema) -> pa.Table:
-    if not data.strip():
-        return schema.empty_table()
-    return pa_json.read_json(
-        io.BytesIO(data),
-        read_options=pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
-        parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
-    )
-
-
 def _read_predictions_csv(data: bytes) -> pa.Table:
     return pa_csv.read_csv(
         io.BytesIO(data),
@@ -291,25 +285,6 @@ def _read_predictions_csv(data: bytes) -> pa.Table:
 
 
 # -- one pack -------------------------------------------------------------------------
-def _reader_model(meta: dict[str, Any]) -> str | None:
-    for model in meta.get("models", []):
-        if model.get("role") == "reader":
-            return model.get("requested")
-    return None
-
-
-def _run_keys(pack: Path, meta: dict[str, Any]) -> dict[str, Any]:
-    choices = meta.get("choices") or {}
-    return {
-        "run_id": meta.get("run_id") or pack.name,
-        "experiment": meta.get("name"),
-        "config_sha256": meta.get("config_sha256"),
-        **{g: choices.get(g) for g in CHOICE_GROUPS},
-        "reader_model": _reader_model(meta),
-        "choices": json.dumps(dict(sorted(choices.items())), sort_keys=True),
-    }
-
-
 def _empty_to_null(array: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(array, ""), pa.scalar(None, pa.string()), array)
 
@@ -322,11 +297,10 @@ def _aligned(keys: pa.Array, table: pa.Table, key: str = "question_id") -> pa.Ta
     return table.take(positions)
 
 
-def _verdict_columns(pack: Path, qids: pa.Array) -> dict[str, pa.Array] | None:
-    if read_pack_optional(pack, AUTORATER_METRICS) is None:
+def _verdict_columns(pack: PackReader, qids: pa.Array) -> dict[str, pa.Array] | None:
+    if not pack.exists(layout.AUTORATER_METRICS):
         return None
-    data = read_pack_optional(pack, AUTORATER_VERDICTS) or b""
-    verdicts = _read_jsonl(data, _VERDICT_FIELDS)
+    verdicts = pack.table(layout.AUTORATER_VERDICTS, _VERDICT_FIELDS)
     parsed = verdicts.filter(pc.is_in(verdicts.column("status"), value_set=pa.array(["CORRECT", "WRONG"])))
     grouped = parsed.group_by("question_id").aggregate([
         ("score", "mean"), ("score", "count"), ("score", "min"), ("score", "max"),
@@ -353,11 +327,11 @@ def _verdict_columns(pack: Path, qids: pa.Array) -> dict[str, pa.Array] | None:
     }
 
 
-def _usage_columns(pack: Path, qids: pa.Array) -> dict[str, Any]:
+def _usage_columns(pack: PackReader, qids: pa.Array) -> dict[str, Any]:
     """Tokens, latency, cost per question: reader traces, else an agent's answer traces, else nulls."""
-    data = read_pack_optional(pack, "reader/traces.jsonl")
-    if data and data.strip():
-        traces = _aligned(qids, _read_jsonl(data, _TRACE_FIELDS))
+    traces = pack.table(layout.READER_TRACES, _TRACE_FIELDS)
+    if traces.num_rows:
+        traces = _aligned(qids, traces)
         response = traces.column("response").combine_chunks()
         usage = pc.struct_field(response, "usage")
         attempts = pc.list_value_length(pc.struct_field(response, "attempts"))
@@ -371,9 +345,8 @@ def _usage_columns(pack: Path, qids: pa.Array) -> dict[str, Any]:
             "cache_hit": pc.struct_field(response, "cache_hit"),
             "model_answered": pc.struct_field(response, "model_answered"),
         }
-    data = read_pack_optional(pack, "agent/traces.jsonl")
-    if data and data.strip():
-        agent = _read_jsonl(data, _AGENT_TRACE_FIELDS)
+    agent = pack.table(layout.AGENT_TRACES, _AGENT_TRACE_FIELDS)
+    if agent.num_rows:
         agent = _aligned(qids, agent.filter(pc.equal(agent.column("phase"), "answer")))
         usage = agent.column("usage").combine_chunks()
         return {
@@ -386,16 +359,16 @@ def _usage_columns(pack: Path, qids: pa.Array) -> dict[str, Any]:
     return {}
 
 
-def pack_examples(pack: str | os.PathLike[str]) -> pa.Table:
+def pack_examples(location: str | os.PathLike[str] | PackReader) -> pa.Table:
     """The examples rows of one finished pack, in `EXAMPLES_SCHEMA`."""
-    pack = Path(pack)
-    meta = read_pack_json(pack, "run_meta.json")
-    csv = _read_predictions_csv(read_pack_file(pack, "predictions.csv"))
+    pack = PackReader.open(location)
+    meta = pack.meta()
+    csv = _read_predictions_csv(pack.read_bytes(layout.PREDICTIONS_CSV))
     n = csv.num_rows
     qids = csv.column("question_id").combine_chunks()
-    rows = _aligned(qids, _read_jsonl(read_pack_file(pack, "predictions.jsonl"), _PREDICTION_FIELDS))
+    rows = _aligned(qids, pack.table(layout.PREDICTIONS, _PREDICTION_FIELDS))
     usage_columns = _usage_columns(pack, qids)
-    columns: dict[str, Any] = {name: pa.array([value] * n, type=EXAMPLES_SCHEMA.field(name).type) for name, value in _run_keys(pack, meta).items()}
+    columns: dict[str, Any] = {name: pa.array([value] * n, type=EXAMPLES_SCHEMA.field(name).type) for name, value in run_keys(pack, meta).items()}
     columns.update({
         "question_id": qids,
         "sample_id": csv.column("sample_id"),
@@ -412,7 +385,7 @@ def pack_examples(pack: str | os.PathLike[str]) -> pa.Table:
         **usage_columns,
         "memory_sha256": rows.column("memory_sha256"),
         "reader_payload_sha256": rows.column("reader_payload_sha256"),
-        "pack": pa.array([str(pack)] * n, type=pa.string()),
+        "pack": pa.array([pack.uri()] * n, type=pa.string()),
     })
     verdicts = _verdict_columns(pack, qids)
     for name in ("j_verdict", "j_score", "j_passes", "j_agree", "j_failed", "mem0_f1", "mem0_bleu1"):
@@ -423,62 +396,7 @@ def pack_examples(pack: str | os.PathLike[str]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=EXAMPLES_SCHEMA)
 
 
-def _get(data: dict[str, Any] | None, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
-def run_summary(pack: str | os.PathLike[str]) -> dict[str, Any]:
-    """One row of `RUNS_SCHEMA` for a finished pack (metrics.json, run_meta.json, autorater)."""
-    pack = Path(pack)
-    meta = read_pack_json(pack, "run_meta.json")
-    metrics = read_pack_json(pack, "metrics.json")
-    judge = read_pack_json(pack, AUTORATER_METRICS, required=False)
-    reader = _get(metrics, "usage", "reader") or {}
-    answered = sorted({a for m in meta.get("models", []) if m.get("role") == "reader" for a in m.get("answered") or []}
-                      | set(reader.get("models_answered") or []))
-    row: dict[str, Any] = {
-        **_run_keys(pack, meta),
-        "models_answered": ",".join(answered) or None,
-        "questions": metrics.get("questions"),
-        "questions_total": meta.get("questions_total"),
-        "is_prefix": meta.get("is_prefix"),
-        "local_model": meta.get("local_model"),
-        "locomo_f1": _get(metrics, "locomo_f1", "overall"),
-        **{f"locomo_f1_cat{c}": _get(metrics, "locomo_f1", "by_category", str(c)) for c in CATEGORIES},
-        "exact_match": _get(metrics, "exact_match", "overall"),
-        "token_f1": _get(metrics, "token_f1", "overall"),
-        "j_mean": _get(judge, "j", "mean"),
-        "j_sd": _get(judge, "j", "sd"),
-        "j_passes": _get(judge, "passes"),
-        **{f"j_cat{c}": _get(judge, "j", "by_category", str(c)) for c in JUDGED_CATEGORIES},
-        "j_agreement": _get(judge, "j", "agreement", "share"),
-        "judge_model": _get(judge, "judge", "model_requested"),
-        "mem0_f1": _get(judge, "mem0_f1", "overall"),
-        "mem0_bleu1": _get(judge, "mem0_bleu1", "overall"),
-        "calls": reader.get("calls"),
-        "prompt_tokens": reader.get("prompt_tokens"),
-        "completion_tokens": reader.get("completion_tokens"),
-        "cached_tokens": reader.get("cached_tokens"),
-        "cost_usd": reader.get("cost_usd") if reader.get("cost_known") else None,
-        "cost_known": reader.get("cost_known"),
-        "latency_p50_s": _get(reader, "latency_s", "p50"),
-        "latency_p95_s": _get(reader, "latency_s", "p95"),
-        "latency_mean_s": _get(reader, "latency_s", "mean"),
-        "retries": reader.get("retries"),
-        "data_sha256": _get(meta, "data", "sha256"),
-        "git_commit": meta.get("git_commit"),
-        "started_at": meta.get("started_at"),
-        "ended_at": meta.get("ended_at"),
-        "pack": str(pack),
-    }
-    return row
-
-
-def _imap(function: Any, packs: Sequence[Path]) -> Iterator[Any]:
+def _imap(function: Any, packs: Sequence[Location]) -> Iterator[Any]:
     """`function` over packs in threads (pyarrow's readers release the GIL), results in order,
     at most a few results ahead of the consumer so memory stays bounded by a few packs."""
     workers = min(len(packs), os.cpu_count() or 1, 8)
@@ -497,13 +415,18 @@ def _imap(function: Any, packs: Sequence[Path]) -> Iterator[Any]:
 
 def examples_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
     """Every pack's examples in one in-memory table (`aggregate` streams to Parquet instead)."""
-    tables = list(_imap(pack_examples, [Path(p) for p in packs]))
+    tables = list(_imap(pack_examples, list(packs)))
     return pa.concat_tables(tables) if tables else EXAMPLES_SCHEMA.empty_table()
 
 
+def runs_row(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
+    """One row of `RUNS_SCHEMA`: the run summary's runs-table columns."""
+    summary = run_summary(location)
+    return {name: summary[name] for name in RUNS_SCHEMA.names}
+
+
 def runs_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
-    rows = [run_summary(Path(p)) for p in packs]
-    return pa.Table.from_pylist(rows, schema=RUNS_SCHEMA)
+    return pa.Table.from_pylist([runs_row(p) for p in packs], schema=RUNS_SCHEMA)
 
 
 @dataclass
@@ -512,9 +435,9 @@ class AggregateResult:
     examples: Path
     runs: Path
     runs_csv: Path
-    packs: list[Path]
+    packs: list[Location]
     rows: int
-    unfinished: list[Path]
+    unfinished: list[Location]
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -523,7 +446,7 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _write_examples(packs: Sequence[Path], path: Path) -> int:
+def _write_examples(packs: Sequence[Location], path: Path) -> int:
     """Stream every pack's rows into one Parquet file; return the row count.
 
     Packs are read a few at a time and written in row groups of about `ROW_GROUP_ROWS`,
@@ -548,9 +471,7 @@ def _write_examples(packs: Sequence[Path], path: Path) -> int:
 def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *, experiment: str | None = None) -> AggregateResult:
     """Read every finished pack of `sources`; write `<out_dir>/collected/{examples,runs}.parquet` and `runs.csv`."""
     scan = scan_packs(sources)
-    packs = scan.finished
-    if experiment is not None:
-        packs = [p for p in packs if read_pack_json(p, "run_meta.json").get("name") == experiment]
+    packs = experiment_packs(scan.finished, experiment)
     if not packs:
         what = f" of experiment {experiment!r}" if experiment else ""
         raise UserError(f"no finished pack{what} in {', '.join(map(str, sources))}: a pack is finished when it has _SUCCESS")
@@ -567,6 +488,8 @@ def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathL
 
 def default_out_dir(sources: Sequence[str | os.PathLike[str]]) -> Path:
     """Beside the packs: the packs root's parent (where `mlflow.db` goes too)."""
+    if os.fspath(sources[0]).startswith("gs://"):
+        raise UserError(f"{os.fspath(sources[0])} is in a bucket; pass --out DIR, the local folder that receives the output")
     first = Path(sources[0]).expanduser().resolve()
     if _is_pack_folder(first):  # <packs>/<name>/runs/<run_id>
         return first.parents[3]

@@ -23,12 +23,12 @@ either `{"sha256", "bytes", "blob"}` (the blob is the file) or `{"sha256", "byte
 the file is the skeleton with, at each byte offset POS of the skeleton (ascending), the
 concatenated chunk blobs inserted.
 
-Only finished packs are read (as `aggregate` does), through `read_pack_file`.
+Only finished packs are read (as `aggregate` does), through `PackReader`: a source may be
+a local folder or a `gs://` prefix; the collected folder is local.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import OneLineParser, UserError
-from memorybench.stages.aggregate import read_pack_file, read_pack_json, scan_packs
+from memorybench.hashing import sha256_bytes
+from memorybench.pack.reader import PackReader
+from memorybench.stages.aggregate import Location, experiment_packs, scan_packs
 
 __all__ = [
     "COLLECTED_FULL_DIR",
@@ -80,7 +82,7 @@ class _BlobStore:
         self.reused = 0
 
     def put(self, data: bytes) -> str:
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256_bytes(data)
         if sha in self.known:
             self.reused += 1
             return sha
@@ -130,13 +132,9 @@ def _recipe(data: bytes, store: _BlobStore, min_string_bytes: int) -> dict[str, 
     return {"schema": RECIPE_SCHEMA, "skeleton": store.put(bytes(skeleton)), "holes": holes}
 
 
-def _pack_files(pack: Path) -> list[str]:
-    return sorted(p.relative_to(pack).as_posix() for p in pack.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def _pack_path(pack: Path) -> str:
+def _pack_path(pack: PackReader) -> str:
     """`<name>/runs/<run_id>`: where the pack lies under its packs root."""
-    parts = pack.parts
+    parts = pack.uri().rstrip("/").split("/")
     return "/".join(parts[-3:]) if len(parts) >= 3 and parts[-2] == "runs" else pack.name
 
 
@@ -144,12 +142,12 @@ def _pack_path(pack: Path) -> str:
 class CollectResult:
     out_dir: Path
     pin: Path
-    packs: list[Path]
+    packs: list[Location]
     files: int
     original_bytes: int
     stored_bytes: int
     blobs: int
-    unfinished: list[Path] = field(default_factory=list)
+    unfinished: list[Location] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -165,9 +163,7 @@ def collect_full(
 ) -> CollectResult:
     """One collected pack of every finished pack in `sources` under `<out_dir>/collected_full/`."""
     scan = scan_packs(sources)
-    packs = scan.finished
-    if experiment is not None:
-        packs = [p for p in packs if read_pack_json(p, "run_meta.json").get("name") == experiment]
+    packs = experiment_packs(scan.finished, experiment)
     if not packs:
         raise UserError(f"no finished pack in {', '.join(map(str, sources))}: a pack is finished when it has _SUCCESS")
     out = Path(out_dir).expanduser().resolve() / COLLECTED_FULL_DIR
@@ -176,16 +172,17 @@ def collect_full(
     entries = []
     paths_seen: set[str] = set()
     original = files = 0
-    for pack in packs:
-        meta = read_pack_json(pack, "run_meta.json")
+    for location in packs:
+        pack = PackReader.open(location)
+        meta = pack.meta()
         path = _pack_path(pack)
         if path in paths_seen:
             raise UserError(f"two packs would restore to {path}; collect them in separate designs")
         paths_seen.add(path)
         listing: dict[str, Any] = {}
-        for relpath in _pack_files(pack):
-            data = read_pack_file(pack, relpath)
-            entry: dict[str, Any] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        for relpath in pack.files():
+            data = pack.read_bytes(relpath)
+            entry: dict[str, Any] = {"sha256": sha256_bytes(data), "bytes": len(data)}
             recipe = _recipe(data, store, min_string_bytes) if relpath.endswith((".jsonl", ".json")) else None
             if recipe is None:
                 entry["blob"] = store.put(data)
@@ -195,8 +192,8 @@ def collect_full(
             original += len(data)
             files += 1
         entries.append({
-            "path": path, "source": str(pack), "experiment": meta.get("name"), "run_id": meta.get("run_id"),
-            "config_sha256": meta.get("config_sha256"), "files": listing,
+            "path": path, "source": str(location), "experiment": meta.name, "run_id": meta.run_id,
+            "config_sha256": meta.config_sha256, "files": listing,
         })
     blob_bytes = sum(p.stat().st_size for sha in store.known for p in [out / _blob_relpath(sha)])
     pin = {
@@ -248,7 +245,7 @@ def restore_file(root: str | os.PathLike[str], entry: dict[str, Any]) -> bytes:
             last = pos
         parts.append(skeleton[last:])
         data = b"".join(parts)
-    if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    if len(data) != entry["bytes"] or sha256_bytes(data) != entry["sha256"]:
         raise UserError(f"collected blob for {entry['sha256']} does not restore to its sha256; the collected folder was altered")
     return data
 

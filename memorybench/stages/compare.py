@@ -39,8 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from memorybench.errors import OneLineParser, UserError
-from memorybench.pack.run_pack import SUCCESS, require_pack_folder
+from memorybench.errors import OneLineParser, UserError, report
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
+from memorybench.pack.run_pack import require_pack_folder
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -93,45 +95,50 @@ def _strip_seeds(data: Any) -> Any:
     return data
 
 
-def _config_of(root: Path) -> dict[str, Any]:
+def _config_of(pack: PackReader, root: Path) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from memorybench.run_id import identity_config
 
-    path = root / "config.resolved.yaml"
-    if not path.is_file():
-        raise UserError(f"pack {root} has no config.resolved.yaml; pass a finished pack folder")
-    identity = identity_config(OmegaConf.load(path))
+    if not pack.exists(layout.CONFIG):
+        raise UserError(f"pack {root} has no {layout.CONFIG}; pass a finished pack folder")
+    identity = identity_config(OmegaConf.create(pack.read_text(layout.CONFIG)))
     return _strip_seeds({k: v for k, v in identity.items() if k not in _IGNORED_KEYS})
 
 
 def load_pack_scores(pack_root: str | Path) -> PackScores:
-    """Read a finished pack's per-question LoCoMo F1 and, if judged, per-question J."""
-    from memorybench.stages.autorater import DONE, META, METRICS as AUTORATER_METRICS, load_verdicts
-    from memorybench.stages.rescore import compute_scores
+    """Read a finished pack's per-question LoCoMo F1 and, if judged, per-question J.
+
+    The pack's own reported numbers (`reported`) are its run summary's (`memorybench.stages.summary`):
+    LoCoMo F1 from metrics.json, J from autorater_metrics.json.
+    """
+    from memorybench.pack.scores import compute_scores
+    from memorybench.stages.summary import run_summary
 
     root = require_pack_folder(pack_root)
-    if not (root / SUCCESS).is_file():
-        raise UserError(f"pack {root} is not finished (no {SUCCESS}); finish it with its `memorybench qa` command first")
-    rows, metrics = compute_scores(root)
+    pack = PackReader.open(root)
+    if not pack.is_complete():
+        raise UserError(f"pack {root} is not finished (no {layout.SUCCESS}); finish it with its `memorybench qa` command first")
+    rows, _ = compute_scores(root)
+    summary = run_summary(pack)
     scores = PackScores(
         root=root,
-        run_id=metrics.get("run_id"),
-        config=_config_of(root),
+        run_id=summary["run_id"],
+        config=_config_of(pack, root),
         question_ids=[r["question_id"] for r in rows],
         categories={r["question_id"]: int(r["category"]) for r in rows},
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
-        reported={"locomo_f1": metrics["locomo_f1"]["overall"]},
+        reported={"locomo_f1": summary["locomo_f1"]},
     )
-    if (root / DONE).is_file():
+    meta = pack.autorater_meta()
+    if pack.autorater_done() and meta is not None:
         per_question: dict[str, list[int]] = {}
-        for verdict in load_verdicts(root):
-            if verdict["status"] in ("CORRECT", "WRONG"):
-                per_question.setdefault(verdict["question_id"], []).append(int(verdict["score"]))
+        for verdict in pack.verdicts():
+            if verdict.status in ("CORRECT", "WRONG"):
+                per_question.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
         scores.j = {q: sum(v) / len(v) for q, v in per_question.items()}
-        judged = json.loads((root / AUTORATER_METRICS).read_text("utf-8"))
-        scores.reported["j"] = judged["j"]["overall"]
-        scores.judge_identity = json.loads((root / META).read_text("utf-8"))["judge_identity"]
+        scores.reported["j"] = summary["j_mean"]
+        scores.judge_identity = meta.judge_identity
     return scores
 
 
@@ -411,5 +418,4 @@ if __name__ == "__main__":
     try:
         sys.exit(compare_main(sys.argv[1:]))
     except UserError as e:
-        print(f"memorybench: error: {e.message}", file=sys.stderr)
-        sys.exit(e.exit_code)
+        sys.exit(report(e))

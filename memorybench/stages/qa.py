@@ -8,8 +8,6 @@ run id resumes where it stopped. Scores are computed from the stored rows at the
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,41 +17,31 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memorybench.hashing import sha256_file
 from memorybench.answer.base import ConversationView
-from memorybench.answer.factory import open_answerer, reader_template
-from memorybench.data import Conversation, Question, file_sha256, iter_questions, load_locomo
-from memorybench.data.pins import LOCOMO10, pin_path
+from memorybench.answer.factory import open_answerer, prompt_chars
+from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
+from memorybench.llm.sizing import longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
-from memorybench.pack.run_pack import RunPack, pack_path
+from memorybench.pack import layout
+from memorybench.pack.location import PackLocation
+from memorybench.pack.reader import PackReader
+from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
 from memorybench.pack.trace_md import write_trace_md
 from memorybench.provenance import git_state, package_versions, utc_now
-from memorybench.run_id import config_sha256, run_id
+from memorybench.run_id import config_sha256, plugins_used, run_id
 
 
 @dataclass
 class QaResult:
+    #: the folder the pack was written in (a work folder for a gs:// root)
     pack_root: Path
     metrics: dict[str, Any]
     answered_now: int
-
-
-def resolve_dataset(cfg: DictConfig) -> tuple[Path, dict[str, Any]]:
-    """The dataset file and its provenance (the pin, or an explicit path and its hash)."""
-    if cfg.dataset.get("path"):
-        path = Path(str(cfg.dataset.path)).expanduser().resolve()
-        return path, {"name": str(cfg.dataset.name), "path": str(path), "sha256": file_sha256(path) if path.is_file() else None, "pinned": False}
-    path = pin_path(LOCOMO10, cfg.paths.pins)
-    return path, {
-        "name": str(cfg.dataset.name),
-        "path": str(path),
-        "sha256": LOCOMO10.sha256,
-        "pinned": True,
-        "repository": LOCOMO10.repository,
-        "commit": LOCOMO10.commit,
-        "source_path": LOCOMO10.source_path,
-    }
+    #: where the pack is: the same folder, or its gs:// address once published
+    pack_uri: str
 
 
 def select_questions(conversations: Sequence[Conversation], max_questions: int | None) -> list[Question]:
@@ -61,33 +49,17 @@ def select_questions(conversations: Sequence[Conversation], max_questions: int |
     return questions[:max_questions] if max_questions else questions
 
 
-def _estimate_tokens(text: str) -> int:
-    # conservative for small-vocabulary models: about 3 characters per token
-    return len(text) // 3 + 1
-
-
 def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True) -> QaResult:
-    rid, sha = run_id(cfg), config_sha256(cfg)
-    data_path, data_info = resolve_dataset(cfg)
+    """Answer every selected question of `cfg` into its pack; resume a half-done pack."""
+    rid = run_id(cfg)
+    data_path, data_info = resolve_dataset(cfg.dataset, cfg.paths.pins)
     conversations = load_locomo(data_path)
     questions = select_questions(conversations, cfg.max_questions)
-    total = sum(len(c.questions) for c in conversations)
-
-    remote = _remote_storage(cfg)
-    relpath = f"{cfg.name}/runs/{rid}"
-    if remote is not None:
-        # journals need appends: the pack is built in a local work folder, then published
-        if remote.exists(f"{relpath}/_SUCCESS"):
-            print(f"pack {cfg.storage.root}/{relpath} is complete; nothing to do", file=sys.stderr)
-            return QaResult(Path(str(cfg.storage.root)) / relpath, json.loads(remote.read_bytes(f"{relpath}/metrics.json")), 0)
-        pack_dir = Path(str(cfg.paths.cache)).expanduser().resolve() / "work" / relpath
-    else:
-        pack_dir = pack_path(cfg.storage.root or cfg.paths.packs, str(cfg.name), rid)
-    pack = RunPack(pack_dir)
-    if pack.is_complete() and remote is None:
-        metrics = json.loads(pack.path("metrics.json").read_text("utf-8"))
-        print(f"pack {pack.root} is complete; nothing to do", file=sys.stderr)
-        return QaResult(pack.root, metrics, 0)
+    where = PackLocation.of(cfg, rid)
+    if where.is_finished():
+        print(f"pack {where.uri} is complete; nothing to do", file=sys.stderr)
+        return QaResult(where.work_dir, where.finished_metrics(), 0, where.uri)
+    pack = RunPack(where.work_dir)
     pack.open()
     answered, built = pack.resume()
 
@@ -95,55 +67,23 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     method = build_memory_method(cfg)
     needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
     ctx = open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)
-
-    # Software-only memory is built up front (cheap), so that the embedded model's
-    # context can be sized from the longest prompt of the run.
+    # Software-only memory is built up front (cheap), so that the embedded model's context
+    # can be sized from the longest prompt of the run; memory a writer or a retriever makes
+    # later is sized from the method's own upper bound.
     memories: dict[str, BuiltMemory] = {}
     if method.software_only and not method.question_dependent:
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
-    template_chars = len(reader_template(cfg).text) if cfg.answerer.name == "reader" else 0
-    longest = max((_estimate_tokens(m.text or "") for m in memories.values()), default=0) + template_chars // 3 + 64
-    bound = method.memory_tokens_bound(needed)
-    if bound:
-        # writer and retrieval memory is built later: size the local reader from its upper bound
-        longest = max(longest, int(bound * 1.5) + template_chars // 3 + 64)
+    longest = longest_prompt_tokens((m.text or "" for m in memories.values()), prompt_chars(cfg), method.memory_tokens_bound(needed))
+    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(cfg))
 
-    started_at = utc_now()
-    meta_path = pack.path("run_meta.json")
-    resumed = 0
-    if meta_path.is_file():
-        previous = json.loads(meta_path.read_text("utf-8"))
-        started_at, resumed = previous["started_at"], int(previous.get("resumed", 0)) + 1
-    pack.write_text("config.resolved.yaml", OmegaConf.to_yaml(cfg))
-
-    answered_now = 0
     with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
-        commit, dirty = git_state()
-        meta = RunMeta(
-            run_id=rid,
-            name=str(cfg.name),
-            config_sha256=sha,
-            overrides=list(overrides),
-            choices=dict(choices or _choices(cfg)),
-            git_commit=commit,
-            git_dirty=dirty,
-            package_versions=package_versions(),
-            data=data_info,
-            prompts=_prompt_hashes(pack),
-            models=answerer.models + ctx.models,
-            started_at=started_at,
-            question_count=len(questions),
-            questions_total=total,
-            is_prefix=len(questions) < total,
-            max_questions=cfg.max_questions,
-            local_model=answerer.is_local,
-            notes=_notes(cfg, answerer.is_local, len(questions), total) + memory_notes(cfg),
-            resumed=resumed,
-        )
-        pack.write_json("run_meta.json", meta)
-        index_of = {q.question_id: i for i, q in enumerate(questions)}
+        meta = _run_meta(cfg, rid, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
+                         total=sum(len(c.questions) for c in conversations), overrides=overrides, choices=choices)
+        pack.write_json(layout.RUN_META, meta)
         bar = tqdm(total=len(questions), initial=len(answered), disable=None if progress else True, desc=rid, unit="q", file=sys.stderr)
         try:
+            answered_now = 0
+            index_of = {q.question_id: i for i, q in enumerate(questions)}
             for conversation in needed:
                 todo = [q for q in conversation.questions if q.question_id in index_of and q.question_id not in answered]
                 if not todo:
@@ -156,28 +96,11 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
                     ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
                 )
                 for question in todo:
-                    asked = question.asked()
-                    text = method.for_question(memory, asked, ctx)
-                    memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
-                    answer = answerer.answer(asked, text)
-                    pack.predictions.append(
-                        Prediction(
-                            question_id=question.question_id,
-                            sample_id=question.sample_id,
-                            index=index_of[question.question_id],
-                            category=question.category,
-                            question=question.question,
-                            prediction=answer.prediction,
-                            gold=question.answer,
-                            adversarial_answer=question.adversarial_answer,
-                            reader_payload_sha256=answer.reader_payload_sha256,
-                            memory_sha256=memory_sha,
-                            answerer=answerer.name,
-                        )
-                    )
+                    _answer(pack, method, ctx, answerer, memory, question, index_of[question.question_id])
                     answered.add(question.question_id)
                     answered_now += 1
                     bar.update(1)
+            answerer.finish(questions)
         finally:
             bar.close()
             ctx.close()
@@ -188,32 +111,85 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     from memorybench.stages.rescore import rescore  # scorers import nltk: only when needed
 
     metrics = rescore(pack.root)
-    pack.write_json("REFERENCE_PIN.json", pack.reference_pin())
-    pack.write_json("run_meta.json", meta.model_copy(update={"models": models, "ended_at": utc_now()}))
+    pack.write_json(layout.REFERENCE_PIN, pack.reference_pin())
+    pack.write_json(layout.RUN_META, meta.model_copy(update={"models": models, "ended_at": utc_now()}))
     write_trace_md(pack, data_path)
     pack.mark_success()
-    if remote is not None:
-        from memorybench.storage import publish_pack
-
-        publish_pack(pack.root, remote, relpath)
-    return QaResult(pack.root, metrics, answered_now)
+    where.publish()
+    return QaResult(pack.root, metrics, answered_now, where.uri)
 
 
-def _remote_storage(cfg: DictConfig):  # -> Storage | None
-    """The object store behind a `gs://` storage.root, else None (a local folder)."""
-    root = cfg.storage.get("root")
-    if not root or not str(root).startswith("gs://"):
-        return None
-    from memorybench.storage import open_storage
+def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory: BuiltMemory, question: Question, index: int) -> None:
+    """One question: its memory text (stored once), the answer, the prediction row (the commit)."""
+    asked = question.asked()  # no gold, no evidence
+    text = method.for_question(memory, asked, ctx)
+    memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
+    answer = answerer.answer(asked, text)
+    pack.predictions.append(
+        Prediction(
+            question_id=question.question_id,
+            sample_id=question.sample_id,
+            index=index,
+            category=question.category,
+            question=question.question,
+            prediction=answer.prediction,
+            gold=question.answer,
+            adversarial_answer=question.adversarial_answer,
+            reader_payload_sha256=answer.reader_payload_sha256,
+            memory_sha256=memory_sha,
+            answerer=answerer.name,
+        )
+    )
 
-    return open_storage(str(root))
+
+def _run_meta(
+    cfg: DictConfig,
+    rid: str,
+    pack: RunPack,
+    models: list[Any],
+    local: bool,
+    data_info: dict[str, Any],
+    questions: list[Question],
+    *,
+    total: int,
+    overrides: Sequence[str],
+    choices: dict[str, str] | None,
+) -> RunMeta:
+    """run_meta.json of this run; a resumed run keeps its first start time and counts the resume."""
+    started_at, resumed = utc_now(), 0
+    if pack.path(layout.RUN_META).is_file():
+        previous = PackReader.open(pack.root).meta()
+        started_at, resumed = previous.started_at, previous.resumed + 1
+    commit, dirty = git_state()
+    return RunMeta(
+        run_id=rid,
+        name=str(cfg.name),
+        config_sha256=config_sha256(cfg),
+        overrides=list(overrides),
+        choices=dict(choices or _choices(cfg)),
+        git_commit=commit,
+        git_dirty=dirty,
+        package_versions=package_versions(),
+        data=data_info,
+        prompts=_prompt_hashes(pack),
+        models=models,
+        started_at=started_at,
+        question_count=len(questions),
+        questions_total=total,
+        is_prefix=len(questions) < total,
+        max_questions=cfg.max_questions,
+        local_model=local,
+        notes=_notes(cfg, local, len(questions), total) + memory_notes(cfg),
+        resumed=resumed,
+        plugins=plugins_used(OmegaConf.to_container(cfg, resolve=True)),
+    )
 
 
 def _prompt_hashes(pack: RunPack) -> dict[str, str]:
     """sha256 of every prompt file the answerer copied into prompts/."""
-    folder = pack.path("prompts")
+    folder = pack.path(layout.PROMPTS)
     return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        str(p.relative_to(folder)): sha256_file(p)
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
@@ -221,14 +197,14 @@ def _prompt_hashes(pack: RunPack) -> dict[str, str]:
 
 def _memory_relpath(method: Any, memory: BuiltMemory) -> str | None:
     """Question-independent memory lives once per conversation under memory/dumps/."""
-    return None if method.question_dependent else f"memory/dumps/{memory.sample_id}.txt"
+    return None if method.question_dependent else layout.memory_dump(memory.sample_id)
 
 
 def _store_memory(pack: RunPack, method: Any, memory: BuiltMemory) -> None:
     """Write a conversation's memory and lineage; the manifest row goes last (the commit)."""
     for item in memory.items:
         pack.lineage.append(LineageRow(sample_id=memory.sample_id, item_id=item.item_id, sources=list(item.sources)))
-    lineage = pack.path("memory/lineage.jsonl")
+    lineage = pack.path(layout.LINEAGE)
     if not lineage.exists():  # a memory of no items (a writer that saved nothing) still has its lineage file
         lineage.parent.mkdir(parents=True, exist_ok=True)
         lineage.touch()
@@ -258,8 +234,6 @@ def _notes(cfg: DictConfig, local: bool, n: int, total: int) -> list[str]:
         notes.append("Answers from the embedded local model: not comparable with published LoCoMo numbers.")
     if n < total:
         notes.append(f"Prefix run: the first {n} of {total} questions in file order (max_questions={cfg.max_questions}).")
-    if cfg.memory.name == "session_summaries":
-        notes.append(f"session_summaries from the {cfg.memory.source} summaries.")
     return notes
 
 
@@ -267,7 +241,7 @@ def print_summary(result: QaResult) -> None:
     from memorybench.stages.rescore import format_table
 
     print(format_table(result.metrics))
-    print(f"pack: {result.pack_root}")
+    print(f"pack: {result.pack_uri}")
 
 
 __all__ = ["QaResult", "print_summary", "run_qa", "select_questions"]

@@ -29,11 +29,12 @@ Tables (`TABLES`):
   does. The memory text is found through the pack's REFERENCE_PIN.json (memory dumps).
 * `refusals`: category-5 refusal rate and the rate of the same phrases ("not mentioned",
   "no information available", LoCoMo's `ABSTENTION_PHRASES`) on categories 1-4.
+
+Every pack file is read through `PackReader`, so a design may name `gs://` packs too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -49,14 +50,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memorybench.errors import OneLineParser, UserError
-from memorybench.stages.aggregate import (
-    EXAMPLES_SCHEMA,
-    examples_table,
-    read_pack_json,
-    read_pack_optional,
-    runs_table,
-    scan_packs,
-)
+from memorybench.hashing import sha256_text
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
+from memorybench.pack.schemas import ReferencePin
+from memorybench.stages.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
 
 __all__ = ["FIGURES", "TABLES", "AnalysisDesign", "Report", "load_design", "report_main", "run_report"]
 
@@ -126,7 +124,7 @@ class Report:
 
 # -- statistics -----------------------------------------------------------------------
 def _rng(seed: int, *key: Any) -> np.random.Generator:
-    digest = int.from_bytes(hashlib.sha256(json.dumps([str(k) for k in key]).encode()).digest()[:8], "big")
+    digest = int(sha256_text(json.dumps([str(k) for k in key]))[:16], 16)
     return np.random.default_rng(np.random.SeedSequence([seed, digest]))
 
 
@@ -287,19 +285,25 @@ class _MemoryTexts:
     """Memory text given to the answerer, by (pack, memory sha256), via REFERENCE_PIN.json."""
 
     def __init__(self) -> None:
-        self.pins: dict[str, dict[str, Any]] = {}
+        self.packs: dict[str, tuple[PackReader, dict[str, str]]] = {}
         self.cache: dict[tuple[str, str], set[str] | None] = {}
 
-    def stems(self, pack: str, sha: str | None) -> set[str] | None:
+    def _pack(self, location: str) -> tuple[PackReader, dict[str, str]]:
+        """The pack and where its refs live (sha256 -> relpath), read once."""
+        if location not in self.packs:
+            pack = PackReader.open(location)
+            pin = pack.record(layout.REFERENCE_PIN, ReferencePin) if pack.exists(layout.REFERENCE_PIN) else None
+            self.packs[location] = pack, {sha: ref.path for sha, ref in (pin.refs if pin else {}).items()}
+        return self.packs[location]
+
+    def stems(self, location: str, sha: str | None) -> set[str] | None:
         if not sha:
             return None
-        key = (pack, sha)
+        key = (location, sha)
         if key not in self.cache:
-            if pack not in self.pins:
-                self.pins[pack] = (read_pack_json(pack, "REFERENCE_PIN.json", required=False) or {}).get("refs", {})
-            ref = self.pins[pack].get(sha)
-            data = read_pack_optional(pack, ref["path"]) if ref else read_pack_optional(pack, f"blobs/{sha}.txt")
-            self.cache[key] = stems(data.decode("utf-8")) if data is not None else None
+            pack, refs = self._pack(location)
+            relpath = refs.get(sha, layout.blob(sha))
+            self.cache[key] = stems(pack.read_text(relpath)) if pack.exists(relpath) else None
         return self.cache[key]
 
 
@@ -437,8 +441,13 @@ DEFINITIONS = {
 }
 
 
-def _resolve(paths: Sequence[str], base_dir: Path) -> list[Path]:
-    return [p if p.is_absolute() else (base_dir / p) for p in (Path(os.path.expanduser(x)) for x in paths)]
+def _resolve(paths: Sequence[str], base_dir: Path) -> list[str | Path]:
+    """Local paths against `base_dir` (absolute ones as they are); `gs://` URIs untouched."""
+    out: list[str | Path] = []
+    for text in paths:
+        path = Path(os.path.expanduser(text))
+        out.append(text if text.startswith("gs://") else path if path.is_absolute() else base_dir / path)
+    return out
 
 
 def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None) -> Report:
@@ -446,9 +455,7 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
     design = load_design(design_path)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     scan = scan_packs(_resolve(design.packs, base))
-    packs = scan.finished
-    if design.experiment is not None:
-        packs = [p for p in packs if read_pack_json(p, "run_meta.json").get("name") == design.experiment]
+    packs = experiment_packs(scan.finished, design.experiment)
     if not packs:
         raise UserError(f"design {design_path}: no finished pack in {design.packs}" + (f" of experiment {design.experiment!r}" if design.experiment else ""))
     frame = examples_table(packs).to_pandas()

@@ -16,13 +16,13 @@ Codex CLI reads (codex-rs `client.rs` / SSE parsing; checked against 0.171.0).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from memorybench.hashing import sha256_text
 from memorybench.testing._scripted_http import Hang, ScriptedHTTPServer
 
 
@@ -139,7 +139,7 @@ def is_follow_up(body: dict[str, Any]) -> bool:
 
 def echo_responder(body: dict[str, Any]) -> Action:
     """A deterministic reply derived from the request: plumbing, not an answer."""
-    digest = hashlib.sha256(last_user_text(body).encode("utf-8")).hexdigest()[:8]
+    digest = sha256_text(last_user_text(body))[:8]
     return Message(f"scripted {digest}")
 
 

@@ -12,12 +12,12 @@ process behind an endpoint crashes.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from memorybench.hashing import sha256_text
 from memorybench.testing._scripted_http import Drop, Hang, ScriptedHTTPServer, Stall
 
 
@@ -56,7 +56,7 @@ Action = Reply | Status | Hang | Stall | Drop | Raw
 def echo_responder(body: dict[str, Any]) -> Reply:
     """A deterministic reply derived from the request: plumbing, not an answer."""
     user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
-    digest = hashlib.sha256(str(user).encode("utf-8")).hexdigest()[:8]
+    digest = sha256_text(str(user))[:8]
     return Reply(text=f"scripted {digest}", prompt_tokens=max(1, len(str(user).split())), completion_tokens=2)
 
 

@@ -15,7 +15,7 @@ A nested run holds: params (the chosen options, the flattened `config.resolved.y
 without paths/storage/tracking/pricing, hashes of config, data and prompts, model ids
 requested and answered), metrics (LoCoMo F1 overall and `locomo_f1_cat1..5`, EM, token F1,
 J mean/sd/by category when the autorater ran, Mem0 F1/BLEU-1, tokens, cost, latency
-p50/p95) and artifacts (the pack's files under `pack/`, or `pack_uri.txt` when the pack
+p50/p95: the run summary's numbers, `memorybench.stages.summary`, under MLflow's names) and artifacts (the pack's files under `pack/`, or `pack_uri.txt` when the pack
 lives on gs://, and `config.resolved.yaml`).
 
 No secret reaches MLflow: no environment variable is read into a param or tag; the
@@ -26,7 +26,6 @@ credentials are dropped anyway, and URLs lose any `user:password@` part and quer
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import logging
 import math
@@ -43,14 +42,11 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 from memorybench.errors import OneLineParser, UserError
-from memorybench.stages.aggregate import (
-    AUTORATER_METRICS,
-    CATEGORIES,
-    JUDGED_CATEGORIES,
-    read_pack_file,
-    read_pack_json,
-    scan_packs,
-)
+from memorybench.hashing import sha256_text
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
+from memorybench.stages.aggregate import Location, scan_packs
+from memorybench.stages.summary import CATEGORIES, JUDGED_CATEGORIES, run_summary
 
 if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
     from mlflow.tracking import MlflowClient
@@ -83,7 +79,7 @@ TAG_PACK_KEY = "memorybench.pack_key"
 
 @dataclass
 class TrackedRun:
-    pack: Path
+    pack: Location
     run_id: str
     mlflow_run_id: str
     #: False when the pack was already in the experiment (nothing was logged)
@@ -96,7 +92,7 @@ class TrackingResult:
     experiment_id: str
     parent_run_id: str
     runs: list[TrackedRun] = field(default_factory=list)
-    unfinished: list[Path] = field(default_factory=list)
+    unfinished: list[Location] = field(default_factory=list)
 
     @property
     def created(self) -> list[TrackedRun]:
@@ -193,7 +189,7 @@ def _param_value(value: Any) -> str:
         text = _clean_url(text)
     text = _SECRET_VALUE.sub("[redacted]", text)
     if len(text) > MAX_PARAM_VAL_LENGTH:
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        digest = sha256_text(text)[:16]
         suffix = f"... [truncated; sha256 {digest}]"
         text = text[: MAX_PARAM_VAL_LENGTH - len(suffix)] + suffix
     return text
@@ -215,42 +211,42 @@ def _flatten(data: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
         yield prefix[:-1], data
 
 
-def pack_params(pack: str | os.PathLike[str]) -> dict[str, str]:
+def pack_params(pack: str | os.PathLike[str] | PackReader) -> dict[str, str]:
     """MLflow params of a pack: choices, flattened config, hashes, model ids. No secret."""
-    meta = read_pack_json(pack, "run_meta.json")
-    config = yaml.safe_load(read_pack_file(pack, "config.resolved.yaml")) or {}
+    reader = PackReader.open(pack)
+    meta = reader.meta()
+    config = yaml.safe_load(reader.read_bytes(layout.CONFIG)) or {}
     params: dict[str, Any] = {}
     for key, value in _flatten({k: v for k, v in config.items() if k not in EXCLUDED_CONFIG}):
         params[key] = value
-    for group, option in sorted((meta.get("choices") or {}).items()):
+    for group, option in sorted((meta.choices or {}).items()):
         params[f"choice.{group}"] = option
-    data = meta.get("data") or {}
+    data = meta.data or {}
     params.update({
-        "run_id": meta.get("run_id"),
-        "experiment": meta.get("name"),
-        "config_sha256": meta.get("config_sha256"),
+        "run_id": meta.run_id,
+        "experiment": meta.name,
+        "config_sha256": meta.config_sha256,
         "data_sha256": data.get("sha256"),
         "data_pinned": data.get("pinned"),
-        "git_commit": meta.get("git_commit"),
-        "question_count": meta.get("question_count"),
-        "is_prefix": meta.get("is_prefix"),
-        "local_model": meta.get("local_model"),
+        "git_commit": meta.git_commit,
+        "question_count": meta.question_count,
+        "is_prefix": meta.is_prefix,
+        "local_model": meta.local_model,
     })
     if data.get("commit"):
         params["data_commit"] = data["commit"]
-    for name, sha in sorted((meta.get("prompts") or {}).items()):
+    for name, sha in sorted((meta.prompts or {}).items()):
         params[f"prompt_sha256.{name}"] = sha
-    for model in meta.get("models") or []:
-        role = model.get("role", "model")
-        params[f"model.{role}.provider"] = model.get("provider")
-        params[f"model.{role}.requested"] = model.get("requested")
-        params[f"model.{role}.answered"] = ",".join(model.get("answered") or []) or None
-    judge = read_pack_json(pack, AUTORATER_METRICS, required=False)
-    if judge:
-        params["autorater.passes"] = judge.get("passes")
-        params["autorater.judge_model_requested"] = (judge.get("judge") or {}).get("model_requested")
-        params["autorater.judge_models_answered"] = ",".join((judge.get("judge") or {}).get("models_answered") or []) or None
-        params["autorater.judge_prompt_sha256"] = judge.get("judge_prompt_sha256")
+    for model in meta.models:
+        params[f"model.{model.role}.provider"] = model.provider
+        params[f"model.{model.role}.requested"] = model.requested
+        params[f"model.{model.role}.answered"] = ",".join(model.answered) or None
+    summary = run_summary(reader)
+    if summary["j_passes"] is not None:
+        params["autorater.passes"] = summary["j_passes"]
+        params["autorater.judge_model_requested"] = summary["judge_model"]
+        params["autorater.judge_models_answered"] = ",".join(summary["judge_models_answered"]) or None
+        params["autorater.judge_prompt_sha256"] = summary["judge_prompt_sha256"]
     return {_param_key(k): _param_value(v) for k, v in params.items()}
 
 
@@ -260,37 +256,37 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(value) or math.isinf(value) else float(value)
 
 
-def pack_metrics(pack: str | os.PathLike[str]) -> dict[str, float]:
+#: MLflow's metric names, each a run-summary key (`memorybench.stages.summary`) under
+#: another name where the runs table's column would be ambiguous beside the judge's
+METRIC_NAMES: dict[str, str] = {
+    "questions": "questions",
+    **{f"{m}{c}": f"{m}{c}" for m in ("locomo_f1", "exact_match", "token_f1") for c in ("", *(f"_cat{k}" for k in CATEGORIES))},
+    "reader_calls": "calls",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cached_tokens": "cached_tokens",
+    "reader_retries": "retries",
+    "reader_cache_hits": "cache_hits",
+    "cost_usd": "cost_usd",
+    "latency_p50_s": "latency_p50_s",
+    "latency_p95_s": "latency_p95_s",
+    "latency_mean_s": "latency_mean_s",
+    "j_mean": "j_mean",
+    "j_sd": "j_sd",
+    "j_agreement": "j_agreement",
+    **{f"j_cat{c}": f"j_cat{c}" for c in JUDGED_CATEGORIES},
+    "mem0_f1": "mem0_f1",
+    "mem0_bleu1": "mem0_bleu1",
+    "judge_failed": "judge_failed",
+    "judge_cost_usd": "judge_cost_usd",
+}
+
+
+def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
     """MLflow metrics of a pack: LoCoMo F1 (+ by category), EM, token F1, J, usage, latency."""
-    metrics = read_pack_json(pack, "metrics.json")
-    judge = read_pack_json(pack, AUTORATER_METRICS, required=False)
-    out: dict[str, Any] = {"questions": metrics.get("questions")}
-    for name in ("locomo_f1", "exact_match", "token_f1"):
-        node = metrics.get(name) or {}
-        out[name] = node.get("overall")
-        for category in CATEGORIES:
-            out[f"{name}_cat{category}"] = (node.get("by_category") or {}).get(str(category))
-    reader = (metrics.get("usage") or {}).get("reader") or {}
-    for key in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "retries", "cache_hits"):
-        out[f"reader_{key}" if key in ("calls", "retries", "cache_hits") else key] = reader.get(key)
-    if reader.get("cost_known"):
-        out["cost_usd"] = reader.get("cost_usd")
-    latency = reader.get("latency_s") or {}
-    out["latency_p50_s"], out["latency_p95_s"], out["latency_mean_s"] = latency.get("p50"), latency.get("p95"), latency.get("mean")
-    if judge:
-        j = judge.get("j") or {}
-        out["j_mean"], out["j_sd"] = j.get("mean"), j.get("sd")
-        out["j_agreement"] = (j.get("agreement") or {}).get("share")
-        for category in JUDGED_CATEGORIES:
-            out[f"j_cat{category}"] = (j.get("by_category") or {}).get(str(category))
-        for n, value in enumerate(j.get("passes") or [], start=1):
-            out[f"j_pass{n}"] = value
-        out["mem0_f1"] = (judge.get("mem0_f1") or {}).get("overall")
-        out["mem0_bleu1"] = (judge.get("mem0_bleu1") or {}).get("overall")
-        out["judge_failed"] = (judge.get("counts") or {}).get("failed")
-        usage = (judge.get("usage") or {}).get("judge") or {}
-        if usage.get("cost_known"):
-            out["judge_cost_usd"] = usage.get("cost_usd")
+    summary = run_summary(pack)
+    out: dict[str, Any] = {name: summary[key] for name, key in METRIC_NAMES.items()}
+    out.update({f"j_pass{n}": value for n, value in enumerate(summary["j_per_pass"], start=1)})
     return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
 
 
@@ -305,7 +301,7 @@ def _epoch_ms(stamp: str | None) -> int | None:
 
 def sweep_name(run_ids: Iterable[str], experiment: str) -> str:
     """A stable parent-run name for a set of run ids: the same sweep gets the same parent."""
-    digest = hashlib.sha256("\n".join(sorted(set(run_ids))).encode("utf-8")).hexdigest()[:10]
+    digest = sha256_text("\n".join(sorted(set(run_ids))))[:10]
     return f"{experiment} sweep {digest}"
 
 
@@ -334,49 +330,49 @@ def _log_batches(client: MlflowClient, run_id: str, params: Mapping[str, str], m
     client.log_batch(run_id, metrics=[Metric(k, v, timestamp, 0) for k, v in sorted(metrics.items())])
 
 
-def _log_artifacts(client: MlflowClient, run_id: str, pack: Path) -> None:
-    location = os.fspath(pack)
+def _log_artifacts(client: MlflowClient, run_id: str, pack: PackReader) -> None:
     with tempfile.TemporaryDirectory(prefix="memorybench-mlflow-") as tmp:
-        config = Path(tmp) / "config.resolved.yaml"
-        config.write_bytes(read_pack_file(location, "config.resolved.yaml"))
+        config = Path(tmp) / layout.CONFIG
+        config.write_bytes(pack.read_bytes(layout.CONFIG))
         client.log_artifact(run_id, str(config))
-        if location.startswith("gs://"):
+        if pack.local_root is None:
             link = Path(tmp) / "pack_uri.txt"
-            link.write_text(location + "\n", "utf-8")
+            link.write_text(pack.uri() + "\n", "utf-8")
             client.log_artifact(run_id, str(link))
         else:
-            client.log_artifacts(run_id, location, artifact_path="pack")
+            client.log_artifacts(run_id, str(pack.local_root), artifact_path="pack")
 
 
-def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, pack: Path, *, artifacts: bool) -> TrackedRun:
-    meta = read_pack_json(pack, "run_meta.json")
-    rid = str(meta.get("run_id") or pack.name)
-    key = f"{rid}@{meta.get('config_sha256')}"
+def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, location: Location, *, artifacts: bool) -> TrackedRun:
+    pack = PackReader.open(location)
+    meta = pack.meta()
+    rid = str(meta.run_id or pack.name)
+    key = f"{rid}@{meta.config_sha256}"
     existing = _search_one(client, experiment_id, TAG_PACK_KEY, key)
     if existing is not None:
         if existing.info.status == "FINISHED":
-            return TrackedRun(pack, rid, str(existing.info.run_id), created=False)
+            return TrackedRun(location, rid, str(existing.info.run_id), created=False)
         client.delete_run(existing.info.run_id)  # a crash mid-logging: log it anew
-    notes = "\n".join(meta.get("notes") or [])
+    notes = "\n".join(meta.notes or [])
     tags = {
         "mlflow.parentRunId": parent_id,
         TAG_KIND: "run",
         TAG_PACK_KEY: key,
         "memorybench.run_id": rid,
-        "memorybench.config_sha256": str(meta.get("config_sha256")),
-        "memorybench.experiment": str(meta.get("name")),
-        "memorybench.pack_uri": os.fspath(pack),
+        "memorybench.config_sha256": str(meta.config_sha256),
+        "memorybench.experiment": str(meta.name),
+        "memorybench.pack_uri": os.fspath(location),
     }
     if notes:
         tags["mlflow.note.content"] = notes
-    started = _epoch_ms(meta.get("started_at"))
+    started = _epoch_ms(meta.started_at)
     run = client.create_run(experiment_id, start_time=started, tags=tags, run_name=rid)
     run_id = str(run.info.run_id)
-    _log_batches(client, run_id, pack_params(pack), pack_metrics(pack), _epoch_ms(meta.get("ended_at")) or started or 0)
+    _log_batches(client, run_id, pack_params(pack), pack_metrics(pack), _epoch_ms(meta.ended_at) or started or 0)
     if artifacts:
         _log_artifacts(client, run_id, pack)
-    client.set_terminated(run_id, "FINISHED", end_time=_epoch_ms(meta.get("ended_at")))
-    return TrackedRun(pack, rid, run_id, created=True)
+    client.set_terminated(run_id, "FINISHED", end_time=_epoch_ms(meta.ended_at))
+    return TrackedRun(location, rid, run_id, created=True)
 
 
 def log_packs(
@@ -405,7 +401,7 @@ def log_packs(
         message = " ".join(str(e.message).split())[:300]
         raise UserError(f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT") from None
     if parent_run_name is None:
-        parent_run_name = sweep_name((read_pack_json(p, "run_meta.json").get("run_id") or p.name for p in scan.finished), experiment_name)
+        parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
     parent_id = _parent_run(client, experiment_id, parent_run_name)
     result = TrackingResult(tracking_uri, experiment_id, parent_id, unfinished=scan.unfinished)
     try:
@@ -431,18 +427,23 @@ def log_run_specs(specs: Sequence[Any], *, parent_run_name: str | None = None) -
     `specs` are `memorybench.plan.RunSpec`s (the jobs the sweep composed). Nothing happens
     when their config says `tracking=none`. One parent run per experiment name in the sweep.
     """
-    from memorybench.pack.run_pack import SUCCESS, pack_path
+    from memorybench.pack.run_pack import pack_path
+    from memorybench.storage import pack_relpath, storage_uri
 
-    by_target: dict[tuple[str, str], list[Path]] = {}
+    by_target: dict[tuple[str, str], list[Location]] = {}
     for spec in specs:
         uri = tracking_uri_from_config(spec.cfg)
         if uri is None:
             continue
-        root = spec.cfg.storage.root or spec.cfg.paths.packs
-        if str(root).startswith("gs://"):
-            continue  # read through the storage backend once it lands
-        pack = pack_path(root, spec.name, spec.run_id)
-        if (pack / SUCCESS).is_file():
+        root = str(spec.cfg.storage.root or spec.cfg.paths.packs)
+        pack: Location
+        if root.startswith("gs://"):
+            pack = storage_uri(root, pack_relpath(spec.name, spec.run_id))
+        else:
+            pack = pack_path(root, spec.name, spec.run_id)
+            if not pack.is_dir():
+                continue
+        if PackReader.open(pack).is_complete():
             by_target.setdefault((uri, spec.name), []).append(pack)
     results = []
     for (uri, name), packs in by_target.items():
@@ -450,8 +451,10 @@ def log_run_specs(specs: Sequence[Any], *, parent_run_name: str | None = None) -
     return results
 
 
-def _default_uri_for(packs: Sequence[Path]) -> str:
+def _default_uri_for(packs: Sequence[Location]) -> str:
     # <packs root>/<name>/runs/<run_id>: the output folder is the packs root's parent
+    if not isinstance(packs[0], Path):
+        raise UserError(f"{packs[0]} is in a bucket; pass --uri (e.g. sqlite:///PATH/mlflow.db or http://HOST:PORT)")
     return default_tracking_uri(packs[0].parents[2])
 
 
@@ -471,9 +474,9 @@ def track_main(argv: Sequence[str]) -> int:
     if not scan.finished:
         raise UserError(f"no finished pack in {', '.join(ns.packs)}: a pack is finished when it has _SUCCESS")
     uri = ns.uri or _default_uri_for(scan.finished)
-    groups: dict[str, list[Path]] = {}
+    groups: dict[str, list[Location]] = {}
     for pack in scan.finished:
-        name = ns.experiment or str(read_pack_json(pack, "run_meta.json").get("name") or "memorybench")
+        name = ns.experiment or str(PackReader.open(pack).meta().name or "memorybench")
         groups.setdefault(name, []).append(pack)
     for name, packs in groups.items():
         result = log_packs(packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts)

@@ -92,8 +92,11 @@ def agent(tmp_path: Path, server: ScriptedResponsesServer, *extra: str) -> Itera
     pack = RunPack(tmp_path / "packs" / "unit" / "runs" / spec.run_id)
     pack.open()
     pack.write_text("config.resolved.yaml", "unit test\n")
+    conversations = load_locomo(MINI)
     with open_codex_answerer(spec.cfg, pack, cache_dir=tmp_path / "cache") as answerer:
-        yield answerer, pack, load_locomo(MINI)
+        yield answerer, pack, conversations
+        # what the qa stage does once every question is answered: recall and comparability
+        answerer.finish([q for c in conversations for q in c.questions])
     pack.close()
 
 
@@ -193,8 +196,9 @@ def test_persist_on_appends_notes_snapshots_them_and_restores_the_sessions(tmp_p
     assert traces[0]["workspace_restored"] == ["sessions/session_1.md"] and traces[1]["workspace_restored"] == []
     assert traces[1]["notes_before_sha256"] == traces[0]["notes_after_sha256"] == ledger[0]["notes_sha256"]
     assert traces[0]["task"]["footer"] == "agents/codex_persist_footer_v1.txt"
+    # recall is computed at `finish` for the run's questions that the agent answered
     recall = rows(pack.path("agent/recall.jsonl"))
-    assert recall == []  # no prediction rows in this unit test: recall is computed for answered questions only
+    assert [r["question_id"] for r in recall] == [q0.question_id, q1.question_id]
 
 
 def test_the_key_reaches_the_server_but_never_the_agent_or_the_pack(tmp_path, responses_server, monkeypatch):

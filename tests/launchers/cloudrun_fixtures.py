@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cloudrun_standin import CloudRunStandin
 from conftest import FIXTURES, scripted_reader
 
 pytest.importorskip("google.cloud.storage", reason="pip install google-cloud-storage (the cloud extra)")
@@ -26,14 +27,13 @@ pytest.importorskip(
 )
 
 from memorybench.storage.emulator import GCSEmulator  # noqa: E402
-from memorybench.testing.cloudrun_standin import CloudRunStandin  # noqa: E402
 from memorybench.testing.scripted_server import ScriptedOpenAIServer, Status  # noqa: E402
 
 __all__ = ["gcs", "reader", "standin", "sweep"]
 
 BUCKET = "memorybench-launcher-test"
 PROJECT = "test-project"
-WORKER = [sys.executable, "-m", "memorybench.cloudrun_task"]
+WORKER = [sys.executable, "-m", "memorybench.cloudrun.worker"]
 #: what infra/deploy.sh puts in a job definition's env; each task records it in its pack's provenance
 IMAGE = "us-central1-docker.pkg.dev/test-project/memorybench/memorybench:test"
 IMAGE_DIGEST = "sha256:" + "ab" * 32

@@ -15,8 +15,10 @@ from cloudrun_fixtures import BUCKET, IMAGE, IMAGE_DIGEST, MINI, PROJECT, SWEEP,
 from conftest import scripted_reader
 
 from memorybench.cli import main
-from memorybench.cloudrun_records import CloudRunProvenance
-from memorybench.cloudrun_task import MANIFEST_ENV, PROVENANCE_FILE, run_cloud_execution, task_main
+from memorybench.cloudrun.executors import run_cloud_execution
+from memorybench.cloudrun.manifest import MANIFEST_ENV
+from memorybench.cloudrun.records import CloudRunProvenance
+from memorybench.cloudrun.worker import PROVENANCE_FILE, task_main
 from memorybench.plan import plan_runs
 from memorybench.storage import SUCCESS, AlreadyExists, join, list_packs, open_storage
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
@@ -194,7 +196,7 @@ def test_a_missing_cloud_run_job_is_one_line(standin, reader, tmp_path, capfd):
 
 def test_missing_google_credentials_are_one_line(monkeypatch, tmp_path):
     """No Application Default Credentials: the storage and Cloud Run clients say how to get them."""
-    from memorybench.cloudrun_task import cloudrun_clients
+    from memorybench.cloudrun.executors import cloudrun_clients
     from memorybench.errors import UserError
 
     monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
@@ -257,7 +259,7 @@ def judge_reply(body):
 def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_only(sweep, gcs, standin, monkeypatch, capsys):
     """The judge as a wave through the stand-in over two finished packs of the sweep and one
     unfinished; a retried task and a second wave find the work done and do nothing."""
-    from memorybench.waves import run_wave
+    from memorybench.cloudrun.waves import run_wave
 
     storage = open_storage(f"gs://{BUCKET}/judged", client=gcs.client())
     jobs = jobs_of(sweep)
@@ -341,13 +343,18 @@ def test_a_wave_runs_only_on_finished_packs_and_publishes_what_it_adds(sweep, gc
 
 
 def test_a_wave_stage_that_is_not_installed_fails_before_starting(monkeypatch, standin, tmp_path):
-    from memorybench import waves
+    from memorybench.cloudrun import waves
     from memorybench.errors import UserError
 
-    monkeypatch.setitem(waves.STAGES, "ghost", waves.WaveStage("ghost", "memorybench.stages.ghost:ghost_main", "design", ("{packs}",), "j"))
+    from memorybench.registry import STAGES
+
+    STAGES.add("ghost", waves.WaveStage("ghost", "memorybench.stages.ghost:ghost_main", "design", ("{packs}",), "j"))
     calls = len(standin.requests)
-    with pytest.raises(UserError, match="module memorybench.stages.ghost is not installed"):
-        waves.run_wave("ghost", str(tmp_path), executor="cloudrun", project=PROJECT, api_endpoint=standin.api_endpoint)
+    try:
+        with pytest.raises(UserError, match="module memorybench.stages.ghost is not installed"):
+            waves.run_wave("ghost", str(tmp_path), executor="cloudrun", project=PROJECT, api_endpoint=standin.api_endpoint)
+    finally:
+        STAGES.remove("ghost")
     with pytest.raises(UserError, match="unknown wave stage 'agregate'. Did you mean 'aggregate'"):
         waves.run_wave("agregate", str(tmp_path))
     assert len(standin.requests) == calls
@@ -356,7 +363,7 @@ def test_a_wave_stage_that_is_not_installed_fails_before_starting(monkeypatch, s
 def test_the_worker_module_runs_as_python_dash_m(tmp_path):
     import subprocess
 
-    result = subprocess.run([sys.executable, "-m", "memorybench.cloudrun_task"], capture_output=True, text=True, timeout=120,
+    result = subprocess.run([sys.executable, "-m", "memorybench.cloudrun.worker"], capture_output=True, text=True, timeout=120,
                             env={k: v for k, v in __import__("os").environ.items() if k != MANIFEST_ENV})
     assert result.returncode == 2
     assert result.stderr.strip().startswith("memorybench: error: no manifest: set MEMORYBENCH_MANIFEST=")
@@ -365,7 +372,7 @@ def test_the_worker_module_runs_as_python_dash_m(tmp_path):
 def test_an_aggregate_wave_collects_a_design_from_the_bucket(sweep, standin):
     """A design-scope wave: every finished pack of the name, fetched; the outputs published under <name>/."""
     pytest.importorskip("memorybench.stages.aggregate", reason="the aggregate stage is not in this build")
-    from memorybench.waves import run_wave
+    from memorybench.cloudrun.waves import run_wave
 
     result = run_wave("aggregate", sweep.root, names=["default"], executor="cloudrun", job="memorybench-autorater", project=PROJECT,
                       api_endpoint=standin.api_endpoint, anonymous=True, poll_interval_s=0.2, say=lambda _: None)

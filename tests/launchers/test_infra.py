@@ -39,7 +39,7 @@ def test_defaults(tmp_path):
     for name, job in jobs.items():
         assert job["metadata"]["name"] == f"memorybench-{name}"
         s = settings(job)
-        assert s["command"] == ["python", "-m", "memorybench.cloudrun_task"]
+        assert s["command"] == ["python", "-m", "memorybench.cloudrun.worker"]
         assert (s["retries"], s["timeout"]) == (2, 43200)
         assert s["image"] == "us-central1-docker.pkg.dev/demo-project/memorybench/memorybench@sha256:" + "0" * 64
         assert s["env"]["MEMORYBENCH_IMAGE_DIGEST"] == "sha256:" + "0" * 64 and s["env"]["MEMORYBENCH_REGION"] == "us-central1"

@@ -102,11 +102,19 @@ def cfg_for(method: str, writer_url: str | None = None, **memory: Any) -> Any:
     """The base config with `memory=method` (its YAML, plus `memory` overrides) and the writer at `writer_url`."""
     from omegaconf import OmegaConf
 
-    from memorybench import CONF_DIR
-    from memorybench.config import MemoryConfig
+    from hydra.core.config_store import ConfigStore
 
+    from memorybench import CONF_DIR
+    from memorybench.config import MemoryConfig, load_component_configs
+
+    load_component_configs()
     cfg = OmegaConf.create(OmegaConf.to_container(base_cfg()))
-    node = OmegaConf.merge(OmegaConf.structured(MemoryConfig), OmegaConf.load(CONF_DIR / "memory" / f"{method}.yaml"), memory)
+    option = OmegaConf.load(CONF_DIR / "memory" / f"{method}.yaml")
+    schemas = [d for d in option.pop("defaults", []) if d != "_self_"]
+    # the method's own schema node (its YAML names it first in its defaults list), else the base
+    stored = ConfigStore.instance().repo["memory"]
+    schema = stored[f"{schemas[0]}.yaml"].node if schemas else OmegaConf.structured(MemoryConfig)
+    node = OmegaConf.merge(schema, option, memory)
     cfg.memory = OmegaConf.create(OmegaConf.to_container(node))
     if writer_url:
         cfg.writer.base_url = writer_url

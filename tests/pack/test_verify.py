@@ -18,7 +18,8 @@ import pytest
 from conftest import FIXTURES, scripted_reader
 from memorybench.cli import main
 from memorybench.errors import UserError
-from memorybench.pack.verify import CODES, Finding, _Needles, credential_values, verify_main, verify_pack
+from memorybench.pack.verify import CODES, Finding, credential_values, verify_main, verify_pack
+from memorybench.pack.verify.needles import Needles
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 MINI = FIXTURES / "mini_locomo.json"
@@ -99,6 +100,23 @@ def codes(findings: list[Finding]) -> set[str]:
     return {f.code for f in findings}
 
 
+def writer_call(sample_id: str, messages: list[dict], reply: str, **request) -> dict:
+    """A `writer_call.v1` row that matches its schema (every row of a pack is validated)."""
+    return {
+        "schema": "writer_call.v1",
+        "sample_id": sample_id,
+        "method": "graph",
+        "role": "graph",
+        "call": 1,
+        "attempt": "first",
+        "template": "memory/graph_v1.txt",
+        "template_sha256": "0" * 64,
+        "request": {"model": "scripted-writer", "messages": messages, "temperature": 0.0, "max_tokens": 64, **request},
+        "response": {"text": reply, "model_requested": "scripted-writer", "request_sha256": "1" * 64},
+        "ok": True,
+    }
+
+
 # -- fresh packs ---------------------------------------------------------------------------
 
 
@@ -127,7 +145,7 @@ def test_every_code_is_documented(packs):
 
 
 def test_the_gold_scan_has_teeth_on_the_real_data(conversations):
-    needles = _Needles(conversations, with_summaries=False)
+    needles = Needles(conversations, with_summaries=False)
     # per conversation, many gold strings are absent from its source text: those are searched for
     assert min(len(needles.by_sample[c.sample_id]) for c in conversations) > 50
     conv26 = {n for n, _ in needles.by_sample["conv-26"]}
@@ -296,7 +314,7 @@ def test_a_question_may_name_another_questions_gold(tmp_path, scripted_server):
 
 def test_gold_planted_in_the_real_memory_is_found(packs, tmp_path, conversations):
     pack = copy_pack(packs["real_full"], tmp_path)
-    needles = _Needles(conversations, with_summaries=False)
+    needles = Needles(conversations, with_summaries=False)
     gold = next(n for n, _ in needles.by_sample["conv-26"] if needles.gold_of[n].startswith("conv-26-"))
     edit(pack / "memory/dumps/conv-26.txt", lambda b: b + f"\n{gold}".encode())
     leaks = [f for f in verify_pack(pack) if f.code == "gold.leak"]
@@ -305,12 +323,7 @@ def test_gold_planted_in_the_real_memory_is_found(packs, tmp_path, conversations
 
 def test_writer_input_is_scanned_and_its_reply_is_not(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
-    row = {
-        "schema": "writer_call.v1",
-        "sample_id": "mini-1",
-        "request": {"messages": [{"role": "user", "content": "x"}]},
-        "response": {"text": 'Ana may like "Oslo; travel"'},
-    }
+    row = writer_call("mini-1", [{"role": "user", "content": "x"}], 'Ana may like "Oslo; travel"')
     plant(pack / "memory/writer/calls.jsonl", json.dumps(row) + "\n")
     assert verify_pack(pack) == []  # a model's reply is output, not input
     row["request"]["messages"][0]["content"] = 'Summarize. Hint: "Lisbon; travel"'
@@ -321,17 +334,14 @@ def test_writer_input_is_scanned_and_its_reply_is_not(packs, tmp_path):
 
 def test_a_repair_turns_own_reply_and_the_task_schema_are_not_writer_input(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
-    row = {
-        "schema": "writer_call.v1",
-        "sample_id": "mini-1",
-        "request": {
-            "messages": [{"role": "user", "content": "Summarize."},
-                         {"role": "assistant", "content": 'Maybe "Lisbon; travel"'},  # the model's first reply
-                         {"role": "user", "content": "That reply could not be used."}],
-            "response_format": {"type": "json_object", "schema": {"description": "Lisbon; travel"}},
-        },
-        "response": {"text": "{}"},
-    }
+    row = writer_call(
+        "mini-1",
+        [{"role": "user", "content": "Summarize."},
+         {"role": "assistant", "content": 'Maybe "Lisbon; travel"'},  # the model's first reply
+         {"role": "user", "content": "That reply could not be used."}],
+        "{}",
+        response_format={"type": "json_object", "schema": {"description": "Lisbon; travel"}},
+    )
     plant(pack / "memory/writer/calls.jsonl", json.dumps(row) + "\n")
     assert verify_pack(pack) == []
     row["request"]["messages"][2]["content"] = 'Hint: "Lisbon; travel"'  # the harness's own turn is input
@@ -347,9 +357,8 @@ def test_gold_the_writer_wrote_itself_is_not_a_leak_where_its_memory_carries_it(
         return [f.path for f in verify_pack(pack) if f.code == "gold.leak"]
 
     assert leaks() == ["memory/graph/mini-1.json"]  # in memory, from nowhere: a leak
-    call = {"schema": "writer_call.v1", "sample_id": "mini-1",
-            "request": {"messages": [{"role": "user", "content": "Extract."}]},
-            "response": {"text": '{"when": "Lisbon; travel"}'}}  # ... unless the writer wrote it, from clean input
+    # ... unless the writer wrote it, from clean input
+    call = writer_call("mini-1", [{"role": "user", "content": "Extract."}], '{"when": "Lisbon; travel"}')
     plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
     assert leaks() == []
     call["sample_id"] = "mini-2"  # another conversation's writer output explains nothing here
@@ -361,9 +370,7 @@ def test_a_writer_input_may_carry_an_earlier_reply_but_not_a_gold_seen_first_in_
     pack = copy_pack(packs["mini_full"], tmp_path)
 
     def call(prompt: str, reply: str) -> str:
-        return json.dumps({"schema": "writer_call.v1", "sample_id": "mini-1",
-                           "request": {"messages": [{"role": "user", "content": prompt}]},
-                           "response": {"text": reply}}) + "\n"
+        return json.dumps(writer_call("mini-1", [{"role": "user", "content": prompt}], reply)) + "\n"
 
     extract = call("Extract facts.", '{"facts": ["Lisbon; travel"]}')  # the model wrote it, from clean input
     update = call('New fact: "Lisbon; travel". Stored: none.', '{"event": "ADD"}')  # mem0's update carries it
@@ -427,7 +434,9 @@ def test_credential_values_come_from_key_and_token_variables():
 def test_autorater_files_are_judged_by_their_own_marker(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
     (pack / "autorater").mkdir()
-    (pack / "autorater/autorater_verdicts.jsonl").write_text('{"schema": "autorater_verdict.v1", "question_id": "mini-1-q-0"}\n')
+    verdict = {"schema": "autorater_verdict.v1", "question_id": "mini-1-q-0", "sample_id": "mini-1", "index": 0, "category": 1,
+               "pass": 1, "status": "SKIPPED", "judge_prompt_sha256": "0" * 64}
+    (pack / "autorater/autorater_verdicts.jsonl").write_text(json.dumps(verdict) + "\n")
     assert verify_pack(pack) == []  # added after _SUCCESS, with a schema: fine
     (pack / "autorater/_SUCCESS").write_text("")
     os.utime(pack / "autorater/_SUCCESS", ns=(0, 1))
@@ -533,19 +542,16 @@ def test_gold_scan_reads_json_string_values_not_keys_or_numbers(tmp_path, script
     path.write_text(json.dumps(data))
     pack = _make_pack(tmp_path, scripted_server, "short_gold", f"dataset.path={path}")
     assert verify_pack(pack) == []
-    call = {
-        "schema": "writer_call.v1",
-        "sample_id": "mini-1",
-        "request": {"messages": [{"role": "user", "content": "Summarize the session."}], "max_tokens": 2024},
-        "response": {"text": "ok"},
-    }
+    call = writer_call("mini-1", [{"role": "user", "content": "Summarize the session."}], "ok", max_tokens=2024)
     plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
-    plant(pack / "memory/graph/mini-2.json", json.dumps({"schema": "graph.v1", "messages": 2024, "nodes": ["Cleo"]}))
+    store = {"schema": "memory_store.v1", "sample_id": "mini-2", "method": "graph", "items": [{"messages": 2024, "nodes": ["Cleo"]}]}
+    plant(pack / "memory/graph/mini-2.json", json.dumps(store))
     assert verify_pack(pack) == []
     # the same gold in a string value is still found, in a JSONL row and in a JSON file
     call["request"]["messages"][0]["content"] = "Summarize. Hint: sage"
     plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
-    plant(pack / "memory/graph/mini-2.json", json.dumps({"schema": "graph.v1", "nodes": ["Cleo", "born 2024"]}))
+    store["items"] = [{"nodes": ["Cleo", "born 2024"]}]
+    plant(pack / "memory/graph/mini-2.json", json.dumps(store))
     leaks = sorted((f.path, f.message) for f in verify_pack(pack) if f.code == "gold.leak")
     assert [p for p, _ in leaks] == ["memory/graph/mini-2.json", "memory/writer/calls.jsonl:1"], leaks
     assert "'2024'" in leaks[0][1] and "'sage'" in leaks[1][1]
@@ -614,3 +620,46 @@ def test_a_rescored_pack_verifies_and_a_changed_score_is_still_found(packs, tmp_
     assert verify_pack(pack) == []  # judged by content, not by date
     edit_json(pack / "metrics.json", lambda m: m["locomo_f1"].update(overall=0.99))
     assert codes(verify_pack(pack)) == {"metrics"}
+
+
+# -- every row of every record file, against the schema registry ---------------------------------
+
+
+def test_every_row_of_an_other_journal_is_validated_one_finding_per_file(packs, tmp_path):
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    good = writer_call("mini-1", [{"role": "user", "content": "Summarize."}], "ok")
+    bad = {k: v for k, v in good.items() if k != "template_sha256"}
+    plant(pack / "memory/writer/calls.jsonl", "".join(json.dumps(r) + "\n" for r in (good, bad, good, bad)))
+    (finding,) = verify_pack(pack)
+    assert (finding.code, finding.path) == ("schema", "memory/writer/calls.jsonl:2")
+    assert "writer_call.v1: template_sha256: Field required" in finding.message and "2 of 4 rows" in finding.message
+
+
+def test_a_schema_no_record_declares_is_a_finding_unless_allowed(packs, tmp_path, monkeypatch):
+    from memorybench.pack.verify import rows
+
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    plant(pack / "memory/future/items.jsonl", '{"schema": "writer_cal.v1", "sample_id": "mini-1"}\n')
+    (finding,) = verify_pack(pack)
+    assert (finding.code, finding.path) == ("schema", "memory/future/items.jsonl:1")
+    assert "'writer_cal.v1' is not declared" in finding.message and "did you mean 'writer_call.v1'" in finding.message
+    monkeypatch.setattr(rows, "UNDECLARED_SCHEMAS", rows.UNDECLARED_SCHEMAS | {"writer_cal.v1"})
+    assert verify_pack(pack) == []
+
+
+def test_a_json_file_with_a_schema_is_validated_and_one_without_is_left_alone(packs, tmp_path):
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    edit_json(pack / "metrics.json", lambda d: d.pop("labels"))  # metrics.v1 has no record check of its own
+    assert {(f.code, f.path) for f in verify_pack(pack)} == {("schema", "metrics.json"), ("metrics", "metrics.json")}
+    pack = copy_pack(packs["mini_full"], tmp_path / "other")
+    plant(pack / "agent/summary.json", json.dumps({"schema": "agent_notes.v1", "notes": 3}))
+    assert [(f.code, f.path) for f in verify_pack(pack)] == [("schema", "agent/summary.json")]
+
+
+def test_rows_are_framed_by_newline_only(packs, tmp_path):
+    # a journal writes U+2028 raw inside a JSON string; str.splitlines() would cut the row there
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    row = writer_call("mini-1", [{"role": "user", "content": "one\u2028two\u0085three"}], "ok")
+    plant(pack / "memory/writer/calls.jsonl", json.dumps(row, ensure_ascii=False) + "\n")
+    assert "\u2028" in (pack / "memory/writer/calls.jsonl").read_text("utf-8")
+    assert verify_pack(pack) == []

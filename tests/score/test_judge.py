@@ -147,3 +147,31 @@ def test_label_score():
     assert label_score("WRONG") == 0
     assert label_score("correct") == 0
     assert label_score(None) is None
+
+
+# -- the protocol as a registered judge -------------------------------------------------------
+def test_mem0_is_the_registered_default_judge_protocol(template):
+    from types import SimpleNamespace
+
+    from memorybench.errors import UserError
+    from memorybench.registry import JUDGES
+    from memorybench.score.judge import DEFAULT_PROTOCOL, Mem0Judge
+
+    assert DEFAULT_PROTOCOL == "mem0" and JUDGES.get("mem0") is Mem0Judge
+    judge = Mem0Judge(template)
+    assert judge.template_sha256 == MEM0_ACCURACY_PROMPT.sha256
+    row = SimpleNamespace(question="How old is Ben's dog?", gold=3, prediction="3, or {gold_answer}", category=4)
+    call = judge.request(row, model="judge-x", sampling={"temperature": 0.0, "max_tokens": 256, "seed": None})
+    content = template.format(question="How old is Ben's dog?", gold_answer="3", generated_answer="3, or {gold_answer}")
+    assert call.request.messages == ({"role": "user", "content": content},)  # one user message, no system message
+    assert call.request.response_format == {"type": "json_object"} and call.request.temperature == 0.0
+    assert call.request.stop is None and call.request.seed is None and call.request.model == "judge-x"
+    assert call.slots == {"question": "How old is Ben's dog?", "gold_answer": "3", "generated_answer": "3, or {gold_answer}"}
+    assert call.payload_sha256 == text_sha256(content) and judge.prompt_text(row) == content
+    assert [judge.skips(SimpleNamespace(category=c)) for c in (1, 2, 3, 4, 5)] == [False] * 4 + [True]
+    verdict = judge.verdict('{"label": "correct"}')
+    assert (verdict.status, verdict.label, verdict.score, verdict.standard) == ("WRONG", "correct", 0, False)
+    assert judge.verdict("CORRECT").status == "FAILED"
+    assert judge.prompt_info("autorater/prompts/x.txt")["stored_at"] == "autorater/prompts/x.txt"
+    with pytest.raises(UserError, match=r"unknown judge protocol 'mem1' \(judge.protocol=mem1\)"):
+        JUDGES.get("mem1")

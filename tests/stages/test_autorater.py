@@ -21,6 +21,7 @@ from memorybench.cli import main
 from memorybench.data import iter_questions
 from memorybench.data.pins import MEM0_ACCURACY_PROMPT, pin_path
 from memorybench.errors import UserError
+from memorybench.pack.autorater_schemas import AutoraterMetrics
 from memorybench.score import mem0_bleu1, mem0_f1
 from memorybench.stages.autorater import autorater_main, compute_autorater_metrics, run_autorater
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
@@ -141,8 +142,17 @@ def test_one_request_per_category_1_4_row_per_pass_and_none_for_category_5(pack,
     assert len(skipped) == 6 and all(v["status"] == "SKIPPED" and v["score"] is None and v["request_sha256"] is None for v in skipped)
     assert all(v["judge_prompt_sha256"] == MEM0_ACCURACY_PROMPT.sha256 for v in verdicts)
 
-    metrics = json.loads((pack / "autorater" / "autorater_metrics.json").read_text())
+    text = (pack / "autorater" / "autorater_metrics.json").read_text("utf-8")
+    metrics = json.loads(text)
     assert metrics["schema"] == "autorater_metrics.v1"
+    # a record (AutoraterMetrics) written as the dict it replaced: same keys, same order, same floats
+    assert list(metrics) == [
+        "schema", "run_id", "questions", "is_prefix", "reader_local_model", "local_judge", "passes", "judge",
+        "judge_prompt_sha256", "prompt", "category_names", "j", "counts", "mem0_f1", "mem0_bleu1", "usage", "labels", "notes",
+    ]
+    assert list(metrics["j"]) == ["overall", "by_category", "passes", "passes_by_category", "mean", "sd", "agreement"]
+    assert text == json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
+    assert AutoraterMetrics.model_validate_json(text).dump() == text
     parsed = [v["score"] for v in verdicts if v["status"] in ("CORRECT", "WRONG")]
     assert metrics["j"]["overall"] == pytest.approx(sum(parsed) / len(parsed)) == pytest.approx(5 / 8)
     assert metrics["j"]["passes"] == [5 / 8] * 3 and metrics["j"]["sd"] == 0.0 and metrics["j"]["mean"] == 5 / 8
@@ -426,7 +436,11 @@ def test_real_data_prefix_one_request_per_category_1_4_row(tmp_path, conversatio
 @pytest.mark.local_model
 def test_the_embedded_judge_on_a_few_rows(pack):
     try:
-        from memorybench.llm.local import LocalModelError, LocalServer, choose_local_model
+        from memorybench.llm.local import (
+            LocalModelError,
+            LocalServer,
+            choose_local_model,
+        )
 
         spec, n_ctx, _ = choose_local_model(1500)
         with LocalServer(spec, n_ctx):

@@ -19,6 +19,8 @@ from memorybench.cli import main
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
 MINI = FIXTURES / "mini_locomo.json"
+#: the judge template's sha256 in a made-up autorater (no template is read)
+PROMPT_SHA256 = "0" * 64
 
 
 def lookup_responder(body: dict) -> Reply:
@@ -60,48 +62,51 @@ def make_packs(root: Path, memories: Sequence[str] = ("full_context", "session_s
 
 
 def add_autorater(pack: Path, passes: int = 2) -> None:
-    """`autorater/` as the autorater stage writes it: verdicts per (question, pass) and metrics.
+    """`autorater/` as the autorater stage writes it: its meta, verdicts per (question, pass),
+    and the metrics the stage computes from them (`autorater_metrics`), each a valid record.
 
     Pass 1 marks a row CORRECT when its LoCoMo F1 > 0; pass 2 flips the first judged row,
     and the second judged row of pass 2 is a FAILED parse.
     """
-    rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_text().splitlines()]
+    from memorybench.llm.records import ModelIdentity
+    from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict
+    from memorybench.stages.autorater_metrics import autorater_metrics
+
+    rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_bytes().split(b"\n") if line.strip()]
     scores = {r["question_id"]: float(r["locomo_f1"]) for r in _csv_rows(pack)}
     verdicts = []
-    j_passes = []
     for n in range(1, passes + 1):
         judged = 0
-        parsed = []
         for i, row in enumerate(rows):
-            base = {"schema": "autorater_verdict.v1", "question_id": row["question_id"], "sample_id": row["sample_id"],
-                    "index": i, "category": row["category"], "pass": n}
+            base = dict(question_id=row["question_id"], sample_id=row["sample_id"], index=i, category=row["category"],
+                        pass_=n, judge_prompt_sha256=PROMPT_SHA256)
             if row["category"] == 5:
-                verdicts.append({**base, "status": "SKIPPED", "score": None, "mem0_f1": None, "mem0_bleu1": None})
+                verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
                 continue
             judged += 1
             score = 1 if scores[row["question_id"]] > 0 else 0
             if n == 2 and judged == 1:
                 score = 1 - score
             if n == 2 and judged == 2:
-                verdicts.append({**base, "status": "FAILED", "score": None, "failure": "parse", "mem0_f1": 0.25, "mem0_bleu1": 0.5})
+                verdicts.append(AutoraterVerdict(**base, status="FAILED", failure="parse", error="no JSON object in the reply",
+                                                 mem0_f1=0.25, mem0_bleu1=0.5))
                 continue
-            parsed.append(score)
-            verdicts.append({**base, "status": "CORRECT" if score else "WRONG", "score": score, "mem0_f1": 0.25, "mem0_bleu1": 0.5})
-        j_passes.append(sum(parsed) / len(parsed))
+            verdicts.append(AutoraterVerdict(**base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG",
+                                             label_standard=True, score=score, mem0_f1=0.25, mem0_bleu1=0.5))
+    judge = {"name": "scripted", "provider": "openai_compatible", "model": "scripted-judge", "temperature": 0.0, "max_tokens": 256,
+             "seed": None}
+    meta = AutoraterMeta(
+        run_id=json.loads((pack / "run_meta.json").read_text())["run_id"], passes=passes, judge_config=judge,
+        judge_identity={**judge, "prompt_sha256": PROMPT_SHA256}, judge_model_sent="scripted-judge",
+        judge=ModelIdentity(role="judge", provider="openai_compatible", requested="scripted-judge"),
+        prompt={"name": "mem0 ACCURACY_PROMPT", "sha256": PROMPT_SHA256}, response_format={"type": "json_object"},
+        package_versions={}, started_at="2025-01-01T00:00:00+00:00", ended_at="2025-01-01T00:00:01+00:00",
+    )
     out = pack / "autorater"
     out.mkdir(exist_ok=True)
-    (out / "autorater_verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
-    mean = sum(j_passes) / len(j_passes)
-    sd = (sum((j - mean) ** 2 for j in j_passes) / (len(j_passes) - 1)) ** 0.5 if len(j_passes) > 1 else None
-    metrics = {
-        "schema": "autorater_metrics.v1", "passes": passes,
-        "judge": {"model_requested": "scripted-judge", "models_answered": ["scripted-judge"]},
-        "judge_prompt_sha256": "0" * 64,
-        "j": {"overall": mean, "mean": mean, "sd": sd, "passes": j_passes,
-              "by_category": {"1": 0.5, "2": 0.5, "3": 0.5, "4": 0.5}, "agreement": {"share": 0.5}},
-        "mem0_f1": {"overall": 0.25}, "mem0_bleu1": {"overall": 0.5}, "counts": {"failed": 1},
-    }
-    (out / "autorater_metrics.json").write_text(json.dumps(metrics, indent=2))
+    (out / "autorater_meta.json").write_text(meta.dump())
+    (out / "autorater_verdicts.jsonl").write_text("".join(v.model_dump_json(by_alias=True) + "\n" for v in verdicts))
+    (out / "autorater_metrics.json").write_text(autorater_metrics(pack).dump())
     (out / "_SUCCESS").write_text("")
 
 

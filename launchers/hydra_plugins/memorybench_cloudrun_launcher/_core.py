@@ -20,22 +20,35 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus, setup_globals
+from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from memorybench.cloudrun_records import CloudRunManifest, ManifestJob
-from memorybench.cloudrun_task import (
-    CloudRunTaskFailed,
-    ExecutionReport,
-    ExecutionSettings,
-    LauncherError,
-    build_manifest,
-    execute_manifest,
-    latest_statuses,
-    manifest_job,
-    write_manifest,
-)
-from memorybench.errors import UserError
+from memorybench.cloudrun.executors import ExecutionReport, ExecutionSettings, execute_manifest
+from memorybench.cloudrun.manifest import build_manifest, latest_statuses, manifest_job, write_manifest
+from memorybench.cloudrun.records import CloudRunManifest, ManifestJob
+from memorybench.errors import ERROR_PREFIX, UserError
 from memorybench.storage import SUCCESS, join, open_storage, storage_uri
+
+from hydra_plugins.memorybench_cloudrun_launcher.config import CloudRunLauncherConf
+
+
+class CloudRunTaskFailed(UserError, CompactHydraException):
+    """A job of the sweep whose task did not publish its pack (Hydra's JobReturn carries it).
+
+    Compact: Hydra prints its one-line message without a traceback.
+    """
+
+    exit_code = 1
+
+
+class LauncherError(UserError, CompactHydraException):
+    """A user error found by the launcher (inside Hydra): printed as one line, no traceback."""
+
+    PREFIX = ERROR_PREFIX
+
+    def __init__(self, message: str) -> None:
+        # Hydra prints str(exception) as is; the prefix matches the CLI's own one-line errors
+        super().__init__(message if message.startswith(self.PREFIX) else self.PREFIX + message)
 
 
 def _say(text: str) -> None:
@@ -44,8 +57,9 @@ def _say(text: str) -> None:
 
 def _choices(sweep_config: DictConfig) -> dict[str, str]:
     """Config-group choices as qa_app records them (hydra/* groups left out)."""
-    choices = sweep_config.hydra.runtime.choices
-    return {str(k): str(v) for k, v in choices.items() if not str(k).startswith("hydra/") and v is not None}
+    from memorybench.config import recorded_choices
+
+    return recorded_choices(sweep_config.hydra.runtime.choices)
 
 
 def compose_jobs(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[tuple[DictConfig, Any]]:
@@ -75,9 +89,9 @@ def _storage_root(spec: Any, remote: bool, num: int) -> str:
     return storage_uri(str(root))
 
 
-def _project(params: dict[str, Any]) -> str:
-    project = params.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("CLOUDSDK_CORE_PROJECT")
-    if not project and not params.get("anonymous_credentials"):
+def _project(conf: CloudRunLauncherConf) -> str:
+    project = conf.project or os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("CLOUDSDK_CORE_PROJECT")
+    if not project and not conf.anonymous_credentials:
         try:
             import google.auth
 
@@ -91,20 +105,19 @@ def _project(params: dict[str, Any]) -> str:
 
 def build(launcher: Any, composed: list[tuple[DictConfig, Any]]) -> CloudRunManifest:
     """The manifest of the composed jobs (nothing written yet)."""
-    params = launcher.params
-    remote = launcher.remote
+    conf, remote = launcher.conf, launcher.remote
     jobs: list[ManifestJob] = []
     for index, (sweep_config, spec) in enumerate(composed):
         num = int(sweep_config.hydra.job.num)
         jobs.append(manifest_job(index, num, spec, _choices(sweep_config), _storage_root(spec, remote, num)))
-    control_root = params.get("manifest_root") or jobs[0].storage_root
+    control_root = conf.manifest_root or jobs[0].storage_root
     if remote and not str(control_root).startswith("gs://"):
         raise UserError(f"hydra.launcher.manifest_root={control_root!r}: Cloud Run tasks read the manifest from storage; use gs://BUCKET/PREFIX")
     if remote:
-        project, region = _project(params), str(params["region"])
-        job_name = f"projects/{project}/locations/{region}/jobs/{params['job']}"
+        project, region = _project(conf), conf.region
+        job_name = f"projects/{project}/locations/{region}/jobs/{conf.job}"
     else:
-        project, region, job_name = None, str(params.get("region") or "local"), str(params["job"])
+        project, region, job_name = None, conf.region, conf.job
     return build_manifest(
         jobs,
         launcher="cloudrun" if remote else "cloudrun_local",
@@ -117,22 +130,21 @@ def build(launcher: Any, composed: list[tuple[DictConfig, Any]]) -> CloudRunMani
 
 def execute(launcher: Any, manifest: CloudRunManifest, run_dir: Path) -> ExecutionReport:
     """Start the one execution of the manifest's tasks and wait for it to end."""
-    params = launcher.params
-    settings = ExecutionSettings(
-        remote=launcher.remote,
-        api_endpoint=params.get("api_endpoint"),
-        transport=str(params.get("transport") or "rest"),
-        anonymous=bool(params.get("anonymous_credentials")),
-        poll_interval_s=float(params.get("poll_interval_s") or 15.0),
-        timeout_s=params.get("timeout_s"),
-        task_timeout_s=params.get("task_timeout_s"),
-        parallelism=int(params.get("parallelism") or 0),
-        max_retries=int(params.get("max_retries") or 0),
-        log_dir=run_dir / "logs",
-        work_root=run_dir / "work",
-    )
-    env = {str(k): str(v) for k, v in (params.get("env") or {}).items()}
-    return execute_manifest(manifest, settings, _say, env)
+    conf = launcher.conf
+    shared = {"task_timeout_s": conf.task_timeout_s, "log_dir": run_dir / "logs", "work_root": run_dir / "work"}
+    if launcher.remote:
+        settings = ExecutionSettings(
+            remote=True,
+            api_endpoint=conf.api_endpoint,
+            transport=conf.transport,
+            anonymous=conf.anonymous_credentials,
+            poll_interval_s=conf.poll_interval_s,
+            timeout_s=conf.timeout_s,
+            **shared,
+        )
+    else:
+        settings = ExecutionSettings(remote=False, parallelism=conf.parallelism, max_retries=conf.max_retries, **shared)
+    return execute_manifest(manifest, settings, _say, dict(conf.env))
 
 
 def _failure_hint(manifest: CloudRunManifest, report: ExecutionReport, index: int) -> str:
@@ -214,13 +226,13 @@ def _launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_i
     setup_globals()
     assert launcher.config is not None and launcher.hydra_context is not None
     jobs = [list(o) for o in job_overrides]
-    max_jobs = launcher.params.get("max_jobs")
+    max_jobs = launcher.conf.max_jobs
     if max_jobs is not None:
-        if int(max_jobs) < 1:
+        if max_jobs < 1:
             raise UserError(f"hydra.launcher.max_jobs={max_jobs} must be at least 1 (or null for every job)")
-        if len(jobs) > int(max_jobs):
+        if len(jobs) > max_jobs:
             _say(f"max_jobs={max_jobs}: running the first {max_jobs} of {len(jobs)} run specs")
-            jobs = jobs[: int(max_jobs)]
+            jobs = jobs[:max_jobs]
 
     composed = compose_jobs(launcher, jobs, initial_job_idx)  # every job valid before any cloud call
     manifest = build(launcher, composed)

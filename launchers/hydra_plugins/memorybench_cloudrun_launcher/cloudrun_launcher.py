@@ -11,6 +11,8 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from hydra_plugins.memorybench_cloudrun_launcher.config import CloudRunLauncherConf, LocalCloudRunLauncherConf
+
 log = logging.getLogger(__name__)
 
 
@@ -18,9 +20,13 @@ class CloudRunLauncher(Launcher):
     """Every job of the sweep as one task of ONE Cloud Run job execution."""
 
     remote = True
+    #: the structured config (config.py) whose fields Hydra passes as keyword arguments
+    conf_type: type[Any] = CloudRunLauncherConf
 
     def __init__(self, **params: Any) -> None:
-        self.params = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in params.items()}
+        plain = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v) else v for k, v in params.items()}
+        # typed: every default is the config dataclass's own
+        self.conf = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(self.conf_type), plain))
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self.task_function: TaskFunction | None = None
@@ -40,3 +46,4 @@ class LocalCloudRunLauncher(CloudRunLauncher):
     """The local twin: the same manifest, tasks and storage, with local processes instead of Cloud Run."""
 
     remote = False
+    conf_type = LocalCloudRunLauncherConf

@@ -7,7 +7,6 @@ directly (no Node at run time). Its version goes into every pack.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from memorybench import PROJECT_ROOT
 from memorybench.errors import UserError
+from memorybench.hashing import sha256_file_cached
 
 PACKAGE = "@openai/codex"
 #: (system, machine) -> (rust target triple, npm platform package), as in the package's bin/codex.js
@@ -54,26 +54,6 @@ def pinned_version(root: Path = PROJECT_ROOT) -> str:
     return str(spec)
 
 
-_HASHES: dict[tuple[str, int, int], str] = {}
-
-
-def _sha256_file(path: Path) -> str:
-    """sha256 of a (large) file, remembered per path, size and mtime within the process."""
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _HASHES:
-        _HASHES[key] = _hash(path)
-    return _HASHES[key]
-
-
-def _hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def locate_cli(root: Path = PROJECT_ROOT) -> CodexCli:
     """The installed pinned CLI, checked: right version installed, binary runs and says so."""
     version = pinned_version(root)
@@ -101,4 +81,4 @@ def locate_cli(root: Path = PROJECT_ROOT) -> CodexCli:
     if not out.endswith(version):
         raise UserError(f"{binary} reports {out!r}, expected version {version}; {fix}")
     return CodexCli(binary=binary.resolve(), vendor_dir=vendor.resolve(), version=version, reported=out,
-                    binary_sha256=_sha256_file(binary))
+                    binary_sha256=sha256_file_cached(binary))

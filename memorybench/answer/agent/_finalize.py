@@ -20,62 +20,59 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from memorybench.answer.agent._events import DIA_ID
-from memorybench.answer.agent._records import AgentComparison, AgentRecall
+from memorybench.answer.agent._records import AgentComparison, AgentRecall, AgentStep, AgentTrace
 from memorybench.data.records import Question
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
 
 NO_BUDGET = ("no token budget enforced: the pinned Codex CLI has no per-question token limit, so an agent may spend "
              "many times a reader's tokens on one question")
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-
-
 def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> AgentComparison | None:
     """Write recall and the comparison status for an agent pack; None when the pack has no agent traces."""
     pack = RunPack(Path(pack_root))
-    traces = [r for r in _rows(pack.path("agent/traces.jsonl")) if r.get("phase") == "answer" and "question_id" in r]
+    stored = PackReader.open(pack_root)
+    every_trace = list(stored.records(layout.AGENT_TRACES, AgentTrace))
+    traces = [r for r in every_trace if r.phase == "answer" and r.question_id is not None]
     if not traces:
         return None
-    by_question = {r["question_id"]: r for r in traces}
-    steps: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in _rows(pack.path("agent/trajectory.jsonl")):
-        if "question_id" in row:
-            steps[row["question_id"]].append(row)
+    by_question = {r.question_id: r for r in traces}
+    steps: dict[str, list[AgentStep]] = defaultdict(list)
+    for step in stored.records(layout.AGENT_TRAJECTORY, AgentStep):
+        if step.question_id is not None:
+            steps[step.question_id].append(step)
     first = traces[0]
-    files_mode = first["mode"] != "prompt_injected"
+    files_mode = first.mode != "prompt_injected"
 
     recalls: list[AgentRecall] = []
     for q in questions:
         if q.question_id not in by_question:
             continue
         evidence = list(dict.fromkeys(d for e in q.evidence for d in DIA_ID.findall(str(e))))
-        rows = sorted(steps.get(q.question_id, []), key=lambda r: r["step"])
+        rows = sorted(steps.get(q.question_id, []), key=lambda r: r.step)
         seen: set[str] = set()
         hop = None
         for row in rows:
-            hit = set(row.get("dia_ids") or []) & set(evidence)
+            hit = set(row.dia_ids) & set(evidence)
             if hit and hop is None:
-                hop = int(row["step"])
-            seen |= set(row.get("dia_ids") or [])
+                hop = row.step
+            seen |= set(row.dia_ids)
         found = [e for e in evidence if e in seen]
         recall = round(len(found) / len(evidence), 6) if evidence and files_mode else None
         recalls.append(AgentRecall(question_id=q.question_id, sample_id=q.sample_id, evidence=evidence, found=found,
                                    memory_recall=recall, hop_to_evidence=hop if files_mode else None, steps=len(rows)))
-    pack.write_text("agent/recall.jsonl", "".join(json.dumps(r.row(), ensure_ascii=False) + "\n" for r in recalls))
+    pack.write_text(layout.AGENT_RECALL, "".join(json.dumps(r.row(), ensure_ascii=False) + "\n" for r in recalls))
 
-    statuses = [r["status"] for r in traces]
-    web = {qid for qid, rows in steps.items() if qid in by_question and any(r["kind"] == "web_search" for r in rows)}
-    mcp = {qid for qid, rows in steps.items() if qid in by_question and any(r["kind"] == "mcp" for r in rows)}
+    statuses = [r.status for r in traces]
+    web = {qid for qid, rows in steps.items() if qid in by_question and any(r.kind == "web_search" for r in rows)}
+    mcp = {qid for qid, rows in steps.items() if qid in by_question and any(r.kind == "mcp" for r in rows)}
     usage: dict[str, int] = defaultdict(int)
-    for row in _rows(pack.path("agent/traces.jsonl")):  # ingest passes cost tokens too
-        for k, v in (row.get("usage") or {}).items():
+    for trace in every_trace:  # ingest passes cost tokens too
+        for k, v in trace.usage.items():
             usage[k] += int(v)
     reasons = [NO_BUDGET]
     if web:
@@ -83,23 +80,23 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
     if mcp:
         reasons.append(f"MCP tool calls in {len(mcp)} question(s)")
     if statuses.count("timeout"):
-        reasons.append(f"{statuses.count('timeout')} question(s) hit the outer timeout ({first['timeout_s']} s) and count as empty answers")
+        reasons.append(f"{statuses.count('timeout')} question(s) hit the outer timeout ({first.timeout_s} s) and count as empty answers")
     if statuses.count("failed"):
         reasons.append(f"{statuses.count('failed')} question(s) failed and count as empty answers")
     notes = []
-    if first["mode"] != "prompt_injected":
-        notes.append(f"mode {first['mode']}: the agent reads files it chooses; the configured memory method's text was not shown to it")
-    if first["persist"]:
+    if first.mode != "prompt_injected":
+        notes.append(f"mode {first.mode}: the agent reads files it chooses; the configured memory method's text was not shown to it")
+    if first.persist:
         notes.append("persist on: notes carry over between the questions of a conversation, so answers depend on question order")
     measured = [r.memory_recall for r in recalls if r.memory_recall is not None]
     hops = [r.hop_to_evidence for r in recalls if r.hop_to_evidence is not None]
     comparison = AgentComparison(
         comparable=not reasons,
         reasons=reasons,
-        mode=first["mode"],
-        persist=bool(first["persist"]),
-        model=first["model"],
-        codex_version=first["codex_version"],
+        mode=first.mode,
+        persist=bool(first.persist),
+        model=first.model,
+        codex_version=first.codex_version,
         questions=len(traces),
         completed=statuses.count("completed"),
         timeouts=statuses.count("timeout"),
@@ -114,8 +111,8 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
         hop_to_evidence_median=float(statistics.median(hops)) if hops else None,
         notes=notes,
     )
-    pack.write_json("agent/comparison.json", comparison)
-    pack.write_text("agent/COMPARISON.md", _markdown(comparison))
+    pack.write_json(layout.AGENT_COMPARISON, comparison)
+    pack.write_text(f"{layout.AGENT}/COMPARISON.md", _markdown(comparison))
     return comparison
 
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from memorybench.pack.schemas import Record, SlotValue
+from memorybench.pack.schemas import SlotValue
+from memorybench.records import Record
 
 Phase = Literal["answer", "ingest"]
 
 
 class _Row(Record):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def row(self) -> dict[str, Any]:
         """The JSON object for a journal line: `schema` first; a null `question_id` is left out."""
@@ -27,10 +27,9 @@ class _Row(Record):
         return data
 
 
-class AgentEvent(_Row):
+class AgentEvent(_Row, schema="agent_event.v1"):
     """One line of `codex exec --json` output, as printed, wrapped with where it belongs."""
 
-    schema_: Literal["agent_event.v1"] = Field("agent_event.v1", alias="schema")
     question_id: Optional[str] = None
     sample_id: str
     phase: Phase
@@ -40,10 +39,9 @@ class AgentEvent(_Row):
     event: dict[str, Any]
 
 
-class AgentStep(_Row):
+class AgentStep(_Row, schema="agent_step.v1"):
     """One normalized action of the agent (a tool call), in the order the CLI reported them."""
 
-    schema_: Literal["agent_step.v1"] = Field("agent_step.v1", alias="schema")
     question_id: Optional[str] = None
     sample_id: str
     phase: Phase
@@ -81,10 +79,9 @@ class AgentTask(Record):
     footer_sha256: Optional[str] = None
 
 
-class AgentTrace(_Row):
+class AgentTrace(_Row, schema="agent_trace.v1"):
     """One `codex exec` process: what it was asked, how it ended, what it cost."""
 
-    schema_: Literal["agent_trace.v1"] = Field("agent_trace.v1", alias="schema")
     question_id: Optional[str] = None
     sample_id: str
     phase: Phase
@@ -124,10 +121,9 @@ class AgentTrace(_Row):
     stderr_tail: Optional[str] = None
 
 
-class NotesRow(_Row):
+class NotesRow(_Row, schema="agent_notes.v1"):
     """The notes ledger: memory/notes.md after an ingest pass or after each question (persist on)."""
 
-    schema_: Literal["agent_notes.v1"] = Field("agent_notes.v1", alias="schema")
     question_id: Optional[str] = None
     sample_id: str
     phase: Phase
@@ -138,10 +134,9 @@ class NotesRow(_Row):
     changed: bool
 
 
-class AgentRecall(_Row):
+class AgentRecall(_Row, schema="agent_recall.v1"):
     """Computed after the run from the stored trajectory and the gold evidence (never shown to the agent)."""
 
-    schema_: Literal["agent_recall.v1"] = Field("agent_recall.v1", alias="schema")
     question_id: str
     sample_id: str
     evidence: list[str]
@@ -154,10 +149,9 @@ class AgentRecall(_Row):
     steps: int
 
 
-class AgentComparison(Record):
+class AgentComparison(Record, schema="agent_comparison.v1"):
     """Whether this agent run can be set beside reader runs, and why not."""
 
-    schema_: Literal["agent_comparison.v1"] = Field("agent_comparison.v1", alias="schema")
     comparable: bool
     reasons: list[str]
     mode: str
@@ -178,15 +172,11 @@ class AgentComparison(Record):
     hop_to_evidence_median: Optional[float] = None
     notes: list[str] = Field(default_factory=list)
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class CliIdentity(BaseModel):
+class CliIdentity(Record, schema="agent_cli.v1"):
     """`agent/cli.json`: the pinned CLI and the settings every process of the run got."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    schema_: Literal["agent_cli.v1"] = Field("agent_cli.v1", alias="schema")
     package: str
     version: str
     reported: str

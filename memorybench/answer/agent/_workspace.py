@@ -12,10 +12,10 @@ agent's command printed says which turns it read.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
+from memorybench.hashing import sha256_bytes, sha256_text
 from memorybench.answer.base import ConversationView
 from memorybench.data.records import Session
 
@@ -103,13 +103,13 @@ def fingerprint(folder: Path, *, skip: str = "memory/") -> dict[str, str]:
         rel = path.relative_to(folder).as_posix()
         if rel.startswith(skip) or rel + "/" == skip or path.is_dir():
             continue
-        out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() and not path.is_symlink() else "link"
+        out[rel] = sha256_bytes(path.read_bytes()) if path.is_file() and not path.is_symlink() else "link"
     return out
 
 
 def restore(folder: Path, files: dict[str, str]) -> list[str]:
     """Put `files` back as written and remove anything else outside memory/; return what changed."""
-    expected = {rel: hashlib.sha256(text.encode("utf-8")).hexdigest() for rel, text in files.items()}
+    expected = {rel: sha256_text(text) for rel, text in files.items()}
     actual = fingerprint(folder)
     changed = sorted(rel for rel in set(expected) | set(actual) if expected.get(rel) != actual.get(rel))
     for rel in changed:

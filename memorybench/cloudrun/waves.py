@@ -1,7 +1,7 @@
 """Waves: a later stage run as its own job over finished packs (DESIGN.md 1 and 8).
 
 A wave starts only on packs with `_SUCCESS`. It is one execution with one task per
-item, the same worker as a qa sweep (`python -m memorybench.cloudrun_task`, which reads
+item, the same worker as a qa sweep (`python -m memorybench.cloudrun.worker`, which reads
 a `wave_manifest.v1`), on Cloud Run (`executor="cloudrun"`) or as local processes
 (`executor="local"`):
 
@@ -11,7 +11,8 @@ a `wave_manifest.v1`), on Cloud Run (`executor="cloudrun"`) or as local processe
     aggregate      design   every finished pack of a name   memorybench-aggregate
     collect-full   design   every finished pack of a name   memorybench-collect-full
 
-The stage is called by name, `<module>:<function>(argv) -> exit code` (STAGES), so a
+The stage is called by name, `<module>:<function>(argv) -> exit code` (registered in
+`memorybench.registry.STAGES`, where a plugin may add one), so a
 stage that is not installed fails before anything starts, naming what is missing.
 
 A pack-scope task fetches its pack (`fetch_pack`: in place for a local root, a download
@@ -24,7 +25,6 @@ publishes what the stage wrote under `<root>/<name>/` (e.g. `<name>/collected/..
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -40,23 +40,16 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from memorybench.cloudrun_records import ExecutionManifest, Record
-from memorybench.cloudrun_task import (
-    ExecutionReport,
-    ExecutionSettings,
-    TaskContext,
-    execute_manifest,
-    failure_recorded,
-    latest_statuses,
-    parse_manifest,
-    task_done,
-    task_item,
-    write_manifest,
-)
+from memorybench.cloudrun.executors import ExecutionReport, ExecutionSettings, execute_manifest
+from memorybench.cloudrun.manifest import latest_statuses, parse_manifest, write_manifest
+from memorybench.cloudrun.records import ExecutionManifest
+from memorybench.cloudrun.task import TaskContext, failure_recorded, task_done, task_item
 from memorybench.errors import OneLineParser, UserError, did_you_mean
+from memorybench.hashing import sha256_file
 from memorybench.provenance import utc_now
+from memorybench.records import Record
+from memorybench.registry import STAGES
 
-WAVE_MANIFEST_SCHEMA = "wave_manifest.v1"
 WAVES_DIR = "_waves"
 
 
@@ -75,27 +68,28 @@ class WaveStage:
     marker: Optional[str] = None
 
 
-STAGES: dict[str, WaveStage] = {
-    "autorater": WaveStage(
+for _stage in (
+    WaveStage(
         "autorater", "memorybench.stages.autorater:autorater_main", "pack", ("{pack}", "--quiet"), "memorybench-autorater",
         "autorater/_SUCCESS",
     ),
-    "rescore": WaveStage("rescore", "memorybench.cli:cmd_rescore", "pack", ("{pack}",), "memorybench-autorater"),
-    "aggregate": WaveStage(
+    WaveStage("rescore", "memorybench.cli:cmd_rescore", "pack", ("{pack}",), "memorybench-autorater"),
+    WaveStage(
         "aggregate", "memorybench.stages.aggregate:aggregate_main", "design",
         ("{packs}", "--out", "{out}", "--experiment", "{name}"), "memorybench-aggregate",
     ),
-    "collect-full": WaveStage(
+    WaveStage(
         "collect-full", "memorybench.stages.collect:collect_main", "design",
         ("{packs}", "--out", "{out}", "--experiment", "{name}"), "memorybench-collect-full",
     ),
-}
+):
+    STAGES.add(_stage.name, _stage)
 
 
 def get_stage(name: str) -> WaveStage:
     if name not in STAGES:
-        raise UserError(f"unknown wave stage {name!r}. {did_you_mean(name, STAGES)}")
-    return STAGES[name]
+        raise UserError(f"unknown wave stage {name!r}. {did_you_mean(name, STAGES.names())}")
+    return STAGES.get(name)
 
 
 def resolve_entry(entry: str) -> Callable[[Sequence[str]], int]:
@@ -123,10 +117,9 @@ class WaveItem(Record):
     packs: list[str] = Field(default_factory=list)
 
 
-class WaveManifest(ExecutionManifest):
+class WaveManifest(ExecutionManifest, schema="wave_manifest.v1"):
     """A wave's manifest: one item per task, the stage called by name on each."""
 
-    schema_: Literal["wave_manifest.v1"] = Field(WAVE_MANIFEST_SCHEMA, alias="schema")
     wave_id: str
     stage: str
     entry: str
@@ -278,7 +271,7 @@ def _dump(data: Mapping[str, Any]) -> str:
 
 # -- worker --------------------------------------------------------------------------------------
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256_file(path)
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
@@ -297,7 +290,7 @@ def _call(fn: Callable[[Sequence[str]], int], argv: list[str]) -> int:
 
 
 def run_wave_task(data: Mapping[str, Any], ctx: TaskContext) -> int:
-    """One task of a wave manifest (called by memorybench.cloudrun_task for `wave_manifest.v1`)."""
+    """One task of a wave manifest (called by the worker, memorybench.cloudrun.worker, for `wave_manifest.v1`)."""
     from memorybench.storage import storage_uri
 
     manifest = parse_manifest(WaveManifest, data, ctx.manifest_uri)
@@ -377,7 +370,7 @@ def wave_main(argv: Sequence[str]) -> int:
         description="Run a later stage as its own job over finished packs (one task per pack, or per experiment name).",
         epilog="Arguments after -- go to the stage (e.g. -- judge=mem0 --passes 3).",
     )
-    parser.add_argument("stage", help=f"one of: {', '.join(STAGES)}")
+    parser.add_argument("stage", help=f"one of: {', '.join(STAGES.names())}")
     parser.add_argument("--root", required=True, help="storage root holding <name>/runs/<run_id>/ (a folder or gs://BUCKET/PREFIX)")
     parser.add_argument("--name", action="append", default=[], help="only packs of this experiment name (repeatable)")
     parser.add_argument("--run", action="append", default=[], help="only this run id (repeatable)")
@@ -401,14 +394,3 @@ def wave_main(argv: Sequence[str]) -> int:
         print(f"{index}\t{state}\t{result.messages.get(index, '')}")
     return 0 if result.ok else 1
 
-
-def _module_main() -> int:
-    try:
-        return wave_main(sys.argv[1:])
-    except UserError as e:
-        print(f"memorybench: error: {e.message}", file=sys.stderr)
-        return e.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(_module_main())

@@ -16,7 +16,7 @@ Anything else answers 501 with a Google-style error body. A run starts the job's
 as local processes with Cloud Run's variables (CLOUD_RUN_TASK_INDEX, _COUNT, _ATTEMPT,
 CLOUD_RUN_EXECUTION, CLOUD_RUN_JOB) plus the job's env and the request's container
 override env, at most `parallelism` at once, retrying a failed task up to `max_retries`
-times (memorybench.cloudrun_task.run_local_tasks). The operation's metadata is the
+times (memorybench.cloudrun.executors.run_local_tasks). The operation's metadata is the
 Execution with its live counts; when every task has ended the operation is done, with
 the Execution as its response, or with an error naming the first failed task, as Cloud
 Run reports it. Test plumbing only: no auth, no IAM, no job CRUD.
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from memorybench.cloudrun_task import ExecutionReport, run_local_tasks
+from memorybench.cloudrun.executors import ExecutionReport, run_local_tasks
 
 EXECUTION_TYPE = "type.googleapis.com/google.cloud.run.v2.Execution"
 _RUN = re.compile(r"^/v2/projects/([^/]+)/locations/([^/]+)/jobs/([^/:]+):run$")

@@ -1,0 +1,1 @@
+"""Hydra search-path plugin: memorybench plugins' config folders after memorybench's own."""

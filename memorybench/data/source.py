@@ -1,0 +1,29 @@
+"""Which dataset file a run reads, and its provenance for run_meta.json."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from memorybench.data.locomo import file_sha256
+from memorybench.data.pins import LOCOMO10, pin_path
+
+
+def resolve_dataset(dataset: DictConfig, pins: str | os.PathLike[str] | None) -> tuple[Path, dict[str, Any]]:
+    """The dataset file and its provenance: the verified pin, or an explicit path and its hash."""
+    if dataset.get("path"):
+        path = Path(str(dataset.path)).expanduser().resolve()
+        return path, {"name": str(dataset.name), "path": str(path), "sha256": file_sha256(path) if path.is_file() else None, "pinned": False}
+    path = pin_path(LOCOMO10, pins)
+    return path, {
+        "name": str(dataset.name),
+        "path": str(path),
+        "sha256": LOCOMO10.sha256,
+        "pinned": True,
+        "repository": LOCOMO10.repository,
+        "commit": LOCOMO10.commit,
+        "source_path": LOCOMO10.source_path,
+    }

@@ -1,0 +1,195 @@
+"""Read a pack the way it was written: typed records from a local folder or `gs://`.
+
+    pack = PackReader.open("outputs/packs/default/runs/<run_id>")   # or gs://bucket/p/name/runs/<id>
+    meta = pack.meta()                     # RunMeta
+    for p in pack.predictions(): ...       # Prediction, in file order
+    pack.records(layout.LINEAGE)           # any journal, each row validated against its schema
+    pack.autorater_metrics()               # AutoraterMetrics, or None before the autorater ran
+    pack.table(layout.PREDICTIONS, schema) # chosen fields of a journal as an Arrow table (aggregate)
+
+Rows are framed by `\\n` only: journals write U+2028 and other Unicode line separators
+raw inside JSON strings, and `str.splitlines()` would cut such a row in two. A row that
+is not JSON, or that does not validate against its schema, is a one-line `PackError`
+naming the file and line and the command that says more (`memorybench verify`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memorybench.errors import UserError
+from memorybench.pack import layout
+from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetrics, AutoraterVerdict, JudgeTrace
+from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
+from memorybench.records import Record, SchemaError, parse_record
+from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
+
+if TYPE_CHECKING:  # pyarrow is imported only by `table`
+    import pyarrow as pa
+
+T = TypeVar("T", bound=Record)
+
+
+class PackError(UserError):
+    """A pack file that is missing, not JSON, or not of its schema."""
+
+
+def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line) of every non-blank line, split on `\\n` only."""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            yield number, line
+
+
+class PackReader:
+    """One pack, read through the storage interface (a local folder or a bucket prefix)."""
+
+    def __init__(self, storage: Storage, relpath: str = "") -> None:
+        self.storage = storage
+        self.relpath = relpath.strip("/")
+
+    @classmethod
+    def open(cls, location: str | os.PathLike[str] | PackReader) -> PackReader:
+        """A local pack folder or a `gs://bucket/prefix/<name>/runs/<run_id>` URI (a reader: itself)."""
+        if isinstance(location, PackReader):
+            return location
+        text = str(location)
+        if "://" not in text:
+            root = Path(text).expanduser()
+            if root.is_file():
+                raise PackError(f"{root} is a file, not a folder; pass a pack folder <packs>/<name>/runs/<run_id>")
+            if not root.is_dir():
+                raise PackError(f"pack folder {root} does not exist; pass <packs>/<name>/runs/<run_id>")
+            return cls(LocalStorage(str(root.resolve())))
+        storage, relpath = open_uri(text)
+        return cls(storage, relpath)
+
+    # -- where -----------------------------------------------------------------------
+    def _key(self, relpath: str) -> str:
+        return f"{self.relpath}/{relpath}" if self.relpath else relpath
+
+    def uri(self, relpath: str = "") -> str:
+        return self.storage.uri(self._key(relpath)) if relpath else self.storage.uri(self.relpath)
+
+    @property
+    def name(self) -> str:
+        """The pack folder's own name (its run id, as `<name>/runs/<run_id>` lays it out)."""
+        return self.uri().rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def local_root(self) -> Path | None:
+        """The pack's folder on this machine; None for a pack in a bucket."""
+        return self.storage.local_path(self.relpath)
+
+    # -- raw files -------------------------------------------------------------------
+    def exists(self, relpath: str) -> bool:
+        return self.storage.exists(self._key(relpath))
+
+    def is_complete(self) -> bool:
+        return self.exists(layout.SUCCESS)
+
+    def files(self) -> list[str]:
+        """Every file of the pack, relative to it, sorted."""
+        prefix = f"{self.relpath}/" if self.relpath else ""
+        return [key[len(prefix) :] for key in self.storage.list(prefix)]
+
+    def read_bytes(self, relpath: str) -> bytes:
+        try:
+            return self.storage.read_bytes(self._key(relpath))
+        except (StorageNotFound, FileNotFoundError):
+            raise PackError(f"{self.uri(relpath)} does not exist; is {self.uri()} a finished pack?") from None
+
+    def read_text(self, relpath: str) -> str:
+        return self.read_bytes(relpath).decode("utf-8")
+
+    def json(self, relpath: str) -> Any:
+        try:
+            return json.loads(self.read_bytes(relpath))
+        except ValueError:
+            raise PackError(f"{self.uri(relpath)} is not valid JSON; run `memorybench verify` on the pack") from None
+
+    def rows(self, relpath: str, *, missing_ok: bool = True) -> Iterator[dict[str, Any]]:
+        """The decoded rows of a JSONL file (none when it is absent and `missing_ok`)."""
+        if missing_ok and not self.exists(relpath):
+            return
+        for number, line in jsonl_lines(self.read_bytes(relpath)):
+            try:
+                yield json.loads(line)
+            except ValueError:
+                raise PackError(f"{self.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack") from None
+
+    # -- typed records -----------------------------------------------------------------
+    def record(self, relpath: str, model: type[T]) -> T:
+        """One JSON file as its record."""
+        try:
+            return model.model_validate(self.json(relpath))
+        except Exception as e:  # pydantic's ValidationError: one line, naming the file
+            first = getattr(e, "errors", lambda: [{}])()[0] if hasattr(e, "errors") else {}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "(file)"
+            raise PackError(f"{self.uri(relpath)}: {where}: {first.get('msg', e)}; run `memorybench verify` on the pack") from None
+
+    def records(self, relpath: str, model: type[T] | None = None, *, missing_ok: bool = True) -> Iterator[T]:
+        """Every row of a journal as the record its `schema` names (or `model`)."""
+        if missing_ok and not self.exists(relpath):
+            return
+        for number, line in jsonl_lines(self.read_bytes(relpath)):
+            try:
+                yield parse_record(json.loads(line), model)  # type: ignore[misc]
+            except ValueError as e:  # json's and SchemaError
+                detail = str(e) if isinstance(e, SchemaError) else "not valid JSON"
+                raise PackError(f"{self.uri(relpath)} line {number}: {detail}; run `memorybench verify` on the pack") from None
+
+    def table(self, relpath: str, schema: pa.Schema) -> pa.Table:
+        """The fields of `schema` from every row of a JSONL file, as one Arrow table (columnar,
+        for many packs at once); other fields are ignored, an absent or empty file has no rows."""
+        import pyarrow.json as pa_json
+
+        data = self.read_bytes(relpath) if self.exists(relpath) else b""
+        if not data.strip():
+            return schema.empty_table()
+        try:
+            return pa_json.read_json(
+                io.BytesIO(data),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
+                parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+            )
+        except ValueError as e:  # pyarrow's ArrowInvalid
+            detail = " ".join(str(e).split())[:200]
+            raise PackError(f"{self.uri(relpath)}: {detail}; run `memorybench verify` on the pack") from None
+
+    def meta(self) -> RunMeta:
+        return self.record(layout.RUN_META, RunMeta)
+
+    def metrics(self) -> Metrics:
+        return self.record(layout.METRICS, Metrics)
+
+    def predictions(self) -> list[Prediction]:
+        return list(self.records(layout.PREDICTIONS, Prediction, missing_ok=False))
+
+    def traces(self) -> list[ReaderTrace]:
+        """The reader's traces (none for an agent's pack)."""
+        return list(self.records(layout.READER_TRACES, ReaderTrace))
+
+    # -- the autorater's files (a later stage: each may be absent) ------------------------
+    def autorater_done(self) -> bool:
+        return self.exists(layout.AUTORATER_SUCCESS)
+
+    def autorater_meta(self) -> AutoraterMeta | None:
+        return self.record(layout.AUTORATER_META, AutoraterMeta) if self.exists(layout.AUTORATER_META) else None
+
+    def autorater_metrics(self) -> AutoraterMetrics | None:
+        return self.record(layout.AUTORATER_METRICS, AutoraterMetrics) if self.exists(layout.AUTORATER_METRICS) else None
+
+    def verdicts(self) -> list[AutoraterVerdict]:
+        return list(self.records(layout.AUTORATER_VERDICTS, AutoraterVerdict))
+
+    def judge_traces(self) -> list[JudgeTrace]:
+        return list(self.records(layout.AUTORATER_TRACES, JudgeTrace))
+
+
+__all__ = ["PackError", "PackReader", "jsonl_lines"]

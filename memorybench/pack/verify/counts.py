@@ -1,0 +1,153 @@
+"""Counts and order: the pack's rows are exactly the run's questions of the dataset, in file order.
+
+The run's questions are the first `max_questions` of the dataset in file order; run_meta
+and metrics.json count them, predictions and traces hold one row each (no duplicate, no
+gap, `index` = position), and memory has one manifest row per conversation of the run,
+with as many lineage rows as its items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memorybench.pack.run_pack import SUCCESS
+from memorybench.pack.verify.context import Context
+from memorybench.pack.verify.findings import Findings
+
+__all__ = ["check_counts"]
+
+
+def check_counts(ctx: Context, out: Findings) -> None:
+    """run_meta's counts, then every row against the run's questions (into `ctx.questions`)."""
+    ctx.questions = _counts(ctx, out)
+    ctx.question_text = {q.question_id: q.question for q in ctx.questions or ()}
+
+
+def _counts(ctx: Context, out: Findings) -> list[Any] | None:
+    if ctx.conversations is None or ctx.meta is None:
+        return None
+    from memorybench.data import iter_questions
+
+    meta = ctx.meta
+    every = list(iter_questions(ctx.conversations))
+    total = len(every)
+    max_q = meta["max_questions"]
+    expected = every[:max_q] if max_q else every
+    n = len(expected)
+    if meta["questions_total"] != total:
+        out.add("count", "run_meta.json", f"questions_total={meta['questions_total']}, the dataset has {total}")
+    if meta["question_count"] != n:
+        out.add(
+            "count",
+            "run_meta.json",
+            f"question_count={meta['question_count']}, but max_questions={max_q} over the dataset's {total} questions gives {n}",
+        )
+    if meta["is_prefix"] != (n < total):
+        out.add(
+            "count", "run_meta.json", f"is_prefix={meta['is_prefix']} but {n} of {total} questions is {'' if n < total else 'not '}a prefix"
+        )
+    if ctx.metrics_doc is not None:
+        if ctx.metrics_doc.get("questions") != n or ctx.metrics_doc.get("is_prefix") != (n < total):
+            out.add(
+                "count",
+                "metrics.json",
+                f"questions={ctx.metrics_doc.get('questions')}, is_prefix={ctx.metrics_doc.get('is_prefix')};"
+                f" the run has {n} questions of {total}",
+            )
+
+    ids = [q.question_id for q in expected]
+    _check_sequence(ctx, out, "predictions.jsonl", ids, check_index=True)
+    by_id = {q.question_id: q for q in expected}
+    for line, row in ctx.rows["predictions.jsonl"]:
+        q = by_id.get(row["question_id"])
+        if q is None:
+            continue
+        for field, want in (
+            ("sample_id", q.sample_id),
+            ("category", q.category),
+            ("question", q.question),
+            ("gold", q.answer),
+            ("adversarial_answer", q.adversarial_answer),
+        ):
+            got = row.get(field)
+            if got != want or type(got) is not type(want):
+                out.grouped(
+                    "row.mismatch", "predictions.jsonl", line, f"{field} of {q.question_id} is {got!r}, the dataset row has {want!r}", field
+                )
+    if (ctx.root / "reader/traces.jsonl").is_file():
+        _check_sequence(ctx, out, "reader/traces.jsonl", ids, check_index=False)
+    _check_memory_rows(ctx, out, [q.sample_id for q in expected])
+    return expected
+
+
+def _check_sequence(ctx: Context, out: Findings, relpath: str, ids: list[str], *, check_index: bool) -> None:
+    """Rows are exactly `ids`, in that order: duplicates, strangers, order, gaps."""
+    position = {qid: i for i, qid in enumerate(ids)}
+    seen: dict[str, int] = {}
+    present: list[tuple[int, str]] = []
+    for line, row in ctx.rows[relpath]:
+        qid = row["question_id"]
+        if qid in seen:
+            out.grouped("duplicate.row", relpath, line, f"{qid} already has a row at line {seen[qid]}", "dup")
+            continue
+        seen[qid] = line
+        if qid not in position:
+            out.grouped(
+                "count", relpath, line, f"{qid} is not among the run's {len(ids)} questions (the first {len(ids)} in file order)", "stranger"
+            )
+            continue
+        if check_index and row.get("index") != position[qid]:
+            out.grouped(
+                "order", relpath, line, f"{qid} has index {row.get('index')}, its position in file order is {position[qid]}", "index"
+            )
+        present.append((line, qid))
+    for (_, before), (line, qid) in zip(present, present[1:]):
+        if position[qid] < position[before]:
+            out.add("order", relpath, f"{qid} comes after {before}, but is earlier in the dataset's file order", line)
+            break
+    if relpath in ctx.bad_files:
+        return  # rows that did not parse are already findings; gaps would repeat them
+    missing = [qid for qid in ids if qid not in seen]
+    if missing:
+        out.add(
+            "count",
+            relpath,
+            f"{len(missing)} of the run's {len(ids)} questions have no row (first: {missing[0]}); "
+            f"{'rerun `memorybench qa` to resume' if not (ctx.root / SUCCESS).exists() else 'rows were lost'}",
+        )
+
+
+def _check_memory_rows(ctx: Context, out: Findings, question_samples: list[str]) -> None:
+    """One manifest row per conversation of the run, and as many lineage rows as its items."""
+    samples = list(dict.fromkeys(question_samples))
+    manifest = ctx.rows["memory/manifest.jsonl"]
+    seen: dict[str, int] = {}
+    for line, row in manifest:
+        sid = row["sample_id"]
+        if sid in seen:
+            out.grouped("duplicate.row", "memory/manifest.jsonl", line, f"memory of {sid} already has a manifest row at line {seen[sid]}", "dup")
+            continue
+        seen[sid] = line
+        if sid not in samples:
+            out.grouped("count", "memory/manifest.jsonl", line, f"memory of {sid} was built but none of its questions is in the run", "stranger")
+    if "memory/manifest.jsonl" not in ctx.bad_files:
+        missing = [s for s in samples if s not in seen]
+        if missing:
+            out.add("count", "memory/manifest.jsonl", f"no manifest row for {len(missing)} conversation(s) of the run (first: {missing[0]})")
+    lineage_counts: dict[str, int] = {}
+    for line, row in ctx.rows["memory/lineage.jsonl"]:
+        lineage_counts[row["sample_id"]] = lineage_counts.get(row["sample_id"], 0) + 1
+        if row["sample_id"] not in seen:
+            out.grouped("count", "memory/lineage.jsonl", line, f"lineage row of {row['sample_id']}, which has no manifest row", "stranger")
+    if "memory/lineage.jsonl" in ctx.bad_files:
+        return
+    for line, row in manifest:
+        got = lineage_counts.get(row["sample_id"], 0)
+        if row["item_count"] != got and seen.get(row["sample_id"]) == line:
+            out.grouped(
+                "count",
+                "memory/manifest.jsonl",
+                line,
+                f"item_count={row['item_count']} for {row['sample_id']}, memory/lineage.jsonl has {got} rows",
+                "items",
+            )

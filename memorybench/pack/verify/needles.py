@@ -1,0 +1,116 @@
+"""The gold strings that must not reach a model, per conversation, and a fast scan for them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ["MIN_GOLD_LENGTH", "Needles", "joint_windows", "json_strings", "model_input"]
+
+MIN_GOLD_LENGTH = 4
+_GRAM = 4
+_GRAMS = re.compile(r"(?=(.{%d}))" % _GRAM, re.DOTALL)
+
+
+def _grams(text: str) -> frozenset[str]:
+    """Every substring of length 4 (a regex findall: faster than slicing in Python)."""
+    return frozenset(_GRAMS.findall(text))
+
+
+class Needles:
+    """Gold strings per conversation that must not reach a model, with a fast scan.
+
+    A gold string is a needle for a conversation when it is not in that conversation's
+    source text. A scan first keeps the needles whose 4-grams all occur in the text, then
+    confirms them with a substring test: a 70 kB memory text against ~1,400 needles takes
+    milliseconds, not the ~0.1 s of a plain substring loop.
+    """
+
+    def __init__(self, conversations: Sequence[Any], with_summaries: bool, instructions: str = "") -> None:
+        """`instructions`: the run's own prompt files (reader template, system message). They are
+        fixed, hashed text sent with every question, so a gold that happens to be in them
+        ("Not mentioned" is an adversarial answer of LoCoMo and part of the refusal
+        instruction) counts as source text rather than a leak."""
+        from memorybench.data import iter_questions
+
+        gold_of: dict[str, str] = {}
+        for q in iter_questions(conversations):
+            for gold in q.gold_strings():
+                needle = gold.strip().lower()
+                if len(needle) >= MIN_GOLD_LENGTH:
+                    gold_of.setdefault(needle, q.question_id)
+        self.gold_of = gold_of
+        self.maxlen = max((len(n) for n in gold_of), default=0)
+        grams = {n: _grams(n) for n in gold_of}
+        self.by_sample: dict[str | None, list[tuple[str, frozenset[str]]]] = {}
+        absent_everywhere = set(gold_of)
+        for c in conversations:
+            text = c.text_blob()
+            if with_summaries:
+                text += "\n" + "\n".join(c.session_summaries[k] for k in sorted(c.session_summaries))
+            low = text.lower() + "\n" + instructions.lower()
+            text_grams = _grams(low)
+            needles = [(n, grams[n]) for n in gold_of if not (grams[n] <= text_grams and n in low)]
+            self.by_sample[c.sample_id] = needles
+            absent_everywhere &= {n for n, _ in needles}
+        #: for a file that belongs to no known conversation: golds in no conversation's text
+        self.by_sample[None] = [(n, grams[n]) for n in gold_of if n in absent_everywhere]
+        self._cache: dict[tuple[str | None, Any], tuple[str, ...]] = {}
+
+    def sample(self, sample_id: Any) -> str | None:
+        return sample_id if isinstance(sample_id, str) and sample_id in self.by_sample else None
+
+    def scan(self, sample_id: str | None, text_lower: str, key: Any = None) -> tuple[str, ...]:
+        """The needles of `sample_id` found in `text_lower` (cached by `key`, else by the text)."""
+        cache_key = (sample_id, key if key is not None else text_lower)
+        hit = self._cache.get(cache_key)
+        if hit is None:
+            text_grams = _grams(text_lower)
+            hit = tuple(n for n, g in self.by_sample[self.sample(sample_id)] if g <= text_grams and n in text_lower)
+            self._cache[cache_key] = hit
+        return hit
+
+
+def joint_windows(texts: list[str], reach: int) -> Iterable[str]:
+    """At each joint of the concatenated texts, the `reach` characters on either side:
+    a needle no longer than reach + 1 that crosses a joint lies inside one of these windows."""
+    if reach <= 0:
+        return
+    for i in range(1, len(texts)):
+        left, j = "", i - 1
+        while len(left) < reach and j >= 0:
+            left = texts[j][max(0, len(texts[j]) - (reach - len(left))) :] + left
+            j -= 1
+        right, j = "", i
+        while len(right) < reach and j < len(texts):
+            right += texts[j][: reach - len(right)]
+            j += 1
+        yield left + right
+
+
+def json_strings(value: Any) -> Iterable[str]:
+    """Every string value in a JSON value, depth first.
+
+    Object keys and numbers are left out: they are the record's field names and counts,
+    not text a model was given, and a short gold ("sage") would otherwise be found inside
+    a key ("messages") of every writer call.
+    """
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)
+
+
+def model_input(request: dict[str, Any]) -> dict[str, Any]:
+    """A recorded request as far as it carries text from outside the model: the response
+    format (our task schema) and the model's own earlier replies (assistant turns of a
+    repair) are left out of the gold scan, as its `response` is."""
+    out = {k: v for k, v in request.items() if k != "response_format"}
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [m for m in out["messages"] if not (isinstance(m, dict) and m.get("role") == "assistant")]
+    return out

@@ -1,0 +1,210 @@
+"""The pack as files: `_SUCCESS` last, every required file present, and its known records parsed.
+
+The record checks fill the context with run_meta, REFERENCE_PIN.json, metrics.json and
+the rows of the known journals that match their schemas; a file that does not parse or
+match is a finding and goes into `bad_files`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from memorybench.pack.run_pack import SUCCESS
+from memorybench.pack.verify.context import (
+    KNOWN_JSON,
+    KNOWN_JSONL,
+    LATER_STAGES,
+    NOT_RECORDS,
+    OPEN_FOLDERS,
+    PROVENANCE_RECORDS,
+    REQUIRED_FILES,
+    RESCORED,
+    Context,
+)
+from memorybench.pack.verify.findings import Findings
+
+__all__ = [
+    "check_known_records",
+    "check_other_json",
+    "check_partial_files",
+    "check_reader_traces_present",
+    "check_required_files",
+    "check_success",
+    "load_json",
+    "validate",
+]
+
+
+# -- _SUCCESS ------------------------------------------------------------------------------
+
+
+def check_success(ctx: Context, out: Findings) -> None:
+    """`_SUCCESS` exists and no file it closes is newer (a later stage is judged by its own marker)."""
+    marker = ctx.root / SUCCESS
+    if not marker.is_file():
+        out.add("success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
+    else:
+        _newer_than(ctx, out, marker, lambda rel: not rel.startswith(LATER_STAGES) and rel not in RESCORED)
+    for stage in LATER_STAGES:
+        stage_marker = ctx.root / stage / SUCCESS
+        if stage_marker.is_file():
+            _newer_than(ctx, out, stage_marker, lambda rel, stage=stage: rel.startswith(stage))
+
+
+def _newer_than(ctx: Context, out: Findings, marker: Path, judged: Any) -> None:
+    limit = marker.stat().st_mtime_ns
+    newer = [ctx.rel[p] for p in ctx.files if p != marker and judged(ctx.rel[p]) and p.stat().st_mtime_ns > limit]
+    if newer:
+        more = f" ({len(newer)} files in all)" if len(newer) > 1 else ""
+        marker_rel = marker.relative_to(ctx.root).as_posix()
+        out.add("success.not_last", newer[0], f"modified after {marker_rel}{more}: the pack changed after it was finished")
+
+
+# -- files present -------------------------------------------------------------------------
+
+
+def check_required_files(ctx: Context, out: Findings) -> None:
+    for relpath in REQUIRED_FILES:
+        if not (ctx.root / relpath).is_file():
+            out.add("file.missing", relpath, "missing; every finished pack has it")
+
+
+def check_partial_files(ctx: Context, out: Findings) -> None:
+    for path, relpath in ctx.rel.items():
+        if path.name.endswith(".part"):
+            out.add("file.partial", relpath, "temporary file of an interrupted write; the pack was not finished cleanly")
+
+
+def check_reader_traces_present(ctx: Context, out: Findings) -> None:
+    """A reader run has reader/traces.jsonl (the answerer from run_meta, else the config)."""
+    answerer = (ctx.meta or {}).get("choices", {}).get("answerer") or ctx.cfg_get("answerer", "name") or "reader"
+    if answerer == "reader" and not (ctx.root / "reader/traces.jsonl").is_file():
+        out.add("file.missing", "reader/traces.jsonl", "missing; a reader run has one trace per answered question")
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+def load_json(ctx: Context, out: Findings, relpath: str) -> Any:
+    """The parsed JSON file, or None (a finding, and the file in `bad_files`)."""
+    path = ctx.root / relpath
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        out.add("json", relpath, f"not UTF-8 ({e.reason} at byte {e.start})")
+    except ValueError as e:
+        msg = getattr(e, "msg", str(e))
+        out.add("json", f"{relpath}:{getattr(e, 'lineno', 1)}", f"not valid JSON ({msg})")
+    ctx.bad_files.add(relpath)
+    return None
+
+
+def _schema_of(model: type[BaseModel]) -> str:
+    return str(model.model_fields["schema_"].default)
+
+
+def validate(out: Findings, relpath: str, line: int | None, row: Any, model: type[BaseModel] | str) -> bool:
+    """Whether `row` is a record of `model` (or just carries the schema id `model`); else a finding."""
+    expected = model if isinstance(model, str) else _schema_of(model)
+    if not isinstance(row, dict):
+        out.grouped("schema", relpath, line, f"a record must be a JSON object, got {type(row).__name__}", "type")
+        return False
+    got = row.get("schema")
+    if got != expected:
+        out.grouped("schema", relpath, line, f"schema {got!r} is not a known version here; expected {expected!r}", ("version", repr(got)))
+        return False
+    if isinstance(model, str):
+        return True
+    try:
+        model.model_validate(row)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "record"
+        out.grouped("schema", relpath, line, f"{expected} record does not match its schema: {loc}: {err['msg']}", ("fields", loc))
+        return False
+    return True
+
+
+def _read_json_record(ctx: Context, out: Findings, relpath: str) -> dict[str, Any] | None:
+    if not (ctx.root / relpath).is_file():
+        ctx.bad_files.add(relpath)
+        return None
+    data = load_json(ctx, out, relpath)
+    if data is None:
+        return None
+    if not validate(out, relpath, None, data, KNOWN_JSON[relpath]):
+        ctx.bad_files.add(relpath)
+        return None
+    return data
+
+
+def _jsonl_lines(ctx: Context, out: Findings, relpath: str) -> list[tuple[int, Any]] | None:
+    """(line number, parsed value) of every non-blank line; bad lines become findings."""
+    path = ctx.root / relpath
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        out.add("json", relpath, f"not UTF-8 ({e.reason} at byte {e.start})")
+        ctx.bad_files.add(relpath)
+        return []
+    rows = []
+    # split on "\n" only: a JSON string may hold U+2028, which str.splitlines would split on
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except ValueError as e:
+            out.grouped("json", relpath, number, f"line is not valid JSON ({getattr(e, 'msg', e)}): a torn or edited row", "line")
+            ctx.bad_files.add(relpath)
+    return rows
+
+
+def _read_jsonl_records(ctx: Context, out: Findings, relpath: str, model: type[BaseModel]) -> list[tuple[int, dict[str, Any]]]:
+    lines = _jsonl_lines(ctx, out, relpath)
+    if lines is None:
+        ctx.bad_files.add(relpath)
+        return []
+    good = []
+    for number, row in lines:
+        if validate(out, relpath, number, row, model):
+            good.append((number, row))
+        else:
+            ctx.bad_files.add(relpath)
+    return good
+
+
+def check_known_records(ctx: Context, out: Findings) -> None:
+    """run_meta.json, REFERENCE_PIN.json, metrics.json and the known journals, into the context."""
+    ctx.meta = _read_json_record(ctx, out, "run_meta.json")
+    ctx.pin = _read_json_record(ctx, out, "REFERENCE_PIN.json")
+    ctx.metrics_doc = _read_json_record(ctx, out, "metrics.json")
+    ctx.rows = {relpath: _read_jsonl_records(ctx, out, relpath, model) for relpath, model in KNOWN_JSONL.items()}
+
+
+def check_other_json(ctx: Context, out: Findings) -> None:
+    """Other JSON/JSONL files: only under the open folders, and every row names its schema."""
+    for relpath in ctx.rel.values():
+        if relpath in KNOWN_JSON or relpath in KNOWN_JSONL or relpath in PROVENANCE_RECORDS or relpath.startswith(NOT_RECORDS):
+            continue
+        if not relpath.endswith((".json", ".jsonl")):
+            continue
+        if not relpath.startswith(OPEN_FOLDERS):
+            out.add("schema", relpath, f"unknown JSON file: not a record of this pack's schemas, and outside {', '.join(OPEN_FOLDERS)}")
+            continue
+        if relpath.endswith(".jsonl"):
+            rows = _jsonl_lines(ctx, out, relpath) or []
+        else:
+            data = load_json(ctx, out, relpath)
+            rows = [] if data is None else [(None, data)]
+        for number, row in rows:
+            if not (isinstance(row, dict) and isinstance(row.get("schema"), str) and row["schema"]):
+                out.grouped(
+                    "schema", relpath, number, "record has no `schema` field; every JSON record of a pack names its schema version", "missing"
+                )

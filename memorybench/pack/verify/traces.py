@@ -1,0 +1,173 @@
+"""Each reader message rebuilt from its template and slots: hashes, the prediction it gave, and gold in it.
+
+A trace stores the user message as a template (a prompts/ file) and slot values (inline
+text, or a ref that REFERENCE_PIN.json resolves). The message is filled again and must
+hash to the trace's reader_payload_sha256; the trace must agree with its prediction row
+(payload hash, reply, memory) and with the dataset's question; and the rebuilt prompt,
+minus the question's own text, is scanned for gold (`contamination.scan_segments`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from memorybench.pack.verify.context import Context
+from memorybench.pack.verify.contamination import scan_segments
+from memorybench.pack.verify.findings import Findings
+
+__all__ = ["check_traces"]
+
+TRACES = "reader/traces.jsonl"
+
+
+def _memory_key(request: dict[str, Any]) -> Any:
+    ref = request["slots"]["memory"].get("ref")
+    return ("ref", ref) if ref else None
+
+
+class _PayloadHasher:
+    """sha256 of `fill_template(template, memory, question)`, the shared prefix hashed once.
+
+    The message is (template before {memory}, question filled) + memory + (the rest,
+    question filled); the hash state after the first two parts is kept per memory ref,
+    so 1,986 prompts of 70 kB do not mean 140 MB hashed.
+    """
+
+    def __init__(self) -> None:
+        self._prefix_hashes: dict[tuple[str, Any], Any] = {}
+
+    def __call__(self, template: str, memory: str, memory_key: Any, question: str) -> str:
+        before, _, after = template.partition("{memory}")
+        head = before.replace("{question}", question)
+        key = (head, memory_key) if memory_key is not None else None
+        state = self._prefix_hashes.get(key) if key is not None else None
+        if state is None:
+            state = hashlib.sha256(head.encode("utf-8"))
+            state.update(memory.encode("utf-8"))
+            if key is not None:
+                self._prefix_hashes[key] = state
+        final = state.copy()
+        final.update(after.replace("{question}", question).encode("utf-8"))
+        return final.hexdigest()
+
+
+def check_traces(ctx: Context, out: Findings) -> None:
+    """Rebuild each reader message from its template and slots: payload hashes, memory, gold."""
+    traces = ctx.rows[TRACES]
+    if not traces:
+        return
+    predictions = {row["question_id"]: (number, row) for number, row in ctx.rows["predictions.jsonl"]}
+    questions = {q.question_id: q for q in ctx.questions} if ctx.questions is not None else {}
+    recorded = (ctx.meta or {}).get("prompts", {})
+    system = ctx.templates.get("system.txt")
+    lowered_refs: dict[Any, str] = {}
+    payload_sha256 = _PayloadHasher()
+
+    for line, trace in traces:
+        qid = trace["question_id"]
+        request = trace["request"]
+        template = ctx.templates.get(request["template"])
+        if ctx.meta is not None and recorded.get(request["template"]) != request["template_sha256"]:
+            out.grouped(
+                "hash.prompt",
+                TRACES,
+                line,
+                f"template {request['template']} (sha256 {request['template_sha256'][:12]}…) is not a prompt run_meta.json records",
+                "template",
+            )
+            template = None
+        if system is not None and request["system"] != system:
+            out.grouped("hash.prompt", TRACES, line, "the system message is not prompts/system.txt", "system")
+
+        # slot values: inline text, or a ref that REFERENCE_PIN.json resolves
+        values: dict[str, str | None] = {}
+        refs: list[str] = []
+        for name, slot in request["slots"].items():
+            if slot.get("ref") is not None:
+                refs.append(slot["ref"])
+                if ctx.pin is not None and slot["ref"] not in ctx.pin["refs"]:
+                    out.grouped(
+                        "hash.reference",
+                        TRACES,
+                        line,
+                        f"slot {name} refers to {slot['ref'][:12]}…, which REFERENCE_PIN.json does not pin",
+                        "unpinned",
+                    )
+                values[name] = ctx.ref_texts.get(slot["ref"])
+            else:
+                values[name] = slot.get("text")
+        if set(values) != {"memory", "question"}:
+            out.grouped("schema", TRACES, line, f"reader slots are {sorted(values)}, expected ['memory', 'question']", "slots")
+            continue
+        memory, asked = values["memory"], values["question"]
+        source = questions.get(qid)
+        if source is not None and asked is not None and asked != source.question:
+            out.grouped("row.mismatch", TRACES, line, f"the question slot of {qid} is not the dataset's question text", "question")
+
+        prediction_line, prediction = predictions.get(qid, (None, None))
+        if prediction is not None:
+            _check_against_prediction(out, trace, line, prediction_line, prediction, refs)
+        if template is None or memory is None or asked is None:
+            continue  # the prompt file or a reference is already a finding: nothing to rebuild from
+        if payload_sha256(template, memory, _memory_key(request), asked) != trace["reader_payload_sha256"]:
+            out.grouped(
+                "hash.payload",
+                TRACES,
+                line,
+                f"the user message of {qid} rebuilt from prompts/{request['template']} and its slots"
+                " does not hash to its reader_payload_sha256",
+                "trace",
+            )
+
+        if ctx.needles is None:
+            continue
+        # the message as segments (the memory scanned once per ref), the question's own text removed:
+        # a question may name another question's gold
+        sample = ctx.needles.sample(trace["sample_id"])
+        own = (source.question if source is not None else asked).lower()
+        before, _, after = template.partition("{memory}")
+        memory_key = _memory_key(request)
+        low_memory = lowered_refs.get(memory_key) if memory_key else None
+        if low_memory is None:
+            low_memory = memory.lower()
+            if memory_key:
+                lowered_refs[memory_key] = low_memory
+        segments = [
+            (before.replace("{question}", asked).lower().replace(own, "\x00"), None),
+            (low_memory, memory_key),
+            (after.replace("{question}", asked).lower().replace(own, "\x00"), None),
+        ]
+        scan_segments(ctx, out, sample, segments, TRACES, line, f"the reader prompt of {qid}")
+
+
+def _check_against_prediction(
+    out: Findings, trace: dict[str, Any], line: int, prediction_line: int | None, prediction: dict[str, Any], refs: list[str]
+) -> None:
+    """The prediction row of a trace: the same payload hash, its reply stripped, the memory its prompt used."""
+    qid = trace["question_id"]
+    if prediction.get("reader_payload_sha256") != trace["reader_payload_sha256"]:
+        out.grouped(
+            "hash.payload",
+            "predictions.jsonl",
+            prediction_line,
+            f"reader_payload_sha256 of {qid} differs from its trace ({TRACES} line {line})",
+            "prediction",
+        )
+    reply = trace["response"].get("text")
+    if isinstance(reply, str) and prediction["prediction"] != reply.strip():
+        out.grouped(
+            "row.mismatch",
+            "predictions.jsonl",
+            prediction_line,
+            f"prediction of {qid} is not its reader reply, stripped ({TRACES} line {line})",
+            "reply",
+        )
+    if refs and prediction["memory_sha256"] not in refs:
+        out.grouped(
+            "hash.memory",
+            TRACES,
+            line,
+            f"the prompt of {qid} used memory {refs[0][:12]}…, its prediction row names {prediction['memory_sha256'][:12]}…",
+            "prompt",
+        )

@@ -1,0 +1,110 @@
+"""Components from other installed packages: the `memorybench.plugins` entry-point group.
+
+A plugin package declares, in its pyproject.toml,
+
+    [project.entry-points."memorybench.plugins"]
+    my_methods = "my_methods"
+
+naming a module that registers its components when imported (`@MEMORY.register(...)`,
+`@SCORERS.register(...)`) and may set `CONFIG_DIR`, a folder laid out like memorybench's
+`conf/` (`memory/last_session.yaml`), which Hydra searches after ours (through the
+search-path plugin in launchers/), so `memory=last_session` works with no flag. Its
+`PROMPTS_DIR`, if set, is searched for prompt files after ours.
+
+Each plugin's name, distribution, version and the sha256 of its source files are
+recorded in run_meta.json and enter the run id: editing a plugin gives a new run id.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from memorybench.errors import UserError
+from memorybench.hashing import sha256_parts
+
+GROUP = "memorybench.plugins"
+#: file endings whose bytes make up a plugin's source hash
+SOURCE_SUFFIXES = (".py", ".yaml", ".yml", ".txt", ".json", ".md", ".toml")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+
+    def load(self) -> ModuleType:
+        try:
+            return importlib.import_module(self.module)
+        except Exception as e:  # a broken plugin must not look like a memorybench bug
+            raise UserError(
+                f"plugin {self.name!r} ({self.module}, from {self.distribution or 'an unknown package'}) failed to import: "
+                f"{type(e).__name__}: {' '.join(str(e).split())}; fix or uninstall that package"
+            ) from None
+
+    def folder(self, attr: str) -> Path | None:
+        value = getattr(self.load(), attr, None)
+        return Path(value).resolve() if value else None
+
+    def source_files(self) -> list[Path]:
+        """The plugin's own files: a package's folder (its conf and prompts included when they
+        live there), or a single module's file, plus CONFIG_DIR and PROMPTS_DIR elsewhere."""
+        module_file = Path(self.load().__file__ or "").resolve()
+        if module_file.name == "__init__.py":
+            files = _tree(module_file.parent)
+        else:
+            files = [module_file]
+        for extra in (self.folder("CONFIG_DIR"), self.folder("PROMPTS_DIR")):
+            if extra and extra.is_dir():
+                files += [f for f in _tree(extra) if f not in files]
+        return files
+
+    def source_sha256(self) -> str:
+        """sha256 over each source file's name and bytes, in path order: any edit changes it."""
+        return sha256_parts(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0" for path in sorted(self.source_files()))
+
+    def describe(self) -> dict[str, Any]:
+        """What run_meta.json records of the plugin (and what enters the run id)."""
+        return {
+            "name": self.name,
+            "module": self.module,
+            "distribution": self.distribution,
+            "version": self.version,
+            "source_sha256": self.source_sha256(),
+        }
+
+
+def _tree(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts)
+
+
+@lru_cache(maxsize=1)
+def installed_plugins() -> tuple[Plugin, ...]:
+    """Every entry of the group, sorted by name."""
+    found = []
+    for ep in entry_points(group=GROUP):
+        dist = getattr(ep, "dist", None)
+        found.append(Plugin(ep.name, ep.value.split(":", 1)[0], getattr(dist, "name", None), getattr(dist, "version", None)))
+    return tuple(sorted(found, key=lambda p: p.name))
+
+
+def config_dirs() -> list[Path]:
+    """The conf folders of the installed plugins (for Hydra's search path)."""
+    return [d for p in installed_plugins() if (d := p.folder("CONFIG_DIR")) and d.is_dir()]
+
+
+def prompt_dirs() -> list[Path]:
+    """The prompt folders of the installed plugins (searched after memorybench's prompts/)."""
+    return [d for p in installed_plugins() if (d := p.folder("PROMPTS_DIR")) and d.is_dir()]
+
+
+def plugins_meta() -> list[dict[str, Any]]:
+    return [p.describe() for p in installed_plugins()]
+

@@ -1,0 +1,242 @@
+"""`autorater_metrics.json` from an autorater's stored files, and the table printed from it.
+
+No model and no clock: the metrics are a function of `predictions.jsonl`, `run_meta.json`
+and the files under `autorater/` (meta, verdicts, traces), so a resumed run and an
+uninterrupted one write the same bytes (latency aside).
+
+J of a pass is the mean of the parsed verdicts' scores over the judged rows (failures
+excluded); with several passes, J is the mean of the passes' J, with their sample
+standard deviation and the share of rows whose passes all agree. Mem0's F1 and BLEU-1
+are means over every judged row, not means of category means.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memorybench.llm.usage import usage_summary
+from memorybench.pack import layout
+from memorybench.pack.autorater_schemas import (
+    Agreement,
+    AutoraterCounts,
+    AutoraterMetrics,
+    CategoryMeans,
+    JScores,
+    JudgeFailure,
+    JudgeSummary,
+    PassCounts,
+)
+from memorybench.pack.reader import PackReader
+from memorybench.score import CATEGORY_NAMES
+from memorybench.score.judge import Mem0Judge
+
+__all__ = ["JUDGED_CATEGORIES", "LABELS", "autorater_metrics", "compute_autorater_metrics", "format_autorater_table"]
+
+#: the default protocol's judged categories: Mem0 judges 1-4 and skips 5 (adversarial)
+JUDGED_CATEGORIES = Mem0Judge.judged_categories
+PARSED = ("CORRECT", "WRONG")
+
+LABELS = {
+    "j": (
+        "Mem0's LLM-as-a-judge J: share of CORRECT labels over judged category 1-4 rows (failures excluded); "
+        "with several passes, the mean of the per-pass J and their sample standard deviation (n-1)"
+    ),
+    "j.agreement": "share of category 1-4 rows judged in every pass whose passes all gave the same score",
+    "mem0_f1": "Mem0's lexical F1 (token sets): mean over every category 1-4 row, not a mean of category means",
+    "mem0_bleu1": "Mem0's BLEU-1 (NLTK, smoothing method1): mean over every category 1-4 row",
+}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    # a plain sum, as this file has always been written (stats.mean's fsum may differ in the last bit)
+    return sum(values) / len(values) if values else None
+
+
+def _category_means(pairs: Sequence[tuple[int, float]], categories: Sequence[int]) -> dict[str, float | None]:
+    return {str(c): _mean([v for cat, v in pairs if cat == c]) for c in categories}
+
+
+def autorater_metrics(
+    pack_root: str | os.PathLike[str] | PackReader, judged_categories: Sequence[int] = JUDGED_CATEGORIES
+) -> AutoraterMetrics:
+    """The `autorater_metrics.v1` record of a pack's autorater, from its stored files only."""
+    pack = PackReader.open(pack_root)
+    rows = pack.predictions()
+    meta = pack.autorater_meta()
+    if meta is None:
+        raise FileNotFoundError(pack.uri(layout.AUTORATER_META))
+    run_meta = pack.meta() if pack.exists(layout.RUN_META) else None
+    verdicts = pack.verdicts()
+    traces = list(pack.rows(layout.AUTORATER_TRACES))  # dicts: what usage_summary sums
+    passes = meta.passes
+    categories = tuple(judged_categories)
+    order = {row.question_id: i for i, row in enumerate(rows)}
+    judged_rows = [row for row in rows if row.category in categories]
+
+    scores: dict[tuple[str, int], int] = {}
+    by_pass = []
+    j_passes: list[float | None] = []
+    j_passes_by_category: list[dict[str, float | None]] = []
+    for n in range(1, passes + 1):
+        these = [v for v in verdicts if v.pass_ == n]
+        parsed = [v for v in these if v.status in PARSED]
+        for v in parsed:
+            scores[(v.question_id, n)] = int(v.score)  # type: ignore[arg-type]
+        by_pass.append(PassCounts(
+            pass_=n,
+            judged=len(parsed),
+            skipped=sum(1 for v in these if v.status == "SKIPPED"),
+            failed=sum(1 for v in these if v.status == "FAILED"),
+        ))
+        j_passes.append(_mean([v.score for v in parsed]))  # type: ignore[misc]
+        j_passes_by_category.append(_category_means([(v.category, v.score) for v in parsed], categories))  # type: ignore[misc]
+
+    present = [j for j in j_passes if j is not None]
+    by_category = {}
+    for c in categories:
+        values = [p[str(c)] for p in j_passes_by_category if p[str(c)] is not None]
+        by_category[str(c)] = _mean(values)  # type: ignore[arg-type]
+    unanimous = agreed_rows = 0
+    for row in judged_rows:
+        row_scores = [scores.get((row.question_id, n)) for n in range(1, passes + 1)]
+        if None in row_scores:
+            continue
+        agreed_rows += 1
+        unanimous += len(set(row_scores)) == 1
+    share = (unanimous / agreed_rows if agreed_rows else None) if passes > 1 else None
+
+    failed = [v for v in verdicts if v.status == "FAILED"]
+    failed.sort(key=lambda v: (v.pass_, order.get(v.question_id, 0)))
+    failed_ids = sorted({v.question_id for v in failed}, key=lambda q: order.get(q, 0))
+    labels = Counter(v.label_raw for v in verdicts if v.status in PARSED and not v.label_standard)
+
+    lexical = {v.question_id: (v.category, v.mem0_f1, v.mem0_bleu1)
+               for v in verdicts if v.status != "SKIPPED" and v.mem0_f1 is not None}
+    lexical_rows = [lexical[row.question_id] for row in judged_rows if row.question_id in lexical]
+
+    responses = [t for t in traces if t.get("response") is not None]
+    usage = usage_summary(responses) if responses else {}
+    if usage:
+        usage["failed_calls"] = sum(1 for t in traces if t.get("response") is None)
+    answered = sorted({t["model_answered"] for t in traces if t.get("model_answered")})
+    judge_cfg = meta.judge_config
+    return AutoraterMetrics(
+        run_id=meta.run_id,
+        questions=len(rows),
+        is_prefix=run_meta.is_prefix if run_meta else None,
+        reader_local_model=run_meta.local_model if run_meta else None,
+        local_judge=meta.local_judge,
+        passes=passes,
+        judge=JudgeSummary(
+            name=judge_cfg.get("name"),
+            provider=judge_cfg.get("provider"),
+            model_requested=meta.judge_model_sent,
+            model_configured=meta.judge.requested,
+            models_answered=answered,
+            base_url=judge_cfg.get("base_url"),
+            temperature=judge_cfg.get("temperature"),
+            max_tokens=judge_cfg.get("max_tokens"),
+            seed=judge_cfg.get("seed"),
+            response_format=meta.response_format,
+            local=meta.local_judge,
+            weights=meta.judge.weights,
+        ),
+        judge_prompt_sha256=meta.prompt["sha256"],
+        prompt=meta.prompt,
+        category_names={str(c): CATEGORY_NAMES[c] for c in categories},
+        j=JScores(
+            overall=_mean(present),
+            by_category=by_category,
+            passes=j_passes,
+            passes_by_category=j_passes_by_category,
+            mean=_mean(present),
+            sd=statistics.stdev(present) if len(present) > 1 else None,
+            agreement=Agreement(rows=agreed_rows, unanimous=unanimous, share=share),
+        ),
+        counts=AutoraterCounts(
+            rows=len(rows),
+            judged_rows=len(judged_rows),
+            skipped_rows=len(rows) - len(judged_rows),
+            requests=len(traces),
+            judged=sum(p.judged for p in by_pass),
+            skipped=sum(p.skipped for p in by_pass),
+            failed=len(failed),
+            by_pass=by_pass,
+            by_category={str(c): sum(1 for r in judged_rows if r.category == c) for c in categories},
+            failed_question_ids=failed_ids,
+            failures=[JudgeFailure(question_id=v.question_id, pass_=v.pass_, failure=v.failure, error=v.error) for v in failed],
+            nonstandard_labels=sum(labels.values()),
+            nonstandard_label_values=dict(sorted(labels.items())),  # type: ignore[arg-type]
+        ),
+        mem0_f1=CategoryMeans(
+            overall=_mean([f1 for _, f1, _ in lexical_rows]),  # type: ignore[misc]
+            by_category=_category_means([(c, f1) for c, f1, _ in lexical_rows], categories),  # type: ignore[misc]
+        ),
+        mem0_bleu1=CategoryMeans(
+            overall=_mean([b for _, _, b in lexical_rows]),  # type: ignore[misc]
+            by_category=_category_means([(c, b) for c, _, b in lexical_rows], categories),  # type: ignore[misc]
+        ),
+        usage={"judge": usage} if usage else {},
+        labels=LABELS,
+        notes=meta.notes,
+    )
+
+
+def compute_autorater_metrics(pack_root: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
+    """`autorater_metrics.json`'s content (the record as JSON) from the stored files only."""
+    return autorater_metrics(pack_root).model_dump(mode="json", by_alias=True)
+
+
+def format_autorater_table(metrics: Mapping[str, Any]) -> str:
+    """The table printed at the end: J, Mem0 F1 and BLEU-1 per category, passes, failures."""
+    lines = list(metrics.get("notes", []))
+    judge = metrics["judge"]
+    lines.append(
+        f"judge: {judge['name']} ({judge['provider']}), model {judge['model_requested']}"
+        f" answered by {', '.join(judge['models_answered']) or '-'}; prompt sha256 {metrics['judge_prompt_sha256'][:12]}"
+    )
+    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
+    lines += [header, "-" * len(header)]
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.4f}"
+
+    for key in metrics["category_names"]:
+        c = int(key)
+        lines.append(
+            f"{c:<4}{CATEGORY_NAMES[c]:<13}{metrics['counts']['by_category'][key]:>5}  {fmt(metrics['j']['by_category'][key]):>7}  "
+            f"{fmt(metrics['mem0_f1']['by_category'][key]):>8}  {fmt(metrics['mem0_bleu1']['by_category'][key]):>8}"
+        )
+    lines.append("-" * len(header))
+    counts = metrics["counts"]
+    lines.append(
+        f"{'1-4':<17}{counts['judged_rows']:>5}  {fmt(metrics['j']['overall']):>7}  "
+        f"{fmt(metrics['mem0_f1']['overall']):>8}  {fmt(metrics['mem0_bleu1']['overall']):>8}"
+    )
+    lines.append(f"5 (adversarial) skipped: {counts['skipped_rows']} rows, no judge request")
+    j = metrics["j"]
+    if metrics["passes"] > 1:
+        sd = "-" if j["sd"] is None else f"{j['sd']:.4f}"
+        share = "-" if j["agreement"]["share"] is None else f"{j['agreement']['share']:.4f}"
+        lines.append(
+            f"passes: {metrics['passes']}; J per pass {', '.join(fmt(p) for p in j['passes'])}; "
+            f"mean {fmt(j['mean'])} sd {sd}; all passes agree on {share} of {j['agreement']['rows']} rows"
+        )
+    if counts["failed"]:
+        ids = counts["failed_question_ids"]
+        shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+        lines.append(f"judge failures: {counts['failed']} (not in J): {shown}")
+    if counts["nonstandard_labels"]:
+        lines.append(f"non-standard labels scored 0 as Mem0 does: {counts['nonstandard_label_values']}")
+    usage = metrics.get("usage", {}).get("judge")
+    if usage:
+        cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "unknown (model not in the price table)"
+        lines.append(
+            f"judge calls: {usage['calls']} answered, {usage['failed_calls']} failed; {usage['prompt_tokens']} prompt + "
+            f"{usage['completion_tokens']} completion tokens; cost {cost}; retries {usage['retries']}"
+        )
+    return "\n".join(lines)

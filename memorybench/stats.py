@@ -1,0 +1,22 @@
+"""Order-independent summary statistics shared by scores, usage and reports."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """The mean, or None for no values. fsum is exact, so the result does not depend on the
+    order of the rows (a resumed run and an uninterrupted one agree to the last bit)."""
+    return math.fsum(values) / len(values) if values else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default), or None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)

@@ -1,0 +1,156 @@
+"""Config smoke test: every option of every conf/ group composes on its own, passes
+`validate_config` and names a component that is registered; every experiment expands into
+distinct runs; a machine's `conf/local/default.yaml` changes settings, never a run id.
+No model call, no server."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import initialize_config_dir
+
+from memorybench import CONF_DIR
+from memorybench.errors import UserError
+from memorybench.plan import RunSpec, compose_spec, sweep_jobs
+from memorybench.run_id import identity_config
+
+#: folders under conf/ that are not config groups of a run, and why
+NOT_RUN_GROUPS = {
+    "analysis": "analysis designs for `memorybench report`, never composed into a run",
+    "local": "one machine's git-ignored overrides (`optional local` in config.yaml)",
+}
+
+DEAD = "http://127.0.0.1:9/v1"
+#: what an option needs on the command line to compose and validate (nothing is called)
+NEEDS: dict[str, list[str]] = {
+    "reader=openai_compatible": [f"reader.base_url={DEAD}", "reader.model=m"],
+    "writer=openai_compatible": [f"writer.base_url={DEAD}", "writer.model=m"],
+}
+
+#: (group, option) whose node names no registered component, and why
+NO_COMPONENT = {("writer", "none"): "no writer model: memory is built by software only"}
+
+
+def _override_keys() -> dict[str, str]:
+    """Group -> the command-line key that selects its option, from config.yaml's defaults list."""
+    defaults = yaml.safe_load((CONF_DIR / "config.yaml").read_text("utf-8"))["defaults"]
+    keys = {}
+    for entry in defaults:
+        if isinstance(entry, dict):
+            (key,) = entry
+            key = key.removeprefix("optional ").removeprefix("override ").strip()
+            group, _, package = key.partition("@")
+            # `pricing@pricing` names the group's own package: Hydra's override key is the group
+            keys[group] = key if package and package != group else group
+    return keys
+
+
+KEYS = _override_keys()
+
+
+def _options() -> list[tuple[str, str]]:
+    out = []
+    for folder in sorted(p for p in CONF_DIR.iterdir() if p.is_dir() and p.name not in NOT_RUN_GROUPS):
+        out += [(folder.name, p.stem) for p in sorted(folder.glob("*.yaml")) if not p.stem.endswith("_schema")]
+    return out
+
+
+OPTIONS = _options()
+
+
+@contextmanager
+def _conf(conf_dir: Path = CONF_DIR) -> Iterator[None]:
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="test_config_options"):
+        yield
+
+
+def _compose(overrides: list[str]) -> RunSpec:
+    try:
+        return compose_spec(overrides)
+    except UserError as e:
+        raise AssertionError(
+            f"`memorybench plan {' '.join(overrides)}` fails: {e.message}. If the option needs settings "
+            "from the command line, add them to NEEDS in tests/test_config_options.py"
+        ) from None
+
+
+def test_every_group_folder_is_in_the_defaults_list():
+    for folder in sorted(p.name for p in CONF_DIR.iterdir() if p.is_dir()):
+        assert folder in KEYS or folder in NOT_RUN_GROUPS, (
+            f"conf/{folder}/ is not in conf/config.yaml's defaults list; add it there "
+            f"(or to NOT_RUN_GROUPS in tests/test_config_options.py if it is not a config group)"
+        )
+    assert {g for g, _ in OPTIONS} >= {"memory", "reader", "experiment"}, "the parametrized tests below would be empty"
+
+
+def test_the_defaults_list_ends_with_experiment_then_local():
+    defaults = yaml.safe_load((CONF_DIR / "config.yaml").read_text("utf-8"))["defaults"]
+    groups = [next(iter(e)) for e in defaults if isinstance(e, dict) and not next(iter(e)).startswith("override ")]
+    assert groups[-2:] == ["experiment", "optional local"]
+    assert {"experiment": None} in defaults and {"optional local": "default"} in defaults
+
+
+def _check_component(group: str, option: str, cfg) -> None:
+    from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, JUDGES, MEMORY
+    from memorybench.score.judge import DEFAULT_PROTOCOL
+
+    if (group, option) in NO_COMPONENT:
+        return
+    node = cfg[group]
+    named = {
+        "memory": [(MEMORY, node.get("name"))],
+        "answerer": [(ANSWERERS, node.get("name"))],
+        "reader": [(CHAT_PROVIDERS, node.get("provider"))],
+        "writer": [(CHAT_PROVIDERS, node.get("provider"))],
+        "judge": [(CHAT_PROVIDERS, node.get("provider")), (JUDGES, node.get("protocol") or DEFAULT_PROTOCOL)],
+        "embedder": [(EMBEDDERS, node.get("provider"))],
+    }.get(group, [])
+    for registry, name in named:
+        assert name is not None and str(name) in registry, (
+            f"conf/{group}/{option}.yaml names {registry.option}={name}, which is not registered; "
+            f"registered: {', '.join(registry.names())}"
+        )
+
+
+GROUP_OPTIONS = [o for o in OPTIONS if o[0] != "experiment"]
+
+
+@pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS, ids=[f"{g}={o}" for g, o in GROUP_OPTIONS])
+def test_every_option_composes_validates_and_names_a_component(group, option):
+    selector = f"{KEYS[group]}={option}"
+    with _conf():
+        spec = _compose([selector, *NEEDS.get(f"{group}={option}", [])])
+    node = spec.cfg[group]
+    if "name" in node:
+        assert node.name == option, f"conf/{group}/{option}.yaml says name: {node.name}; the option name is the identity"
+    _check_component(group, option, spec.cfg)
+
+
+@pytest.mark.parametrize("option", [o for g, o in OPTIONS if g == "experiment"])
+def test_every_experiment_expands_into_distinct_runs(option):
+    with _conf():
+        jobs = sweep_jobs([f"experiment={option}", *NEEDS.get(f"experiment={option}", [])])
+        specs = [_compose(job) for job in jobs]
+    assert specs, f"experiment={option} expands to no run"
+    assert len({s.run_id for s in specs}) == len(specs), [s.run_id for s in specs]
+
+
+def test_a_local_override_changes_settings_not_run_ids(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf, ignore=shutil.ignore_patterns("local"))
+    with _conf(conf):
+        before = _compose([])
+    (conf / "local").mkdir()
+    (conf / "local" / "default.yaml").write_text(
+        f"# @package _global_\npaths:\n  packs: {tmp_path / 'packs'}\nreader:\n  timeout_s: 5\n", "utf-8"
+    )
+    with _conf(conf):
+        after = _compose([])
+    assert after.cfg.paths.packs == str(tmp_path / "packs") and after.cfg.reader.timeout_s == 5
+    assert after.run_id == before.run_id and after.config_sha256 == before.config_sha256
+    assert "local" not in identity_config(after.cfg) and "experiment" not in after.cfg
