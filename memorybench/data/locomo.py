@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.hashing import sha256_file
+from memorybench.names import ALLOWED, unsafe_reason
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 
@@ -76,6 +77,12 @@ def _conversation(item: Any, position: int, path: Path) -> Conversation:
     if not isinstance(item, dict):
         raise DataError(f"{where}: a conversation must be a JSON object, got {type(item).__name__}")
     sample_id = _require(item, "sample_id", str, where)
+    reason = unsafe_reason(sample_id)
+    if reason is not None:  # it names the pack's memory files and an agent's workspace folder
+        raise DataError(
+            f"{where}: sample_id {sample_id!r} cannot be a folder or file name ({reason}); LoCoMo's ids are like "
+            f"conv-26: use {ALLOWED}"
+        )
     where = f"{path.name} sample {sample_id}"
     conv = _require(item, "conversation", dict, where)
     speaker_a = _require(conv, "speaker_a", str, f"{where} conversation")

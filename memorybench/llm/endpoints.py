@@ -16,15 +16,17 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from memorybench.errors import UserError, did_you_mean
 from memorybench.llm.cache import ResponseCache
-from memorybench.llm.client import ChatClient
 from memorybench.llm.records import ModelIdentity
 from memorybench.registry import CHAT_PROVIDERS
+
+if TYPE_CHECKING:  # the openai SDK is imported when a client is made, not by config checks
+    from memorybench.llm.client import ChatClient
 
 
 @dataclass
@@ -120,6 +122,8 @@ class ClientSettings:
     prices: Mapping[str, Any]
 
     def client(self, base_url: str, api_key: str | None) -> ChatClient:
+        from memorybench.llm.client import ChatClient
+
         return ChatClient(
             base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
             retry_max_wait_s=self.retry_max_wait_s, min_request_interval_s=self.min_request_interval_s,

@@ -15,6 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from memorybench.names import path_component
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.storage import Storage, open_storage, pack_relpath, publish_pack, storage_uri
@@ -33,7 +34,9 @@ class PackLocation:
 
     @classmethod
     def of(cls, cfg: DictConfig, run_id: str) -> PackLocation:
-        relpath = pack_relpath(str(cfg.name), run_id)
+        # both are folder names under the root: nothing may lead outside it
+        name = path_component(cfg.name, "experiment name", "set name=NAME")
+        relpath = pack_relpath(name, path_component(run_id, "run id", "it comes from the config; report this as a bug"))
         root = str(cfg.storage.get("root") or cfg.paths.packs)
         if root.startswith("gs://"):
             work = Path(str(cfg.paths.cache)).expanduser().resolve() / "work" / relpath

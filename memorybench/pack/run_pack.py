@@ -67,7 +67,7 @@ class RunPack:
     def journal(self, relpath: str) -> Journal:
         """The append-only journal at `relpath` (one object per path)."""
         if relpath not in self._journals:
-            self._journals[relpath] = Journal(self.root / relpath)
+            self._journals[relpath] = Journal(self.path(relpath))
         return self._journals[relpath]
 
     @property
@@ -122,10 +122,16 @@ class RunPack:
 
     # -- files -----------------------------------------------------------------------
     def path(self, relpath: str) -> Path:
-        return self.root / relpath
+        """The file at `relpath` in the pack; a path that leads outside the pack (`..`, an
+        absolute path, a link out) is refused before anything is written."""
+        target = self.root / relpath
+        root = self.root.resolve()
+        if not target.resolve().is_relative_to(root):
+            raise UserError(f"pack path {relpath!r} leads outside the pack {root}; nothing was written there")
+        return target
 
     def write_bytes(self, relpath: str, data: bytes) -> Path:
-        return write_atomic(self.root / relpath, data)
+        return write_atomic(self.path(relpath), data)
 
     def write_text(self, relpath: str, text: str) -> Path:
         return self.write_bytes(relpath, text.encode("utf-8"))
@@ -142,7 +148,7 @@ class RunPack:
         data = text.encode("utf-8")
         sha = sha256_bytes(data)
         relpath = relpath or f"blobs/{sha}.txt"
-        target = self.root / relpath
+        target = self.path(relpath)
         if not (target.exists() and target.stat().st_size == len(data)):
             self.write_bytes(relpath, data)
         return sha, relpath
