@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memorybench.errors import UserError
+from memorybench.pack import layout
 from memorybench.pack.provenance_record import CloudRunProvenance
 from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, ReaderTrace, ReferencePin, RunMeta
@@ -28,7 +29,7 @@ __all__ = ["Context", "pack_root", "sha256"]
 #: Files a finished pack always has (reader/traces.jsonl only when the answerer is the reader).
 REQUIRED_FILES = (
     "config.resolved.yaml",
-    "run_meta.json",
+    layout.RUN_META,
     "predictions.jsonl",
     "predictions.csv",
     "metrics.json",
@@ -38,7 +39,7 @@ REQUIRED_FILES = (
     "memory/lineage.jsonl",
 )
 #: Files whose presence makes a folder a pack at all.
-PACK_MARKERS = ("run_meta.json", "predictions.jsonl", "config.resolved.yaml", SUCCESS)
+PACK_MARKERS = (layout.RUN_META, "predictions.jsonl", "config.resolved.yaml", SUCCESS)
 KNOWN_JSONL: dict[str, type[BaseModel]] = {
     "predictions.jsonl": Prediction,
     "reader/traces.jsonl": ReaderTrace,
@@ -46,7 +47,7 @@ KNOWN_JSONL: dict[str, type[BaseModel]] = {
     "memory/manifest.jsonl": MemoryManifestRow,
 }
 KNOWN_JSON: dict[str, type[BaseModel] | str] = {
-    "run_meta.json": RunMeta,
+    layout.RUN_META: RunMeta,
     "REFERENCE_PIN.json": ReferencePin,
     "metrics.json": "metrics.v1",
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memorybench.pack import layout
 from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.findings import Findings
@@ -35,16 +36,16 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
     expected = every[:max_q] if max_q else every
     n = len(expected)
     if meta["questions_total"] != total:
-        out.add("count", "run_meta.json", f"questions_total={meta['questions_total']}, the dataset has {total}")
+        out.add("count", layout.RUN_META, f"questions_total={meta['questions_total']}, the dataset has {total}")
     if meta["question_count"] != n:
         out.add(
             "count",
-            "run_meta.json",
+            layout.RUN_META,
             f"question_count={meta['question_count']}, but max_questions={max_q} over the dataset's {total} questions gives {n}",
         )
     if meta["is_prefix"] != (n < total):
         out.add(
-            "count", "run_meta.json", f"is_prefix={meta['is_prefix']} but {n} of {total} questions is {'' if n < total else 'not '}a prefix"
+            "count", layout.RUN_META, f"is_prefix={meta['is_prefix']} but {n} of {total} questions is {'' if n < total else 'not '}a prefix"
         )
     if ctx.metrics_doc is not None:
         if ctx.metrics_doc.get("questions") != n or ctx.metrics_doc.get("is_prefix") != (n < total):

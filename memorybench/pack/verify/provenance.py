@@ -7,6 +7,7 @@ from typing import Any
 
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_bytes
+from memorybench.pack import layout
 from memorybench.pack.verify.context import PROVENANCE_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
 from memorybench.pack.verify.structure import load_json, validate
@@ -58,13 +59,13 @@ def _config(ctx: Context, out: Findings) -> Any:
     if not meta["run_id"].endswith("-" + meta["config_sha256"][:HEX_DIGITS]):
         out.add(
             "hash.config",
-            "run_meta.json",
+            layout.RUN_META,
             f"run_id {meta['run_id']!r} does not end with the config sha256's first {HEX_DIGITS} hex digits",
         )
     elif rid != meta["run_id"]:
         out.add("hash.config", relpath, f"gives run id {rid!r}, run_meta.json records {meta['run_id']!r}")
     if cfg.get("max_questions") != meta["max_questions"]:
-        out.add("count", "run_meta.json", f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}")
+        out.add("count", layout.RUN_META, f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}")
     return cfg
 
 
@@ -130,7 +131,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
         if data.get("sha256") != LOCOMO10.sha256:
             out.add(
                 "hash.data",
-                "run_meta.json",
+                layout.RUN_META,
                 f"data.sha256 {str(data.get('sha256'))[:12]}… is not the pinned {LOCOMO10.relpath} ({LOCOMO10.sha256[:12]}…)",
             )
         where = "pass --pins DIR (or set MEMORYBENCH_PINS) to the pins folder, or run `memorybench fetch`"
@@ -139,23 +140,23 @@ def _dataset(ctx: Context, out: Findings) -> Any:
         expected = data.get("sha256")
         where = "put the file back at that path to verify the rows against it"
     if not str(data.get("path") or "") and not data.get("pinned"):
-        out.add("data.missing", "run_meta.json", "data.path is empty; counts, rows and gold were not checked")
+        out.add("data.missing", layout.RUN_META, "data.path is empty; counts, rows and gold were not checked")
         return None
     if not path.is_file():
-        out.add("data.missing", "run_meta.json", f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
+        out.add("data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
         return None
     actual = file_sha256(path)
     if actual != expected:
         out.add(
             "hash.data",
-            "run_meta.json",
+            layout.RUN_META,
             f"dataset file {path} has sha256 {actual[:12]}…, run_meta records {str(expected)[:12]}…; counts, rows and gold were not checked",
         )
         return None
     try:
         return _load_dataset(path, actual)
     except UserError as e:
-        out.add("data.missing", "run_meta.json", f"dataset file {path} cannot be read: {e.message}")
+        out.add("data.missing", layout.RUN_META, f"dataset file {path} cannot be read: {e.message}")
         return None
 
 
@@ -171,7 +172,7 @@ def check_prompts(ctx: Context, out: Findings) -> None:
     for relpath, sha in recorded.items():
         path = ctx.inside(f"prompts/{relpath}")
         if path is None:
-            out.add("hash.prompt", "run_meta.json", f"prompt {relpath!r} points outside the pack")
+            out.add("hash.prompt", layout.RUN_META, f"prompt {relpath!r} points outside the pack")
             continue
         if not path.is_file():
             out.add("hash.prompt", f"prompts/{relpath}", "missing; run_meta.json records its sha256")

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from memorybench.pack import layout
 from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.verify.context import (
     KNOWN_JSON,
@@ -182,7 +183,7 @@ def _read_jsonl_records(ctx: Context, out: Findings, relpath: str, model: type[B
 
 def check_known_records(ctx: Context, out: Findings) -> None:
     """run_meta.json, REFERENCE_PIN.json, metrics.json and the known journals, into the context."""
-    ctx.meta = _read_json_record(ctx, out, "run_meta.json")
+    ctx.meta = _read_json_record(ctx, out, layout.RUN_META)
     ctx.pin = _read_json_record(ctx, out, "REFERENCE_PIN.json")
     ctx.metrics_doc = _read_json_record(ctx, out, "metrics.json")
     ctx.rows = {relpath: _read_jsonl_records(ctx, out, relpath, model) for relpath, model in KNOWN_JSONL.items()}
