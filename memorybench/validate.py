@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 
 from memorybench.config import Config
 from memorybench.errors import UserError
+from memorybench.names import path_component
 from memorybench.registry import ANSWERERS, MEMORY
 
 
@@ -23,6 +24,7 @@ def validate_config(cfg: DictConfig) -> None:
             f"unknown top-level key {unknown[0]!r}; top-level keys are: {', '.join(sorted(known))} "
             "(remove the +key=value override)"
         )
+    path_component(cfg.name, "experiment name", "set name=NAME")  # a folder under the packs root
     if cfg.max_questions is not None and int(cfg.max_questions) < 1:
         raise UserError(f"max_questions={cfg.max_questions} must be at least 1 (or null for every question)")
     for component in (ANSWERERS.get(str(cfg.answerer.name)), MEMORY.get(str(cfg.memory.name))):
