@@ -33,6 +33,8 @@ class ReaderAnswerer:
     """
 
     name: ClassVar[str] = "reader"
+    #: the journal with one trace per answered question (`verify` expects it)
+    traces_file: ClassVar[str] = layout.READER_TRACES
 
     # -- the component: checks, sizing, opening ------------------------------------------
     @staticmethod

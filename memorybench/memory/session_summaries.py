@@ -44,6 +44,9 @@ class SessionSummaries:
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {"summary": frozenset({"date", "session"})}
     #: the subject of the run note when a writer wrote the summaries
     written_what: ClassVar[str] = "The session summaries were"
+    #: the file's released summaries are text this method may hand the reader (verify's
+    #: gold scan counts them as source text, like the turns)
+    shows_released_summaries: ClassVar[bool] = True
 
     @classmethod
     def check(cls, cfg: DictConfig) -> None:

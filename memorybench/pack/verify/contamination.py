@@ -1,10 +1,10 @@
 """No gold string reaches a model: reader prompts, memory files, writer input and agent workspaces.
 
 A gold string (length >= 4 after strip, case-insensitive) that is not also in that
-conversation's source text (dates, turns, captions; plus the released summaries when
-memory is session_summaries; plus the run's own prompt files) must not appear in a reader
-prompt (minus the question's own text), a memory file (dumps, index items, writer input)
-or an agent workspace file. A model's reply stored in a memory journal (a writer call's
+conversation's source text (dates, turns, captions; plus the released summaries when the
+memory method shows them, as session_summaries does; plus the run's own prompt files) must
+not appear in a reader prompt (minus the question's own text), a memory file (dumps, index
+items, writer input) or an agent workspace file. A model's reply stored in a memory journal (a writer call's
 `response`) is output, not input, and is not scanned; memory made from the writer's own
 replies may hold a gold the writer wrote itself. JSON is scanned by its string values only
 (keys are field names, numbers are counts). The reader prompts are scanned by the trace
@@ -21,6 +21,7 @@ from memorybench.hashing import sha256_bytes
 from memorybench.pack.verify.context import GOLD_SCANNED, WRITER_CALLS, Context
 from memorybench.pack.verify.findings import Findings
 from memorybench.pack.verify.needles import Needles, joint_windows, json_strings, model_input
+from memorybench.registry import MEMORY
 
 __all__ = ["check_files_for_gold", "check_needles", "scan_segments"]
 
@@ -30,7 +31,10 @@ def check_needles(ctx: Context, out: Findings) -> None:
     if ctx.conversations is None:
         return
     instructions = "\n".join(ctx.templates[k] for k in sorted(ctx.templates))
-    ctx.needles = Needles(ctx.conversations, with_summaries=ctx.memory_name == "session_summaries", instructions=instructions)
+    method = MEMORY.get(ctx.memory_name) if ctx.memory_name in MEMORY else None
+    # a method that hands the reader the file's released summaries makes them source text too
+    with_summaries = bool(getattr(method, "shows_released_summaries", False))
+    ctx.needles = Needles(ctx.conversations, with_summaries=with_summaries, instructions=instructions)
     ctx.writer_output = _writer_output(ctx, ctx.needles)
 
 

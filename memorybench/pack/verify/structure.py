@@ -27,6 +27,7 @@ from memorybench.pack.verify.context import (
     Context,
 )
 from memorybench.pack.verify.findings import Findings
+from memorybench.registry import ANSWERERS
 
 __all__ = [
     "check_known_records",
@@ -81,10 +82,12 @@ def check_partial_files(ctx: Context, out: Findings) -> None:
 
 
 def check_reader_traces_present(ctx: Context, out: Findings) -> None:
-    """A reader run has reader/traces.jsonl (the answerer from run_meta, else the config)."""
+    """An answerer that traces every call in one journal (its `traces_file`: the reader's
+    reader/traces.jsonl) left that file (the answerer from run_meta, else the config)."""
     answerer = (ctx.meta or {}).get("choices", {}).get("answerer") or ctx.cfg_get("answerer", "name") or "reader"
-    if answerer == "reader" and not (ctx.root / "reader/traces.jsonl").is_file():
-        out.add("file.missing", "reader/traces.jsonl", "missing; a reader run has one trace per answered question")
+    traces = getattr(ANSWERERS.get(answerer), "traces_file", None) if answerer in ANSWERERS else None
+    if traces and not (ctx.root / traces).is_file():
+        out.add("file.missing", traces, f"missing; a {answerer} run has one trace per answered question")
 
 
 # -- records -------------------------------------------------------------------------------
