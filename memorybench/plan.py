@@ -21,7 +21,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs
 from memorybench.errors import UserError, did_you_mean
-from memorybench.run_id import config_sha256, run_id
+from memorybench.run_id import run_identity
 from memorybench.validate import validate_config
 
 GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge", "tracking", "storage", "paths", "experiment")
@@ -79,7 +79,7 @@ def compose_spec(overrides: list[str]) -> RunSpec:
         raise _explain(e, list(overrides)) from None
     plain = OmegaConf.create(container)
     validate_config(plain)
-    return RunSpec(tuple(overrides), plain, run_id(plain), config_sha256(plain))
+    return RunSpec(tuple(overrides), plain, *run_identity(plain))
 
 
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:

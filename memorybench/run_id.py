@@ -101,11 +101,7 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
 
 
 def config_sha256(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> str:
-    return sha256_json(identity_config(cfg, code))
-
-
-def _identity_sha256(identity: dict[str, Any]) -> str:
-    return sha256_json(identity)
+    return run_identity(cfg, code)[1]
 
 
 def _slug(text: str) -> str:
@@ -114,14 +110,21 @@ def _slug(text: str) -> str:
 
 def run_id(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> str:
     """`<memory>-<answerer>-<model>-<12 hex>`: readable, and unique per identity config."""
+    return run_identity(cfg, code)[0]
+
+
+def run_identity(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> tuple[str, str]:
+    """(run id, config sha256) from one identity config: the prompt files are read and the
+    plugins hashed once."""
     data = identity_config(cfg, code)
+    sha = sha256_json(data)
     memory = data.get("memory", {}).get("name", "memory")
     answerer = data.get("answerer", {}).get("name", "answerer")
     reader = data.get("reader", {})
     # an answerer with a model of its own (an agent) names it; the reader's is reader.model
     model = data.get("answerer", {}).get("model") or reader.get("model") or reader.get("name") or "model"
     prefix = "-".join(_slug(str(p)) for p in (memory, answerer, model))
-    return f"{prefix}-{_identity_sha256(data)[:HEX_DIGITS]}"
+    return f"{prefix}-{sha[:HEX_DIGITS]}", sha
 
 
 def plugins_used(config: dict[str, Any]) -> list[dict[str, Any]]:

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import ValidationError
+
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetrics, AutoraterVerdict, JudgeTrace
@@ -128,10 +130,10 @@ class PackReader:
         """One JSON file as its record."""
         try:
             return model.model_validate(self.json(relpath))
-        except Exception as e:  # pydantic's ValidationError: one line, naming the file
-            first = getattr(e, "errors", lambda: [{}])()[0] if hasattr(e, "errors") else {}
+        except ValidationError as e:  # one line, naming the file and the first bad field
+            first = e.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "(file)"
-            raise PackError(f"{self.uri(relpath)}: {where}: {first.get('msg', e)}; run `memorybench verify` on the pack") from None
+            raise PackError(f"{self.uri(relpath)}: {where}: {first.get('msg')}; run `memorybench verify` on the pack") from None
 
     def records(self, relpath: str, model: type[T] | None = None, *, missing_ok: bool = True) -> Iterator[T]:
         """Every row of a journal as the record its `schema` names (or `model`)."""

@@ -31,7 +31,7 @@ from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
 from memorybench.pack.trace_md import write_trace_md
 from memorybench.provenance import git_state, package_versions, utc_now
-from memorybench.run_id import config_sha256, plugins_used, run_id
+from memorybench.run_id import plugins_used, run_identity
 
 
 @dataclass
@@ -51,7 +51,7 @@ def select_questions(conversations: Sequence[Conversation], max_questions: int |
 
 def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True) -> QaResult:
     """Answer every selected question of `cfg` into its pack; resume a half-done pack."""
-    rid = run_id(cfg)
+    rid, sha = run_identity(cfg)
     data_path, data_info = resolve_dataset(cfg.dataset, cfg.paths.pins)
     conversations = load_locomo(data_path)
     questions = select_questions(conversations, cfg.max_questions)
@@ -77,7 +77,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(cfg))
 
     with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
-        meta = _run_meta(cfg, rid, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
+        meta = _run_meta(cfg, rid, sha, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
                          total=sum(len(c.questions) for c in conversations), overrides=overrides, choices=choices)
         pack.write_json(layout.RUN_META, meta)
         bar = tqdm(total=len(questions), initial=len(answered), disable=None if progress else True, desc=rid, unit="q", file=sys.stderr)
@@ -145,6 +145,7 @@ def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory
 def _run_meta(
     cfg: DictConfig,
     rid: str,
+    sha: str,
     pack: RunPack,
     models: list[Any],
     local: bool,
@@ -164,7 +165,7 @@ def _run_meta(
     return RunMeta(
         run_id=rid,
         name=str(cfg.name),
-        config_sha256=config_sha256(cfg),
+        config_sha256=sha,
         overrides=list(overrides),
         choices=dict(choices or _choices(cfg)),
         git_commit=commit,

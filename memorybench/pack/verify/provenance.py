@@ -30,7 +30,7 @@ def _config(ctx: Context, out: Findings) -> Any:
         return None
     from omegaconf import OmegaConf
 
-    from memorybench.run_id import HEX_DIGITS, code_identity, config_sha256, run_id
+    from memorybench.run_id import HEX_DIGITS, code_identity, run_identity
 
     try:
         cfg = OmegaConf.load(ctx.root / relpath)
@@ -43,7 +43,7 @@ def _config(ctx: Context, out: Findings) -> Any:
             prompt_sha256=dict(meta.get("prompts") or {}) if meta else None,
             plugins=list(meta.get("plugins") or []) if meta else None,
         )
-        sha, rid = config_sha256(cfg, code), run_id(cfg, code)
+        rid, sha = run_identity(cfg, code)
     except Exception as e:  # noqa: BLE001  (any YAML/OmegaConf failure is this finding)
         out.add("hash.config", relpath, f"cannot be loaded ({' '.join(str(e).split())[:200]})")
         return None
