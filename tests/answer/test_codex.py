@@ -140,7 +140,8 @@ def test_answer_after_reading_a_session_file(tmp_path, responses_server):
     assert step["kind"] == "read" and step["session_files"] == ["sessions/session_2.md"]
     assert step["dia_ids"] == ["D2:1", "D2:2"] and step["exit_code"] == 0
     (trace,) = rows(pack.path("agent/traces.jsonl"))
-    assert trace["schema"] == "agent_trace.v1" and trace["status"] == "completed" and trace["sandbox"] == "read-only"
+    assert trace["schema"] == "agent_trace.v2" and trace["status"] == "completed" and trace["sandbox"] == "read-only"
+    assert trace["workspace_findings"] == []
     assert trace["usage"]["input_tokens"] == 220 and trace["usage"]["cached_input_tokens"] == 140
     assert trace["usage"]["output_tokens"] == 12 and trace["usage"]["reasoning_output_tokens"] == 5
     assert trace["agent_task_sha256"] == hashlib.sha256(last_user_text(first).encode()).hexdigest()

@@ -7,7 +7,8 @@ shown to it) once answering is over:
   agent's steps printed; `hop_to_evidence`: the first step (1-based) that printed one.
   Null where the question has no evidence ids, and in prompt_injected mode (the memory is
   in the task, not in files the agent reads).
-- `agent_comparison.v1`: comparable with reader runs or not, and why.
+- `agent_comparison.v1`: comparable with reader runs or not, and why (a process whose
+  workspace had findings, `agent_trace.v2` `workspace_findings`, is one reason).
 
 Writes `agent/recall.jsonl`, `agent/comparison.json` and `agent/COMPARISON.md`, each
 rewritten whole, so running it twice gives the same files.
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memorybench.answer.agent._events import DIA_ID
-from memorybench.answer.agent._records import AgentComparison, AgentRecall, AgentStep, AgentTrace
+from memorybench.answer.agent._records import AgentComparison, AgentRecall, AgentStep, AgentTrace, AgentTraceV1
 from memorybench.data.records import Question
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -36,7 +37,8 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
     """Write recall and the comparison status for an agent pack; None when the pack has no agent traces."""
     pack = RunPack(Path(pack_root))
     stored = PackReader.open(pack_root)
-    every_trace = list(stored.records(layout.AGENT_TRACES, AgentTrace))
+    # each row by the schema it names: a resumed pack may hold agent_trace.v1 rows of an earlier version
+    every_trace = [r for r in stored.records(layout.AGENT_TRACES) if isinstance(r, AgentTraceV1)]
     traces = [r for r in every_trace if r.phase == "answer" and r.question_id is not None]
     if not traces:
         return None
@@ -83,7 +85,15 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
         reasons.append(f"{statuses.count('timeout')} question(s) hit the outer timeout ({first.timeout_s} s) and count as empty answers")
     if statuses.count("failed"):
         reasons.append(f"{statuses.count('failed')} question(s) failed and count as empty answers")
+    flagged = [t for t in every_trace if isinstance(t, AgentTrace) and t.workspace_findings]
+    if flagged:
+        reasons.append(f"workspace findings in {len(flagged)} process(es), ingest passes included (links, special files, "
+                       f"hard links from outside, oversized notes; none followed or read): see workspace_findings in "
+                       f"{layout.AGENT_TRACES}")
     notes = []
+    unchecked = [t for t in every_trace if not isinstance(t, AgentTrace)]
+    if unchecked:
+        notes.append(f"{len(unchecked)} trace(s) are agent_trace.v1, written before workspaces were checked for links")
     if first.mode != "prompt_injected":
         notes.append(f"mode {first.mode}: the agent reads files it chooses; the configured memory method's text was not shown to it")
     if first.persist:

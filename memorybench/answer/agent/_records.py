@@ -79,8 +79,9 @@ class AgentTask(Record):
     footer_sha256: Optional[str] = None
 
 
-class AgentTrace(_Row, schema="agent_trace.v1"):
-    """One `codex exec` process: what it was asked, how it ended, what it cost."""
+class AgentTraceV1(_Row, schema="agent_trace.v1"):
+    """One `codex exec` process, as packs written before workspaces were checked hold it
+    (read, never written; `AgentTrace` is the current version)."""
 
     question_id: Optional[str] = None
     sample_id: str
@@ -119,6 +120,17 @@ class AgentTrace(_Row, schema="agent_trace.v1"):
     #: files outside memory/ the agent changed (persist on), put back as written before the next question
     workspace_restored: list[str] = Field(default_factory=list)
     stderr_tail: Optional[str] = None
+
+
+class AgentTrace(AgentTraceV1, schema="agent_trace.v2"):
+    """One `codex exec` process: what it was asked, how it ended, what it cost, and what it
+    left in its workspace that the harness refused to follow (v2: `workspace_findings`)."""
+
+    #: after the process: each link, FIFO, socket or device the agent left, each file or folder of the
+    #: harness's it turned into another type, each file hard-linked from outside, notes cut at the size
+    #: bound, one line per name (names shown as Python's ascii() writes them when not printable);
+    #: none of it was followed or read. Non-empty flags the row; empty: nothing found
+    workspace_findings: list[str] = Field(default_factory=list)
 
 
 class NotesRow(_Row, schema="agent_notes.v1"):

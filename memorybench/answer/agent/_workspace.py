@@ -8,18 +8,44 @@
 No question, gold answer or evidence id list exists in a ConversationView, so none can
 be written here (DESIGN.md 4.1). Every turn line starts with its dia_id, so what an
 agent's command printed says which turns it read.
+
+After the agent has run, the workspace is hostile (`_safe_fs`): the notes are read, the
+files compared and put back, without following any link the agent left; a file that
+changed type (to a link, a FIFO...) is a finding (`audit`) recorded in the agent's trace.
 """
 
 from __future__ import annotations
 
-import shutil
+import codecs
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from memorybench.hashing import sha256_bytes, sha256_text
+from memorybench.answer.agent._safe_fs import (
+    Entry,
+    Refused,
+    copy_tree,
+    links_inside,
+    make_dir,
+    outside_link,
+    read_regular,
+    remove,
+    show,
+    walk,
+    write_file,
+)
 from memorybench.answer.base import ConversationView
 from memorybench.data.records import Session
+from memorybench.hashing import sha256_bytes, sha256_text
 
 NOTES = "memory/notes.md"
+MEMORY = "memory"
+#: notes beyond this are cut (a finding): a conversation's own text is ~0.1 MiB, so more is
+#: no note-taking, and every later question would carry it
+NOTES_MAX_BYTES = 1 << 20
+#: a harness-written workspace file is a session or INDEX.md: far below this; a larger file
+#: is not hashed (it cannot be the one written) and is not copied
+FILE_MAX_BYTES = 16 << 20
 
 
 def session_relpath(session: Session) -> str:
@@ -59,69 +85,141 @@ def render_index(conversation: ConversationView, *, sessions: bool, notes: bool)
 
 
 def write_workspace(folder: Path, conversation: ConversationView, *, sessions: bool, notes: str | None) -> dict[str, str]:
-    """Create `folder` afresh; return {relpath: text} of what was written (notes excluded)."""
-    if folder.exists():
-        shutil.rmtree(folder)
+    """Create the new folder `folder`; return {relpath: text} of what was written (notes excluded).
+    An earlier folder of that name is the caller's to remove first (`_safe_fs.remove_tree`)."""
     folder.mkdir(parents=True)
     files = {"INDEX.md": render_index(conversation, sessions=sessions, notes=notes is not None)}
     if sessions:
         for session in conversation.sessions:
             files[session_relpath(session)] = render_session(session, conversation)
     for relpath, text in files.items():
-        target = folder / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, "utf-8")
+        write_file(folder, relpath, text.encode("utf-8"))
     if notes is not None:
         write_notes(folder, notes)
     return files
 
 
-def read_notes(folder: Path) -> str:
-    path = folder / NOTES
+@dataclass(frozen=True)
+class NotesRead:
+    """memory/notes.md as the harness took it, and why it took less than the file (findings)."""
+
+    text: str
+    findings: list[str] = field(default_factory=list)
+
+
+def read_notes(folder: Path) -> NotesRead:
+    """The agent's notes: "" when there are none, or when memory/notes.md (or memory/) is a
+    link, a FIFO, a device or a file hard-linked from outside; cut at NOTES_MAX_BYTES."""
     try:
-        return path.read_text("utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
+        got = read_regular(folder, NOTES, max_bytes=NOTES_MAX_BYTES)
+    except Refused as e:
+        return NotesRead("", [f"{e}; not read: the notes are taken as empty"])
+    if got is None:
+        return NotesRead("")
+    data, size = got
+    # an incremental decoder drops a character cut in half at the bound instead of mangling it
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=size <= NOTES_MAX_BYTES)
+    if size <= NOTES_MAX_BYTES:
+        return NotesRead(text)
+    return NotesRead(text, [f"{NOTES}: {size} bytes; only the first {NOTES_MAX_BYTES} were kept as the notes"])
 
 
 def write_notes(folder: Path, text: str) -> None:
-    path = folder / NOTES
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, "utf-8")
+    write_file(folder, NOTES, text.encode("utf-8"))
 
 
-def copy_workspace(source: Path, target: Path) -> None:
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(source, target, symlinks=True)
+def copy_workspace(source: Path, target: Path) -> list[str]:
+    """Copy a workspace template into the new folder `target`: folders and regular files only;
+    the findings name whatever was left out (a template the agent never touched has none)."""
+    return copy_tree(source, target, max_bytes=FILE_MAX_BYTES)
 
 
-def fingerprint(folder: Path, *, skip: str = "memory/") -> dict[str, str]:
-    """sha256 of every file outside `skip` (to find what an agent changed)."""
+def expected_layout(files: dict[str, str], *, notes: bool) -> dict[str, str]:
+    """{relpath: kind} of what the harness wrote: each file, its folders, memory/notes.md."""
+    paths = [*files, *([NOTES] if notes else [])]
     out = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if rel.startswith(skip) or rel + "/" == skip or path.is_dir():
-            continue
-        out[rel] = sha256_bytes(path.read_bytes()) if path.is_file() and not path.is_symlink() else "link"
+    for rel in paths:
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            out["/".join(parts[:depth])] = "folder"
+    out.update({rel: "file" for rel in paths})
     return out
 
 
+def audit(folder: Path, files: dict[str, str], *, notes: bool) -> list[str]:
+    """What the agent left in its workspace that the harness will not follow: a file or folder
+    of the harness's changed to another type, a link or special file it made, a file
+    hard-linked from outside. One line per name, the name shown safely (`show`)."""
+    expected = expected_layout(files, notes=notes)
+    entries = walk(folder)
+    inside = links_inside(entries)
+    findings = []
+    for rel, entry in entries.items():
+        want = expected.get(rel)
+        if want is not None and entry.kind != want:
+            findings.append(f"{show(rel)}: the harness made a {want} here, the agent left a {entry.describe()}")
+        elif want is None and entry.kind not in ("file", "folder"):
+            findings.append(f"{show(rel)}: the agent made a {entry.describe()}")
+        if outside_link(entry, inside):
+            findings.append(f"{show(rel)}: a hard link to a file outside the workspace "
+                            f"({entry.nlink} names, {inside[entry.key]} inside)")
+    return findings
+
+
+def fingerprint(folder: Path, *, skip: str = MEMORY) -> dict[str, str]:
+    """sha256 of every regular file outside `skip` (to find what an agent changed); a link, a
+    special file, a file hard-linked from outside or an oversized one gets its kind instead."""
+    entries = walk(folder)
+    inside = links_inside(entries)
+    out = {}
+    for rel, entry in entries.items():
+        if rel == skip or rel.startswith(skip + "/") or entry.kind == "folder":
+            continue
+        out[rel] = _digest(folder, rel, entry, entries, inside)
+    return out
+
+
+def _digest(folder: Path, rel: str, entry: Entry, entries: dict[str, Entry], inside: Counter[tuple[int, int]]) -> str:
+    if entry.kind != "file":
+        return entry.kind
+    if outside_link(entry, inside):
+        return "hard link from outside"
+    if entry.size > FILE_MAX_BYTES:
+        return f"{entry.size} bytes"
+    try:
+        got = read_regular(folder, rel, max_bytes=FILE_MAX_BYTES, entries=entries)
+    except Refused:
+        return "refused"
+    return sha256_bytes(got[0]) if got is not None else "missing"
+
+
 def restore(folder: Path, files: dict[str, str]) -> list[str]:
-    """Put `files` back as written and remove anything else outside memory/; return what changed."""
+    """Put `files` back as written, keep memory/ (the agent's) as plain folders and regular
+    files, and remove everything else; return what changed, names shown safely (`show`)."""
+    entries = walk(folder)
+    inside = links_inside(entries)
     expected = {rel: sha256_text(text) for rel, text in files.items()}
-    actual = fingerprint(folder)
-    changed = sorted(rel for rel in set(expected) | set(actual) if expected.get(rel) != actual.get(rel))
-    for rel in changed:
-        path = folder / rel
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        if rel in files:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(files[rel], "utf-8")
-    # empty folders an agent created outside memory/
-    for path in sorted(folder.rglob("*"), reverse=True):
-        rel = path.relative_to(folder).as_posix()
-        if path.is_dir() and not path.is_symlink() and not rel.startswith("memory") and rel != "sessions" and not any(path.iterdir()):
-            path.rmdir()
-    return changed
+    folders = {rel for rel, kind in expected_layout(files, notes=True).items() if kind == "folder"}
+    changed: list[str] = []
+    removed: list[str] = []
+    for rel, entry in entries.items():  # parents before children
+        if any(rel.startswith(r + "/") for r in removed):
+            continue
+        if rel == MEMORY or rel.startswith(MEMORY + "/"):
+            # the agent's notes stay, but only as folders and regular files of its own
+            keep = entry.kind == "folder" or (entry.kind == "file" and rel != MEMORY and not outside_link(entry, inside))
+        elif rel in expected:
+            keep = _digest(folder, rel, entry, entries, inside) == expected[rel]
+        else:
+            keep = rel in folders and entry.kind == "folder"
+        if not keep:
+            remove(folder, rel)
+            removed.append(rel)
+            changed.append(rel)
+    for rel in sorted(folders):
+        make_dir(folder, rel)
+    for rel, text in files.items():
+        if rel not in entries or rel in changed:
+            write_file(folder, rel, text.encode("utf-8"))
+            changed.append(rel)
+    return sorted({show(rel) for rel in changed})

@@ -22,18 +22,21 @@ Audit files under `agent/` in the pack:
     cli.json                 the pinned CLI (version, binary sha256), its argv and config.toml
     events.jsonl             every CLI event as printed, wrapped with question_id (agent_event.v1)
     trajectory.jsonl         normalized steps: reads, searches, writes, MCP calls, web searches (agent_step.v1)
-    traces.jsonl             answer, status, usage (cached and reasoning tokens), time, task hashes (agent_trace.v1)
+    traces.jsonl             answer, status, usage (cached and reasoning tokens), time, task hashes, workspace findings (agent_trace.v2)
     notes.jsonl, notes/      the notes ledger and snapshots (persist on; notes_only ingest)
     workspaces/<sample_id>/  the files the agent was given
     recall.jsonl, comparison.json, COMPARISON.md   written after answering (`finalize_agent_pack`)
 Rows of a conversation's ingest pass carry `sample_id` only; every other row its `question_id`.
+
+After each process the harness treats the workspace as hostile (`_safe_fs`): it follows no
+link the agent left, reads no FIFO, device or file hard-linked from outside, deletes
+without traversing links, and records each such thing in the trace's `workspace_findings`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +53,9 @@ from memorybench.answer.agent._finalize import finalize_agent_pack
 from memorybench.answer.agent._isolation import Isolation
 from memorybench.answer.agent._process import ProcessResult, run_process
 from memorybench.answer.agent._records import AgentEvent, AgentStep, AgentTask, AgentTrace, CliIdentity, NotesRow
+from memorybench.answer.agent._safe_fs import remove_tree
 from memorybench.answer.agent._workspace import (
+    audit,
     copy_workspace,
     read_notes,
     restore,
@@ -228,6 +233,8 @@ class CodexAnswerer:
         self._valid: frozenset[str] = frozenset()
         self._template_dir: Path | None = None
         self._files: dict[str, str] = {}
+        #: whether the question workspaces hold memory/notes.md
+        self._notes = settings.persist or settings.mode == "notes_only"
 
     # -- identity --------------------------------------------------------------------
     @property
@@ -250,6 +257,7 @@ class CodexAnswerer:
         self._conversation = conversation
         self._valid = frozenset(t.dia_id for session in conversation.sessions for t in session.turns)
         folder = self.scratch / "conversations" / sid
+        remove_tree(folder, within=self.scratch)
         notes: str | None = "" if s.persist else None
         if s.mode == "workspace_files":
             self._files = write_workspace(folder, conversation, sessions=True, notes=notes)
@@ -259,14 +267,12 @@ class CodexAnswerer:
             self._files = write_workspace(folder, conversation, sessions=False, notes=ingested)
             self._snapshot_files(f"agent/workspaces/{sid}/questions", self._files)
         else:  # prompt_injected: the memory comes with the task
-            if folder.exists():
-                shutil.rmtree(folder)
             folder.mkdir(parents=True)
             self._files = {}
             if notes is not None:
                 write_notes(folder, notes)
         if s.persist:
-            write_notes(folder, self._latest_notes(sid, default=read_notes(folder)))
+            write_notes(folder, self._latest_notes(sid, default=read_notes(folder).text))
         self._template_dir = folder
 
     def _snapshot_files(self, prefix: str, files: dict[str, str]) -> None:
@@ -297,6 +303,7 @@ class CodexAnswerer:
             journal.close()
             journal.retain(keep)
         folder = self.scratch / "ingest" / sid
+        remove_tree(folder, within=self.scratch)
         files = write_workspace(folder, conversation, sessions=True, notes="")
         self._snapshot_files(f"agent/workspaces/{sid}/ingest", files)
         assert self.ingest_template is not None
@@ -304,9 +311,13 @@ class CodexAnswerer:
         record = AgentTask(template=self.ingest_template.relpath, template_sha256=self.ingest_template.sha256, slots={})
         result, out, steps = self._run(folder, task, "workspace-write", self.settings.ingest_timeout_s,
                                        question_id=None, sample_id=sid, phase="ingest")
-        notes = read_notes(folder)
+        # read without following anything: notes.md made a link to the dataset must not become the notes
+        findings = audit(folder, files, notes=True)
+        read = read_notes(folder)
+        notes = read.text
         self._write_trace(None, sid, "ingest", "workspace-write", result, out, steps, task=task, record=record,
-                          payload_sha=None, notes_before=None, notes_after=_sha(notes), restored=[])
+                          payload_sha=None, notes_before=None, notes_after=_sha(notes), restored=[],
+                          findings=[*findings, *read.findings])
         if out.status != "completed":
             raise ModelCallError(f"codex ingest of {sid} ended with status {out.status} ({out.error}); "
                                  "check the provider (or raise answerer.ingest_timeout_s), then rerun to resume")
@@ -314,7 +325,7 @@ class CodexAnswerer:
         self.pack.write_text(relpath, notes)
         self.notes_ledger.append(NotesRow(sample_id=sid, phase="ingest", notes_sha256=_sha(notes),
                                           bytes=len(notes.encode("utf-8")), path=relpath, changed=bool(notes)).row())
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder, within=self.scratch)
         return notes
 
     # -- questions -------------------------------------------------------------------
@@ -326,31 +337,41 @@ class CodexAnswerer:
     def answer(self, asked: AskedQuestion, memory: str) -> Answer:
         s = self.settings
         assert self._template_dir is not None and self._conversation is not None, "start_conversation first"
+        findings: list[str] = []
         if s.persist:
             workspace = self._template_dir
         else:
             workspace = self.scratch / "questions" / asked.question_id
-            copy_workspace(self._template_dir, workspace)
+            remove_tree(workspace, within=self.scratch)
+            findings += copy_workspace(self._template_dir, workspace)
         task, record, payload_sha = self._task(asked, memory)
-        notes_before = _sha(read_notes(workspace)) if s.persist else None
+        notes_before = None
+        if s.persist:
+            before = read_notes(workspace)
+            notes_before, findings = _sha(before.text), [*findings, *before.findings]
         result, out, steps = self._run(workspace, task, s.sandbox, s.timeout_s,
                                        question_id=asked.question_id, sample_id=asked.sample_id, phase="answer")
+        findings += audit(workspace, self._files, notes=self._notes)
         restored: list[str] = []
         notes_after = None
         if s.persist:
-            notes = read_notes(workspace)
+            after = read_notes(workspace)
+            notes, findings = after.text, [*findings, *after.findings]
             notes_after = _sha(notes)
             restored = restore(workspace, self._files)
+            # the workspace's notes become what the harness took (nothing the agent linked in,
+            # no more than the size bound): what the next question sees is the snapshot
+            write_notes(workspace, notes)
             relpath = f"agent/notes/{asked.question_id}.md"
             self.pack.write_text(relpath, notes)
             self.notes_ledger.append(NotesRow(question_id=asked.question_id, sample_id=asked.sample_id, phase="answer",
                                               notes_sha256=notes_after, bytes=len(notes.encode("utf-8")), path=relpath,
                                               changed=notes_after != notes_before).row())
         else:
-            shutil.rmtree(workspace, ignore_errors=True)
+            remove_tree(workspace, within=self.scratch)
         self._write_trace(asked.question_id, asked.sample_id, "answer", s.sandbox, result, out, steps, task=task,
                           record=record, payload_sha=payload_sha, notes_before=notes_before, notes_after=notes_after,
-                          restored=restored)
+                          restored=restored, findings=list(dict.fromkeys(findings)))
         if out.status == "failed" and s.on_failure == "abort":
             raise ModelCallError(f"codex failed on {asked.question_id}: {out.error}; fix the cause and rerun the same "
                                  "command to resume (or set answerer.on_failure=record to keep failures as empty answers)")
@@ -403,8 +424,7 @@ class CodexAnswerer:
              sample_id: str, phase: str) -> tuple[ProcessResult, Outcome, list[dict[str, Any]]]:
         # a fresh CODEX_HOME, HOME and TMPDIR per process: nothing of an earlier question's thread is left to read
         proc_dir = self.scratch / "processes" / (question_id or f"{sample_id}.{phase}")
-        if proc_dir.exists():
-            shutil.rmtree(proc_dir)
+        remove_tree(proc_dir, within=self.scratch)
         for sub in ("codex_home", "home", "tmp"):
             (proc_dir / sub).mkdir(parents=True)
         (proc_dir / "codex_home" / "config.toml").write_text(self.config_toml, "utf-8")
@@ -413,7 +433,9 @@ class CodexAnswerer:
         try:
             result = run_process(argv, stdin_text=task, env=self.env(proc_dir), cwd=str(workspace), timeout_s=timeout_s)
         finally:
-            shutil.rmtree(proc_dir, ignore_errors=True)
+            # HOME and TMPDIR were the agent's to write: removed without following its links
+            with contextlib.suppress(OSError):
+                remove_tree(proc_dir, within=self.scratch)
         lines = [self._redact(line) for line in result.lines]
         result.stderr_tail = self._redact(result.stderr_tail)
         events = parse_lines(lines)
@@ -427,7 +449,8 @@ class CodexAnswerer:
 
     def _write_trace(self, question_id: str | None, sample_id: str, phase: str, sandbox: str, result: ProcessResult,
                      out: Outcome, steps: list[dict[str, Any]], *, task: str, record: AgentTask, payload_sha: str | None,
-                     notes_before: str | None, notes_after: str | None, restored: list[str]) -> None:
+                     notes_before: str | None, notes_after: str | None, restored: list[str],
+                     findings: list[str]) -> None:
         s = self.settings
         trace = AgentTrace(
             question_id=question_id, sample_id=sample_id, phase=phase, mode=s.mode, persist=s.persist, sandbox=sandbox,
@@ -438,7 +461,7 @@ class CodexAnswerer:
             started_at=result.started_at, ended_at=result.ended_at, thread_id=out.thread_id,
             agent_task_sha256=_sha(task), reader_payload_sha256=payload_sha, task=record,
             events=len(result.lines), steps=len(steps), notes_before_sha256=notes_before, notes_after_sha256=notes_after,
-            workspace_restored=restored, stderr_tail=result.stderr_tail or None,
+            workspace_restored=restored, stderr_tail=result.stderr_tail or None, workspace_findings=findings,
         )
         self.traces.append(trace.row())
 
@@ -474,8 +497,7 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
         key_env = None  # an OpenAI-compatible server without a key: no Authorization header
     # the run's own folder (never the configured folder itself, which may hold other things)
     scratch = (Path(s.scratch_dir).expanduser() if s.scratch_dir else cache_dir / "agent").resolve() / pack.root.name
-    if scratch.exists():
-        shutil.rmtree(scratch)  # a fresh CODEX_HOME per run; workspaces are rebuilt from the pack
+    remove_tree(scratch, within=scratch.parent)  # a fresh CODEX_HOME per run; workspaces are rebuilt from the pack
     for sub in ("conversations", "processes", "probe"):
         (scratch / sub).mkdir(parents=True, exist_ok=True)
 
