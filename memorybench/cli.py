@@ -11,6 +11,7 @@
     memorybench collect-full PACKS...     one collected pack, repeated strings stored once
     memorybench report DESIGN             tables and figures from conf/analysis/DESIGN.yaml
     memorybench track PACKS...            log finished packs to MLflow
+    memorybench pull GS_URI DIR           copy a finished pack from a bucket to a local folder
     memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
     memorybench wave STAGE --root ROOT    run a later stage over every finished pack
 """
@@ -77,9 +78,10 @@ def cmd_qa(args: Sequence[str]) -> int:
     finally:
         # the driver (never a remote task) logs every finished pack of the sweep to MLflow
         if specs:
-            from memorybench.tracking import log_run_specs
+            from memorybench.tracking import log_run_specs, print_tracking
 
-            log_run_specs(specs)
+            for result in log_run_specs(specs):
+                print_tracking(result)
     return 0
 
 
@@ -132,6 +134,7 @@ COMMANDS = {
     "collect-full": _stage("memorybench.stages.collect", "collect_main"),
     "report": _stage("memorybench.stages.report", "report_main"),
     "track": _stage("memorybench.tracking", "track_main"),
+    "pull": _stage("memorybench.stages.pull", "pull_main"),
 }
 
 

@@ -1,8 +1,9 @@
 """Run identity: canonical resolved config + the code it names -> sha256 -> a readable run id.
 
 The hash leaves out what does not change the experiment (DESIGN.md 3): the `hydra` node,
-paths, storage, tracking, the price table, the experiment name, and per-endpoint
-operational settings (timeouts, retries, pacing, cache). It takes in what the config
+paths, storage, tracking, the price table, the experiment name, per-endpoint
+operational settings (timeouts, retries, pacing, cache) and the memory's failure bound
+(`max_failed_share`). It takes in what the config
 only names: the sha256 of every prompt file it names (`reader.prompt`, `writer.prompt`,
 `memory.prompts`), and the name, version and source hash of every plugin whose
 components the run uses, so editing a prompt or a plugin gives a new run id. The same
@@ -30,6 +31,8 @@ OPERATIONAL_KEYS = frozenset(
 ANSWERER_OPERATIONAL_KEYS = frozenset(
     {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s"}
 )
+#: how much failure a run tolerates, not what it asks: raising it resumes the same pack
+MEMORY_OPERATIONAL_KEYS = frozenset({"max_failed_share"})
 HEX_DIGITS = 12
 
 
@@ -88,6 +91,8 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
     for group in ENDPOINT_GROUPS:
         if isinstance(out.get(group), dict):
             out[group] = {k: v for k, v in out[group].items() if k not in OPERATIONAL_KEYS}
+    if isinstance(out.get("memory"), dict):
+        out["memory"] = {k: v for k, v in out["memory"].items() if k not in MEMORY_OPERATIONAL_KEYS}
     answerer = out.get("answerer")
     if isinstance(answerer, dict):
         out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS}

@@ -15,6 +15,7 @@ import yaml
 from hydra import initialize_config_dir
 
 from memorybench import CONF_DIR
+from memorybench.config import load_component_configs
 from memorybench.errors import UserError
 from memorybench.plan import RunSpec, compose_spec, sweep_jobs
 from memorybench.run_id import identity_config
@@ -65,6 +66,9 @@ OPTIONS = _options()
 
 @contextmanager
 def _conf(conf_dir: Path = CONF_DIR) -> Iterator[None]:
+    # the components' own schema nodes, as `plan`'s hydra_context stores them (without this
+    # a test run alone would depend on another test file having imported the codex module)
+    load_component_configs()
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="test_config_options"):
         yield
 

@@ -17,7 +17,7 @@ stage that is not installed fails before anything starts, naming what is missing
 
 A pack-scope task fetches its pack (`fetch_pack`: in place for a local root, a download
 for gs://), calls the stage on it, and publishes the files the stage added (markers such
-as `autorater/_SUCCESS` last, create-only); a stage never changes what an earlier stage
+as `autorater/<judge id>/_SUCCESS` last, create-only); a stage never changes what an earlier stage
 wrote, so a changed file is reported, not uploaded. A pack whose stage marker exists is
 skipped. A design-scope task fetches every finished pack of its experiment name and
 publishes what the stage wrote under `<root>/<name>/` (e.g. `<name>/collected/...`).
@@ -34,7 +34,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -66,12 +66,15 @@ class WaveStage:
     job: str
     #: pack scope: a file inside the pack that says the stage is done (skipped then)
     marker: Optional[str] = None
+    #: pack scope: `module:function(stage_args) -> marker or None`, for a marker that depends on
+    #: the stage's arguments (the autorater's: the named judge's folder); replaces `marker`
+    marker_of: Optional[str] = None
 
 
 for _stage in (
     WaveStage(
         "autorater", "memorybench.stages.autorater:autorater_main", "pack", ("{pack}", "--quiet"), "memorybench-autorater",
-        "autorater/_SUCCESS",
+        marker_of="memorybench.stages.autorater:wave_marker",
     ),
     WaveStage("rescore", "memorybench.cli:cmd_rescore", "pack", ("{pack}",), "memorybench-autorater"),
     WaveStage(
@@ -206,6 +209,8 @@ def run_wave(
     if executor == "cloudrun" and not str(root).startswith("gs://"):
         raise UserError(f"a Cloud Run wave reads packs from storage its tasks can reach: pass --root gs://BUCKET/PREFIX, not {root!r}")
     storage = open_storage(root)
+    if stage.marker_of:
+        stage = replace(stage, marker=resolve_entry(stage.marker_of)(stage_args))  # type: ignore[arg-type]
     items, done = plan_wave(stage, storage, names=names, runs=runs, force=force)
     for pack in done:
         say(f"{pack}: {stage.marker} exists; skipped")

@@ -113,6 +113,7 @@ def run_qa_task(manifest: CloudRunManifest, ctx: TaskContext) -> int:
 def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) -> int:
     from omegaconf import OmegaConf
 
+    from memorybench.pack.success import reclose
     from memorybench.storage import SUCCESS, join, open_storage, publish_pack
 
     if job.index != ctx.index:
@@ -140,6 +141,8 @@ def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) 
         prov_path = Path(result.pack_root) / PROVENANCE_FILE
         prov_path.parent.mkdir(parents=True, exist_ok=True)
         prov_path.write_text(task_provenance(manifest, job, ctx, started_at).dump(), "utf-8")
+        # both were written after qa closed the pack: its _SUCCESS records their bytes too
+        reclose(result.pack_root, ("config.resolved.yaml", PROVENANCE_FILE))
         published = publish_pack(result.pack_root, storage, job.pack_relpath)
         # published: the local copy is no longer needed (a kept work folder only serves a retry's resume)
         cleanup = True

@@ -2,6 +2,10 @@
 
 `usage_summary` sums a journal of traced calls (reader, judge); `UsageMeter` is the running
 meter of the writer and the embedder, whose snapshots give each build's cost.
+`build_usage` sums those build costs (`memory/build_cost.jsonl`), `agent_usage` the Codex
+agent's processes (`agent/traces.jsonl`), and `total_usage` adds the parts of one run:
+metrics.json's `usage.build`, `usage.agent` and `usage.total`. In these three a cost that
+is not known is null, never 0: one unknown part makes the total unknown.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from memorybench.llm.pricing import call_cost
+from memorybench.llm.records import Usage
 from memorybench.stats import mean, percentile
 
 
@@ -34,6 +40,58 @@ def usage_summary(traces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "mean": mean(latencies),
         },
     }
+
+
+def _part(calls: int, prompt_tokens: int, completion_tokens: int, costs: Sequence[float | None], **extra: Any) -> dict[str, Any]:
+    known = all(c is not None for c in costs)
+    cost = round(sum(c for c in costs if c is not None), 10) if known else None
+    return {"calls": calls, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, **extra,
+            "cost_usd": cost, "cost_known": known}
+
+
+def build_usage(build_costs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The memory build's writer and embedder calls, from `memory/build_cost.jsonl` rows.
+
+    `prompt_tokens` counts the embedder's billed tokens with the writer's prompt tokens
+    (both are input); `cost_usd` is the rows' summed `cost_usd`, null when any is null.
+    """
+    calls = prompt = completion = 0
+    for row in build_costs:
+        writer, embedder = row.get("writer") or {}, row.get("embedder") or {}
+        calls += int(writer.get("calls", 0)) + int(embedder.get("calls", 0))
+        prompt += int(writer.get("prompt_tokens", 0)) + int(embedder.get("tokens", 0))
+        completion += int(writer.get("completion_tokens", 0))
+    return _part(calls, prompt, completion, [row.get("cost_usd") for row in build_costs])
+
+
+def agent_usage(traces: Sequence[Mapping[str, Any]], prices: Mapping[str, Any]) -> dict[str, Any]:
+    """The Codex agent's processes, from `agent/traces.jsonl` rows (one per `codex exec`):
+    their `usage` sums the `turn.completed` events (input_tokens, which include
+    cached_input_tokens, and output_tokens). Priced by the run's own price table (the
+    pack's config.resolved.yaml `pricing`) when the trace's model is in it."""
+    prompt = completion = cached = 0
+    costs: list[float | None] = []
+    for row in traces:
+        usage = row.get("usage") or {}
+        used = Usage(prompt_tokens=int(usage.get("input_tokens", 0)), completion_tokens=int(usage.get("output_tokens", 0)),
+                     cached_tokens=int(usage.get("cached_input_tokens", 0)))
+        prompt, completion, cached = prompt + used.prompt_tokens, completion + used.completion_tokens, cached + used.cached_tokens
+        costs.append(call_cost(str(row.get("model") or ""), used, prices))
+    return _part(len(traces), prompt, completion, costs, cached_tokens=cached)
+
+
+def total_usage(parts: Sequence[Mapping[str, Any]], questions: int) -> dict[str, Any]:
+    """The sum of a run's parts (the build and the answers); `cost_per_question_usd` over
+    the `questions` answered. A part's cost counts only when its `cost_known`."""
+    total = _part(
+        sum(int(p["calls"]) for p in parts),
+        sum(int(p["prompt_tokens"]) for p in parts),
+        sum(int(p["completion_tokens"]) for p in parts),
+        [p["cost_usd"] if p.get("cost_known") else None for p in parts],
+    )
+    cost = total["cost_usd"]
+    total["cost_per_question_usd"] = round(cost / questions, 10) if cost is not None and questions else None
+    return total
 
 
 class UsageMeter:

@@ -13,7 +13,10 @@
   when the pack already commits a conversation's memory (its manifest row), loads it
   from there instead of building again: a resumed run pays for no writer call twice.
   Methods that qa.py builds up front by software alone (full_context, released
-  summaries) are rebuilt instead: they write nothing and cost nothing.
+  summaries) are rebuilt instead: they write nothing and cost nothing;
+- stops the run (`check_writer_failures`, called by qa.py once a conversation's memory is
+  committed and before any question over it) when more than `memory.max_failed_share`
+  of the writer tasks failed (`_failures.py`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
+from memorybench.memory._failures import check_failed_share, failed_share_limit, writer_tally
 from memorybench.memory._records import BuildCost, Retrieval, StoredMemory
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.pack import layout
 from memorybench.registry import MEMORY
 
 
@@ -96,6 +101,8 @@ class ManagedMethod:
         self.uses_embedder: bool = bool(getattr(inner, "uses_embedder", False))
         self.writer_templates: dict[str, frozenset[str]] = dict(getattr(inner, "writer_templates", {}) or {})
         self.max_memory_tokens = budget_of(cfg)
+        #: the most writer tasks that may fail, as a share (None: the method has no writer bound)
+        self.max_failed_share = failed_share_limit(cfg.memory)
         #: "local clone of ...", for packs and tables (None for our own methods)
         self.clone_of: str | None = getattr(inner, "clone_of", None)
 
@@ -142,7 +149,7 @@ class ManagedMethod:
         if built.text is None and self.max_memory_tokens is not None:
             built.metadata["budget"] = {"max_memory_tokens": self.max_memory_tokens,
                                         "applied": f"per question: memory/{self.name}/retrievals.jsonl"}
-        ctx.pack.journal("memory/build_cost.jsonl").append(
+        ctx.pack.journal(layout.BUILD_COST).append(
             BuildCost(sample_id=sid, method=self.name, latency_s=round(seconds, 6), writer=writer, embedder=embedder,
                       cost_usd=cost, item_count=len(built.items), memory_tokens=memory_tokens)
         )
@@ -153,6 +160,15 @@ class ManagedMethod:
                              text=built.text, metadata=built.metadata, state=built.state),
             )
         return built
+
+    def check_writer_failures(self, pack: Any) -> None:
+        """Stop (UserError) when more than `memory.max_failed_share` of the writer tasks of the
+        conversations committed so far failed; their memory stays in the pack."""
+        if not self.uses_writer or self.max_failed_share is None:
+            return
+        tally = writer_tally(pack.journal(layout.BUILD_COST).rows())
+        check_failed_share(tally, self.max_failed_share, method=self.name,
+                           failures_file=str(pack.root / layout.WRITER_FAILURES))
 
     def _labels(self, ctx: BuildContext) -> dict[str, Any]:
         labels: dict[str, Any] = {}

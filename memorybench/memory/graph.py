@@ -16,10 +16,15 @@ from typing import Any, ClassVar, Optional
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._context import session_text
+from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
+
+
+store_schema("memory", "graph", WriterMemoryConfig)  # no keys of its own beyond the writer bound
 
 
 def norm(name: str) -> str:

@@ -28,10 +28,11 @@ import numpy as np
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from memorybench.config import MemoryConfig, store_schema
+from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation, Session, Turn
 from memorybench.embed import rank
 from memorybench.errors import UserError
+from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
@@ -40,7 +41,7 @@ CLONE_OF = "Mem0 (Chhikara et al., 2025): extraction and update phases, vector m
 
 
 @dataclass
-class Mem0Config(MemoryConfig):
+class Mem0Config(WriterMemoryConfig):
     #: memories per speaker per question
     top_k: Optional[int] = None
     #: stored memories shown to the update call for each candidate fact

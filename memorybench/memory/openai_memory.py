@@ -18,10 +18,11 @@ from typing import Any, ClassVar, Optional
 
 from omegaconf import DictConfig
 
-from memorybench.config import MemoryConfig, store_schema
+from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import UserError
 from memorybench.memory._context import session_text
+from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.mem0 import FactsReply
 from memorybench.registry import MEMORY
@@ -30,7 +31,7 @@ CLONE_OF = "ChatGPT saved memories (the Mem0 paper's OpenAI baseline): a bounded
 
 
 @dataclass
-class OpenAIMemoryConfig(MemoryConfig):
+class OpenAIMemoryConfig(WriterMemoryConfig):
     #: the most saved facts kept per speaker
     max_facts: Optional[int] = None
 

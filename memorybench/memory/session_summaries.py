@@ -15,10 +15,11 @@ from typing import Any, ClassVar, Optional
 
 from omegaconf import DictConfig
 
-from memorybench.config import MemoryConfig, store_schema
+from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import DataError, UserError
 from memorybench.memory._context import session_text
+from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
 
@@ -26,7 +27,9 @@ SOURCES = ("released", "writer")
 
 
 @dataclass
-class SessionSummariesConfig(MemoryConfig):
+class SessionSummariesConfig(WriterMemoryConfig):
+    """`max_failed_share` applies with `source=writer` only."""
+
     #: `released` (the file's summaries) or `writer` (needs writer.model)
     source: Optional[str] = None
 

@@ -1,22 +1,28 @@
-"""Records of the `autorater` stage, written under `autorater/` inside a finished pack.
+"""Records of the `autorater` stage, written under `autorater/<judge id>/` inside a finished pack.
 
 Each has a `schema` version, like every record of a pack (`memorybench.pack.schemas`).
+A judge is named by its `JudgeIdentity` (`judge_identity.v1`): the folder it writes is
+`autorater/<JudgeIdentity.judge_id>/`, so several judges of one pack coexist.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, Literal, Optional
 
 from pydantic import Field
 
+from memorybench.hashing import sha256_json
 from memorybench.llm.records import Attempt, ChatResult, ModelIdentity
+from memorybench.names import MAX_CHARS, path_component
 from memorybench.records import Record
 
 VerdictStatus = Literal["CORRECT", "WRONG", "SKIPPED", "FAILED"]
 
 
 class AutoraterVerdict(Record, schema="autorater_verdict.v1"):
-    """One (question, pass): appended to autorater_verdicts.jsonl once it is decided.
+    """One (question, pass) of one judge: appended to its autorater_verdicts.jsonl once it is decided.
 
     Nothing here depends on the clock, so a resumed run writes the same bytes as an
     uninterrupted one.
@@ -64,7 +70,7 @@ class JudgeRequest(Record):
     response_format: dict[str, Any]
     #: the one message's role (Mem0 sends no system message)
     role: Literal["user"] = "user"
-    #: the template file, relative to the pack
+    #: the template file, relative to the judge's folder (`prompts/<file>`)
     template: str
     template_sha256: str
     #: question, gold_answer, generated_answer exactly as substituted
@@ -89,15 +95,83 @@ class JudgeTrace(Record, schema="judge_trace.v1"):
     attempts: Optional[list[Attempt]] = None
 
 
-class AutoraterMeta(Record, schema="autorater_meta.v1"):
-    """What judged this pack; a resumed run must use the same judge."""
+#: the protocol of a judge identity that names none (what `judge.protocol` defaults to)
+_DEFAULT_PROTOCOL = "mem0"
+#: hex digits of the identity's sha256 in a judge id
+JUDGE_ID_HEX = 8
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
+
+def _slug(text: str) -> str:
+    """`text` with every run of characters a folder name cannot hold as one `-` (readable, not unique)."""
+    return _UNSAFE.sub("-", text).strip(".-") or "model"
+
+
+class JudgeIdentity(Record, schema="judge_identity.v1"):
+    """Who a judge is: what decides the verdicts it gives, and so the folder it writes.
+
+    Where it is served (provider, base URL), how it is paced and retried, and how many
+    passes it makes are not part of it: the same judge behind another URL is the same judge,
+    and adding passes adds to its folder. The model that answered is recorded in the meta
+    (`judge.answered`), known only after calls.
+    """
+
+    #: the registered judge protocol (memorybench.registry.JUDGES, config `judge.protocol`), e.g. `mem0`
+    protocol: str
+    #: the model as configured (`judge.model`; for provider=local `auto` or a registry name)
+    model: str
+    #: sha256 of the judge template (for mem0: the pinned ACCURACY_PROMPT)
+    prompt_sha256: str
+    temperature: float
+    response_format: dict[str, Any]
+
+    def sha256(self) -> str:
+        """sha256 of the canonical JSON of this record (`schema` included)."""
+        return sha256_json(self.model_dump(mode="json", by_alias=True))
+
+    @property
+    def judge_id(self) -> str:
+        """`<protocol>-<model>-<8 hex of sha256()>`, e.g. `mem0-gpt-4o-mini-1a2b3c4d`: readable,
+        and one path component (the model's `/`, `:` and the like become `-`; a long model
+        name is cut, the hash keeps ids apart)."""
+        digest = self.sha256()[:JUDGE_ID_HEX]
+        protocol = _slug(self.protocol)
+        room = MAX_CHARS - len(protocol) - len(digest) - 2
+        model = _slug(self.model)[:room].rstrip(".-") or "model"
+        return path_component(f"{protocol}-{model}-{digest}", "judge id", "a judge protocol or model name with other characters")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], *, prompt_sha256: str, response_format: Mapping[str, Any],
+                      model: str) -> JudgeIdentity:
+        """The identity of a legacy (`autorater_meta.v1`) judge, from the settings it recorded."""
+        return cls(
+            protocol=str(settings.get("protocol") or _DEFAULT_PROTOCOL),
+            model=str(settings.get("model") or model),
+            prompt_sha256=str(settings.get("prompt_sha256") or prompt_sha256),
+            temperature=float(settings.get("temperature") or 0.0),
+            response_format=dict(settings.get("response_format") or response_format),
+        )
+
+
+class AutoraterMeta(Record, schema="autorater_meta.v2"):
+    """`autorater/<judge id>/autorater_meta.json`: which judge this folder is, and how it ran.
+
+    A folder's verdicts all come from one judge: a run that would add verdicts with other
+    request settings (`judge_settings`) or another model sent is refused; a folder without
+    a verdict is not held to anything (its meta is rewritten by the next start).
+    """
+
+    #: the folder's name: `identity.judge_id`
+    judge_id: str
+    identity: JudgeIdentity
     run_id: Optional[str] = None
+    #: passes over every row this folder holds (or is being completed to); `--passes` above it adds passes
     passes: int
     #: the judge config as composed (operational keys included; no secrets: keys are never in config)
     judge_config: dict[str, Any]
-    #: the fields that decide what is asked; a resume with different ones is refused
-    judge_identity: dict[str, Any]
+    #: what else shapes a request (max_tokens, seed, ...): the config less the identity's fields,
+    #: where it is served (name, provider, base_url) and operational settings
+    judge_settings: dict[str, Any]
     judge: ModelIdentity
     #: the model id sent in every request (for provider=local, the served model's id)
     judge_model_sent: str
@@ -111,6 +185,41 @@ class AutoraterMeta(Record, schema="autorater_meta.v1"):
     resumed: int = 0
     local_judge: bool = False
     notes: list[str] = Field(default_factory=list)
+    #: true for a judge of the flat layout (`autorater/autorater_meta.json`, `autorater_meta.v1`), read as this record
+    legacy: bool = False
+
+
+class AutoraterMetaV1(Record, schema="autorater_meta.v1"):
+    """The meta of the flat layout (`autorater/autorater_meta.json`): one judge per pack.
+    Still read (`upgrade`), never written."""
+
+    run_id: Optional[str] = None
+    passes: int
+    judge_config: dict[str, Any]
+    #: the config less operational settings, with the prompt's sha256 and the response format
+    judge_identity: dict[str, Any]
+    judge: ModelIdentity
+    judge_model_sent: str
+    prompt: dict[str, Any]
+    response_format: dict[str, Any]
+    package_versions: dict[str, str]
+    git_commit: Optional[str] = None
+    git_dirty: Optional[bool] = None
+    started_at: str
+    ended_at: Optional[str] = None
+    resumed: int = 0
+    local_judge: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+    def upgrade(self) -> AutoraterMeta:
+        """This meta as an `autorater_meta.v2` record (`legacy=True`): its identity from what it recorded."""
+        identity = JudgeIdentity.from_settings(
+            self.judge_identity, prompt_sha256=str(self.prompt.get("sha256", "")), response_format=self.response_format,
+            model=self.judge_model_sent,
+        )
+        fields = self.model_dump(exclude={"schema_", "judge_identity"})
+        return AutoraterMeta(**fields, judge_id=identity.judge_id, identity=identity, judge_settings=dict(self.judge_identity),
+                             legacy=True)
 
 
 # -- autorater_metrics.json ------------------------------------------------------------------
@@ -196,7 +305,7 @@ class CategoryMeans(Record):
 
 
 class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
-    """`autorater/autorater_metrics.json`: J, Mem0's F1 and BLEU-1, counts and judge usage,
+    """`autorater/<judge id>/autorater_metrics.json`: J, Mem0's F1 and BLEU-1, counts and judge usage,
     computed from the stored verdicts and traces only (no model, no clock)."""
 
     run_id: Optional[str] = None

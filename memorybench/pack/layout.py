@@ -42,13 +42,21 @@ AGENT_CLI = "agent/cli.json"
 AGENT_COMPARISON = "agent/comparison.json"
 AGENT_WORKSPACES = "agent/workspaces"
 
+# The autorater keeps one folder per judge, `autorater/<judge id>/` (DESIGN.md 4.4), so that
+# several judges of one pack coexist; the judge id is `JudgeIdentity.judge_id`
+# (memorybench.pack.autorater_schemas). Each judge folder holds the files named below.
 AUTORATER = "autorater"
-AUTORATER_VERDICTS = "autorater/autorater_verdicts.jsonl"
-AUTORATER_TRACES = "autorater/traces.jsonl"
-AUTORATER_METRICS = "autorater/autorater_metrics.json"
-AUTORATER_META = "autorater/autorater_meta.json"
-AUTORATER_SUCCESS = "autorater/_SUCCESS"
-AUTORATER_PROMPTS = "autorater/prompts"
+JUDGE_VERDICTS = "autorater_verdicts.jsonl"
+JUDGE_TRACES = "traces.jsonl"
+JUDGE_METRICS = "autorater_metrics.json"
+JUDGE_META = "autorater_meta.json"
+JUDGE_PROMPTS = "prompts"
+#: the judges' response cache (judge.cache=true without a cache folder): content-addressed
+#: by request, so every judge of the pack shares it
+AUTORATER_CACHE = "autorater/cache"
+#: folders directly under autorater/ that are not a judge's: a pack judged before judges had
+#: folders (the flat layout, `autorater/autorater_metrics.json`) has these beside its files
+AUTORATER_SHARED = ("prompts", "cache")
 
 CLOUDRUN_PROVENANCE = "provenance/cloudrun.json"
 
@@ -66,3 +74,27 @@ def blob(sha256: str) -> str:
 def method_store(method: str, sample_id: str) -> str:
     """What a memory method built for one conversation (`memory/<method>/<sample_id>.json`)."""
     return f"{MEMORY}/{method}/{sample_id}.json"
+
+
+def autorater_dir(judge_id: str) -> str:
+    """One judge's folder (`autorater/<judge id>`)."""
+    return f"{AUTORATER}/{judge_id}"
+
+
+def autorater_file(judge_id: str, name: str) -> str:
+    """A file of one judge's folder: `autorater_file(judge_id, JUDGE_METRICS)`, `..., SUCCESS)`."""
+    return f"{AUTORATER}/{judge_id}/{name}"
+
+
+def legacy_autorater_file(name: str) -> str:
+    """A file of the flat layout, written before judges had folders (`autorater/<name>`)."""
+    return f"{AUTORATER}/{name}"
+
+
+def judge_of(relpath: str) -> str | None:
+    """The judge id whose folder holds `relpath`; None outside autorater/ and for the flat
+    layout's files (`autorater/autorater_metrics.json`, `autorater/prompts/...`)."""
+    parts = relpath.split("/")
+    if len(parts) < 3 or parts[0] != AUTORATER or parts[1] in AUTORATER_SHARED:
+        return None
+    return parts[1]

@@ -4,7 +4,8 @@
     meta = pack.meta()                     # RunMeta
     for p in pack.predictions(): ...       # Prediction, in file order
     pack.records(layout.LINEAGE)           # any journal, each row validated against its schema
-    pack.autorater_metrics()               # AutoraterMetrics, or None before the autorater ran
+    pack.judges()                          # ids of the finished judges: ["mem0-gpt-4o-mini-1a2b3c4d", ...]
+    pack.autorater_metrics(judge_id)       # AutoraterMetrics of one judge, or None before it ran
     pack.table(layout.PREDICTIONS, schema) # chosen fields of a journal as an Arrow table (aggregate)
 
 Rows are framed by `\\n` only: journals write U+2028 and other Unicode line separators
@@ -26,7 +27,7 @@ from pydantic import ValidationError
 
 from memorybench.errors import UserError
 from memorybench.pack import layout
-from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetrics, AutoraterVerdict, JudgeTrace
+from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, AutoraterMetrics, AutoraterVerdict, JudgeTrace
 from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
 from memorybench.records import Record, SchemaError, parse_record
 from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
@@ -35,6 +36,9 @@ if TYPE_CHECKING:  # pyarrow is imported only by `table`
     import pyarrow as pa
 
 T = TypeVar("T", bound=Record)
+
+#: the id of a flat-layout judge without a meta file to name it
+LEGACY_JUDGE = "legacy"
 
 
 class PackError(UserError):
@@ -54,6 +58,8 @@ class PackReader:
     def __init__(self, storage: Storage, relpath: str = "") -> None:
         self.storage = storage
         self.relpath = relpath.strip("/")
+        self._legacy: str | None = None
+        self._legacy_read = False
 
     @classmethod
     def open(cls, location: str | os.PathLike[str] | PackReader) -> PackReader:
@@ -177,21 +183,74 @@ class PackReader:
         """The reader's traces (none for an agent's pack)."""
         return list(self.records(layout.READER_TRACES, ReaderTrace))
 
-    # -- the autorater's files (a later stage: each may be absent) ------------------------
-    def autorater_done(self) -> bool:
-        return self.exists(layout.AUTORATER_SUCCESS)
+    # -- the autorater's judges (a later stage: each may be absent) -----------------------
+    # One folder per judge, `autorater/<judge id>/` (layout.autorater_file). A pack judged
+    # before judges had folders keeps its files flat in `autorater/` (autorater_meta.v1):
+    # that is one judge, its id computed from its meta as a new judge's is (`legacy` when
+    # it has no meta), so the same judge has the same id in either layout. Where a judge
+    # folder and the flat files name the same id, the folder is read.
+    def _legacy_judge(self) -> str | None:
+        """The flat layout's judge id, or None when the pack has no flat autorater files."""
+        if not self._legacy_read:  # the flat layout is never written again: look once
+            names = (layout.JUDGE_META, layout.JUDGE_METRICS, layout.JUDGE_VERDICTS, layout.SUCCESS)
+            flat = [layout.legacy_autorater_file(n) for n in names]
+            present = [rel for rel in flat if self.exists(rel)]
+            meta_rel = layout.legacy_autorater_file(layout.JUDGE_META)
+            if present:
+                self._legacy = self._read_meta(meta_rel).judge_id if meta_rel in present else LEGACY_JUDGE
+            self._legacy_read = True
+        return self._legacy
 
-    def autorater_meta(self) -> AutoraterMeta | None:
-        return self.record(layout.AUTORATER_META, AutoraterMeta) if self.exists(layout.AUTORATER_META) else None
+    def _read_meta(self, relpath: str) -> AutoraterMeta:
+        data = self.json(relpath)
+        # a flat-layout meta (v1) is read as the current record, its identity computed from it
+        if isinstance(data, dict) and data.get("schema") == AutoraterMetaV1.SCHEMA:
+            return self.record(relpath, AutoraterMetaV1).upgrade()
+        return self.record(relpath, AutoraterMeta)
 
-    def autorater_metrics(self) -> AutoraterMetrics | None:
-        return self.record(layout.AUTORATER_METRICS, AutoraterMetrics) if self.exists(layout.AUTORATER_METRICS) else None
+    def judge_path(self, judge_id: str, name: str) -> str:
+        """Where one judge's file `name` (layout.JUDGE_METRICS, layout.SUCCESS, ...) is, relative
+        to the pack: in its folder, or flat for the flat layout's judge (when no folder of the
+        same id was started: a folder with a meta is read before the flat files)."""
+        if judge_id == self._legacy_judge() and not self.exists(layout.autorater_file(judge_id, layout.JUDGE_META)):
+            return layout.legacy_autorater_file(name)
+        return layout.autorater_file(judge_id, name)
 
-    def verdicts(self) -> list[AutoraterVerdict]:
-        return list(self.records(layout.AUTORATER_VERDICTS, AutoraterVerdict))
+    def judges(self) -> list[str]:
+        """The ids of the judges whose folder is finished (has its `_SUCCESS`), sorted."""
+        found = set()
+        for key in self.storage.list(self._key(layout.AUTORATER) + "/"):
+            rel = key[len(self.relpath) + 1 :] if self.relpath else key
+            judge = layout.judge_of(rel)
+            if judge is not None and rel == layout.autorater_file(judge, layout.SUCCESS):
+                found.add(judge)
+        legacy = self._legacy_judge()
+        if legacy is not None and self.exists(self.judge_path(legacy, layout.SUCCESS)):
+            found.add(legacy)
+        return sorted(found)
 
-    def judge_traces(self) -> list[JudgeTrace]:
-        return list(self.records(layout.AUTORATER_TRACES, JudgeTrace))
+    def only_judge(self) -> str | None:
+        """The pack's finished judge for readers that show one J: None without one; with
+        several, the first in sorted order (until such readers show J per judge id)."""
+        judges = self.judges()
+        return judges[0] if judges else None
+
+    def autorater_done(self, judge_id: str) -> bool:
+        return self.exists(self.judge_path(judge_id, layout.SUCCESS))
+
+    def autorater_meta(self, judge_id: str) -> AutoraterMeta | None:
+        relpath = self.judge_path(judge_id, layout.JUDGE_META)
+        return self._read_meta(relpath) if self.exists(relpath) else None
+
+    def autorater_metrics(self, judge_id: str) -> AutoraterMetrics | None:
+        relpath = self.judge_path(judge_id, layout.JUDGE_METRICS)
+        return self.record(relpath, AutoraterMetrics) if self.exists(relpath) else None
+
+    def verdicts(self, judge_id: str) -> list[AutoraterVerdict]:
+        return list(self.records(self.judge_path(judge_id, layout.JUDGE_VERDICTS), AutoraterVerdict))
+
+    def judge_traces(self, judge_id: str) -> list[JudgeTrace]:
+        return list(self.records(self.judge_path(judge_id, layout.JUDGE_TRACES), JudgeTrace))
 
 
-__all__ = ["PackError", "PackReader", "jsonl_lines"]
+__all__ = ["LEGACY_JUDGE", "PackError", "PackReader", "jsonl_lines"]

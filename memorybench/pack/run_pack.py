@@ -18,6 +18,7 @@ from memorybench.hashing import sha256_bytes
 from memorybench.errors import UserError
 from memorybench.pack.journal import NO_SPACE, Journal, disk_full
 from memorybench.pack.schemas import Reference, ReferencePin
+from memorybench.pack.success import write_success
 
 SUCCESS = "_SUCCESS"
 
@@ -154,13 +155,9 @@ class RunPack:
         return sha, relpath
 
     def mark_success(self) -> None:
-        """Create `_SUCCESS` once; it is the last file of a finished pack."""
-        try:
-            (self.root / SUCCESS).open("x").close()
-        except OSError as e:
-            if e.errno not in NO_SPACE:
-                raise
-            raise disk_full(self.root / SUCCESS, e) from None
+        """Create `_SUCCESS` once, the last file of a finished pack: the sha256 of every
+        other file (`memorybench.pack.success`), so the pack is checked by content."""
+        write_success(self.root)
 
     # -- references ------------------------------------------------------------------
     def reference_pin(self) -> ReferencePin:

@@ -104,6 +104,24 @@ class ReferencePin(Record, schema="reference_pin.v1"):
     refs: dict[str, Reference]
 
 
+class ClosedFile(Record):
+    """One file a `_SUCCESS` closes: what its bytes were when the pack (or stage) finished."""
+
+    sha256: str
+    bytes: int
+
+
+class Success(Record, schema="success.v1"):
+    """`_SUCCESS`: the last file of a finished pack, or of a later stage's folder inside it.
+
+    `files` maps the path (relative to the pack, `/`-separated, sorted) of every file the
+    marker closes to its sha256 and size; `memorybench.pack.success` says which files a
+    marker closes, writes it and checks a pack against it.
+    """
+
+    files: dict[str, ClosedFile]
+
+
 class RunMeta(Record, schema="run_meta.v1"):
     run_id: str
     name: str
@@ -142,8 +160,17 @@ class Metrics(Record, schema="metrics.v1"):
     """`metrics.json`: the local scores of a pack, recomputed from its rows by `rescore`.
 
     Every metric is `{overall, by_category}` (category numbers as strings, LoCoMo's
-    names in `category_names`); `usage` holds the reader's calls, tokens and cost. A
-    scorer that a plugin registers adds its own `{overall, by_category}` key.
+    names in `category_names`). A scorer that a plugin registers adds its own
+    `{overall, by_category}` key.
+
+    `usage` holds what the run's model calls cost, each part present when the pack has
+    its files: `reader` (the reader's traces: calls, tokens, cost_usd summed over the
+    priced calls and `cost_known`, retries, cache hits, latency); `agent` (the Codex
+    agent's processes); `build` (the memory's writer and embedder calls, from
+    memory/build_cost.jsonl); `total` (build + reader/agent, with
+    `cost_per_question_usd`). In `agent`, `build` and `total`, `cost_usd` is null when a
+    price is unknown (`cost_known: false`), never 0. Keys added inside `usage` and the
+    `memory` entry are optional: a metrics.v1 file without them still reads.
     """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -159,6 +186,16 @@ class Metrics(Record, schema="metrics.v1"):
     exact_match: dict[str, Any]
     token_f1: dict[str, Any]
     usage: dict[str, Any] = Field(default_factory=dict)
+    #: a memory a writer model wrote: {tasks, failed, failures_file}, its writer tasks and
+    #: how many failed twice and were skipped (left out of the file for other methods)
+    memory: Optional[dict[str, Any]] = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_memory(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("memory") is None:
+            data.pop("memory", None)
+        return data
 
 
 def dump_line(record: BaseModel) -> str:

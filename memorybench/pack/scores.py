@@ -9,15 +9,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import yaml
+
 from memorybench.errors import UserError
-from memorybench.llm.usage import usage_summary
+from memorybench.llm.usage import agent_usage, build_usage, total_usage, usage_summary
+from memorybench.pack.writer_tally import writer_tally
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.score.rows import local_metrics, score_row
 
 
 def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(rows with scores, metrics) from predictions.jsonl, reader traces and run_meta."""
+    """(rows with scores, metrics) from predictions.jsonl, run_meta, and the cost records
+    (reader and agent traces, memory/build_cost.jsonl)."""
     pack = PackReader.open(pack_root)
     if not pack.exists(layout.PREDICTIONS):
         raise UserError(f"{pack_root} is not a pack: it has no predictions.jsonl; pass a folder <packs>/<name>/runs/<run_id>")
@@ -31,5 +35,35 @@ def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, An
         rows.append({**raw, **score_row(raw)})
     traces = list(pack.rows(layout.READER_TRACES))
     metrics = local_metrics(rows, meta)
-    metrics["usage"] = {"reader": usage_summary(traces)} if traces else {}
+    builds = list(pack.rows(layout.BUILD_COST)) if pack.exists(layout.BUILD_COST) else None
+    metrics["usage"] = run_usage(pack, traces, builds, questions=len(rows))
+    tally = writer_tally(builds or [])
+    if tally is not None:  # a memory a writer model wrote: how many of its tasks failed
+        metrics["memory"] = tally.metrics()
     return rows, metrics
+
+
+def run_usage(pack: PackReader, traces: list[dict[str, Any]], builds: list[dict[str, Any]] | None, *, questions: int) -> dict[str, Any]:
+    """metrics.json's `usage`: `reader` (as it always was), `agent`, `build` (the memory's
+    writer and embedder), and `total` = build + answers, each present when its files are."""
+    usage: dict[str, Any] = {}
+    if traces:
+        usage["reader"] = usage_summary(traces)
+    agent = list(pack.rows(layout.AGENT_TRACES))
+    if agent:
+        usage["agent"] = agent_usage(agent, _prices(pack))
+    if builds is not None:
+        usage["build"] = build_usage(builds)
+    answers = [usage[k] for k in ("reader", "agent") if k in usage]
+    if builds is not None and answers:  # a pack without its build costs (an old one) has no total
+        usage["total"] = total_usage([usage["build"], *answers], questions)
+    return usage
+
+
+def _prices(pack: PackReader) -> dict[str, Any]:
+    """The price table the run was configured with (config.resolved.yaml `pricing`)."""
+    if not pack.exists(layout.CONFIG):
+        return {}
+    cfg = yaml.safe_load(pack.read_text(layout.CONFIG)) or {}
+    prices = cfg.get("pricing") if isinstance(cfg, dict) else None
+    return prices if isinstance(prices, dict) else {}

@@ -249,7 +249,7 @@ class JudgeProtocol(Protocol):
     """A judge protocol: the autorater's loop asks it what to judge, what to send, how to read."""
 
     name: ClassVar[str]
-    #: the template, and the file it is copied to under autorater/prompts/
+    #: the template, and the file it is copied to under autorater/<judge id>/prompts/
     template: str
     template_sha256: str
     prompt_file: ClassVar[str]

@@ -4,14 +4,24 @@ No model call; nothing is written into a pack. Only finished packs (those with
 `_SUCCESS`) are read; an unfinished one is listed and left out.
 
     collected/examples.parquet   one row per (run, question): choices, prediction, gold,
-                                 every per-row score, tokens, latency, cost, pack location
-    collected/runs.parquet       one row per run: overall and per-category scores, J,
-                                 tokens, cost, latency percentiles, hashes
+                                 every per-row score, J per judge, tokens, latency, cost,
+                                 pack location
+    collected/runs.parquet       one row per run: overall and per-category scores, J per
+                                 judge, build / answer / judge / total cost, tokens,
+                                 latency percentiles, hashes, and its identity config
     collected/runs.csv           the same table as CSV
 
 Both tables have explicit pyarrow schemas (`EXAMPLES_SCHEMA`, `RUNS_SCHEMA`) whose
-metadata carries `memorybench.schema` (`examples.v1`, `runs.v1`): a reader checks it
-before anything else, as with every pack record.
+metadata carries `memorybench.schema` (`examples.v2`, `runs.v2`): a reader checks it
+before anything else, as with every pack record. Beside their fixed columns they have:
+
+* per finished judge, columns named `<name>/<judge id>` (`j_score/mem0-gpt-4o-mini-1a2b3c4d`,
+  `j_mean/...`): J is always keyed by the judge that gave it, never two judges in one
+  column (`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`); `judges` lists a run's judges;
+* in the runs table, one string column per leaf of the run's identity config
+  (`cfg.memory.top_k`, `cfg.reader.seed`, `cfg.dataset.sha256`, ...: what its run id
+  hashes, `memorybench.stages.summary.identity_columns`), so that `report` can tell
+  conditions and replicates apart and never pools two configs.
 
 Where a row comes from:
 
@@ -23,11 +33,12 @@ Where a row comes from:
   hit, model answered (joined on `question_id`). A pack answered by an agent has
   `agent/traces.jsonl` instead: its answer-phase rows give input/output/cached tokens,
   wall time as latency and the model (no cost, retries or cache flag).
-* `autorater/autorater_verdicts.jsonl`, when `autorater/autorater_metrics.json` exists:
-  `j_verdict` (pass 1's status), `j_score` (mean score over the passes with a parsed
-  label), `j_passes` (how many), `j_agree` (all parsed passes gave the same score; null
-  with fewer than two), `j_failed` (passes whose reply had no readable label or whose
-  call failed), `mem0_f1`, `mem0_bleu1`. Never required: null without an autorater.
+* `autorater/<judge id>/autorater_verdicts.jsonl` of every finished judge (its
+  `_SUCCESS` exists): `j_verdict/<id>` (pass 1's status), `j_score/<id>` (mean score over
+  the passes with a parsed label), `j_passes/<id>` (how many), `j_agree/<id>` (all parsed
+  passes gave the same score; null with fewer than two), `j_failed/<id>` (passes whose
+  reply had no readable label or whose call failed); `mem0_f1`, `mem0_bleu1` (lexical: the
+  same under every judge). Never required: null without an autorater.
 
 Every file is read through `PackReader`, so a source may be a local folder or a `gs://`
 prefix; the per-run numbers are `memorybench.stages.summary.run_summary`, shared with
@@ -55,21 +66,35 @@ import pyarrow.parquet as pq
 from memorybench.errors import OneLineParser, UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
-from memorybench.stages.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, run_keys, run_summary
+from memorybench.stages.summary import (
+    CATEGORIES,
+    CHOICE_GROUPS,
+    CONFIG_PREFIX,
+    JUDGE_SEPARATOR,
+    JUDGED_CATEGORIES,
+    judge_key,
+    run_keys,
+    run_summary,
+)
 
 __all__ = [
     "CHOICE_GROUPS",
     "EXAMPLES_SCHEMA",
+    "JUDGE_EXAMPLE_COLUMNS",
+    "JUDGE_RUN_COLUMNS",
     "RUNS_SCHEMA",
     "AggregateResult",
     "PackScan",
     "aggregate",
     "aggregate_main",
+    "all_judges",
     "examples_table",
     "pack_examples",
     "run_summary",
+    "runs_schema",
     "runs_table",
     "scan_packs",
+    "with_judges",
 ]
 
 COLLECTED_DIR = "collected"
@@ -174,7 +199,7 @@ _RUN_KEYS: list[tuple[str, pa.DataType]] = [
     ("choices", pa.string()),
 ]
 
-EXAMPLES_SCHEMA = _schema("examples.v1", [
+EXAMPLES_SCHEMA = _schema("examples.v2", [
     *_RUN_KEYS,
     ("question_id", pa.string()),
     ("sample_id", pa.string()),
@@ -188,11 +213,6 @@ EXAMPLES_SCHEMA = _schema("examples.v1", [
     ("locomo_f1", pa.float64()),
     ("exact_match", pa.float64()),
     ("token_f1", pa.float64()),
-    ("j_verdict", pa.string()),
-    ("j_score", pa.float64()),
-    ("j_passes", pa.int16()),
-    ("j_agree", pa.bool_()),
-    ("j_failed", pa.int16()),
     ("mem0_f1", pa.float64()),
     ("mem0_bleu1", pa.float64()),
     ("prompt_tokens", pa.int64()),
@@ -208,7 +228,7 @@ EXAMPLES_SCHEMA = _schema("examples.v1", [
     ("pack", pa.string()),
 ])
 
-RUNS_SCHEMA = _schema("runs.v1", [
+RUNS_SCHEMA = _schema("runs.v2", [
     *_RUN_KEYS,
     ("models_answered", pa.string()),
     ("questions", pa.int32()),
@@ -219,20 +239,28 @@ RUNS_SCHEMA = _schema("runs.v1", [
     *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
     ("exact_match", pa.float64()),
     ("token_f1", pa.float64()),
-    ("j_mean", pa.float64()),
-    ("j_sd", pa.float64()),
-    ("j_passes", pa.int16()),
-    *[(f"j_cat{c}", pa.float64()) for c in JUDGED_CATEGORIES],
-    ("j_agreement", pa.float64()),
-    ("judge_model", pa.string()),
+    #: the ids of the pack's finished judges, comma-separated (their J: the `j_*/<judge id>` columns)
+    ("judges", pa.string()),
     ("mem0_f1", pa.float64()),
     ("mem0_bleu1", pa.float64()),
-    ("calls", pa.int64()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
-    ("cached_tokens", pa.int64()),
-    ("cost_usd", pa.float64()),
+    ("build_calls", pa.int64()),
+    ("build_prompt_tokens", pa.int64()),
+    ("build_completion_tokens", pa.int64()),
+    ("build_cost_usd", pa.float64()),
+    ("answer_calls", pa.int64()),
+    ("answer_prompt_tokens", pa.int64()),
+    ("answer_completion_tokens", pa.int64()),
+    ("answer_cached_tokens", pa.int64()),
+    ("answer_cost_usd", pa.float64()),
+    ("judge_calls", pa.int64()),
+    ("judge_cost_usd", pa.float64()),
+    ("total_calls", pa.int64()),
+    ("total_prompt_tokens", pa.int64()),
+    ("total_completion_tokens", pa.int64()),
+    ("total_cost_usd", pa.float64()),
+    ("cost_per_question_usd", pa.float64()),
     ("cost_known", pa.bool_()),
+    ("memory_failed_tasks", pa.int64()),
     ("latency_p50_s", pa.float64()),
     ("latency_p95_s", pa.float64()),
     ("latency_mean_s", pa.float64()),
@@ -243,6 +271,26 @@ RUNS_SCHEMA = _schema("runs.v1", [
     ("ended_at", pa.string()),
     ("pack", pa.string()),
 ])
+
+#: one column per finished judge in the runs table: `<name>/<judge id>`
+JUDGE_RUN_COLUMNS: dict[str, pa.DataType] = {
+    "j_mean": pa.float64(), "j_sd": pa.float64(), "j_passes": pa.int16(),
+    **{f"j_cat{c}": pa.float64() for c in JUDGED_CATEGORIES},
+    "j_agreement": pa.float64(), "judge_model": pa.string(), "judge_failed": pa.int64(), "judge_calls": pa.int64(),
+    "judge_cost_usd": pa.float64(),
+}
+#: ... and in the examples table: pass 1's label, the mean score over parsed passes, how many
+#: parsed passes, whether they all agree (null under two), how many failed
+JUDGE_EXAMPLE_COLUMNS: dict[str, pa.DataType] = {
+    "j_verdict": pa.string(), "j_score": pa.float64(), "j_passes": pa.int16(), "j_agree": pa.bool_(), "j_failed": pa.int16(),
+}
+
+
+def with_judges(schema: pa.Schema, columns: dict[str, pa.DataType], judges: Iterable[str]) -> pa.Schema:
+    """`schema` plus `<name>/<judge id>` columns for every judge (sorted by id)."""
+    fields = [pa.field(judge_key(name, judge), kind) for judge in sorted(set(judges)) for name, kind in columns.items()]
+    return pa.schema([*schema, *fields], metadata=schema.metadata)
+
 
 # what is read from the pack's JSONL files (everything else in a line is ignored)
 _PREDICTION_FIELDS = pa.schema([
@@ -297,10 +345,10 @@ def _aligned(keys: pa.Array, table: pa.Table, key: str = "question_id") -> pa.Ta
     return table.take(positions)
 
 
-def _verdict_columns(pack: PackReader, qids: pa.Array) -> dict[str, pa.Array] | None:
-    if not pack.exists(layout.AUTORATER_METRICS):
-        return None
-    verdicts = pack.table(layout.AUTORATER_VERDICTS, _VERDICT_FIELDS)
+def _verdict_columns(pack: PackReader, judge_id: str, qids: pa.Array) -> dict[str, pa.Array]:
+    """One judge's per-question columns (`JUDGE_EXAMPLE_COLUMNS`), and Mem0's lexical scores
+    (the same under every judge: no judge decides them)."""
+    verdicts = pack.table(pack.judge_path(judge_id, layout.JUDGE_VERDICTS), _VERDICT_FIELDS)
     parsed = verdicts.filter(pc.is_in(verdicts.column("status"), value_set=pa.array(["CORRECT", "WRONG"])))
     grouped = parsed.group_by("question_id").aggregate([
         ("score", "mean"), ("score", "count"), ("score", "min"), ("score", "max"),
@@ -317,11 +365,11 @@ def _verdict_columns(pack: PackReader, qids: pa.Array) -> dict[str, pa.Array] | 
     count = g.column("score_count")
     agree = pc.if_else(pc.greater_equal(count, 2), pc.equal(g.column("score_min"), g.column("score_max")), pa.scalar(None, pa.bool_()))
     return {
-        "j_verdict": f.column("status"),
-        "j_score": g.column("score_mean"),
-        "j_passes": pc.cast(pc.fill_null(count, 0), pa.int16()),
-        "j_agree": agree,
-        "j_failed": pc.cast(pc.fill_null(fl.column("status_count"), 0), pa.int16()),
+        judge_key("j_verdict", judge_id): f.column("status"),
+        judge_key("j_score", judge_id): g.column("score_mean"),
+        judge_key("j_passes", judge_id): pc.cast(pc.fill_null(count, 0), pa.int16()),
+        judge_key("j_agree", judge_id): agree,
+        judge_key("j_failed", judge_id): pc.cast(pc.fill_null(fl.column("status_count"), 0), pa.int16()),
         "mem0_f1": lx.column("mem0_f1_max"),
         "mem0_bleu1": lx.column("mem0_bleu1_max"),
     }
@@ -359,16 +407,19 @@ def _usage_columns(pack: PackReader, qids: pa.Array) -> dict[str, Any]:
     return {}
 
 
-def pack_examples(location: str | os.PathLike[str] | PackReader) -> pa.Table:
-    """The examples rows of one finished pack, in `EXAMPLES_SCHEMA`."""
+def pack_examples(location: str | os.PathLike[str] | PackReader, judges: Iterable[str] | None = None) -> pa.Table:
+    """The examples rows of one finished pack: `EXAMPLES_SCHEMA` plus the columns of each of
+    `judges` (default: the pack's own), null for a judge this pack does not have."""
     pack = PackReader.open(location)
+    own = pack.judges()
+    schema = with_judges(EXAMPLES_SCHEMA, JUDGE_EXAMPLE_COLUMNS, own if judges is None else judges)
     meta = pack.meta()
     csv = _read_predictions_csv(pack.read_bytes(layout.PREDICTIONS_CSV))
     n = csv.num_rows
     qids = csv.column("question_id").combine_chunks()
     rows = _aligned(qids, pack.table(layout.PREDICTIONS, _PREDICTION_FIELDS))
     usage_columns = _usage_columns(pack, qids)
-    columns: dict[str, Any] = {name: pa.array([value] * n, type=EXAMPLES_SCHEMA.field(name).type) for name, value in run_keys(pack, meta).items()}
+    columns: dict[str, Any] = {name: pa.array([value] * n, type=schema.field(name).type) for name, value in run_keys(pack, meta).items()}
     columns.update({
         "question_id": qids,
         "sample_id": csv.column("sample_id"),
@@ -387,13 +438,13 @@ def pack_examples(location: str | os.PathLike[str] | PackReader) -> pa.Table:
         "reader_payload_sha256": rows.column("reader_payload_sha256"),
         "pack": pa.array([pack.uri()] * n, type=pa.string()),
     })
-    verdicts = _verdict_columns(pack, qids)
-    for name in ("j_verdict", "j_score", "j_passes", "j_agree", "j_failed", "mem0_f1", "mem0_bleu1"):
-        columns[name] = verdicts[name] if verdicts else pa.nulls(n, EXAMPLES_SCHEMA.field(name).type)
-    for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s", "cost_usd", "retries", "cache_hit", "model_answered"):
-        columns.setdefault(name, pa.nulls(n, EXAMPLES_SCHEMA.field(name).type))
-    arrays = [pc.cast(columns[f.name], f.type) for f in EXAMPLES_SCHEMA]
-    return pa.Table.from_arrays(arrays, schema=EXAMPLES_SCHEMA)
+    for judge_id in reversed(own):  # the first judge's lexical scores stand (they are equal)
+        columns.update(_verdict_columns(pack, judge_id, qids))
+    for f in schema:
+        if f.name not in columns:
+            columns[f.name] = pa.nulls(n, f.type)
+    arrays = [pc.cast(columns[f.name], f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _imap(function: Any, packs: Sequence[Location]) -> Iterator[Any]:
@@ -413,20 +464,44 @@ def _imap(function: Any, packs: Sequence[Location]) -> Iterator[Any]:
             yield pending.popleft().result()
 
 
+def all_judges(packs: Sequence[Location]) -> list[str]:
+    """Every finished judge id of `packs`, sorted: the judge columns of the tables."""
+    return sorted({judge for found in _imap(lambda p: PackReader.open(p).judges(), list(packs)) for judge in found})
+
+
 def examples_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
     """Every pack's examples in one in-memory table (`aggregate` streams to Parquet instead)."""
-    tables = list(_imap(pack_examples, list(packs)))
-    return pa.concat_tables(tables) if tables else EXAMPLES_SCHEMA.empty_table()
+    judges = all_judges(list(packs))
+    tables = list(_imap(lambda p: pack_examples(p, judges), list(packs)))
+    return pa.concat_tables(tables) if tables else with_judges(EXAMPLES_SCHEMA, JUDGE_EXAMPLE_COLUMNS, judges).empty_table()
+
+
+def _judge_column(key: str) -> bool:
+    name, _, judge = key.partition(JUDGE_SEPARATOR)
+    return bool(judge) and name in JUDGE_RUN_COLUMNS
 
 
 def runs_row(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
-    """One row of `RUNS_SCHEMA`: the run summary's runs-table columns."""
+    """One row of the runs table: the run summary's `RUNS_SCHEMA` columns, its judges'
+    columns (`j_mean/<judge id>`, ...), then its identity (`cfg.*`) columns."""
     summary = run_summary(location)
-    return {name: summary[name] for name in RUNS_SCHEMA.names}
+    names = [*RUNS_SCHEMA.names, *(k for k in summary if _judge_column(k)), *(k for k in summary if k.startswith(CONFIG_PREFIX))]
+    return {name: summary[name] for name in names}
+
+
+def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = ()) -> pa.Schema:
+    """`RUNS_SCHEMA`, the columns of every judge, then one string column per identity leaf
+    (`cfg.memory.top_k`, ...), sorted: the union over the packs, null where a pack has none."""
+    schema = with_judges(RUNS_SCHEMA, JUDGE_RUN_COLUMNS, judges)
+    columns = [pa.field(name, pa.string()) for name in sorted(set(config_columns))]
+    return pa.schema([*schema, *columns], metadata=schema.metadata)
 
 
 def runs_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
-    return pa.Table.from_pylist([runs_row(p) for p in packs], schema=RUNS_SCHEMA)
+    rows = [runs_row(p) for p in packs]
+    judges = {judge for row in rows for judge in (row["judges"] or "").split(",") if judge}
+    schema = runs_schema({key for row in rows for key in row if key.startswith(CONFIG_PREFIX)}, judges)
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 @dataclass
@@ -455,15 +530,17 @@ def _write_examples(packs: Sequence[Location], path: Path) -> int:
     tmp = path.with_name(path.name + ".part")
     rows = 0
     buffered: list[pa.Table] = []
-    with pq.ParquetWriter(tmp, EXAMPLES_SCHEMA, compression="zstd") as writer:
-        for table in _imap(pack_examples, packs):
+    judges = all_judges(packs)
+    schema = with_judges(EXAMPLES_SCHEMA, JUDGE_EXAMPLE_COLUMNS, judges)
+    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        for table in _imap(lambda p: pack_examples(p, judges), packs):
             buffered.append(table)
             rows += table.num_rows
             if sum(t.num_rows for t in buffered) >= ROW_GROUP_ROWS:
                 writer.write_table(pa.concat_tables(buffered))
                 buffered = []
         if buffered or rows == 0:
-            writer.write_table(pa.concat_tables(buffered) if buffered else EXAMPLES_SCHEMA.empty_table())
+            writer.write_table(pa.concat_tables(buffered) if buffered else schema.empty_table())
     os.replace(tmp, path)
     return rows
 

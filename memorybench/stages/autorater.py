@@ -6,15 +6,23 @@ judge (`memorybench.registry.JUDGES`; `judge.protocol`, default `mem0`: Mem0's p
 ACCURACY_PROMPT, one user message, temperature 0, JSON mode, CORRECT-only scoring,
 category 5 skipped; `memorybench.score.judge.Mem0Judge`). This module is the loop
 around it: what to judge, resuming, journalling verdicts and traces, metrics at the
-end. A skipped row gets no request, only a SKIPPED verdict. Everything it writes lies
-under `<pack>/autorater/`; nothing the `qa` stage wrote is touched:
+end. A skipped row gets no request, only a SKIPPED verdict. Nothing the `qa` stage wrote
+is touched.
 
-    autorater/autorater_meta.json       the judge, the prompt pin, passes, times
-    autorater/prompts/<template>        the template the traces refer to
-    autorater/traces.jsonl              judge_trace.v1: request, ChatResult (attempts...) or error
-    autorater/autorater_verdicts.jsonl  autorater_verdict.v1: one row per (question, pass)
-    autorater/autorater_metrics.json    autorater_metrics.v1: J, Mem0 F1 / BLEU-1, counts
-    autorater/_SUCCESS                  written last, create-only
+Each judge has its own folder, named by its identity (`JudgeIdentity`: the protocol, the
+model as configured, the template's sha256, the temperature, the response format), so
+several judges of one pack coexist:
+
+    autorater/<judge id>/autorater_meta.json       autorater_meta.v2: the identity, the config, passes, times
+    autorater/<judge id>/prompts/<template>        the template the traces refer to
+    autorater/<judge id>/traces.jsonl              judge_trace.v1: request, ChatResult (attempts...) or error
+    autorater/<judge id>/autorater_verdicts.jsonl  autorater_verdict.v1: one row per (question, pass)
+    autorater/<judge id>/autorater_metrics.json    autorater_metrics.v1: J, Mem0 F1 / BLEU-1, counts
+    autorater/<judge id>/_SUCCESS                  written last: success.v1, the sha256 of every file above
+
+The judge id is `<protocol>-<model>-<8 hex>`, e.g. `mem0-gpt-4o-mini-1a2b3c4d`. Where the
+judge is served (provider, base URL) and how it is paced are not part of it: the same
+model behind a corrected URL is the same judge, in the same folder.
 
 Verdicts and traces are appended as the calls return (the trace first, the verdict as
 the commit), so a rerun after a kill resumes: torn lines are dropped, a trace without
@@ -22,8 +30,21 @@ its verdict is dropped and redone, done (question, pass) pairs are skipped, and 
 verdict file ends equal to an uninterrupted run's. A call that fails after its retries
 (`ModelCallError`) and a reply without a readable label are FAILED verdicts: counted,
 listed, excluded from J, never scored WRONG; the stage goes on. Five failed calls in a
-row mean the endpoint is down: those are dropped again and the stage stops with one line
-(a rerun resumes there), rather than writing a FAILED verdict for every row.
+row, or a run in which no call was answered at all, mean the endpoint is down: those are
+dropped again and the stage stops with one line (a rerun resumes there), rather than
+writing a FAILED verdict for every row.
+
+What a folder holds binds a rerun only once it holds a verdict of a request: until then
+(a wrong URL, a typo) the next start takes the folder over with its own settings. After
+that, a rerun with other request settings (`judge_settings`: max_tokens, seed, ...) or
+another model sent is refused, so one folder's verdicts come from one judge. Passes:
+
+    --passes N, the folder has N        finished: nothing to do; else resume
+    --passes N, the folder has k < N    passes k+1..N are added, then metrics and _SUCCESS rewritten
+    --passes N, the folder has k > N    finished: one line, nothing changed; unfinished: refused
+
+A folder that got its passes in steps ends with the same verdicts, traces and metrics
+as one judged with all its passes at once (latency aside).
 
 The metrics and the printed table are `memorybench.stages.autorater_metrics`.
 """
@@ -44,15 +65,23 @@ from memorybench.errors import ModelCallError, OneLineParser, UserError, report
 from memorybench.llm.endpoints import open_endpoint, validate_endpoint
 from memorybench.llm.sizing import estimate_tokens
 from memorybench.pack import layout
-from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeRequest, JudgeTrace
+from memorybench.pack.autorater_schemas import (
+    AutoraterMeta,
+    AutoraterMetrics,
+    AutoraterVerdict,
+    JudgeIdentity,
+    JudgeRequest,
+    JudgeTrace,
+)
 from memorybench.pack.journal import Journal
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder, write_atomic
 from memorybench.pack.schemas import Prediction
+from memorybench.pack.success import write_success
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.registry import JUDGES
 from memorybench.run_id import OPERATIONAL_KEYS
-from memorybench.score.judge import DEFAULT_PROTOCOL, RESPONSE_FORMAT, JudgeProtocol
+from memorybench.score.judge import DEFAULT_PROTOCOL, JudgeProtocol
 from memorybench.stages.autorater_metrics import (
     JUDGED_CATEGORIES,
     autorater_metrics,
@@ -67,17 +96,19 @@ __all__ = [
     "compute_autorater_metrics",
     "finished_pack",
     "format_autorater_table",
+    "judge_id_of",
+    "judge_identity",
     "judge_protocol",
+    "judge_settings",
     "run_autorater",
+    "wave_marker",
 ]
 
 AUTORATER_DIR = layout.AUTORATER
-VERDICTS = layout.AUTORATER_VERDICTS
-TRACES = layout.AUTORATER_TRACES
-METRICS = layout.AUTORATER_METRICS
-META = layout.AUTORATER_META
-PROMPTS = layout.AUTORATER_PROMPTS
-DONE = layout.AUTORATER_SUCCESS
+#: config keys that say where a judge is served, not who it is
+WHERE_KEYS = frozenset({"name", "provider", "base_url"})
+#: config keys that are the identity's own fields
+IDENTITY_KEYS = frozenset({"protocol", "model", "temperature"})
 
 
 # -- the pack ---------------------------------------------------------------------------
@@ -115,18 +146,32 @@ def _judge_container(cfg_judge: DictConfig | Mapping[str, Any]) -> dict[str, Any
     return data
 
 
+def _protocol_name(judge: Mapping[str, Any]) -> str:
+    return str(judge.get("protocol") or DEFAULT_PROTOCOL)
+
+
 def judge_protocol(judge: Mapping[str, Any], pins: str | os.PathLike[str] | None = None) -> JudgeProtocol:
     """The registered judge protocol the config names (`judge.protocol`, default mem0), loaded."""
-    protocol = JUDGES.get(str(judge.get("protocol") or DEFAULT_PROTOCOL))
-    return protocol.load(pins)
+    return JUDGES.get(_protocol_name(judge)).load(pins)
 
 
-def judge_identity(judge: Mapping[str, Any], prompt_sha256: str, response_format: Mapping[str, str] = RESPONSE_FORMAT) -> dict[str, Any]:
-    """What decides the judge's requests: the config minus operational settings, the prompt."""
-    identity = {k: v for k, v in judge.items() if k not in OPERATIONAL_KEYS}
-    identity["prompt_sha256"] = prompt_sha256
-    identity["response_format"] = dict(response_format)
-    return identity
+def judge_identity(judge: Mapping[str, Any], protocol: JudgeProtocol) -> JudgeIdentity:
+    """Who the configured judge is (`JudgeIdentity`): its folder is `autorater/<identity.judge_id>/`."""
+    return JudgeIdentity(
+        protocol=_protocol_name(judge),
+        # provider=local reads a null model as `auto`, as its endpoint does
+        model=str(judge.get("model") or "auto"),
+        prompt_sha256=protocol.template_sha256,
+        temperature=float(judge["temperature"]),
+        response_format=dict(protocol.response_format),
+    )
+
+
+def judge_settings(judge: Mapping[str, Any]) -> dict[str, Any]:
+    """What else shapes the judge's requests: the config less the identity's fields, where it
+    is served and operational settings (max_tokens, seed, ... remain)."""
+    skip = OPERATIONAL_KEYS | WHERE_KEYS | IDENTITY_KEYS
+    return {k: v for k, v in judge.items() if k not in skip}
 
 
 def _validate_judge(node: DictConfig, passes: int) -> None:
@@ -140,18 +185,22 @@ def _validate_judge(node: DictConfig, passes: int) -> None:
         )
 
 
-def _check_resume(previous: AutoraterMeta, identity: dict[str, Any], passes: int, out: Path) -> None:
-    if previous.judge_identity != identity:
-        changed = sorted(k for k in set(previous.judge_identity) | set(identity)
-                         if previous.judge_identity.get(k) != identity.get(k))
+def judge_id_of(cfg_judge: DictConfig | Mapping[str, Any], pins: str | os.PathLike[str] | None = None) -> str:
+    """The judge id (the folder name under autorater/) of a composed `judge` node."""
+    node = cfg_judge if isinstance(cfg_judge, DictConfig) else OmegaConf.create(dict(cfg_judge))
+    judge_cfg = _judge_container(node)
+    validate_endpoint("judge", node)
+    return judge_identity(judge_cfg, judge_protocol(judge_cfg, pins)).judge_id
+
+
+def _check_settings(previous: AutoraterMeta, settings: dict[str, Any], out: Path) -> None:
+    if previous.judge_settings != settings:
+        changed = sorted(k for k in set(previous.judge_settings) | set(settings)
+                         if previous.judge_settings.get(k) != settings.get(k))
+        detail = ", ".join(f"{k}={previous.judge_settings.get(k)!r}" for k in changed)
         raise UserError(
-            f"{out} was started with another judge (differs in {', '.join(changed)}); rerun with the same judge "
-            f"options to resume, or move {out} aside to judge again"
-        )
-    if previous.passes != passes:
-        raise UserError(
-            f"{out} was started with --passes {previous.passes}; rerun with --passes {previous.passes}, "
-            f"or move {out} aside to judge again with --passes {passes}"
+            f"{out} holds verdicts of this judge with {detail}; rerun with those settings to resume or add passes, "
+            f"or move {out} aside to judge again with the new ones"
         )
 
 
@@ -171,6 +220,23 @@ def _key(row: Mapping[str, Any]) -> tuple[str, int]:
     return row["question_id"], int(row["pass"])
 
 
+def _binding(verdicts: Journal) -> bool:
+    """Whether the folder holds a verdict of a request (a SKIPPED verdict asks nothing, so binds nothing)."""
+    return any(row.get("request_sha256") for row in verdicts.rows())
+
+
+def _done_metrics(pack: PackReader, judge_id: str) -> dict[str, Any]:
+    done_metrics = pack.record(layout.autorater_file(judge_id, layout.JUDGE_METRICS), AutoraterMetrics)
+    return done_metrics.model_dump(mode="json", by_alias=True)
+
+
+def _write_success(root: Path, judge_id: str) -> None:
+    """The judge folder's `_SUCCESS`, written last and create-only, with the sha256 of every
+    file of the folder (`memorybench.pack.success`). A folder that gets more passes loses
+    its marker before its first new verdict, so a marker never vouches for old bytes."""
+    write_success(root, under=layout.autorater_dir(judge_id))
+
+
 def run_autorater(
     pack_root: str | os.PathLike[str],
     cfg_judge: DictConfig,
@@ -182,17 +248,18 @@ def run_autorater(
     progress: bool = False,
     max_consecutive_failures: int = 5,
 ) -> dict[str, Any]:
-    """Judge a finished pack's stored answers; return `autorater_metrics.json`'s content.
+    """Judge a finished pack's stored answers; return the judge's `autorater_metrics.json` content.
 
     `cfg_judge` is a composed `judge` node (conf/judge/*.yaml). `pins` is the pins folder
     (None: $MEMORYBENCH_PINS, else the user cache), `cache_dir` the response-cache folder
     (used only with judge.cache=true; default `autorater/cache`), `prices` the price table.
-    A rerun resumes; a finished autorater with the same judge and passes is not redone.
+    The judge writes `autorater/<judge id>/` (`judge_id_of`). A rerun resumes; a finished
+    judge with as many passes is not redone; more passes are added (module docstring).
 
     A call that fails after its retries is a FAILED verdict and the stage goes on, unless
-    `max_consecutive_failures` calls fail in a row: then the endpoint is down, not the
-    row, so those verdicts are dropped again and a `ModelCallError` stops the stage (a
-    rerun resumes there).
+    `max_consecutive_failures` calls fail in a row, or every call of this run fails: then
+    the endpoint is down, not the row, so those verdicts are dropped again and a
+    `ModelCallError` stops the stage (a rerun resumes there).
     """
     pack, rows = finished_pack(pack_root)
     root = pack.local_root
@@ -201,24 +268,44 @@ def run_autorater(
     judge_cfg = _judge_container(node)
     _validate_judge(node, passes)
     judge = judge_protocol(judge_cfg, pins)
-    identity = judge_identity(judge_cfg, judge.template_sha256, judge.response_format)
-    out = root / AUTORATER_DIR
-    prompt_copy = f"{PROMPTS}/{judge.prompt_file}"
+    identity = judge_identity(judge_cfg, judge)
+    settings = judge_settings(judge_cfg)
+    judge_id = identity.judge_id
+    folder = layout.autorater_dir(judge_id)
+    out = root / folder
+    prompt_copy = layout.autorater_file(judge_id, f"{layout.JUDGE_PROMPTS}/{judge.prompt_file}")
+    meta_path = root / layout.autorater_file(judge_id, layout.JUDGE_META)
+    success = root / layout.autorater_file(judge_id, layout.SUCCESS)
 
-    previous = pack.autorater_meta()
-    if previous is not None:
-        _check_resume(previous, identity, passes, out)
-    if pack.autorater_done():
-        print(f"autorater of {root} is complete; nothing to do", file=sys.stderr)
-        done_metrics = pack.autorater_metrics()
-        assert done_metrics is not None  # written before autorater/_SUCCESS
-        return done_metrics.model_dump(mode="json", by_alias=True)
+    # only this judge's own folder counts here (a flat-layout judge of the same id is left as it is)
+    previous = pack.record(layout.autorater_file(judge_id, layout.JUDGE_META), AutoraterMeta) if meta_path.is_file() else None
+    reopen = False
+    if success.is_file():
+        if previous is None:
+            raise UserError(f"{out} has {layout.SUCCESS} but no {layout.JUDGE_META}; move {out} aside and judge again")
+        if passes <= previous.passes:
+            more = f", more than --passes {passes}; nothing changed" if passes < previous.passes else "; nothing to do"
+            print(f"{folder} of {root} is complete with {previous.passes} passes{more}", file=sys.stderr)
+            return _done_metrics(pack, judge_id)
+        _check_settings(previous, settings, out)
+        reopen = True
 
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = Journal(root / VERDICTS)
-    traces = Journal(root / TRACES)
+    verdicts = Journal(out / layout.JUDGE_VERDICTS)
+    traces = Journal(out / layout.JUDGE_TRACES)
     verdicts.recover()
     traces.recover()
+    bound = previous if previous is not None and _binding(verdicts) else None
+    if bound is not None:
+        _check_settings(bound, settings, out)
+        if passes < bound.passes:
+            raise UserError(
+                f"{out} was started with --passes {bound.passes} and is not finished; rerun with --passes {bound.passes} "
+                f"to finish it (then --passes {passes} has nothing to do)"
+            )
+    else:
+        # nothing binds: keep only what asks nothing (SKIPPED verdicts) and is within this run's passes
+        verdicts.retain(lambda r: not r.get("request_sha256") and int(r["pass"]) <= passes)
     done = _done_keys(verdicts, {row.question_id for row in rows}, passes, out)
     # a trace written just before a kill, whose verdict never landed, is redone
     traces.retain(lambda r: _key(r) in done)
@@ -228,18 +315,30 @@ def run_autorater(
 
     longest = max((estimate_tokens(judge.prompt_text(r)) for r in rows if not judge.skips(r)), default=0)
     run_meta = pack.meta() if pack.exists(layout.RUN_META) else None
-    started_at = previous.started_at if previous else utc_now()
-    resumed = previous.resumed + 1 if previous else 0
-    cache_path = Path(cache_dir).expanduser().resolve() if cache_dir else out / "cache"
+    started_at = bound.started_at if bound else utc_now()
+    resumed = bound.resumed + 1 if bound else 0
+    cache_path = Path(cache_dir).expanduser().resolve() if cache_dir else root / layout.AUTORATER_CACHE
     with open_endpoint(node, "judge", cache_dir=cache_path, prices=prices or {}, longest_prompt_tokens=longest,
                        log_dir=out) as endpoint:
+        if bound is not None and bound.judge_model_sent != endpoint.model:
+            raise UserError(
+                f"{out} holds verdicts of model {bound.judge_model_sent!r}, this judge now sends {endpoint.model!r}; "
+                f"set judge.model={bound.judge_model_sent} to resume, or move {out} aside to judge again"
+            )
+        if reopen:
+            assert previous is not None
+            added = f"{passes}" if passes == previous.passes + 1 else f"{previous.passes + 1}-{passes}"
+            print(f"{folder} of {root} has {previous.passes} passes: adding passes {added}", file=sys.stderr)
+            success.unlink()  # reopened: not finished again until the new passes are in
         commit, dirty = git_state()
         local = endpoint.is_local
         meta = AutoraterMeta(
+            judge_id=judge_id,
+            identity=identity,
             run_id=run_meta.run_id if run_meta else None,
             passes=passes,
             judge_config=judge_cfg,
-            judge_identity=identity,
+            judge_settings=settings,
             judge=endpoint.identity,
             judge_model_sent=endpoint.model,
             prompt=judge.prompt_info(prompt_copy),
@@ -252,13 +351,15 @@ def run_autorater(
             local_judge=local,
             notes=_notes(local, run_meta),
         )
-        write_atomic(root / META, meta.dump().encode("utf-8"))
+        write_atomic(meta_path, meta.dump().encode("utf-8"))
         row_scores: dict[str, dict[str, float]] = {}
         bar = tqdm(total=passes * len(rows), initial=len(done), disable=None if progress else True, desc="autorater",
                    unit="verdict", file=sys.stderr)
         # keys appended since the first of the current run of consecutive failed calls
         streak: list[tuple[str, int]] = []
         streak_failures = 0
+        answered = 0
+        last_error = ""
         try:
             try:
                 for n in range(1, passes + 1):
@@ -281,13 +382,18 @@ def run_autorater(
                             if verdict.failure == "model_call":
                                 streak.append(key)
                                 streak_failures += 1
+                                last_error = verdict.error or ""
                                 if streak_failures >= max_consecutive_failures:
-                                    raise _EndpointDown(set(streak), verdict.error or "")
+                                    raise _EndpointDown(set(streak), last_error)
                             else:
+                                answered += 1
                                 streak.clear()
                                 streak_failures = 0
                         done.add(key)
                         bar.update(1)
+                if streak_failures and not answered:
+                    # fewer calls than the limit, none answered: the endpoint, not the rows
+                    raise _EndpointDown(set(streak), last_error)
             finally:
                 bar.close()
                 verdicts.close()
@@ -302,12 +408,11 @@ def run_autorater(
                 "as verdicts: fix the endpoint and rerun the same command to resume"
             ) from None
 
-    metrics = autorater_metrics(pack, judge.judged_categories)
-    write_atomic(root / METRICS, metrics.dump().encode("utf-8"))
+    metrics = autorater_metrics(pack, judge_id, judge.judged_categories)
+    write_atomic(root / layout.autorater_file(judge_id, layout.JUDGE_METRICS), metrics.dump().encode("utf-8"))
     identity_done = meta.judge.model_copy(update={"answered": metrics.judge.models_answered})
-    write_atomic(root / META, meta.model_copy(update={"judge": identity_done, "ended_at": utc_now()}).dump().encode("utf-8"))
-    with (root / DONE).open("x", encoding="utf-8") as f:
-        f.write("")
+    write_atomic(meta_path, meta.model_copy(update={"judge": identity_done, "ended_at": utc_now()}).dump().encode("utf-8"))
+    _write_success(root, judge_id)
     return metrics.model_dump(mode="json", by_alias=True)
 
 
@@ -400,36 +505,59 @@ def compose_judge(overrides: Sequence[str]) -> DictConfig:
     return spec.cfg
 
 
-def autorater_main(argv: Sequence[str]) -> int:
-    """`memorybench autorater PACK [--passes N] [--pins DIR] [judge=NAME judge.KEY=VALUE ...]`."""
-    # cli.main prints a UserError raised here as one line and exits with its code.
+def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="memorybench autorater",
-        description="Judge a finished pack's stored answers with Mem0's LLM judge (writes <pack>/autorater/).",
+        description="Judge a finished pack's stored answers with Mem0's LLM judge (writes <pack>/autorater/<judge id>/).",
     )
     parser.add_argument("pack", help="a finished pack folder: <packs>/<name>/runs/<run_id>")
     parser.add_argument("overrides", nargs="*", help="judge=mem0|openai_compatible|local, judge.KEY=VALUE, paths.KEY=VALUE")
-    parser.add_argument("--passes", type=int, default=1, help="judge passes over every row (J mean and sd over passes)")
+    parser.add_argument("--passes", type=int, default=1,
+                        help="judge passes over every row (J mean and sd over passes); more than the judge has adds passes")
     parser.add_argument("--pins", help="pins folder with the ACCURACY_PROMPT (default: paths.pins, $MEMORYBENCH_PINS, user cache)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    ns = parser.parse_intermixed_args(list(argv))
+    return parser
+
+
+def autorater_main(argv: Sequence[str]) -> int:
+    """`memorybench autorater PACK [--passes N] [--pins DIR] [judge=NAME judge.KEY=VALUE ...]`."""
+    # cli.main prints a UserError raised here as one line and exits with its code.
+    ns = _parser().parse_intermixed_args(list(argv))
     if ns.passes < 1:
         raise UserError(f"--passes {ns.passes} must be at least 1")
     root = Path(ns.pack).expanduser()
     finished_pack(root.resolve())  # a missing or unfinished pack fails before composing anything
     cfg = compose_judge(ns.overrides)
+    pins = ns.pins or cfg.paths.pins
     metrics = run_autorater(
         root,
         cfg.judge,
         passes=ns.passes,
-        pins=ns.pins or cfg.paths.pins,
+        pins=pins,
         cache_dir=cfg.paths.cache,
         prices=OmegaConf.to_container(cfg.pricing) if cfg.get("pricing") is not None else {},
         progress=not ns.quiet,
     )
     print(format_autorater_table(metrics))
-    print(f"autorater: {root.resolve() / AUTORATER_DIR}")
+    print(f"autorater: {root.resolve() / layout.autorater_dir(judge_id_of(cfg.judge, pins))}")
     return 0
+
+
+def wave_marker(stage_args: Sequence[str]) -> str | None:
+    """The file that says a wave's autorater is done on a pack: the named judge's `_SUCCESS`
+    (`autorater/<judge id>/_SUCCESS`). None, so that no pack is skipped and each task decides,
+    when --passes asks for more than one pass (a finished judge may have fewer) or when the
+    judge cannot be named here (e.g. no pins on this machine)."""
+    ns = _parser().parse_intermixed_args(["PACK", *stage_args])
+    if ns.passes > 1:
+        return None
+    try:
+        cfg = compose_judge(ns.overrides)
+        judge_id = judge_id_of(cfg.judge, ns.pins or cfg.paths.pins)
+    except UserError as e:
+        print(f"memorybench: autorater wave: the judge cannot be named here ({e.message}); no pack is skipped", file=sys.stderr)
+        return None
+    return layout.autorater_file(judge_id, layout.SUCCESS)
 
 
 def _module_main() -> int:

@@ -1,8 +1,9 @@
-"""`autorater_metrics.json` from an autorater's stored files, and the table printed from it.
+"""`autorater_metrics.json` from one judge's stored files, and the table printed from it.
 
 No model and no clock: the metrics are a function of `predictions.jsonl`, `run_meta.json`
-and the files under `autorater/` (meta, verdicts, traces), so a resumed run and an
-uninterrupted one write the same bytes (latency aside).
+and the files of the judge's folder `autorater/<judge id>/` (meta, verdicts, traces), so a
+resumed run and an uninterrupted one write the same bytes (latency aside), and so do a
+judge that got its passes in one run and one whose passes were added later.
 
 J of a pass is the mean of the parsed verdicts' scores over the judged rows (failures
 excluded); with several passes, J is the mean of the passes' J, with their sample
@@ -18,6 +19,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memorybench.errors import UserError
 from memorybench.llm.usage import usage_summary
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import (
@@ -34,7 +36,7 @@ from memorybench.pack.reader import PackReader
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.judge import Mem0Judge
 
-__all__ = ["JUDGED_CATEGORIES", "LABELS", "autorater_metrics", "compute_autorater_metrics", "format_autorater_table"]
+__all__ = ["JUDGED_CATEGORIES", "LABELS", "autorater_metrics", "compute_autorater_metrics", "format_autorater_table", "one_judge"]
 
 #: the default protocol's judged categories: Mem0 judges 1-4 and skips 5 (adversarial)
 JUDGED_CATEGORIES = Mem0Judge.judged_categories
@@ -60,18 +62,33 @@ def _category_means(pairs: Sequence[tuple[int, float]], categories: Sequence[int
     return {str(c): _mean([v for cat, v in pairs if cat == c]) for c in categories}
 
 
+def one_judge(pack: PackReader, judge_id: str | None) -> str:
+    """`judge_id`, or the pack's only finished judge when it is None."""
+    if judge_id is not None:
+        return judge_id
+    judges = pack.judges()
+    if len(judges) != 1:
+        have = ", ".join(judges) if judges else "none"
+        raise UserError(f"pack {pack.uri()} has {len(judges)} finished judges ({have}); name one by its judge id")
+    return judges[0]
+
+
 def autorater_metrics(
-    pack_root: str | os.PathLike[str] | PackReader, judged_categories: Sequence[int] = JUDGED_CATEGORIES
+    pack_root: str | os.PathLike[str] | PackReader,
+    judge_id: str | None = None,
+    judged_categories: Sequence[int] = JUDGED_CATEGORIES,
 ) -> AutoraterMetrics:
-    """The `autorater_metrics.v1` record of a pack's autorater, from its stored files only."""
+    """The `autorater_metrics.v1` record of one judge of a pack (None: its only finished
+    judge), from its stored files only."""
     pack = PackReader.open(pack_root)
+    judge_id = one_judge(pack, judge_id)
     rows = pack.predictions()
-    meta = pack.autorater_meta()
+    meta = pack.autorater_meta(judge_id)
     if meta is None:
-        raise FileNotFoundError(pack.uri(layout.AUTORATER_META))
+        raise FileNotFoundError(pack.uri(pack.judge_path(judge_id, layout.JUDGE_META)))
     run_meta = pack.meta() if pack.exists(layout.RUN_META) else None
-    verdicts = pack.verdicts()
-    traces = list(pack.rows(layout.AUTORATER_TRACES))  # dicts: what usage_summary sums
+    verdicts = pack.verdicts(judge_id)
+    traces = list(pack.rows(pack.judge_path(judge_id, layout.JUDGE_TRACES)))  # dicts: what usage_summary sums
     passes = meta.passes
     categories = tuple(judged_categories)
     order = {row.question_id: i for i, row in enumerate(rows)}
@@ -186,9 +203,10 @@ def autorater_metrics(
     )
 
 
-def compute_autorater_metrics(pack_root: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
-    """`autorater_metrics.json`'s content (the record as JSON) from the stored files only."""
-    return autorater_metrics(pack_root).model_dump(mode="json", by_alias=True)
+def compute_autorater_metrics(pack_root: str | os.PathLike[str] | PackReader, judge_id: str | None = None) -> dict[str, Any]:
+    """`autorater_metrics.json`'s content (the record as JSON) of one judge (None: the only
+    finished one), from the stored files only."""
+    return autorater_metrics(pack_root, judge_id).model_dump(mode="json", by_alias=True)
 
 
 def format_autorater_table(metrics: Mapping[str, Any]) -> str:

@@ -72,7 +72,8 @@ _IGNORED_KEYS = frozenset({"judge"})
 class PackScores:
     """Per-question scores of one finished pack."""
 
-    root: Path
+    #: the pack folder, or the `gs://` URI it was read from
+    root: Path | str
     run_id: str | None
     #: the identity config without seed keys and the judge group
     config: dict[str, Any]
@@ -106,14 +107,28 @@ def _config_of(pack: PackReader, root: Path) -> dict[str, Any]:
     return _strip_seeds({k: v for k, v in identity.items() if k not in _IGNORED_KEYS})
 
 
-def load_pack_scores(pack_root: str | Path) -> PackScores:
-    """Read a finished pack's per-question LoCoMo F1 and, if judged, per-question J.
+def _judge_of(pack: PackReader, judge: str | None) -> str | None:
+    """The judge whose J is compared: the one asked for, else the pack's only one. A pack
+    with several judges and no choice is a one-line error: J is compared under one judge."""
+    judges = pack.judges()
+    if judge is not None:
+        if judge not in judges:
+            raise UserError(f"pack {pack.uri()} has no finished judge {judge!r}; its judges: {', '.join(judges) or 'none'}")
+        return judge
+    if len(judges) > 1:
+        raise UserError(f"pack {pack.uri()} has {len(judges)} judges ({', '.join(judges)}); pass --judge ID to compare J under one")
+    return judges[0] if judges else None
+
+
+def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackScores:
+    """Read a finished pack's per-question LoCoMo F1 and, if judged, per-question J (of
+    `judge`, or of the pack's only judge).
 
     The pack's own reported numbers (`reported`) are its run summary's (`memorybench.stages.summary`):
-    LoCoMo F1 from metrics.json, J from autorater_metrics.json.
+    LoCoMo F1 from metrics.json, J from that judge's autorater_metrics.json.
     """
     from memorybench.pack.scores import compute_scores
-    from memorybench.stages.summary import run_summary
+    from memorybench.stages.summary import judge_key, run_summary
 
     root = require_pack_folder(pack_root)
     pack = PackReader.open(root)
@@ -130,15 +145,16 @@ def load_pack_scores(pack_root: str | Path) -> PackScores:
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         reported={"locomo_f1": summary["locomo_f1"]},
     )
-    meta = pack.autorater_meta()
-    if pack.autorater_done() and meta is not None:
+    judge_id = _judge_of(pack, judge)
+    meta = pack.autorater_meta(judge_id) if judge_id else None
+    if judge_id and meta is not None:
         per_question: dict[str, list[int]] = {}
-        for verdict in pack.verdicts():
+        for verdict in pack.verdicts(judge_id):
             if verdict.status in ("CORRECT", "WRONG"):
                 per_question.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
         scores.j = {q: sum(v) / len(v) for q, v in per_question.items()}
-        scores.reported["j"] = summary["j_mean"]
-        scores.judge_identity = meta.judge_identity
+        scores.reported["j"] = summary[judge_key("j_mean", judge_id)]
+        scores.judge_identity = meta.identity.model_dump(mode="json", by_alias=True)
     return scores
 
 
@@ -231,7 +247,7 @@ def _same_config(packs: Sequence[PackScores]) -> None:
                 k for k in set(first.config) | set(other.config) if first.config.get(k) != other.config.get(k)
             )
             raise UserError(
-                f"packs {first.root.name} and {other.root.name} differ in more than their seeds ({', '.join(keys)}); "
+                f"packs {_name(first)} and {_name(other)} differ in more than their seeds ({', '.join(keys)}); "
                 "seed_summary compares seeds of one config: compare two conditions with --vs"
             )
 
@@ -243,7 +259,7 @@ def _same_questions(packs: Sequence[PackScores], what: str) -> list[str]:
             only_a = len(set(first.question_ids) - set(other.question_ids))
             only_b = len(set(other.question_ids) - set(first.question_ids))
             raise UserError(
-                f"{what}: packs {first.root.name} and {other.root.name} hold different questions "
+                f"{what}: packs {_name(first)} and {_name(other)} hold different questions "
                 f"({only_a} only in the first, {only_b} only in the second); compare packs of the same questions "
                 "(same dataset and max_questions)"
             )
@@ -257,7 +273,7 @@ def _judged(packs: Sequence[PackScores]) -> bool:
     for other in packs[1:]:
         if other.judge_identity != first:
             raise UserError(
-                f"packs {packs[0].root.name} and {other.root.name} were judged by different judges; "
+                f"packs {_name(packs[0])} and {_name(other)} were judged by different judges; "
                 "J is compared only under one judge (rerun the autorater with the same judge options)"
             )
     return True
@@ -377,10 +393,30 @@ def format_compare(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _name(scores: PackScores) -> str:
+    """A pack's short name in a message: its folder's name (its run id)."""
+    return str(scores.root).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _load_all(packs: Sequence[str], judge: str | None) -> list[PackScores]:
+    """Every pack's scores; a `gs://` pack is read from a byte-exact temporary copy (its
+    scores are recomputed from its rows, as for a local pack) and named by its URI."""
+    from memorybench.pack.verify.context import local_pack
+
+    out = []
+    for location in packs:
+        if not str(location).startswith("gs://"):
+            out.append(load_pack_scores(location, judge))
+            continue
+        with local_pack(location) as root:
+            scores = load_pack_scores(root, judge)
+        scores.root = str(location).rstrip("/")
+        out.append(scores)
+    return out
+
+
 def compare_main(argv: Sequence[str]) -> int:
     """`memorybench compare PACK [PACK ...] [--vs PACK [PACK ...]] [--resamples N] [--seed S] [--json FILE]`."""
-    # To be wired in memorybench/cli.py (owned by another engineer) as
-    #   COMMANDS["compare"] = lambda args: compare_main(args)
     # cli.main prints a UserError raised here as one line and exits with its code.
     parser = OneLineParser(
         prog="memorybench compare",
@@ -391,14 +427,15 @@ def compare_main(argv: Sequence[str]) -> int:
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="interval coverage (default 0.95)")
+    parser.add_argument("--judge", help="the judge id whose J is compared, when a pack has several (autorater/<judge id>/)")
     parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file ('-' for stdout)")
     ns = parser.parse_args(list(argv))
     options = dict(resamples=ns.resamples, seed=ns.seed, confidence=ns.confidence)
     _check_resampling(ns.resamples, ns.confidence)
-    a = [load_pack_scores(p) for p in ns.packs]
+    a = _load_all(ns.packs, ns.judge)
     result: dict[str, Any] = {"schema": "compare.v1"}
     if ns.vs:
-        b = [load_pack_scores(p) for p in ns.vs]
+        b = _load_all(ns.vs, ns.judge)
         result["summary_a"] = seed_summary(a, **options)
         result["summary_b"] = seed_summary(b, **options)
         result["difference"] = paired_difference(a, b, **options)

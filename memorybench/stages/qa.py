@@ -3,7 +3,9 @@
 Questions are answered one at a time in file order (every question of the first
 conversation, then the next); question-independent memory is built once per
 conversation. Each answer is appended to predictions.jsonl at once; a rerun of the same
-run id resumes where it stopped. Scores are computed from the stored rows at the end.
+run id resumes where it stopped. A memory whose writer failed more than
+`memory.max_failed_share` of its tasks stops the run before its first question. Scores
+are computed from the stored rows at the end.
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
                 if conversation.sample_id not in built:
                     _store_memory(pack, method, memory)
                     built.add(conversation.sample_id)
+                # after the commit (a rerun loads this memory, paying for no writer call twice)
+                # and before any question over it: a memory the writer mostly failed to write
+                # stops the run instead of being scored as if it were whole
+                method.check_writer_failures(pack)
                 answerer.start_conversation(
                     ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
                 )

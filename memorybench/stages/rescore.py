@@ -12,16 +12,23 @@ from typing import Any
 from memorybench.pack import layout
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.scores import compute_scores
+from memorybench.pack.success import reclose
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.rows import predictions_csv
 
 
 def rescore(pack_root: Path) -> dict[str, Any]:
-    """Rewrite predictions.csv and metrics.json from the stored rows; return the metrics."""
+    """Rewrite predictions.csv and metrics.json from the stored rows; return the metrics.
+
+    On a finished pack, rescore is the one writer of these two files: it records their
+    new sha256 in `_SUCCESS` (`reclose`; nothing is rewritten when the scores are the same),
+    and verify checks their content against a fresh rescore of its own.
+    """
     rows, metrics = compute_scores(pack_root)
     pack = RunPack(pack_root)
     pack.write_text(layout.PREDICTIONS_CSV, predictions_csv(rows))
     pack.write_json(layout.METRICS, metrics)
+    reclose(pack_root, (layout.PREDICTIONS_CSV, layout.METRICS))
     return metrics
 
 
@@ -58,4 +65,27 @@ def format_table(metrics: dict[str, Any]) -> str:
             f"reader: {reader['calls']} calls, {reader['prompt_tokens']} prompt + {reader['completion_tokens']} completion tokens, "
             f"cost {cost}, latency p50 {p50 if p50 is None else round(p50, 3)} s, retries {reader['retries']}"
         )
+    lines += cost_lines(metrics)
     return "\n".join(lines)
+
+
+def cost_lines(metrics: dict[str, Any]) -> list[str]:
+    """The build + answer = total cost line, and the writer's failed tasks: what the reader
+    line alone leaves out (a writer-made memory can cost more than its answers)."""
+    usage = metrics.get("usage") or {}
+
+    def dollars(part: dict[str, Any]) -> str:
+        return f"${part['cost_usd']:.4f}" if part.get("cost_known") and part.get("cost_usd") is not None else "unknown"
+
+    lines = []
+    total = usage.get("total")
+    if total:
+        parts = [f"{name} {dollars(usage[name])} ({usage[name]['calls']} calls)" for name in ("build", "reader", "agent") if name in usage]
+        per_question = "" if total["cost_per_question_usd"] is None else f", ${total['cost_per_question_usd']:.6f} per question"
+        lines.append(f"cost: {' + '.join(parts)} = total {dollars(total)}{per_question}"
+                     + ("" if total["cost_known"] else " (a model is not in the price table)"))
+    memory = metrics.get("memory")
+    if memory:
+        where = f"; skipped, listed in {memory['failures_file']}" if memory["failed"] else ""
+        lines.append(f"memory: {memory['failed']} of {memory['tasks']} writer tasks failed{where}")
+    return lines

@@ -9,8 +9,9 @@ shown in two places is therefore computed once.
 
 Keys: the run keys (`run_keys`), then the runs-table columns in `RUNS_SCHEMA` order, then
 `exact_match_cat1..5`, `token_f1_cat1..5`, `cache_hits`, `j_per_pass` (J of each pass),
-`judge_failed`, `judge_cost_usd`, `judge_models_answered` and `judge_prompt_sha256`. A
-value the pack does not have is None (every J key of a pack without an autorater).
+`judge_failed`, `judge_cost_usd`, `judge_models_answered` and `judge_prompt_sha256`, then
+the run's identity as `cfg.<dotted leaf>` keys (`identity_columns`). A value the pack does
+not have is None (every J key of a pack without an autorater).
 """
 
 from __future__ import annotations
@@ -19,10 +20,31 @@ import json
 import os
 from typing import Any
 
+import yaml
+
+from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import RunMeta
+from memorybench.run_id import identity_config, prompt_relpaths
 
-__all__ = ["CATEGORIES", "CHOICE_GROUPS", "JUDGED_CATEGORIES", "run_keys", "run_summary"]
+__all__ = [
+    "CATEGORIES",
+    "CHOICE_GROUPS",
+    "CONFIG_PREFIX",
+    "JUDGED_CATEGORIES",
+    "JUDGE_SEPARATOR",
+    "cost_columns",
+    "identity_columns",
+    "judge_key",
+    "judge_summary",
+    "run_keys",
+    "run_summary",
+]
+
+#: the prefix of a run's identity keys: `cfg.memory.top_k`, `cfg.reader.seed`, ...
+CONFIG_PREFIX = "cfg."
+#: between a judge's number and its judge id: `j_mean/<judge id>`
+JUDGE_SEPARATOR = "/"
 
 #: config groups that get a column of their own; every choice is also in `choices` (JSON)
 CHOICE_GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge")
@@ -53,9 +75,116 @@ def run_keys(pack: PackReader, meta: RunMeta) -> dict[str, Any]:
     }
 
 
+def _leaves(node: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(node, dict) and node:
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_leaves(value, f"{prefix}.{key}"))
+        return out
+    return {prefix: node}
+
+
+def _cell(value: Any) -> str | None:
+    """A config value as one string cell: strings as they are, everything else as JSON
+    (`8`, `0.0`, `true`, `[]`), so one column keeps one type across packs."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def identity_columns(pack: PackReader, meta: RunMeta) -> dict[str, str | None]:
+    """Every leaf of the run's identity config (what its run id hashes, `memorybench.run_id`)
+    as `cfg.<dotted key>`: the resolved config of the pack minus paths, storage, tracking,
+    pricing, name and operational settings, plus the sha256 of its prompts and its data.
+
+    Read from the pack alone, so a pack identifies itself on any machine: the dataset is
+    its sha256 from run_meta.json (never a local path), the prompts are run_meta's hashes.
+    """
+    data = yaml.safe_load(pack.read_text(layout.CONFIG)) or {}
+    dataset = data.get("dataset")
+    if isinstance(dataset, dict):
+        data["dataset"] = {**{k: v for k, v in dataset.items() if k != "path"}, "sha256": meta.data.get("sha256")}
+    code: dict[str, Any] = {"prompts": {relpath: meta.prompts.get(relpath) for relpath in prompt_relpaths(data)}}
+    if meta.plugins:
+        code["plugins"] = meta.plugins
+    identity = identity_config(data, code)
+    return {key: _cell(value) for key, value in sorted(_leaves(identity, CONFIG_PREFIX.rstrip(".")).items())}
+
+
 def _by_category(node: dict[str, Any], category: int) -> Any:
     by_category = node.get("by_category")
     return by_category.get(str(category)) if isinstance(by_category, dict) else None
+
+
+def judge_key(name: str, judge_id: str) -> str:
+    """A judge's number under its judge id (`j_mean/mem0-gpt-4o-mini-1a2b3c4d`): two judges'
+    J never share a column, a metric or a key."""
+    return f"{name}{JUDGE_SEPARATOR}{judge_id}"
+
+
+def judge_summary(pack: PackReader, judge_id: str) -> dict[str, Any]:
+    """One finished judge's numbers, each key `judge_key(name, judge_id)`."""
+    judge = pack.autorater_metrics(judge_id)
+    meta = pack.autorater_meta(judge_id)
+    if judge is None:
+        return {}
+    usage = judge.usage.get("judge") or {}
+    values: dict[str, Any] = {
+        "j_mean": judge.j.mean,
+        "j_sd": judge.j.sd,
+        "j_passes": judge.passes,
+        **{f"j_cat{c}": judge.j.by_category.get(str(c)) for c in JUDGED_CATEGORIES},
+        "j_agreement": judge.j.agreement.share,
+        "judge_model": judge.judge.model_requested,
+        "judge_failed": judge.counts.failed,
+        "judge_calls": usage.get("calls"),
+        "judge_cost_usd": usage.get("cost_usd") if usage.get("cost_known") else None,
+    }
+    out = {judge_key(k, judge_id): v for k, v in values.items()}
+    # beyond the runs table: MLflow's metrics and params
+    out[judge_key("j_per_pass", judge_id)] = list(judge.j.passes)
+    out[judge_key("judge_models_answered", judge_id)] = list(judge.judge.models_answered)
+    out[judge_key("judge_identity", judge_id)] = meta.identity.model_dump(mode="json", by_alias=True) if meta else None
+    return out
+
+
+def _sum_known(parts: list[dict[str, Any]], key: str) -> Any:
+    values = [p.get(key) for p in parts]
+    return None if any(v is None for v in values) else sum(values)
+
+
+def _cost(usage: dict[str, Any]) -> float | None:
+    """A usage block's dollars, None (unknown, never $0) when any of its calls had no price."""
+    return usage.get("cost_usd") if usage.get("cost_known") else None
+
+
+def cost_columns(metrics: Any, judges: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a run cost, by stage: building its memory (writer, embedder), answering (reader or
+    agent), judging (every judge), and build + answer as `total_*` (a method's own cost)."""
+    usage = metrics.usage
+    answer = usage.get("reader") or usage.get("agent") or {}
+    build = usage.get("build") or {}
+    total = usage.get("total") or {}
+    judge_costs = [{"cost_usd": j.get("judge_cost_usd")} for j in judges]
+    return {
+        "build_calls": build.get("calls"),
+        "build_prompt_tokens": build.get("prompt_tokens"),
+        "build_completion_tokens": build.get("completion_tokens"),
+        "build_cost_usd": _cost(build) if build else None,
+        "answer_calls": answer.get("calls"),
+        "answer_prompt_tokens": answer.get("prompt_tokens"),
+        "answer_completion_tokens": answer.get("completion_tokens"),
+        "answer_cached_tokens": answer.get("cached_tokens"),
+        "answer_cost_usd": _cost(answer) if answer else None,
+        "judge_calls": _sum_known([{"c": j.get("judge_calls")} for j in judges], "c") if judges else None,
+        "judge_cost_usd": _sum_known(judge_costs, "cost_usd") if judges else None,
+        "total_calls": total.get("calls"),
+        "total_prompt_tokens": total.get("prompt_tokens"),
+        "total_completion_tokens": total.get("completion_tokens"),
+        "total_cost_usd": _cost(total) if total else None,
+        "cost_per_question_usd": total.get("cost_per_question_usd") if total.get("cost_known") else None,
+        "cost_known": bool(total.get("cost_known")) if total else False,
+    }
 
 
 def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
@@ -63,11 +192,15 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
     pack = PackReader.open(location)
     meta = pack.meta()
     metrics = pack.metrics()
-    judge = pack.autorater_metrics()
+    judge_ids = pack.judges()
+    judges = {judge_id: judge_summary(pack, judge_id) for judge_id in judge_ids}
+    # Mem0's F1 and BLEU-1 are lexical: the autorater computes them, but no judge decides them
+    lexical = pack.autorater_metrics(judge_ids[0]) if judge_ids else None
     reader = metrics.usage.get("reader") or {}
     latency = reader.get("latency_s") or {}
     answered = sorted({a for m in meta.models if m.role == "reader" for a in m.answered}
                       | set(reader.get("models_answered") or []))
+    by_judge = [{name.split(JUDGE_SEPARATOR)[0]: v for name, v in j.items()} for j in judges.values()]
     row: dict[str, Any] = {
         **run_keys(pack, meta),
         "models_answered": ",".join(answered) or None,
@@ -79,20 +212,11 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         **{f"locomo_f1_cat{c}": _by_category(metrics.locomo_f1, c) for c in CATEGORIES},
         "exact_match": metrics.exact_match.get("overall"),
         "token_f1": metrics.token_f1.get("overall"),
-        "j_mean": judge.j.mean if judge else None,
-        "j_sd": judge.j.sd if judge else None,
-        "j_passes": judge.passes if judge else None,
-        **{f"j_cat{c}": judge.j.by_category.get(str(c)) if judge else None for c in JUDGED_CATEGORIES},
-        "j_agreement": judge.j.agreement.share if judge else None,
-        "judge_model": judge.judge.model_requested if judge else None,
-        "mem0_f1": judge.mem0_f1.overall if judge else None,
-        "mem0_bleu1": judge.mem0_bleu1.overall if judge else None,
-        "calls": reader.get("calls"),
-        "prompt_tokens": reader.get("prompt_tokens"),
-        "completion_tokens": reader.get("completion_tokens"),
-        "cached_tokens": reader.get("cached_tokens"),
-        "cost_usd": reader.get("cost_usd") if reader.get("cost_known") else None,
-        "cost_known": reader.get("cost_known"),
+        "judges": ",".join(judge_ids) or None,
+        "mem0_f1": lexical.mem0_f1.overall if lexical else None,
+        "mem0_bleu1": lexical.mem0_bleu1.overall if lexical else None,
+        **cost_columns(metrics, by_judge),
+        "memory_failed_tasks": (metrics.memory or {}).get("failed"),
         "latency_p50_s": latency.get("p50"),
         "latency_p95_s": latency.get("p95"),
         "latency_mean_s": latency.get("mean"),
@@ -106,13 +230,8 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         **{f"exact_match_cat{c}": _by_category(metrics.exact_match, c) for c in CATEGORIES},
         **{f"token_f1_cat{c}": _by_category(metrics.token_f1, c) for c in CATEGORIES},
         "cache_hits": reader.get("cache_hits"),
-        "j_per_pass": list(judge.j.passes) if judge else [],
-        "judge_failed": judge.counts.failed if judge else None,
-        "judge_cost_usd": None,
-        "judge_models_answered": list(judge.judge.models_answered) if judge else [],
-        "judge_prompt_sha256": judge.judge_prompt_sha256 if judge else None,
     }
-    judge_usage = (judge.usage.get("judge") or {}) if judge else {}
-    if judge_usage.get("cost_known"):
-        row["judge_cost_usd"] = judge_usage.get("cost_usd")
+    for values in judges.values():
+        row.update(values)
+    row.update(identity_columns(pack, meta))
     return row

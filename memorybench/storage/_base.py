@@ -15,7 +15,8 @@ from pathlib import Path
 
 from memorybench.errors import UserError
 
-#: the marker a finished pack (or a finished stage output inside it) ends with
+#: the marker a finished pack (or a finished stage output inside it) ends with: a JSON
+#: record of the sha256 of every file it closes, uploaded with its content, create-only
 SUCCESS = "_SUCCESS"
 #: files a writer leaves while replacing a file atomically; never uploaded
 TEMP_SUFFIXES = (".part",)
@@ -57,7 +58,10 @@ def is_marker(relpath: str, markers: Iterable[str]) -> bool:
 
 
 def local_files(local_dir: Path) -> list[str]:
-    """Every regular file under `local_dir` as a relative `/` path, sorted; temp files skipped."""
+    """Every regular file under `local_dir` as a relative `/` path, sorted; temp files and links skipped.
+
+    These are the files of a pack: what `publish_pack` uploads and what its markers close
+    (`memorybench.pack.success`), so a published pack holds exactly the files they name."""
     out = []
     for path in sorted(local_dir.rglob("*")):
         if path.is_file() and not path.is_symlink() and not path.name.endswith(TEMP_SUFFIXES):

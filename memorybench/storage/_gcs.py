@@ -37,6 +37,8 @@ def parse_gs_uri(uri: str) -> tuple[str, str]:
 
 
 def _content_type(relpath: str) -> str:
+    if Path(relpath).name == SUCCESS:
+        return "application/json"  # a success.v1 record (an old, empty marker is served the same)
     suffix = Path(relpath).suffix.lower()
     return _TYPES.get(suffix) or mimetypes.guess_type(relpath)[0] or "application/octet-stream"
 
@@ -137,8 +139,10 @@ class GCSStorage(Storage):
         return [join(dest_prefix, r) for r in plain + marks]
 
     def download_dir(self, prefix: str, local_dir: str | Path) -> list[str]:
-        """Download every object under `prefix/`; each file's mtime is its object's update time,
-        so the local copy keeps the order it was written in (`_SUCCESS` newest)."""
+        """Download every object under `prefix/` (the client checks each one's checksum); each
+        file's mtime is its object's update time, so the local copy keeps the order it was
+        written in (`_SUCCESS` newest). Nothing depends on that order: a pack is checked
+        against the hashes its `_SUCCESS` holds."""
         dest = Path(local_dir)
         base = clean_relpath(prefix)
         full = join(self.prefix, base) + "/" if (self.prefix or base) else ""

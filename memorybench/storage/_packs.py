@@ -73,6 +73,10 @@ class Published:
 def publish_pack(local_pack_dir: str | Path, storage: Storage, relpath: str) -> Published:
     """Upload a finished local pack to `storage/relpath`: every file, then `_SUCCESS` create-only.
 
+    `_SUCCESS` goes up with its content (the sha256 of every file it closes), and the files
+    uploaded are the pack's files as its markers count them (`local_files`: no `*.part`, no
+    links), so the published pack verifies wherever it is read from.
+
     A pack whose `_SUCCESS` is already in storage is left as it is (published packs are
     never overwritten). Publishing a local pack onto itself does nothing.
     """

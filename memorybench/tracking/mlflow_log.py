@@ -9,14 +9,21 @@ Workers never log. The driver (the process that ran or launched a sweep, or
   same sweep twice reuses it);
 * one nested run per finished pack (`_SUCCESS`), tagged `memorybench.pack_key` =
   `<run_id>@<config_sha256>`: a pack whose key is already in the experiment is not logged
-  again (a run left unfinished by a crash is deleted and logged anew).
+  again (a run left unfinished by a crash is deleted and logged anew), unless its results
+  changed since (a judge added J, a rescore): the run is tagged with the sha256 of what was
+  logged (`memorybench.results_sha256`), and a pack whose params and metrics hash
+  otherwise gets its new metrics, params and artifacts logged into the same run. Logging
+  is therefore idempotent: `track`, `autorater`, `track` puts J into the run of the first.
 
 A nested run holds: params (the chosen options, the flattened `config.resolved.yaml`
 without paths/storage/tracking/pricing, hashes of config, data and prompts, model ids
-requested and answered), metrics (LoCoMo F1 overall and `locomo_f1_cat1..5`, EM, token F1,
-J mean/sd/by category when the autorater ran, Mem0 F1/BLEU-1, tokens, cost, latency
-p50/p95: the run summary's numbers, `memorybench.stages.summary`, under MLflow's names) and artifacts (the pack's files under `pack/`, or `pack_uri.txt` when the pack
-lives on gs://, and `config.resolved.yaml`).
+requested and answered, each judge's identity under `judge/<judge id>/...`), metrics
+(LoCoMo F1 overall and `locomo_f1_cat1..5`, EM, token F1, Mem0 F1/BLEU-1, calls, tokens
+and cost of the build, the answers, the judges and their total, latency p50/p95, and
+each judge's J as `j_mean/<judge id>`, `j_cat1/<judge id>`, ...: the run summary's
+numbers, `memorybench.stages.summary`, under MLflow's names) and artifacts (the pack's
+files under `pack/`, or `pack_uri.txt` when the pack lives on gs://, and
+`config.resolved.yaml`).
 
 No secret reaches MLflow: no environment variable is read into a param or tag; the
 config holds environment variable *names* only (`api_key_env`), keys that look like
@@ -46,7 +53,7 @@ from memorybench.hashing import sha256_text
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.stages.aggregate import Location, scan_packs
-from memorybench.stages.summary import CATEGORIES, JUDGED_CATEGORIES, run_summary
+from memorybench.stages.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
 
 if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
     from mlflow.tracking import MlflowClient
@@ -59,6 +66,8 @@ __all__ = [
     "log_run_specs",
     "pack_metrics",
     "pack_params",
+    "print_tracking",
+    "results_sha256",
     "sweep_name",
     "track_main",
     "tracking_uri_from_config",
@@ -75,6 +84,7 @@ _BAD_KEY_CHARS = re.compile(r"[^A-Za-z0-9_.\-/ ]")
 TAG_KIND = "memorybench.kind"
 TAG_SWEEP = "memorybench.sweep"
 TAG_PACK_KEY = "memorybench.pack_key"
+TAG_RESULTS = "memorybench.results_sha256"
 
 
 @dataclass
@@ -82,8 +92,14 @@ class TrackedRun:
     pack: Location
     run_id: str
     mlflow_run_id: str
-    #: False when the pack was already in the experiment (nothing was logged)
+    #: False when the pack was already in the experiment (see `updated`)
     created: bool
+    #: the pack was in the experiment with other results: its new ones were logged into that run
+    updated: bool = False
+
+    @property
+    def action(self) -> str:
+        return "logged" if self.created else "updated" if self.updated else "unchanged"
 
 
 @dataclass
@@ -91,12 +107,24 @@ class TrackingResult:
     tracking_uri: str
     experiment_id: str
     parent_run_id: str
+    experiment_name: str = ""
     runs: list[TrackedRun] = field(default_factory=list)
     unfinished: list[Location] = field(default_factory=list)
 
     @property
     def created(self) -> list[TrackedRun]:
         return [r for r in self.runs if r.created]
+
+    @property
+    def updated(self) -> list[TrackedRun]:
+        return [r for r in self.runs if r.updated]
+
+    def ui_address(self, run: TrackedRun | None = None) -> str:
+        """Where to look: the run's page on an MLflow server, or the command that opens a local store's UI."""
+        if self.tracking_uri.startswith(("http://", "https://")):
+            page = f"{self.tracking_uri.rstrip('/')}/#/experiments/{self.experiment_id}"
+            return f"{page}/runs/{run.mlflow_run_id}" if run else page
+        return f"mlflow ui --backend-store-uri {self.tracking_uri}"
 
 
 # -- where --------------------------------------------------------------------------------
@@ -242,11 +270,16 @@ def pack_params(pack: str | os.PathLike[str] | PackReader) -> dict[str, str]:
         params[f"model.{model.role}.requested"] = model.requested
         params[f"model.{model.role}.answered"] = ",".join(model.answered) or None
     summary = run_summary(reader)
-    if summary["j_passes"] is not None:
-        params["autorater.passes"] = summary["j_passes"]
-        params["autorater.judge_model_requested"] = summary["judge_model"]
-        params["autorater.judge_models_answered"] = ",".join(summary["judge_models_answered"]) or None
-        params["autorater.judge_prompt_sha256"] = summary["judge_prompt_sha256"]
+    # each judge by its id: the identity that names its folder, and the models that answered
+    # (params are write-once: the passes, which may grow, are the metric `j_passes/<id>`)
+    for judge_id in (summary["judges"] or "").split(","):
+        if not judge_id:
+            continue
+        identity = summary.get(judge_key("judge_identity", judge_id)) or {}
+        for name, value in identity.items():
+            if name != "schema":
+                params[f"judge/{judge_id}/{name}"] = value
+        params[f"judge/{judge_id}/models_answered"] = ",".join(summary[judge_key("judge_models_answered", judge_id)]) or None
     return {_param_key(k): _param_value(v) for k, v in params.items()}
 
 
@@ -257,36 +290,41 @@ def _number(value: Any) -> float | None:
 
 
 #: MLflow's metric names, each a run-summary key (`memorybench.stages.summary`) under
-#: another name where the runs table's column would be ambiguous beside the judge's
+#: another name where the runs table's column would be ambiguous
 METRIC_NAMES: dict[str, str] = {
     "questions": "questions",
     **{f"{m}{c}": f"{m}{c}" for m in ("locomo_f1", "exact_match", "token_f1") for c in ("", *(f"_cat{k}" for k in CATEGORIES))},
-    "reader_calls": "calls",
-    "prompt_tokens": "prompt_tokens",
-    "completion_tokens": "completion_tokens",
-    "cached_tokens": "cached_tokens",
+    **{name: name for name in (
+        "build_calls", "build_prompt_tokens", "build_completion_tokens", "build_cost_usd",
+        "answer_calls", "answer_prompt_tokens", "answer_completion_tokens", "answer_cached_tokens", "answer_cost_usd",
+        "judge_calls", "judge_cost_usd",
+        "total_calls", "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "cost_per_question_usd",
+        "memory_failed_tasks",
+    )},
     "reader_retries": "retries",
     "reader_cache_hits": "cache_hits",
-    "cost_usd": "cost_usd",
     "latency_p50_s": "latency_p50_s",
     "latency_p95_s": "latency_p95_s",
     "latency_mean_s": "latency_mean_s",
-    "j_mean": "j_mean",
-    "j_sd": "j_sd",
-    "j_agreement": "j_agreement",
-    **{f"j_cat{c}": f"j_cat{c}" for c in JUDGED_CATEGORIES},
     "mem0_f1": "mem0_f1",
     "mem0_bleu1": "mem0_bleu1",
-    "judge_failed": "judge_failed",
-    "judge_cost_usd": "judge_cost_usd",
 }
+#: per judge, metric `<name>/<judge id>` (J of two judges never shares a metric)
+JUDGE_METRICS = ("j_mean", "j_sd", "j_passes", *(f"j_cat{c}" for c in JUDGED_CATEGORIES), "j_agreement", "judge_failed",
+                 "judge_calls", "judge_cost_usd")
 
 
 def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
-    """MLflow metrics of a pack: LoCoMo F1 (+ by category), EM, token F1, J, usage, latency."""
+    """MLflow metrics of a pack: LoCoMo F1 (+ by category), EM, token F1, cost by stage,
+    latency, and each judge's J under its judge id (`j_mean/<judge id>`, `j_pass1/<judge id>`)."""
     summary = run_summary(pack)
     out: dict[str, Any] = {name: summary[key] for name, key in METRIC_NAMES.items()}
-    out.update({f"j_pass{n}": value for n, value in enumerate(summary["j_per_pass"], start=1)})
+    for judge_id in (summary["judges"] or "").split(","):
+        if not judge_id:
+            continue
+        out.update({judge_key(name, judge_id): summary[judge_key(name, judge_id)] for name in JUDGE_METRICS})
+        passes = summary[judge_key("j_per_pass", judge_id)]
+        out.update({judge_key(f"j_pass{n}", judge_id): value for n, value in enumerate(passes, start=1)})
     return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
 
 
@@ -343,15 +381,44 @@ def _log_artifacts(client: MlflowClient, run_id: str, pack: PackReader) -> None:
             client.log_artifacts(run_id, str(pack.local_root), artifact_path="pack")
 
 
+def results_sha256(params: Mapping[str, str], metrics: Mapping[str, float]) -> str:
+    """The sha256 of what a pack logs: two logs of the same results have the same hash."""
+    return sha256_text(json.dumps({"params": dict(params), "metrics": dict(metrics)}, sort_keys=True))
+
+
+def _update(client: MlflowClient, existing: Any, pack: PackReader, location: Location, params: Mapping[str, str],
+            metrics: Mapping[str, float], digest: str, *, artifacts: bool) -> TrackedRun:
+    """Log a pack's new results into its existing run: every metric (a new value is a new
+    point of its history), the params it did not have (a judge's), the artifacts again."""
+    run_id = str(existing.info.run_id)
+    logged = existing.data.params
+    changed = sorted(k for k, v in params.items() if k in logged and logged[k] != v)
+    if changed:
+        # MLflow params are write-once; a changed one would mean another experiment under this key
+        raise UserError(f"MLflow run {run_id} of pack {pack.uri()} has other values for params {', '.join(changed[:5])}; "
+                        "the pack changed identity: delete that MLflow run or track into another experiment")
+    meta = pack.meta()
+    now = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    _log_batches(client, run_id, {k: v for k, v in params.items() if k not in logged}, metrics, now)
+    if artifacts:
+        _log_artifacts(client, run_id, pack)
+    client.set_tag(run_id, TAG_RESULTS, digest)
+    return TrackedRun(location, str(meta.run_id or pack.name), run_id, created=False, updated=True)
+
+
 def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, location: Location, *, artifacts: bool) -> TrackedRun:
     pack = PackReader.open(location)
     meta = pack.meta()
     rid = str(meta.run_id or pack.name)
     key = f"{rid}@{meta.config_sha256}"
+    params, metrics = pack_params(pack), pack_metrics(pack)
+    digest = results_sha256(params, metrics)
     existing = _search_one(client, experiment_id, TAG_PACK_KEY, key)
     if existing is not None:
         if existing.info.status == "FINISHED":
-            return TrackedRun(location, rid, str(existing.info.run_id), created=False)
+            if existing.data.tags.get(TAG_RESULTS) == digest:
+                return TrackedRun(location, rid, str(existing.info.run_id), created=False)
+            return _update(client, existing, pack, location, params, metrics, digest, artifacts=artifacts)
         client.delete_run(existing.info.run_id)  # a crash mid-logging: log it anew
     notes = "\n".join(meta.notes or [])
     tags = {
@@ -362,13 +429,14 @@ def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, location:
         "memorybench.config_sha256": str(meta.config_sha256),
         "memorybench.experiment": str(meta.name),
         "memorybench.pack_uri": os.fspath(location),
+        TAG_RESULTS: digest,
     }
     if notes:
         tags["mlflow.note.content"] = notes
     started = _epoch_ms(meta.started_at)
     run = client.create_run(experiment_id, start_time=started, tags=tags, run_name=rid)
     run_id = str(run.info.run_id)
-    _log_batches(client, run_id, pack_params(pack), pack_metrics(pack), _epoch_ms(meta.ended_at) or started or 0)
+    _log_batches(client, run_id, params, metrics, _epoch_ms(meta.ended_at) or started or 0)
     if artifacts:
         _log_artifacts(client, run_id, pack)
     client.set_terminated(run_id, "FINISHED", end_time=_epoch_ms(meta.ended_at))
@@ -403,7 +471,7 @@ def log_packs(
     if parent_run_name is None:
         parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
     parent_id = _parent_run(client, experiment_id, parent_run_name)
-    result = TrackingResult(tracking_uri, experiment_id, parent_id, unfinished=scan.unfinished)
+    result = TrackingResult(tracking_uri, experiment_id, parent_id, experiment_name, unfinished=scan.unfinished)
     try:
         for pack in scan.finished:
             result.runs.append(_log_one(client, experiment_id, parent_id, pack, artifacts=artifacts))
@@ -480,9 +548,17 @@ def track_main(argv: Sequence[str]) -> int:
         groups.setdefault(name, []).append(pack)
     for name, packs in groups.items():
         result = log_packs(packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts)
-        print(f"experiment {name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
-              f"{len(result.created)} run(s) logged, {len(result.runs) - len(result.created)} already there")
+        print_tracking(result)
     if scan.unfinished:
         print(f"left out {len(scan.unfinished)} unfinished pack(s) (no _SUCCESS)", file=sys.stderr)
-    print(f"tracking URI: {uri}")
     return 0
+
+
+def print_tracking(result: TrackingResult) -> None:
+    """What was logged and where: one line per pack, then the experiment and how to open it."""
+    for run in result.runs:
+        print(f"mlflow: {run.action:9} {run.run_id} -> run {run.mlflow_run_id}")
+    unchanged = len(result.runs) - len(result.created) - len(result.updated)
+    print(f"mlflow: experiment {result.experiment_name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
+          f"{len(result.created)} run(s) logged, {len(result.updated)} updated, {unchanged} unchanged")
+    print(f"mlflow: tracking URI {result.tracking_uri}; open: {result.ui_address()}")

@@ -190,6 +190,7 @@ def judged(tmp_path_factory, undisturbed) -> Path:
 @pytest.mark.parametrize("fill_at", [2, None], ids=["at the third judge call", "before the stage starts"])
 def test_autorater_on_a_disk_that_fills_stops_in_one_line_keeps_its_verdicts_and_resumes(fill_at, small_disk, tmp_path, judged):
     reference = judged
+    (judge_id,) = (m.parent.name for m in (reference / "autorater").glob("*/autorater_meta.json"))  # the judge's folder
     pack = small_disk / "packs" / "p" / "runs" / reference.name
     shutil.copytree(reference, pack, ignore=shutil.ignore_patterns("autorater"))
     before = qa_files(pack)
@@ -200,26 +201,26 @@ def test_autorater_on_a_disk_that_fills_stops_in_one_line_keeps_its_verdicts_and
         # a journal row names its file, and so does the stage's own prompt copy written before any call
         assert_one_line_disk_full(failed, pack)
         assert not list(pack.rglob("*.part"))  # no half-written file left behind
-        assert not (pack / "autorater" / "_SUCCESS").exists()
-        verdicts_path = pack / "autorater" / "autorater_verdicts.jsonl"
+        assert not (pack / "autorater" / judge_id / "_SUCCESS").exists()
+        verdicts_path = pack / "autorater" / judge_id / "autorater_verdicts.jsonl"
         verdicts = rows(verdicts_path) if verdicts_path.exists() else []
-        expected = rows(reference / "autorater" / "autorater_verdicts.jsonl")
+        expected = rows(reference / "autorater" / judge_id / "autorater_verdicts.jsonl")
         assert verdicts == expected[: len(verdicts)]
         assert len(verdicts) >= (2 if fill_at is not None else 0)
-        if (pack / "autorater" / "traces.jsonl").exists():
-            traced = [(t["question_id"], t["pass"]) for t in rows(pack / "autorater" / "traces.jsonl")]
+        if (pack / "autorater" / judge_id / "traces.jsonl").exists():
+            traced = [(t["question_id"], t["pass"]) for t in rows(pack / "autorater" / judge_id / "traces.jsonl")]
             assert len(set(traced)) == len(traced)
-            assert_journals_whole(pack / "autorater")
+            assert_journals_whole(pack / "autorater" / judge_id)
         assert qa_files(pack) == before  # the stage never touches what qa wrote
         (small_disk / FILLER).unlink()
         assert in_process("autorater", str(pack), *judge_args(server, tmp_path)) == 0
     assert_journals_whole(pack)
-    for name in ("autorater/autorater_verdicts.jsonl",):
+    for name in (f"autorater/{judge_id}/autorater_verdicts.jsonl",):
         assert (pack / name).read_bytes() == (reference / name).read_bytes()
-    got, want = (json.loads((p / "autorater" / "autorater_metrics.json").read_text()) for p in (pack, reference))
+    got, want = (json.loads((p / "autorater" / judge_id / "autorater_metrics.json").read_text()) for p in (pack, reference))
     assert got["j"] == want["j"] and got["counts"] == want["counts"]
-    assert [t["question_id"] for t in rows(pack / "autorater" / "traces.jsonl")] == [
-        t["question_id"] for t in rows(reference / "autorater" / "traces.jsonl")
+    assert [t["question_id"] for t in rows(pack / "autorater" / judge_id / "traces.jsonl")] == [
+        t["question_id"] for t in rows(reference / "autorater" / judge_id / "traces.jsonl")
     ]
     assert qa_files(pack) == before
 

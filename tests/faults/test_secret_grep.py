@@ -83,13 +83,14 @@ def test_no_credential_reaches_any_output(tmp_path):
     traces = [json.loads(line) for line in (pack / "reader/traces.jsonl").read_text().splitlines()]
     assert [t["question_id"] for t in traces] == MINI_IDS
     assert "Incorrect API key provided: [REDACTED]" in traces[1]["response"]["attempts"][0]["error"]
-    judge_traces = (pack / "autorater" / "traces.jsonl").read_text()
+    (judge_dir,) = (m.parent for m in (pack / "autorater").glob("*/autorater_meta.json"))  # the judge's folder
+    judge_traces = (judge_dir / "traces.jsonl").read_text()
     assert "Incorrect API key provided: [REDACTED]" in judge_traces
 
     files = every_file(tmp_path)
     written = {p.relative_to(tmp_path).as_posix() for p in files}
     # every output is here: the pack, the judge's files, the collected tables, the MLflow store and artifacts
-    assert {"work/mlflow.db", f"work/packs/secret/runs/{pack.name}/autorater/autorater_verdicts.jsonl"} <= written
+    assert {"work/mlflow.db", f"work/packs/secret/runs/{pack.name}/autorater/{judge_dir.name}/autorater_verdicts.jsonl"} <= written
     assert any(p.startswith("work/out/collected/") for p in written), sorted(written)
     assert any("/artifacts/" in p for p in written), sorted(written)
     assert len(files) > 40

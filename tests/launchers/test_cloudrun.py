@@ -279,15 +279,16 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
         assert len(judge.requests) == 2 * 8  # categories 1-4 of the mini fixture; category 5 is not asked
         for pack in finished:
             files = storage.list(join(pack, "autorater/"))
+            (judge_id,) = {rel.removeprefix(pack + "/").split("/")[1] for rel in files}  # one judge, one folder
             assert sorted(rel.removeprefix(pack + "/") for rel in files) == [
-                "autorater/_SUCCESS", "autorater/autorater_meta.json", "autorater/autorater_metrics.json",
-                "autorater/autorater_verdicts.jsonl", "autorater/prompts/mem0_accuracy_prompt.txt", "autorater/traces.jsonl",
+                f"autorater/{judge_id}/{name}" for name in ("_SUCCESS", "autorater_meta.json", "autorater_metrics.json",
+                                                            "autorater_verdicts.jsonl", "prompts/mem0_accuracy_prompt.txt", "traces.jsonl")
             ]
-            marker = join(pack, "autorater", SUCCESS)
+            marker = join(pack, "autorater", judge_id, SUCCESS)
             assert storage.generation(marker) == max(storage.generation(rel) for rel in files), "autorater/_SUCCESS is not last"
             with pytest.raises(AlreadyExists):
                 storage.create_only(marker)  # create-only: the wave's marker cannot be made twice
-            metrics = json.loads(storage.read_bytes(join(pack, "autorater/autorater_metrics.json")))
+            metrics = json.loads(storage.read_bytes(join(pack, f"autorater/{judge_id}/autorater_metrics.json")))
             assert metrics["run_id"] == pack.rsplit("/", 1)[-1]
             assert (metrics["counts"]["judged"], metrics["counts"]["failed"], metrics["j"]["overall"]) == (8, 0, 0.75)
         # the qa stage's files are as they were: a wave only adds
@@ -306,7 +307,7 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         assert task_main([]) == 0
-        assert f"{storage.uri(join(finished[1], 'autorater', SUCCESS))} exists; nothing to do" in capsys.readouterr().out
+        assert f"{storage.uri(join(finished[1], 'autorater', judge_id, SUCCESS))} exists; nothing to do" in capsys.readouterr().out
         status = json.loads(storage.read_bytes(f"{result.manifest.control_prefix}/tasks/00001.attempt-1.json"))
         assert (status["status"], status["execution"]) == ("skipped", "memorybench-autorater-retry")
 
@@ -315,7 +316,7 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
         again = run_wave("autorater", storage.root, **wave)
         assert again.manifest is None and len(standin.requests) == calls
         skipped = [line for line in said if "exists; skipped" in line]
-        assert skipped == [f"{pack}: autorater/_SUCCESS exists; skipped" for pack in finished]
+        assert skipped == [f"{pack}: autorater/{judge_id}/_SUCCESS exists; skipped" for pack in finished]
         assert len(judge.requests) == 2 * 8
     assert {rel: storage.generation(rel) for rel in storage.list("default/")} == generations
 

@@ -19,8 +19,10 @@ from memorybench.testing.scripted_server import ScriptedOpenAIServer
 from memtest import jrows
 
 #: small bounds keep each call short on 2 cores (one item per list, so a reply is at most ~120
-#: tokens and max_tokens never cuts it); the schema still has its full shape
-BOUNDS = ["writer.max_tokens=200", "writer.json_max_items=1", "writer.json_max_chars=40"]
+#: tokens and max_tokens never cuts it); the schema still has its full shape. A 135M model
+#: fails a share of its tasks (a third of mem0's updates), over the default bound: these test
+#: the plumbing, so they go on whatever the share (tests/memory/test_writer_failures.py: the stop)
+BOUNDS = ["writer.max_tokens=200", "writer.json_max_items=1", "writer.json_max_chars=40", "memory.max_failed_share=1.0"]
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +107,19 @@ def test_json_writer_methods_on_the_embedded_model(method, tmp_path, embedded_wr
     (cost,) = jrows(pack / "memory/build_cost.jsonl")
     assert cost["writer"]["calls"] == len(calls) and cost["writer"]["completion_tokens"] > 0
     assert cost["cost_usd"] == 0.0 and cost["writer"]["failures"] == len(failures)
+    metrics = json.loads((pack / "metrics.json").read_text())
+    assert metrics["memory"]["failed"] == len(failures) and metrics["memory"]["tasks"] == len(calls) - failed_repairs(calls)
     (manifest,) = jrows(pack / "memory/manifest.jsonl")  # the store: what the model wrote, maybe nothing
     assert manifest["sample_id"] == "mini-1" and manifest["metadata"]["writer"]["model"] == "smollm2-135m"
     assert len(jrows(pack / "memory/lineage.jsonl")) == manifest["item_count"]
     assert len(reader.requests) == 2
-    assert verify_pack(pack) == []
+    findings = verify_pack(pack)  # the failed tasks, if any, are the one (warning) finding
+    assert [(f.code, f.path) for f in findings] == [("memory.writer_failures", "memory/writer/failures.jsonl")] * bool(failures)
+
+
+def failed_repairs(calls) -> int:
+    """Repair calls: a task is its first call, plus at most one repair."""
+    return sum(1 for c in calls if c["attempt"] == "repair")
 
 
 def _bounds(schema) -> tuple[list, list]:

@@ -1,8 +1,10 @@
 """A tiny golden pack: the two-conversation fixture on the scripted server, file for file.
 
 Timestamps, latencies, ports, absolute paths, versions and the git state are normalized;
-everything else must match byte for byte. Regenerate after an intended change with
-`MEMORYBENCH_REGEN_GOLDEN=1 pytest tests/pack/test_golden.py` and review the diff.
+everything else must match byte for byte. `_SUCCESS` is compared with every sha256
+scrubbed, and the size of every file that normalization changed. Regenerate after an
+intended change with `MEMORYBENCH_REGEN_GOLDEN=1 pytest tests/pack/test_golden.py` and
+review the diff.
 """
 
 from __future__ import annotations
@@ -42,14 +44,34 @@ def normalize(text: str, tmp: Path, run_id: str, config_sha: str) -> str:
 def normalized_pack(pack: Path, tmp: Path) -> dict[str, str]:
     meta = json.loads((pack / "run_meta.json").read_text())
     out = {}
+    #: files whose normalization changed something: their size varies from run to run too
+    volatile = set()
     for path in sorted(p for p in pack.rglob("*") if p.is_file()):
         rel = str(path.relative_to(pack))
-        text = path.read_text("utf-8")
+        if rel == "_SUCCESS":
+            continue  # below: it records the other files' hashes and sizes
+        raw = path.read_text("utf-8")
+        text = raw
+        scrubbed = False
         if rel.endswith(".json"):
-            text = json.dumps(_scrub(json.loads(text)), indent=2, ensure_ascii=False)
+            doc = json.loads(text)
+            scrubbed = _scrub(doc) != doc
+            text = json.dumps(_scrub(doc), indent=2, ensure_ascii=False)
         elif rel.endswith(".jsonl"):
-            text = "".join(json.dumps(_scrub(json.loads(line)), ensure_ascii=False) + "\n" for line in text.splitlines())
+            rows = [json.loads(line) for line in text.splitlines()]
+            scrubbed = any(_scrub(row) != row for row in rows)
+            text = "".join(json.dumps(_scrub(row), ensure_ascii=False) + "\n" for row in rows)
         out[rel] = normalize(text, tmp, meta["run_id"], meta["config_sha256"])
+        if scrubbed or normalize(raw, tmp, meta["run_id"], meta["config_sha256"]) != raw:
+            volatile.add(rel)
+    if (pack / "_SUCCESS").is_file():
+        # every sha256 is scrubbed (each file is compared in full above); a size only where the file is volatile
+        record = json.loads((pack / "_SUCCESS").read_text("utf-8"))
+        record["files"] = {
+            rel: {"sha256": "<sha256>", "bytes": "<bytes>" if rel in volatile else closed["bytes"]}
+            for rel, closed in record["files"].items()
+        }
+        out["_SUCCESS"] = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
     return out
 
 

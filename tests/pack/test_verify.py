@@ -1,8 +1,9 @@
 """`verify_pack`: fresh packs verify; each kind of tampering fails with its own code.
 
 Packs are made once per module over real HTTP (the scripted server), then copied into
-`tmp_path` before a test changes them. An edit keeps the file's mtime, so a test sees the
-finding it is about and not also `success.not_last`.
+`tmp_path` before a test changes them. An edit records the file's new bytes in `_SUCCESS`
+(as if the pack had been written that way), so a test sees the finding it is about and
+not also `success.hash_mismatch`; test_verify_by_content.py is about `_SUCCESS` itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from conftest import FIXTURES, scripted_reader
 from memorybench.cli import main
 from memorybench.errors import UserError
+from memorybench.pack.success import reclose, write_success
 from memorybench.pack.verify import CODES, Finding, credential_values, verify_main, verify_pack
 from memorybench.pack.verify.needles import Needles
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
@@ -59,11 +61,16 @@ def copy_pack(pack: Path, tmp_path: Path) -> Path:
     return target
 
 
+def reclosed(path: Path) -> None:
+    """Record a changed or added file in the `_SUCCESS` of its pack (the folder with run_meta.json)."""
+    pack = next(p for p in path.parents if (p / "run_meta.json").is_file())
+    reclose(pack, [path.relative_to(pack).as_posix()])
+
+
 def edit(path: Path, change: Callable[[bytes], bytes]) -> None:
-    """Change a file's bytes, keeping its mtime."""
-    st = path.stat()
+    """Change a file's bytes, recorded in _SUCCESS."""
     path.write_bytes(change(path.read_bytes()))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    reclosed(path)
 
 
 def edit_lines(path: Path, change: Callable[[list[bytes]], list[bytes]]) -> None:
@@ -90,10 +97,10 @@ def edit_json(path: Path, change: Callable[[dict], None]) -> None:
 
 
 def plant(path: Path, text: str) -> None:
-    """A new file, dated before _SUCCESS like the pack's own files."""
+    """A new file, recorded in _SUCCESS like the pack's own files."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    os.utime(path, ns=(0, 0))
+    reclosed(path)
 
 
 def codes(findings: list[Finding]) -> set[str]:
@@ -136,7 +143,10 @@ def test_every_code_is_documented(packs):
         "hash.data",
         "hash.reference",
         "success.missing",
-        "success.not_last",
+        "success.unhashed",
+        "success.hash_mismatch",
+        "success.file_missing",
+        "success.unclosed_file",
         "duplicate.row",
         "order",
         "gold.leak",
@@ -207,7 +217,17 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
         set(),
     ),
     "_SUCCESS missing": (lambda p: (p / "_SUCCESS").unlink(), "success.missing", set()),
-    "file changed after _SUCCESS": (lambda p: os.utime(p / "TRACE.md"), "success.not_last", set()),
+    "file changed after _SUCCESS": (
+        lambda p: (p / "TRACE.md").write_bytes((p / "TRACE.md").read_bytes() + b"\nedited\n"),
+        "success.hash_mismatch",
+        set(),
+    ),
+    "file added after _SUCCESS": (lambda p: (p / "notes.txt").write_text("later\n"), "success.unclosed_file", set()),
+    "closed file deleted": (
+        lambda p: (p / "memory/dumps/mini-2.txt").unlink(),
+        "success.file_missing",
+        {"hash.memory", "hash.reference"},
+    ),
     "duplicated prediction row": (
         lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:3] + [ls[2]] + ls[3:]),
         "duplicate.row",
@@ -438,9 +458,13 @@ def test_autorater_files_are_judged_by_their_own_marker(packs, tmp_path):
                "pass": 1, "status": "SKIPPED", "judge_prompt_sha256": "0" * 64}
     (pack / "autorater/autorater_verdicts.jsonl").write_text(json.dumps(verdict) + "\n")
     assert verify_pack(pack) == []  # added after _SUCCESS, with a schema: fine
-    (pack / "autorater/_SUCCESS").write_text("")
-    os.utime(pack / "autorater/_SUCCESS", ns=(0, 1))
-    assert codes(verify_pack(pack)) == {"success.not_last"}
+    (pack / "autorater/_SUCCESS").write_text("")  # the autorater's marker before it hashed its files: not checked
+    assert verify_pack(pack) == []
+    (pack / "autorater/_SUCCESS").unlink()
+    write_success(pack, under="autorater")
+    assert verify_pack(pack) == []
+    (pack / "autorater/autorater_verdicts.jsonl").write_text(json.dumps({**verdict, "judge_prompt_sha256": "1" * 64}) + "\n")
+    assert codes(verify_pack(pack)) == {"success.hash_mismatch"}
 
 
 def test_pinned_data_missing_is_reported_not_raised(packs, tmp_path):

@@ -14,12 +14,16 @@ from memorybench.score import CATEGORY_NAMES
 from memorybench.stages.aggregate import (
     CATEGORIES,
     EXAMPLES_SCHEMA,
+    JUDGE_EXAMPLE_COLUMNS,
+    JUDGE_RUN_COLUMNS,
     RUNS_SCHEMA,
     aggregate,
     aggregate_main,
     default_out_dir,
     scan_packs,
+    with_judges,
 )
+from memorybench.pack.reader import PackReader
 from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
 
 
@@ -27,9 +31,9 @@ from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
 def design(tmp_path_factory):
     root = tmp_path_factory.mktemp("aggregate")
     judged, plain = make_packs(root)
-    add_autorater(judged, passes=2)
+    judge = add_autorater(judged, passes=2)
     unfinished = unfinished_copy(plain)
-    return root, judged, plain, unfinished
+    return root, judged, plain, unfinished, judge
 
 
 def _csv(path: Path) -> list[dict]:
@@ -38,13 +42,15 @@ def _csv(path: Path) -> list[dict]:
 
 
 def test_examples_has_one_row_per_run_and_question(design, tmp_path):
-    root, judged, plain, unfinished = design
+    root, judged, plain, unfinished, judge = design
     result = aggregate([root / "packs"], tmp_path)
     assert result.packs == [judged, plain] and result.unfinished == [unfinished]
     assert result.examples == tmp_path / "collected" / "examples.parquet"
     table = pq.read_table(result.examples)
-    assert table.schema.equals(EXAMPLES_SCHEMA, check_metadata=True)
-    assert table.schema.metadata[b"memorybench.schema"] == b"examples.v1"
+    # the fixed columns, then the judge's own, keyed by its id
+    assert table.schema.equals(with_judges(EXAMPLES_SCHEMA, JUDGE_EXAMPLE_COLUMNS, [judge]), check_metadata=True)
+    assert table.schema.metadata[b"memorybench.schema"] == b"examples.v2"
+    assert [n for n in table.schema.names if n.startswith("j_")] == [f"{c}/{judge}" for c in JUDGE_EXAMPLE_COLUMNS]
     rows = table.to_pylist()
     assert len(rows) == 20
     for pack in (judged, plain):
@@ -71,16 +77,17 @@ def test_examples_has_one_row_per_run_and_question(design, tmp_path):
         assert by_id["mini-1-q-4"]["adversarial_answer"] == "Biscuit"
         assert by_id["mini-2-q-0"]["index"] == 5
     # autorater columns only where the autorater ran
+    j = {name: f"{name}/{judge}" for name in JUDGE_EXAMPLE_COLUMNS}
     judged_rows = {r["question_id"]: r for r in rows if r["pack"] == str(judged)}
-    assert all(r["j_verdict"] is None and r["j_passes"] is None for r in rows if r["pack"] == str(plain))
-    assert judged_rows["mini-1-q-4"]["j_verdict"] == "SKIPPED" and judged_rows["mini-1-q-4"]["j_score"] is None
+    assert all(r[j["j_verdict"]] is None and r[j["j_passes"]] is None for r in rows if r["pack"] == str(plain))
+    assert judged_rows["mini-1-q-4"][j["j_verdict"]] == "SKIPPED" and judged_rows["mini-1-q-4"][j["j_score"]] is None
     first = judged_rows["mini-1-q-0"]  # pass 2 flipped it: passes disagree
-    assert first["j_passes"] == 2 and first["j_agree"] is False and first["j_score"] == 0.5
+    assert first[j["j_passes"]] == 2 and first[j["j_agree"]] is False and first[j["j_score"]] == 0.5
     second = judged_rows["mini-1-q-1"]  # pass 2 failed to parse: one parsed pass
-    assert second["j_passes"] == 1 and second["j_agree"] is None and second["j_failed"] == 1
-    assert first["j_failed"] == 0 and judged_rows["mini-1-q-4"]["j_failed"] == 0
+    assert second[j["j_passes"]] == 1 and second[j["j_agree"]] is None and second[j["j_failed"]] == 1
+    assert first[j["j_failed"]] == 0 and judged_rows["mini-1-q-4"][j["j_failed"]] == 0
     third = judged_rows["mini-1-q-2"]
-    assert third["j_passes"] == 2 and third["j_agree"] is True and third["mem0_f1"] == 0.25 and third["mem0_bleu1"] == 0.5
+    assert third[j["j_passes"]] == 2 and third[j["j_agree"]] is True and third["mem0_f1"] == 0.25 and third["mem0_bleu1"] == 0.5
 
 
 def test_categories_are_locomos():
@@ -88,10 +95,14 @@ def test_categories_are_locomos():
 
 
 def test_runs_table_matches_metrics(design, tmp_path):
-    root, judged, plain, _ = design
+    root, judged, plain, _, judge_id = design
     result = aggregate([judged, plain], tmp_path)
     table = pq.read_table(result.runs)
-    assert table.schema.equals(RUNS_SCHEMA, check_metadata=True)
+    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v2"
+    names = table.schema.names
+    assert names[:len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
+    assert names[len(RUNS_SCHEMA):len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS)] == [f"{c}/{judge_id}" for c in JUDGE_RUN_COLUMNS]
+    assert all(n.startswith("cfg.") for n in names[len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS):])
     runs = {r["pack"]: r for r in table.to_pylist()}
     for pack in (judged, plain):
         metrics = json.loads((pack / "metrics.json").read_text())
@@ -99,18 +110,22 @@ def test_runs_table_matches_metrics(design, tmp_path):
         assert run["locomo_f1"] == metrics["locomo_f1"]["overall"]
         for c in "12345":
             assert run[f"locomo_f1_cat{c}"] == metrics["locomo_f1"]["by_category"][c]
-        assert run["prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
+        assert run["answer_prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
+        assert run["total_calls"] == metrics["usage"]["total"]["calls"] == run["answer_calls"] + run["build_calls"]
+        assert run["total_cost_usd"] is None and run["cost_known"] is False  # the scripted model has no price
         assert run["latency_p95_s"] == metrics["usage"]["reader"]["latency_s"]["p95"]
         assert run["questions"] == 10 and run["is_prefix"] is False and run["models_answered"] == "scripted"
-    judge = json.loads((judged / "autorater" / "autorater_metrics.json").read_text())
-    assert runs[str(judged)]["j_mean"] == judge["j"]["mean"] and runs[str(judged)]["j_passes"] == 2
-    assert runs[str(plain)]["j_mean"] is None
+    (metrics_file,) = (judged / "autorater").glob("*/autorater_metrics.json")  # the one judge's folder
+    judge = json.loads(metrics_file.read_text())
+    assert runs[str(judged)][f"j_mean/{judge_id}"] == judge["j"]["mean"] and runs[str(judged)][f"j_passes/{judge_id}"] == 2
+    assert runs[str(judged)]["judges"] == judge_id and runs[str(plain)]["judges"] is None
+    assert runs[str(plain)][f"j_mean/{judge_id}"] is None
     with result.runs_csv.open(newline="") as f:
         assert len(list(csv.DictReader(f))) == 2
 
 
 def test_sources_may_be_packs_experiments_or_roots(design):
-    root, judged, plain, unfinished = design
+    root, judged, plain, unfinished, judge = design
     expected = [judged, plain]
     for source in (root / "packs", root / "packs" / "mini", root / "packs" / "mini" / "runs"):
         assert scan_packs([source]).finished == expected
@@ -148,18 +163,20 @@ def test_reads_what_the_real_autorater_writes(tmp_path):
         assert autorater.autorater_main([str(pack), "judge=openai_compatible", f"judge.base_url={server.base_url}",
                                          "judge.model=scripted", "--passes", "2", "--quiet"]) == 0
     rows = pq.read_table(aggregate([pack], tmp_path).examples).to_pylist()
+    (judge,) = PackReader.open(pack).judges()
     judged = [r for r in rows if r["category"] != 5]
-    assert judged and all(r["j_verdict"] == "CORRECT" and r["j_score"] == 1.0 and r["j_agree"] for r in judged)
-    assert all(r["j_verdict"] == "SKIPPED" for r in rows if r["category"] == 5)
+    assert judged and all(r[f"j_verdict/{judge}"] == "CORRECT" and r[f"j_score/{judge}"] == 1.0 and r[f"j_agree/{judge}"]
+                          for r in judged)
+    assert all(r[f"j_verdict/{judge}"] == "SKIPPED" for r in rows if r["category"] == 5)
     runs = pq.read_table(tmp_path / "collected" / "runs.parquet").to_pylist()
-    assert runs[0]["j_mean"] == 1.0 and runs[0]["j_passes"] == 2
+    assert runs[0][f"j_mean/{judge}"] == 1.0 and runs[0][f"j_passes/{judge}"] == 2
 
 
 def test_an_agent_packs_usage_comes_from_its_answer_traces(design, tmp_path):
     """answerer=codex writes agent/traces.jsonl (agent_trace.v1) instead of reader traces."""
     import shutil
 
-    _, _, plain, _ = design
+    _, _, plain, _, _ = design
     pack = tmp_path / "packs" / "mini" / "runs" / "agent-run"
     shutil.copytree(plain, pack)
     (pack / "reader" / "traces.jsonl").unlink()

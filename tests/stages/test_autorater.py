@@ -23,7 +23,7 @@ from memorybench.data.pins import MEM0_ACCURACY_PROMPT, pin_path
 from memorybench.errors import UserError
 from memorybench.pack.autorater_schemas import AutoraterMetrics
 from memorybench.score import mem0_bleu1, mem0_f1
-from memorybench.stages.autorater import autorater_main, compute_autorater_metrics, run_autorater
+from memorybench.stages.autorater import autorater_main, compute_autorater_metrics, judge_id_of, run_autorater
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
 
 MINI = FIXTURES / "mini_locomo.json"
@@ -77,16 +77,22 @@ def judge_args(server: ScriptedOpenAIServer, *extra: str) -> list[str]:
     return ["judge=openai_compatible", f"judge.base_url={server.base_url}", "judge.model=judge-x", *extra]
 
 
-def judge_node(server: ScriptedOpenAIServer, **extra):
+def judge_node(server: ScriptedOpenAIServer | None, **extra):
     from omegaconf import OmegaConf
 
     node = {
-        "name": "openai_compatible", "provider": "openai_compatible", "model": "judge-x", "base_url": server.base_url,
+        "name": "openai_compatible", "provider": "openai_compatible", "model": "judge-x",
+        "base_url": server.base_url if server else "http://127.0.0.1:9/v1",
         "api_key_env": None, "temperature": 0.0, "max_tokens": 256, "seed": None, "prompt": None, "timeout_s": 30.0,
         "max_retries": 4, "retry_max_wait_s": 60.0, "min_request_interval_s": 0.0, "cache": False, "n_ctx": None,
     }
     node.update(extra)
     return OmegaConf.create(node)
+
+
+def judge_dir(pack: Path, **extra) -> Path:
+    """The folder the scripted judge writes, `autorater/<judge id>/` (its id does not depend on the server's URL)."""
+    return pack / "autorater" / judge_id_of(judge_node(None, **extra))
 
 
 @pytest.fixture(scope="module")
@@ -135,14 +141,14 @@ def test_one_request_per_category_1_4_row_per_pass_and_none_for_category_5(pack,
     assert sent == judged * 3  # saved order, pass after pass
     assert not CATEGORY_5 & set(sent)
 
-    verdicts = rows(pack / "autorater" / "autorater_verdicts.jsonl")
+    verdicts = rows(judge_dir(pack) / "autorater_verdicts.jsonl")
     assert [(v["question_id"], v["pass"]) for v in verdicts] == [(r["question_id"], n) for n in (1, 2, 3) for r in predictions]
     assert all(v["schema"] == "autorater_verdict.v1" for v in verdicts)
     skipped = [v for v in verdicts if v["category"] == 5]
     assert len(skipped) == 6 and all(v["status"] == "SKIPPED" and v["score"] is None and v["request_sha256"] is None for v in skipped)
     assert all(v["judge_prompt_sha256"] == MEM0_ACCURACY_PROMPT.sha256 for v in verdicts)
 
-    text = (pack / "autorater" / "autorater_metrics.json").read_text("utf-8")
+    text = (judge_dir(pack) / "autorater_metrics.json").read_text("utf-8")
     metrics = json.loads(text)
     assert metrics["schema"] == "autorater_metrics.v1"
     # a record (AutoraterMetrics) written as the dict it replaced: same keys, same order, same floats
@@ -162,7 +168,7 @@ def test_one_request_per_category_1_4_row_per_pass_and_none_for_category_5(pack,
     assert metrics["counts"]["skipped"] == 6 and metrics["counts"]["failed"] == 0
     assert metrics["judge"]["model_requested"] == "judge-x" and metrics["judge"]["models_answered"] == ["judge-x-2025"]
     assert metrics["judge_prompt_sha256"] == MEM0_ACCURACY_PROMPT.sha256
-    assert (pack / "autorater" / "_SUCCESS").is_file()
+    assert (judge_dir(pack) / "_SUCCESS").is_file()
     assert snapshot(pack) == before  # nothing outside autorater/ changed
     out = capsys.readouterr().out
     assert "5 (adversarial) skipped: 2 rows" in out and "0.6250" in out
@@ -182,9 +188,9 @@ def test_the_request_is_the_pinned_template_filled_as_mem0_does(pack):
     assert body["temperature"] == 0.0 and body["response_format"] == {"type": "json_object"}
     assert body["model"] == "judge-x" and "seed" not in body and "stop" not in body
     # the trace holds what rebuilds the exact message, and the hashes of both
-    trace = next(t for t in rows(pack / "autorater" / "traces.jsonl") if t["question_id"] == row["question_id"])
+    trace = next(t for t in rows(judge_dir(pack) / "traces.jsonl") if t["question_id"] == row["question_id"])
     assert trace["schema"] == "judge_trace.v1"
-    stored = (pack / "autorater" / trace["request"]["template"]).read_text("utf-8")
+    stored = (judge_dir(pack) / trace["request"]["template"]).read_text("utf-8")
     rebuilt = stored.format(**trace["request"]["slots"])
     assert rebuilt == expected
     assert trace["judge_payload_sha256"] == hashlib.sha256(expected.encode()).hexdigest()
@@ -208,7 +214,7 @@ def test_reply_shapes_are_read_by_mem0s_rules_and_failures_are_counted(pack):
         metrics = run_autorater(pack, judge_node(server))
         assert len(server.requests) == 8
     by_question = {r["question_id"]: r["question"] for r in rows(pack / "predictions.jsonl")}
-    verdicts = {by_question[v["question_id"]]: v for v in rows(pack / "autorater" / "autorater_verdicts.jsonl")}
+    verdicts = {by_question[v["question_id"]]: v for v in rows(judge_dir(pack) / "autorater_verdicts.jsonl")}
     expect = {
         "What did Ana start?": ("CORRECT", "CORRECT", 1),
         "When did Ana move?": ("WRONG", "WRONG", 0),
@@ -238,8 +244,8 @@ def test_a_429_storm_is_retried_and_a_call_that_never_succeeds_is_a_counted_fail
         server.script(storm, storm, storm, storm, storm)  # row 1: 3 attempts, all 429; row 2: 2 x 429, then a reply
         metrics = run_autorater(pack, judge_node(server, max_retries=2, retry_max_wait_s=1.0))
         assert len(server.requests) == 8 + 4
-    verdicts = rows(pack / "autorater" / "autorater_verdicts.jsonl")
-    traces = rows(pack / "autorater" / "traces.jsonl")
+    verdicts = rows(judge_dir(pack) / "autorater_verdicts.jsonl")
+    traces = rows(judge_dir(pack) / "traces.jsonl")
     assert verdicts[0]["status"] == "FAILED" and verdicts[0]["failure"] == "model_call" and "HTTP 429" in verdicts[0]["error"]
     assert traces[0]["response"] is None and [a["status"] for a in traces[0]["attempts"]] == [429, 429, 429]
     assert all(a["retry_after"] for a in traces[0]["attempts"][:2])
@@ -259,14 +265,14 @@ def test_an_endpoint_that_is_down_stops_the_stage_and_a_rerun_resumes(pack):
         server.script(Reply('{"label": "CORRECT"}'), *[Status(500)] * 5)
         with pytest.raises(ModelCallError, match="failed 5 calls in a row"):
             run_autorater(pack, judge_node(server, max_retries=0))
-        verdicts = rows(pack / "autorater" / "autorater_verdicts.jsonl")
+        verdicts = rows(judge_dir(pack) / "autorater_verdicts.jsonl")
         assert [v["question_id"] for v in verdicts] == ["mini-1-q-0"]  # the run of failures is not kept
-        assert len(rows(pack / "autorater" / "traces.jsonl")) == 1
-        assert not (pack / "autorater" / "_SUCCESS").exists()
+        assert len(rows(judge_dir(pack) / "traces.jsonl")) == 1
+        assert not (judge_dir(pack) / "_SUCCESS").exists()
         metrics = run_autorater(pack, judge_node(server, max_retries=0))
         assert len(server.requests) == 6 + 7
     assert metrics["counts"]["failed"] == 0 and metrics["counts"]["judged"] == 8
-    assert [v["question_id"] for v in rows(pack / "autorater" / "autorater_verdicts.jsonl")] == [
+    assert [v["question_id"] for v in rows(judge_dir(pack) / "autorater_verdicts.jsonl")] == [
         r["question_id"] for r in rows(pack / "predictions.jsonl")
     ]
 
@@ -284,7 +290,7 @@ def test_mem0_lexical_scores_per_row_and_overall_over_rows(pack):
     (pack / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in predictions))
     with ScriptedOpenAIServer(responder=labeller()) as server:
         metrics = run_autorater(pack, judge_node(server))
-    verdicts = rows(pack / "autorater" / "autorater_verdicts.jsonl")
+    verdicts = rows(judge_dir(pack) / "autorater_verdicts.jsonl")
     judged = [(r, v) for r, v in zip(predictions, verdicts) if r["category"] != 5]
     for row, verdict in judged:
         assert verdict["mem0_f1"] == mem0_f1(str(row["prediction"]), str(row["gold"]))
@@ -330,7 +336,7 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(pack, tmp_path)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen([sys.executable, "-m", "memorybench.stages.autorater", str(pack), *args],
                                 cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        verdicts = pack / "autorater" / "autorater_verdicts.jsonl"
+        verdicts = judge_dir(pack) / "autorater_verdicts.jsonl"
         deadline = time.time() + 120
         reached = False
         while time.time() < deadline and proc.poll() is None:
@@ -342,9 +348,9 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(pack, tmp_path)
         proc.wait()
         slow["s"] = 0.0
         assert reached, proc.stderr.read().decode()[-2000:]
-        assert not (pack / "autorater" / "_SUCCESS").exists()
+        assert not (judge_dir(pack) / "_SUCCESS").exists()
         # the worst case: a torn last line, and a trace whose verdict never landed
-        traces = pack / "autorater" / "traces.jsonl"
+        traces = judge_dir(pack) / "traces.jsonl"
         with traces.open("ab") as f:
             f.write(json.dumps({"schema": "judge_trace.v1", "question_id": "mini-2-q-3", "pass": 6}).encode() + b"\n")
         with verdicts.open("ab") as f:
@@ -357,27 +363,26 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(pack, tmp_path)
     judged_per_pass = 8
     assert resumed_requests < 6 * judged_per_pass
     assert resumed_requests >= 6 * judged_per_pass - done_before  # done rows are not asked again
-    assert verdicts.read_bytes() == (straight / "autorater" / "autorater_verdicts.jsonl").read_bytes()
-    keys = [(t["question_id"], t["pass"]) for t in rows(pack / "autorater" / "traces.jsonl")]
-    assert keys == [(t["question_id"], t["pass"]) for t in rows(straight / "autorater" / "traces.jsonl")]
+    assert verdicts.read_bytes() == (judge_dir(straight) / "autorater_verdicts.jsonl").read_bytes()
+    keys = [(t["question_id"], t["pass"]) for t in rows(judge_dir(pack) / "traces.jsonl")]
+    assert keys == [(t["question_id"], t["pass"]) for t in rows(judge_dir(straight) / "traces.jsonl")]
     assert len(keys) == len(set(keys)) == 6 * judged_per_pass
-    metrics = [json.loads((p / "autorater" / "autorater_metrics.json").read_text()) for p in (pack, straight)]
+    metrics = [json.loads((judge_dir(p) / "autorater_metrics.json").read_text()) for p in (pack, straight)]
     for m in metrics:
         del m["usage"]["judge"]["latency_s"]
     assert metrics[0] == metrics[1]
-    meta = json.loads((pack / "autorater" / "autorater_meta.json").read_text())
+    meta = json.loads((judge_dir(pack) / "autorater_meta.json").read_text())
     assert meta["resumed"] == 1 and meta["ended_at"]
 
 
-def test_a_finished_autorater_is_not_redone_and_a_different_judge_is_refused(pack):
+def test_a_finished_autorater_is_not_redone_and_other_request_settings_are_refused(pack):
+    # (another model is another judge, in a folder of its own: tests/stages/test_judges_by_identity.py)
     with ScriptedOpenAIServer(responder=labeller()) as server:
         first = run_autorater(pack, judge_node(server))
         second = run_autorater(pack, judge_node(server))
         assert len(server.requests) == 8 and first == second
-        with pytest.raises(UserError, match="another judge .*model"):
-            run_autorater(pack, judge_node(server, model="other-judge"))
-        with pytest.raises(UserError, match="--passes 1"):
-            run_autorater(pack, judge_node(server), passes=2)
+        with pytest.raises(UserError, match="holds verdicts of this judge with max_tokens=256"):
+            run_autorater(pack, judge_node(server, max_tokens=100), passes=2)
         assert len(server.requests) == 8
 
 
@@ -459,5 +464,6 @@ def test_the_embedded_judge_on_a_few_rows(pack):
     assert metrics["counts"]["requests"] == 3 and metrics["counts"]["judged"] + metrics["counts"]["failed"] == 3
     assert metrics["counts"]["skipped"] == 1
     assert metrics["judge"]["models_answered"] and metrics["judge"]["weights"]["sha256"]
-    traces = rows(pack / "autorater" / "traces.jsonl")
+    (traces_file,) = (pack / "autorater").glob("mem0-auto-*/traces.jsonl")  # judge=local: model auto
+    traces = rows(traces_file)
     assert all(t["request"]["response_format"] == {"type": "json_object"} for t in traces)

@@ -82,7 +82,8 @@ def packs(tmp_path_factory) -> dict[str, Path]:
 
 def _reported(pack: Path) -> tuple[float, float]:
     f1 = json.loads((pack / "metrics.json").read_text())["locomo_f1"]["overall"]
-    j = json.loads((pack / "autorater" / "autorater_metrics.json").read_text())["j"]["overall"]
+    (judged,) = (pack / "autorater").glob("*/autorater_metrics.json")  # the one judge's folder
+    j = json.loads(judged.read_text())["j"]["overall"]
     return f1, j
 
 

@@ -51,16 +51,16 @@ def test_a_row_of_another_schema_is_a_one_line_error(tmp_path):
 
 
 def test_a_journal_as_an_arrow_table(tmp_path):
-    journal = Journal(tmp_path / layout.AUTORATER_VERDICTS)
+    journal = Journal(tmp_path / layout.JUDGE_VERDICTS)
     journal.append(_verdict("q1"))
     journal.append(_verdict("q2", 2))
     journal.close()
     pack = PackReader.open(tmp_path)
     schema = pa.schema([("question_id", pa.string()), ("pass", pa.int64()), ("error", pa.string())])
-    table = pack.table(layout.AUTORATER_VERDICTS, schema)
+    table = pack.table(layout.JUDGE_VERDICTS, schema)
     assert table.to_pylist() == [{"question_id": "q1", "pass": 1, "error": f"a{SEPARATORS}b"},
                                  {"question_id": "q2", "pass": 2, "error": f"a{SEPARATORS}b"}]
-    assert pack.table(layout.AUTORATER_TRACES, schema).num_rows == 0  # absent: no rows
+    assert pack.table(layout.JUDGE_TRACES, schema).num_rows == 0  # absent: no rows
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +80,15 @@ def test_one_run_summary_serves_the_runs_table_and_mlflow(judged):
     for pack in (full, plain):
         summary = run_summary(pack)
         assert set(RUNS_SCHEMA.names) <= set(summary) and set(METRIC_NAMES.values()) <= set(summary)
-        assert runs_row(pack) == {name: summary[name] for name in RUNS_SCHEMA.names}
+        row = runs_row(pack)
+        assert row == {name: summary[name] for name in row} and set(RUNS_SCHEMA.names) <= set(row)
         metrics = pack_metrics(pack)
-        assert metrics["reader_calls"] == summary["calls"] and metrics["locomo_f1"] == summary["locomo_f1"]
+        assert metrics["answer_calls"] == summary["answer_calls"] and metrics["locomo_f1"] == summary["locomo_f1"]
     metrics = pack_metrics(full)
-    judge = json.loads((full / layout.AUTORATER_METRICS).read_text())
-    assert [metrics["j_pass1"], metrics["j_pass2"]] == judge["j"]["passes"] and metrics["j_mean"] == judge["j"]["mean"]
+    (judge_id,) = PackReader.open(full).judges()
+    judge = json.loads((full / layout.autorater_file(judge_id, layout.JUDGE_METRICS)).read_text())
+    assert [metrics[f"j_pass1/{judge_id}"], metrics[f"j_pass2/{judge_id}"]] == judge["j"]["passes"]
+    assert metrics[f"j_mean/{judge_id}"] == judge["j"]["mean"] and "j_mean" not in metrics  # J only under its judge
     assert not any(k.startswith(("j_", "judge_", "mem0_")) for k in pack_metrics(plain))
 
 
@@ -111,7 +114,7 @@ def test_aggregate_and_report_read_packs_in_a_bucket(judged, tmp_path):
         local = aggregate([full, plain], tmp_path / "local")
         design = tmp_path / "design.yaml"
         design.write_text(yaml.safe_dump({"name": "gs", "packs": ["gs://packs-bucket/packs"], "bootstrap": {"resamples": 100},
-                                          "tables": ["scores_by_category", "judge_agreement", "gold_token_drop"], "figures": []}))
+                                          "tables": ["scores_by_category", "judge_passes", "gold_token_drop"], "figures": []}))
         report = run_report(design, tmp_path / "report")
     by_pack = dict(zip(sorted(uris), sorted(map(str, (full, plain)), key=lambda p: Path(p).name)))
     for name in ("examples.parquet", "runs.parquet"):
@@ -120,4 +123,4 @@ def test_aggregate_and_report_read_packs_in_a_bucket(judged, tmp_path):
         assert [{**row, "pack": by_pack[row["pack"]]} for row in a] == b
     drop = report.tables["gold_token_drop"]
     assert drop["memory_unknown"].sum() == 0 and drop["in_memory"].sum() > 0  # memory texts read from the bucket
-    assert len(report.tables["judge_agreement"]) == 1
+    assert len(report.tables["judge_passes"]) == 1

@@ -23,8 +23,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def packs(tmp_path_factory):
     root = tmp_path_factory.mktemp("report")
     full, summaries = make_packs(root)
-    add_autorater(full, passes=2)
-    return root, full, summaries
+    # two judges on the same answers: a lenient one (F1 > 0) and a strict one (F1 > 0.5)
+    lenient = add_autorater(full, passes=2)
+    strict = add_autorater(full, passes=2, model="strict-judge", threshold=0.5)
+    return root, full, summaries, lenient, strict
 
 
 def write_design(path: Path, packs_root: Path, **extra) -> Path:
@@ -42,7 +44,7 @@ def _scores(pack: Path) -> list[dict]:
 
 
 def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
-    root, full, summaries = packs
+    root, full, summaries, lenient, strict = packs
     design = write_design(tmp_path / "d.yaml", root / "packs")
     report = run_report(design, tmp_path / "out")
     assert set(report.tables) == set(TABLES) and set(report.figures) == set(FIGURES)
@@ -66,7 +68,11 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
         assert float(row["f1_ci_low"]) <= float(row["locomo_f1"]) <= float(row["f1_ci_high"])
     overall = table[("full_context / scripted", "all")]
     assert float(overall["locomo_f1"]) == pytest.approx(json.loads((full / "metrics.json").read_text())["locomo_f1"]["overall"])
-    assert overall["j"] != "" and table[("session_summaries / scripted", "all")]["j"] == ""
+    # J per judge, each in its own column; none where the condition was not judged
+    for judge in (lenient, strict):
+        assert overall[f"j/{judge}"] != "" and table[("session_summaries / scripted", "all")][f"j/{judge}"] == ""
+    assert "j" not in overall and overall[f"j/{lenient}"] != overall[f"j/{strict}"]
+    assert lenient in text and strict in text  # the report names both judges
 
     refusals = {r["condition"]: r for r in _csv(report.table_files["refusals"])}
     for pack, condition in ((full, "full_context / scripted"), (summaries, "session_summaries / scripted")):
@@ -77,13 +83,21 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
         assert float(refusals[condition]["cat5_refusal_rate"]) == pytest.approx(np.mean(cat5))
         assert float(refusals[condition]["cat1_4_refusal_rate"]) == pytest.approx(np.mean(rest))
 
-    agreement = _csv(report.table_files["judge_agreement"])
-    assert [r["condition"] for r in agreement] == ["full_context / scripted"]
-    assert agreement[0]["passes"] == "2" and agreement[0]["failed_rows"] == "1"
+    passes = _csv(report.table_files["judge_passes"])
+    assert [(r["condition"], r["judge"]) for r in passes] == [("full_context / scripted", j) for j in sorted((lenient, strict))]
+    assert all(r["passes"] == "2" and r["failed_rows"] == "1" for r in passes)
+
+    # two judges on the same rows: pass 1's labels, by hand
+    labels = [(float(r["locomo_f1"]) > 0, float(r["locomo_f1"]) > 0.5) for r in _scores(full) if r["category"] != "5"]
+    agreement = {r["category"]: r for r in _csv(report.table_files["judge_agreement"])}
+    both = agreement["all"]
+    assert {both["judge_a"], both["judge_b"]} == {lenient, strict} and int(both["rows"]) == len(labels) == 8
+    assert float(both["equal_share"]) == pytest.approx(np.mean([a == b for a, b in labels]))
+    assert set(agreement) == {"1", "2", "3", "4", "all"}
 
 
 def test_gold_token_drop_counts_stems_in_memory_but_not_in_the_answer(packs, tmp_path):
-    root, full, _ = packs
+    root, full, *_ = packs
     report = run_report(write_design(tmp_path / "d.yaml", full, tables=["gold_token_drop"], figures=[]), tmp_path / "out")
     memory = {p.stem: stems(p.read_text()) for p in (full / "memory" / "dumps").iterdir()}
     expected = {}

@@ -125,7 +125,7 @@ def test_fetch_pack_reads_from_either_place(storage, tmp_path):
     local = fetch_pack(storage, "exp/runs/r4", tmp_path / "fetched")
     assert (local / "reader" / "traces.jsonl").read_text() == "{}\n"
     assert (local / SUCCESS).is_file() and not (local / "metrics.json.part").exists()
-    # the copy keeps the write order: nothing is newer than _SUCCESS (verify_pack checks this)
+    # the copy keeps the write order (nothing newer than _SUCCESS), though verify_pack reads only content
     newest = max(p.stat().st_mtime for p in local.rglob("*") if p.is_file() and p.name != SUCCESS)
     assert (local / SUCCESS).stat().st_mtime >= newest
     storage.write_bytes("exp/runs/half/predictions.jsonl", b"")
@@ -147,3 +147,22 @@ def test_bad_roots_and_paths_are_one_line_errors(tmp_path):
         open_storage(str(tmp_path)).read_bytes("../etc/passwd")
     with pytest.raises(UserError, match="has no bucket"):
         open_storage("gs:///x")
+
+
+def test_a_hashed_success_goes_up_and_comes_back_byte_for_byte(storage, tmp_path):
+    from memorybench.pack.success import compare, parse_success, write_success
+
+    local = make_pack(tmp_path / "work", finished=False)
+    write_success(local)
+    marker = (local / SUCCESS).read_bytes()
+    record = parse_success(marker)
+    assert record is not None and sorted(record.files) == ["metrics.json", "predictions.jsonl", "reader/traces.jsonl"]
+    publish_pack(local, storage, "exp/runs/r5")
+    assert storage.read_bytes(f"exp/runs/r5/{SUCCESS}") == marker  # with its content, create-only
+    with pytest.raises(AlreadyExists):
+        storage.create_only(f"exp/runs/r5/{SUCCESS}", b"")
+    fetched = fetch_pack(storage, "exp/runs/r5", tmp_path / "fetched")
+    assert (fetched / SUCCESS).read_bytes() == marker
+    assert not compare(fetched, record)  # every closed file came back with its bytes; nothing else did
+    if hasattr(storage, "bucket"):
+        assert storage.bucket.get_blob(storage._name(f"exp/runs/r5/{SUCCESS}")).content_type == "application/json"

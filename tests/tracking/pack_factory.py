@@ -61,15 +61,19 @@ def make_packs(root: Path, memories: Sequence[str] = ("full_context", "session_s
     return sorted(runs.iterdir())
 
 
-def add_autorater(pack: Path, passes: int = 2) -> None:
-    """`autorater/` as the autorater stage writes it: its meta, verdicts per (question, pass),
-    and the metrics the stage computes from them (`autorater_metrics`), each a valid record.
+def add_autorater(pack: Path, passes: int = 2, model: str = "scripted-judge", threshold: float = 0.0) -> str:
+    """`autorater/<judge id>/` as the autorater stage writes it: its meta, verdicts per
+    (question, pass), the metrics the stage computes from them (`autorater_metrics`), each a
+    valid record, and its `_SUCCESS`; returns the judge id.
 
-    Pass 1 marks a row CORRECT when its LoCoMo F1 > 0; pass 2 flips the first judged row,
-    and the second judged row of pass 2 is a FAILED parse.
+    Pass 1 marks a row CORRECT when its LoCoMo F1 > `threshold`; pass 2 flips the first
+    judged row, and the second judged row of pass 2 is a FAILED parse. Another `model` is
+    another judge (its own folder).
     """
     from memorybench.llm.records import ModelIdentity
-    from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict
+    from memorybench.pack import layout
+    from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
+    from memorybench.pack.success import write_success
     from memorybench.stages.autorater_metrics import autorater_metrics
 
     rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_bytes().split(b"\n") if line.strip()]
@@ -84,7 +88,7 @@ def add_autorater(pack: Path, passes: int = 2) -> None:
                 verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
                 continue
             judged += 1
-            score = 1 if scores[row["question_id"]] > 0 else 0
+            score = 1 if scores[row["question_id"]] > threshold else 0
             if n == 2 and judged == 1:
                 score = 1 - score
             if n == 2 and judged == 2:
@@ -93,21 +97,25 @@ def add_autorater(pack: Path, passes: int = 2) -> None:
                 continue
             verdicts.append(AutoraterVerdict(**base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG",
                                              label_standard=True, score=score, mem0_f1=0.25, mem0_bleu1=0.5))
-    judge = {"name": "scripted", "provider": "openai_compatible", "model": "scripted-judge", "temperature": 0.0, "max_tokens": 256,
+    judge = {"name": "scripted", "provider": "openai_compatible", "model": model, "temperature": 0.0, "max_tokens": 256,
              "seed": None}
+    identity = JudgeIdentity(protocol="mem0", model=model, prompt_sha256=PROMPT_SHA256, temperature=0.0,
+                             response_format={"type": "json_object"})
     meta = AutoraterMeta(
+        judge_id=identity.judge_id, identity=identity,
         run_id=json.loads((pack / "run_meta.json").read_text())["run_id"], passes=passes, judge_config=judge,
-        judge_identity={**judge, "prompt_sha256": PROMPT_SHA256}, judge_model_sent="scripted-judge",
-        judge=ModelIdentity(role="judge", provider="openai_compatible", requested="scripted-judge"),
+        judge_settings={"max_tokens": 256, "seed": None}, judge_model_sent=model,
+        judge=ModelIdentity(role="judge", provider="openai_compatible", requested=model),
         prompt={"name": "mem0 ACCURACY_PROMPT", "sha256": PROMPT_SHA256}, response_format={"type": "json_object"},
         package_versions={}, started_at="2025-01-01T00:00:00+00:00", ended_at="2025-01-01T00:00:01+00:00",
     )
-    out = pack / "autorater"
-    out.mkdir(exist_ok=True)
-    (out / "autorater_meta.json").write_text(meta.dump())
-    (out / "autorater_verdicts.jsonl").write_text("".join(v.model_dump_json(by_alias=True) + "\n" for v in verdicts))
-    (out / "autorater_metrics.json").write_text(autorater_metrics(pack).dump())
-    (out / "_SUCCESS").write_text("")
+    out = pack / layout.autorater_dir(identity.judge_id)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / layout.JUDGE_META).write_text(meta.dump())
+    (out / layout.JUDGE_VERDICTS).write_text("".join(v.model_dump_json(by_alias=True) + "\n" for v in verdicts))
+    (out / layout.JUDGE_METRICS).write_text(autorater_metrics(pack, identity.judge_id).dump())
+    write_success(pack, under=layout.autorater_dir(identity.judge_id))
+    return identity.judge_id
 
 
 def _csv_rows(pack: Path) -> list[dict]:

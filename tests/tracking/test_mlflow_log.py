@@ -122,18 +122,25 @@ def test_one_parent_and_one_nested_run_per_finished_pack(logged):
         for c in "12345":
             assert m[f"locomo_f1_cat{c}"] == pytest.approx(metrics["locomo_f1"]["by_category"][c])
         assert m["exact_match"] == pytest.approx(metrics["exact_match"]["overall"]) and "token_f1" in m
-        assert m["prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
+        assert m["answer_prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
+        assert m["total_calls"] == metrics["usage"]["total"]["calls"] and m["build_calls"] == 0
         assert m["latency_p95_s"] == pytest.approx(metrics["usage"]["reader"]["latency_s"]["p95"])
-        assert "cost_usd" not in m  # the scripted model has no price: unknown, not 0
+        # the scripted model has no price: unknown, not 0
+        assert not {"answer_cost_usd", "total_cost_usd", "cost_per_question_usd"} & set(m)
         artifacts = {a.path for a in _client(uri).list_artifacts(tracked.mlflow_run_id)}
         assert artifacts == {"config.resolved.yaml", "pack"}
         pack_files = {a.path for a in _client(uri).list_artifacts(tracked.mlflow_run_id, "pack")}
         assert {"pack/predictions.jsonl", "pack/metrics.json", "pack/_SUCCESS", "pack/reader"} <= pack_files
     judged = runs[result.runs[0].mlflow_run_id].data
-    assert judged.metrics["j_mean"] == pytest.approx(json.loads((full / "autorater/autorater_metrics.json").read_text())["j"]["mean"])
-    assert {"j_sd", "j_pass1", "j_pass2", "j_cat1", "mem0_f1"} <= set(judged.metrics)
-    assert judged.params["autorater.passes"] == "2"
-    assert "j_mean" not in runs[result.runs[1].mlflow_run_id].data.metrics
+    (metrics_file,) = (full / "autorater").glob("*/autorater_metrics.json")  # the one judge's folder
+    judge = metrics_file.parent.name
+    # J only under its judge's id, and the params name that judge
+    assert judged.metrics[f"j_mean/{judge}"] == pytest.approx(json.loads(metrics_file.read_text())["j"]["mean"])
+    assert {f"{m}/{judge}" for m in ("j_sd", "j_pass1", "j_pass2", "j_cat1", "j_passes")} | {"mem0_f1"} <= set(judged.metrics)
+    assert "j_mean" not in judged.metrics and judged.metrics[f"j_passes/{judge}"] == 2
+    assert judged.params[f"judge/{judge}/model"] == "scripted-judge" and judged.params[f"judge/{judge}/protocol"] == "mem0"
+    assert judged.params[f"judge/{judge}/prompt_sha256"] == "0" * 64
+    assert not any(k.startswith("j_mean") for k in runs[result.runs[1].mlflow_run_id].data.metrics)
 
 
 def test_logging_the_same_packs_again_makes_no_new_run(logged):
@@ -206,7 +213,8 @@ def test_track_main(logged, capsys):
     root, _, _, uri, _ = logged
     assert track_main([str(root / "packs"), "--parent", "mini sweep"]) == 0  # default URI: beside the packs
     out = capsys.readouterr().out
-    assert "0 run(s) logged, 2 already there" in out and f"tracking URI: {uri}" in out
+    assert "0 run(s) logged, 0 updated, 2 unchanged" in out and f"tracking URI {uri}; open: mlflow ui --backend-store-uri {uri}" in out
+    assert out.count("mlflow: unchanged") == 2
     from memorybench.errors import UserError
 
     with pytest.raises(UserError, match="'foo://bar' does not work"):

@@ -9,13 +9,17 @@ The checks run in the order of `CHECKS`, each a function of the shared `Context`
 pack's files, and what earlier checks parsed: run_meta, the journals, the config, the
 dataset) and the `Findings` collector; one module per concern:
 
-- `structure`: `_SUCCESS` exists and no file of the run is newer than it (`autorater/` is
-  judged against `autorater/_SUCCESS` when that exists, since it is added later;
-  predictions.csv and metrics.json, which `memorybench rescore` may rewrite, by their
-  content instead); the files every pack has; no `*.part` file; the known records parsed
-  and matched against their schemas; unknown JSON/JSONL files accepted only under the
-  open folders (`autorater/`, `agent/`, `memory/`) and only when every row carries a
-  `schema` field;
+- `structure`: `_SUCCESS` exists and the pack's files are the ones it closes, by content
+  (`memorybench.pack.success`; timestamps are never read): every file outside
+  `autorater/` has the sha256 and size `_SUCCESS` recorded, none is gone, none was added;
+  a later stage's marker under `autorater/` closes its own folder the same way (an empty
+  one, the autorater's before it hashed its files, is not checked; an empty top
+  `_SUCCESS`, a pack from before content hashes, is a finding). `memorybench rescore`,
+  which may rewrite predictions.csv and metrics.json, records their new hashes in
+  `_SUCCESS`; the `metrics` check verifies their content. Then: the files every pack has;
+  no `*.part` file; the known records parsed and matched against their schemas; unknown
+  JSON/JSONL files accepted only under the open folders (`autorater/`, `agent/`,
+  `memory/`) and only when every row carries a `schema` field;
 - `provenance`: config.resolved.yaml hashes to run_meta and the run id; a launcher's
   `provenance/cloudrun.json` matches its schema and names this run (run id, config
   sha256, resolved-config sha256); the dataset is the one run_meta names (pin or path,
@@ -32,10 +36,14 @@ dataset) and the `Findings` collector; one module per concern:
 - `contamination`: no gold string that is not in the conversation's source text reaches
   a reader prompt, a memory file or an agent workspace file (`needles`: the scan);
 - `metrics`: predictions.csv and metrics.json equal a fresh rescore of the stored rows;
+- `memory_failures`: a warning (`findings.WARNINGS`: printed, not a failure) when writer
+  tasks failed and were skipped, so the memory lacks what they would have written;
 - `secrets`: no secret-looking string (API keys, bearer tokens, private keys, the exact
   values of the credentials given in `secrets`) in any file.
 
-`memorybench verify PACK [PACK...]` is `verify_main`.
+`memorybench verify PACK [PACK...]` is `verify_main`. A pack may be a local folder or a
+`gs://` URI: a pack in a bucket is downloaded into a temporary folder and checked there,
+its findings named against the `gs://` location.
 """
 
 from __future__ import annotations
@@ -45,15 +53,14 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
-from pathlib import Path
 
 from memorybench.errors import OneLineParser
-from memorybench.pack.verify import contamination, counts, hashes, metrics, provenance, rows, secrets, structure, traces
-from memorybench.pack.verify.context import Context, pack_root
-from memorybench.pack.verify.findings import CODES, Finding, Findings
+from memorybench.pack.verify import contamination, counts, hashes, memory_failures, metrics, provenance, rows, secrets, structure, traces
+from memorybench.pack.verify.context import Context, local_pack, pack_location, pack_root
+from memorybench.pack.verify.findings import CODES, WARNINGS, Finding, Findings, failures
 from memorybench.pack.verify.secrets import credential_values
 
-__all__ = ["CODES", "Finding", "credential_values", "pack_root", "verify_main", "verify_pack"]
+__all__ = ["CODES", "WARNINGS", "Finding", "failures", "credential_values", "local_pack", "pack_root", "verify_main", "verify_pack"]
 
 #: The checks, in the order they run and report. Earlier ones parse what later ones read
 #: (records, then config and dataset, then questions, references and needles).
@@ -76,34 +83,41 @@ CHECKS: tuple[Callable[[Context, Findings], None], ...] = (
     traces.check_traces,
     contamination.check_files_for_gold,
     metrics.check_metrics,
+    memory_failures.check_writer_failures,
     secrets.check_secrets,
 )
 
 
-def verify_pack(pack_root_: Path, *, pins_dir: str | os.PathLike[str] | None = None, secrets: Iterable[str] = ()) -> list[Finding]:
-    """Every finding for one pack (empty: the pack verifies). Raises UserError if it is not a pack."""
-    ctx = Context.open(pack_root(pack_root_), pins_dir, secrets)
-    out = Findings()
-    for check in CHECKS:
-        check(ctx, out)
-    return out.findings()
+def verify_pack(
+    pack: str | os.PathLike[str], *, pins_dir: str | os.PathLike[str] | None = None, secrets: Iterable[str] = ()
+) -> list[Finding]:
+    """Every finding for one pack, a folder or a `gs://` URI (the pack verifies when every
+    finding is a warning, `findings.WARNINGS`: none at all for most packs).
+    Raises UserError if it is not a pack."""
+    with local_pack(pack) as root:
+        ctx = Context.open(root, pins_dir, secrets)
+        out = Findings()
+        for check in CHECKS:
+            check(ctx, out)
+        return out.findings()
 
 
 def verify_main(argv: Sequence[str]) -> int:
     """`memorybench verify PACK [PACK...] [--json] [--pins DIR]`: 0 when every pack verifies, 1 otherwise.
 
-    memorybench/cli.py wires `memorybench verify` to this function. A path that is not a
+    memorybench/cli.py wires `memorybench verify` to this function. A PACK is a folder or
+    a `gs://` URI (downloaded first, reported as the URI). A path that is not a
     pack raises UserError, which the CLI prints as one line. Findings print as
     `CODE path: message`, one per line (stdout); `--json` prints a JSON list of
     {pack, code, path, message} instead. The values of the credential variables present
     (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...) are searched for.
     """
     parser = OneLineParser(prog="memorybench verify", description="Check packs: schemas, counts, hashes, _SUCCESS, gold leaks, secrets.")
-    parser.add_argument("packs", nargs="+", metavar="PACK", help="a pack folder <packs>/<name>/runs/<run_id>")
+    parser.add_argument("packs", nargs="+", metavar="PACK", help="a pack folder <packs>/<name>/runs/<run_id>, or its gs:// URI")
     parser.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     parser.add_argument("--pins", help="pins folder holding the pinned dataset (default: $MEMORYBENCH_PINS or the user cache dir)")
     ns = parser.parse_args(list(argv))
-    roots = [pack_root(p) for p in ns.packs]
+    roots = [pack_location(p) for p in ns.packs]  # a local folder that is not a pack fails before any check
     values = credential_values()
     results = [(root, verify_pack(root, pins_dir=ns.pins, secrets=values)) for root in roots]
     if ns.json:
@@ -112,7 +126,8 @@ def verify_main(argv: Sequence[str]) -> int:
         for root, findings in results:
             for f in findings:
                 print(f.format(root))
-            if not findings:
-                print(f"ok {root}")
+            if not failures(findings):
+                warned = len(findings)
+                print(f"ok {root}" + (f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""))
     sys.stdout.flush()
-    return 1 if any(findings for _, findings in results) else 0
+    return 1 if any(failures(findings) for _, findings in results) else 0

@@ -10,7 +10,9 @@ finding from its rows skip it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, ReaderTrace, ReferencePin, RunMeta
 from memorybench.pack.verify.needles import Needles
 
-__all__ = ["Context", "pack_root", "sha256"]
+__all__ = ["Context", "local_pack", "pack_location", "pack_root"]
 
 #: Files a finished pack always has (reader/traces.jsonl only when the answerer is the reader).
 REQUIRED_FILES = (
@@ -62,11 +64,6 @@ WORKSPACES = "agent/workspaces/"
 #: Folders of files that are not pack records: workspaces, and the judge's response cache
 #: (`judge.cache=true` keeps content-addressed ChatResult files under autorater/cache/).
 NOT_RECORDS = (WORKSPACES, "autorater/cache/")
-#: Stages that add files to a finished pack later, each with its own marker.
-LATER_STAGES = ("autorater/",)
-#: Files `memorybench rescore` rewrites on a finished pack at any time: judged by their content
-#: (a fresh rescore, the `metrics` check), not by being older than `_SUCCESS`.
-RESCORED = ("predictions.csv", "metrics.json")
 #: Every writer call of a run: its request is scanned for gold, its reply is model output.
 WRITER_CALLS = "memory/writer/calls.jsonl"
 #: Folders whose files are scanned for gold strings besides the reader prompts.
@@ -139,9 +136,10 @@ class Context:
 
 
 
-
 def pack_root(path: str | os.PathLike[str]) -> Path:
     """The folder as a pack root; a UserError when it is not a pack at all."""
+    if str(path).startswith("gs://"):
+        raise UserError(f"{path} is in a bucket; read it with `local_pack` (verify_pack does), which downloads it first")
     root = Path(path).expanduser()
     if not root.exists():
         raise UserError(f"pack folder {root} does not exist; pass a pack folder <packs>/<name>/runs/<run_id>")
@@ -156,3 +154,38 @@ def pack_root(path: str | os.PathLike[str]) -> Path:
         )
         raise UserError(f"{root} is not a pack: it has none of {', '.join(PACK_MARKERS)}{hint}")
     return root.resolve()
+
+
+def pack_location(path: str | os.PathLike[str]) -> str:
+    """How findings name the pack: a `gs://` URI as given (no trailing `/`), else the resolved folder."""
+    text = str(path)
+    return text.rstrip("/") if text.startswith("gs://") else str(pack_root(path))
+
+
+@contextmanager
+def local_pack(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """The pack at `path` as a local folder: a local pack itself, or a `gs://` pack
+    downloaded into a temporary folder (removed afterwards).
+
+    A pack in a bucket is checked on a byte-exact copy (the client checks each object's
+    checksum): verify reads files by content only, so the copy is as good as the original.
+    """
+    text = str(path)
+    if not text.startswith("gs://"):
+        yield pack_root(path)
+        return
+    from memorybench.storage import open_storage
+
+    uri = text.rstrip("/")
+    storage = open_storage(uri)
+    if not any(storage.exists(m) for m in PACK_MARKERS):
+        # cheap checks before any download: a folder of packs, or nothing at all
+        runs = sorted({rel.split("/")[1] for rel in storage.list("runs/") if rel.count("/") >= 2})
+        if runs:
+            raise UserError(f"{uri} is not a pack: it holds {len(runs)} pack(s) under runs/: pass them (e.g. {uri}/runs/{runs[0]})")
+        if not storage.list(""):
+            raise UserError(f"{uri} does not exist (no object under it); pass a pack gs://BUCKET/PREFIX/<name>/runs/<run_id>")
+        raise UserError(f"{uri} is not a pack: it has none of {', '.join(PACK_MARKERS)}; pass gs://BUCKET/PREFIX/<name>/runs/<run_id>")
+    with tempfile.TemporaryDirectory(prefix="memorybench-verify-") as tmp:
+        storage.download_dir("", tmp)
+        yield pack_root(tmp)

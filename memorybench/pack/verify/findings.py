@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CODES", "Finding", "Findings", "redact"]
+__all__ = ["CODES", "WARNINGS", "Finding", "Findings", "failures", "redact"]
 
 #: Every finding code, and what it means. Codes are stable: scripts may match on them.
 CODES: dict[str, str] = {
@@ -37,10 +37,24 @@ CODES: dict[str, str] = {
     "hash.memory": "a memory file does not hash to its manifest memory_sha256, or a row names memory its prompt did not use",
     "metrics": "predictions.csv or metrics.json differ from a fresh rescore of the stored rows",
     "success.missing": "_SUCCESS is absent: the run did not finish",
-    "success.not_last": "a file is newer than _SUCCESS: the pack changed after it was finished",
+    "success.unhashed": (
+        "_SUCCESS is empty: the pack was finished before markers held content hashes, so its files cannot be checked against it"
+    ),
+    "success.hash_mismatch": (
+        "a file a _SUCCESS closes differs from the sha256 or size recorded there: it changed after the pack was finished"
+    ),
+    "success.file_missing": "a file a _SUCCESS closes is gone (a file every pack has is reported as file.missing instead)",
+    "success.unclosed_file": (
+        "a file no _SUCCESS closes (outside autorater/, or in a closed autorater folder): added after the pack was finished"
+    ),
     "gold.leak": "a gold string that is not in the conversation's source text appears in a prompt, memory or workspace file (memory that the writer model wrote itself, from inputs scanned clean, may hold it)",
     "secret": "a secret-looking string (API key, token, private key, a credential's value) is stored in the pack",
+    "memory.writer_failures": "a warning: writer tasks failed twice and were skipped (memory/writer/failures.jsonl), so the memory lacks their inputs",
 }
+
+#: codes that say something a reader of the scores must know, about a pack that is whole:
+#: printed, never a failure of `memorybench verify`
+WARNINGS: frozenset[str] = frozenset({"memory.writer_failures"})
 
 
 @dataclass(frozen=True)
@@ -54,9 +68,13 @@ class Finding:
     #: one line: what is wrong and, where it helps, what to do
     message: str
 
-    def format(self, pack_root: Path | None = None) -> str:
+    @property
+    def warning(self) -> bool:
+        return self.code in WARNINGS
+
+    def format(self, pack_root: Path | str | None = None) -> str:
         where = f"{pack_root}/{self.path}" if pack_root is not None else self.path
-        return f"{self.code} {where}: {self.message}"
+        return f"{'warning ' if self.warning else ''}{self.code} {where}: {self.message}"
 
 
 class Findings:
@@ -100,3 +118,8 @@ class Findings:
 def redact(value: str) -> str:
     """The first four characters of a secret, never more."""
     return value[:4] + "…" if len(value) > 4 else "…"
+
+
+def failures(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that fail a pack (all but `WARNINGS`)."""
+    return [f for f in findings if not f.warning]

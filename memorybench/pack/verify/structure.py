@@ -1,4 +1,4 @@
-"""The pack as files: `_SUCCESS` last, every required file present, and its known records parsed.
+"""The pack as files: closed by `_SUCCESS`, every required file present, and its known records parsed.
 
 The record checks fill the context with run_meta, REFERENCE_PIN.json, metrics.json and
 the rows of the known journals that match their schemas; a file that does not parse or
@@ -8,25 +8,24 @@ match is a finding and goes into `bad_files`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from memorybench.pack import layout
+from memorybench.pack import layout, success
 from memorybench.pack.run_pack import SUCCESS
+from memorybench.pack.schemas import Success
 from memorybench.pack.verify.context import (
     KNOWN_JSON,
     KNOWN_JSONL,
-    LATER_STAGES,
     NOT_RECORDS,
     OPEN_FOLDERS,
     PROVENANCE_RECORDS,
     REQUIRED_FILES,
-    RESCORED,
     Context,
 )
 from memorybench.pack.verify.findings import Findings
+from memorybench.records import SchemaError
 from memorybench.registry import ANSWERERS
 
 __all__ = [
@@ -45,25 +44,56 @@ __all__ = [
 
 
 def check_success(ctx: Context, out: Findings) -> None:
-    """`_SUCCESS` exists and no file it closes is newer (a later stage is judged by its own marker)."""
-    marker = ctx.root / SUCCESS
-    if not marker.is_file():
+    """`_SUCCESS` exists, and every marker's files have the bytes it recorded: none changed,
+    none gone, none added (`memorybench.pack.success`; timestamps are never read)."""
+    present = [rel for rel in ctx.rel.values() if not rel.endswith(".part")]  # a *.part is file.partial
+    folders = success.marker_folders(present)
+    if "" not in folders:
         out.add("success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
-    else:
-        _newer_than(ctx, out, marker, lambda rel: not rel.startswith(LATER_STAGES) and rel not in RESCORED)
-    for stage in LATER_STAGES:
-        stage_marker = ctx.root / stage / SUCCESS
-        if stage_marker.is_file():
-            _newer_than(ctx, out, stage_marker, lambda rel, stage=stage: rel.startswith(stage))
+    for under in sorted(folders):  # the pack's own marker first
+        record = _marker_record(ctx, out, under)
+        if record is not None:
+            _check_closed(ctx, out, under, record, present)
 
 
-def _newer_than(ctx: Context, out: Findings, marker: Path, judged: Any) -> None:
-    limit = marker.stat().st_mtime_ns
-    newer = [ctx.rel[p] for p in ctx.files if p != marker and judged(ctx.rel[p]) and p.stat().st_mtime_ns > limit]
-    if newer:
-        more = f" ({len(newer)} files in all)" if len(newer) > 1 else ""
-        marker_rel = marker.relative_to(ctx.root).as_posix()
-        out.add("success.not_last", newer[0], f"modified after {marker_rel}{more}: the pack changed after it was finished")
+def _marker_record(ctx: Context, out: Findings, under: str) -> Success | None:
+    """The marker's record; None (with a finding, except for a later stage) when it holds none."""
+    marker = success.marker_path(under)
+    try:
+        record = success.parse_success((ctx.root / marker).read_bytes())
+    except UnicodeDecodeError as e:
+        out.add("json", marker, f"not UTF-8 ({e.reason} at byte {e.start}); a _SUCCESS holds a success.v1 record")
+        return None
+    except SchemaError as e:
+        out.add("schema", marker, f"{e}; a _SUCCESS holds a success.v1 record")
+        return None
+    except ValueError as e:
+        out.add("json", marker, f"not valid JSON ({getattr(e, 'msg', e)}); a _SUCCESS holds a success.v1 record")
+        return None
+    if record is None and not under:
+        out.add(
+            "success.unhashed",
+            marker,
+            "empty: the pack was finished before _SUCCESS held content hashes, so its files were not checked against it; "
+            "to check them, delete _SUCCESS and rerun the pack's `memorybench qa` command (it keeps every answer and closes "
+            "the pack with hashes)",
+        )
+    # an empty marker under autorater/ is the autorater's own, written before it hashed its files: nothing to check
+    return record
+
+
+def _check_closed(ctx: Context, out: Findings, under: str, record: Success, present: list[str]) -> None:
+    marker = success.marker_path(under)
+    diff = success.compare(ctx.root, record, under, present)
+    for rel in diff.changed:
+        out.add("success.hash_mismatch", rel, f"not the bytes {marker} recorded (sha256 or size): it changed after the pack was finished")
+    for rel in diff.missing:
+        if not under and rel in REQUIRED_FILES:
+            continue  # file.missing says it, with what the file is for
+        out.add("success.file_missing", rel, f"gone: {marker} closed it when the pack was finished")
+    for rel in diff.unclosed:
+        link = " (a symbolic link; a pack holds plain files)" if (ctx.root / rel).is_symlink() else ""
+        out.add("success.unclosed_file", rel, f"not closed by {marker}{link}: added after the pack was finished")
 
 
 # -- files present -------------------------------------------------------------------------

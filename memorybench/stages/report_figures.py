@@ -1,0 +1,167 @@
+"""The report's figures: PNG files drawn with matplotlib's Agg canvas (no pyplot state).
+
+Every figure is meant to be read at a glance without misleading: legends sit outside the
+axes, every bar says how many questions it stands on (n=0 included), category 5 names
+the rule LoCoMo scores it by, J is drawn per judge beside LoCoMo F1, latency axes start
+at zero and show p50 and p95, and a cost axis is logarithmic when costs span more than 10x.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from memorybench.stages.report_tables import CATEGORY_NAMES
+from memorybench.stages.summary import JUDGE_SEPARATOR, judge_key
+
+__all__ = ["figure_accuracy_vs_cost", "figure_accuracy_vs_latency", "figure_scores_by_category"]
+
+
+def _figure(width: float = 8.0, height: float = 4.5) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})
+    return path
+
+
+#: how LoCoMo scores category 5, named under its bars
+CATEGORY5_RULE = "refusal rule"
+
+
+def _category_label(category: int | str) -> str:
+    if category == 5:
+        return f"5 {CATEGORY_NAMES[5]}\n({CATEGORY5_RULE})"
+    return f"{category} {CATEGORY_NAMES[category]}" if category in CATEGORY_NAMES else "all"
+
+
+def _ci(metric: str, side: str) -> str:
+    """The interval column of a metric: `f1` -> `f1_ci_low`, `j/<judge>` -> `j_ci_low/<judge>`."""
+    name, sep, judge = metric.partition(JUDGE_SEPARATOR)
+    return f"{name}_ci_{side}{sep}{judge}"
+
+
+def _bars(ax: Any, table: pd.DataFrame, conditions: list[str], categories: list[int | str], metric: str, ci: str,
+          n_column: str, ylabel: str, title: str) -> list[Any]:
+    """Grouped bars of `metric` per category and condition with bootstrap intervals, and the
+    number of questions written at the foot of every bar (n=0 where a category is empty)."""
+    width = 0.8 / max(1, len(conditions))
+    x = np.arange(len(categories))
+    handles = []
+    for i, condition in enumerate(conditions):
+        sel = table[table["condition"] == condition].set_index("category").reindex(categories)
+        mean = sel[metric].to_numpy(dtype=float)
+        low, high = sel[_ci(ci, "low")].to_numpy(dtype=float), sel[_ci(ci, "high")].to_numpy(dtype=float)
+        err = np.nan_to_num(np.vstack([mean - low, high - mean]))
+        positions = x + (i - (len(conditions) - 1) / 2) * width
+        handles.append(ax.bar(positions, np.nan_to_num(mean), width, yerr=err, capsize=3, label=condition))
+        # the count sits under its bar, between the axis and the category names
+        for position, n in zip(positions, sel[n_column].fillna(0).astype(int)):
+            ax.text(position, -0.015, f"n={n}", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=6)
+    ax.set_xticks(x, [_category_label(c) for c in categories], fontsize=8)
+    ax.tick_params(axis="x", pad=12, length=0)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    return handles
+
+
+def _table_judges(table: pd.DataFrame) -> list[str]:
+    """The judges with a J column in the scores table (`j/<judge id>`) that has a value."""
+    prefix = "j" + JUDGE_SEPARATOR
+    return [c[len(prefix):] for c in table.columns if c.startswith(prefix) and table[c].notna().any()]
+
+
+def figure_scores_by_category(table: pd.DataFrame, path: Path) -> Path:
+    """LoCoMo F1 by category (5 with its rule named), and beside it one panel of J per judge
+    (titled by its judge id); the legend sits below the axes, never over a bar."""
+    conditions = list(dict.fromkeys(table["condition"]))
+    judges = _table_judges(table)
+    fig = _figure(8.0 + 5.5 * len(judges), 5.2)
+    axes = fig.subplots(1, 1 + len(judges), width_ratios=[6] + [5] * len(judges), squeeze=False)[0]
+    _bars(axes[0], table, conditions, [*CATEGORY_NAMES, "all"], "locomo_f1", "f1", "n", "LoCoMo F1 (bootstrap 95% interval)",
+          "LoCoMo F1 by category")
+    for ax, judge in zip(axes[1:], judges):
+        _bars(ax, table, conditions, [1, 2, 3, 4, "all"], judge_key("j", judge), judge_key("j", judge), judge_key("j_n", judge),
+              "J (bootstrap 95% interval)", f"Mem0 J by judge {judge}\n(the judge skips category 5)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=min(3, len(conditions)), fontsize="small")
+    return _save(fig, path)
+
+
+def _log_scale_if_wide(ax: Any, values: Sequence[float]) -> None:
+    """A log axis when the positive values span more than 10x (a linear one hides the cheap end)."""
+    positive = [v for v in values if v is not None and not math.isnan(v) and v > 0]
+    if positive and max(positive) / min(positive) > 10:
+        ax.set_xscale("log")
+
+
+def _overall_ci(scores: pd.DataFrame, condition: str, f1: float) -> np.ndarray | None:
+    overall = scores[(scores["category"] == "all") & (scores["condition"] == condition)]
+    if overall.empty:
+        return None
+    ci = overall.iloc[0]
+    return np.nan_to_num(np.array([[f1 - ci["f1_ci_low"]], [ci["f1_ci_high"] - f1]], dtype=float))
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def figure_accuracy_vs_cost(table: pd.DataFrame, scores: pd.DataFrame, path: Path) -> Path:
+    """LoCoMo F1 against cost per question (USD where every price is known, else tokens)."""
+    fig = _figure(6.5, 4.8)
+    ax = fig.subplots()
+    if table["cost_per_question_usd"].notna().any():
+        x, label = "cost_per_question_usd", "cost per question: build + answer (USD)"
+    else:
+        x, label = "tokens_per_question", "tokens per question (prices unknown)"
+    for row in table.itertuples(index=False):
+        if _is_missing(getattr(row, x)):
+            continue
+        ax.errorbar([getattr(row, x)], [row.locomo_f1], yerr=_overall_ci(scores, row.condition, row.locomo_f1), fmt="o", capsize=3,
+                    label=row.condition)
+    _log_scale_if_wide(ax, list(table[x]))
+    ax.set_xlabel(label + (" (log scale)" if ax.get_xscale() == "log" else ""))
+    ax.set_ylabel("LoCoMo F1 (all categories)")
+    ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
+    ax.set_title("Accuracy against cost")
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+    return _save(fig, path)
+
+
+def figure_accuracy_vs_latency(table: pd.DataFrame, scores: pd.DataFrame, path: Path) -> Path:
+    """LoCoMo F1 against answer latency: p50 (filled) and p95 (open) joined by a line, on an
+    axis from zero so that milliseconds of noise do not fill the plot."""
+    fig = _figure(6.5, 4.8)
+    ax = fig.subplots()
+    for row in table.itertuples(index=False):
+        if _is_missing(row.latency_p50_s):
+            continue
+        (point,) = ax.plot([row.latency_p50_s], [row.locomo_f1], "o", label=row.condition)
+        if not _is_missing(row.latency_p95_s):
+            ax.plot([row.latency_p50_s, row.latency_p95_s], [row.locomo_f1] * 2, "-", color=point.get_color(), alpha=0.6)
+            ax.plot([row.latency_p95_s], [row.locomo_f1], "o", mfc="none", color=point.get_color())
+    ax.set_xlim(left=0, right=max(1e-3, float(np.nanmax(table[["latency_p50_s", "latency_p95_s"]].to_numpy(dtype=float),
+                                                                initial=0.0))) * 1.15)
+    ax.set_xlabel("answer latency (s): p50 filled, p95 open")
+    ax.set_ylabel("LoCoMo F1 (all categories)")
+    ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
+    ax.set_title("Accuracy against latency")
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(loc="outside lower center", ncols=2, fontsize="small")
+    return _save(fig, path)
+
+

@@ -1,0 +1,386 @@
+"""The report's tables: pure functions of the examples frame (and the runs frame), each a
+DataFrame with one row per condition (and category, or judge, or judge pair).
+
+The examples frame is `collected/examples.parquet` with a `condition` column. J is
+always read per judge: the columns `j_score/<judge id>`, `j_verdict/<judge id>`, ... of
+`memorybench.stages.aggregate`, and every J a table shows is named by its judge id.
+A question answered by several runs of a condition (its replicates) counts once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from memorybench.hashing import sha256_text
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
+from memorybench.pack.schemas import ReferencePin
+from memorybench.score.agreement import judge_agreement as agreement_of
+from memorybench.stages.summary import JUDGE_SEPARATOR, judge_key
+
+__all__ = [
+    "CATEGORY_NAMES",
+    "Bootstrap",
+    "bootstrap_interval",
+    "cost_latency",
+    "gold_token_drop",
+    "judge_agreement",
+    "judge_passes",
+    "judges_of",
+    "markdown_table",
+    "refusals",
+    "scores_by_category",
+    "stems",
+]
+
+#: LoCoMo's category names (memorybench.score.CATEGORY_NAMES; that package is imported only
+#: where a stem is needed: it loads nltk, and nltk loads scipy when installed)
+CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+JUDGED = (1, 2, 3, 4)
+
+
+class Bootstrap(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: resamples of the questions per interval
+    resamples: int = Field(2000, ge=100)
+    seed: int = 0
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+
+# -- statistics -----------------------------------------------------------------------
+def _rng(seed: int, *key: Any) -> np.random.Generator:
+    digest = int(sha256_text(json.dumps([str(k) for k in key]))[:16], 16)
+    return np.random.default_rng(np.random.SeedSequence([seed, digest]))
+
+
+def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean; (nan, nan) for fewer than two values."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return math.nan, math.nan
+    rng = _rng(boot.seed, *key)
+    means = np.empty(boot.resamples)
+    step = max(1, 2_000_000 // len(values))  # bound the index matrix to ~16 MB
+    for start in range(0, boot.resamples, step):
+        count = min(step, boot.resamples - start)
+        means[start:start + count] = values[rng.integers(0, len(values), size=(count, len(values)))].mean(axis=1)
+    tail = (1 - boot.confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _fmt(value: Any, column: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        # a cost nobody priced is unknown, never free and never blank
+        return "unknown" if "cost" in column else "-"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub Markdown table (no extra dependency)."""
+    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(_fmt(v, str(c)).replace("|", "\\|") for c, v in zip(frame.columns, row)) + " |"
+            for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])
+
+
+# -- scores ---------------------------------------------------------------------------
+def judges_of(frame: pd.DataFrame) -> list[str]:
+    """The judge ids whose columns the examples frame has, sorted."""
+    prefix = "j_score" + JUDGE_SEPARATOR
+    return sorted(c[len(prefix):] for c in frame.columns if c.startswith(prefix))
+
+
+def _judged_conditions(frame: pd.DataFrame, judge: str) -> pd.Series:
+    """Per condition: whether every pack of it has this judge (J is shown only then)."""
+    column = judge_key("j_passes", judge)
+    return frame.groupby("condition", sort=False)[column].apply(lambda s: bool(s.notna().all()))
+
+
+def _in_category(frame: pd.DataFrame, category: int | str) -> pd.Series:
+    return (frame["category"] == category) if category != "all" else pd.Series(True, index=frame.index)
+
+
+def _per_question(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A question's score in a condition: its mean over the condition's packs."""
+    rows = frame.dropna(subset=[metric])
+    return rows.groupby(["condition", "question_id", "category"], sort=False, observed=True)[metric].mean().reset_index()
+
+
+def _replicate_sd(frame: pd.DataFrame, metric: str, condition: str, category: int | str) -> float:
+    """The sd over a condition's runs (its replicates) of each run's mean; nan for one run."""
+    rows = frame[(frame["condition"] == condition) & _in_category(frame, category)]
+    per_run = rows.dropna(subset=[metric]).groupby("pack", sort=False)[metric].mean()
+    return float(per_run.std(ddof=1)) if len(per_run) > 1 else math.nan
+
+
+def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
+    """LoCoMo F1 per condition and category with its interval; beside it, per judge, J
+    (`j/<judge id>`, categories 1-4) where every pack of the condition has that judge."""
+    f1 = _per_question(frame, "locomo_f1")
+    runs = frame.groupby("condition", sort=False)["pack"].nunique()
+    judges = judges_of(frame)
+    judged: dict[str, tuple[pd.Series, pd.DataFrame, pd.DataFrame]] = {}
+    for judge in judges:
+        with_j = _judged_conditions(frame, judge)
+        rows = frame[frame["condition"].map(with_j) & frame["category"].between(1, 4)]
+        judged[judge] = with_j, rows, _per_question(rows, judge_key("j_score", judge))
+    out = []
+    for condition in frame["condition"].unique():
+        for category in [*CATEGORY_NAMES, "all"]:
+            row: dict[str, Any] = {"condition": condition, "category": category,
+                                   "category_name": CATEGORY_NAMES.get(category, "overall") if category != "all" else "all (LoCoMo: incl. 5)"}
+            sel = f1[(f1["condition"] == condition) & _in_category(f1, category)]
+            values = sel["locomo_f1"].to_numpy()
+            low, high = bootstrap_interval(values, boot, condition, category, "locomo_f1")
+            row.update({"runs": int(runs[condition]), "n": len(values), "locomo_f1": values.mean() if len(values) else math.nan,
+                        "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category), "f1_ci_low": low, "f1_ci_high": high})
+            for judge, (with_j, rows, per_question) in judged.items():
+                score = judge_key("j_score", judge)
+                if category == 5 or not with_j.get(condition, False):
+                    jv = np.array([])
+                else:
+                    jsel = per_question[(per_question["condition"] == condition) & _in_category(per_question, category)]
+                    jv = jsel[score].to_numpy()
+                jl, jh = bootstrap_interval(jv, boot, condition, category, "j", judge)
+                j_sd = _replicate_sd(rows, score, condition, category) if len(jv) else math.nan
+                row.update({judge_key("j_n", judge): len(jv), judge_key("j", judge): jv.mean() if len(jv) else math.nan,
+                            judge_key("j_sd_runs", judge): j_sd, judge_key("j_ci_low", judge): jl, judge_key("j_ci_high", judge): jh})
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+# -- cost -----------------------------------------------------------------------------
+def _percentile(values: pd.Series, q: float) -> float:
+    values = values.dropna()
+    return float(np.percentile(values, q * 100)) if len(values) else math.nan
+
+
+def _per_question_cost(runs: pd.DataFrame, column: str) -> float:
+    """Dollars per answered question over a condition's runs; nan (unknown) when any run's is."""
+    costs = runs[column]
+    if costs.isna().any() or not runs["questions"].sum():
+        return math.nan
+    return float(costs.sum() / runs["questions"].sum())
+
+
+def cost_latency(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy against cost per question (building the memory + answering, and each part)
+    and answer latency (p50/p95 of calls not served from the response cache)."""
+    out = []
+    judges = judges_of(frame)
+    for condition, rows in frame.groupby("condition", sort=False):
+        mine = runs[runs["condition"] == condition]
+        tokens = rows["prompt_tokens"].fillna(0) + rows["completion_tokens"].fillna(0)
+        build_tokens = (mine["build_prompt_tokens"].fillna(0) + mine["build_completion_tokens"].fillna(0)).sum()
+        latency = rows.loc[~rows["cache_hit"].fillna(False).astype(bool), "latency_s"]
+        judged = rows[rows["category"].between(1, 4)]
+        row: dict[str, Any] = {
+            "condition": condition,
+            "runs": rows["pack"].nunique(),
+            "questions": rows["question_id"].nunique(),
+            "rows": len(rows),
+            "locomo_f1": rows["locomo_f1"].mean(),
+        }
+        for judge in judges:
+            scores = judged[judge_key("j_score", judge)]
+            row[judge_key("j", judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
+        build, answer = _per_question_cost(mine, "build_cost_usd"), _per_question_cost(mine, "answer_cost_usd")
+        row.update({
+            "tokens_per_question": float(tokens.mean()) if len(rows) else math.nan,
+            "build_tokens_per_question": float(build_tokens / mine["questions"].sum()) if mine["questions"].sum() else math.nan,
+            "build_cost_per_question_usd": build,
+            "answer_cost_per_question_usd": answer,
+            "cost_per_question_usd": build + answer,
+            "cost_usd": float(mine["build_cost_usd"].sum() + mine["answer_cost_usd"].sum()) if not math.isnan(build + answer) else math.nan,
+            "latency_p50_s": _percentile(latency, 0.5),
+            "latency_p95_s": _percentile(latency, 0.95),
+        })
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+# -- judges ---------------------------------------------------------------------------
+def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and judge: its passes, J mean and sd over passes, the share of rows whose
+    parsed passes all agree, and the rows and verdicts with no readable label."""
+    out = []
+    for judge in judges_of(frame):
+        with_j = _judged_conditions(frame, judge)
+        for condition, rows in frame.groupby("condition", sort=False):
+            if not with_j.get(condition, False):
+                continue
+            run_rows = runs[runs["pack"].isin(rows["pack"].unique())]
+            judged = rows[rows["category"].between(1, 4)]
+            compared = judged[judge_key("j_agree", judge)].dropna()
+            failed = judged[judge_key("j_failed", judge)].fillna(0)
+            passes = run_rows[judge_key("j_passes", judge)]
+            sd = run_rows[judge_key("j_sd", judge)]
+            out.append({
+                "condition": condition,
+                "judge": judge,
+                "runs": len(run_rows),
+                "passes": int(passes.max()) if passes.notna().any() else 0,
+                "j_mean": run_rows[judge_key("j_mean", judge)].mean(),
+                "j_sd": sd.mean() if sd.notna().any() else math.nan,
+                "rows_compared": len(compared),
+                "agreement": compared.astype(bool).mean() if len(compared) else math.nan,
+                "failed_rows": int((failed > 0).sum()),
+                "failed_verdicts": int(failed.sum()),
+            })
+    return pd.DataFrame(out, columns=["condition", "judge", "runs", "passes", "j_mean", "j_sd", "rows_compared", "agreement",
+                                      "failed_rows", "failed_verdicts"])
+
+
+def _label(value: Any) -> str | None:
+    """Pass 1's verdict as a label to compare; a failed or skipped verdict is no label."""
+    return value if value in ("CORRECT", "WRONG") else None
+
+
+def judge_agreement(frame: pd.DataFrame) -> pd.DataFrame:
+    """Two judges on the same rows: per condition, judge pair and category (1-4 and all),
+    the rows both labelled (pass 1), the share with equal labels and Cohen's kappa."""
+    judges = judges_of(frame)
+    out = []
+    for i, a in enumerate(judges):
+        for b in judges[i + 1:]:
+            va, vb = judge_key("j_verdict", a), judge_key("j_verdict", b)
+            both = frame[frame[va].notna() & frame[vb].notna() & frame["category"].between(1, 4)]
+            for condition, rows in both.groupby("condition", sort=False):
+                for category in [*JUDGED, "all"]:
+                    sel = rows[_in_category(rows, category)]
+                    result = agreement_of([_label(x) for x in sel[va]], [_label(x) for x in sel[vb]])
+                    out.append({
+                        "condition": condition, "judge_a": a, "judge_b": b, "category": category,
+                        "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "all" else "1-4",
+                        "rows": result.rows, "unlabelled": result.unlabelled,
+                        "equal_share": math.nan if result.share is None else result.share,
+                        "kappa": math.nan if result.kappa is None else result.kappa,
+                    })
+    return pd.DataFrame(out, columns=["condition", "judge_a", "judge_b", "category", "category_name", "rows", "unlabelled",
+                                      "equal_share", "kappa"])
+
+
+# -- answers --------------------------------------------------------------------------
+@lru_cache(maxsize=200_000)
+def _stem(token: str) -> str:
+    return _stemmer().stem(token)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+def stems(text: str) -> set[str]:
+    """LoCoMo's tokens: `normalize_answer`, whitespace split, Porter stem (as its F1)."""
+    from memorybench.score.locomo import normalize_answer
+
+    return {_stem(t) for t in normalize_answer(text).split()}
+
+
+class _MemoryTexts:
+    """Memory text given to the answerer, by (pack, memory sha256), via REFERENCE_PIN.json."""
+
+    def __init__(self) -> None:
+        self.packs: dict[str, tuple[PackReader, dict[str, str]]] = {}
+        self.cache: dict[tuple[str, str], set[str] | None] = {}
+
+    def _pack(self, location: str) -> tuple[PackReader, dict[str, str]]:
+        """The pack and where its refs live (sha256 -> relpath), read once."""
+        if location not in self.packs:
+            pack = PackReader.open(location)
+            pin = pack.record(layout.REFERENCE_PIN, ReferencePin) if pack.exists(layout.REFERENCE_PIN) else None
+            self.packs[location] = pack, {sha: ref.path for sha, ref in (pin.refs if pin else {}).items()}
+        return self.packs[location]
+
+    def stems(self, location: str, sha: str | None) -> set[str] | None:
+        if not sha:
+            return None
+        key = (location, sha)
+        if key not in self.cache:
+            pack, refs = self._pack(location)
+            relpath = refs.get(sha, layout.blob(sha))
+            self.cache[key] = stems(pack.read_text(relpath)) if pack.exists(relpath) else None
+        return self.cache[key]
+
+
+def gold_token_drop(frame: pd.DataFrame) -> pd.DataFrame:
+    memories = _MemoryTexts()
+    rows = frame[frame["category"].between(1, 4) & frame["gold"].notna()]
+    records = []
+    for r in rows.itertuples(index=False):
+        memory = memories.stems(r.pack, r.memory_sha256)
+        gold = str(r.gold).split(";")[0].strip() if r.category == 3 else str(r.gold)
+        g = stems(gold)
+        if memory is None:
+            records.append((r.condition, r.question_id, r.category, len(g), None, None))
+            continue
+        in_memory = g & memory
+        dropped = in_memory - stems(r.prediction)
+        records.append((r.condition, r.question_id, r.category, len(g), len(in_memory), len(dropped)))
+    columns = ["condition", "question_id", "category", "gold_stems", "in_memory", "dropped"]
+    # one row per question: a question answered by several replicates counts once, with its
+    # stem counts averaged over them
+    data = pd.DataFrame(records, columns=columns).groupby(["condition", "question_id", "category"], sort=False).mean().reset_index()
+    out = []
+    for condition in frame["condition"].unique():
+        mine = data[data["condition"] == condition]
+        for category in [1, 2, 3, 4, "1-4"]:
+            sel = mine if category == "1-4" else mine[mine["category"] == category]
+            known = sel.dropna(subset=["in_memory"])
+            in_memory, dropped, gold = known["in_memory"].sum(), known["dropped"].sum(), known["gold_stems"].sum()
+            out.append({
+                "condition": condition,
+                "category": category,
+                "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "1-4" else "1-4",
+                "questions": len(sel),
+                "memory_unknown": int(len(sel) - len(known)),
+                "gold_stems": float(gold),
+                "in_memory": float(in_memory),
+                "in_memory_share": in_memory / gold if gold else math.nan,
+                "dropped": float(dropped),
+                "drop_rate": dropped / in_memory if in_memory else math.nan,
+                "questions_with_drop": int((known["dropped"] > 0).sum()),
+            })
+    return pd.DataFrame(out)
+
+
+def _refuses(prediction: str) -> bool:
+    from memorybench.score.locomo import ABSTENTION_PHRASES
+
+    lowered = str(prediction).lower()
+    return any(phrase in lowered for phrase in ABSTENTION_PHRASES)
+
+
+def refusals(frame: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for condition, rows in frame.groupby("condition", sort=False):
+        # a question's refusal rate over its replicates; each question counts once
+        refused = rows.assign(refused=rows["prediction"].map(_refuses).astype(float)).groupby(
+            ["question_id", "category"], sort=False)["refused"].mean().reset_index()
+        adversarial = refused[refused["category"] == 5]["refused"]
+        answerable = refused[refused["category"].between(1, 4)]["refused"]
+        out.append({
+            "condition": condition,
+            "cat5_n": len(adversarial),
+            "cat5_refusal_rate": adversarial.mean() if len(adversarial) else math.nan,
+            "cat1_4_n": len(answerable),
+            "cat1_4_refusal_rate": answerable.mean() if len(answerable) else math.nan,
+        })
+    return pd.DataFrame(out)
+
+
