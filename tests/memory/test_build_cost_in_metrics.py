@@ -74,6 +74,23 @@ def test_build_cost_is_in_metrics_and_the_total_adds_the_reader(tmp_path, capsys
                     f"= total ${total['cost_usd']:.4f}, ${total['cost_per_question_usd']:.6f} per question")
     assert "memory: 0 of 4 writer tasks failed" in out.splitlines()
 
+    # the same writer cost in runs.parquet and in MLflow
+    import pyarrow.parquet as pq
+
+    from memorybench.stages.aggregate import aggregate
+    from memorybench.tracking import log_packs, pack_metrics
+
+    (row,) = pq.read_table(aggregate([pack], tmp_path / "out").runs).to_pylist()
+    assert row["build_cost_usd"] == build["cost_usd"] and row["build_calls"] == 4
+    assert row["total_cost_usd"] == total["cost_usd"] and row["answer_cost_usd"] == reader_usage["cost_usd"]
+    assert pack_metrics(pack)["build_cost_usd"] == build["cost_usd"]
+    (logged,) = log_packs([pack], tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", experiment_name="cost").runs
+    from mlflow.tracking import MlflowClient
+
+    metrics_logged = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(logged.mlflow_run_id).data.metrics
+    assert metrics_logged["build_cost_usd"] == pytest.approx(build["cost_usd"])
+    assert metrics_logged["total_cost_usd"] == pytest.approx(total["cost_usd"])
+
 
 def test_an_unpriced_writer_makes_the_total_unknown_not_zero(tmp_path, capsys):
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=writer_responder) as writer:
