@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from memorybench.hashing import sha256_bytes
 from memorybench.errors import UserError
-from memorybench.pack.journal import NO_SPACE, Journal, disk_full
+from memorybench.pack.atomic import write_atomic
+from memorybench.pack.journal import Journal
 from memorybench.pack.schemas import Reference, ReferencePin
 from memorybench.pack.success import write_success
 
@@ -25,25 +26,6 @@ SUCCESS = "_SUCCESS"
 
 def pack_path(packs_root: str | os.PathLike[str], name: str, run_id: str) -> Path:
     return Path(packs_root).expanduser().resolve() / name / "runs" / run_id
-
-
-def write_atomic(target: Path, data: bytes) -> Path:
-    """Atomic write (temp file then rename): a reader never sees half a file. A file that
-    already holds exactly `data` is left as it is (rescoring a finished pack touches
-    nothing). A full disk is a one-line DiskFullError, with no .part file left behind."""
-    if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
-        return target
-    tmp = target.with_name(target.name + ".part")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
-    except OSError as e:
-        if e.errno not in NO_SPACE:
-            raise
-        tmp.unlink(missing_ok=True)  # its space back
-        raise disk_full(target, e) from None
-    return target
 
 
 def require_pack_folder(path: str | os.PathLike[str]) -> Path:

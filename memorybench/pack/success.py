@@ -36,6 +36,7 @@ from pathlib import Path
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_file
 from memorybench.pack import layout
+from memorybench.pack.atomic import write_atomic
 from memorybench.pack.journal import NO_SPACE, disk_full
 from memorybench.pack.schemas import ClosedFile, Success
 from memorybench.records import parse_record
@@ -218,7 +219,6 @@ def reclose(root: str | os.PathLike[str], relpaths: Iterable[str]) -> list[str]:
     the pack before it closes it), and so is an empty marker: filling in hashes for a pack
     written before them would vouch for files nobody checked.
     """
-    from memorybench.pack.run_pack import write_atomic  # run_pack imports this module
 
     root = Path(root)
     present = set(local_files(root))
