@@ -20,5 +20,7 @@ CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DG
 .venv/bin/python -m pip install --quiet --no-deps -e launchers/ --config-settings editable_mode=compat
 # The pinned Codex CLI for answerer=codex (package.json / package-lock.json).
 npm ci --no-audit --no-fund --loglevel=error
+# Chromium from Debian for the viewer's browser tests (tests/stages/test_view.py): only where it is missing and apt-get exists.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then { [ "$(id -u)" = 0 ] || SUDO="sudo -n"; ${SUDO:-} apt-get install -y -qq chromium >/dev/null 2>&1 || { ${SUDO:-} apt-get update -qq && ${SUDO:-} apt-get install -y -qq chromium >/dev/null; }; } || echo "setup.sh: chromium could not be installed; tests/stages/test_view.py will skip its browser tests" >&2; fi
 # Download (or, with MEMORYBENCH_PINS set to a folder that has them, verify) the pinned files.
 .venv/bin/memorybench fetch

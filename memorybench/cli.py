@@ -7,9 +7,12 @@
     memorybench autorater PACK [--passes N] [judge=...]   Mem0's LLM judge over stored answers
     memorybench compare ...               seeds: mean, sd, bootstrap CI; paired differences
     memorybench verify PACK [--json]      check a pack: schemas, counts, hashes, gold, secrets
+    memorybench import FILE --format F    another project's released results as a pack; its table reproduced
     memorybench aggregate PACKS...        collected/examples.parquet and a per-run table
     memorybench collect-full PACKS...     one collected pack, repeated strings stored once
     memorybench report DESIGN             tables and figures from conf/analysis/DESIGN.yaml
+    memorybench show PACK QUESTION_ID     one question's walk: row, memory, prompt, calls, scores, verdicts, blame
+    memorybench view PACKS... [--out F]   one self-contained HTML file to browse packs question by question
     memorybench track PACKS...            log finished packs to MLflow
     memorybench pull GS_URI DIR           copy a finished pack from a bucket to a local folder
     memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
@@ -51,11 +54,13 @@ def _split_overrides(args: Sequence[str]) -> tuple[list[str], bool]:
 
 def cmd_plan(args: Sequence[str]) -> int:
     from memorybench.plan import plan_runs
+    from memorybench.secrets import scrub
 
     overrides, multirun = _split_overrides(args)
-    specs = plan_runs(overrides, multirun)
+    specs = plan_runs(overrides, multirun)  # composing registers each spec's credentials
     for i, spec in enumerate(specs):
-        print(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(spec.overrides)}")
+        # the overrides as typed, less any credential (a key in a URL's userinfo or query)
+        print(scrub(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(spec.overrides)}"))
     print(f"{len(specs)} run spec(s)", file=sys.stderr)
     return 0
 
@@ -133,8 +138,11 @@ COMMANDS = {
     "aggregate": _stage("memorybench.stages.aggregate", "aggregate_main"),
     "collect-full": _stage("memorybench.stages.collect", "collect_main"),
     "report": _stage("memorybench.stages.report", "report_main"),
+    "show": _stage("memorybench.stages.show", "show_main"),
+    "view": _stage("memorybench.stages.view", "view_main"),
     "track": _stage("memorybench.tracking", "track_main"),
     "pull": _stage("memorybench.stages.pull", "pull_main"),
+    "import": _stage("memorybench.stages.import_results", "import_main"),
 }
 
 

@@ -7,11 +7,13 @@ YAML sets `name` to its own file name: the option name is the component's identi
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 @dataclass
@@ -181,6 +183,19 @@ def recorded_choices(choices: Any) -> dict[str, str]:
 def store_schema(group: str, name: str, node: type) -> None:
     """A component's own config node, `<group>/<name>_schema` in Hydra's ConfigStore."""
     ConfigStore.instance().store(group=group, name=f"{name}_schema", node=node)
+
+
+def component_schema(group: str, option: Any) -> type | None:
+    """The dataclass that declares the keys of a config's `group` node: the option's own
+    schema node (`store_schema`: `<group>/<option>_schema`) if it stored one, else the
+    group's type in `Config`; None for a group that is not a structured node (`pricing`)."""
+    stored = ConfigStore.instance().repo.get(group, {}).get(f"{option}_schema.yaml")
+    if stored is not None:
+        kind = OmegaConf.get_type(stored.node)
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            return kind
+    hint = typing.get_type_hints(Config).get(group)
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
 
 
 def register_configs() -> None:

@@ -12,6 +12,8 @@ import difflib
 import sys
 from collections.abc import Iterable
 
+from memorybench.secrets import scrub
+
 #: how every user-facing error line starts, wherever it is printed
 ERROR_PREFIX = "memorybench: error: "
 
@@ -44,8 +46,10 @@ class ModelCallError(UserError):
 
 
 def error_line(message: str) -> str:
-    """The one line a user sees for an error: `memorybench: error: <message>`."""
-    return ERROR_PREFIX + " ".join(str(message).split())
+    """The one line a user sees for an error: `memorybench: error: <message>`, with every
+    known credential and a URL's userinfo scrubbed (a message may quote an override or a
+    server's reply)."""
+    return ERROR_PREFIX + scrub(" ".join(str(message).split()))
 
 
 def report(error: UserError) -> int:
@@ -54,12 +58,12 @@ def report(error: UserError) -> int:
     return error.exit_code
 
 
-def did_you_mean(value: str, choices: Iterable[str]) -> str:
-    """`Did you mean 'x'? Choices: a, b, c` for an unknown name."""
+def did_you_mean(value: str, choices: Iterable[str], label: str = "Choices") -> str:
+    """`Did you mean 'x'? Choices: a, b, c` for an unknown name (`label` names the list)."""
     choices = sorted(choices)
     close = difflib.get_close_matches(value, choices, n=1)
     hint = f"Did you mean '{close[0]}'? " if close else ""
-    return f"{hint}Choices: {', '.join(choices)}"
+    return f"{hint}{label}: {', '.join(choices)}"
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -9,21 +9,33 @@ function only runs the stage. A user error ends the job with one line, no traceb
   overrides, prints the line and exits 1. A SystemExit would not do: the basic launcher
   would stop the sweep at that job, and under submitit the job's process would die
   without a result (submitit's UncompletedJobError and a traceback in the driver).
+
+Hydra writes and prints some things itself, the overrides as typed among them (a key in a
+URL's userinfo would be there): `multirun.yaml` in the sweep folder, each job's
+`.hydra/*.yaml` when `hydra.output_subdir` is set, a failed job's overrides on stderr.
+`ScrubHydraFiles` (a Hydra callback, named in conf/config.yaml) scrubs those files as soon as
+they exist and once more when `qa` ends, and `qa_app` runs Hydra with stdout and stderr
+passing `memorybench.secrets.scrub`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs, recorded_choices
 from memorybench.errors import UserError, error_line, report
+from memorybench.secrets import known_secrets, register, scrub, scrubbed_stdio
 
 
 class QAJobFailed(UserError, CompactHydraException):
@@ -46,8 +58,63 @@ class QAJobFailed(UserError, CompactHydraException):
 load_component_configs()  # the components' own schema nodes, before Hydra composes
 
 
+#: the files Hydra wrote in this process's sweeps and jobs (scrubbed again when `qa` ends)
+_HYDRA_FILES: set[Path] = set()
+
+
+def _scrub_hydra_files() -> None:
+    """Rewrite each of Hydra's files that holds a credential, atomically (jobs of a sweep may race)."""
+    for path in sorted(_HYDRA_FILES):
+        if not path.is_file():
+            continue
+        text = path.read_text("utf-8")
+        cleaned = scrub(text)
+        if cleaned != text:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+            tmp.write_text(cleaned, "utf-8")
+            os.replace(tmp, path)
+
+
+def _register(config: DictConfig) -> None:
+    """The credentials of a job's config (its `hydra` node left out: it resolves only inside a job)."""
+    register(known_secrets({k: OmegaConf.to_container(v, resolve=True) if isinstance(v, DictConfig) else v
+                            for k, v in config.items() if k != "hydra"}))
+
+
+class ScrubHydraFiles(Callback):
+    """Scrubs the files Hydra writes with the overrides and the config in them."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # the sweeper writes multirun.yaml next; the driver scrubs it at the latest when qa ends
+        _register(config)
+        _HYDRA_FILES.add(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # before the job's first model call: its .hydra files and the sweep's multirun.yaml are written by now
+        _register(config)
+        hc = HydraConfig.get()
+        if hc.mode == RunMode.MULTIRUN:
+            _HYDRA_FILES.add(Path(str(hc.sweep.dir)) / "multirun.yaml")
+        if hc.output_subdir is not None:
+            folder = Path(str(hc.runtime.output_dir)) / str(hc.output_subdir)
+            _HYDRA_FILES.update(folder / name for name in ("config.yaml", "hydra.yaml", "overrides.yaml"))
+        _scrub_hydra_files()
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        _scrub_hydra_files()
+
+
+def qa_app() -> None:
+    """`memorybench qa`: the Hydra app, with what Hydra prints and writes itself scrubbed."""
+    with scrubbed_stdio():
+        try:
+            qa_job()
+        finally:
+            _scrub_hydra_files()  # a failed sweep never reaches on_multirun_end
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
-def qa_app(cfg: DictConfig) -> dict | None:
+def qa_job(cfg: DictConfig) -> dict | None:
     from memorybench.stages.qa import print_summary, run_qa
 
     hc = HydraConfig.get()

@@ -2,8 +2,8 @@
 
 The hash leaves out what does not change the experiment (DESIGN.md 3): the `hydra` node,
 paths, storage, tracking, the price table, the experiment name, per-endpoint
-operational settings (timeouts, retries, pacing, cache) and the memory's failure bound
-(`max_failed_share`). It takes in what the config
+operational settings (timeouts, retries, pacing, cache), the memory's failure bound
+(`max_failed_share`) and any credential in an endpoint URL. It takes in what the config
 only names: the sha256 of every prompt file it names (`reader.prompt`, `writer.prompt`,
 `memory.prompts`), and the name, version and source hash of every plugin whose
 components the run uses, so editing a prompt or a plugin gives a new run id. The same
@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from memorybench.hashing import sha256_file, sha256_json
 from memorybench.plugins import installed_plugins
 from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS
+from memorybench.secrets import clean_config
 
 # the judge belongs to the autorater stage: qa never calls it, so it is not part of a qa run's identity
 EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher", "judge"})
@@ -86,6 +87,9 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
     """
     data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     assert isinstance(data, dict)
+    # endpoint URLs as the pack records them (no userinfo, secret query values masked): the
+    # credential is not the experiment, and never enters a hash; a URL without one is unchanged
+    data = clean_config(data)
     code = code_identity(data) if code is None else code
     out = {k: v for k, v in data.items() if k not in EXCLUDED_TOP_LEVEL}
     for group in ENDPOINT_GROUPS:

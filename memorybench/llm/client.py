@@ -21,6 +21,7 @@ from memorybench.errors import ModelCallError
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
+from memorybench.secrets import clean_url, register, scrub, split_url
 
 _RETRYABLE_STATUS = {408, 409, 429}
 
@@ -34,6 +35,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= 6:
             text = text.replace(secret, "[REDACTED]")
     return text
+
+
+def _scrubbed(value: Any) -> Any:
+    return scrub(value) if isinstance(value, str) else value
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -75,11 +80,17 @@ class ChatClient:
         cache: ResponseCache | None = None,
         prices: Mapping[str, Any] | None = None,
     ) -> None:
-        self.base_url = base_url
-        self._secrets = [api_key] if api_key else []
+        # A credential in the URL is sent as one (the bearer key, or basic auth), and its
+        # query as query parameters: the SDK would paste a query into the request path.
+        endpoint = split_url(base_url)
+        #: where this client calls, as error lines and traces may show it (no credential)
+        self.base_url = clean_url(base_url)
+        self._secrets = [s for s in (api_key, *endpoint.secrets) if s]
+        register(self._secrets)  # whatever this process writes is scrubbed of them, replies included
         # The SDK insists on a key; local servers ignore it, so a placeholder is sent.
         self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "no-key", max_retries=0, timeout=timeout_s
+            base_url=endpoint.url, api_key=endpoint.api_key or api_key or "no-key", max_retries=0, timeout=timeout_s,
+            default_headers=endpoint.headers or None, default_query=endpoint.query or None,
         )
         self.max_retries = max_retries
         self.retry_max_wait_s = retry_max_wait_s
@@ -158,7 +169,7 @@ class ChatClient:
         raise AssertionError("unreachable")
 
     def _clean(self, text: str) -> str:
-        return redact(" ".join(text.split())[:300], self._secrets)
+        return scrub(redact(" ".join(text.split())[:300], self._secrets))
 
     @staticmethod
     def _params(request: ChatRequest) -> dict[str, Any]:
@@ -206,13 +217,15 @@ class ChatClient:
             cached_tokens=int(details.get("cached_tokens") or 0),
             reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
         )
-        model_answered = payload.get("model")
+        # a server may echo what it was sent (a key, a header) into its reply: scrubbed
+        # here, before any trace, prediction, cache file or hash is made of it
+        model_answered = _scrubbed(payload.get("model"))
         return ChatResult(
-            text=choice["message"].get("content") or "",
+            text=scrub(choice["message"].get("content") or ""),
             model_requested=request.model,
             model_answered=model_answered,
             finish_reason=choice.get("finish_reason"),
-            response_id=payload.get("id"),
+            response_id=_scrubbed(payload.get("id")),
             usage=usage,
             latency_s=round(latency, 6),
             attempts=attempts,

@@ -6,7 +6,8 @@ name) is a base URL plus credentials from the environment: `openai`,
 llama.cpp model, started here and stopped when the block ends). A provider has
 `check(group, node)` and `open(node, role, settings, ...)`, a context manager yielding
 an `Endpoint`. Keys are read from the
-environment variable the config names, never from the config itself.
+environment variable the config names, never from the config itself; a key or a user and
+password in `base_url`'s userinfo are sent as credentials (`memorybench.secrets.split_url`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from memorybench.errors import UserError, did_you_mean
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.records import ModelIdentity
 from memorybench.registry import CHAT_PROVIDERS
+from memorybench.secrets import clean_url
 
 if TYPE_CHECKING:  # the openai SDK is imported when a client is made, not by config checks
     from memorybench.llm.client import ChatClient
@@ -51,16 +53,6 @@ def api_key_for(node: DictConfig, role: str) -> str | None:
     if not key and node.provider == "openai":
         raise UserError(f"{env} is not set; export {env}=... for {role}={node.name}, or use {role}=local (no key needed)")
     return key or None
-
-
-def secret_values(*nodes: DictConfig) -> list[str]:
-    """The values of every credential variable the run uses, for redaction and scans."""
-    values = []
-    for node in nodes:
-        env = node.get("api_key_env") if node is not None else None
-        if env and os.environ.get(str(env)):
-            values.append(os.environ[str(env)])
-    return values
 
 
 def validate_endpoint(group: str, node: DictConfig) -> None:
@@ -145,7 +137,10 @@ class RemoteProvider:
     @contextlib.contextmanager
     def open(node: DictConfig, role: str, settings: ClientSettings, **_: Any) -> Iterator[Endpoint]:
         client = settings.client(str(node.base_url), api_key_for(node, role))
-        identity = ModelIdentity(role=role, provider=str(node.provider), requested=str(node.model), base_url=str(node.base_url))
+        # the URL as recorded in run_meta.json: no userinfo, secret query values masked
+        identity = ModelIdentity(
+            role=role, provider=str(node.provider), requested=str(node.model), base_url=clean_url(str(node.base_url))
+        )
         try:
             yield Endpoint(client, str(node.model), identity)
         finally:

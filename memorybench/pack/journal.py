@@ -22,6 +22,7 @@ from memorybench.errors import UserError
 from memorybench.pack.reader import PackError
 from memorybench.pack.schemas import dump_line
 from memorybench.records import Record, SchemaError, parse_record
+from memorybench.secrets import scrub
 
 T = TypeVar("T", bound=Record)
 
@@ -110,6 +111,8 @@ class Journal:
 
     def append(self, record: BaseModel | dict[str, Any]) -> None:
         line = dump_line(record) if isinstance(record, BaseModel) else json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        # every journal row of every stage passes here: no known credential is written
+        line = scrub(line)
         data = memoryview(line.encode("utf-8"))
         end: int | None = None
         try:

@@ -16,6 +16,10 @@ PREDICTIONS_CSV = "predictions.csv"
 METRICS = "metrics.json"
 REFERENCE_PIN = "REFERENCE_PIN.json"
 SUCCESS = "_SUCCESS"
+#: the writer lock of a folder (`memorybench.pack.lock`): the pack's own `.lock`, a judge
+#: folder's, `collected/.lock`; never a pack file (`memorybench.storage.local_files` skips it,
+#: which holds the same name: storage is below the pack layer)
+LOCK_FILE = ".lock"
 
 PROMPTS = "prompts"
 SYSTEM_PROMPT = "prompts/system.txt"

@@ -18,6 +18,7 @@ from memorybench.hashing import sha256_bytes
 from memorybench.errors import UserError
 from memorybench.pack.atomic import write_atomic
 from memorybench.pack.journal import Journal
+from memorybench.pack.journal_keys import JOURNAL_KEYS, repeated_rows
 from memorybench.pack.schemas import Reference, ReferencePin
 from memorybench.pack.success import write_success
 
@@ -97,6 +98,12 @@ class RunPack:
         for journal in self.journals:
             if journal not in (self.predictions, self.memory_manifest):
                 journal.retain(keep)
+        # what is kept holds each key once, unless two writers wrote at once (the pack lock,
+        # memorybench.pack.lock, stops that; an older pack may hold such rows): never build on them
+        for relpath, fields in JOURNAL_KEYS.items():
+            if (self.root / relpath).is_file():
+                for repeat in repeated_rows(enumerate(self.journal(relpath).rows(), start=1), fields):
+                    raise UserError(f"pack {self.root} is inconsistent: {relpath} {repeat.describe()}; run `memorybench verify` on it")
         return answered, built
 
     def close(self) -> None:

@@ -1,91 +1,170 @@
-"""TRACE.md: one answered question walked from its JSON source row to every file.
+"""TRACE.md: the first answered question's walk (`memorybench.pack.walk`) as Markdown.
 
 Written from the pack's own files, with the real paths and line numbers, so that a
-reader can audit a number without knowing the code.
+reader can audit a number without knowing the code. `memorybench show PACK QUESTION_ID`
+prints the same walk for any question, with the texts in full. The walk of a reader
+names its prompt template and trace; an agent's names its task, its process, its
+trajectory and notes. TRACE.md shows no gold and no evidence (it is written before any
+scorer-side join; `show` adds them).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from memorybench.pack import layout
-from memorybench.pack.reader import PackReader, jsonl_lines
+from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
+from memorybench.pack.walk import AgentProcess, PackWalker, Walk
+
+__all__ = ["render_trace_md", "write_trace_md"]
+
+EMPTY = "# Trace\n\nNo question was answered in this pack.\n"
 
 
-def _find(pack: PackReader, relpath: str, key: str, value: Any) -> tuple[int, dict[str, Any]] | None:
-    """(line number, row) of the first row of a journal whose `key` is `value`."""
-    if not pack.exists(relpath):
-        return None
-    for number, line in jsonl_lines(pack.read_bytes(relpath)):
-        row = json.loads(line)
-        if row.get(key) == value:
-            return number, row
-    return None
+def _lines_span(lines: list[int | None]) -> str:
+    known = [n for n in lines if n is not None]
+    if not known:
+        return "no lines"
+    return f"line {known[0]}" if len(known) == 1 else f"lines {known[0]}-{known[-1]}"
 
 
-def _csv_line(pack: PackReader, question_id: str) -> int | None:
-    for number, line in enumerate(pack.read_text(layout.PREDICTIONS_CSV).split("\n"), start=1):
-        if line.startswith(question_id + ","):
-            return number
-    return None
+def _memory(walk: Walk) -> list[str]:
+    m = walk.memory
+    manifest_line = m.manifest.line if m.manifest else None
+    lines = [
+        "## 2. Memory",
+        f"- Method `{m.method}`: `{layout.MEMORY_MANIFEST}` line {manifest_line}; "
+        f"text `{m.memory_path or 'question-dependent (blobs/)'}`, sha256 `{m.memory_sha256}`.",
+        f"- Which turns or sessions each item came from: `{layout.LINEAGE}` (rows with sample_id `{walk.sample_id}`).",
+    ]
+    if m.retrieval is not None:
+        r = m.retrieval
+        ids = ", ".join(f"`{h.get('item_id')}`" for h in r.hits)
+        cut = f"; {r.dropped_by_budget} hit(s) left out by the memory budget" if r.dropped_by_budget else ""
+        lines.append(f"- Retrieved for this question: {r.where}: {len(r.hits)} item(s) ({ids}){cut}; "
+                     f"their text is the memory above (`{m.text_path}`).")
+    if m.writer_calls:
+        models = sorted({c.model_requested for c in m.writer_calls if c.model_requested})
+        lines.append(f"- Written by a writer model ({', '.join(f'`{x}`' for x in models)}): `{layout.WRITER_CALLS}` "
+                     f"{_lines_span([c.where.line for c in m.writer_calls])} ({len(m.writer_calls)} call(s) for `{walk.sample_id}`).")
+    if m.writer_failures:
+        lines.append(f"- {len(m.writer_failures)} writer task(s) given up for this conversation: `{layout.WRITER_FAILURES}`.")
+    return lines + [""]
 
 
-def write_trace_md(pack: RunPack, data_path: Path) -> None:
-    reader = PackReader.open(pack.root)
-    first = _find(reader, layout.PREDICTIONS, "schema", "prediction.v1")
-    if first is None:
-        pack.write_text(layout.TRACE_MD, "# Trace\n\nNo question was answered in this pack.\n")
-        return
-    pred_line, pred = first
-    qid, sample_id = pred["question_id"], pred["sample_id"]
-    qa_index = int(qid.rsplit("-q-", 1)[1])
-    trace_line, trace = _find(reader, layout.READER_TRACES, "question_id", qid) or (None, {})
-    manifest_line, manifest = _find(reader, layout.MEMORY_MANIFEST, "sample_id", sample_id) or (None, {})
-    csv_line = _csv_line(reader, qid)
-    meta = reader.json(layout.RUN_META)
-    response = trace.get("response", {})
-    request = trace.get("request", {})
-    refs = [v["ref"] for v in request.get("slots", {}).values() if v.get("ref")]
-    from memorybench.score.rows import score_row  # the scorers import nltk: only when a trace is written
+def _reader(walk: Walk) -> list[str]:
+    p = walk.prompt
+    assert p is not None
+    call = walk.calls[0]
+    refs = [v["ref"] for v in p.slots.values() if v.get("ref")]
+    return [
+        "## 3. Prompt",
+        f"- Template `prompts/{p.template}` (sha256 `{p.template_sha256}`), system message `{layout.SYSTEM_PROMPT}`.",
+        f"- The user message is the template with the slot values of `{layout.READER_TRACES}` line {p.where.line} "
+        f"(`request.slots`): the question inline, the memory by `ref` ({', '.join(f'`{r[:12]}…`' for r in refs)}), "
+        f"which `{layout.REFERENCE_PIN}` maps to a file.",
+        f"- sha256 of the rebuilt user message = `reader_payload_sha256` = `{p.recorded_sha256}`.",
+        "",
+        "## 4. Model call",
+        f"- `{layout.READER_TRACES}` line {call.where.line}: model requested `{call.model_requested}`, answered "
+        f"`{call.model_answered}`; {len(call.attempts)} attempt(s); usage {call.usage}; "
+        f"latency {call.latency_s} s; cache hit {call.cache_hit}; cost {call.cost_usd}.",
+        f"- Raw reply: {walk.reply!r} -> stored prediction {walk.prediction!r} (whitespace stripped).",
+        "",
+    ]
 
-    scores = score_row(pred)
+
+def _process(process: AgentProcess) -> list[str]:
+    lines = [
+        f"- {process.where}: codex {process.codex_version}, mode `{process.mode}`, sandbox `{process.sandbox}`, "
+        f"persist {'on' if process.persist else 'off'}; status `{process.status}`; {process.turns} turn(s); "
+        f"usage {process.usage}; wall {process.wall_s} s (an agent's calls carry no price per question).",
+    ]
+    if process.actions:
+        lines.append(f"- Trajectory: `{layout.AGENT_TRAJECTORY}` {_lines_span([a.where.line for a in process.actions])} "
+                     f"({len(process.actions)} step(s)); raw events from {process.events}.")
+        for a in process.actions:
+            detail = f"`{a.command}`" if a.command else "(no command)"
+            reads = f"; reads {', '.join(f'`{r}`' for r in a.reads)}" if a.reads else ""
+            writes = f"; writes {', '.join(f'`{w}`' for w in a.writes)}" if a.writes else ""
+            seen = f"; printed turns {', '.join(a.dia_ids)}" if a.dia_ids else ""
+            lines.append(f"  - step {a.step} `{a.kind}`: {detail}{reads}{writes}{seen}")
+    else:
+        lines.append("- Trajectory: no step (the agent answered without a tool call).")
+    if process.notes:
+        n = process.notes
+        lines.append(f"- Notes after this question: `{n.get('path')}` ({n.get('bytes')} bytes, "
+                     f"{'changed' if n.get('changed') else 'unchanged'}), {process.notes_where}.")
+    if process.recall_where is not None:
+        lines.append(f"- Which evidence turns the steps printed (computed after the run): {process.recall_where}.")
+    if process.warnings:
+        lines.append(f"- {len(process.warnings)} warning(s) from the CLI (not failures), in {process.where}.")
+    return lines
+
+
+def _agent(walk: Walk) -> list[str]:
+    p = walk.prompt
+    lines = ["## 3. Task"]
+    if p is None:
+        lines += ["- No agent trace for this question.", ""]
+    else:
+        refs = [v["ref"] for v in p.slots.values() if v.get("ref")]
+        memory = f", the memory by `ref` ({', '.join(f'`{r[:12]}…`' for r in refs)})" if refs else ""
+        footer = f", then the footer `prompts/{p.footer}`" if p.footer else ""
+        check = "matches" if p.matches else "does NOT match (see `memorybench verify`)"
+        lines += [
+            f"- Template `prompts/{p.template}` (sha256 `{p.template_sha256}`); no system message of ours (the CLI's own).",
+            f"- The task sent on stdin is the template with the slot values of {p.where} (`task.slots`): "
+            f"the question inline{memory}{footer}.",
+            f"- sha256 of the rebuilt task = `{p.recorded_as}` = `{p.recorded_sha256}` ({check}).",
+            "",
+        ]
+    lines.append("## 4. Agent process")
+    for process in walk.agent:
+        lines += _process(process)
+    lines += [f"- Raw reply: {walk.reply!r} -> stored prediction {walk.prediction!r} (whitespace stripped).", ""]
+    return lines
+
+
+def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
+    """The walk of one question as TRACE.md's Markdown (no gold, no evidence)."""
+    qid, sample_id = walk.question_id, walk.sample_id
+    path = data_path if data_path is not None else walk.source.data_path
     lines = [
         f"# Trace of one answer: {qid}",
         "",
-        f"Run `{meta['run_id']}` (config sha256 `{meta['config_sha256']}`). Every path below is relative to this pack.",
+        f"Run `{walk.run_id}` (config sha256 `{walk.config_sha256}`). Every path below is relative to this pack.",
         "",
         "## 1. Source row",
-        f"- File: `{data_path}` (sha256 `{meta['data'].get('sha256')}`), conversation `sample_id == \"{sample_id}\"`, "
-        f"`qa[{qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
-        f"- Question: {pred['question']!r}; category {pred['category']}.",
+        f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == \"{sample_id}\"`, "
+        f"`qa[{walk.qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
+        f"- Question: {walk.question!r}; category {walk.category}.",
         "- Gold and evidence stay in the source row; they reach no prompt (see `memorybench verify`).",
         "",
-        "## 2. Memory",
-        f"- Method `{manifest.get('method')}`: `memory/manifest.jsonl` line {manifest_line}; "
-        f"text `{manifest.get('memory_path') or 'question-dependent (blobs/)'}`, sha256 `{pred['memory_sha256']}`.",
-        f"- Which turns or sessions each item came from: `memory/lineage.jsonl` (rows with sample_id `{sample_id}`).",
-        "",
-        "## 3. Prompt",
-        f"- Template `prompts/{request.get('template')}` (sha256 `{request.get('template_sha256')}`), system message `prompts/system.txt`.",
-        f"- The user message is the template with the slot values of `reader/traces.jsonl` line {trace_line} "
-        f"(`request.slots`): the question inline, the memory by `ref` ({', '.join(f'`{r[:12]}…`' for r in refs)}), "
-        "which `REFERENCE_PIN.json` maps to a file.",
-        f"- sha256 of the rebuilt user message = `reader_payload_sha256` = `{pred.get('reader_payload_sha256')}`.",
-        "",
-        "## 4. Model call",
-        f"- `reader/traces.jsonl` line {trace_line}: model requested `{response.get('model_requested')}`, answered "
-        f"`{response.get('model_answered')}`; {len(response.get('attempts', []))} attempt(s); usage {response.get('usage')}; "
-        f"latency {response.get('latency_s')} s; cache hit {response.get('cache_hit')}; cost {response.get('cost_usd')}.",
-        f"- Raw reply: {response.get('text')!r} -> stored prediction {pred['prediction']!r} (whitespace stripped).",
-        "",
+        *_memory(walk),
+        *(_agent(walk) if walk.agent or (walk.prompt is not None and walk.prompt.recorded_as != "reader_payload_sha256")
+          else _reader(walk) if walk.prompt is not None else _no_trace(walk)),
         "## 5. Scores",
-        f"- `predictions.jsonl` line {pred_line}; `predictions.csv` line {csv_line}.",
-        f"- LoCoMo F1 {scores['locomo_f1']!r} (category {pred['category']} rule), exact match {scores['exact_match']!r}, "
-        f"token F1 {scores['token_f1']!r} (ours).",
-        f"- Aggregated into `metrics.json`: `locomo_f1.overall` and `locomo_f1.by_category[\"{pred['category']}\"]`.",
+        f"- `{walk.prediction_at.path}` line {walk.prediction_at.line}; `{walk.csv_at.path}` line {walk.csv_at.line}.",
+        f"- LoCoMo F1 {walk.scores['locomo_f1']!r} (category {walk.category} rule), exact match {walk.scores['exact_match']!r}, "
+        f"token F1 {walk.scores['token_f1']!r} (ours).",
+        f"- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category[\"{walk.category}\"]`.",
         "",
     ]
-    pack.write_text(layout.TRACE_MD, "\n".join(lines))
+    return "\n".join(lines)
+
+
+def _no_trace(walk: Walk) -> list[str]:
+    """An answerer that keeps no trace (an imported pack): only its stored answer."""
+    return ["## 3. Prompt", f"- No trace of a prompt for this question (answerer `{walk.answerer}`).", "",
+            "## 4. Model call", f"- Stored prediction {walk.prediction!r}.", ""]
+
+
+def write_trace_md(pack: RunPack, data_path: Path) -> None:
+    walker = PackWalker(PackReader.open(pack.root), join_dataset=False)
+    questions = walker.question_ids()
+    if not questions:
+        pack.write_text(layout.TRACE_MD, EMPTY)
+        return
+    pack.write_text(layout.TRACE_MD, render_trace_md(walker.walk(questions[0]), data_path))

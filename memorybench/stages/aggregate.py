@@ -39,6 +39,11 @@ Where a row comes from:
   passes gave the same score; null with fewer than two), `j_failed/<id>` (passes whose
   reply had no readable label or whose call failed); `mem0_f1`, `mem0_bleu1` (lexical: the
   same under every judge). Never required: null without an autorater.
+* `memorybench.stages.blame` (the pack's files plus the dataset's evidence ids, joined
+  after answering): `blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
+  `correct`), `blame_basis` (`judge <judge id>` or `locomo_f1>=0.5`: what decided
+  correctness), `evidence_stored`, `evidence_given`, `answer_used_evidence` (null where
+  unknown).
 
 Every file is read through `PackReader`, so a source may be a local folder or a `gs://`
 prefix; the per-run numbers are `memorybench.stages.summary.run_summary`, shared with
@@ -65,19 +70,28 @@ import pyarrow.parquet as pq
 
 from memorybench.errors import OneLineParser, UserError
 from memorybench.pack import layout
+from memorybench.pack.lock import folder_lock
 from memorybench.pack.reader import PackReader
+from memorybench.stages.collected_schemas import (
+    EXAMPLES_SCHEMA,
+    JUDGE_EXAMPLE_COLUMNS,
+    JUDGE_RUN_COLUMNS,
+    RUNS_SCHEMA,
+    with_judges,
+)
+from memorybench.stages.blame import blame_columns
 from memorybench.stages.summary import (
     CATEGORIES,
     CHOICE_GROUPS,
     CONFIG_PREFIX,
     JUDGE_SEPARATOR,
-    JUDGED_CATEGORIES,
     judge_key,
     run_keys,
     run_summary,
 )
 
 __all__ = [
+    "CATEGORIES",
     "CHOICE_GROUPS",
     "EXAMPLES_SCHEMA",
     "JUDGE_EXAMPLE_COLUMNS",
@@ -182,114 +196,6 @@ def experiment_packs(packs: Sequence[Location], experiment: str | None) -> list[
     if experiment is None:
         return list(packs)
     return [p for p in packs if PackReader.open(p).meta().name == experiment]
-
-
-# -- schemas --------------------------------------------------------------------------
-def _schema(name: str, fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
-    return pa.schema(fields, metadata={"memorybench.schema": name})
-
-
-_RUN_KEYS: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()),
-    ("experiment", pa.string()),
-    ("config_sha256", pa.string()),
-    *[(g, pa.string()) for g in CHOICE_GROUPS],
-    ("reader_model", pa.string()),
-    #: every chosen option as a JSON object (groups beyond the columns above included)
-    ("choices", pa.string()),
-]
-
-EXAMPLES_SCHEMA = _schema("examples.v2", [
-    *_RUN_KEYS,
-    ("question_id", pa.string()),
-    ("sample_id", pa.string()),
-    ("index", pa.int32()),
-    ("category", pa.int8()),
-    ("category_name", pa.string()),
-    ("question", pa.string()),
-    ("prediction", pa.string()),
-    ("gold", pa.string()),
-    ("adversarial_answer", pa.string()),
-    ("locomo_f1", pa.float64()),
-    ("exact_match", pa.float64()),
-    ("token_f1", pa.float64()),
-    ("mem0_f1", pa.float64()),
-    ("mem0_bleu1", pa.float64()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
-    ("cached_tokens", pa.int64()),
-    ("latency_s", pa.float64()),
-    ("cost_usd", pa.float64()),
-    ("retries", pa.int16()),
-    ("cache_hit", pa.bool_()),
-    ("model_answered", pa.string()),
-    ("memory_sha256", pa.string()),
-    ("reader_payload_sha256", pa.string()),
-    ("pack", pa.string()),
-])
-
-RUNS_SCHEMA = _schema("runs.v2", [
-    *_RUN_KEYS,
-    ("models_answered", pa.string()),
-    ("questions", pa.int32()),
-    ("questions_total", pa.int32()),
-    ("is_prefix", pa.bool_()),
-    ("local_model", pa.bool_()),
-    ("locomo_f1", pa.float64()),
-    *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
-    ("exact_match", pa.float64()),
-    ("token_f1", pa.float64()),
-    #: the ids of the pack's finished judges, comma-separated (their J: the `j_*/<judge id>` columns)
-    ("judges", pa.string()),
-    ("mem0_f1", pa.float64()),
-    ("mem0_bleu1", pa.float64()),
-    ("build_calls", pa.int64()),
-    ("build_prompt_tokens", pa.int64()),
-    ("build_completion_tokens", pa.int64()),
-    ("build_cost_usd", pa.float64()),
-    ("answer_calls", pa.int64()),
-    ("answer_prompt_tokens", pa.int64()),
-    ("answer_completion_tokens", pa.int64()),
-    ("answer_cached_tokens", pa.int64()),
-    ("answer_cost_usd", pa.float64()),
-    ("judge_calls", pa.int64()),
-    ("judge_cost_usd", pa.float64()),
-    ("total_calls", pa.int64()),
-    ("total_prompt_tokens", pa.int64()),
-    ("total_completion_tokens", pa.int64()),
-    ("total_cost_usd", pa.float64()),
-    ("cost_per_question_usd", pa.float64()),
-    ("cost_known", pa.bool_()),
-    ("memory_failed_tasks", pa.int64()),
-    ("latency_p50_s", pa.float64()),
-    ("latency_p95_s", pa.float64()),
-    ("latency_mean_s", pa.float64()),
-    ("retries", pa.int64()),
-    ("data_sha256", pa.string()),
-    ("git_commit", pa.string()),
-    ("started_at", pa.string()),
-    ("ended_at", pa.string()),
-    ("pack", pa.string()),
-])
-
-#: one column per finished judge in the runs table: `<name>/<judge id>`
-JUDGE_RUN_COLUMNS: dict[str, pa.DataType] = {
-    "j_mean": pa.float64(), "j_sd": pa.float64(), "j_passes": pa.int16(),
-    **{f"j_cat{c}": pa.float64() for c in JUDGED_CATEGORIES},
-    "j_agreement": pa.float64(), "judge_model": pa.string(), "judge_failed": pa.int64(), "judge_calls": pa.int64(),
-    "judge_cost_usd": pa.float64(),
-}
-#: ... and in the examples table: pass 1's label, the mean score over parsed passes, how many
-#: parsed passes, whether they all agree (null under two), how many failed
-JUDGE_EXAMPLE_COLUMNS: dict[str, pa.DataType] = {
-    "j_verdict": pa.string(), "j_score": pa.float64(), "j_passes": pa.int16(), "j_agree": pa.bool_(), "j_failed": pa.int16(),
-}
-
-
-def with_judges(schema: pa.Schema, columns: dict[str, pa.DataType], judges: Iterable[str]) -> pa.Schema:
-    """`schema` plus `<name>/<judge id>` columns for every judge (sorted by id)."""
-    fields = [pa.field(judge_key(name, judge), kind) for judge in sorted(set(judges)) for name, kind in columns.items()]
-    return pa.schema([*schema, *fields], metadata=schema.metadata)
 
 
 # what is read from the pack's JSONL files (everything else in a line is ignored)
@@ -436,6 +342,7 @@ def pack_examples(location: str | os.PathLike[str] | PackReader, judges: Iterabl
         **usage_columns,
         "memory_sha256": rows.column("memory_sha256"),
         "reader_payload_sha256": rows.column("reader_payload_sha256"),
+        **blame_columns(pack, qids.to_pylist()),
         "pack": pa.array([pack.uri()] * n, type=pa.string()),
     })
     for judge_id in reversed(own):  # the first judge's lexical scores stand (they are equal)
@@ -554,12 +461,13 @@ def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathL
         raise UserError(f"no finished pack{what} in {', '.join(map(str, sources))}: a pack is finished when it has _SUCCESS")
     out = Path(out_dir).expanduser().resolve() / COLLECTED_DIR
     out.mkdir(parents=True, exist_ok=True)
-    rows = _write_examples(packs, out / EXAMPLES_FILE)
-    runs = runs_table(packs)
-    _write_parquet(runs, out / RUNS_FILE)
-    tmp = out / (RUNS_CSV + ".part")
-    pa_csv.write_csv(runs, tmp)
-    os.replace(tmp, out / RUNS_CSV)
+    with folder_lock(out, "aggregate output"):  # one writer: two would interleave their .part files
+        rows = _write_examples(packs, out / EXAMPLES_FILE)
+        runs = runs_table(packs)
+        _write_parquet(runs, out / RUNS_FILE)
+        tmp = out / (RUNS_CSV + ".part")
+        pa_csv.write_csv(runs, tmp)
+        os.replace(tmp, out / RUNS_CSV)
     return AggregateResult(out, out / EXAMPLES_FILE, out / RUNS_FILE, out / RUNS_CSV, packs, rows, scan.unfinished)
 
 

@@ -74,6 +74,8 @@ from memorybench.pack.autorater_schemas import (
     JudgeTrace,
 )
 from memorybench.pack.journal import Journal
+from memorybench.pack.journal_keys import JUDGE_JOURNAL_KEYS, repeated_rows
+from memorybench.pack.lock import folder_lock
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder, write_atomic
 from memorybench.pack.schemas import Prediction
@@ -230,6 +232,26 @@ def _done_metrics(pack: PackReader, judge_id: str) -> dict[str, Any]:
     return done_metrics.model_dump(mode="json", by_alias=True)
 
 
+def _finished_judge(pack: PackReader, judge_id: str, passes: int) -> dict[str, Any] | None:
+    """The metrics of a finished judge folder with at least `passes` passes (nothing to do);
+    None when passes are to be added. A folder whose journals hold a (question, pass) twice
+    (two writers at once) is not called finished: one line sends the user to verify."""
+    folder = layout.autorater_dir(judge_id)
+    previous = pack.record(layout.autorater_file(judge_id, layout.JUDGE_META), AutoraterMeta)
+    if passes > previous.passes:
+        return None
+    for name, fields in JUDGE_JOURNAL_KEYS.items():
+        relpath = layout.autorater_file(judge_id, name)
+        for repeat in repeated_rows(enumerate(pack.rows(relpath), start=1), fields):
+            raise UserError(
+                f"{pack.uri(folder)} has {layout.SUCCESS} but is inconsistent: {name} {repeat.describe()}; run "
+                f"`memorybench verify {pack.uri()}` for every finding, then move {pack.uri(folder)} aside and judge again"
+            )
+    more = f", more than --passes {passes}; nothing changed" if passes < previous.passes else "; nothing to do"
+    print(f"{folder} of {pack.uri()} is complete with {previous.passes} passes{more}", file=sys.stderr)
+    return _done_metrics(pack, judge_id)
+
+
 def _write_success(root: Path, judge_id: str) -> None:
     """The judge folder's `_SUCCESS`, written last and create-only, with the sha256 of every
     file of the folder (`memorybench.pack.success`). A folder that gets more passes loses
@@ -277,143 +299,149 @@ def run_autorater(
     meta_path = root / layout.autorater_file(judge_id, layout.JUDGE_META)
     success = root / layout.autorater_file(judge_id, layout.SUCCESS)
 
-    # only this judge's own folder counts here (a flat-layout judge of the same id is left as it is)
-    previous = pack.record(layout.autorater_file(judge_id, layout.JUDGE_META), AutoraterMeta) if meta_path.is_file() else None
-    reopen = False
-    if success.is_file():
-        if previous is None:
-            raise UserError(f"{out} has {layout.SUCCESS} but no {layout.JUDGE_META}; move {out} aside and judge again")
-        if passes <= previous.passes:
-            more = f", more than --passes {passes}; nothing changed" if passes < previous.passes else "; nothing to do"
-            print(f"{folder} of {root} is complete with {previous.passes} passes{more}", file=sys.stderr)
-            return _done_metrics(pack, judge_id)
-        _check_settings(previous, settings, out)
-        reopen = True
-
+    if success.is_file() and meta_path.is_file():
+        done = _finished_judge(pack, judge_id, passes)  # read only: a finished judge needs no lock
+        if done is not None:
+            return done
+    # one writer per judge folder: a second autorater of this judge meets the lock and stops
+    # with one line, having written nothing
     out.mkdir(parents=True, exist_ok=True)
-    verdicts = Journal(out / layout.JUDGE_VERDICTS)
-    traces = Journal(out / layout.JUDGE_TRACES)
-    verdicts.recover()
-    traces.recover()
-    bound = previous if previous is not None and _binding(verdicts) else None
-    if bound is not None:
-        _check_settings(bound, settings, out)
-        if passes < bound.passes:
-            raise UserError(
-                f"{out} was started with --passes {bound.passes} and is not finished; rerun with --passes {bound.passes} "
-                f"to finish it (then --passes {passes} has nothing to do)"
-            )
-    else:
-        # nothing binds: keep only what asks nothing (SKIPPED verdicts) and is within this run's passes
-        verdicts.retain(lambda r: not r.get("request_sha256") and int(r["pass"]) <= passes)
-    done = _done_keys(verdicts, {row.question_id for row in rows}, passes, out)
-    # a trace written just before a kill, whose verdict never landed, is redone
-    traces.retain(lambda r: _key(r) in done)
+    with folder_lock(out, "judge folder"):
+        # only this judge's own folder counts here (a flat-layout judge of the same id is left as it is)
+        previous = pack.record(layout.autorater_file(judge_id, layout.JUDGE_META), AutoraterMeta) if meta_path.is_file() else None
+        reopen = False
+        if success.is_file():  # finished, perhaps by the writer that held the lock before us
+            if previous is None:
+                raise UserError(f"{out} has {layout.SUCCESS} but no {layout.JUDGE_META}; move {out} aside and judge again")
+            done = _finished_judge(pack, judge_id, passes)
+            if done is not None:
+                return done
+            _check_settings(previous, settings, out)
+            reopen = True
 
-    if not pack.exists(prompt_copy) or pack.read_text(prompt_copy) != judge.template:
-        write_atomic(root / prompt_copy, judge.template.encode("utf-8"))
+        verdicts = Journal(out / layout.JUDGE_VERDICTS)
+        traces = Journal(out / layout.JUDGE_TRACES)
+        verdicts.recover()
+        traces.recover()
+        bound = previous if previous is not None and _binding(verdicts) else None
+        if bound is not None:
+            _check_settings(bound, settings, out)
+            if passes < bound.passes:
+                raise UserError(
+                    f"{out} was started with --passes {bound.passes} and is not finished; rerun with --passes {bound.passes} "
+                    f"to finish it (then --passes {passes} has nothing to do)"
+                )
+        else:
+            # nothing binds: keep only what asks nothing (SKIPPED verdicts) and is within this run's passes
+            verdicts.retain(lambda r: not r.get("request_sha256") and int(r["pass"]) <= passes)
+        done = _done_keys(verdicts, {row.question_id for row in rows}, passes, out)
+        # a trace written just before a kill, whose verdict never landed, is redone
+        traces.retain(lambda r: _key(r) in done)
 
-    longest = max((estimate_tokens(judge.prompt_text(r)) for r in rows if not judge.skips(r)), default=0)
-    run_meta = pack.meta() if pack.exists(layout.RUN_META) else None
-    started_at = bound.started_at if bound else utc_now()
-    resumed = bound.resumed + 1 if bound else 0
-    cache_path = Path(cache_dir).expanduser().resolve() if cache_dir else root / layout.AUTORATER_CACHE
-    with open_endpoint(node, "judge", cache_dir=cache_path, prices=prices or {}, longest_prompt_tokens=longest,
-                       log_dir=out) as endpoint:
-        if bound is not None and bound.judge_model_sent != endpoint.model:
-            raise UserError(
-                f"{out} holds verdicts of model {bound.judge_model_sent!r}, this judge now sends {endpoint.model!r}; "
-                f"set judge.model={bound.judge_model_sent} to resume, or move {out} aside to judge again"
+        if not pack.exists(prompt_copy) or pack.read_text(prompt_copy) != judge.template:
+            write_atomic(root / prompt_copy, judge.template.encode("utf-8"))
+
+        longest = max((estimate_tokens(judge.prompt_text(r)) for r in rows if not judge.skips(r)), default=0)
+        run_meta = pack.meta() if pack.exists(layout.RUN_META) else None
+        started_at = bound.started_at if bound else utc_now()
+        resumed = bound.resumed + 1 if bound else 0
+        cache_path = Path(cache_dir).expanduser().resolve() if cache_dir else root / layout.AUTORATER_CACHE
+        with open_endpoint(node, "judge", cache_dir=cache_path, prices=prices or {}, longest_prompt_tokens=longest,
+                           log_dir=out) as endpoint:
+            if bound is not None and bound.judge_model_sent != endpoint.model:
+                raise UserError(
+                    f"{out} holds verdicts of model {bound.judge_model_sent!r}, this judge now sends {endpoint.model!r}; "
+                    f"set judge.model={bound.judge_model_sent} to resume, or move {out} aside to judge again"
+                )
+            if reopen:
+                assert previous is not None
+                added = f"{passes}" if passes == previous.passes + 1 else f"{previous.passes + 1}-{passes}"
+                print(f"{folder} of {root} has {previous.passes} passes: adding passes {added}", file=sys.stderr)
+                success.unlink()  # reopened: not finished again until the new passes are in
+            commit, dirty = git_state()
+            local = endpoint.is_local
+            meta = AutoraterMeta(
+                judge_id=judge_id,
+                identity=identity,
+                run_id=run_meta.run_id if run_meta else None,
+                passes=passes,
+                judge_config=judge_cfg,
+                judge_settings=settings,
+                judge=endpoint.identity,
+                judge_model_sent=endpoint.model,
+                prompt=judge.prompt_info(prompt_copy),
+                response_format=dict(judge.response_format),
+                package_versions=package_versions(),
+                git_commit=commit,
+                git_dirty=dirty,
+                started_at=started_at,
+                resumed=resumed,
+                local_judge=local,
+                notes=_notes(local, run_meta),
             )
-        if reopen:
-            assert previous is not None
-            added = f"{passes}" if passes == previous.passes + 1 else f"{previous.passes + 1}-{passes}"
-            print(f"{folder} of {root} has {previous.passes} passes: adding passes {added}", file=sys.stderr)
-            success.unlink()  # reopened: not finished again until the new passes are in
-        commit, dirty = git_state()
-        local = endpoint.is_local
-        meta = AutoraterMeta(
-            judge_id=judge_id,
-            identity=identity,
-            run_id=run_meta.run_id if run_meta else None,
-            passes=passes,
-            judge_config=judge_cfg,
-            judge_settings=settings,
-            judge=endpoint.identity,
-            judge_model_sent=endpoint.model,
-            prompt=judge.prompt_info(prompt_copy),
-            response_format=dict(judge.response_format),
-            package_versions=package_versions(),
-            git_commit=commit,
-            git_dirty=dirty,
-            started_at=started_at,
-            resumed=resumed,
-            local_judge=local,
-            notes=_notes(local, run_meta),
-        )
-        write_atomic(meta_path, meta.dump().encode("utf-8"))
-        row_scores: dict[str, dict[str, float]] = {}
-        bar = tqdm(total=passes * len(rows), initial=len(done), disable=None if progress else True, desc="autorater",
-                   unit="verdict", file=sys.stderr)
-        # keys appended since the first of the current run of consecutive failed calls
-        streak: list[tuple[str, int]] = []
-        streak_failures = 0
-        answered = 0
-        last_error = ""
-        try:
+            write_atomic(meta_path, meta.dump().encode("utf-8"))
+            row_scores: dict[str, dict[str, float]] = {}
+            bar = tqdm(total=passes * len(rows), initial=len(done), disable=None if progress else True, desc="autorater",
+                       unit="verdict", file=sys.stderr)
+            # keys appended since the first of the current run of consecutive failed calls
+            streak: list[tuple[str, int]] = []
+            streak_failures = 0
+            answered = 0
+            last_error = ""
             try:
-                for n in range(1, passes + 1):
-                    for index, row in enumerate(rows):
-                        key = (row.question_id, n)
-                        if key in done:
-                            continue
-                        base = dict(question_id=row.question_id, sample_id=row.sample_id, index=index,
-                                    category=row.category, pass_=n, judge_prompt_sha256=judge.template_sha256)
-                        if judge.skips(row):
-                            verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
-                            if streak:
-                                streak.append(key)
-                        else:
-                            if row.question_id not in row_scores:
-                                row_scores[row.question_id] = judge.row_scores(row)
-                            trace, verdict = _judge_one(endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id])
-                            traces.append(trace)
-                            verdicts.append(verdict)
-                            if verdict.failure == "model_call":
-                                streak.append(key)
-                                streak_failures += 1
-                                last_error = verdict.error or ""
-                                if streak_failures >= max_consecutive_failures:
-                                    raise _EndpointDown(set(streak), last_error)
+                try:
+                    for n in range(1, passes + 1):
+                        for index, row in enumerate(rows):
+                            key = (row.question_id, n)
+                            if key in done:
+                                continue
+                            base = dict(question_id=row.question_id, sample_id=row.sample_id, index=index,
+                                        category=row.category, pass_=n, judge_prompt_sha256=judge.template_sha256)
+                            if judge.skips(row):
+                                verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
+                                if streak:
+                                    streak.append(key)
                             else:
-                                answered += 1
-                                streak.clear()
-                                streak_failures = 0
-                        done.add(key)
-                        bar.update(1)
-                if streak_failures and not answered:
-                    # fewer calls than the limit, none answered: the endpoint, not the rows
-                    raise _EndpointDown(set(streak), last_error)
-            finally:
-                bar.close()
-                verdicts.close()
-                traces.close()
-        except _EndpointDown as down:
-            # not a row's failure but the endpoint's: drop the run of failures so a rerun redoes it
-            dropped, error = down.keys, down.error
-            verdicts.retain(lambda r: _key(r) not in dropped)
-            traces.retain(lambda r: _key(r) not in dropped)
-            raise ModelCallError(
-                f"the judge failed {streak_failures} calls in a row, the last: {error}; they are not kept "
-                "as verdicts: fix the endpoint and rerun the same command to resume"
-            ) from None
+                                if row.question_id not in row_scores:
+                                    row_scores[row.question_id] = judge.row_scores(row)
+                                trace, verdict = _judge_one(endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id])
+                                traces.append(trace)
+                                verdicts.append(verdict)
+                                if verdict.failure == "model_call":
+                                    streak.append(key)
+                                    streak_failures += 1
+                                    last_error = verdict.error or ""
+                                    if streak_failures >= max_consecutive_failures:
+                                        raise _EndpointDown(set(streak), last_error)
+                                else:
+                                    answered += 1
+                                    streak.clear()
+                                    streak_failures = 0
+                            done.add(key)
+                            bar.update(1)
+                    if streak_failures and not answered:
+                        # fewer calls than the limit, none answered: the endpoint, not the rows
+                        raise _EndpointDown(set(streak), last_error)
+                finally:
+                    bar.close()
+                    verdicts.close()
+                    traces.close()
+            except _EndpointDown as down:
+                # not a row's failure but the endpoint's: drop the run of failures so a rerun redoes it
+                dropped, error = down.keys, down.error
+                verdicts.retain(lambda r: _key(r) not in dropped)
+                traces.retain(lambda r: _key(r) not in dropped)
+                raise ModelCallError(
+                    f"the judge failed {streak_failures} calls in a row, the last: {error}; they are not kept "
+                    "as verdicts: fix the endpoint and rerun the same command to resume"
+                ) from None
 
-    metrics = autorater_metrics(pack, judge_id, judge.judged_categories)
-    write_atomic(root / layout.autorater_file(judge_id, layout.JUDGE_METRICS), metrics.dump().encode("utf-8"))
-    identity_done = meta.judge.model_copy(update={"answered": metrics.judge.models_answered})
-    write_atomic(meta_path, meta.model_copy(update={"judge": identity_done, "ended_at": utc_now()}).dump().encode("utf-8"))
-    _write_success(root, judge_id)
-    return metrics.model_dump(mode="json", by_alias=True)
+        metrics = autorater_metrics(pack, judge_id, judge.judged_categories)
+        write_atomic(root / layout.autorater_file(judge_id, layout.JUDGE_METRICS), metrics.dump().encode("utf-8"))
+        identity_done = meta.judge.model_copy(update={"answered": metrics.judge.models_answered})
+        write_atomic(meta_path, meta.model_copy(update={"judge": identity_done, "ended_at": utc_now()}).dump().encode("utf-8"))
+        _write_success(root, judge_id)
+        return metrics.model_dump(mode="json", by_alias=True)
 
 
 class _EndpointDown(Exception):

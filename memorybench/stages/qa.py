@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memorybench.errors import UserError
 from memorybench.hashing import sha256_file
 from memorybench.answer.base import ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
@@ -27,13 +28,16 @@ from memorybench.llm.sizing import longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.pack import layout
+from memorybench.pack.journal_keys import inconsistency
 from memorybench.pack.location import PackLocation
+from memorybench.pack.lock import folder_lock
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
 from memorybench.pack.trace_md import write_trace_md
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
+from memorybench.secrets import clean_config, known_secrets, register, scrub
 
 
 @dataclass
@@ -52,17 +56,59 @@ def select_questions(conversations: Sequence[Conversation], max_questions: int |
 
 
 def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True) -> QaResult:
-    """Answer every selected question of `cfg` into its pack; resume a half-done pack."""
+    """Answer every selected question of `cfg` into its pack; resume a half-done pack.
+
+    One writer per pack: the pack's lock (`memorybench.pack.lock`) is held from before the
+    resume until `_SUCCESS` is written and the pack published; a second `qa` of the same run
+    id meets it and stops with one line naming the writer, having written nothing.
+    """
+    register(known_secrets(cfg))  # whatever this run writes or prints is scrubbed of its credentials
     rid, sha = run_identity(cfg)
     data_path, data_info = resolve_dataset(cfg.dataset, cfg.paths.pins)
     conversations = load_locomo(data_path)
     questions = select_questions(conversations, cfg.max_questions)
     where = PackLocation.of(cfg, rid)
-    if where.is_finished():
-        print(f"pack {where.uri} is complete; nothing to do", file=sys.stderr)
-        return QaResult(where.work_dir, where.finished_metrics(), 0, where.uri)
+    if where.is_finished():  # read only: a finished pack needs no lock
+        return _finished(where)
     pack = RunPack(where.work_dir)
     pack.open()
+    with folder_lock(pack.root, "pack"):
+        if where.is_finished():  # finished by the writer that held the lock before us
+            return _finished(where)
+        return _write(cfg, rid, sha, where, pack, data_path, data_info, conversations, questions,
+                      overrides=overrides, choices=choices, progress=progress)
+
+
+def _finished(where: PackLocation) -> QaResult:
+    """A pack with `_SUCCESS`: complete only when its journals are those of one writer
+    (`memorybench.pack.journal_keys.inconsistency`), so a pack two writers wrote is never
+    called complete."""
+    problem = inconsistency(where.reader())
+    if problem is not None:
+        raise UserError(
+            f"pack {where.uri} has {layout.SUCCESS} but is inconsistent: {problem}; run `memorybench verify {where.uri}` "
+            "for every finding, then move the pack aside and rerun to write it again"
+        )
+    print(f"pack {where.uri} is complete; nothing to do", file=sys.stderr)
+    return QaResult(where.work_dir, where.finished_metrics(), 0, where.uri)
+
+
+def _write(
+    cfg: DictConfig,
+    rid: str,
+    sha: str,
+    where: PackLocation,
+    pack: RunPack,
+    data_path: Path,
+    data_info: dict[str, Any],
+    conversations: list[Conversation],
+    questions: list[Question],
+    *,
+    overrides: Sequence[str],
+    choices: dict[str, str] | None,
+    progress: bool,
+) -> QaResult:
+    """Resume the pack, answer what is left, score it and close it (under the pack's lock)."""
     answered, built = pack.resume()
 
     cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
@@ -76,7 +122,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     if method.software_only and not method.question_dependent:
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
     longest = longest_prompt_tokens((m.text or "" for m in memories.values()), prompt_chars(cfg), method.memory_tokens_bound(needed))
-    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(cfg))
+    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(clean_config(cfg)))  # URLs as the run id hashes them
 
     with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
         meta = _run_meta(cfg, rid, sha, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
@@ -114,9 +160,9 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
         models = answerer.models + ctx.models
 
     # every question answered: scores, references, audit walk, then _SUCCESS last
-    from memorybench.stages.rescore import rescore  # scorers import nltk: only when needed
+    from memorybench.stages.rescore import write_scores  # scorers import nltk: only when needed
 
-    metrics = rescore(pack.root)
+    metrics = write_scores(pack.root)  # this run holds the pack's lock: not `rescore`, which takes it
     pack.write_json(layout.REFERENCE_PIN, pack.reference_pin())
     pack.write_json(layout.RUN_META, meta.model_copy(update={"models": models, "ended_at": utc_now()}))
     write_trace_md(pack, data_path)
@@ -172,7 +218,7 @@ def _run_meta(
         run_id=rid,
         name=str(cfg.name),
         config_sha256=sha,
-        overrides=list(overrides),
+        overrides=[scrub(o) for o in overrides],  # as typed, less any credential
         choices=dict(choices or _choices(cfg)),
         git_commit=commit,
         git_dirty=dirty,

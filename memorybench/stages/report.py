@@ -32,6 +32,10 @@ Tables (`TABLES`):
   does. The memory text is found through the pack's REFERENCE_PIN.json (memory dumps).
 * `refusals`: category-5 refusal rate and the rate of the same phrases ("not mentioned",
   "no information available", LoCoMo's `ABSTENTION_PHRASES`) on categories 1-4.
+* `blame`: per condition and category, the share of each blame class of
+  `memorybench.stages.blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
+  `correct`; the counts beside them sum to the rows): where answers were lost, at
+  writing, at retrieval or at reading.
 
 Every pack file is read through `PackReader`, so a design may name `gs://` packs too.
 """
@@ -55,6 +59,7 @@ from memorybench.stages.report_figures import figure_accuracy_vs_cost, figure_ac
 from memorybench.stages.report_tables import (
     CATEGORY_NAMES,
     Bootstrap,
+    blame_table,
     bootstrap_interval,
     cost_latency,
     gold_token_drop,
@@ -81,9 +86,10 @@ __all__ = [
     "stems",
 ]
 
-TableName = Literal["scores_by_category", "cost_latency", "judge_passes", "judge_agreement", "gold_token_drop", "refusals"]
+TableName = Literal["scores_by_category", "cost_latency", "judge_passes", "judge_agreement", "gold_token_drop", "refusals", "blame"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
-TABLES: tuple[str, ...] = ("scores_by_category", "cost_latency", "judge_passes", "judge_agreement", "gold_token_drop", "refusals")
+TABLES: tuple[str, ...] = ("scores_by_category", "cost_latency", "judge_passes", "judge_agreement", "gold_token_drop", "refusals",
+                           "blame")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
     "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
@@ -201,6 +207,14 @@ DEFINITIONS = {
                        "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
     "refusals": "Share of answers containing 'not mentioned' or 'no information available' (LoCoMo's category-5 rule): on "
                 "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss).",
+    "blame": "Where each answer was lost (memorybench.stages.blame), as the share of the condition's rows (replicates "
+             "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
+             "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
+             "keeps them but they did not reach this question's prompt (retrieval hits; an agent: what its steps "
+             "printed), `wrong_judged` when the answer carries every gold stem it was given yet is scored wrong, "
+             "`ignored` otherwise. Correct: the pack's first judge (mean over parsed passes >= 0.5); rows without a "
+             "judge verdict (category 5, no autorater) by LoCoMo F1 >= 0.5 (`judged_rows` counts the others). "
+             "`evidence_unknown`: rows without evidence ids (unknown facts decide no class).",
 }
 
 
@@ -246,6 +260,7 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         "judge_agreement": lambda: judge_agreement(frame),
         "gold_token_drop": lambda: gold_token_drop(frame),
         "refusals": lambda: refusals(frame),
+        "blame": lambda: blame_table(frame),
     }
     needed = list(dict.fromkeys([*design.tables, *(["scores_by_category"] if design.figures else []),
                                  *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(design.figures) else [])]))

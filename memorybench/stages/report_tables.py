@@ -28,6 +28,7 @@ from memorybench.stages.summary import JUDGE_SEPARATOR, judge_key
 __all__ = [
     "CATEGORY_NAMES",
     "Bootstrap",
+    "blame_table",
     "bootstrap_interval",
     "cost_latency",
     "gold_token_drop",
@@ -384,3 +385,29 @@ def refusals(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+
+
+# -- blame ----------------------------------------------------------------------------
+def blame_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and category (1-5 and all): the share of each blame class
+    (`memorybench.stages.blame`) over the condition's rows, replicates included (each run's
+    row counts: a class is a fact about one answer), the counts beside them (`<class>_n`,
+    summing to `rows`), the rows whose correctness a judge decided and those whose gold
+    evidence is unknown."""
+    from memorybench.stages.blame import CLASSES
+
+    out = []
+    for condition in frame["condition"].unique():
+        mine = frame[frame["condition"] == condition]
+        for category in [*CATEGORY_NAMES, "all"]:
+            sel = mine[_in_category(mine, category)]
+            counts = sel["blame"].value_counts()
+            row: dict[str, Any] = {"condition": condition, "category": category,
+                                   "category_name": CATEGORY_NAMES.get(category, "all") if category != "all" else "all",
+                                   "rows": len(sel)}
+            row.update({name: counts.get(name, 0) / len(sel) if len(sel) else math.nan for name in CLASSES})
+            row.update({f"{name}_n": int(counts.get(name, 0)) for name in CLASSES})
+            row["judged_rows"] = int(sel["blame_basis"].fillna("").str.startswith("judge ").sum())
+            row["evidence_unknown"] = int(sel["evidence_stored"].isna().sum())
+            out.append(row)
+    return pd.DataFrame(out)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.pack import layout
+from memorybench.pack.lock import folder_lock
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.scores import compute_scores
 from memorybench.pack.success import reclose
@@ -22,8 +23,15 @@ def rescore(pack_root: Path) -> dict[str, Any]:
 
     On a finished pack, rescore is the one writer of these two files: it records their
     new sha256 in `_SUCCESS` (`reclose`; nothing is rewritten when the scores are the same),
-    and verify checks their content against a fresh rescore of its own.
+    and verify checks their content against a fresh rescore of its own. It holds the pack's
+    lock while it does (`memorybench.pack.lock`): a pack that `qa` is writing is refused.
     """
+    with folder_lock(pack_root, "pack"):
+        return write_scores(pack_root)
+
+
+def write_scores(pack_root: Path) -> dict[str, Any]:
+    """`rescore` for a caller that holds the pack's lock already (`qa`, at the end of its run)."""
     rows, metrics = compute_scores(pack_root)
     pack = RunPack(pack_root)
     pack.write_text(layout.PREDICTIONS_CSV, predictions_csv(rows))

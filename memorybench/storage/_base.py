@@ -20,6 +20,9 @@ from memorybench.errors import UserError
 SUCCESS = "_SUCCESS"
 #: files a writer leaves while replacing a file atomically; never uploaded
 TEMP_SUFFIXES = (".part",)
+#: a folder's writer lock (`memorybench.pack.lock`, `layout.LOCK_FILE`): a process's
+#: claim on the folder, not content, so never uploaded, listed or closed by a marker
+LOCK_FILE = ".lock"
 
 
 class AlreadyExists(UserError):
@@ -58,13 +61,14 @@ def is_marker(relpath: str, markers: Iterable[str]) -> bool:
 
 
 def local_files(local_dir: Path) -> list[str]:
-    """Every regular file under `local_dir` as a relative `/` path, sorted; temp files and links skipped.
+    """Every regular file under `local_dir` as a relative `/` path, sorted; temp files, writer
+    locks (`LOCK_FILE`) and links skipped.
 
     These are the files of a pack: what `publish_pack` uploads and what its markers close
     (`memorybench.pack.success`), so a published pack holds exactly the files they name."""
     out = []
     for path in sorted(local_dir.rglob("*")):
-        if path.is_file() and not path.is_symlink() and not path.name.endswith(TEMP_SUFFIXES):
+        if path.is_file() and not path.is_symlink() and not path.name.endswith(TEMP_SUFFIXES) and path.name != LOCK_FILE:
             out.append(path.relative_to(local_dir).as_posix())
     return out
 

@@ -25,9 +25,13 @@ numbers, `memorybench.stages.summary`, under MLflow's names) and artifacts (the 
 files under `pack/`, or `pack_uri.txt` when the pack lives on gs://, and
 `config.resolved.yaml`).
 
+Several drivers may log to one sqlite store: one at a time, under a lock beside the
+database, and a store a kill left half-built is rebuilt (`memorybench.tracking.sqlite_store`).
+
 No secret reaches MLflow: no environment variable is read into a param or tag; the
 config holds environment variable *names* only (`api_key_env`), keys that look like
-credentials are dropped anyway, and URLs lose any `user:password@` part and query string.
+credentials are dropped anyway, every param is scrubbed of known credential values, and URLs
+lose any `user:password@` part and query string.
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
@@ -52,8 +55,10 @@ from memorybench.errors import OneLineParser, UserError
 from memorybench.hashing import sha256_text
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
+from memorybench.secrets import clean_url, scrub
 from memorybench.stages.aggregate import Location, scan_packs
 from memorybench.stages.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
+from memorybench.tracking.sqlite_store import prepare_sqlite_store, sqlite_file, store_lock
 
 if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
     from mlflow.tracking import MlflowClient
@@ -159,16 +164,21 @@ def _quiet_mlflow() -> None:
 
 
 def _client(tracking_uri: str) -> MlflowClient:
+    """A client of the store; a sqlite store is made whole first (hold `store_lock`)."""
     _quiet_mlflow()
     from mlflow.tracking import MlflowClient
 
-    if tracking_uri.startswith("sqlite:///"):
-        Path(tracking_uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite_file(tracking_uri)
+    if db is not None:
+        prepare_sqlite_store(db, _artifact_location(tracking_uri))
     return MlflowClient(tracking_uri=tracking_uri)
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
-    """The id of experiment `name`, created once if it does not exist."""
+    """The id of experiment `name`, created once if it does not exist.
+
+    Race-free: on a sqlite store the caller holds the store's lock (`store_lock`); against a
+    server, a create that lost the race to another driver finds the winner's experiment."""
     from mlflow.exceptions import MlflowException
 
     found = client.get_experiment_by_name(name)
@@ -189,19 +199,6 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
 
 
 # -- what -----------------------------------------------------------------------------
-def _clean_url(value: str) -> str:
-    """A URL without `user:password@` and without its query string (where tokens hide)."""
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return value
-    if not parts.scheme or not parts.netloc:
-        return value
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 def _param_value(value: Any) -> str:
     from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
 
@@ -214,8 +211,11 @@ def _param_value(value: Any) -> str:
     else:
         text = str(value)
     if "://" in text:
-        text = _clean_url(text)
+        text = clean_url(text, keep_query=False)  # a param's URL is a label: no userinfo, no query
     text = _SECRET_VALUE.sub("[redacted]", text)
+    # then known credentials by value, and any URL inside the text cleaned
+    # (`memorybench.secrets`: the one definition the pack writers use too)
+    text = scrub(text)
     if len(text) > MAX_PARAM_VAL_LENGTH:
         digest = sha256_text(text)[:16]
         suffix = f"... [truncated; sha256 {digest}]"
@@ -462,22 +462,25 @@ def log_packs(
         raise UserError(f"no finished pack in {', '.join(map(str, pack_roots))}: a pack is finished when it has _SUCCESS")
     from mlflow.exceptions import MlflowException
 
-    try:
-        client = _client(tracking_uri)
-        experiment_id = ensure_experiment(client, experiment_name, _artifact_location(tracking_uri))
-    except MlflowException as e:
-        message = " ".join(str(e.message).split())[:300]
-        raise UserError(f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT") from None
-    if parent_run_name is None:
-        parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
-    parent_id = _parent_run(client, experiment_id, parent_run_name)
-    result = TrackingResult(tracking_uri, experiment_id, parent_id, experiment_name, unfinished=scan.unfinished)
-    try:
-        for pack in scan.finished:
-            result.runs.append(_log_one(client, experiment_id, parent_id, pack, artifacts=artifacts))
-    finally:
-        client.log_batch(parent_id, metrics=_parent_metrics(client, experiment_id, parent_id))
-        client.set_terminated(parent_id, "FINISHED")
+    # one driver at a time on a sqlite store, from its first open to the parent's end: the
+    # second finds the first's runs and logs no pack twice
+    with store_lock(tracking_uri):
+        try:
+            client = _client(tracking_uri)
+            experiment_id = ensure_experiment(client, experiment_name, _artifact_location(tracking_uri))
+        except MlflowException as e:
+            message = " ".join(str(e.message).split())[:300]
+            raise UserError(f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT") from None
+        if parent_run_name is None:
+            parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
+        parent_id = _parent_run(client, experiment_id, parent_run_name)
+        result = TrackingResult(tracking_uri, experiment_id, parent_id, experiment_name, unfinished=scan.unfinished)
+        try:
+            for pack in scan.finished:
+                result.runs.append(_log_one(client, experiment_id, parent_id, pack, artifacts=artifacts))
+        finally:
+            client.log_batch(parent_id, metrics=_parent_metrics(client, experiment_id, parent_id))
+            client.set_terminated(parent_id, "FINISHED")
     return result
 
 

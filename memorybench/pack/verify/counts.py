@@ -3,23 +3,36 @@
 The run's questions are the first `max_questions` of the dataset in file order; run_meta
 and metrics.json count them, predictions and traces hold one row each (no duplicate, no
 gap, `index` = position), and memory has one manifest row per conversation of the run,
-with as many lineage rows as its items.
+with as many lineage rows as its items. Every other journal holds each of its keys once
+(`check_journal_keys`): lineage by item, the agent's rows, each judge's verdicts and
+traces by (question, pass); two writers at once are the one way to get a key twice.
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
+from pathlib import Path
 from typing import Any
 
 from memorybench.pack import layout
+from memorybench.pack.journal_keys import JOURNAL_KEYS, JUDGE_JOURNAL_KEYS, repeated_rows
+from memorybench.pack.reader import jsonl_lines
 from memorybench.pack.run_pack import SUCCESS
-from memorybench.pack.verify.context import Context
+from memorybench.pack.verify.context import NOT_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
 
-__all__ = ["check_counts"]
+__all__ = ["check_counts", "check_journal_keys"]
+
+#: journals whose repeats `_check_sequence` / `_check_memory_rows` report, with their order,
+#: when the dataset is there to check them against
+_IN_SEQUENCE = frozenset({layout.PREDICTIONS, layout.READER_TRACES, layout.MEMORY_MANIFEST})
 
 
 def check_counts(ctx: Context, out: Findings) -> None:
-    """run_meta's counts, then every row against the run's questions (into `ctx.questions`)."""
+    """run_meta's counts, then every row against the run's questions (into `ctx.questions`);
+    and no journal with a key twice."""
+    check_journal_keys(ctx, out)
     ctx.questions = _counts(ctx, out)
     ctx.question_text = {q.question_id: q.question for q in ctx.questions or ()}
 
@@ -79,6 +92,41 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
         _check_sequence(ctx, out, "reader/traces.jsonl", ids, check_index=False)
     _check_memory_rows(ctx, out, [q.sample_id for q in expected])
     return expected
+
+
+def check_journal_keys(ctx: Context, out: Findings) -> None:
+    """No journal holds a key twice (`JOURNAL_KEYS`; per judge folder `JUDGE_JOURNAL_KEYS`):
+    the memory lineage by item, the agent's rows, each judge's verdicts and traces by
+    (question, pass). Predictions, reader traces and the memory manifest are checked with
+    their order against the dataset (`_check_sequence`, `_check_memory_rows`), or here when
+    the dataset is not available."""
+    with_dataset = ctx.conversations is not None and ctx.meta is not None
+    journals = [(rel, fields) for rel, fields in JOURNAL_KEYS.items() if not (with_dataset and rel in _IN_SEQUENCE)]
+    for rel in sorted(ctx.rel.values()):
+        name = posixpath.basename(rel)
+        if rel.startswith(layout.AUTORATER + "/") and not rel.startswith(NOT_RECORDS) and name in JUDGE_JOURNAL_KEYS \
+                and rel.count("/") in (1, 2):  # autorater/<file> (the flat layout) or autorater/<judge id>/<file>
+            journals.append((rel, JUDGE_JOURNAL_KEYS[name]))
+    for relpath, fields in journals:
+        if relpath in ctx.rows:
+            rows: list[tuple[int, Any]] = ctx.rows[relpath]
+        elif (ctx.root / relpath).is_file():
+            rows = _decoded(ctx.root / relpath)
+        else:
+            continue
+        for repeat in repeated_rows(rows, fields):
+            out.grouped("duplicate.row", relpath, repeat.line, repeat.describe(), "dup")
+
+
+def _decoded(path: Path) -> list[tuple[int, Any]]:
+    """(line, row) of each line that is JSON; the others are the json check's findings."""
+    rows = []
+    for number, line in jsonl_lines(path.read_bytes()):
+        try:
+            rows.append((number, json.loads(line)))
+        except ValueError:
+            continue
+    return rows
 
 
 def _check_sequence(ctx: Context, out: Findings, relpath: str, ids: list[str], *, check_index: bool) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 
-from memorybench.pack.verify.context import MIN_SECRET_LENGTH, Context
+# the credential variables are the harness's one definition (`memorybench.secrets`): what
+# every writer scrubs is what verify searches for
+from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.findings import Findings, redact
+from memorybench.secrets import CREDENTIAL_ENV, credential_values
 
 __all__ = ["CREDENTIAL_ENV", "check_secrets", "credential_values"]
 
@@ -29,14 +31,6 @@ _SECRET_PATTERNS: tuple[tuple[str, re.Pattern[bytes], bool, bool], ...] = tuple(
     )
 )
 _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-#: Environment variables whose values are credentials (`verify_main` searches for them).
-CREDENTIAL_ENV = re.compile(r"(?:^OPENAI_API_KEY$|_API_KEY$|_TOKEN$|_SECRET$|_SECRET_KEY$|_ACCESS_KEY$|_PASSWORD$)")
-
-
-def credential_values(environ: dict[str, str] | None = None) -> list[str]:
-    """Values of the credential variables present (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...)."""
-    env = os.environ if environ is None else environ
-    return sorted({v for k, v in env.items() if CREDENTIAL_ENV.search(k.upper()) and len(v.strip()) >= MIN_SECRET_LENGTH})
 
 
 def check_secrets(ctx: Context, out: Findings) -> None:

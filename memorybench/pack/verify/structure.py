@@ -8,6 +8,7 @@ match is a finding and goes into `bad_files`.
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -29,6 +30,7 @@ from memorybench.records import SchemaError
 from memorybench.registry import ANSWERERS
 
 __all__ = [
+    "answerer_records",
     "check_known_records",
     "check_other_json",
     "check_partial_files",
@@ -46,7 +48,8 @@ __all__ = [
 def check_success(ctx: Context, out: Findings) -> None:
     """`_SUCCESS` exists, and every marker's files have the bytes it recorded: none changed,
     none gone, none added (`memorybench.pack.success`; timestamps are never read)."""
-    present = [rel for rel in ctx.rel.values() if not rel.endswith(".part")]  # a *.part is file.partial
+    # a *.part is file.partial; a writer's lock file is no pack file (`memorybench.pack.lock`)
+    present = [rel for rel in ctx.rel.values() if not rel.endswith(".part") and posixpath.basename(rel) != layout.LOCK_FILE]
     folders = success.marker_folders(present)
     if "" not in folders:
         out.add("success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
@@ -111,13 +114,37 @@ def check_partial_files(ctx: Context, out: Findings) -> None:
             out.add("file.partial", relpath, "temporary file of an interrupted write; the pack was not finished cleanly")
 
 
+def _answerer(ctx: Context) -> tuple[str, Any]:
+    """The pack's answerer (run_meta's choice, else the config's) and its registered class (None: unknown here)."""
+    answerer = (ctx.meta or {}).get("choices", {}).get("answerer") or ctx.cfg_get("answerer", "name") or "reader"
+    return answerer, ANSWERERS.get(answerer) if answerer in ANSWERERS else None
+
+
 def check_reader_traces_present(ctx: Context, out: Findings) -> None:
     """An answerer that traces every call in one journal (its `traces_file`: the reader's
     reader/traces.jsonl) left that file (the answerer from run_meta, else the config)."""
-    answerer = (ctx.meta or {}).get("choices", {}).get("answerer") or ctx.cfg_get("answerer", "name") or "reader"
-    traces = getattr(ANSWERERS.get(answerer), "traces_file", None) if answerer in ANSWERERS else None
+    answerer, kind = _answerer(ctx)
+    traces = getattr(kind, "traces_file", None)
     if traces and not (ctx.root / traces).is_file():
         out.add("file.missing", traces, f"missing; a {answerer} run has one trace per answered question")
+
+
+def answerer_records(ctx: Context) -> dict[str, type[BaseModel]]:
+    """The files of its own the pack's answerer declares (its `records`: path -> record class;
+    the imported answerer's `imported/...`), from run_meta: read before the config is."""
+    return dict(getattr(_answerer(ctx)[1], "records", None) or {})
+
+
+def _check_declared(ctx: Context, out: Findings, relpath: str, model: type[BaseModel]) -> None:
+    """A file the answerer declares: present, and its record (or every row) of its schema."""
+    if not (ctx.root / relpath).is_file():
+        out.add("file.missing", relpath, f"missing; a {_answerer(ctx)[0]} pack has it")
+    elif relpath.endswith(".jsonl"):
+        _read_jsonl_records(ctx, out, relpath, model)
+    else:
+        data = load_json(ctx, out, relpath)
+        if data is not None and not validate(out, relpath, None, data, model):
+            ctx.bad_files.add(relpath)
 
 
 # -- records -------------------------------------------------------------------------------
@@ -223,9 +250,15 @@ def check_known_records(ctx: Context, out: Findings) -> None:
 
 
 def check_other_json(ctx: Context, out: Findings) -> None:
-    """Other JSON/JSONL files: only under the open folders, and every row names its schema."""
+    """Other JSON/JSONL files: the answerer's own (checked against the records it declares),
+    else only under the open folders, and every row names its schema."""
+    declared = answerer_records(ctx)
+    for relpath, model in declared.items():
+        _check_declared(ctx, out, relpath, model)
     for relpath in ctx.rel.values():
         if relpath in KNOWN_JSON or relpath in KNOWN_JSONL or relpath in PROVENANCE_RECORDS or relpath.startswith(NOT_RECORDS):
+            continue
+        if relpath in declared:
             continue
         if not relpath.endswith((".json", ".jsonl")):
             continue

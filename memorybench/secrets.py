@@ -1,0 +1,259 @@
+"""The credentials the harness holds, and the one way to keep them out of what it writes.
+
+A secret is known by its value: the values of credential environment variables
+(`credential_values`: OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...) and of the variables a config
+names in `api_key_env`, the userinfo and secret-looking query values of every endpoint URL
+in the config, and the header values a client derives from them (`known_secrets`). A
+process learns them when it composes its config (`register`: `validate_config` and `run_qa`
+call it, and a `ChatClient` registers what it holds), and every writer passes its text
+through `scrub` before it reaches a pack file, a journal, a stream or MLflow: each known
+value becomes `***` wherever it occurs (inside a model's reply too), and a URL anywhere in
+the text loses its userinfo and the values of its secret-looking query parameters
+(`clean_url`). A config without secrets is left byte for byte as it is, so run ids and
+golden packs do not move.
+
+Credentials in a URL are sent as credentials (`split_url`), never left in the URL:
+`http://KEY@host/v1`, `http://:KEY@host/v1` and `http://user:sk-...@host/v1` send the key as
+the API key (`Authorization: Bearer`); any other `user:password` is HTTP basic auth
+(`Authorization: Basic`, a server behind an authenticating proxy). Query parameters are
+sent as query parameters of every request (the SDK would paste them into the path).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+__all__ = [
+    "CREDENTIAL_ENV", "MASK", "MIN_SECRET_LENGTH", "EndpointURL", "clean_config", "clean_url", "credential_values",
+    "known_secrets", "register", "registered", "scrub", "scrub_bytes", "scrubbed_stdio", "split_url",
+]
+
+#: what a secret value is replaced by
+MASK = "***"
+#: values shorter than this are not secrets we can replace (they would match anywhere)
+MIN_SECRET_LENGTH = 8
+#: environment variables whose values are credentials
+CREDENTIAL_ENV = re.compile(r"(?:^OPENAI_API_KEY$|_API_KEY$|_TOKEN$|_SECRET$|_SECRET_KEY$|_ACCESS_KEY$|_PASSWORD$)")
+#: query parameter names whose values are credentials (`key`, `api-key`, `access_token`, `sig`, `X-Amz-Signature`, ...)
+_SECRET_QUERY_NAME = re.compile(
+    r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|pwd|sig|signature|auth|authorization|credentials?|session|code)$",
+    re.IGNORECASE,
+)
+#: values that are credentials whatever they are called (an OpenAI-style key and the like)
+_SECRET_VALUE = re.compile(r"^(?:sk-|gh[pousr]_|github_pat_|hf_|xox[abprs]-|AIza|ya29\.)[A-Za-z0-9._-]{16,}$")
+#: a URL inside any text (a YAML value, an override, a Python list's repr, an error line)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`\\]+")
+
+_registered: set[str] = set()
+
+
+def credential_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of the credential variables present (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...)."""
+    env = os.environ if environ is None else environ
+    return sorted({v for k, v in env.items() if CREDENTIAL_ENV.search(k.upper()) and len(v.strip()) >= MIN_SECRET_LENGTH})
+
+
+# -- URLs -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EndpointURL:
+    """An endpoint URL taken apart: what a client connects to and the credentials it sends."""
+
+    #: the URL without userinfo and without query (the SDK's base URL)
+    url: str
+    #: query parameters to send with every request, decoded
+    query: dict[str, str] = field(default_factory=dict)
+    #: the key from the userinfo, sent as `Authorization: Bearer`
+    api_key: str | None = None
+    #: headers to send (`Authorization: Basic` for a user and password)
+    headers: dict[str, str] = field(default_factory=dict)
+    #: every credential value this URL holds or led to (raw and percent-decoded)
+    secrets: tuple[str, ...] = ()
+
+
+def _is_secret_param(name: str, value: str) -> bool:
+    return bool(value) and (bool(_SECRET_QUERY_NAME.search(unquote(name))) or bool(_SECRET_VALUE.match(unquote(value))))
+
+
+def _masked_query(query: str) -> str:
+    """The query string with each secret-looking value replaced by `***`, every other byte kept."""
+    parts = []
+    for pair in query.split("&"):
+        name, eq, value = pair.partition("=")
+        parts.append(f"{name}={MASK}" if eq and value != MASK and _is_secret_param(name, value) else pair)
+    return "&".join(parts)
+
+
+def clean_url(url: str, *, keep_query: bool = True) -> str:
+    """`url` without its `user:password@` part and with secret-looking query values masked
+    (`keep_query=False`: without its query string at all); a URL with neither comes back
+    unchanged, byte for byte (it is part of a run's identity)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.netloc:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    if keep_query:
+        query, fragment = (_masked_query(parts.query) if parts.query else ""), parts.fragment
+    else:
+        query = fragment = ""
+    if netloc == parts.netloc and query == parts.query and fragment == parts.fragment:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def split_url(url: str) -> EndpointURL:
+    """The client's view of an endpoint URL: base URL, query, and the credentials it carries."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL: the client reports it as it is
+        return EndpointURL(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    plain = netloc == parts.netloc and not parts.query
+    base = url if plain else urlunsplit((parts.scheme, netloc, parts.path, "", parts.fragment))
+    found: list[str] = []
+    query: dict[str, str] = {}
+    for pair in filter(None, parts.query.split("&")):
+        name, _, value = pair.partition("=")
+        query[unquote(name.replace("+", " "))] = unquote(value.replace("+", " "))
+        if _is_secret_param(name, value):
+            found += [value, unquote(value)]
+    api_key = None
+    headers: dict[str, str] = {}
+    if "@" in parts.netloc:
+        raw_user, colon, raw_password = parts.netloc.rpartition("@")[0].partition(":")
+        user, password = unquote(raw_user), unquote(raw_password)
+        if not colon or not user or password.startswith("sk-"):
+            # the key alone (`KEY@`, `:KEY@`) or an OpenAI-style key as the password: a bearer key
+            api_key = password if colon and password else user
+            found += [raw_password or raw_user, api_key]
+        else:
+            token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            headers["Authorization"] = f"Basic {token}"
+            found += [raw_password, password, token]
+        if _SECRET_VALUE.match(user):  # a user name is no secret, unless it looks like a key
+            found += [raw_user, user]
+    secrets = tuple(sorted({s for s in found if len(s.strip()) >= MIN_SECRET_LENGTH}))
+    return EndpointURL(base, query, api_key or None, headers, secrets)
+
+
+def _dirty_urls(node: Mapping[str, Any], path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    for key, value in node.items():
+        if key == "base_url" and isinstance(value, str) and (clean := clean_url(value)) != value:
+            yield (*path, key), clean
+        elif isinstance(value, Mapping):
+            yield from _dirty_urls(value, (*path, key))
+
+
+def clean_config(config: Any) -> Any:
+    """A copy of a resolved config (plain data or a DictConfig) whose endpoint URLs are
+    clean (`clean_url` on every `base_url`, at any depth); a config without any is returned
+    itself, untouched."""
+    changes = list(_dirty_urls(config)) if isinstance(config, Mapping) else []
+    if not changes:
+        return config
+    out = copy.deepcopy(config)
+    for path, url in changes:
+        node = out
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = url
+    return out
+
+
+def known_secrets(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every credential a resolved config leads to: the credential variables of the
+    environment, the variables it names in `api_key_env`, and what its `base_url`s carry."""
+    env = os.environ if environ is None else environ
+    found = set(credential_values(env))
+
+    def walk(node: Mapping[str, Any]) -> None:
+        for key, value in node.items():
+            if key == "base_url" and isinstance(value, str):
+                found.update(split_url(value).secrets)
+            elif key == "api_key_env" and isinstance(value, str) and env.get(value):
+                found.add(env[value])
+            elif isinstance(value, Mapping):
+                walk(value)
+
+    walk(config)
+    return sorted(s for s in found if len(s.strip()) >= MIN_SECRET_LENGTH)
+
+
+# -- scrubbing --------------------------------------------------------------------------
+def register(values: Iterable[str]) -> None:
+    """Remember credential values for `scrub`, for the rest of this process."""
+    _registered.update(v for v in values if v and len(v.strip()) >= MIN_SECRET_LENGTH)
+
+
+def registered() -> frozenset[str]:
+    """Every value `scrub` replaces now: the registered ones and the environment's credentials."""
+    return frozenset(_registered.union(credential_values()))
+
+
+def _clean_match(match: re.Match[str]) -> str:
+    url = match.group(0)
+    return clean_url(url) if "@" in url or "?" in url else url
+
+
+def scrub(text: str) -> str:
+    """`text` with every known secret value replaced by `***` and every URL in it cleaned."""
+    # longest first: a value that contains another is replaced whole
+    for value in sorted(registered(), key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, MASK)
+    if "://" in text:
+        text = _URL.sub(_clean_match, text)
+    return text
+
+
+def scrub_bytes(data: bytes) -> bytes:
+    """`scrub` for a file's bytes; bytes that are not UTF-8 get the value replacement only."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        for value in sorted(registered(), key=len, reverse=True):
+            data = data.replace(value.encode("utf-8"), MASK.encode("ascii"))
+        return data
+    cleaned = scrub(text)
+    return data if cleaned == text else cleaned.encode("utf-8")
+
+
+class _ScrubbedStream:
+    """A text stream whose writes pass `scrub` (everything else goes to the stream it wraps)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def scrubbed_stdio() -> Iterator[None]:
+    """stdout and stderr pass `scrub` inside the block: for text a library prints itself
+    (Hydra echoes a failed job's overrides, URLs included)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ScrubbedStream(out), _ScrubbedStream(err)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err

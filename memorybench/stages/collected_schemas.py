@@ -1,0 +1,129 @@
+"""The schemas of `collected/`: `examples.parquet` (`EXAMPLES_SCHEMA`, one row per run and
+question) and `runs.parquet` (`RUNS_SCHEMA`, one row per run), each carrying
+`memorybench.schema` in its metadata, plus the columns every judge adds
+(`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`: `<name>/<judge id>`, `with_judges`).
+What fills them is `memorybench.stages.aggregate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from memorybench.stages.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
+
+__all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "RUNS_SCHEMA", "with_judges"]
+
+
+def _schema(name: str, fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    return pa.schema(fields, metadata={"memorybench.schema": name})
+
+
+_RUN_KEYS: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("experiment", pa.string()),
+    ("config_sha256", pa.string()),
+    *[(g, pa.string()) for g in CHOICE_GROUPS],
+    ("reader_model", pa.string()),
+    #: every chosen option as a JSON object (groups beyond the columns above included)
+    ("choices", pa.string()),
+]
+
+EXAMPLES_SCHEMA = _schema("examples.v2", [
+    *_RUN_KEYS,
+    ("question_id", pa.string()),
+    ("sample_id", pa.string()),
+    ("index", pa.int32()),
+    ("category", pa.int8()),
+    ("category_name", pa.string()),
+    ("question", pa.string()),
+    ("prediction", pa.string()),
+    ("gold", pa.string()),
+    ("adversarial_answer", pa.string()),
+    ("locomo_f1", pa.float64()),
+    ("exact_match", pa.float64()),
+    ("token_f1", pa.float64()),
+    ("mem0_f1", pa.float64()),
+    ("mem0_bleu1", pa.float64()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("cached_tokens", pa.int64()),
+    ("latency_s", pa.float64()),
+    ("cost_usd", pa.float64()),
+    ("retries", pa.int16()),
+    ("cache_hit", pa.bool_()),
+    ("model_answered", pa.string()),
+    ("memory_sha256", pa.string()),
+    ("reader_payload_sha256", pa.string()),
+    #: where the answer was lost (memorybench.stages.blame)
+    ("blame", pa.string()),
+    ("blame_basis", pa.string()),
+    ("evidence_stored", pa.bool_()),
+    ("evidence_given", pa.bool_()),
+    ("answer_used_evidence", pa.bool_()),
+    ("pack", pa.string()),
+])
+
+RUNS_SCHEMA = _schema("runs.v2", [
+    *_RUN_KEYS,
+    ("models_answered", pa.string()),
+    ("questions", pa.int32()),
+    ("questions_total", pa.int32()),
+    ("is_prefix", pa.bool_()),
+    ("local_model", pa.bool_()),
+    ("locomo_f1", pa.float64()),
+    *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
+    ("exact_match", pa.float64()),
+    ("token_f1", pa.float64()),
+    #: the ids of the pack's finished judges, comma-separated (their J: the `j_*/<judge id>` columns)
+    ("judges", pa.string()),
+    ("mem0_f1", pa.float64()),
+    ("mem0_bleu1", pa.float64()),
+    ("build_calls", pa.int64()),
+    ("build_prompt_tokens", pa.int64()),
+    ("build_completion_tokens", pa.int64()),
+    ("build_cost_usd", pa.float64()),
+    ("answer_calls", pa.int64()),
+    ("answer_prompt_tokens", pa.int64()),
+    ("answer_completion_tokens", pa.int64()),
+    ("answer_cached_tokens", pa.int64()),
+    ("answer_cost_usd", pa.float64()),
+    ("judge_calls", pa.int64()),
+    ("judge_cost_usd", pa.float64()),
+    ("total_calls", pa.int64()),
+    ("total_prompt_tokens", pa.int64()),
+    ("total_completion_tokens", pa.int64()),
+    ("total_cost_usd", pa.float64()),
+    ("cost_per_question_usd", pa.float64()),
+    ("cost_known", pa.bool_()),
+    ("memory_failed_tasks", pa.int64()),
+    ("latency_p50_s", pa.float64()),
+    ("latency_p95_s", pa.float64()),
+    ("latency_mean_s", pa.float64()),
+    ("retries", pa.int64()),
+    ("data_sha256", pa.string()),
+    ("git_commit", pa.string()),
+    ("started_at", pa.string()),
+    ("ended_at", pa.string()),
+    ("pack", pa.string()),
+])
+
+#: one column per finished judge in the runs table: `<name>/<judge id>`
+JUDGE_RUN_COLUMNS: dict[str, pa.DataType] = {
+    "j_mean": pa.float64(), "j_sd": pa.float64(), "j_passes": pa.int16(),
+    **{f"j_cat{c}": pa.float64() for c in JUDGED_CATEGORIES},
+    "j_agreement": pa.float64(), "judge_model": pa.string(), "judge_failed": pa.int64(), "judge_calls": pa.int64(),
+    "judge_cost_usd": pa.float64(),
+}
+#: ... and in the examples table: pass 1's label, the mean score over parsed passes, how many
+#: parsed passes, whether they all agree (null under two), how many failed
+JUDGE_EXAMPLE_COLUMNS: dict[str, pa.DataType] = {
+    "j_verdict": pa.string(), "j_score": pa.float64(), "j_passes": pa.int16(), "j_agree": pa.bool_(), "j_failed": pa.int16(),
+}
+
+
+def with_judges(schema: pa.Schema, columns: dict[str, pa.DataType], judges: Iterable[str]) -> pa.Schema:
+    """`schema` plus `<name>/<judge id>` columns for every judge (sorted by id)."""
+    fields = [pa.field(judge_key(name, judge), kind) for judge in sorted(set(judges)) for name, kind in columns.items()]
+    return pa.schema([*schema, *fields], metadata=schema.metadata)

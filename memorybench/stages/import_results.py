@@ -1,0 +1,432 @@
+"""The `import` stage: another project's released LoCoMo answers -> a pack, and its reproduction table.
+
+    memorybench import FILE [FILE...] --format F [--model KEY] [--name NAME]
+                       [--source REPOSITORY@COMMIT:PATH] [--packs DIR] [--pins DIR] [--json]
+
+No model call. The format's reader (`memorybench.stages.importers`) reads the files; every
+row is mapped onto a question id of the pinned LoCoMo (by conversation, question text,
+gold, order: a row that maps to none or contradicts the dataset stops the import, all
+counted in one error). The pack is a qa pack's layout, `<packs>/<name>/runs/<run id>/`,
+the run id hashing the format, the model key and the sha256 of every file read:
+
+    config.resolved.yaml, run_meta.json   answerer `imported`, memory `imported`, the pinned data
+    predictions.jsonl                     one row per question of the dataset, in file order: the
+                                          file's answer, or an empty one for a question the format
+                                          leaves out (mem0 and Zep drop category 5), named in the notes
+    predictions.csv, metrics.json         our LoCoMo F1 (rescore), as for any pack
+    memory/manifest.jsonl, lineage.jsonl  one row per conversation, no item: the file holds no memory
+    imported/source.json                  the files (sha256), format, --source, how rows were mapped
+    imported/rows.jsonl                   per released row: the file's own scores (`reported_*`) beside ours
+    imported/reproduction.json            the table printed: rows reproduced, figures per category
+    autorater/<judge id>/                 the file's judge labels as a judge of their own (J), with our
+                                          Mem0 F1 and BLEU-1 per row, in the autorater's records
+    TRACE.md, REFERENCE_PIN.json, _SUCCESS
+
+The pack is written in a temporary folder beside its place and moved there whole, so a
+pack at its place is always finished; importing the same files again finds it and prints
+its table. Every later stage reads it: rescore, autorater with our own judge (another
+folder under autorater/), compare, aggregate, report, track, verify.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from memorybench.answer.imported import (
+    REPRODUCTION,
+    ROWS,
+    SOURCE,
+    ImportedRow,
+    ImportSource,
+    Reproduction,
+    SourceFile,
+    SourceRef,
+)
+from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
+from memorybench.errors import OneLineParser, UserError
+from memorybench.hashing import sha256_file, sha256_text
+from memorybench.llm.records import ModelIdentity
+from memorybench.names import path_component
+from memorybench.pack import layout
+from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
+from memorybench.pack.reader import PackReader
+from memorybench.pack.run_pack import RunPack, pack_path
+from memorybench.pack.schemas import MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
+from memorybench.pack.success import write_success
+from memorybench.provenance import git_state, package_versions, utc_now
+from memorybench.run_id import plugins_used, run_identity
+from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
+
+__all__ = ["ImportResult", "import_main", "import_results", "parse_source"]
+
+ANSWERER = "imported"
+#: the pack's memory: the released file holds answers, not the memory they came from
+MEMORY = "imported"
+#: no memory text is known: each row names the empty text's sha256
+NO_MEMORY_SHA256 = sha256_text("")
+DEFAULT_PACKS = "outputs/packs"
+DEFAULT_NAME = "imported"
+#: the categories Mem0's metrics and J are over (Mem0 does not score 5)
+MEM0_CATEGORIES = (1, 2, 3, 4)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    pack_root: Path
+    source: ImportSource
+    reproduction: Reproduction
+    #: false when the same files were imported before and the pack was found finished
+    created: bool
+
+
+def parse_source(text: str | None) -> SourceRef | None:
+    """`--source REPOSITORY@COMMIT:PATH` as a record (None when not given)."""
+    if text is None:
+        return None
+    repository, at, rest = text.partition("@")
+    commit, colon, path = rest.partition(":")
+    if not (at and colon and repository and commit and path):
+        raise UserError(
+            f"--source {text!r} must be REPOSITORY@COMMIT:PATH, e.g. "
+            "memodb-io/memobase@358c16bbc6d687937d79bc2f984a11c3be8da901:docs/experiments/locomo-benchmark/fixture/memobase/x.json"
+        )
+    return SourceRef(repository=repository, commit=commit, path=path)
+
+
+def import_results(
+    files: Sequence[str | os.PathLike[str]],
+    fmt: str,
+    *,
+    model_key: str | None = None,
+    name: str = DEFAULT_NAME,
+    source: SourceRef | str | None = None,
+    packs: str | os.PathLike[str] = DEFAULT_PACKS,
+    pins: str | os.PathLike[str] | None = None,
+) -> ImportResult:
+    """Import released files of format `fmt` into a pack; return it and its reproduction table."""
+    reader = released_format(fmt)
+    name = path_component(name, "experiment name", "pass --name NAME")
+    ref = parse_source(source) if isinstance(source, str) or source is None else source
+    paths = [Path(f).expanduser().resolve() for f in files]
+    if not paths:
+        raise UserError("memorybench import needs the released file(s) to import")
+    released = reader.read(paths, model_key)
+    if not released.rows:
+        raise UserError(f"{paths[0]} holds no answered row; nothing to import")
+    results_path = released.files[0][1]
+    data_path, data_info = resolve_dataset(OmegaConf.create({"name": "locomo10", "path": None}), pins)
+    conversations = load_locomo(data_path)
+    mapped = map_rows(released.rows, conversations, results_path)
+    _check_absent(mapped.absent, released, results_path, fmt)
+
+    read = [SourceFile(role=role, name=path.name, sha256=sha256_file(path), bytes=path.stat().st_size)  # type: ignore[arg-type]
+            for role, path in released.files]
+    packs_root = Path(packs).expanduser().resolve()
+    cfg = _config(name, fmt, released.model_key, read, packs_root, pins)
+    rid, config_sha = run_identity(cfg)
+    final = pack_path(packs_root, name, rid)
+    if (final / layout.SUCCESS).is_file():
+        done = PackReader.open(final)
+        print(f"{fmt} files already imported: {final} is finished; its table below", file=sys.stderr)
+        return ImportResult(final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), created=False)
+    if final.exists():
+        raise UserError(f"{final} exists but is not a finished pack (no _SUCCESS); move it aside and import again")
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{rid}.", suffix=".importing", dir=final.parent))
+    except OSError as e:
+        raise UserError(f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder") from None
+    try:
+        source_record = ImportSource(
+            format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
+            conversations=mapped.conversations, tie_broken=mapped.tie_broken,
+            absent={str(c): n for c, n in sorted(Counter(q.category for q in mapped.absent).items())},
+            absent_question_ids=[q.question_id for q in mapped.absent], notes=_absent_notes(mapped.absent, fmt),
+        )
+        reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids,
+                                   source_record)
+        os.replace(work, final)  # whole: a pack at its place is finished
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return ImportResult(final, source_record, reproduction, created=True)
+
+
+def _check_absent(absent: Sequence[Question], released: Released, path: Path, fmt: str) -> None:
+    """A question without a row is only allowed in a category the format leaves out."""
+    missing = [q for q in absent if q.category not in released.drops]
+    if missing:
+        by_category = ", ".join(f"category {c}: {n}" for c, n in sorted(Counter(q.category for q in missing).items()))
+        raise UserError(
+            f"{path.name} has no row for {len(missing)} questions of the pinned LoCoMo ({by_category}; first: "
+            f"{missing[0].question_id} {missing[0].question!r}); a {fmt} import needs the file of a full run"
+        )
+
+
+def _absent_notes(absent: Sequence[Question], fmt: str) -> list[str]:
+    if not absent:
+        return []
+    counts = ", ".join(f"category {c}: {n}" for c, n in sorted(Counter(q.category for q in absent).items()))
+    return [
+        f"The {fmt} file has no row for {len(absent)} questions ({counts}), which its format leaves out: their predictions "
+        "are empty, so metrics.json's LoCoMo F1 counts them as 0 in those categories and overall; the reproduction "
+        "table is over the file's own rows."
+    ]
+
+
+def _config(name: str, fmt: str, model_key: str | None, read: Sequence[SourceFile], packs: Path, pins: Any) -> dict[str, Any]:
+    """The pack's config: what identifies the import (format, model key, files by sha256)."""
+    return {
+        "name": name,
+        "max_questions": None,
+        "dataset": {"name": "locomo10", "path": None},
+        "memory": {"name": MEMORY},
+        "answerer": {
+            "name": ANSWERER,
+            "format": fmt,
+            # what the run id names after `imported-imported-`: the file's model key, else its format
+            "model": model_key or fmt,
+            "model_key": model_key,
+            "files": {f.role: f.sha256 for f in read},
+        },
+        "paths": {"packs": str(packs), "pins": None if pins is None else str(pins)},
+    }
+
+
+def _scores(prediction: str, question: Question) -> dict[str, float | None]:
+    """Ours: LoCoMo F1 (every category), Mem0's F1 and BLEU-1 of `str(gold)` (categories 1-4)."""
+    from memorybench.score import locomo_score, mem0_bleu1, mem0_f1  # nltk: only when importing
+
+    scores: dict[str, float | None] = {"locomo_f1": locomo_score(prediction, question.answer, question.category)}
+    mem0 = question.category in MEM0_CATEGORIES
+    scores["mem0_f1"] = mem0_f1(prediction, str(question.answer)) if mem0 else None
+    scores["mem0_bleu1"] = mem0_bleu1(prediction, str(question.answer)) if mem0 else None
+    return scores
+
+
+def _write_pack(
+    root: Path,
+    cfg: dict[str, Any],
+    rid: str,
+    config_sha: str,
+    data_path: Path,
+    data_info: dict[str, Any],
+    conversations: Sequence[Conversation],
+    released: Released,
+    question_ids: Sequence[str],
+    source: ImportSource,
+) -> Reproduction:
+    from memorybench.stages.rescore import rescore
+
+    pack = RunPack(root)
+    questions = list(iter_questions(conversations))
+    row_of = dict(zip(question_ids, released.rows))
+    commit, dirty = git_state()
+    started = utc_now()
+    results = released.files[0][1]
+    notes = [f"Imported from {results.name} ({source.format}, sha256 {source.files[0].sha256}): answers another "
+             "project released; no model call was made here.", *source.notes]
+    meta = RunMeta(
+        run_id=rid, name=str(cfg["name"]), config_sha256=config_sha, overrides=[],
+        choices={"dataset": "locomo10", "memory": MEMORY, "answerer": ANSWERER}, git_commit=commit, git_dirty=dirty,
+        package_versions=package_versions(), data=data_info, prompts={}, models=[], started_at=started,
+        question_count=len(questions), questions_total=len(questions), is_prefix=False, max_questions=None, local_model=False,
+        notes=notes, plugins=plugins_used(cfg),
+    )
+    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
+    pack.write_json(layout.RUN_META, meta)
+
+    predictions, imported, golds = [], [], {}
+    scores: dict[str, dict[str, float | None]] = {}
+    for index, q in enumerate(questions):
+        row = row_of.get(q.question_id)
+        prediction = row.prediction if row is not None else ""
+        predictions.append(Prediction(
+            question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, question=q.question,
+            prediction=prediction, gold=q.answer, adversarial_answer=q.adversarial_answer, memory_sha256=NO_MEMORY_SHA256,
+            answerer=ANSWERER,
+        ))
+        golds[q.question_id] = None if q.answer is None else str(q.answer)
+        if row is None:
+            continue
+        scores[q.question_id] = ours = _scores(prediction, q)
+        label = row.reported.get("label")
+        imported.append(ImportedRow(
+            question_id=q.question_id, sample_id=q.sample_id, category=q.category, file_key=row.key, file_index=row.index,
+            prediction=prediction, reported_locomo_f1=row.reported.get("locomo_f1"), locomo_f1=ours["locomo_f1"],  # type: ignore[arg-type]
+            reported_mem0_f1=row.reported.get("mem0_f1"), mem0_f1=ours["mem0_f1"],
+            reported_mem0_bleu1=row.reported.get("mem0_bleu1"), mem0_bleu1=ours["mem0_bleu1"],
+            reported_label=label, reported_j=None if label is None else int(label), reported_extra=row.extra,
+        ))
+    # the rows in file order (the file's own order is the audit's), predictions in the dataset's
+    position = {qid: i for i, qid in enumerate(question_ids)}
+    imported.sort(key=lambda r: position[r.question_id])
+    pack.write_text(layout.PREDICTIONS, "".join(dump_line(p) for p in predictions))
+    pack.write_text(layout.MEMORY_MANIFEST, "".join(dump_line(MemoryManifestRow(
+        sample_id=c.sample_id, method=MEMORY, question_dependent=False, item_count=0,
+        metadata={"note": "the released file holds answers, not the memory they were made from"},
+    )) for c in conversations))
+    pack.write_text(layout.LINEAGE, "")
+    pack.write_text(ROWS, "".join(dump_line(r) for r in imported))
+    pack.write_text(SOURCE, source.dump())
+    rescore(root)  # predictions.csv and metrics.json, as for any pack
+    pack.write_json(layout.REFERENCE_PIN, ReferencePin(refs={}))
+
+    judge_id = judge = None
+    verdict_scores: dict[str, int] = {}
+    if released.labels is not None:
+        judge_id, verdict_scores = _write_judge(root, rid, questions, row_of, scores, released, source, started, commit, dirty)
+        judge = PackReader.open(root).autorater_metrics(judge_id)
+    reproduction = build_reproduction(
+        imported, released, run_id=rid, format_name=source.format, results_sha256=source.files[0].sha256, judge_id=judge_id,
+        judge=judge, verdict_scores=verdict_scores, golds=golds, notes=source.notes,
+    )
+    pack.write_text(REPRODUCTION, reproduction.dump())
+    pack.write_text(layout.TRACE_MD, _trace_md(PackReader.open(root), rid, data_path, source, judge_id))
+    pack.write_json(layout.RUN_META, meta.model_copy(update={"ended_at": utc_now()}))
+    write_success(root)  # last: the sha256 of every file above
+    return reproduction
+
+
+def _write_judge(
+    root: Path,
+    rid: str,
+    questions: Sequence[Question],
+    row_of: dict[str, Any],
+    scores: dict[str, dict[str, float | None]],
+    released: Released,
+    source: ImportSource,
+    started: str,
+    commit: str | None,
+    dirty: bool | None,
+) -> tuple[str, dict[str, int]]:
+    """The file's labels as a judge of their own: `autorater/<judge id>/`, the autorater's records.
+
+    Its identity is protocol `imported`, the format as its model, and the results file's
+    sha256 where a judge's prompt sha256 would be: the labels were given, not asked, so the
+    file they come from is what names this judge (two files' labels never share a folder).
+    """
+    from memorybench.stages.autorater_metrics import autorater_metrics
+
+    assert released.labels is not None
+    results_sha = source.files[0].sha256
+    identity = JudgeIdentity(protocol="imported", model=source.format, prompt_sha256=results_sha, temperature=0.0, response_format={})
+    judge_id = identity.judge_id
+    folder = layout.autorater_dir(judge_id)
+    field = released.labels.field
+    meta = AutoraterMeta(
+        judge_id=judge_id, identity=identity, run_id=rid, passes=1,
+        judge_config={"name": "imported", "protocol": "imported", "format": source.format, "label_field": field},
+        judge_settings={}, judge=ModelIdentity(role="judge", provider="imported", requested=None),
+        judge_model_sent="unknown", prompt={"name": f"{field} of {source.files[0].name}", "sha256": results_sha, "stored_at": None},
+        response_format={}, package_versions=package_versions(), git_commit=commit, git_dirty=dirty, started_at=started,
+        ended_at=utc_now(),
+        notes=[f"J from the released file's own labels ({released.labels.described}); no judge was called here: the "
+               "model and prompt are the file's, not recorded in it. Mem0 F1 and BLEU-1 are ours, recomputed."],
+    )
+    verdicts = []
+    verdict_scores: dict[str, int] = {}
+    for index, q in enumerate(questions):
+        base = dict(question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, pass_=1,
+                    judge_prompt_sha256=results_sha)
+        row = row_of.get(q.question_id)
+        if q.category not in MEM0_CATEGORIES:
+            verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
+            continue
+        lexical = {k: scores[q.question_id][k] for k in ("mem0_f1", "mem0_bleu1")} if q.question_id in scores else {}
+        label = None if row is None else row.reported.get("label")
+        if label is None:  # a row the file has no label for: a failure, counted and listed, never WRONG
+            verdicts.append(AutoraterVerdict(**base, status="FAILED", failure="parse", error=f"the released file has no {field} for this row",
+                                             **lexical))
+            continue
+        score = int(label)
+        verdict_scores[q.question_id] = score
+        verdicts.append(AutoraterVerdict(
+            **base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG", label_standard=True, score=score,
+            **lexical,
+        ))
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / layout.autorater_file(judge_id, layout.JUDGE_META)).write_text(meta.dump(), "utf-8")
+    (root / layout.autorater_file(judge_id, layout.JUDGE_VERDICTS)).write_text("".join(dump_line(v) for v in verdicts), "utf-8")
+    (root / layout.autorater_file(judge_id, layout.JUDGE_TRACES)).write_text("", "utf-8")  # no call was made
+    metrics = autorater_metrics(PackReader.open(root), judge_id)
+    (root / layout.autorater_file(judge_id, layout.JUDGE_METRICS)).write_text(metrics.dump(), "utf-8")
+    write_success(root, under=folder)
+    return judge_id, verdict_scores
+
+
+def _trace_md(pack: PackReader, rid: str, data_path: Path, source: ImportSource, judge_id: str | None) -> str:
+    """TRACE.md: the first imported row walked from the released file to every pack file."""
+    rows = list(pack.records(ROWS, ImportedRow))
+    if not rows:
+        return "# Trace\n\nNo row was imported.\n"
+    first = rows[0]
+    predictions = [r.question_id for r in pack.predictions()]
+    line = predictions.index(first.question_id) + 1
+    results = source.files[0]
+    qa_index = first.question_id.rsplit("-q-", 1)[1]
+    lines = [
+        f"# Trace of one imported answer: {first.question_id}",
+        "",
+        f"Run `{rid}`: imported from `{results.name}` (format `{source.format}`, sha256 `{results.sha256}`"
+        + (f", published at {source.source.repository}@{source.source.commit}:{source.source.path}" if source.source else "")
+        + "). No model call was made here. Every path below is relative to this pack.",
+        "",
+        "## 1. Released row",
+        f"- `{results.name}`, conversation key `{first.file_key}`, row {first.file_index}: prediction {first.prediction!r}.",
+        "",
+        "## 2. Mapped onto the dataset",
+        f"- The key's questions are asked by `{first.sample_id}` (`imported/source.json`: `conversations`); the row's question "
+        f"text, gold and category give `qa[{qa_index}]` of `{data_path.name}`: question id `{first.question_id}`.",
+        "",
+        "## 3. Stored",
+        f"- `predictions.jsonl` line {line}; `imported/rows.jsonl` line 1: the file's own scores (`reported_*`) beside ours.",
+        f"- `predictions.csv` and `metrics.json`: our LoCoMo F1 {first.locomo_f1!r} (rescore, as for any pack).",
+    ]
+    if judge_id is not None:
+        lines.append(f"- The file's judge label: `autorater/{judge_id}/autorater_verdicts.jsonl` line {line} (J in its autorater_metrics.json).")
+    lines += ["", "## 4. Reproduction", "- `imported/reproduction.json`: per metric, rows reproduced, and per category ours beside the file's.", ""]
+    return "\n".join(lines)
+
+
+# -- command line -----------------------------------------------------------------------
+def _parser() -> OneLineParser:
+    formats = "; ".join(f"{name}: {cls.shape}" for name, cls in FORMATS.items())
+    parser = OneLineParser(
+        prog="memorybench import",
+        description="Import another project's released LoCoMo results into a pack, and print how far its table reproduces.",
+        epilog=f"formats: {formats}",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="the released file(s): results first or in any order (stats, responses)")
+    parser.add_argument("--format", required=True, dest="fmt", metavar="F", help=f"one of {', '.join(FORMATS)}")
+    parser.add_argument("--model", dest="model_key", metavar="KEY", help="locomo_task_eval: the model whose <KEY>_prediction to import")
+    parser.add_argument("--name", default=DEFAULT_NAME, help=f"the experiment name, the pack's folder under --packs (default {DEFAULT_NAME})")
+    parser.add_argument("--source", metavar="REPOSITORY@COMMIT:PATH", help="where the results file was published (recorded)")
+    parser.add_argument("--packs", default=DEFAULT_PACKS, help=f"packs root (paths.packs; default {DEFAULT_PACKS})")
+    parser.add_argument("--pins", help="pins folder with the pinned LoCoMo and punkt_tab (default: $MEMORYBENCH_PINS, user cache)")
+    parser.add_argument("--json", action="store_true", help="print the reproduction record as JSON instead of the table")
+    return parser
+
+
+def import_main(argv: Sequence[str]) -> int:
+    """`memorybench import FILE [FILE...] --format F [...]`: write the pack, print the table and where the pack is."""
+    ns = _parser().parse_args(list(argv))
+    if ns.pins:
+        from memorybench.data.pins import nltk_data_dir
+        from memorybench.score.lexical import set_nltk_data_dir
+
+        set_nltk_data_dir(nltk_data_dir(ns.pins))
+    result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins)
+    print(result.reproduction.dump() if ns.json else format_reproduction(result.reproduction), end="" if ns.json else "\n")
+    print(f"pack: {result.pack_root}", file=sys.stderr if ns.json else sys.stdout)
+    return 0

@@ -1,0 +1,116 @@
+"""What every released-results format is read into: rows with their own scores, and stated figures.
+
+A format reader (`ReleasedFormat`) turns its files into `Released`: one `ReleasedRow` per
+answer, in file order, holding the question, the gold and the category as the file writes
+them (checked against the dataset when the rows are mapped), the prediction, and the
+file's own per-row scores keyed by our metric names (`locomo_f1`, `mem0_f1`,
+`mem0_bleu1`, and `label` for a judge's label). Nothing here knows the dataset.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from memorybench.errors import UserError
+
+__all__ = ["JudgeLabels", "Released", "ReleasedFormat", "ReleasedRow", "Stated", "category_of", "read_json", "shape_error"]
+
+
+@dataclass(frozen=True)
+class ReleasedRow:
+    #: the file's conversation key (`"3"`, `locomo_experiment_user_3`, `conv-43`) and the row's
+    #: position under it (0-based): where the row is, for error messages and audit rows
+    key: str
+    index: int
+    question: str
+    #: the gold as the file writes it (mem0's evals.py writes `str(answer)`; Zep keeps ints)
+    gold: Any
+    category: int
+    prediction: str
+    #: the file's own per-row scores by our metric name: `locomo_f1`, `mem0_f1`, `mem0_bleu1`,
+    #: `label` (a judge's label as written); absent when the file has none
+    reported: dict[str, Any] = field(default_factory=dict)
+    #: the row's other fields, kept as they are
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A figure a stats file states for one category: its row count and score total."""
+
+    rows: int
+    total: float
+
+
+@dataclass(frozen=True)
+class JudgeLabels:
+    """How a format's judge labels read: the field, and the label's J score (1 correct, 0 not)."""
+
+    #: the file's field (`llm_score`, `grade`)
+    field: str
+    #: who gave the labels, in words, for the judge folder's notes
+    described: str
+
+
+@dataclass
+class Released:
+    rows: list[ReleasedRow]
+    #: (role, path) of every file read: `results` first, then `stats`, `responses`
+    files: list[tuple[str, Path]]
+    #: the model key the rows were read under (LoCoMo's `<model>_prediction`), if any
+    model_key: str | None = None
+    #: metric -> category -> what a stats file states
+    stated: dict[str, dict[int, Stated]] = field(default_factory=dict)
+    #: the file's judge labels (`label` in each row's `reported`), if it has any
+    labels: JudgeLabels | None = None
+    #: the file's per-row score fields, by our metric name (`{"mem0_bleu1": "bleu_score"}`)
+    fields: dict[str, str] = field(default_factory=dict)
+    #: categories whose questions the format leaves out (mem0's evals.py and Zep drop 5)
+    drops: tuple[int, ...] = ()
+
+
+class ReleasedFormat(Protocol):
+    """One released format: `memorybench import --format NAME`."""
+
+    name: ClassVar[str]
+    #: the shape, in one line, for the help text and for errors
+    shape: ClassVar[str]
+
+    def read(self, files: Sequence[Path], model_key: str | None) -> Released: ...
+
+
+def read_json(path: Path) -> Any:
+    """A released JSON file, or a one-line UserError naming it."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"released file {path} does not exist; pass the path of the file to import") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a folder; pass the released JSON file itself") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"released file {path} is not UTF-8 ({e.reason} at byte {e.start}); pass the file as released") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released") from None
+
+
+def shape_error(path: Path, fmt: str, shape: str, found: str) -> UserError:
+    """The one line for a file that is not of the format it was given as."""
+    return UserError(
+        f"{path} is not a {fmt} file: expected {shape}, found {found}; "
+        "check --format (memorybench import --help lists the formats and their shapes)"
+    )
+
+
+def category_of(value: Any, path: Path, where: str) -> int:
+    """A row's category as an int (mem0's evals.py writes it as a string), or a UserError."""
+    try:
+        category = int(value)
+    except (TypeError, ValueError):
+        category = None
+    if category not in (1, 2, 3, 4, 5) or isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise UserError(f"{path}: {where} has category {value!r}; LoCoMo's categories are 1, 2, 3, 4, 5")
+    return category

@@ -1,0 +1,209 @@
+"""`memorybench show PACK QUESTION_ID`: one question's walk through a pack, as text.
+
+    memorybench show outputs/packs/default/runs/<run_id> conv-26-q-0 [--brief] [--json]
+
+Prints, in order: the source row (question, gold, evidence turns: joined after
+answering), the memory and its lineage (retrieval hits, writer calls), the prompt as
+sent (rebuilt from its template and REFERENCE_PIN.json, its sha256 checked), every model
+call with its attempts, usage and cost, the answer, every score, every judge's verdicts,
+an agent's trajectory, reads, notes and usage, and the question's blame
+(`memorybench.stages.blame`). `--brief` cuts long texts to their first and last lines;
+`--json` prints the walk and the blame as one JSON object. No model call; nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from memorybench.errors import OneLineParser
+from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, Walk
+from memorybench.stages.blame import Blame, question_blame
+
+__all__ = ["render_walk", "show", "show_main"]
+
+#: `--brief`: lines kept at each end of a long text
+BRIEF_LINES = 12
+
+
+def _text(text: str | None, brief: bool, indent: str = "    | ") -> list[str]:
+    if text is None:
+        return [f"{indent}(not in the pack)"]
+    lines = text.split("\n")
+    if brief and len(lines) > 2 * BRIEF_LINES + 1:
+        lines = [*lines[:BRIEF_LINES], f"... {len(lines) - 2 * BRIEF_LINES} more lines ...", *lines[-BRIEF_LINES:]]
+    return [indent + line for line in lines]
+
+
+def _money(value: float | None) -> str:
+    return "unknown (no price)" if value is None else f"${value:.6f}"
+
+
+def _call(call: ModelCall) -> list[str]:
+    usage = ", ".join(f"{k} {v}" for k, v in call.usage.items()) or "none recorded"
+    cache = "" if call.cache_hit is None else f"; cache hit {'yes' if call.cache_hit else 'no'}"
+    lines = [f"  {call.role} ({call.purpose}) at {call.where.path} line {call.where.line}: requested {call.model_requested}, "
+             f"answered {call.model_answered}; latency {call.latency_s} s; usage {usage}; cost {_money(call.cost_usd)}{cache}"]
+    for a in call.attempts:
+        wait = f", waited {a.wait_s} s{' (Retry-After)' if a.retry_after else ''}" if a.wait_s is not None else ""
+        error = f", error {a.error}" if a.error else ""
+        lines.append(f"    attempt {a.n}: HTTP {a.status} in {a.latency_s} s{error}{wait}")
+    if call.error:
+        lines.append(f"    error: {call.error}")
+    if call.reply is not None:
+        lines.append(f"    reply: {call.reply!r}")
+    return lines
+
+
+def _agent(process: AgentProcess, brief: bool) -> list[str]:
+    usage = ", ".join(f"{k} {v}" for k, v in process.usage.items()) or "none recorded"
+    lines = [f"  codex {process.codex_version} at {process.where.path} line {process.where.line}: mode {process.mode}, "
+             f"sandbox {process.sandbox}, persist {'on' if process.persist else 'off'}; status {process.status}; "
+             f"{process.turns} turn(s); wall {process.wall_s} s; usage {usage}"]
+    for warning in process.warnings:
+        lines.append(f"  warning: {warning}")
+    for finding in process.findings:
+        lines.append(f"  workspace finding: {finding}")
+    lines.append(f"  trajectory ({len(process.actions)} step(s)); events from {process.events}:")
+    for a in process.actions:
+        lines.append(f"    step {a.step} [{a.kind}] {a.command or ''} (exit {a.exit_code}; {a.where.path} line {a.where.line})")
+        if a.reads:
+            lines.append(f"      reads: {', '.join(a.reads)}")
+        if a.writes:
+            lines.append(f"      writes: {', '.join(a.writes)}")
+        if a.dia_ids:
+            lines.append(f"      printed turns: {', '.join(a.dia_ids)}")
+        if a.output:
+            lines += _text(a.output.rstrip("\n"), brief, "      | ")
+    lines.append(f"  files read: {', '.join(process.reads) or 'none'}")
+    if process.notes:
+        n = process.notes
+        lines.append(f"  notes after this question: {n.get('path')} ({n.get('bytes')} bytes, "
+                     f"{'changed' if n.get('changed') else 'unchanged'}; {process.notes_where.path if process.notes_where else ''} "
+                     f"line {process.notes_where.line if process.notes_where else ''})")
+    if process.recall:
+        r = process.recall
+        lines.append(f"  evidence the steps printed (after the run): {', '.join(r.get('found') or []) or 'none'} of "
+                     f"{', '.join(r.get('evidence') or []) or 'none'}; recall {r.get('memory_recall')}; "
+                     f"first at step {r.get('hop_to_evidence')}")
+    return lines
+
+
+def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, brief: bool = False) -> str:
+    """The walk as plain text, with every text in full (or cut, `brief`)."""
+    s, m, p = walk.source, walk.memory, walk.prompt
+    out = [
+        f"{walk.question_id} in {walk.pack}",
+        f"run {walk.run_id} (config sha256 {walk.config_sha256[:12]}…); "
+        + ", ".join(f"{g}={walk.choices[g]}" for g in ("memory", "answerer", "reader", "writer") if g in walk.choices),
+        "",
+        "1. Source row (gold and evidence joined after answering: no model saw them)",
+        f"  {s.data_path} (sha256 {s.data_sha256}), sample {s.sample_id}, qa[{s.qa_index}]",
+        f"  question: {s.question!r}",
+        f"  category: {s.category} ({s.category_name})",
+        f"  gold: {s.gold!r}" + (f"; adversarial answer: {s.adversarial_answer!r}" if s.adversarial_answer else ""),
+    ]
+    if s.evidence is None:
+        out.append(f"  evidence: unknown ({s.note})")
+    else:
+        out.append(f"  evidence: {', '.join(s.evidence) or 'none'}")
+        for t in s.evidence_turns:
+            out.append(f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}" if t.rendered
+                       else f"    {t.dia_id}: no such turn in the conversation")
+    out += ["", "2. Memory",
+            f"  method {m.method} ({'question-dependent' if m.question_dependent else 'question-independent'}); "
+            f"{m.item_count} item(s); manifest {m.manifest.path + ' line ' + str(m.manifest.line) if m.manifest else 'missing'}",
+            f"  text given: {m.text_path} (sha256 {m.memory_sha256})"]
+    if m.metadata:
+        out.append(f"  metadata: {json.dumps(m.metadata, sort_keys=True, ensure_ascii=False)}")
+    out.append(f"  lineage (memory/lineage.jsonl, {len(m.lineage)} item(s)):")
+    for item in m.lineage:
+        sources = list(item.sources)
+        if brief and len(sources) > 6:
+            sources = [*sources[:3], "…", *sources[-2:], f"({len(item.sources)})"]
+        out.append(f"    line {item.line}: {item.item_id} <- {', '.join(sources) or '(no source)'}")
+    if m.retrieval is not None:
+        r = m.retrieval
+        out.append(f"  retrieved for this question ({r.where.path} line {r.where.line}): {r.memory_tokens} tokens, "
+                   f"{r.dropped_by_budget} hit(s) left out by the budget{', text cut' if r.cut_by_budget else ''}")
+        for rank, hit in enumerate(r.hits, start=1):
+            out.append(f"    {rank}. {hit.get('item_id')} score {hit.get('score')}")
+    if m.writer_calls:
+        out.append(f"  writer calls for {walk.sample_id} ({len(m.writer_calls)}):")
+        for call in m.writer_calls:
+            out += ["  " + line for line in _call(call)]
+    for failure in m.writer_failures:
+        out.append(f"  writer task given up: {failure.get('role')} session {failure.get('session')}: {failure.get('error')} "
+                   f"-> {failure.get('action')}")
+    out += ["", "3. Prompt as sent" if walk.prompt is None or p.recorded_as == "reader_payload_sha256" else "3. Task as sent"]
+    if p is None:
+        out.append(f"  no trace of a prompt for this question (answerer {walk.answerer})")
+    else:
+        check = "matches" if p.matches else "DOES NOT MATCH (run `memorybench verify`)"
+        slots = "; ".join(f"{name} = " + (f"ref {v['ref'][:12]}… ({v.get('path')})" if v.get("ref") else repr(v.get("text")))
+                          for name, v in p.slots.items())
+        out += [f"  template prompts/{p.template} (sha256 {p.template_sha256}); {p.where.path} line {p.where.line}",
+                f"  slots: {slots}" + (f"; then footer prompts/{p.footer}" if p.footer else ""),
+                f"  sha256 of the rebuilt message {p.sha256} {check} {p.recorded_as} {p.recorded_sha256}"]
+        if p.system is not None:
+            out += ["  system message:", *_text(p.system, brief)]
+        out += ["  user message:" if p.system is not None else "  task (stdin):", *_text(p.message, brief)]
+    out += ["", "4. Model calls"]
+    for call in walk.calls if not walk.agent else ():  # an agent's process lines below carry its calls
+        out += _call(call)
+    for process in walk.agent:
+        out += _agent(process, brief)
+    if not walk.calls and not walk.agent:
+        out.append("  none recorded")
+    out += ["", "5. Answer and scores",
+            f"  reply {walk.reply!r} -> prediction {walk.prediction!r} ({walk.prediction_at.path} line {walk.prediction_at.line}; "
+            f"{walk.csv_at.path} line {walk.csv_at.line})",
+            "  " + ", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
+            + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)",
+            "", "6. Judges"]
+    if not walk.judges:
+        out.append("  no finished judge (run `memorybench autorater PACK`)")
+    for judge in walk.judges:
+        out.append(f"  {judge.judge_id} (model {judge.model}): mean score {judge.mean_score}")
+        for v in judge.verdicts:
+            extra = f", {v.failure}: {v.error}" if v.failure else ""
+            out.append(f"    pass {v.pass_}: {v.status} (label {v.label_raw!r}, score {v.score}{extra}; mem0 F1 {v.mem0_f1}, "
+                       f"BLEU-1 {v.mem0_bleu1}; {v.where.path} line {v.where.line})")
+        for call in judge.calls:
+            out += ["  " + line for line in _call(call)]
+    if blame is not None:
+        out += ["", "7. Blame (memorybench.stages.blame)",
+                f"  {blame.blame} (correctness by {blame.basis})",
+                f"  evidence_stored {blame.evidence_stored}" + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else ""),
+                f"  evidence_given {blame.evidence_given}" + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else ""),
+                f"  answer_used_evidence {blame.answer_used_evidence}"
+                + (f" (gold stems given: {', '.join(blame.gold_in_prompt)}; missing from the answer: {', '.join(blame.gold_dropped) or 'none'})"
+                   if blame.gold_in_prompt else "")]
+    return "\n".join(out) + "\n"
+
+
+def show(location: str, question_id: str, *, brief: bool = False, as_json: bool = False) -> str:
+    walker = PackWalker.open(location)
+    walk = walker.walk(question_id)
+    blame = question_blame(walker, question_id)
+    if as_json:
+        data: dict[str, Any] = {"walk": asdict(walk), "blame": blame.as_dict(),
+                                "memory_text": walker.text(walk.memory.text_path)}
+        return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    return render_walk(walk, walker, blame, brief=brief)
+
+
+def show_main(argv: Sequence[str]) -> int:
+    """`memorybench show PACK QUESTION_ID [--brief] [--json]`."""
+    parser = OneLineParser(prog="memorybench show", description="Print one question's walk through a pack.")
+    parser.add_argument("pack", help="a pack folder <packs>/<name>/runs/<run_id>, or its gs:// URI")
+    parser.add_argument("question_id", help="e.g. conv-26-q-0 ({sample_id}-q-{qa_index})")
+    parser.add_argument("--brief", action="store_true", help=f"cut long texts to their first and last {BRIEF_LINES} lines")
+    parser.add_argument("--json", action="store_true", help="print the walk and the blame as JSON")
+    ns = parser.parse_args(list(argv))
+    sys.stdout.write(show(ns.pack, ns.question_id, brief=ns.brief, as_json=ns.json))
+    return 0
