@@ -144,6 +144,10 @@ class RunMeta(Record, schema="run_meta.v1"):
     local_model: bool
     notes: list[str] = Field(default_factory=list)
     resumed: int = 0
+    #: the LoCoMo categories the run answered, when not all (an import of a file whose format
+    #: leaves category 5 out holds [1, 2, 3, 4]); the run's questions are the first
+    #: `question_count` of those, in file order. Omitted when every category was answered.
+    categories: Optional[list[int]] = None
     #: the plugins whose components the run used: name, module, distribution, version,
     #: source_sha256 (they enter the run id); left out of the file when there are none
     plugins: list[dict[str, Any]] = Field(default_factory=list)
@@ -153,6 +157,8 @@ class RunMeta(Record, schema="run_meta.v1"):
         data = handler(self)
         if not data.get("plugins"):
             data.pop("plugins", None)
+        if data.get("categories") is None:
+            data.pop("categories", None)
         return data
 
 

@@ -178,9 +178,8 @@ def _absent_notes(absent: Sequence[Question], fmt: str) -> list[str]:
         return []
     counts = ", ".join(f"category {c}: {n}" for c, n in sorted(Counter(q.category for q in absent).items()))
     return [
-        f"The {fmt} file has no row for {len(absent)} questions ({counts}), which its format leaves out: their predictions "
-        "are empty, so metrics.json's LoCoMo F1 counts them as 0 in those categories and overall; the reproduction "
-        "table is over the file's own rows."
+        f"The {fmt} file has no row for {len(absent)} questions ({counts}), which its format leaves out: the pack holds "
+        "the other categories only (run_meta.categories), so metrics.json's overall is over them, as the file's own is."
     ]
 
 
@@ -229,7 +228,11 @@ def _write_pack(
     from memorybench.stages.rescore import rescore
 
     pack = RunPack(root)
-    questions = list(iter_questions(conversations))
+    every = list(iter_questions(conversations))
+    # a format that leaves categories out (mem0 and Zep drop 5) gives a pack of the others:
+    # never an empty answer scored 0 in a category the file did not answer
+    categories = sorted({q.category for q in every} - set(released.drops)) if source.absent else None
+    questions = [q for q in every if q.category in categories] if categories else every
     row_of = dict(zip(question_ids, released.rows))
     commit, dirty = git_state()
     started = utc_now()
@@ -240,8 +243,8 @@ def _write_pack(
         run_id=rid, name=str(cfg["name"]), config_sha256=config_sha, overrides=[],
         choices={"dataset": "locomo10", "memory": MEMORY, "answerer": ANSWERER}, git_commit=commit, git_dirty=dirty,
         package_versions=package_versions(), data=data_info, prompts={}, models=[], started_at=started,
-        question_count=len(questions), questions_total=len(questions), is_prefix=False, max_questions=None, local_model=False,
-        notes=notes, plugins=plugins_used(cfg),
+        question_count=len(questions), questions_total=len(every), is_prefix=False, max_questions=None, local_model=False,
+        notes=notes, plugins=plugins_used(cfg), categories=categories,
     )
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
     pack.write_json(layout.RUN_META, meta)

@@ -121,10 +121,17 @@ def test_the_pack_keeps_the_files_scores_beside_ours_and_its_source(memobase):
     assert source.absent == {"5": 446} and len(source.absent_question_ids) == 446
     rows = list(pack.records(ROWS, ImportedRow))
     assert len(rows) == 1540 and all(r.reported_mem0_bleu1 == r.mem0_bleu1 and r.reported_mem0_f1 == r.mem0_f1 for r in rows)
-    # every question has a prediction row, those the file leaves out (category 5) an empty one
+    # the pack holds the file's categories only (mem0 drops 5): no empty answer scored 0
     predictions = pack.predictions()
-    assert len(predictions) == 1986 and {p.category for p in predictions if p.prediction == ""} <= {5}
-    assert pack.meta().choices["answerer"] == "imported" and any("446 questions" in n for n in pack.meta().notes)
+    assert len(predictions) == 1540 and {p.category for p in predictions} == {1, 2, 3, 4}
+    meta = pack.meta()
+    assert meta.categories == [1, 2, 3, 4] and meta.question_count == 1540 and meta.questions_total == 1986
+    assert meta.choices["answerer"] == "imported" and any("446 questions" in n for n in meta.notes)
+    metrics = pack.metrics()
+    assert metrics.counts["by_category"]["5"] == 0 and metrics.locomo_f1["by_category"]["5"] is None
+    # the overall is over the file's own rows, as the file's is
+    scored = {r.question_id: r.locomo_f1 for r in rows}
+    assert metrics.locomo_f1["overall"] == pytest.approx(sum(scored.values()) / len(scored))
     # the twelve repeated questions of LoCoMo each took their own question id
     assert len({r.question_id for r in rows}) == 1540
     assert pack.record(REPRODUCTION, Reproduction) == memobase.reproduction
@@ -136,7 +143,7 @@ def test_the_files_labels_are_a_judge_of_their_own(memobase, zep):
         judges = pack.judges()
         assert judges == [result.reproduction.judge_id] and judges[0].startswith("imported-")
         metrics = pack.autorater_metrics(judges[0])
-        assert metrics.counts.judged == 1540 and metrics.counts.skipped == 446 and metrics.counts.failed == 0
+        assert metrics.counts.judged == 1540 and metrics.counts.skipped == 0 and metrics.counts.failed == 0
         assert metrics.j.overall == result.reproduction.metrics["j"].overall.ours
     assert PackReader.open(memobase.pack_root).judges() != PackReader.open(zep.pack_root).judges()
 
@@ -160,7 +167,7 @@ def test_aggregate_and_report_read_imported_packs(memobase, zep, honcho, packs, 
     assert by_name["memobase"][f"j_mean/{judge}"] == pytest.approx(memobase.reproduction.metrics["j"].overall.ours)
     assert by_name["memobase"]["mem0_bleu1"] == pytest.approx(memobase.reproduction.metrics["mem0_bleu1"].overall.ours)
     assert by_name["honcho"]["judges"] is None
-    assert pq.read_table(result.examples).num_rows == 3 * 1986
+    assert pq.read_table(result.examples).num_rows == 1540 + 1540 + 1986  # memobase and Zep: categories 1-4
     design = tmp_path / "design.yaml"
     design.write_text(
         f"name: imported\npacks: [{packs}]\nconditions: [experiment]\n"

@@ -1,6 +1,7 @@
 """Counts and order: the pack's rows are exactly the run's questions of the dataset, in file order.
 
-The run's questions are the first `max_questions` of the dataset in file order; run_meta
+The run's questions are the first `max_questions` of the dataset in file order (of its
+`categories` only, when run_meta names some: an import of a file without category 5); run_meta
 and metrics.json count them, predictions and traces hold one row each (no duplicate, no
 gap, `index` = position), and memory has one manifest row per conversation of the run,
 with as many lineage rows as its items. Every other journal holds each of its keys once
@@ -45,28 +46,27 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
     meta = ctx.meta
     every = list(iter_questions(ctx.conversations))
     total = len(every)
+    categories = meta.get("categories")
+    # a run that answered some categories only (RunMeta.categories): its questions are theirs
+    selected = [q for q in every if q.category in categories] if categories else every
     max_q = meta["max_questions"]
-    expected = every[:max_q] if max_q else every
+    expected = selected[:max_q] if max_q else selected
     n = len(expected)
     if meta["questions_total"] != total:
         out.add("count", layout.RUN_META, f"questions_total={meta['questions_total']}, the dataset has {total}")
+    of = f"the {len(selected)} questions of categories {categories}" if categories else f"the dataset's {total} questions"
     if meta["question_count"] != n:
-        out.add(
-            "count",
-            layout.RUN_META,
-            f"question_count={meta['question_count']}, but max_questions={max_q} over the dataset's {total} questions gives {n}",
-        )
-    if meta["is_prefix"] != (n < total):
-        out.add(
-            "count", layout.RUN_META, f"is_prefix={meta['is_prefix']} but {n} of {total} questions is {'' if n < total else 'not '}a prefix"
-        )
+        out.add("count", layout.RUN_META, f"question_count={meta['question_count']}, but max_questions={max_q} over {of} gives {n}")
+    prefix = n < len(selected)
+    if meta["is_prefix"] != prefix:
+        out.add("count", layout.RUN_META, f"is_prefix={meta['is_prefix']} but {n} of {of} is {'' if prefix else 'not '}a prefix")
     if ctx.metrics_doc is not None:
-        if ctx.metrics_doc.get("questions") != n or ctx.metrics_doc.get("is_prefix") != (n < total):
+        if ctx.metrics_doc.get("questions") != n or ctx.metrics_doc.get("is_prefix") != prefix:
             out.add(
                 "count",
                 "metrics.json",
                 f"questions={ctx.metrics_doc.get('questions')}, is_prefix={ctx.metrics_doc.get('is_prefix')};"
-                f" the run has {n} questions of {total}",
+                f" the run has {n} of {of}",
             )
 
     ids = [q.question_id for q in expected]
