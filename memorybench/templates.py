@@ -1,18 +1,35 @@
 """Prompt templates: versioned text files under prompts/ (and a plugin's prompts folder),
-loaded with an exact set of `{slot}`s.
+loaded with an exact set of `{slot}`s; the pinned third-party reader prompts
+(`JINJA_READERS`: Mem0's answer prompts, rendered with jinja2 as Mem0 renders them); and
+templates made from a pinned prompt when used (`DERIVED_READERS`: `qa_mem0_v1`).
 
 A template whose slots differ from what its user fills is refused when it is loaded, so
 no slot can exist through which a gold answer could pass. Filling is the user's
-business (the reader's one-pass fill is `memorybench.answer.prompt.fill_template`).
+business (the reader's one-pass fill is `memorybench.answer.prompt.fill_template`); a
+pinned template renders itself (`JinjaReaderTemplate.render`), so that the reader and
+`verify` build a message from the same slots the same way.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memorybench import PROMPTS_DIR
+from memorybench.data.pins import (
+    MEM0_ANSWER_PROMPT,
+    MEM0_ANSWER_PROMPT_GRAPH,
+    MEM0_RAG_PROMPT,
+    MEM0_RAG_SYSTEM,
+    Pin,
+    pin_path,
+)
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 
@@ -27,13 +44,21 @@ def prompt_dirs() -> list[Path]:
 
 
 def find_prompt(relpath: str) -> Path:
-    """The file of a prompt named relative to a prompts folder; a one-line error listing the choices."""
+    """The file of a prompt named relative to a prompts folder (or the verified pinned file of
+    a `JINJA_READERS` name, or the made file of a `DERIVED_READERS` one); a one-line error
+    listing the choices."""
+    pinned = JINJA_READERS.get(relpath)
+    if pinned is not None:
+        return pin_path(pinned.pin)
+    if relpath in DERIVED_READERS:
+        return derived_prompt(relpath)
     dirs = prompt_dirs()
     for folder in dirs:
         path = folder / relpath
         if path.is_file():
             return path
     choices = sorted({str(p.relative_to(d)) for d in dirs for p in d.rglob("*.txt")})
+    choices += sorted({*JINJA_READERS, *DERIVED_READERS})
     raise UserError(f"prompt template {relpath!r} not found under {PROMPTS_DIR}; choices: {', '.join(choices)}")
 
 
@@ -60,3 +85,161 @@ class PromptTemplate:
                 f"prompt template {relpath} has slots {sorted(found)}, expected exactly {sorted(slots)}; fix the file"
             )
         return cls(relpath, text)
+
+
+# -- pinned third-party reader prompts, rendered with jinja2 ---------------------------------
+# Mem0's evaluation fills its answer prompts with `jinja2.Template(PROMPT).render(...)`. The
+# pinned texts are rendered the same way (jinja2's defaults: one trailing newline dropped, no
+# autoescape), from slot values a trace records: `memory` (the memory method's text),
+# `question`, and for the per-speaker prompts `speaker_1` / `speaker_2`. What goes into each
+# jinja2 variable is computed from those slots here, so the reader and `verify` build the
+# same message from the same trace.
+
+
+def mem0_context(memory: str) -> str:
+    """Mem0's full-context CONTEXT ends every line with a newline (its `clean_chat_history`);
+    our memory texts join lines with one, so the last line gets its newline here."""
+    return memory if not memory or memory.endswith("\n") else memory + "\n"
+
+
+def _blocks(memory: str) -> dict[str, str]:
+    """The `HEADER:\\nlines` blocks of a mem0/mem0g memory text by header (blocks are joined by
+    a blank line; memory lines are whitespace-normalized, so none holds a blank line)."""
+    out: dict[str, str] = {}
+    for block in memory.split("\n\n"):
+        header, _, body = block.partition("\n")
+        out.setdefault(header, body)
+    return out
+
+
+def mem0_speaker_memories(memory: str, speaker: str) -> list[str]:
+    """Mem0's `{timestamp}: {memory}` lines of one speaker, best first: memory=mem0 renders a
+    `Memories for SPEAKER:` block of `- TIME: TEXT` lines (`(none)` when it has none)."""
+    body = _blocks(memory).get(f"Memories for {speaker}:", "")
+    return [line[2:] for line in body.split("\n") if line.startswith("- ")]
+
+
+def mem0_relations(memory: str) -> list[dict[str, str]]:
+    """Mem0's graph memories (`{source, relationship, target}`) from memory=mem0g's `Relations:`
+    block of `- SOURCE -- RELATION --> TARGET (DATE[; obsolete since DATE])` lines. Obsolete
+    relations are left out: Mem0's graph search returns only the relations still valid."""
+    out = []
+    for line in _blocks(memory).get("Relations:", "").split("\n"):
+        if not line.startswith("- "):
+            continue
+        relation, _, status = line[2:].rpartition(" (")
+        if "; obsolete since " in status:
+            continue
+        source, _, rest = relation.partition(" -- ")
+        relationship, _, target = rest.rpartition(" --> ")
+        out.append({"source": source, "relationship": relationship, "target": target})
+    return out
+
+
+def _mem0_rag_variables(slots: Mapping[str, str]) -> dict[str, str]:
+    return {"QUESTION": slots["question"], "CONTEXT": mem0_context(slots["memory"])}
+
+
+def _mem0_answer_variables(slots: Mapping[str, str]) -> dict[str, str]:
+    # as Mem0's memzero/search.py: json.dumps(..., indent=4) of each speaker's lines
+    memory = slots["memory"]
+    return {
+        # Mem0's user ids are `{speaker}_{conversation index}`; its prompt names `user_id.split("_")[0]`
+        "speaker_1_user_id": slots["speaker_1"].split("_")[0],
+        "speaker_2_user_id": slots["speaker_2"].split("_")[0],
+        "speaker_1_memories": json.dumps(mem0_speaker_memories(memory, slots["speaker_1"]), indent=4),
+        "speaker_2_memories": json.dumps(mem0_speaker_memories(memory, slots["speaker_2"]), indent=4),
+        "question": slots["question"],
+    }
+
+
+def _mem0_answer_graph_variables(slots: Mapping[str, str]) -> dict[str, str]:
+    # memory=mem0g keeps one graph per conversation, not one per speaker as Mem0 does: both
+    # speakers' relation slots get the relations retrieved for the question
+    relations = json.dumps(mem0_relations(slots["memory"]), indent=4)
+    return {**_mem0_answer_variables(slots), "speaker_1_graph_memories": relations, "speaker_2_graph_memories": relations}
+
+
+@dataclass(frozen=True)
+class JinjaReaderTemplate:
+    """A pinned reader prompt (`reader.prompt=NAME`), rendered with jinja2 as its authors do."""
+
+    name: str
+    pin: Pin
+    #: the system message sent before the filled prompt; None: the filled prompt is the
+    #: only message, sent with role `system` (Mem0's search script sends it so)
+    system_pin: Pin | None
+    #: the memory methods whose text it takes apart into its slots; None: any memory
+    memories: tuple[str, ...] | None
+    #: the trace slots it needs besides `memory` and `question`
+    extra_slots: tuple[str, ...]
+    variables: Callable[[Mapping[str, str]], dict[str, str]]
+
+    @property
+    def slots(self) -> frozenset[str]:
+        return frozenset({"memory", "question", *self.extra_slots})
+
+    def text(self, pins: str | os.PathLike[str] | None = None) -> str:
+        return pin_path(self.pin, pins).read_bytes().decode("utf-8")
+
+    def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
+        return pin_path(self.system_pin, pins).read_bytes().decode("utf-8") if self.system_pin else None
+
+    def render(self, text: str, slots: Mapping[str, str]) -> str:
+        """The message: `text` rendered by jinja2 with the variables these slot values give."""
+        return _compiled(text).render(**self.variables(slots))
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(text: str) -> Any:
+    import jinja2  # imported only when a pinned template is rendered
+
+    return jinja2.Template(text)
+
+
+_SPEAKERS = ("speaker_1", "speaker_2")
+#: `reader.prompt` values that name a pinned template instead of a file under prompts/
+JINJA_READERS: dict[str, JinjaReaderTemplate] = {
+    t.name: t
+    for t in (
+        JinjaReaderTemplate("mem0_rag", MEM0_RAG_PROMPT, MEM0_RAG_SYSTEM, None, (), _mem0_rag_variables),
+        JinjaReaderTemplate("mem0_answer", MEM0_ANSWER_PROMPT, None, ("mem0",), _SPEAKERS, _mem0_answer_variables),
+        JinjaReaderTemplate(
+            "mem0_answer_graph", MEM0_ANSWER_PROMPT_GRAPH, None, ("mem0g",), _SPEAKERS, _mem0_answer_graph_variables
+        ),
+    )
+}
+
+
+# -- reader templates derived from a pinned prompt at run time ------------------------------
+
+
+def _qa_mem0_v1(pins: str | os.PathLike[str] | None = None) -> str:
+    """Mem0's ANSWER_PROMPT (its instructions, the 5-6 word line included) over one `{memory}`
+    slot: the two per-speaker memory blocks become one `Memories:` block, `{{question}}`
+    becomes `{question}`; every other byte is Mem0's."""
+    text = pin_path(MEM0_ANSWER_PROMPT, pins).read_bytes().decode("utf-8")
+    start = text.index("    Memories for user {{speaker_1_user_id}}:")
+    end = text.index("{{speaker_2_memories}}") + len("{{speaker_2_memories}}")
+    return text[:start] + "    Memories:\n\n    {memory}" + text[end:].replace("{{question}}", "{question}")
+
+
+#: `reader.prompt` values that name a `{memory}`/`{question}` template built from a pinned
+#: file when used: the pinned text may not be committed, so neither may what is made of it
+DERIVED_READERS: dict[str, Callable[..., str]] = {"qa_mem0_v1": _qa_mem0_v1}
+
+
+def derived_prompt(name: str, pins: str | os.PathLike[str] | None = None) -> Path:
+    """The file of a DERIVED_READERS template, written once per content (named by its sha256)
+    in the user cache, beside nothing that is committed; a pack records its sha256 as any prompt's."""
+    import platformdirs
+
+    text = DERIVED_READERS[name](pins)
+    folder = Path(platformdirs.user_cache_dir("memorybench")) / "derived"
+    path = folder / f"{name}-{sha256_text(text)[:16]}.txt"
+    if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.part")
+        tmp.write_bytes(text.encode("utf-8"))
+        tmp.replace(path)
+    return path

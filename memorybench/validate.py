@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from memorybench.answer.prompt import check_reader_template
 from memorybench.config import Config, component_schema
 from memorybench.errors import UserError, did_you_mean
 from memorybench.names import path_component
@@ -46,6 +47,7 @@ def validate_config(cfg: DictConfig) -> None:
         check = getattr(component, "check", None)
         if check is not None:
             check(cfg)
+    check_reader_template(cfg)  # a pinned Mem0 prompt fits only some answerers and memories
 
 
 def _dataclass_in(hint: Any) -> type | None:

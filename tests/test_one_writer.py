@@ -29,7 +29,7 @@ from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.lock import LOCK_FILE, LockBusy, WriterLock, folder_lock
-from memorybench.pack.success import parse_success, reclose
+from memorybench.pack.success import reclose
 from memorybench.pack.verify import verify_pack
 from memorybench.storage import _base as storage_base, local_files
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder

@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from memorybench.hashing import sha256_text
 from memorybench.answer.base import Answer, ConversationView
-from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, reader_template
+from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, jinja_reader, reader_template
 from memorybench.data.records import AskedQuestion, Question
 from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
 from memorybench.llm.records import ChatRequest, ModelIdentity
@@ -20,12 +20,13 @@ from memorybench.pack.journal import Journal
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 from memorybench.registry import ANSWERERS
-from memorybench.templates import PromptTemplate
+from memorybench.templates import JinjaReaderTemplate, PromptTemplate
 
 
 @ANSWERERS.register("reader")
 class ReaderAnswerer:
-    """Answers with `reader.prompt` filled with the memory and the question.
+    """Answers with `reader.prompt` filled with the memory and the question (or, for a pinned
+    Mem0 prompt, rendered by jinja2 with the messages Mem0 sends: `memorybench.templates`).
 
     The memory sits before the question in the prompt, so consecutive questions of one
     conversation share their longest prefix (a local server reuses its KV cache for it).
@@ -44,15 +45,28 @@ class ReaderAnswerer:
     @staticmethod
     def prompt_chars(cfg: DictConfig) -> int:
         """Characters the answerer adds around the memory (its template), for sizing a local reader."""
+        pinned = jinja_reader(cfg)
+        if pinned is not None:
+            pins = cfg.paths.get("pins")
+            return len(pinned.text(pins)) + len(pinned.system(pins) or "")
         return len(reader_template(str(cfg.reader.prompt)).text)
 
     @staticmethod
     @contextlib.contextmanager
     def open(cfg: DictConfig, pack: RunPack, *, cache_dir: Path, longest_prompt_tokens: int) -> Iterator[ReaderAnswerer]:
-        """A reader on the configured endpoint; its prompts are copied into the pack's prompts/."""
-        template = reader_template(str(cfg.reader.prompt))
+        """A reader on the configured endpoint; its prompts are copied into the pack's prompts/
+        (a pinned template under its `reader.prompt` name, which run_meta.json's prompts record)."""
+        pinned = jinja_reader(cfg)
+        system: str | None = SYSTEM_MESSAGE
+        if pinned is None:
+            template = reader_template(str(cfg.reader.prompt))
+        else:
+            pins = cfg.paths.get("pins")
+            template = PromptTemplate(pinned.name, pinned.text(pins))
+            system = pinned.system(pins)
         pack.write_text(f"{layout.PROMPTS}/{template.relpath}", template.text)
-        pack.write_text(layout.SYSTEM_PROMPT, SYSTEM_MESSAGE)
+        if system is not None:
+            pack.write_text(layout.SYSTEM_PROMPT, system)
         with open_endpoint(
             cfg.reader,
             "reader",
@@ -68,6 +82,8 @@ class ReaderAnswerer:
                 temperature=float(cfg.reader.temperature),
                 max_tokens=int(cfg.reader.max_tokens),
                 seed=cfg.reader.seed,
+                pinned=pinned,
+                system=system,
             )
 
     # -- the answerer --------------------------------------------------------------------
@@ -81,8 +97,15 @@ class ReaderAnswerer:
         temperature: float,
         max_tokens: int,
         seed: int | None,
+        pinned: JinjaReaderTemplate | None = None,
+        system: str | None = SYSTEM_MESSAGE,
     ):
         self.endpoint = endpoint
+        #: the pinned template that renders `template` (None: the one-pass `{memory}` fill)
+        self.pinned = pinned
+        #: the system message sent first; None: the rendered prompt is the only message
+        self.system = system
+        self._speakers: tuple[str, str] = ("", "")
         self.template = template
         self.traces = traces
         self.temperature = temperature
@@ -99,7 +122,9 @@ class ReaderAnswerer:
         return self.endpoint.is_local
 
     def start_conversation(self, conversation: ConversationView) -> None:
-        """Nothing to prepare: the memory arrives with each question."""
+        """The memory arrives with each question; only the speakers are kept (Mem0's
+        per-speaker prompts name them)."""
+        self._speakers = (conversation.speaker_a, conversation.speaker_b)
 
     def finish(self, questions: Sequence[Question]) -> None:
         """Nothing to add after the run: every call is already in reader/traces.jsonl."""
@@ -112,11 +137,23 @@ class ReaderAnswerer:
 
     def call(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
         """One reader call: the stripped answer and its trace (not yet written)."""
-        user = fill_template(self.template.text, memory, asked.question)
+        slots = {"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)}
+        if self.pinned is None:
+            user = fill_template(self.template.text, memory, asked.question)
+        else:
+            values = {"memory": memory, "question": asked.question}
+            if self.pinned.extra_slots:  # the per-speaker prompts: speaker_a is Mem0's speaker 1
+                values.update(zip(("speaker_1", "speaker_2"), self._speakers))
+                slots.update({name: SlotValue(text=values[name]) for name in self.pinned.extra_slots})
+            user = self.pinned.render(self.template.text, values)
+        if self.system is not None:
+            messages: tuple[dict[str, str], ...] = ({"role": "system", "content": self.system}, {"role": "user", "content": user})
+        else:
+            messages = ({"role": "system", "content": user},)  # Mem0's search script sends its prompt so
         stop = self.endpoint.stop or None
         request = ChatRequest(
             model=self.endpoint.model,
-            messages=({"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}),
+            messages=messages,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             seed=self.seed,
@@ -136,10 +173,12 @@ class ReaderAnswerer:
                 max_tokens=request.max_tokens,
                 seed=request.seed,
                 stop=list(stop) if stop else None,
-                system=SYSTEM_MESSAGE,
+                system=self.system,
                 template=self.template.relpath,
                 template_sha256=self.template.sha256,
-                slots={"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)},
+                slots=slots,
+                renderer=self.pinned.name if self.pinned is not None else None,
+                payload_role="system" if self.pinned is not None and self.system is None else None,
             ),
             response=result,
         )

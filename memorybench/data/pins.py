@@ -36,6 +36,8 @@ class Pin:
     licence: str
     #: for files shipped inside a zip: the member name in the archive at `source_path`
     zip_member: str | None = None
+    #: for a string taken out of a Python source file: which one (`_extract_literal`)
+    literal: str | None = None
 
     @property
     def url(self) -> str:
@@ -61,6 +63,51 @@ MEM0_ACCURACY_PROMPT = Pin(
     licence="Apache-2.0",
 )
 
+# Mem0's answer prompts (the judge prompt's commit), each a Python string taken out of its
+# source file at fetch time (`literal`): the value of a module-level assignment, or the
+# system message of rag.py's one Chat Completions call (adjacent literals, concatenated)
+_MEM0_COMMIT = "ece7ff6b84b3e55336fcf2e17253b074d2d5166d"
+#: `Pin.literal` for the `content` of the `{"role": "system", ...}` dict in a source file
+SYSTEM_CONTENT = "{role: system}.content"
+
+MEM0_ANSWER_PROMPT = Pin(
+    relpath="prompts/mem0_answer_prompt.txt",
+    sha256="f3c786104816bba61d03b7f41c2be45009e6c8c296a04d9712ab1a59e4ae2399",
+    repository="mem0ai/mem0",
+    commit=_MEM0_COMMIT,
+    source_path="evaluation/prompts.py",
+    licence="Apache-2.0",
+    literal="ANSWER_PROMPT",
+)
+MEM0_ANSWER_PROMPT_GRAPH = Pin(
+    relpath="prompts/mem0_answer_prompt_graph.txt",
+    sha256="007fac5eb6722632c92b82701265ab8da2ab20bf8464423954a2f23fa459bff8",
+    repository="mem0ai/mem0",
+    commit=_MEM0_COMMIT,
+    source_path="evaluation/prompts.py",
+    licence="Apache-2.0",
+    literal="ANSWER_PROMPT_GRAPH",
+)
+MEM0_RAG_PROMPT = Pin(
+    relpath="prompts/mem0_rag_prompt.txt",
+    sha256="744495b77f2955d437017fd33a0b7156ef41426b7ae8277e5efb92382f234b78",
+    repository="mem0ai/mem0",
+    commit=_MEM0_COMMIT,
+    source_path="evaluation/src/rag.py",
+    licence="Apache-2.0",
+    literal="PROMPT",
+)
+MEM0_RAG_SYSTEM = Pin(
+    relpath="prompts/mem0_rag_system.txt",
+    sha256="0c6b92630ba4c22fd29e718d095abb2d6ffba10c04d00962e94bca4a65b23249",
+    repository="mem0ai/mem0",
+    commit=_MEM0_COMMIT,
+    source_path="evaluation/src/rag.py",
+    licence="Apache-2.0",
+    literal=SYSTEM_CONTENT,
+)
+MEM0_ANSWER_PINS = (MEM0_ANSWER_PROMPT, MEM0_ANSWER_PROMPT_GRAPH, MEM0_RAG_PROMPT, MEM0_RAG_SYSTEM)
+
 _PUNKT = {
     "abbrev_types.txt": "92a3e070f43d9b4c5534758ca40ad7343b04e7e29bfe0c2eb658a39445a4f779",
     "collocations.tab": "8e2da1225e4dd2cc9dba261ee231ccb134859e21b46006e7f472c5ee269af0cf",
@@ -80,7 +127,7 @@ PUNKT_TAB = tuple(
     for name, sha in _PUNKT.items()
 )
 
-ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *PUNKT_TAB)
+ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *MEM0_ANSWER_PINS, *PUNKT_TAB)
 
 _verified: set[Path] = set()
 
@@ -136,23 +183,48 @@ def _extract_accuracy_prompt(source: bytes) -> bytes:
     return text[start + len(start_marker) : end].encode("utf-8")
 
 
+def _extract_literal(source: bytes, literal: str, url: str) -> bytes:
+    """The Python string `literal` names in a source file, as Python reads it (escapes and
+    adjacent literals resolved): a module-level `NAME = "..."`, or SYSTEM_CONTENT."""
+    import ast
+
+    tree = ast.parse(source.decode("utf-8"))
+    if literal == SYSTEM_CONTENT:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                fields = {k.value: v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)}
+                role, content = fields.get("role"), fields.get("content")
+                if isinstance(role, ast.Constant) and role.value == "system" and isinstance(content, ast.Constant):
+                    return str(content.value).encode("utf-8")
+    else:
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                    and any(isinstance(t, ast.Name) and t.id == literal for t in node.targets)):
+                return node.value.value.encode("utf-8")
+    raise UserError(f"{url} has no {literal} string at the pinned commit; the pin is broken")
+
+
 def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print) -> Path:
     """Download every pinned file that is missing, verify all of them, return the folder."""
     root = pins_dir(configured)
-    archives: dict[str, bytes] = {}
+    #: each source downloaded once (punkt_tab's zip, rag.py for two pins)
+    downloads: dict[str, bytes] = {}
     for pin in ALL_PINS:
         target = root / pin.relpath
         if target.is_file() and sha256_bytes(target.read_bytes()) == pin.sha256:
             log(f"ok       {pin.relpath}")
             continue
+        if pin.url not in downloads:
+            downloads[pin.url] = _download(pin.url)
+        source = downloads[pin.url]
         if pin.zip_member:
-            if pin.url not in archives:
-                archives[pin.url] = _download(pin.url)
-            data = zipfile.ZipFile(io.BytesIO(archives[pin.url])).read(pin.zip_member)
+            data = zipfile.ZipFile(io.BytesIO(source)).read(pin.zip_member)
         elif pin is MEM0_ACCURACY_PROMPT:
-            data = _extract_accuracy_prompt(_download(pin.url))
+            data = _extract_accuracy_prompt(source)
+        elif pin.literal:
+            data = _extract_literal(source, pin.literal, pin.url)
         else:
-            data = _download(pin.url)
+            data = source
         actual = sha256_bytes(data)
         if actual != pin.sha256:
             raise UserError(f"downloaded {pin.url} has sha256 {actual}, expected {pin.sha256}; refusing to store it")

@@ -6,7 +6,7 @@ meaning of a record gets a new version (`prediction.v2`), never a silent change.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -45,7 +45,13 @@ class ReaderRequest(Record):
 
     The user message is `prompts/<template>` with `{memory}` and `{question}` replaced by
     the slot values (a `ref` resolves through REFERENCE_PIN.json); its sha256 is the
-    trace's `reader_payload_sha256`.
+    trace's `reader_payload_sha256`. With a `renderer` (a pinned Mem0 prompt), the message
+    is instead `memorybench.templates.JINJA_READERS[renderer].render(template text, slot
+    values)`: jinja2 with the variables those slots give.
+
+    `renderer` and `payload_role` are additions a trace without them reads as before (the
+    one-pass fill, after the system message), and that an older reader refuses (unknown
+    fields are forbidden) rather than misreads: the default reader's traces are unchanged.
     """
 
     model: str
@@ -53,10 +59,16 @@ class ReaderRequest(Record):
     max_tokens: int
     seed: Optional[int] = None
     stop: Optional[list[str]] = None
-    system: str
+    #: the system message sent before the user message; null when there is none (`payload_role`)
+    system: Optional[str] = None
     template: str
     template_sha256: str
     slots: dict[str, SlotValue]
+    #: the pinned template that rendered the message (`reader.prompt=mem0_rag`, ...); null: the one-pass fill
+    renderer: Optional[str] = None
+    #: `system`: the message is the request's only message, sent as the system message (Mem0's
+    #: answer prompts); null: a user message after `system`
+    payload_role: Optional[Literal["system"]] = None
 
 
 class ReaderTrace(Record, schema="reader_trace.v1"):

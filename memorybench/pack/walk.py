@@ -51,6 +51,7 @@ from memorybench.pack.walk_records import (
     Verdict,
     Walk,
 )
+from memorybench.templates import JINJA_READERS
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -369,7 +370,11 @@ class PackWalker:
         described, values = self._slots(request.get("slots") or {})
         template = self.text(f"{layout.PROMPTS}/{request['template']}")
         message = None
-        if template is not None and values.get("memory") is not None and values.get("question") is not None:
+        # a pinned Mem0 template (`renderer`) is rendered with jinja2 as the reader sent it
+        pinned = JINJA_READERS.get(request["renderer"]) if request.get("renderer") else None
+        if template is not None and pinned is not None:
+            message = pinned.render(template, {name: value or "" for name, value in values.items()})
+        elif template is not None and values.get("memory") is not None and values.get("question") is not None:
             message = _fill(template, values["memory"] or "", values["question"] or "")
         return PromptStep(
             where=Located(layout.READER_TRACES, line), template=request.get("template"), template_sha256=request.get("template_sha256"),

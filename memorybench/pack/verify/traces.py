@@ -1,7 +1,8 @@
 """Each reader message rebuilt from its template and slots: hashes, the prediction it gave, and gold in it.
 
 A trace stores the user message as a template (a prompts/ file) and slot values (inline
-text, or a ref that REFERENCE_PIN.json resolves). The message is filled again and must
+text, or a ref that REFERENCE_PIN.json resolves). The message is filled again (or, for a
+trace with a `renderer`, rendered again by that pinned template with jinja2) and must
 hash to the trace's reader_payload_sha256; the trace must agree with its prediction row
 (payload hash, reply, memory) and with the dataset's question; and the rebuilt prompt,
 minus the question's own text, is scanned for gold (`contamination.scan_segments`).
@@ -15,6 +16,7 @@ from typing import Any
 from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.contamination import scan_segments
 from memorybench.pack.verify.findings import Findings
+from memorybench.templates import JINJA_READERS
 
 __all__ = ["check_traces"]
 
@@ -77,7 +79,7 @@ def check_traces(ctx: Context, out: Findings) -> None:
                 "template",
             )
             template = None
-        if system is not None and request["system"] != system:
+        if system is not None and request.get("system") != system:
             out.grouped("hash.prompt", TRACES, line, "the system message is not prompts/system.txt", "system")
 
         # slot values: inline text, or a ref that REFERENCE_PIN.json resolves
@@ -97,8 +99,14 @@ def check_traces(ctx: Context, out: Findings) -> None:
                 values[name] = ctx.ref_texts.get(slot["ref"])
             else:
                 values[name] = slot.get("text")
-        if set(values) != {"memory", "question"}:
-            out.grouped("schema", TRACES, line, f"reader slots are {sorted(values)}, expected ['memory', 'question']", "slots")
+        renderer = request.get("renderer")
+        pinned = JINJA_READERS.get(renderer) if renderer else None
+        if renderer and pinned is None:
+            out.grouped("schema", TRACES, line, f"renderer {renderer!r} is not a pinned template ({', '.join(JINJA_READERS)})", "renderer")
+            continue
+        expected = sorted(pinned.slots) if pinned is not None else ["memory", "question"]
+        if sorted(values) != expected:
+            out.grouped("schema", TRACES, line, f"reader slots are {sorted(values)}, expected {expected}", "slots")
             continue
         memory, asked = values["memory"], values["question"]
         source = questions.get(qid)
@@ -110,7 +118,12 @@ def check_traces(ctx: Context, out: Findings) -> None:
             _check_against_prediction(out, trace, line, prediction_line, prediction, refs)
         if template is None or memory is None or asked is None:
             continue  # the prompt file or a reference is already a finding: nothing to rebuild from
-        if payload_sha256(template, memory, _memory_key(request), asked) != trace["reader_payload_sha256"]:
+        if pinned is not None:
+            rendered = pinned.render(template, {name: value or "" for name, value in values.items()})
+            rebuilt_sha256 = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+        else:
+            rebuilt_sha256 = payload_sha256(template, memory, _memory_key(request), asked)
+        if rebuilt_sha256 != trace["reader_payload_sha256"]:
             out.grouped(
                 "hash.payload",
                 TRACES,
@@ -126,17 +139,25 @@ def check_traces(ctx: Context, out: Findings) -> None:
         # a question may name another question's gold
         sample = ctx.needles.sample(trace["sample_id"])
         own = (source.question if source is not None else asked).lower()
-        before, _, after = template.partition("{memory}")
-        memory_key = _memory_key(request)
+        if pinned is not None:
+            # the memory text, when it stands in the message whole (mem0_rag's CONTEXT), is
+            # scanned once per ref; the per-speaker prompts reformat it: the message is scanned
+            head, found, tail = rendered.partition(memory) if memory else (rendered, "", "")
+            if not found:
+                memory, head, tail = "", rendered, ""
+        else:
+            before, _, after = template.partition("{memory}")
+            head, tail = before.replace("{question}", asked), after.replace("{question}", asked)
+        memory_key = _memory_key(request) if memory or pinned is None else None
         low_memory = lowered_refs.get(memory_key) if memory_key else None
         if low_memory is None:
             low_memory = memory.lower()
             if memory_key:
                 lowered_refs[memory_key] = low_memory
         segments = [
-            (before.replace("{question}", asked).lower().replace(own, "\x00"), None),
+            (head.lower().replace(own, "\x00"), None),
             (low_memory, memory_key),
-            (after.replace("{question}", asked).lower().replace(own, "\x00"), None),
+            (tail.lower().replace(own, "\x00"), None),
         ]
         scan_segments(ctx, out, sample, segments, TRACES, line, f"the reader prompt of {qid}")
 
