@@ -26,7 +26,10 @@ from collections.abc import Sequence
 
 from memorybench.errors import OneLineParser, UserError, did_you_mean, report
 
-USAGE = __doc__ or ""
+#: `memorybench --help`: the commands, one line each (the docstring less its first line, which is for us)
+USAGE = "memorybench: reproducible long-term conversational memory experiments on LoCoMo\n\ncommands:\n" + (
+    (__doc__ or "").split("\n", 1)[-1].strip("\n")
+) + "\n\n`memorybench COMMAND --help` explains one; `memorybench qa --help` lists the config groups and settings."
 MULTIRUN_FLAGS = ("-m", "--multirun")
 #: flags Hydra's own command line defines (anything else is refused in one line)
 HYDRA_FLAGS = (
@@ -52,8 +55,18 @@ def _split_overrides(args: Sequence[str]) -> tuple[list[str], bool]:
     return [a for a in args if a not in MULTIRUN_FLAGS], multirun
 
 
+def _asks_help(args: Sequence[str]) -> bool:
+    return any(a in ("--help", "-h") for a in args)
+
+
 def cmd_plan(args: Sequence[str]) -> int:
     from memorybench.plan import plan_runs
+
+    if _asks_help(args):
+        from memorybench.help import qa_help
+
+        print(qa_help("plan"))
+        return 0
     from memorybench.secrets import scrub
 
     overrides, multirun = _split_overrides(args)
@@ -67,6 +80,12 @@ def cmd_plan(args: Sequence[str]) -> int:
 
 def cmd_qa(args: Sequence[str]) -> int:
     from memorybench.plan import plan_runs
+
+    if _asks_help(args):
+        from memorybench.help import qa_help
+
+        print(qa_help("qa"))
+        return 0
 
     overrides, multirun = _split_overrides(args)
     hydra_flags = [a for a in overrides if a.startswith("-")]
