@@ -31,6 +31,9 @@ DEAD = "http://127.0.0.1:9/v1"
 NEEDS: dict[str, list[str]] = {
     "reader=openai_compatible": [f"reader.base_url={DEAD}", "reader.model=m"],
     "writer=openai_compatible": [f"writer.base_url={DEAD}", "writer.model=m"],
+    # the writer arms build memory with a writer model: the experiments choose which
+    "arm=writer_summaries": ["writer=local"],
+    "arm=writer_graph": ["writer=local"],
 }
 
 #: (group, option) whose node names no registered component, and why
@@ -121,7 +124,9 @@ def _check_component(group: str, option: str, cfg) -> None:
         )
 
 
-GROUP_OPTIONS = [o for o in OPTIONS if o[0] != "experiment"]
+#: groups whose options are `# @package _global_` settings over other groups, not a node of their own
+GLOBAL_GROUPS = ("experiment", "arm")
+GROUP_OPTIONS = [o for o in OPTIONS if o[0] not in GLOBAL_GROUPS]
 
 
 @pytest.mark.parametrize(("group", "option"), GROUP_OPTIONS, ids=[f"{g}={o}" for g, o in GROUP_OPTIONS])
@@ -158,3 +163,32 @@ def test_a_local_override_changes_settings_not_run_ids(tmp_path):
     assert after.cfg.paths.packs == str(tmp_path / "packs") and after.cfg.reader.timeout_s == 5
     assert after.run_id == before.run_id and after.config_sha256 == before.config_sha256
     assert "local" not in identity_config(after.cfg) and "experiment" not in after.cfg
+
+
+@pytest.mark.parametrize("option", [o for g, o in OPTIONS if g == "arm"])
+def test_every_arm_composes_and_changes_the_run(option):
+    """An arm (conf/arm/) sets other groups' options together; each composes and validates,
+    and is the run its settings make: the reader arm is the default answerer, the others differ."""
+    with _conf():
+        base = _compose([])
+        spec = _compose([f"arm={option}", *NEEDS.get(f"arm={option}", [])])
+    assert (spec.run_id == base.run_id) == (option == "reader"), option
+
+
+def test_the_named_experiments_expand_as_the_seed_names_them():
+    with _conf():
+        reader = [_compose(job) for job in sweep_jobs(["experiment=reader_analysis"])]
+        writer = [_compose(job) for job in sweep_jobs(["experiment=writer_analysis"])]
+        methods = [_compose(job) for job in sweep_jobs(["experiment=memory_methods"])]
+    # full_context and released summaries x (reader, Codex matched payload, Codex persist on), on qa_mem0_v1
+    assert len(reader) == 6 and {s.cfg.memory.name for s in reader} == {"full_context", "session_summaries"}
+    assert all(s.cfg.reader.prompt == "qa_mem0_v1" for s in reader)
+    agents = [(s.cfg.answerer.mode, s.cfg.answerer.persist) for s in reader if s.cfg.answerer.name == "codex"]
+    assert sorted(agents) == [("prompt_injected", False)] * 2 + [("prompt_injected", True)] * 2
+    assert all(s.cfg.memory.source == "released" for s in reader if s.cfg.memory.name == "session_summaries")
+    # writer-made summaries and the graph, each under two writers
+    assert sorted((s.cfg.memory.name, s.cfg.writer.name) for s in writer) == [
+        ("graph", "local"), ("graph", "openai"), ("session_summaries", "local"), ("session_summaries", "openai")]
+    assert all(s.cfg.memory.source == "writer" for s in writer if s.cfg.memory.name == "session_summaries")
+    assert len(methods) == 8 and len({s.cfg.memory.name for s in methods}) == 8
+

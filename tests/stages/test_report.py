@@ -163,6 +163,14 @@ def test_category_names_are_locomos():
     assert report.CATEGORY_NAMES == CATEGORY_NAMES
 
 
+@pytest.mark.parametrize("path", sorted((CONF_DIR / "analysis").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_design_is_valid(path):
+    design = load_design(path)
+    assert design.name == path.stem and design.tables
+    if path.stem != "example":  # a named experiment's design reads that experiment's packs
+        assert design.experiment == path.stem and (CONF_DIR / "experiment" / f"{path.stem}.yaml").is_file()
+
+
 def test_example_design_is_valid():
     design = load_design(CONF_DIR / "analysis" / "example.yaml")
     assert design.name == "example" and set(design.tables) == set(TABLES) and set(design.figures) == set(FIGURES)
