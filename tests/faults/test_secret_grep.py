@@ -238,7 +238,7 @@ def test_no_credential_in_a_url_or_a_reply_reaches_any_output(tmp_path):
     predictions = [json.loads(line) for line in (pack / "predictions.jsonl").read_text().splitlines()]
     assert {p["prediction"] for p in predictions} == {"my key is Bearer ***"}
     assert f"http://{_hostport(reader)}/v1" in (pack / "config.resolved.yaml").read_text()
-    sweeps = sorted((work / "multirun").glob("*/multirun.yaml"))
+    sweeps = sorted((work / "sweeps").glob("*/multirun.yaml"))  # beside the packs root, never in the cwd
     assert len(sweeps) == 2 and all(f"reader.base_url=http://{_hostport(reader)}/v1" in s.read_text() for s in sweeps), sweeps
     examples = pq.read_table(work / "out" / "collected" / "examples.parquet").to_pandas().to_csv()
     assert "my key is Bearer ***" in examples
