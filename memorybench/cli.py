@@ -60,6 +60,7 @@ def _asks_help(args: Sequence[str]) -> bool:
 
 
 def cmd_plan(args: Sequence[str]) -> int:
+    from memorybench.config import shown_override
     from memorybench.plan import plan_runs
 
     if _asks_help(args):
@@ -73,7 +74,7 @@ def cmd_plan(args: Sequence[str]) -> int:
     specs = plan_runs(overrides, multirun)  # composing registers each spec's credentials
     for i, spec in enumerate(specs):
         # the overrides as typed, less any credential (a key in a URL's userinfo or query)
-        print(scrub(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(spec.overrides)}"))
+        print(scrub(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(shown_override(o) for o in spec.overrides)}"))
     print(f"{len(specs)} run spec(s)", file=sys.stderr)
     return 0
 

@@ -212,3 +212,19 @@ def load_component_configs() -> None:
 
 
 register_configs()
+
+
+def shown_override(line: str) -> str:
+    """An override as a person typed it: `key=value` without the escapes Hydra's sweeper adds
+    to split values (`http\\://` -> `http://`), for what is printed and recorded. A value
+    that is not a plain string (a list, a sweep) and a line Hydra cannot parse stay as given."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        override = OverridesParser.create().parse_override(line)
+        value = override.value()
+    except (HydraException, OmegaConfBaseException, ValueError):
+        return line
+    return f"{override.get_key_element()}={value}" if isinstance(value, str) else line

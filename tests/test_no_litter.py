@@ -3,6 +3,8 @@ folder is a temp one, a sweep's goes beside the packs root."""
 
 from __future__ import annotations
 
+import json
+
 from conftest import FIXTURES, run_cli, scripted_reader
 
 
@@ -19,3 +21,9 @@ def test_qa_and_a_sweep_leave_the_current_directory_empty(tmp_path, scripted_ser
     # the sweep's own files sit beside the packs root
     (multirun,) = (tmp_path / "out" / "sweeps").glob("*/multirun.yaml")
     assert len(list((tmp_path / "out" / "packs" / "default" / "runs").iterdir())) == 2 and multirun.is_file()
+    # a sweep job's overrides are recorded as typed: no Hydra escape (`http\\://`)
+    for meta in (tmp_path / "out" / "packs" / "default" / "runs").glob("*/run_meta.json"):
+        overrides = json.loads(meta.read_text())["overrides"]
+        assert f"reader.base_url={scripted_server.base_url}" in overrides and not any("\\" in o for o in overrides)
+    planned = run_cli("plan", "-m", *common, "memory=full_context,session_summaries", cwd=cwd)
+    assert planned.returncode == 0 and f"reader.base_url={scripted_server.base_url} " in planned.stdout and "\\" not in planned.stdout

@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from memorybench.config import shown_override
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_file
 from memorybench.answer.base import ConversationView
@@ -218,7 +219,7 @@ def _run_meta(
         run_id=rid,
         name=str(cfg.name),
         config_sha256=sha,
-        overrides=[scrub(o) for o in overrides],  # as typed, less any credential
+        overrides=[scrub(shown_override(o)) for o in overrides],  # as typed (no Hydra escapes), less any credential
         choices=dict(choices or _choices(cfg)),
         git_commit=commit,
         git_dirty=dirty,
