@@ -69,9 +69,11 @@ def format_table(metrics: dict[str, Any]) -> str:
     if reader:
         cost = f"${reader['cost_usd']:.4f}" if reader["cost_known"] else "unknown (model not in the price table)"
         p50 = reader["latency_s"]["p50"]
+        # latency is over calls the server answered: none when every call came from the cache
+        latency = f"latency p50 {round(p50, 3)} s" if p50 is not None else f"no latency ({reader.get('cache_hits', 0)} calls from the response cache)"
         lines.append(
             f"reader: {reader['calls']} calls, {reader['prompt_tokens']} prompt + {reader['completion_tokens']} completion tokens, "
-            f"cost {cost}, latency p50 {p50 if p50 is None else round(p50, 3)} s, retries {reader['retries']}"
+            f"cost {cost}, {latency}, retries {reader['retries']}"
         )
     lines += cost_lines(metrics)
     return "\n".join(lines)

@@ -212,3 +212,15 @@ def test_openai_reader_without_key_fails_before_any_call(tmp_path):
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "OPENAI_API_KEY is not set" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_summary_of_a_run_served_from_the_cache_says_so_instead_of_none():
+    from memorybench.stages.rescore import format_table
+
+    reader = {"calls": 3, "prompt_tokens": 30, "completion_tokens": 6, "cached_tokens": 0, "cost_usd": 0, "cost_known": False,
+              "retries": 0, "cache_hits": 3, "models_answered": ["m"], "latency_s": {"p50": None, "p95": None, "mean": None}}
+    category = {"overall": 0.5, "by_category": {str(c): 0.5 for c in range(1, 6)}}
+    metrics = {"counts": {"total": 3, "by_category": {str(c): 1 for c in range(1, 6)}}, "locomo_f1": category,
+               "exact_match": category, "token_f1": category, "usage": {"reader": reader}}
+    line = next(x for x in format_table(metrics).splitlines() if x.startswith("reader:"))
+    assert "None" not in line and "no latency (3 calls from the response cache)" in line and "cost unknown" in line
