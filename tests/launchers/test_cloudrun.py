@@ -19,6 +19,7 @@ from memorybench.cloudrun.executors import run_cloud_execution
 from memorybench.cloudrun.manifest import MANIFEST_ENV
 from memorybench.cloudrun.records import CloudRunProvenance
 from memorybench.cloudrun.worker import PROVENANCE_FILE, task_main
+from memorybench.config import shown_override
 from memorybench.plan import plan_runs
 from memorybench.storage import SUCCESS, AlreadyExists, join, list_packs, open_storage
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
@@ -85,7 +86,8 @@ def test_every_pack_is_in_the_bucket_with_success_last_and_provenance(sweep):
         config = yaml.safe_load(storage.read_bytes(join(pack, "config.resolved.yaml")))
         assert config["storage"] == {"name": "gcs", "root": sweep.root} and config == job["config"]
         meta = json.loads(storage.read_bytes(join(pack, "run_meta.json")))
-        assert meta["run_id"] == job["run_id"] and meta["overrides"] == job["overrides"]
+        # the manifest keeps Hydra's escapes (its overrides are run again); run_meta records them as typed
+        assert meta["run_id"] == job["run_id"] and meta["overrides"] == [shown_override(o) for o in job["overrides"]]
         prov = json.loads(storage.read_bytes(join(pack, PROVENANCE_FILE)))
         CloudRunProvenance.model_validate(prov)  # the typed record, every field
         attempts.append(prov["attempt"])
