@@ -70,42 +70,25 @@ _MEM0_COMMIT = "ece7ff6b84b3e55336fcf2e17253b074d2d5166d"
 #: `Pin.literal` for the `content` of the `{"role": "system", ...}` dict in a source file
 SYSTEM_CONTENT = "{role: system}.content"
 
-MEM0_ANSWER_PROMPT = Pin(
-    relpath="prompts/mem0_answer_prompt.txt",
-    sha256="f3c786104816bba61d03b7f41c2be45009e6c8c296a04d9712ab1a59e4ae2399",
-    repository="mem0ai/mem0",
-    commit=_MEM0_COMMIT,
-    source_path="evaluation/prompts.py",
-    licence="Apache-2.0",
-    literal="ANSWER_PROMPT",
-)
-MEM0_ANSWER_PROMPT_GRAPH = Pin(
-    relpath="prompts/mem0_answer_prompt_graph.txt",
-    sha256="007fac5eb6722632c92b82701265ab8da2ab20bf8464423954a2f23fa459bff8",
-    repository="mem0ai/mem0",
-    commit=_MEM0_COMMIT,
-    source_path="evaluation/prompts.py",
-    licence="Apache-2.0",
-    literal="ANSWER_PROMPT_GRAPH",
-)
-MEM0_RAG_PROMPT = Pin(
-    relpath="prompts/mem0_rag_prompt.txt",
-    sha256="744495b77f2955d437017fd33a0b7156ef41426b7ae8277e5efb92382f234b78",
-    repository="mem0ai/mem0",
-    commit=_MEM0_COMMIT,
-    source_path="evaluation/src/rag.py",
-    licence="Apache-2.0",
-    literal="PROMPT",
-)
-MEM0_RAG_SYSTEM = Pin(
-    relpath="prompts/mem0_rag_system.txt",
-    sha256="0c6b92630ba4c22fd29e718d095abb2d6ffba10c04d00962e94bca4a65b23249",
-    repository="mem0ai/mem0",
-    commit=_MEM0_COMMIT,
-    source_path="evaluation/src/rag.py",
-    licence="Apache-2.0",
-    literal=SYSTEM_CONTENT,
-)
+
+def _mem0_prompt(relpath: str, sha256: str, source_path: str, literal: str) -> Pin:
+    """One of Mem0's answer prompts: the string `literal` of `source_path` at the judge prompt's commit."""
+    return Pin(relpath=relpath, sha256=sha256, repository="mem0ai/mem0", commit=_MEM0_COMMIT, source_path=source_path,
+               licence="Apache-2.0", literal=literal)
+
+
+MEM0_ANSWER_PROMPT = _mem0_prompt("prompts/mem0_answer_prompt.txt",
+                                  "f3c786104816bba61d03b7f41c2be45009e6c8c296a04d9712ab1a59e4ae2399",
+                                  "evaluation/prompts.py", "ANSWER_PROMPT")
+MEM0_ANSWER_PROMPT_GRAPH = _mem0_prompt("prompts/mem0_answer_prompt_graph.txt",
+                                        "007fac5eb6722632c92b82701265ab8da2ab20bf8464423954a2f23fa459bff8",
+                                        "evaluation/prompts.py", "ANSWER_PROMPT_GRAPH")
+MEM0_RAG_PROMPT = _mem0_prompt("prompts/mem0_rag_prompt.txt",
+                               "744495b77f2955d437017fd33a0b7156ef41426b7ae8277e5efb92382f234b78",
+                               "evaluation/src/rag.py", "PROMPT")
+MEM0_RAG_SYSTEM = _mem0_prompt("prompts/mem0_rag_system.txt",
+                               "0c6b92630ba4c22fd29e718d095abb2d6ffba10c04d00962e94bca4a65b23249",
+                               "evaluation/src/rag.py", SYSTEM_CONTENT)
 MEM0_ANSWER_PINS = (MEM0_ANSWER_PROMPT, MEM0_ANSWER_PROMPT_GRAPH, MEM0_RAG_PROMPT, MEM0_RAG_SYSTEM)
 
 _PUNKT = {

@@ -26,6 +26,7 @@ from __future__ import annotations
 import string
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
@@ -37,6 +38,7 @@ __all__ = [
     "exact_match",
     "locomo_score",
     "normalize_answer",
+    "stems",
     "token_f1",
 ]
 
@@ -79,6 +81,17 @@ def _f1_of_tokens(prediction_tokens: Sequence[str], gold_tokens: Sequence[str]) 
 
 def _stemmed_tokens(text: str) -> list[str]:
     return [_STEMMER.stem(token) for token in normalize_answer(text).split()]
+
+
+@lru_cache(maxsize=200_000)
+def _stem(token: str) -> str:
+    return _STEMMER.stem(token)
+
+
+def stems(text: str) -> set[str]:
+    """The distinct tokens LoCoMo's F1 compares: `normalize_answer`, whitespace split, Porter
+    stem (the report's gold-token drop and the per-question blame count these)."""
+    return {_stem(token) for token in normalize_answer(text).split()}
 
 
 def _locomo_f1(prediction: str, gold: str) -> float:

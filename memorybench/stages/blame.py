@@ -16,7 +16,7 @@ evidence ids are joined here only, after answering (no model ever saw them):
   every evidence turn was printed by one of its steps (`agent/recall.jsonl` `found`).
 * `answer_used_evidence`: of the gold stems that were in what the answerer was given (the
   memory text; for an agent reading files, what its steps printed), none is missing from
-  the answer. Stems are LoCoMo's F1 tokens (`report_tables.stems`; category 3: the gold
+  the answer. Stems are LoCoMo's F1 tokens (`memorybench.score.locomo.stems`; category 3: the gold
   before its first `;`), the gold-token drop of the report's `gold_token_drop` table.
   Null when the prompt held no gold stem, and for category 5 (no gold answer).
 * `blame`, the first that holds:
@@ -99,9 +99,7 @@ class _Blamer:
     """Everything one pack's blame needs, indexed once (the walker has read the files)."""
 
     def __init__(self, walker: PackWalker, judge_id: str | None) -> None:
-        from memorybench.stages.report_tables import (
-            stems,  # nltk: only when blame is computed
-        )
+        from memorybench.score.locomo import stems  # nltk: only when blame is computed
 
         self.w = walker
         self.stems = stems

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -274,23 +273,12 @@ def judge_agreement(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- answers --------------------------------------------------------------------------
-@lru_cache(maxsize=200_000)
-def _stem(token: str) -> str:
-    return _stemmer().stem(token)
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
-
-
 def stems(text: str) -> set[str]:
-    """LoCoMo's tokens: `normalize_answer`, whitespace split, Porter stem (as its F1)."""
-    from memorybench.score.locomo import normalize_answer
+    """LoCoMo's F1 tokens (`memorybench.score.locomo.stems`), imported when first needed: the
+    score package loads nltk, which loads scipy when installed."""
+    from memorybench.score.locomo import stems as locomo_stems
 
-    return {_stem(t) for t in normalize_answer(text).split()}
+    return locomo_stems(text)
 
 
 class _MemoryTexts:

@@ -25,6 +25,7 @@ from memorybench.pack.provenance_record import CloudRunProvenance
 from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, ReaderTrace, ReferencePin, RunMeta
 from memorybench.pack.verify.needles import Needles
+from memorybench.secrets import MIN_SECRET_LENGTH  # shorter values are not searched for: they would match anywhere
 
 __all__ = ["Context", "local_pack", "pack_location", "pack_root"]
 
@@ -68,8 +69,6 @@ NOT_RECORDS = (WORKSPACES, "autorater/cache/")
 WRITER_CALLS = "memory/writer/calls.jsonl"
 #: Folders whose files are scanned for gold strings besides the reader prompts.
 GOLD_SCANNED = ("memory/", "writer/", WORKSPACES)
-#: Credential values shorter than this are not searched for (they would match anywhere).
-MIN_SECRET_LENGTH = 8
 
 
 @dataclass
