@@ -34,6 +34,9 @@ NEEDS: dict[str, list[str]] = {
     # the writer arms build memory with a writer model: the experiments choose which
     "arm=writer_summaries": ["writer=local"],
     "arm=writer_graph": ["writer=local"],
+    # the Codex agent's own memories: the one-call reader has nothing to read in them
+    "memory=workspace_files": ["answerer=codex"],
+    "memory=notes_only": ["answerer=codex"],
 }
 
 #: (group, option) whose node names no registered component, and why

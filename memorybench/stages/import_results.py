@@ -184,7 +184,13 @@ def _absent_notes(absent: Sequence[Question], fmt: str) -> list[str]:
 
 
 def _config(name: str, fmt: str, model_key: str | None, read: Sequence[SourceFile], packs: Path, pins: Any) -> dict[str, Any]:
-    """The pack's config: what identifies the import (format, model key, files by sha256)."""
+    """The pack's config: what identifies the import (format, model key, files by sha256;
+    a role read from several files, as CORE's one file per conversation, by their sorted
+    sha256s, so the order they were given in does not matter)."""
+    by_role: dict[str, list[str]] = {}
+    for f in read:
+        by_role.setdefault(f.role, []).append(f.sha256)
+    files = {role: shas[0] if len(shas) == 1 else sorted(shas) for role, shas in by_role.items()}
     return {
         "name": name,
         "max_questions": None,
@@ -196,7 +202,7 @@ def _config(name: str, fmt: str, model_key: str | None, read: Sequence[SourceFil
             # what the run id names after `imported-imported-`: the file's model key, else its format
             "model": model_key or fmt,
             "model_key": model_key,
-            "files": {f.role: f.sha256 for f in read},
+            "files": files,
         },
         "paths": {"packs": str(packs), "pins": None if pins is None else str(pins)},
     }

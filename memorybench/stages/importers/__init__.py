@@ -8,8 +8,7 @@ files with the format's reader (`FORMATS`), maps the rows onto the dataset's que
     mem0_search       mem0's search output, evals.py's input (answers only)
     locomo_task_eval  LoCoMo's task_eval output (`<model>_prediction`, `<model>_f1`) and its _stats.json
     zep               Zep's grades (answers and judge labels) and its responses (durations)
-
-CORE's per-conversation files are not read yet.
+    core              CORE's per-conversation evaluation files (answers, judge labels, stated J)
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from memorybench.errors import UserError, did_you_mean
 from memorybench.stages.importers._base import JudgeLabels, Released, ReleasedFormat, ReleasedRow, Stated
 from memorybench.stages.importers._mapping import Mapped, map_rows, same_gold
 from memorybench.stages.importers._reproduction import build_reproduction, format_reproduction, locomo_equal
+from memorybench.stages.importers.core import Core
 from memorybench.stages.importers.locomo import LocomoTaskEval
 from memorybench.stages.importers.mem0 import Mem0Evals, Mem0Search
 from memorybench.stages.importers.zep import Zep
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: every format `--format` takes, by name
-FORMATS: dict[str, type[ReleasedFormat]] = {f.name: f for f in (Mem0Evals, Mem0Search, LocomoTaskEval, Zep)}  # type: ignore[misc]
+FORMATS: dict[str, type[ReleasedFormat]] = {f.name: f for f in (Mem0Evals, Mem0Search, LocomoTaskEval, Zep, Core)}  # type: ignore[misc]
 
 
 def released_format(name: str) -> ReleasedFormat:
