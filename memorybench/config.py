@@ -52,6 +52,15 @@ class EndpointConfig:
 
 
 @dataclass
+class ReaderConfig(EndpointConfig):
+    """The model that answers (answerer=reader): an endpoint, and what is kept of its answer."""
+
+    #: the most characters of an answer that are stored; a longer one is cut there and the
+    #: cut recorded in its trace (a runaway reply must not fill the pack)
+    max_answer_chars: int = 10_000
+
+
+@dataclass
 class MemoryConfig:
     """What every memory method's config has. A method with keys of its own declares a
     subclass in its module and stores it with `store_schema("memory", NAME, Cls)`; its
@@ -149,7 +158,7 @@ class StorageConfig:
 class Config:
     dataset: DatasetConfig = MISSING
     memory: MemoryConfig = MISSING
-    reader: EndpointConfig = MISSING
+    reader: ReaderConfig = MISSING
     writer: WriterConfig = MISSING
     embedder: EmbedderConfig = MISSING
     answerer: AnswererConfig = MISSING

@@ -7,7 +7,9 @@ put a file outside the packs root.
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from memorybench.errors import UserError
 
@@ -38,3 +40,28 @@ def path_component(value: object, what: str, fix: str) -> str:
     if reason is not None:
         raise UserError(f"{what} {text!r} cannot be a folder or file name: {reason}; use {ALLOWED} ({fix})")
     return text
+
+
+def resolved_path(value: str | os.PathLike[str], setting: str) -> Path:
+    """`value` made absolute with its links followed, or one UserError naming `setting` when
+    it cannot be (a symlink loop: Python raises RuntimeError for it before 3.13)."""
+    try:
+        return Path(value).expanduser().resolve()
+    except (RuntimeError, OSError) as e:
+        why = "a symlink loop" if "loop" in str(e).lower() or getattr(e, "errno", None) == 40 else str(e)
+        raise UserError(f"{setting}={value} cannot be followed ({why}); point {setting} at a real folder or file") from None
+
+
+def writable_folder(value: str | os.PathLike[str], setting: str) -> Path:
+    """`value` resolved and created, proven writable by a probe file, or one UserError
+    naming `setting` (a read-only mount or folder fails here, before any model call)."""
+    import tempfile
+
+    folder = resolved_path(value, setting)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".memorybench-probe-"):
+            pass
+    except OSError as e:
+        raise UserError(f"{setting}={folder} is not a writable folder ({e.strerror or e}); set {setting} to one you can write") from None
+    return folder

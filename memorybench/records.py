@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["Record", "RecordT", "SchemaError", "parse_record", "record_type", "schema_ids"]
+__all__ = ["Record", "RecordT", "SchemaError", "load_json", "parse_record", "record_type", "schema_ids"]
 
 #: every declared schema id -> its record class
 _SCHEMAS: dict[str, type[Record]] = {}
@@ -38,6 +38,16 @@ SCHEMA_MODULES = (
 _loaded = False
 
 RecordT = TypeVar("RecordT", bound="Record")
+
+
+def load_json(data: str | bytes) -> Any:
+    """`json.loads`, failing with ValueError (as JSON that does not parse does) where a file
+    nests deeper than Python's parser can follow: a hostile pack or dataset row of a
+    hundred thousand brackets is a bad file, not a RecursionError traceback."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested deeper than Python's parser allows") from None
 
 
 class SchemaError(ValueError):

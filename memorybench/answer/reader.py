@@ -22,6 +22,9 @@ from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 from memorybench.registry import ANSWERERS
 from memorybench.templates import JinjaReaderTemplate, PromptTemplate
 
+#: `reader.max_answer_chars` where a config predates it
+DEFAULT_MAX_ANSWER_CHARS = 10_000
+
 
 @ANSWERERS.register("reader")
 class ReaderAnswerer:
@@ -82,6 +85,7 @@ class ReaderAnswerer:
                 temperature=float(cfg.reader.temperature),
                 max_tokens=int(cfg.reader.max_tokens),
                 seed=cfg.reader.seed,
+                max_answer_chars=int(cfg.reader.get("max_answer_chars", DEFAULT_MAX_ANSWER_CHARS)),
                 pinned=pinned,
                 system=system,
             )
@@ -97,6 +101,7 @@ class ReaderAnswerer:
         temperature: float,
         max_tokens: int,
         seed: int | None,
+        max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
         pinned: JinjaReaderTemplate | None = None,
         system: str | None = SYSTEM_MESSAGE,
     ):
@@ -111,6 +116,7 @@ class ReaderAnswerer:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
+        self.max_answer_chars = max_answer_chars
         self._answered_models: set[str] = set()
 
     @property
@@ -160,6 +166,11 @@ class ReaderAnswerer:
             stop=stop,
         )
         result = self.endpoint.client.complete(request)
+        answer = result.text.strip()
+        cut_from = None
+        if len(answer) > self.max_answer_chars:  # stored cut, in the prediction and the trace alike
+            cut_from, answer = len(answer), answer[: self.max_answer_chars]
+            result = result.model_copy(update={"text": answer})
         if result.model_answered:
             self._answered_models.add(result.model_answered)
         payload_sha = sha256_text(user)
@@ -181,5 +192,6 @@ class ReaderAnswerer:
                 payload_role="system" if self.pinned is not None and self.system is None else None,
             ),
             response=result,
+            answer_cut_from_chars=cut_from,
         )
-        return result.text.strip(), trace
+        return answer, trace

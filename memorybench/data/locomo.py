@@ -8,8 +8,11 @@ observations (which we do not read), image turns.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,29 +25,51 @@ from memorybench.errors import DataError
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _SUMMARY_KEY = re.compile(r"^session_(\d+)_summary$")
 CATEGORIES = (1, 2, 3, 4, 5)
+#: the largest dataset file read (locomo10.json is 2.8 MB): a bigger one is not LoCoMo
+MAX_DATASET_BYTES = 256 * 1024 * 1024
 
 
 def file_sha256(path: Path) -> str:
-    return sha256_file(path)
+    return sha256_file(regular_file(Path(path)))
+
+
+def regular_file(path: Path) -> Path:
+    """`path` when it is a readable regular file of a sane size, else one DataError line: a
+    FIFO would block the read forever, a device or a symlink loop never yields a dataset."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise DataError(f"dataset file {path} does not exist; run `memorybench fetch` or set dataset.path") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise DataError(f"dataset.path {path} is a symlink loop; point it at locomo10.json itself") from None
+        raise DataError(f"dataset file {path} cannot be read ({e.strerror}); check the path and its permissions") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise DataError(f"dataset.path {path} is a folder, not a file; point it at locomo10.json")
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "a device"
+        raise DataError(f"dataset.path {path} is {kind}, not a regular file; point it at locomo10.json")
+    if info.st_size > MAX_DATASET_BYTES:
+        raise DataError(f"dataset file {path} is {info.st_size} bytes, more than any LoCoMo file "
+                        f"({MAX_DATASET_BYTES} at most); point dataset.path at locomo10.json")
+    return path
 
 
 def load_locomo(path: str | Path) -> list[Conversation]:
     """Read a LoCoMo file into `Conversation` records, in file order."""
-    path = Path(path)
+    path = regular_file(Path(path))
     try:
         raw_bytes = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"dataset file {path} does not exist; run `memorybench fetch` or set dataset.path") from None
-    except IsADirectoryError:
-        raise DataError(f"dataset.path {path} is a folder, not a file; point it at locomo10.json") from None
     except OSError as e:
-        raise DataError(f"dataset file {path} cannot be read ({e.strerror}); check its permissions") from None
+        raise DataError(f"dataset file {path} cannot be read ({e.strerror or os.strerror(e.errno or 0)}); check its permissions") from None
     try:
         raw = json.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise DataError(f"dataset file {path} is not UTF-8 ({e.reason} at byte {e.start}); use the released file") from None
     except json.JSONDecodeError as e:
         raise DataError(f"dataset file {path} is not valid JSON ({e.msg} at line {e.lineno}); use the released file") from None
+    except RecursionError:
+        raise DataError(f"dataset file {path} nests its JSON deeper than any LoCoMo file (Python's limit); use the released file") from None
     if not isinstance(raw, list) or not raw:
         raise DataError(f"dataset file {path} must hold a non-empty JSON list of conversations, got {type(raw).__name__}")
     conversations = [_conversation(item, i, path) for i, item in enumerate(raw)]
@@ -69,7 +94,21 @@ def _require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where
     if not isinstance(value, kind) or isinstance(value, bool):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise DataError(f"{where}: key {key!r} must be {names}, got {type(value).__name__}")
+    if isinstance(value, str):
+        _encodable(value, key, where)
     return value
+
+
+def _encodable(value: str, key: str, where: str) -> None:
+    """A JSON `\\ud800` escape decodes to a lone surrogate, which no UTF-8 file can hold:
+    refused here, naming the place, rather than failing when the pack is written."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise DataError(
+            f"{where}: key {key!r} holds a lone surrogate {value[e.start]!r} at character {e.start}, which is not "
+            "text; fix the escape in the file (LoCoMo's own files have none)"
+        ) from None
 
 
 def _conversation(item: Any, position: int, path: Path) -> Conversation:
@@ -112,6 +151,7 @@ def _conversation(item: Any, position: int, path: Path) -> Conversation:
     for key, text in raw_summaries.items():
         m = _SUMMARY_KEY.match(key)
         if m and isinstance(text, str):
+            _encodable(text, key, f"{where} session_summary")
             summaries[int(m.group(1))] = text
 
     return Conversation(
@@ -130,6 +170,8 @@ def _turn(raw: Any, where: str) -> Turn:
     caption = raw.get("blip_caption")
     if caption is not None and not isinstance(caption, str):
         raise DataError(f"{where}: key 'blip_caption' must be str, got {type(caption).__name__}")
+    if caption:
+        _encodable(caption, "blip_caption", where)
     return Turn(
         speaker=_require(raw, "speaker", str, where),
         dia_id=_require(raw, "dia_id", str, where),
@@ -148,9 +190,13 @@ def _question(raw: Any, sample_id: str, qa_index: int, where: str) -> Question:
     answer = raw.get("answer")
     if answer is not None and (not isinstance(answer, (str, int)) or isinstance(answer, bool)):
         raise DataError(f"{where}: key 'answer' must be str or int, got {type(answer).__name__}")
+    if isinstance(answer, str):
+        _encodable(answer, "answer", where)
     adversarial = raw.get("adversarial_answer")
     if adversarial is not None and not isinstance(adversarial, str):
         raise DataError(f"{where}: key 'adversarial_answer' must be str, got {type(adversarial).__name__}")
+    if adversarial:
+        _encodable(adversarial, "adversarial_answer", where)
     if answer is None and category != 5:
         raise DataError(f"{where}: missing key 'answer' (only category 5 rows may lack it)")
     evidence = raw.get("evidence", [])

@@ -9,13 +9,14 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memorybench.data.locomo import file_sha256
+from memorybench.names import resolved_path
 from memorybench.data.pins import LOCOMO10, pin_path
 
 
 def resolve_dataset(dataset: DictConfig, pins: str | os.PathLike[str] | None) -> tuple[Path, dict[str, Any]]:
     """The dataset file and its provenance: the verified pin, or an explicit path and its hash."""
     if dataset.get("path"):
-        path = Path(str(dataset.path)).expanduser().resolve()
+        path = resolved_path(str(dataset.path), "dataset.path")
         return path, {"name": str(dataset.name), "path": str(path), "sha256": file_sha256(path) if path.is_file() else None, "pinned": False}
     path = pin_path(LOCOMO10, pins)
     return path, {

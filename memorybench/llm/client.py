@@ -3,13 +3,15 @@
 The SDK's own retries are off (`max_retries=0`): we retry here so that every attempt,
 its status and its wait are recorded in the call's trace, and `Retry-After` is honoured.
 Retried: 408, 409, 429, 5xx, timeouts, connection errors, and replies that are not a
-usable completion (malformed JSON, no choices). Other 4xx fail at once.
+usable completion (not JSON, no choices, a field of the wrong type: `memorybench.llm.reply`).
+Other 4xx fail at once. A well-formed reply with no text (`content` null or empty, tool
+calls only) is asked once more; a second empty one is returned with its `problem` named,
+so the caller counts and shows it instead of silently storing an empty answer.
 """
 
 from __future__ import annotations
 
 import email.utils
-import json
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -21,13 +23,13 @@ from memorybench.errors import ModelCallError
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
+from memorybench.llm.reply import BadReply, CompletionReply, EmptyReply, parse_reply
 from memorybench.secrets import clean_url, register, scrub, split_url
 
 _RETRYABLE_STATUS = {408, 409, 429}
-
-
-class _BadReply(Exception):
-    """The server answered 200 with something that is not a usable completion."""
+#: attempts a reply without text gets: a model that answers nothing at temperature 0 says
+#: nothing again, so one more ask (no wait: the server is fine) tells a fluke from a habit
+EMPTY_REPLY_ATTEMPTS = 2
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -112,7 +114,7 @@ class ChatClient:
             if hit is not None:
                 return hit.model_copy(update={"cache_hit": True, "cost_usd": 0.0, "attempts": [], "latency_s": 0.0})
         result = self._call_with_retries(request, key)
-        if self.cache is not None:
+        if self.cache is not None and result.problem is None:  # a reply without text is asked again next time
             self.cache.put(key, result)
         return result
 
@@ -131,6 +133,7 @@ class ChatClient:
     def _call_with_retries(self, request: ChatRequest, key: str) -> ChatResult:
         attempts: list[Attempt] = []
         started = time.perf_counter()
+        empty = 0
         for n in range(1, self.max_retries + 2):
             self._wait_for_interval()
             t0 = time.perf_counter()
@@ -139,10 +142,18 @@ class ChatClient:
             try:
                 raw = self._client.chat.completions.with_raw_response.create(**self._params(request))
                 status = raw.status_code
-                payload = self._parse(raw.text)
+                try:
+                    reply, problem = parse_reply(raw.text), None
+                except EmptyReply as e:
+                    empty += 1
+                    if empty < EMPTY_REPLY_ATTEMPTS and n <= self.max_retries:
+                        attempts.append(Attempt(n=n, latency_s=round(time.perf_counter() - t0, 6), status=status,
+                                                error=f"empty reply: {e}", wait_s=0.0))
+                        continue
+                    reply, problem = CompletionReply.model_validate_json(raw.text), f"empty reply: {e}"
                 latency = time.perf_counter() - t0
                 attempts.append(Attempt(n=n, latency_s=round(latency, 6), status=status))
-                return self._result(request, key, payload, attempts, time.perf_counter() - started)
+                return self._result(request, key, reply, attempts, time.perf_counter() - started, problem)
             except openai.APIStatusError as e:
                 status, headers = e.status_code, e.response.headers
                 error = f"HTTP {status}: {self._clean(e.message)}"
@@ -151,7 +162,7 @@ class ChatClient:
                 error, retryable = f"timeout after {self._client.timeout}s", True
             except openai.APIConnectionError as e:
                 error, retryable = f"connection error: {self._clean(str(e.__cause__ or e))}", True
-            except _BadReply as e:
+            except BadReply as e:
                 error, retryable = f"bad reply: {self._clean(str(e))}", True
             latency = time.perf_counter() - t0
             asked = retry_after_seconds(headers)
@@ -188,44 +199,28 @@ class ChatClient:
             params["stop"] = list(request.stop)
         return params
 
-    @staticmethod
-    def _parse(text: str) -> dict[str, Any]:
-        try:
-            payload = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise _BadReply(f"body is not JSON ({e.msg}): {text[:80]!r}") from None
-        if not isinstance(payload, dict):
-            raise _BadReply(f"body is not a JSON object: {text[:80]!r}")
-        choices = payload.get("choices")
-        if not choices or not isinstance(choices, list):
-            raise _BadReply("no choices in the completion")
-        message = choices[0].get("message") if isinstance(choices[0], dict) else None
-        if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
-            raise _BadReply("choice has no message content")
-        return payload
-
     def _result(
-        self, request: ChatRequest, key: str, payload: dict[str, Any], attempts: list[Attempt], latency: float
+        self, request: ChatRequest, key: str, reply: CompletionReply, attempts: list[Attempt], latency: float,
+        problem: str | None = None,
     ) -> ChatResult:
-        choice = payload["choices"][0]
-        raw_usage = payload.get("usage") or {}
-        details = raw_usage.get("prompt_tokens_details") or {}
-        completion_details = raw_usage.get("completion_tokens_details") or {}
+        choice = reply.choices[0]
+        wire = reply.usage
         usage = Usage(
-            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
-            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
-            cached_tokens=int(details.get("cached_tokens") or 0),
-            reasoning_tokens=int(completion_details.get("reasoning_tokens") or 0),
+            prompt_tokens=(wire and wire.prompt_tokens) or 0,
+            completion_tokens=(wire and wire.completion_tokens) or 0,
+            cached_tokens=(wire and wire.prompt_tokens_details and wire.prompt_tokens_details.cached_tokens) or 0,
+            reasoning_tokens=(wire and wire.completion_tokens_details and wire.completion_tokens_details.reasoning_tokens) or 0,
         )
         # a server may echo what it was sent (a key, a header) into its reply: scrubbed
         # here, before any trace, prediction, cache file or hash is made of it
-        model_answered = _scrubbed(payload.get("model"))
+        model_answered = _scrubbed(reply.model)
         return ChatResult(
-            text=scrub(choice["message"].get("content") or ""),
+            text=scrub(reply.text),
             model_requested=request.model,
             model_answered=model_answered,
-            finish_reason=choice.get("finish_reason"),
-            response_id=_scrubbed(payload.get("id")),
+            finish_reason=choice.finish_reason,
+            response_id=_scrubbed(reply.id),
+            problem=problem,
             usage=usage,
             latency_s=round(latency, 6),
             attempts=attempts,

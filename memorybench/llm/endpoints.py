@@ -63,6 +63,8 @@ def validate_endpoint(group: str, node: DictConfig) -> None:
     provider.check(group, node)
     if int(node.max_tokens) < 1:
         raise UserError(f"{group}.max_tokens={node.max_tokens} must be at least 1")
+    if node.get("max_answer_chars") is not None and int(node.max_answer_chars) < 1:
+        raise UserError(f"{group}.max_answer_chars={node.max_answer_chars} must be at least 1 (characters of an answer kept)")
     if float(node.temperature) < 0:
         raise UserError(f"{group}.temperature={node.temperature} must be >= 0")
     if int(node.max_retries) < 0:

@@ -65,6 +65,9 @@ class ChatResult(Record):
     #: USD; null when the model has no entry in the price table
     cost_usd: Optional[float] = None
     request_sha256: str
+    #: why the reply's text is not an answer although the call succeeded (`empty reply: ...`
+    #: after its second ask); null for a usable reply
+    problem: Optional[str] = None
 
 
 class ModelIdentity(Record):

@@ -24,6 +24,12 @@ def usage_summary(traces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     responses = [t["response"] for t in traces]
     costs = [r.get("cost_usd") for r in responses]
     latencies = [r["latency_s"] for r in responses if not r.get("cache_hit")]
+    # replies stored without a usable text, and answers cut to reader.max_answer_chars: keys
+    # present only when some were, so a clean run's metrics read as before
+    flagged = {
+        "empty_replies": sum(1 for r in responses if r.get("problem")),
+        "answers_cut": sum(1 for t in traces if t.get("answer_cut_from_chars")),
+    }
     return {
         "calls": len(responses),
         "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in responses),
@@ -39,6 +45,7 @@ def usage_summary(traces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "p95": percentile(latencies, 0.95),
             "mean": mean(latencies),
         },
+        **{key: n for key, n in flagged.items() if n},
     }
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from memorybench.errors import UserError
 from memorybench.pack.reader import PackError
 from memorybench.pack.schemas import dump_line
-from memorybench.records import Record, SchemaError, parse_record
+from memorybench.records import Record, SchemaError, load_json, parse_record
 from memorybench.secrets import scrub
 
 T = TypeVar("T", bound=Record)
@@ -64,7 +64,7 @@ class Journal:
         while good > 0:
             start = data.rfind(b"\n", 0, good - 1) + 1
             try:
-                json.loads(data[start:good])
+                load_json(data[start:good])
                 break
             except ValueError:
                 good = start
@@ -85,13 +85,13 @@ class Journal:
     def rows(self) -> Iterator[dict[str, Any]]:
         """The decoded rows, in file order (none when the file does not exist)."""
         for _, line in self._lines():
-            yield json.loads(line)
+            yield load_json(line)
 
     def records(self, model: type[T] | None = None) -> Iterator[T]:
         """The rows as records: each validated against `model`, or the schema its `schema` names."""
         for number, line in self._lines():
             try:
-                yield parse_record(json.loads(line), model)  # type: ignore[misc]
+                yield parse_record(load_json(line), model)  # type: ignore[misc]
             except ValueError as e:  # json's and SchemaError
                 detail = str(e) if isinstance(e, SchemaError) else "not valid JSON"
                 raise PackError(f"{self.path} line {number}: {detail}; run `memorybench verify` on the pack") from None
@@ -102,10 +102,13 @@ class Journal:
             return 0
         with self.path.open("rb") as f:
             lines = list(f)  # split after each `\n` only, endings kept
-        kept = [line for line in lines if line.strip() and keep(json.loads(line))]
+        kept = [line for line in lines if line.strip() and keep(load_json(line))]
         if len(kept) != len(lines):
             tmp = self.path.with_suffix(".jsonl.part")
-            tmp.write_bytes(b"".join(kept))
+            with tmp.open("wb") as f:
+                f.write(b"".join(kept))
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(tmp, self.path)
         return len(lines) - len(kept)
 
@@ -142,6 +145,12 @@ class Journal:
         self._fh = None
 
     def close(self) -> None:
+        """Close the journal, its rows flushed to the disk first (a `_SUCCESS` written after
+        it records them: a crash must not leave a marker over rows still in the page cache)."""
         if self._fh is not None:
+            try:
+                os.fsync(self._fh.fileno())
+            except OSError:
+                pass  # a file system without fsync: closing is all it offers
             self._fh.close()
             self._fh = None

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from memorybench.names import path_component
+from memorybench.names import path_component, resolved_path
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.storage import Storage, open_storage, pack_relpath, publish_pack, storage_uri
@@ -39,9 +39,9 @@ class PackLocation:
         relpath = pack_relpath(name, path_component(run_id, "run id", "it comes from the config; report this as a bug"))
         root = str(cfg.storage.get("root") or cfg.paths.packs)
         if root.startswith("gs://"):
-            work = Path(str(cfg.paths.cache)).expanduser().resolve() / "work" / relpath
+            work = resolved_path(str(cfg.paths.cache), "paths.cache") / "work" / relpath
             return cls(relpath, work, root, open_storage(root))
-        local_root = Path(root).expanduser().resolve()
+        local_root = resolved_path(root, "storage.root" if cfg.storage.get("root") else "paths.packs")
         return cls(relpath, local_root / relpath, str(local_root))
 
     @property
@@ -60,7 +60,7 @@ class PackLocation:
 
     def finished_metrics(self) -> dict[str, Any]:
         """metrics.json of the finished pack, wherever it is."""
-        return self.reader().json(layout.METRICS)
+        return self.reader().json_object(layout.METRICS)
 
     def publish(self) -> None:
         """Upload a finished work folder to the remote root (nothing to do for a local root)."""

@@ -17,7 +17,6 @@ naming the file and line and the command that says more (`memorybench verify`).
 from __future__ import annotations
 
 import io
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,7 @@ from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, AutoraterMetrics, AutoraterVerdict, JudgeTrace
 from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
-from memorybench.records import Record, SchemaError, parse_record
+from memorybench.records import Record, SchemaError, load_json, parse_record
 from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
 
 if TYPE_CHECKING:  # pyarrow is imported only by `table`
@@ -117,9 +116,16 @@ class PackReader:
 
     def json(self, relpath: str) -> Any:
         try:
-            return json.loads(self.read_bytes(relpath))
+            return load_json(self.read_bytes(relpath))
         except ValueError:
             raise PackError(f"{self.uri(relpath)} is not valid JSON; run `memorybench verify` on the pack") from None
+
+    def json_object(self, relpath: str) -> dict[str, Any]:
+        """A JSON file that must hold an object (run_meta.json, metrics.json: every record file)."""
+        data = self.json(relpath)
+        if not isinstance(data, dict):
+            raise PackError(f"{self.uri(relpath)} holds a JSON {type(data).__name__}, not an object; run `memorybench verify` on the pack")
+        return data
 
     def rows(self, relpath: str, *, missing_ok: bool = True) -> Iterator[dict[str, Any]]:
         """The decoded rows of a JSONL file (none when it is absent and `missing_ok`)."""
@@ -127,7 +133,7 @@ class PackReader:
             return
         for number, line in jsonl_lines(self.read_bytes(relpath)):
             try:
-                yield json.loads(line)
+                yield load_json(line)
             except ValueError:
                 raise PackError(f"{self.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack") from None
 
@@ -147,7 +153,7 @@ class PackReader:
             return
         for number, line in jsonl_lines(self.read_bytes(relpath)):
             try:
-                yield parse_record(json.loads(line), model)  # type: ignore[misc]
+                yield parse_record(load_json(line), model)  # type: ignore[misc]
             except ValueError as e:  # json's and SchemaError
                 detail = str(e) if isinstance(e, SchemaError) else "not valid JSON"
                 raise PackError(f"{self.uri(relpath)} line {number}: {detail}; run `memorybench verify` on the pack") from None

@@ -15,7 +15,12 @@ from memorybench.records import Record
 
 
 class Prediction(Record, schema="prediction.v1"):
-    """One answered question; appended to predictions.jsonl as soon as it is answered."""
+    """One answered question; appended to predictions.jsonl as soon as it is answered.
+
+    Strict: every later stage scores from these rows, so a category `"2"` or an index
+    `"0"` written by hand is a schema error naming the line, never coerced."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     question_id: str
     sample_id: str
@@ -77,6 +82,9 @@ class ReaderTrace(Record, schema="reader_trace.v1"):
     reader_payload_sha256: str
     request: ReaderRequest
     response: ChatResult
+    #: the answer's length before it was cut to `reader.max_answer_chars` (null: not cut);
+    #: `response.text` holds the stored cut
+    answer_cut_from_chars: Optional[int] = None
 
 
 class LineageRow(Record, schema="lineage.v1"):

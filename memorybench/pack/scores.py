@@ -16,6 +16,7 @@ from memorybench.llm.usage import agent_usage, build_usage, total_usage, usage_s
 from memorybench.pack.writer_tally import writer_tally
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
+from memorybench.pack.schemas import Prediction
 from memorybench.score.rows import local_metrics, score_row
 
 
@@ -27,11 +28,12 @@ def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, An
         raise UserError(f"{pack_root} is not a pack: it has no predictions.jsonl; pass a folder <packs>/<name>/runs/<run_id>")
     if not pack.exists(layout.RUN_META):
         raise UserError(f"{pack_root} is not a finished pack: it has no run_meta.json; rerun its `memorybench qa` command")
-    meta = pack.json(layout.RUN_META)
+    meta = pack.json_object(layout.RUN_META)
     rows = []
-    for raw in pack.rows(layout.PREDICTIONS):
-        if raw.get("schema") != "prediction.v1":
-            raise UserError(f"{pack.uri(layout.PREDICTIONS)}: row {raw.get('question_id')} has schema {raw.get('schema')!r}, expected 'prediction.v1'")
+    # every row through its schema (a category "2" is a one-line PackError naming the line),
+    # then scored as the dict it was written as
+    for prediction in pack.records(layout.PREDICTIONS, Prediction):
+        raw = prediction.model_dump(mode="json", by_alias=True, exclude_unset=True)
         rows.append({**raw, **score_row(raw)})
     traces = list(pack.rows(layout.READER_TRACES))
     metrics = local_metrics(rows, meta)

@@ -36,7 +36,7 @@ from pathlib import Path
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_file
 from memorybench.pack import layout
-from memorybench.pack.atomic import write_atomic
+from memorybench.pack.atomic import fsync_dir, fsync_path, write_atomic, write_durable
 from memorybench.pack.journal import NO_SPACE, disk_full
 from memorybench.pack.schemas import ClosedFile, Success
 from memorybench.records import parse_record
@@ -129,7 +129,11 @@ def write_success(root: str | os.PathLike[str], under: str = "") -> Path:
     root = Path(root)
     under = _folder(under)
     target = root / marker_path(under)
-    _create_only(target, success_record(root, under).dump().encode("utf-8"))
+    record = success_record(root, under)
+    for rel in record.files:  # every byte the marker vouches for is on the disk before it
+        fsync_path(root / rel)
+    _create_only(target, record.dump().encode("utf-8"))
+    fsync_dir(target.parent)
     return target
 
 
@@ -137,7 +141,7 @@ def _create_only(target: Path, data: bytes) -> None:
     tmp = target.with_name(target.name + ".part")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
+        write_durable(tmp, data)
         try:
             # a hard link is create-only and atomic: a reader sees no marker or the whole record
             os.link(tmp, target)

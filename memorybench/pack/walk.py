@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 import re
 from collections import defaultdict
@@ -52,6 +51,7 @@ from memorybench.pack.walk_records import (
     Walk,
 )
 from memorybench.templates import JINJA_READERS
+from memorybench.records import SchemaError, load_json, parse_record, record_type
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -143,6 +143,25 @@ def _call(role: str, purpose: str, where: Located, response: dict[str, Any] | No
     )
 
 
+#: the journals whose rows the walk scores or judges by: each row must match its schema
+SCORED = (layout.PREDICTIONS, layout.READER_TRACES)
+
+
+def _check_row(where: str, number: int, row: Any) -> None:
+    """A row the walk scores by must match its schema (a category "2" is a one-line error,
+    not a silent coercion); a row of a schema this code does not know is shown as it is."""
+    if not isinstance(row, dict):
+        raise PackError(f"{where} line {number} is a JSON {type(row).__name__}, not a record; run `memorybench verify` on the pack")
+    try:
+        record_type(str(row.get("schema")))
+    except SchemaError:
+        return
+    try:
+        parse_record(row)
+    except SchemaError as e:
+        raise PackError(f"{where} line {number}: {e}; run `memorybench verify` on the pack") from None
+
+
 class PackWalker:
     """Every journal of one pack read once and indexed by question, so that walking all
     1,986 questions of a pack (`memorybench view`) reads each file once."""
@@ -151,7 +170,7 @@ class PackWalker:
         """`data_path`: the dataset file, when not the one run_meta.json names; `join_dataset=False`
         reads no dataset (TRACE.md, written before any scorer-side join, shows no evidence)."""
         self.pack = pack
-        self.meta = pack.json(layout.RUN_META)
+        self.meta = pack.json_object(layout.RUN_META)
         if join_dataset:
             self.conversations, self.data_path, self.data_note = dataset_of(self.meta.get("data") or {}, data_path)
         else:
@@ -203,9 +222,12 @@ class PackWalker:
         out = []
         for number, line in jsonl_lines(self.pack.read_bytes(relpath)):
             try:
-                out.append((number, json.loads(line)))
+                row = load_json(line)
             except ValueError:
                 raise PackError(f"{self.pack.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack") from None
+            if relpath in SCORED or relpath.endswith(layout.JUDGE_VERDICTS):
+                _check_row(self.pack.uri(relpath), number, row)
+            out.append((number, row))
         return out
 
     def _by_question(self, relpath: str) -> dict[str, tuple[int, dict[str, Any]]]:

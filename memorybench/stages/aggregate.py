@@ -70,7 +70,9 @@ import pyarrow.parquet as pq
 
 from memorybench.errors import OneLineParser, UserError
 from memorybench.pack import layout
+from memorybench.pack.atomic import fsync_dir, fsync_path
 from memorybench.pack.lock import folder_lock
+from memorybench.pack.success import compare, parse_success, write_success
 from memorybench.pack.reader import PackReader
 from memorybench.stages.collected_schemas import (
     EXAMPLES_SCHEMA,
@@ -320,6 +322,7 @@ def pack_examples(location: str | os.PathLike[str] | PackReader, judges: Iterabl
     own = pack.judges()
     schema = with_judges(EXAMPLES_SCHEMA, JUDGE_EXAMPLE_COLUMNS, own if judges is None else judges)
     meta = pack.meta()
+    pack.predictions()  # every row through its strict schema first: the columnar read below would coerce "2" to 2
     csv = _read_predictions_csv(pack.read_bytes(layout.PREDICTIONS_CSV))
     n = csv.num_rows
     qids = csv.column("question_id").combine_chunks()
@@ -422,19 +425,16 @@ class AggregateResult:
     unfinished: list[Location]
 
 
-def _write_parquet(table: pa.Table, path: Path) -> None:
-    tmp = path.with_name(path.name + ".part")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+def _write_parquet(table: pa.Table, part: Path) -> None:
+    pq.write_table(table, part, compression="zstd")
 
 
-def _write_examples(packs: Sequence[Location], path: Path) -> int:
-    """Stream every pack's rows into one Parquet file; return the row count.
+def _write_examples(packs: Sequence[Location], tmp: Path) -> int:
+    """Stream every pack's rows into one Parquet file (`tmp`, renamed by the caller); return the row count.
 
     Packs are read a few at a time and written in row groups of about `ROW_GROUP_ROWS`,
     so memory grows with a row group, not with the design.
     """
-    tmp = path.with_name(path.name + ".part")
     rows = 0
     buffered: list[pa.Table] = []
     judges = all_judges(packs)
@@ -448,7 +448,6 @@ def _write_examples(packs: Sequence[Location], path: Path) -> int:
                 buffered = []
         if buffered or rows == 0:
             writer.write_table(pa.concat_tables(buffered) if buffered else schema.empty_table())
-    os.replace(tmp, path)
     return rows
 
 
@@ -462,13 +461,39 @@ def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathL
     out = Path(out_dir).expanduser().resolve() / COLLECTED_DIR
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out, "aggregate output"):  # one writer: two would interleave their .part files
-        rows = _write_examples(packs, out / EXAMPLES_FILE)
+        # One generation: the three files are written aside, then renamed together, and
+        # `_SUCCESS` (their hashes) is written last; it is removed first, so a folder that
+        # a kill left between two generations has none (`collected_generation`).
+        (out / layout.SUCCESS).unlink(missing_ok=True)
+        parts = {name: out / (name + ".part") for name in (EXAMPLES_FILE, RUNS_FILE, RUNS_CSV)}
+        rows = _write_examples(packs, parts[EXAMPLES_FILE])
         runs = runs_table(packs)
-        _write_parquet(runs, out / RUNS_FILE)
-        tmp = out / (RUNS_CSV + ".part")
-        pa_csv.write_csv(runs, tmp)
-        os.replace(tmp, out / RUNS_CSV)
+        _write_parquet(runs, parts[RUNS_FILE])
+        pa_csv.write_csv(runs, parts[RUNS_CSV])
+        for name, part in parts.items():
+            fsync_path(part)
+            os.replace(part, out / name)
+        fsync_dir(out)
+        write_success(out)
     return AggregateResult(out, out / EXAMPLES_FILE, out / RUNS_FILE, out / RUNS_CSV, packs, rows, scan.unfinished)
+
+
+def collected_generation(out: Path) -> str | None:
+    """Why `out` (a `collected/` folder) is not one whole generation of `aggregate`, or None
+    when its files are the ones its `_SUCCESS` records."""
+    if not (out / layout.SUCCESS).is_file():
+        return f"{out} has no _SUCCESS: an aggregate was interrupted there; run `memorybench aggregate` again"
+    try:
+        record = parse_success((out / layout.SUCCESS).read_bytes())
+    except ValueError:
+        record = None
+    if record is None:
+        return f"{out}/_SUCCESS is not a success record; run `memorybench aggregate` again"
+    diff = compare(out, record)
+    if diff:
+        files = ", ".join((*diff.changed, *diff.missing, *diff.unclosed))
+        return f"{out} holds files of two aggregate runs ({files} differ from its _SUCCESS); run `memorybench aggregate` again"
+    return None
 
 
 def default_out_dir(sources: Sequence[str | os.PathLike[str]]) -> Path:

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from memorybench.config import shown_override
 from memorybench.errors import UserError
+from memorybench.names import writable_folder
 from memorybench.hashing import sha256_file
 from memorybench.answer.base import ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
@@ -29,6 +30,7 @@ from memorybench.llm.sizing import longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.pack import layout
+from memorybench.pack.answered import with_answered_from_journals
 from memorybench.pack.journal_keys import inconsistency
 from memorybench.pack.location import PackLocation
 from memorybench.pack.lock import folder_lock
@@ -71,6 +73,10 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     where = PackLocation.of(cfg, rid)
     if where.is_finished():  # read only: a finished pack needs no lock
         return _finished(where)
+    # a read-only or missing cache or packs folder is one line, before anything is written
+    writable_folder(str(cfg.paths.cache), "paths.cache")
+    if where.remote is None:
+        writable_folder(where.work_dir.parent, "paths.packs")
     pack = RunPack(where.work_dir)
     pack.open()
     with folder_lock(pack.root, "pack"):
@@ -112,7 +118,7 @@ def _write(
     """Resume the pack, answer what is left, score it and close it (under the pack's lock)."""
     answered, built = pack.resume()
 
-    cache_dir = Path(str(cfg.paths.cache)).expanduser().resolve()
+    cache_dir = writable_folder(str(cfg.paths.cache), "paths.cache")
     method = build_memory_method(cfg)
     needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
     ctx = open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)
@@ -165,6 +171,7 @@ def _write(
 
     metrics = write_scores(pack.root)  # this run holds the pack's lock: not `rescore`, which takes it
     pack.write_json(layout.REFERENCE_PIN, pack.reference_pin())
+    models = with_answered_from_journals(pack.root, models)  # a resumed run keeps what earlier attempts saw
     pack.write_json(layout.RUN_META, meta.model_copy(update={"models": models, "ended_at": utc_now()}))
     write_trace_md(pack, data_path)
     pack.mark_success()

@@ -74,6 +74,8 @@ def format_table(metrics: dict[str, Any]) -> str:
         lines.append(
             f"reader: {reader['calls']} calls, {reader['prompt_tokens']} prompt + {reader['completion_tokens']} completion tokens, "
             f"cost {cost}, {latency}, retries {reader['retries']}"
+            + (f", {reader['empty_replies']} empty replies stored as empty answers" if reader.get("empty_replies") else "")
+            + (f", {reader['answers_cut']} answers cut to reader.max_answer_chars" if reader.get("answers_cut") else "")
         )
     lines += cost_lines(metrics)
     return "\n".join(lines)

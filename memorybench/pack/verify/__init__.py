@@ -38,6 +38,8 @@ dataset) and the `Findings` collector; one module per concern:
 - `metrics`: predictions.csv and metrics.json equal a fresh rescore of the stored rows;
 - `memory_failures`: a warning (`findings.WARNINGS`: printed, not a failure) when writer
   tasks failed and were skipped, so the memory lacks what they would have written;
+- `replies`: warnings when reader replies had no text (stored empty) or answers were cut
+  to `reader.max_answer_chars`;
 - `secrets`: no secret-looking string (API keys, bearer tokens, private keys, the exact
   values of the credentials given in `secrets`) in any file.
 
@@ -55,7 +57,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 
 from memorybench.errors import OneLineParser
-from memorybench.pack.verify import contamination, counts, hashes, memory_failures, metrics, provenance, rows, secrets, structure, traces
+from memorybench.pack.verify import contamination, counts, hashes, memory_failures, metrics, provenance, replies, rows, secrets, structure, traces
 from memorybench.pack.verify.context import Context, local_pack, pack_location, pack_root
 from memorybench.pack.verify.findings import CODES, WARNINGS, Finding, Findings, failures
 from memorybench.pack.verify.secrets import credential_values
@@ -84,6 +86,7 @@ CHECKS: tuple[Callable[[Context, Findings], None], ...] = (
     contamination.check_files_for_gold,
     metrics.check_metrics,
     memory_failures.check_writer_failures,
+    replies.check_replies,
     secrets.check_secrets,
 )
 

@@ -13,15 +13,15 @@ check (`memorybench.pack.verify.traces`), which rebuilds them, through `scan_seg
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from memorybench.hashing import sha256_bytes
-from memorybench.pack.verify.context import GOLD_SCANNED, WRITER_CALLS, Context
+from memorybench.pack.verify.context import AGENT_NOTES, GOLD_SCANNED, WRITER_CALLS, Context
 from memorybench.pack.verify.findings import Findings
 from memorybench.pack.verify.needles import Needles, joint_windows, json_strings, model_input
 from memorybench.registry import MEMORY
+from memorybench.records import load_json
 
 __all__ = ["check_files_for_gold", "check_needles", "scan_segments"]
 
@@ -46,7 +46,7 @@ def _writer_output(ctx: Context, needles: Needles) -> dict[str | None, list[tupl
         return {}
     for number, line in enumerate(path.read_text("utf-8", errors="replace").split("\n"), start=1):
         try:
-            row = json.loads(line)
+            row = load_json(line)
             text = row["response"]["text"]
         except (ValueError, KeyError, TypeError):
             continue  # a torn or malformed row is the schema check's finding
@@ -67,6 +67,10 @@ def _gold_finding(ctx: Context, out: Findings, sample: str | None, needle: str, 
         # replies may hold it by chance. Its inputs are scanned in calls.jsonl, where a gold
         # that reached the writer before the writer ever wrote it is still a finding.
         return
+    if relpath.startswith(AGENT_NOTES) and _asked_by_then(relpath, ctx.needles.gold_of[needle]):
+        # notes after question N may hold the agent's own answers to questions 0..N of the
+        # conversation; a gold of a later question (or any gold after ingest) is a leak
+        return
     source = f"{sample}'s source text" if sample else "any conversation's source text"
     out.grouped(
         "gold.leak",
@@ -75,6 +79,14 @@ def _gold_finding(ctx: Context, out: Findings, sample: str | None, needle: str, 
         f"gold answer {needle!r} of {ctx.needles.gold_of[needle]} appears in {what}; it is not in {source}",
         ("gold", needle),
     )
+
+
+def _asked_by_then(relpath: str, gold_question: str) -> bool:
+    """Whether the question a gold belongs to was asked by the time the notes snapshot at
+    `relpath` (`agent/notes/<question id>.md`) was taken; never for an ingest snapshot."""
+    stem = relpath.rsplit("/", 1)[-1].removesuffix(".md")
+    snapshot, gold = re.match(r"^(.+)-q-(\d+)$", stem), re.match(r"^(.+)-q-(\d+)$", gold_question)
+    return bool(snapshot and gold and snapshot.group(1) == gold.group(1) and int(gold.group(2)) <= int(snapshot.group(2)))
 
 
 def scan_segments(
@@ -114,7 +126,7 @@ def check_files_for_gold(ctx: Context, out: Findings) -> None:
         key: Any = ("ref", sha256_bytes(text.encode("utf-8")))  # a dump is also a reader ref: scanned once
         if relpath.endswith(".json"):
             try:
-                text, key = "\n".join(json_strings(json.loads(text))), None
+                text, key = "\n".join(json_strings(load_json(text))), None
             except ValueError:
                 pass
         low = _without_question(ctx, text.lower(), question)
@@ -156,7 +168,7 @@ def _gold_in_jsonl(ctx: Context, out: Findings, relpath: str, text: str, file_sa
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = load_json(line)
         except ValueError:
             row = line
         sample = file_sample

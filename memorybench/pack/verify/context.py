@@ -67,8 +67,11 @@ WORKSPACES = "agent/workspaces/"
 NOT_RECORDS = (WORKSPACES, "autorater/cache/")
 #: Every writer call of a run: its request is scanned for gold, its reply is model output.
 WRITER_CALLS = "memory/writer/calls.jsonl"
+#: The agent's notes snapshots (`<sample>.ingest.md` after ingest, `<question id>.md` after
+#: each question) and their ledger: a folder the agent writes, so scanned for gold too.
+AGENT_NOTES = "agent/notes"
 #: Folders whose files are scanned for gold strings besides the reader prompts.
-GOLD_SCANNED = ("memory/", "writer/", WORKSPACES)
+GOLD_SCANNED = ("memory/", "writer/", WORKSPACES, AGENT_NOTES)
 
 
 @dataclass

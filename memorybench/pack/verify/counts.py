@@ -11,7 +11,6 @@ traces by (question, pass); two writers at once are the one way to get a key twi
 
 from __future__ import annotations
 
-import json
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from memorybench.pack.reader import jsonl_lines
 from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.verify.context import NOT_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
+from memorybench.records import load_json
 
 __all__ = ["check_counts", "check_journal_keys"]
 
@@ -123,7 +123,7 @@ def _decoded(path: Path) -> list[tuple[int, Any]]:
     rows = []
     for number, line in jsonl_lines(path.read_bytes()):
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, load_json(line)))
         except ValueError:
             continue
     return rows

@@ -50,11 +50,13 @@ CODES: dict[str, str] = {
     "gold.leak": "a gold string that is not in the conversation's source text appears in a prompt, memory or workspace file (memory that the writer model wrote itself, from inputs scanned clean, may hold it)",
     "secret": "a secret-looking string (API key, token, private key, a credential's value) is stored in the pack",
     "memory.writer_failures": "a warning: writer tasks failed twice and were skipped (memory/writer/failures.jsonl), so the memory lacks their inputs",
+    "reply.empty": "a warning: reader replies had no text when asked twice and are stored as empty answers",
+    "reply.cut": "a warning: answers longer than reader.max_answer_chars are stored cut",
 }
 
 #: codes that say something a reader of the scores must know, about a pack that is whole:
 #: printed, never a failure of `memorybench verify`
-WARNINGS: frozenset[str] = frozenset({"memory.writer_failures"})
+WARNINGS: frozenset[str] = frozenset({"memory.writer_failures", "reply.empty", "reply.cut"})
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ earned over a memory that lacks those inputs).
 
 from __future__ import annotations
 
-import json
 
 from memorybench.pack.writer_tally import writer_tally
 from memorybench.pack import layout
 from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.findings import Findings
+from memorybench.records import load_json
 
 __all__ = ["check_writer_failures"]
 
@@ -27,7 +27,7 @@ def check_writer_failures(ctx: Context, out: Findings) -> None:
     if layout.BUILD_COST in ctx.bad_files or not path.is_file():
         return
     try:
-        rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+        rows = [load_json(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
         tally = writer_tally(r for r in rows if isinstance(r, dict))
     except (ValueError, TypeError, AttributeError):
         return  # a row that does not parse or match is the json/schema checks' finding

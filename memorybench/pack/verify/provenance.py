@@ -125,6 +125,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     from memorybench.data.pins import pins_dir as resolve_pins
 
     data = ctx.meta.get("data") or {}
+    _check_data_claim(ctx, data, out)
     if data.get("pinned"):
         path = resolve_pins(ctx.pins_dir) / LOCOMO10.relpath
         expected = LOCOMO10.sha256
@@ -158,6 +159,24 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     except UserError as e:
         out.add("data.missing", layout.RUN_META, f"dataset file {path} cannot be read: {e.message}")
         return None
+
+
+def _check_data_claim(ctx: Context, data: dict[str, Any], out: Findings) -> None:
+    """What run_meta says the data was agrees with what the config asked for: the pin when
+    `dataset.path` is null, else that path (a run_meta switched to an edited copy does not)."""
+    if ctx.cfg is None or ctx.cfg_get("dataset", "name") is None:
+        return
+    asked = ctx.cfg_get("dataset", "path")
+    if asked is None and not data.get("pinned"):
+        out.add("hash.data", layout.RUN_META,
+                f"config.resolved.yaml asks for the pinned dataset (dataset.path: null) but run_meta.data names "
+                f"{data.get('path')!r}, not the pin")
+    elif asked is not None:
+        # a relative dataset.path was resolved against the run's folder: compare what is sure
+        wanted, claimed = Path(str(asked)).expanduser(), Path(str(data.get("path") or "")).expanduser()
+        if (wanted.resolve() != claimed.resolve()) if wanted.is_absolute() else (wanted.name != claimed.name):
+            out.add("hash.data", layout.RUN_META,
+                    f"config.resolved.yaml asks for dataset.path {asked!r} but run_meta.data names {data.get('path')!r}")
 
 
 # -- prompts ---------------------------------------------------------------------------------

@@ -12,13 +12,12 @@ workspaces, the judge's response cache) are not read.
 from __future__ import annotations
 
 import difflib
-import json
 from typing import Any
 
 from memorybench.pack.reader import jsonl_lines
 from memorybench.pack.verify.context import KNOWN_JSON, KNOWN_JSONL, NOT_RECORDS, PROVENANCE_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
-from memorybench.records import SchemaError, parse_record, record_type, schema_ids
+from memorybench.records import SchemaError, load_json, parse_record, record_type, schema_ids
 
 __all__ = ["UNDECLARED_SCHEMAS", "check_every_row"]
 
@@ -46,7 +45,7 @@ def check_every_row(ctx: Context, out: Findings) -> None:
         bad = 0
         for number, raw in rows:
             try:
-                row = json.loads(raw)
+                row = load_json(raw)
             except ValueError:
                 continue  # not JSON: the json check's finding
             if number is None and not (isinstance(row, dict) and "schema" in row):

@@ -7,7 +7,6 @@ match is a finding and goes into `bad_files`.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Any
 
@@ -26,6 +25,7 @@ from memorybench.pack.verify.context import (
     Context,
 )
 from memorybench.pack.verify.findings import Findings
+from memorybench import records
 from memorybench.records import SchemaError
 from memorybench.registry import ANSWERERS
 
@@ -154,7 +154,7 @@ def load_json(ctx: Context, out: Findings, relpath: str) -> Any:
     """The parsed JSON file, or None (a finding, and the file in `bad_files`)."""
     path = ctx.root / relpath
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return records.load_json(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as e:
         out.add("json", relpath, f"not UTF-8 ({e.reason} at byte {e.start})")
     except ValueError as e:
@@ -220,7 +220,7 @@ def _jsonl_lines(ctx: Context, out: Findings, relpath: str) -> list[tuple[int, A
         if not line.strip():
             continue
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, records.load_json(line)))
         except ValueError as e:
             out.grouped("json", relpath, number, f"line is not valid JSON ({getattr(e, 'msg', e)}): a torn or edited row", "line")
             ctx.bad_files.add(relpath)
