@@ -1,0 +1,290 @@
+"""The agent's outer isolation holds when memorybench runs as root (containers, CI).
+
+Each test runs the real wrapper (`Isolation.wrap`) as root and checks a property from
+inside: no capability and not uid 0 of the host, the CLI's vendor folder read-only, a
+minimal /dev and no /sys, the host's loopback out of reach while the model endpoint's
+port is bridged, `open_by_handle_at` refused; then that `Isolation.probe` passes on the
+real CLI and refuses in one line when one property fails.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import socket
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memorybench.answer.agent._cli import locate_cli
+from memorybench.answer.agent._isolation import AGENT_ID, Isolation, _probe_python
+from memorybench.errors import UserError
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="checks the wrapper as root (as in containers and CI)")
+
+
+class LineServer:
+    """A TCP service on the host's 127.0.0.1: answers every connection with one line."""
+
+    def __init__(self, reply: bytes):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.reply = reply
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(self.reply + conn.recv(100))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture()
+def endpoint() -> Iterator[LineServer]:
+    server = LineServer(b"model endpoint says ")
+    yield server
+    server.close()
+
+
+@pytest.fixture()
+def host_service() -> Iterator[LineServer]:
+    server = LineServer(b"host secret ")
+    yield server
+    server.close()
+
+
+@pytest.fixture()
+def vendor() -> Path:
+    return locate_cli().vendor_dir
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(folder.rglob("*"))}
+
+
+def make(tmp_path: Path, vendor: Path, endpoint: LineServer | None, network: str = "isolated") -> Isolation:
+    url = f"http://127.0.0.1:{endpoint.port}/v1" if endpoint else None
+    return Isolation.create(tmp_path / "scratch" / "root", [vendor], endpoint=url, network=network)
+
+
+def inside(isolation: Isolation, tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess:
+    """`sh -c script` as the agent, in a writable workspace; the test's Python is visible read-only."""
+    workspace = tmp_path / "scratch" / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    python, extra = _probe_python()
+    argv = isolation.wrap(["/bin/sh", "-c", script, "sh", python, *args], cwd=workspace, visible=[workspace],
+                          readonly=extra)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def python_inside(isolation: Isolation, tmp_path: Path, code: str, *args: str) -> subprocess.CompletedProcess:
+    return inside(isolation, tmp_path, 'PY="$1"; shift; exec "$PY" -I -S -c "$@"', code, *args)
+
+
+@pytest.fixture()
+def isolation(tmp_path, vendor, endpoint) -> Iterator[Isolation]:
+    iso = make(tmp_path, vendor, endpoint)
+    yield iso
+    iso.close()
+
+
+def status_of(text: str) -> dict[str, str]:
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+
+
+# -- identity ------------------------------------------------------------------------
+def test_the_agent_has_no_capability_and_is_not_uid_0_of_the_host(tmp_path, isolation):
+    done = inside(isolation, tmp_path, "cat /proc/self/status; echo ===; cat /proc/self/uid_map; echo mine > owned.txt")
+    assert done.returncode == 0, done.stderr
+    status_text, uid_map = done.stdout.split("===\n")
+    status = status_of(status_text)
+    for key in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(status[key], 16) == 0, (key, status[key])
+    assert status["NoNewPrivs"] == "1"
+    assert status["Uid"].split() == [str(AGENT_ID)] * 4 and status["Gid"].split() == [str(AGENT_ID)] * 4
+    assert status["Groups"] == ""
+    # its own user namespace maps only AGENT_ID, onto AGENT_ID of the host: uid 0 is no one there
+    assert uid_map.split() == [str(AGENT_ID), str(AGENT_ID), "1"]
+    # what the agent writes the host sees as AGENT_ID's, not root's
+    owned = tmp_path / "scratch" / "workspace" / "owned.txt"
+    assert owned.read_text() == "mine\n" and owned.stat().st_uid == AGENT_ID != 0
+
+
+def test_without_the_drop_the_agent_would_be_root_so_the_check_above_can_fail(tmp_path, isolation, monkeypatch):
+    monkeypatch.setattr(Isolation, "drop_prefix", staticmethod(lambda: []))
+    done = inside(isolation, tmp_path, "cat /proc/self/status")
+    status = status_of(done.stdout)
+    assert status["Uid"].split()[0] == "0" and int(status["CapEff"], 16) != 0
+
+
+# -- files ---------------------------------------------------------------------------
+def test_the_vendor_folder_cannot_be_written_and_stays_as_it_was(tmp_path, isolation, vendor):
+    before = tree_digest(vendor)
+    binary = vendor / "bin" / "codex"
+    script = r"""V="$2"; B="$3"
+for t in "$V/planted" "$V/bin/planted"; do if touch "$t" 2>/dev/null; then echo "wrote $t"; fi; done
+if sh -c 'printf x >> "$0"' "$B" 2>/dev/null; then echo "appended $B"; fi
+if mv "$B" "$B.moved" 2>/dev/null; then echo "moved $B"; fi
+if chmod 777 "$V" 2>/dev/null; then echo "chmod $V"; fi
+echo checked"""
+    done = inside(isolation, tmp_path, script, str(vendor), str(binary))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "checked"
+    assert tree_digest(vendor) == before
+    assert not (vendor / "planted").exists()
+
+
+def test_dev_is_minimal_and_there_is_no_writable_sys(tmp_path, isolation):
+    code = r"""
+import json, os, stat
+found = {}
+for root, dirs, files in os.walk("/dev"):
+    for name in dirs + files:
+        path = os.path.join(root, name)
+        mode = os.lstat(path).st_mode
+        found[path] = "blk" if stat.S_ISBLK(mode) else "chr" if stat.S_ISCHR(mode) else "dir" if stat.S_ISDIR(mode) else "lnk" if stat.S_ISLNK(mode) else "other"
+sys_state = "absent" if not os.path.exists("/sys") else ("ro" if os.statvfs("/sys").f_flag & os.ST_RDONLY else "rw")
+try:
+    open("/dev/planted", "w")
+    dev_write = "ok"
+except OSError:
+    dev_write = "refused"
+print(json.dumps({"dev": found, "sys": sys_state, "dev_write": dev_write}))
+"""
+    done = python_inside(isolation, tmp_path, code)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert "blk" not in seen["dev"].values()
+    chars = sorted(p for p, kind in seen["dev"].items() if kind == "chr" and not p.startswith("/dev/pts/"))
+    assert chars == [f"/dev/{n}" for n in ("full", "null", "random", "tty", "urandom", "zero")]
+    assert seen["dev"]["/dev/pts/ptmx"] == "chr" and seen["dev"]["/dev/shm"] == "dir"
+    assert seen["sys"] in ("absent", "ro") and seen["dev_write"] == "refused"
+    # the host has block devices (the disk) that the agent does not see
+    host_blocks = [p for p in Path("/dev").rglob("*") if stat.S_ISBLK(p.lstat().st_mode)]
+    assert not any(str(p) in seen["dev"] for p in host_blocks)
+
+
+def test_open_by_handle_at_is_refused_inside_and_works_for_root_outside(tmp_path, isolation):
+    code = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+class Handle(ctypes.Structure):
+    _fields_ = [("handle_bytes", ctypes.c_uint), ("handle_type", ctypes.c_int), ("f_handle", ctypes.c_ubyte * 128)]
+handle, mount_id = Handle(handle_bytes=128), ctypes.c_int()
+named = libc.name_to_handle_at(-100, sys.argv[1].encode(), ctypes.byref(handle), ctypes.byref(mount_id), 0)
+if named != 0:
+    print("name_to_handle_at", ctypes.get_errno()); sys.exit(0)
+at = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+fd = libc.open_by_handle_at(at, ctypes.byref(handle), os.O_RDONLY)
+print("open_by_handle_at", fd, ctypes.get_errno())
+"""
+    target = tmp_path / "scratch" / "workspace" / "target.txt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("x")
+    done = python_inside(isolation, tmp_path, code, str(target))
+    assert done.returncode == 0, done.stderr
+    word, fd, err = done.stdout.split()
+    assert word == "open_by_handle_at" and int(fd) == -1 and int(err) == errno.EPERM
+    # as root outside the wrapper the same call opens the file: the refusal above is the wrapper's
+    outside = subprocess.run([_probe_python()[0], "-I", "-S", "-c", code, str(target)], capture_output=True, text=True)
+    word, fd, _ = outside.stdout.split()
+    assert word == "open_by_handle_at" and int(fd) >= 0
+
+
+# -- network -------------------------------------------------------------------------
+REACH = r"""
+import socket, sys
+for port in sys.argv[1:]:
+    try:
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=5) as s:
+            s.sendall(b"ping")
+            s.shutdown(socket.SHUT_WR)
+            print(port, s.recv(100).decode() or "closed")
+    except OSError as e:
+        print(port, "unreachable", e.errno)
+"""
+
+
+def test_the_hosts_loopback_is_unreachable_and_only_the_endpoint_is_bridged(tmp_path, isolation, endpoint, host_service):
+    done = python_inside(isolation, tmp_path, REACH, str(host_service.port), str(endpoint.port))
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert lines[str(host_service.port)].startswith("unreachable")
+    assert lines[str(endpoint.port)] == "model endpoint says ping"
+    # the bridge drops the wrapped process's listeners once its namespace is gone
+    assert isolation.bridge is not None
+    for _ in range(100):
+        if not isolation.bridge._open:
+            break
+        time.sleep(0.05)
+    assert not isolation.bridge._open
+
+
+def test_with_the_network_shared_the_host_service_answers_so_the_check_above_can_fail(tmp_path, vendor, host_service):
+    shared = make(tmp_path, vendor, None, network="shared")
+    done = python_inside(shared, tmp_path, REACH, str(host_service.port))
+    assert done.stdout.split(" ", 1)[1].strip() == "host secret ping"
+
+
+def test_a_remote_endpoint_with_the_network_isolated_is_refused_in_one_line(tmp_path, vendor):
+    with pytest.raises(UserError) as e:
+        Isolation.create(tmp_path / "root", [vendor], endpoint="https://user:sk-SECRETSECRET@api.openai.com/v1?key=sk-Q")
+    message = str(e.value)
+    assert "\n" not in message and "answerer.network=shared" in message and "https://api.openai.com" in message
+    assert "sk-" not in message
+    shared = Isolation.create(tmp_path / "root", [vendor], endpoint="https://api.openai.com/v1", network="shared")
+    assert shared.bridge is None
+    with pytest.raises(UserError, match="answerer.network='open' is unknown"):
+        Isolation.create(tmp_path / "root", [vendor], network="open")
+
+
+# -- the probe -----------------------------------------------------------------------
+def probe(isolation: Isolation, tmp_path: Path) -> None:
+    cwd = tmp_path / "scratch" / "probe"
+    cwd.mkdir(parents=True, exist_ok=True)
+    isolation.probe([], cwd=cwd, visible=[cwd], binary=locate_cli().binary)
+
+
+def test_the_probe_passes_on_the_real_cli(tmp_path, isolation, endpoint):
+    probe(isolation, tmp_path)
+    marker = tmp_path / "scratch" / "probe" / "memorybench-probe-owner"
+    assert marker.stat().st_uid == AGENT_ID
+
+
+def test_the_probe_refuses_in_one_line_when_the_agent_keeps_root(tmp_path, isolation, monkeypatch):
+    monkeypatch.setattr(Isolation, "drop_prefix", staticmethod(lambda: []))
+    with pytest.raises(UserError) as e:
+        probe(isolation, tmp_path)
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("the agent's isolation does not hold: the agent holds capabilities")
+    assert "refuses to run unsafe" in message and "more)" in message
+
+
+def test_the_probe_refuses_when_the_network_is_shared_by_mistake(tmp_path, vendor, monkeypatch):
+    # the wrapper told to isolate, but the namespace is not made: the probe must notice
+    isolation = make(tmp_path, vendor, None)
+    original = Isolation.wrap
+
+    def no_net(self, argv, **kwargs):
+        return [a for a in original(self, argv, **kwargs) if a != "--net"]
+
+    monkeypatch.setattr(Isolation, "wrap", no_net)
+    with pytest.raises(UserError, match="the network is shared"):
+        probe(isolation, tmp_path)
