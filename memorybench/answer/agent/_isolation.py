@@ -12,9 +12,11 @@ the caches, other users' homes, the disks) does not exist for the agent. Codex's
 bubblewrap sandbox runs inside it.
 
 Then the agent drops to an unprivileged identity before `exec`, also when memorybench
-runs as root: `setpriv` (uid/gid AGENT_ID of the host, no groups, no capabilities in
-any set, an empty bounding set, no_new_privs) and a new user namespace of its own
-(`unshare --user`, AGENT_ID mapped to itself) for Codex's sandbox to nest in. As root
+runs as root: `setpriv` (uid/gid AGENT_ID of the host, no groups, no inheritable or
+ambient capabilities, no_new_privs) and a new user namespace of its own (`unshare
+--user`, AGENT_ID mapped to itself) for Codex's sandbox to nest in. Its `exec` as a uid
+other than 0 clears the permitted and effective sets: the agent holds no capability
+anywhere and, with no_new_privs, can gain none. As root
 the wrapper first hands the writable scratch paths to AGENT_ID (`chown -R`, links not
 followed). As another user the outer namespaces come from `unshare --user
 --map-root-user` and the same drop applies inside.
@@ -265,8 +267,11 @@ class Isolation:
     @staticmethod
     def drop_prefix() -> list[str]:
         """What runs the command as the agent: an unprivileged uid, no capabilities, its own user namespace."""
-        ids = [f"--reuid={AGENT_ID}", f"--regid={AGENT_ID}", "--clear-groups"] if os.geteuid() == 0 else []
-        return [_tool("setpriv"), *ids, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+        # as root: host uid AGENT_ID, no groups, an empty bounding set. As another user the outer
+        # namespace's root keeps its bounding set: emptied, the nested namespace could not map its uid
+        ids = ([f"--reuid={AGENT_ID}", f"--regid={AGENT_ID}", "--clear-groups", "--bounding-set=-all"]
+               if os.geteuid() == 0 else [])
+        return [_tool("setpriv"), *ids, "--inh-caps=-all", "--no-new-privs", "--",
                 _tool("unshare"), "--user", f"--map-user={AGENT_ID}", f"--map-group={AGENT_ID}", "--"]
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, visible: Sequence[Path] = (),
