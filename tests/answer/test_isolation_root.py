@@ -288,3 +288,41 @@ def test_the_probe_refuses_when_the_network_is_shared_by_mistake(tmp_path, vendo
     monkeypatch.setattr(Isolation, "wrap", no_net)
     with pytest.raises(UserError, match="the network is shared"):
         probe(isolation, tmp_path)
+
+
+# -- through the answerer and the real CLI -----------------------------------------
+def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path):
+    from test_codex import agent, view_of
+
+    from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer, Shell, function_outputs
+
+    command = ("grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs):' /proc/self/status; cat /proc/self/uid_map; "
+               "ls /dev | tr '\\n' ' '; echo; ls -d /sys 2>&1 | tail -1")
+    with ScriptedResponsesServer() as server:
+        server.script(Shell(command), Message("ok"))
+        with agent(tmp_path, server) as (answerer, pack, conversations):
+            answerer.start_conversation(view_of(conversations[0]))
+            answerer.answer(conversations[0].questions[0].asked(), "")
+        (output,) = function_outputs(server.requests[1])
+    status = status_of(output)
+    assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0 and status["NoNewPrivs"] == "1"
+    assert status["Uid"].split() == [str(AGENT_ID)] * 4
+    dev = next(line for line in output.splitlines() if " null " in line).split()
+    assert set(dev) <= {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+                        "tty", "urandom", "zero"}
+    assert "No such file or directory" in output.splitlines()[-1]  # no /sys
+    isolation = json.loads(pack.path("agent/cli.json").read_text())["isolation"]
+    assert f"host uid {AGENT_ID}" in isolation and "its own network namespace" in isolation and "no /sys" in isolation
+
+
+def test_qa_with_a_remote_endpoint_and_the_network_isolated_ends_in_one_line(tmp_path, monkeypatch, capsys):
+    from memorybench.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-memorybench-test-0123456789abcdef")
+    with pytest.raises(SystemExit) as stopped:  # the Hydra app exits with the error's code
+        main(["qa", "answerer=codex", "answerer.model=gpt-test", f"paths.packs={tmp_path / 'packs'}",
+              f"paths.cache={tmp_path / 'cache'}", "max_questions=1",
+              f"dataset.path={Path(__file__).parents[1] / 'fixtures' / 'mini_locomo.json'}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stopped.value.code not in (0, None) and len(err) == 1 and "Traceback" not in err[0]
+    assert "answerer.network=shared" in err[0] and "https://api.openai.com" in err[0] and "sk-" not in err[0]
