@@ -150,6 +150,23 @@ echo checked"""
     assert not (vendor / "planted").exists()
 
 
+def test_a_mount_inside_a_read_only_path_is_read_only_too(tmp_path, isolation):
+    # a container's /etc/hosts is its own mount: here a world-writable tmpfs inside a read-only path
+    shown = tmp_path / "shown"
+    (shown / "sub").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "memorybench-test", str(shown / "sub")], check=True)
+    try:
+        workspace = tmp_path / "scratch" / "workspace"
+        workspace.mkdir(parents=True)
+        argv = isolation.wrap(["/bin/sh", "-c", 'for d in "$0" "$0/sub"; do touch "$d/x" 2>/dev/null && echo "wrote $d"; done; '
+                               'echo checked', str(shown)], cwd=workspace, visible=[workspace], readonly=[shown])
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["checked"] and not (shown / "sub" / "x").exists()
+    finally:
+        subprocess.run(["umount", str(shown / "sub")], check=True)
+
+
 def test_dev_is_minimal_and_there_is_no_writable_sys(tmp_path, isolation):
     code = r"""
 import json, os, stat

@@ -76,7 +76,13 @@ place() {
   if [ -d "$1" ]; then mkdir -p "$R$1"
   else mkdir -p "$(dirname "$R$1")"; [ -e "$R$1" ] || : > "$R$1"; fi
 }
-bind_ro() { place "$1"; mount --rbind "$1" "$R$1"; mount -o remount,bind,ro,nosuid,nodev "$R$1"; }
+# bound recursively, then every mount under it made read-only (a container's /etc/hosts is one)
+bind_ro() {
+  place "$1"; mount --rbind "$1" "$R$1"
+  while read -r _ _ _ _ m _; do
+    case "$m" in "$R$1"|"$R$1"/*) mount -o remount,bind,ro,nosuid,nodev "$m";; esac
+  done < /proc/self/mountinfo
+}
 mount -t tmpfs -o mode=0755 memorybench-agent-root "$R"
 for d in /usr /etc; do if [ -d "$d" ]; then bind_ro "$d"; fi; done
 for l in /bin /sbin /lib /lib32 /lib64 /libx32; do
