@@ -434,8 +434,10 @@ class CodexAnswerer:
         for sub in ("codex_home", "home", "tmp"):
             (proc_dir / sub).mkdir(parents=True)
         (proc_dir / "codex_home" / "config.toml").write_text(self.config_toml, "utf-8")
-        visible = [proc_dir / "codex_home", proc_dir / "home", proc_dir / "tmp", workspace]
-        argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=visible)
+        visible = [proc_dir / "codex_home", proc_dir / "home", proc_dir / "tmp"]
+        writable = sandbox != "read-only"  # the read-only sandbox's workspace is read-only in the outer root too
+        argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=[*visible, workspace] if writable
+                                   else visible, readonly=[] if writable else [workspace])
         try:
             result = run_process(argv, stdin_text=task, env=self.env(proc_dir), cwd=str(workspace), timeout_s=timeout_s)
         finally:
