@@ -253,6 +253,51 @@ def test_the_hosts_loopback_is_unreachable_and_only_the_endpoint_is_bridged(tmp_
     assert not isolation.bridge._open
 
 
+def test_the_bridge_carries_concurrent_large_exchanges_intact(tmp_path, vendor):
+    echo = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    echo.bind(("127.0.0.1", 0))
+    echo.listen(16)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = echo.accept()
+            except OSError:
+                return
+
+            def back(c: socket.socket) -> None:
+                with c:
+                    while data := c.recv(65536):
+                        c.sendall(data)
+
+            threading.Thread(target=back, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    iso = Isolation.create(tmp_path / "scratch" / "root", [vendor], endpoint=f"http://localhost:{echo.getsockname()[1]}/v1")
+    code = r"""
+import hashlib, socket, sys, threading
+port, results = int(sys.argv[1]), {}
+def one(i):
+    payload = bytes([i]) * (1 << 20)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        threading.Thread(target=lambda: (s.sendall(payload), s.shutdown(socket.SHUT_WR)), daemon=True).start()
+        got = bytearray()
+        while data := s.recv(65536):
+            got += data
+    results[i] = hashlib.sha256(got).hexdigest() == hashlib.sha256(payload).hexdigest()
+threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(sorted(results.items()))
+"""
+    try:
+        done = python_inside(iso, tmp_path, code, str(echo.getsockname()[1]))
+    finally:
+        iso.close()
+        echo.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([(i, True) for i in range(6)])
+
+
 def test_with_the_network_shared_the_host_service_answers_so_the_check_above_can_fail(tmp_path, vendor, host_service):
     shared = make(tmp_path, vendor, None, network="shared")
     done = python_inside(shared, tmp_path, REACH, str(host_service.port))

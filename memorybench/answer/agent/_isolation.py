@@ -327,7 +327,8 @@ class Isolation:
                             "not installed; install util-linux")
         python, extra = _probe_python()
         with _host_listener(self.network == "isolated") as host_port:
-            config = {"marker": MARKER, "readonly": [str(p) for p in self.always_visible] + [str(binary)],
+            readonly = [*system_roots(), *self.always_visible, binary]
+            config = {"marker": MARKER, "readonly": [str(p) for p in readonly],
                       "host_port": host_port, "bridged": list(self.bridge.ports) if self.bridge else []}
             argv = ["/bin/sh", "-c", f'"$0" --version >/dev/null || exit 4\nPY="$1"; CODE="$2"; CFG="$3"; shift 3\n'
                     f'{PROBE}exec "$PY" -I -S -c "$CODE" "$CFG"', str(binary), python, PROBE_PY, json.dumps(config),
