@@ -3,8 +3,10 @@
 Each test runs the real wrapper (`Isolation.wrap`) as root and checks a property from
 inside: no capability and not uid 0 of the host, the CLI's vendor folder read-only, a
 minimal /dev and no /sys, the host's loopback out of reach while the model endpoint's
-port is bridged, `open_by_handle_at` refused; then that `Isolation.probe` passes on the
-real CLI and refuses in one line when one property fails.
+port is bridged (or, for a remote https endpoint, a CONNECT to its host and port only),
+`open_by_handle_at` refused; then that `Isolation.probe` passes on the real CLI and
+refuses in one line when one property fails, and that the real Codex CLI answers through
+both bridges.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -304,16 +307,63 @@ def test_with_the_network_shared_the_host_service_answers_so_the_check_above_can
     assert done.stdout.split(" ", 1)[1].strip() == "host secret ping"
 
 
-def test_a_remote_endpoint_with_the_network_isolated_is_refused_in_one_line(tmp_path, vendor):
+def test_a_plain_http_remote_endpoint_with_the_network_isolated_is_refused_in_one_line(tmp_path, vendor):
     with pytest.raises(UserError) as e:
-        Isolation.create(tmp_path / "root", [vendor], endpoint="https://user:sk-SECRETSECRET@api.openai.com/v1?key=sk-Q")
+        Isolation.create(tmp_path / "root", [vendor], endpoint="http://user:sk-SECRETSECRET@models.example.test/v1?key=sk-Q")
     message = str(e.value)
-    assert "\n" not in message and "answerer.network=shared" in message and "https://api.openai.com" in message
+    assert "\n" not in message and "answerer.network=shared" in message and "http://models.example.test" in message
     assert "sk-" not in message
-    shared = Isolation.create(tmp_path / "root", [vendor], endpoint="https://api.openai.com/v1", network="shared")
-    assert shared.bridge is None
+    shared = Isolation.create(tmp_path / "root", [vendor], endpoint="http://models.example.test/v1", network="shared")
+    assert shared.bridge is None and shared.agent_env() == {}
     with pytest.raises(UserError, match="answerer.network='open' is unknown"):
         Isolation.create(tmp_path / "root", [vendor], network="open")
+
+
+CONNECT = r"""
+import socket, sys
+def ask(target):
+    with socket.create_connection(("127.0.0.1", 3128), timeout=10) as s:
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\nping".encode())
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while data := s.recv(4096):
+            got += data
+    return got.decode("latin-1").replace("\r\n", "|")
+for target in sys.argv[1:]:
+    print(ask(target))
+"""
+
+
+def test_a_remote_https_endpoint_is_reached_by_a_connect_to_its_host_and_port_only(tmp_path, vendor, host_service):
+    # 127.0.0.2 is not bridged port for port: it stands for a remote host, reached through HTTPS_PROXY
+    remote = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    remote.bind(("127.0.0.2", 0))
+    remote.listen(4)
+    port = remote.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = remote.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"tls bytes " + conn.recv(100))
+
+    threading.Thread(target=serve, daemon=True).start()
+    iso = Isolation.create(tmp_path / "scratch" / "root", [vendor], endpoint=f"https://127.0.0.2:{port}/v1")
+    try:
+        assert iso.agent_env()["HTTPS_PROXY"] == "http://127.0.0.1:3128"
+        done = python_inside(iso, tmp_path, CONNECT, f"127.0.0.2:{port}", f"127.0.0.1:{host_service.port}",
+                             f"127.0.0.2:{port + 1}")
+    finally:
+        iso.close()
+        remote.close()
+    assert done.returncode == 0, done.stderr
+    allowed, other_host, other_port = done.stdout.splitlines()
+    assert allowed == "HTTP/1.1 200 Connection established||tls bytes ping"
+    assert other_host.startswith("HTTP/1.1 403 Forbidden") and "host secret" not in other_host
+    assert other_port.startswith("HTTP/1.1 403 Forbidden")
 
 
 # -- the probe -----------------------------------------------------------------------
@@ -377,14 +427,92 @@ def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path
     assert f"host uid {AGENT_ID}" in isolation and "its own network namespace" in isolation and "no /sys" in isolation
 
 
-def test_qa_with_a_remote_endpoint_and_the_network_isolated_ends_in_one_line(tmp_path, monkeypatch, capsys):
+def test_qa_with_a_plain_http_remote_endpoint_and_the_network_isolated_ends_in_one_line(tmp_path, capsys):
     from memorybench.cli import main
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-memorybench-test-0123456789abcdef")
     with pytest.raises(SystemExit) as stopped:  # the Hydra app exits with the error's code
-        main(["qa", "answerer=codex", "answerer.model=gpt-test", f"paths.packs={tmp_path / 'packs'}",
+        main(["qa", "answerer=codex", "answerer.model=gpt-test", "answerer.provider=openai_compatible",
+              "answerer.base_url=http://user:sk-memorybench-test-0123@models.example.test:8000/v1", "answerer.api_key_env=null",
+              f"paths.packs={tmp_path / 'packs'}",
               f"paths.cache={tmp_path / 'cache'}", "max_questions=1",
               f"dataset.path={Path(__file__).parents[1] / 'fixtures' / 'mini_locomo.json'}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert stopped.value.code not in (0, None) and len(err) == 1 and "Traceback" not in err[0]
-    assert "answerer.network=shared" in err[0] and "https://api.openai.com" in err[0] and "sk-" not in err[0]
+    assert "answerer.network=shared" in err[0] and "http://models.example.test:8000" in err[0] and "sk-" not in err[0]
+
+
+class TlsFront:
+    """https://127.0.0.2:PORT (a stand-in for a remote host) in front of a plain local server."""
+
+    def __init__(self, tmp_path: Path, backend_port: int):
+        self.cert = tmp_path / "cert.pem"
+        key = tmp_path / "key.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                        str(self.cert), "-days", "1", "-subj", "/CN=127.0.0.2", "-addext", "subjectAltName=IP:127.0.0.2",
+                        "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth"],
+                       check=True, capture_output=True)
+        import ssl
+
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(self.cert, key)
+        self.backend_port = backend_port
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.2", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._relay, args=(conn,), daemon=True).start()
+
+    def _relay(self, conn: socket.socket) -> None:
+        import select
+
+        try:
+            tls = self.context.wrap_socket(conn, server_side=True)
+        except OSError:
+            conn.close()
+            return
+        with tls, socket.create_connection(("127.0.0.1", self.backend_port)) as plain:
+            while True:
+                ready = [tls] if tls.pending() else select.select([tls, plain], [], [], 60)[0]
+                if not ready:
+                    return
+                for src, dst in ((tls, plain), (plain, tls)):
+                    if src in ready:
+                        data = src.recv(65536)
+                        if not data:
+                            return
+                        dst.sendall(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_codex_reaches_a_remote_https_endpoint_through_the_connect_bridge(tmp_path, monkeypatch):
+    from test_codex import agent, view_of
+
+    from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer
+
+    with ScriptedResponsesServer() as server:
+        front = TlsFront(tmp_path, server.port)
+        monkeypatch.setenv("SSL_CERT_FILE", str(front.cert))
+        remote = SimpleNamespace(base_url=f"https://127.0.0.2:{front.port}/v1")  # all the agent helper reads
+        try:
+            server.script(Message("from afar"))
+            with agent(tmp_path, remote) as (answerer, pack, conversations):
+                answerer.start_conversation(view_of(conversations[0]))
+                answer = answerer.answer(conversations[0].questions[0].asked(), "")
+        finally:
+            front.close()
+    (trace,) = [json.loads(line) for line in pack.path("agent/traces.jsonl").read_text().splitlines()]
+    assert answer.prediction == "from afar" and front.connections >= 1, (trace["status"], trace["error"])
+    assert len(server.requests) == 1  # through the TLS front, whose certificate Codex took from SSL_CERT_FILE
+    assert "HTTPS_PROXY 127.0.0.1:3128" in json.loads(pack.path("agent/cli.json").read_text())["isolation"]

@@ -14,6 +14,11 @@ gateway), the agent must still reach that one port, and only it:
 
 So Codex's base URL stays exactly what the user configured, the agent can connect to
 nothing but the bridged ports, and the control socket is never inside the agent's root.
+
+An https endpoint elsewhere (the OpenAI API) is reached the same way through one more
+listener, 127.0.0.1:PROXY_PORT inside, given to Codex as HTTPS_PROXY: the harness side
+answers an HTTP CONNECT to the endpoint's own host and port only (403 for any other),
+resolves and connects on the host, then splices the TLS stream it never reads.
 When the wrapper's namespace ends (its PID 1 exits) the holder dies, the harness sees
 the control connection close, and drops the listeners and their connections.
 """
@@ -69,6 +74,10 @@ finally:
 
 #: hosts the bridge serves: inside the namespace it listens on 127.0.0.1 (where localhost resolves too)
 BRIDGED_HOSTS = ("127.0.0.1", "localhost")
+#: the agent's HTTPS_PROXY port inside its namespace (a remote https endpoint)
+PROXY_PORT = 3128
+#: the most a CONNECT request head may take
+HEAD_LIMIT = 8192
 
 
 def loopback_port(url: str) -> int | None:
@@ -98,8 +107,12 @@ class Bridge:
     """Harness side: accepts the listeners `INNER` sends and splices their connections to
     the same port of `upstream_host` (the endpoint's 127.0.0.1 or localhost) on the host."""
 
-    def __init__(self, ports: tuple[int, ...], *, upstream_host: str = "127.0.0.1"):
-        self.ports = ports
+    def __init__(self, ports: tuple[int, ...] = (), *, upstream_host: str = "127.0.0.1",
+                 connect_to: tuple[str, int] | None = None):
+        """`ports`: spliced to the same port of `upstream_host`; `connect_to`: (host, port) a CONNECT
+        on PROXY_PORT may reach."""
+        self.connect_to = (connect_to[0].lower(), connect_to[1]) if connect_to else None
+        self.ports = (*ports, PROXY_PORT) if connect_to else ports
         self.upstream_host = upstream_host
         # a short private folder (a Unix socket's path has at most 107 bytes), never inside the agent's root
         self._folder = Path(tempfile.mkdtemp(prefix="memorybench-bridge-"))
@@ -163,8 +176,14 @@ class Bridge:
     def _splice(self, inside: socket.socket, port: int) -> None:
         self._track(inside)
         try:
-            outside = socket.create_connection((self.upstream_host, port), timeout=30)
+            if self.connect_to is not None and port == PROXY_PORT:
+                outside = self._connect(inside)
+            else:
+                outside = socket.create_connection((self.upstream_host, port), timeout=30)
         except OSError:
+            self._drop(inside)
+            return
+        if outside is None:
             self._drop(inside)
             return
         outside.settimeout(None)
@@ -175,6 +194,37 @@ class Bridge:
         back.join()
         self._drop(inside)
         self._drop(outside)
+
+    def _connect(self, inside: socket.socket) -> socket.socket | None:
+        """Answer one CONNECT: the endpoint's host and port, or 403; bytes after the head go through."""
+        assert self.connect_to is not None
+        inside.settimeout(30)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = inside.recv(1024)
+            if not data or len(head) + len(data) > HEAD_LIMIT:
+                return None
+            head += data
+        head, rest = head.split(b"\r\n\r\n", 1)
+        words = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+        target = None
+        if len(words) == 3 and words[0].upper() == "CONNECT":
+            host, _, port = words[1].rpartition(":")
+            if port.isdigit():
+                target = (host.strip("[]").lower(), int(port))
+        if target != self.connect_to:
+            inside.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return None
+        try:
+            outside = socket.create_connection(target, timeout=30)
+        except OSError:
+            inside.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            return None
+        inside.settimeout(None)
+        inside.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        if rest:
+            outside.sendall(rest)
+        return outside
 
     def close(self) -> None:
         self._closed.set()

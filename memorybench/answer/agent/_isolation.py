@@ -23,9 +23,11 @@ followed). As another user the outer namespaces come from `unshare --user
 
 The network namespace is fresh: the agent's 127.0.0.1 is its own. A model endpoint on
 the host's 127.0.0.1 or localhost is bridged port for port (`_bridge`), so the base URL
-Codex is given does not change; any other endpoint is unreachable, and is refused
-before the first question unless `answerer.network=shared` (the host's network, as
-before, recorded in cli.json).
+Codex is given does not change. An https endpoint elsewhere is reached through
+HTTPS_PROXY=127.0.0.1:PROXY_PORT inside, bridged to a CONNECT that the harness allows to
+that endpoint's host and port only. A plain-http endpoint elsewhere is refused before
+the first question unless `answerer.network=shared` (the host's network, as before,
+recorded in cli.json).
 
 Default-deny, not a list of hidden paths: a copy of the data in a place nobody thought
 of is out of reach too. What stays visible is the system folders: a secret placed under
@@ -51,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from memorybench.answer.agent._bridge import INNER, Bridge, loopback_port
+from memorybench.answer.agent._bridge import INNER, PROXY_PORT, Bridge, loopback_port
 from memorybench.errors import UserError
 
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -228,6 +230,18 @@ def _endpoint(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{port}"
 
 
+def cert_paths() -> list[Path]:
+    """SSL_CERT_FILE / SSL_CERT_DIR (passed to the CLI) outside the system folders: bound read-only."""
+    extras = []
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        value = os.environ.get(name)
+        if value and Path(value).exists():
+            target = Path(value).resolve()
+            if not any(_is_under(target, r) for r in system_roots()):
+                extras.append(target)
+    return extras
+
+
 @dataclass(frozen=True)
 class Isolation:
     #: an empty folder to mount the new root on (inside a private mount namespace)
@@ -250,14 +264,30 @@ class Isolation:
         bridge = None
         if network == "isolated" and endpoint:
             port = loopback_port(endpoint)
-            if port is None:
+            parts = urlsplit(endpoint)
+            if port is not None:
+                bridge = Bridge((port,), upstream_host=parts.hostname or "127.0.0.1")
+            elif parts.scheme == "https" and parts.hostname:
+                try:
+                    remote_port = parts.port or 443
+                except ValueError:
+                    remote_port = 443
+                bridge = Bridge(connect_to=(parts.hostname, remote_port))
+            else:
                 raise UserError(
-                    f"the model endpoint {_endpoint(endpoint)} is not on this machine's 127.0.0.1 or localhost, and "
-                    "the agent's network is isolated (answerer.network=isolated): serve the model through a local "
-                    "gateway on 127.0.0.1, or set answerer.network=shared to give the agent the host's network"
+                    f"the model endpoint {_endpoint(endpoint)} is plain http and not on this machine's 127.0.0.1 or "
+                    "localhost, so the agent's isolated network (answerer.network=isolated) cannot reach it: use its "
+                    "https URL, serve it through a local gateway on 127.0.0.1, or set answerer.network=shared"
                 )
-            bridge = Bridge((port,), upstream_host=urlsplit(endpoint).hostname or "127.0.0.1")
-        return cls(mountpoint, tuple(p.resolve() for p in always_visible) + tuple(etc_extras()), network, bridge)
+        shown = (*(p.resolve() for p in always_visible), *etc_extras(), *cert_paths())
+        return cls(mountpoint, tuple(dict.fromkeys(shown)), network, bridge)
+
+    def agent_env(self) -> dict[str, str]:
+        """Environment the CLI needs to reach its endpoint: HTTPS_PROXY when a remote endpoint is bridged."""
+        if self.bridge is None or self.bridge.connect_to is None:
+            return {}
+        proxy = f"http://127.0.0.1:{PROXY_PORT}"
+        return {"HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": ""}
 
     def close(self) -> None:
         if self.bridge is not None:
@@ -311,8 +341,13 @@ class Isolation:
 
     def describe(self) -> str:
         """What cli.json records of the isolation."""
-        net = ("its own network namespace (the model endpoint's port bridged from the host's loopback)"
-               if self.network == "isolated" else "the host's network (answerer.network=shared)")
+        if self.network == "shared":
+            net = "the host's network (answerer.network=shared)"
+        elif self.bridge is not None and self.bridge.connect_to is not None:
+            net = ("its own network namespace (HTTPS_PROXY 127.0.0.1:%d inside, bridged to a CONNECT to the model "
+                   "endpoint's host and port only)" % PROXY_PORT)
+        else:
+            net = "its own network namespace (the model endpoint's port bridged from the host's loopback)"
         return ("unshare mount+pid namespace; pivot_root into a tmpfs root holding /usr, /etc (read-only), a minimal "
                 "/dev, no /sys, the CLI's vendor folder (read-only), and the process's own fresh CODEX_HOME, HOME, "
                 f"TMPDIR and workspace only; run as host uid {AGENT_ID if os.geteuid() == 0 else os.geteuid()} in a "

@@ -416,6 +416,7 @@ class CodexAnswerer:
         for name in PASS_ENV:
             if os.environ.get(name):
                 env[name] = os.environ[name]
+        env.update(self.isolation.agent_env())  # HTTPS_PROXY when a remote endpoint is bridged
         key_env = self.settings.api_key_env
         if key_env and os.environ.get(key_env):
             env[key_env] = os.environ[key_env]
