@@ -403,8 +403,12 @@ def test_the_probe_refuses_when_the_network_is_shared_by_mistake(tmp_path, vendo
 
 
 # -- through the answerer and the real CLI -----------------------------------------
-def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path):
+def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path, monkeypatch):
     from test_codex import agent, view_of
+
+    # a proxy of the host (passed to the CLI) is out of reach inside: the loopback endpoint goes direct
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
 
     from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer, Shell, function_outputs
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from memorybench.answer.agent._bridge import INNER, PROXY_PORT, Bridge, loopback_port
+from memorybench.answer.agent._bridge import BRIDGED_HOSTS, INNER, PROXY_PORT, Bridge, loopback_port
 from memorybench.errors import UserError
 
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -283,9 +283,13 @@ class Isolation:
         return cls(mountpoint, tuple(dict.fromkeys(shown)), network, bridge)
 
     def agent_env(self) -> dict[str, str]:
-        """Environment the CLI needs to reach its endpoint: HTTPS_PROXY when a remote endpoint is bridged."""
-        if self.bridge is None or self.bridge.connect_to is None:
+        """Environment the CLI needs to reach its endpoint through the bridge: HTTPS_PROXY for a
+        remote endpoint; for a loopback one, NO_PROXY (a proxy of the host is out of reach inside)."""
+        if self.bridge is None:
             return {}
+        if self.bridge.connect_to is None:
+            direct = ",".join(BRIDGED_HOSTS)
+            return {"NO_PROXY": direct, "no_proxy": direct}
         proxy = f"http://127.0.0.1:{PROXY_PORT}"
         return {"HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": ""}
 
