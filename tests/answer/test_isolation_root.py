@@ -445,6 +445,42 @@ def test_qa_with_a_plain_http_remote_endpoint_and_the_network_isolated_ends_in_o
     assert "answerer.network=shared" in err[0] and "http://models.example.test:8000" in err[0] and "sk-" not in err[0]
 
 
+def test_the_connect_bridge_goes_through_the_hosts_own_proxy_when_it_has_one(tmp_path, vendor, monkeypatch):
+    proxy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(4)
+    heads: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = proxy.accept()
+            except OSError:
+                return
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(1024)
+                heads.append(head)
+                conn.sendall(b"HTTP/1.1 200 OK\r\n\r\nvia the host proxy ")
+                conn.sendall(conn.recv(100))
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("HTTPS_PROXY", f"http://corp:pa%40ss@127.0.0.1:{proxy.getsockname()[1]}")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    iso = Isolation.create(tmp_path / "scratch" / "root", [vendor], endpoint="https://api.example.test/v1")
+    try:
+        done = python_inside(iso, tmp_path, CONNECT, "api.example.test:443")
+    finally:
+        iso.close()
+        proxy.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "HTTP/1.1 200 Connection established||via the host proxy ping"
+    (head,) = heads
+    assert head.startswith(b"CONNECT api.example.test:443 HTTP/1.1\r\n")
+    assert b"Proxy-Authorization: Basic Y29ycDpwYUBzcw==" in head  # corp:pa@ss
+
+
 class TlsFront:
     """https://127.0.0.2:PORT (a stand-in for a remote host) in front of a plain local server."""
 
@@ -520,3 +556,13 @@ def test_codex_reaches_a_remote_https_endpoint_through_the_connect_bridge(tmp_pa
     assert answer.prediction == "from afar" and front.connections >= 1, (trace["status"], trace["error"])
     assert len(server.requests) == 1  # through the TLS front, whose certificate Codex took from SSL_CERT_FILE
     assert "HTTPS_PROXY 127.0.0.1:3128" in json.loads(pack.path("agent/cli.json").read_text())["isolation"]
+
+
+def test_the_hosts_proxy_is_skipped_where_no_proxy_names_the_endpoint():
+    from memorybench.answer.agent._bridge import host_proxy
+
+    env = {"HTTPS_PROXY": "http://proxy.corp:3128", "NO_PROXY": "localhost, .openai.com"}
+    assert host_proxy("api.openai.com", env) is None
+    assert host_proxy("models.example.test", env) == (("proxy.corp", 3128), "")
+    assert host_proxy("api.openai.com", {"https_proxy": "socks5://proxy.corp:1080"}) is None
+    assert host_proxy("api.openai.com", {}) is None

@@ -18,21 +18,24 @@ nothing but the bridged ports, and the control socket is never inside the agent'
 An https endpoint elsewhere (the OpenAI API) is reached the same way through one more
 listener, 127.0.0.1:PROXY_PORT inside, given to Codex as HTTPS_PROXY: the harness side
 answers an HTTP CONNECT to the endpoint's own host and port only (403 for any other),
-resolves and connects on the host, then splices the TLS stream it never reads.
+resolves and connects on the host (through the host's own HTTPS_PROXY when it has one),
+then splices the TLS stream it never reads.
 When the wrapper's namespace ends (its PID 1 exits) the holder dies, the harness sees
 the control connection close, and drops the listeners and their connections.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import selectors
 import socket
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 #: run inside the agent's network namespace: argv[1] control socket ("-": none), argv[2] ports ("-": none)
 INNER = r"""
@@ -92,6 +95,28 @@ def loopback_port(url: str) -> int | None:
     return port or (443 if parts.scheme == "https" else 80)
 
 
+def host_proxy(target_host: str, environ: Mapping[str, str] | None = None) -> tuple[tuple[str, int], str] | None:
+    """The host's http:// HTTPS_PROXY for `target_host` ((host, port), basic auth or ""), None when
+    there is none or NO_PROXY names the host."""
+    env = os.environ if environ is None else environ
+    url = env.get("HTTPS_PROXY") or env.get("https_proxy") or ""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    for entry in (env.get("NO_PROXY") or env.get("no_proxy") or "").split(","):
+        entry = entry.strip().lower().lstrip(".")
+        if entry == "*" or (entry and (target_host == entry or target_host.endswith("." + entry))):
+            return None
+    try:
+        port = parts.port or 80
+    except ValueError:
+        return None
+    auth = ""
+    if parts.username is not None:
+        auth = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+    return (parts.hostname, port), auth
+
+
 def _pump(src: socket.socket, dst: socket.socket) -> None:
     try:
         while data := src.recv(65536):
@@ -112,6 +137,7 @@ class Bridge:
         """`ports`: spliced to the same port of `upstream_host`; `connect_to`: (host, port) a CONNECT
         on PROXY_PORT may reach."""
         self.connect_to = (connect_to[0].lower(), connect_to[1]) if connect_to else None
+        self.host_proxy = host_proxy(self.connect_to[0]) if self.connect_to else None
         self.ports = (*ports, PROXY_PORT) if connect_to else ports
         self.upstream_host = upstream_host
         # a short private folder (a Unix socket's path has at most 107 bytes), never inside the agent's root
@@ -216,15 +242,41 @@ class Bridge:
             inside.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return None
         try:
-            outside = socket.create_connection(target, timeout=30)
+            outside, early = self._open_upstream(target)
         except OSError:
             inside.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             return None
         inside.settimeout(None)
-        inside.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        inside.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n" + early)
         if rest:
             outside.sendall(rest)
         return outside
+
+    def _open_upstream(self, target: tuple[str, int]) -> tuple[socket.socket, bytes]:
+        """A connection to `target`, direct or tunnelled through the host's proxy; bytes already read."""
+        if self.host_proxy is None:
+            return socket.create_connection(target, timeout=30), b""
+        (host, port), auth = self.host_proxy
+        outside = socket.create_connection((host, port), timeout=30)
+        name = f"[{target[0]}]" if ":" in target[0] else target[0]
+        request = f"CONNECT {name}:{target[1]} HTTP/1.1\r\nHost: {name}:{target[1]}\r\n"
+        if auth:
+            request += f"Proxy-Authorization: Basic {auth}\r\n"
+        outside.sendall(request.encode("latin-1") + b"\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = outside.recv(1024)
+            if not data or len(head) + len(data) > HEAD_LIMIT:
+                outside.close()
+                raise OSError("the host's proxy closed the tunnel")
+            head += data
+        head, early = head.split(b"\r\n\r\n", 1)
+        status = head.split(b"\r\n", 1)[0].split()
+        if len(status) < 2 or status[1] != b"200":
+            outside.close()
+            raise OSError("the host's proxy refused the tunnel")
+        outside.settimeout(None)
+        return outside, early
 
     def close(self) -> None:
         self._closed.set()
