@@ -109,7 +109,9 @@ while [ "$1" != "--" ]; do bind_ro "$1"; shift; done
 shift
 while [ "$1" != "--" ]; do
   if [ "$OWNER" != - ]; then chown -R -h -P "$OWNER" "$1"; fi
-  place "$1"; mount --rbind "$1" "$R$1"; mount -o remount,bind,nosuid,nodev "$R$1"
+  place "$1"; mount --rbind "$1" "$R$1"
+  # nosuid,nodev where the kernel lets us (a user namespace cannot drop a locked noexec, say)
+  mount -o remount,bind,nosuid,nodev "$R$1" 2>/dev/null || true
   shift
 done
 shift
@@ -250,7 +252,7 @@ class Isolation:
     always_visible: tuple[Path, ...]
     #: isolated | shared (see NETWORKS)
     network: str = "isolated"
-    #: the bridge to the model endpoint's loopback port (network isolated, endpoint on 127.0.0.1/localhost)
+    #: the bridge to the model endpoint (network isolated): its loopback port, or a CONNECT to a remote https one
     bridge: Bridge | None = None
 
     @classmethod
