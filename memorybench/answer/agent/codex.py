@@ -110,7 +110,7 @@ class CodexAnswererConfig(AnswererConfig):
     stream_max_retries: Optional[int] = None
     #: <scratch_dir>/<run_id>; null: <paths.cache>/agent
     scratch_dir: Optional[str] = None
-    #: isolated (own network namespace; a 127.0.0.1/localhost endpoint is bridged) | shared (the host's)
+    #: isolated (own network namespace, the endpoint bridged; see _isolation) | shared (the host's network)
     network: str = "isolated"
 
 
