@@ -50,7 +50,7 @@ from memorybench.answer.agent._cli import CodexCli, locate_cli
 from memorybench.answer.agent._codex_config import ProviderSettings, render_config
 from memorybench.answer.agent._events import Outcome, outcome, parse_lines, steps_from_items
 from memorybench.answer.agent._finalize import finalize_agent_pack
-from memorybench.answer.agent._isolation import Isolation
+from memorybench.answer.agent._isolation import NETWORKS, Isolation
 from memorybench.answer.agent._process import ProcessResult, run_process
 from memorybench.answer.agent._records import AgentEvent, AgentStep, AgentTask, AgentTrace, CliIdentity, NotesRow
 from memorybench.answer.agent._safe_fs import remove_tree
@@ -110,6 +110,8 @@ class CodexAnswererConfig(AnswererConfig):
     stream_max_retries: Optional[int] = None
     #: <scratch_dir>/<run_id>; null: <paths.cache>/agent
     scratch_dir: Optional[str] = None
+    #: isolated (own network namespace, the endpoint bridged; see _isolation) | shared (the host's network)
+    network: str = "isolated"
 
 
 store_schema("answerer", "codex", CodexAnswererConfig)
@@ -132,6 +134,7 @@ class CodexSettings:
     request_max_retries: int | None
     stream_max_retries: int | None
     scratch_dir: str | None
+    network: str = "isolated"
 
     @classmethod
     def from_config(cls, node: DictConfig) -> CodexSettings:
@@ -156,6 +159,7 @@ class CodexSettings:
             request_max_retries=get("request_max_retries"),
             stream_max_retries=get("stream_max_retries"),
             scratch_dir=get("scratch_dir"),
+            network=str(get("network", "isolated")),
         )
 
     @property
@@ -181,6 +185,8 @@ def validate_codex_config(cfg: DictConfig) -> None:
         raise UserError(f"answerer.timeout_s={s.timeout_s} and answerer.ingest_timeout_s={s.ingest_timeout_s} must be > 0")
     if s.on_failure not in ON_FAILURE:
         raise UserError(f"answerer.on_failure={s.on_failure!r} is unknown. {did_you_mean(s.on_failure, ON_FAILURE)}")
+    if s.network not in NETWORKS:
+        raise UserError(f"answerer.network={s.network!r} is unknown. {did_you_mean(s.network, NETWORKS)}")
     if s.mode == "prompt_injected" and not cfg.reader.get("prompt"):
         raise UserError("answerer.mode=prompt_injected fills the reader's template; set reader.prompt (e.g. readers/qa_v1.txt)")
 
@@ -410,6 +416,7 @@ class CodexAnswerer:
         for name in PASS_ENV:
             if os.environ.get(name):
                 env[name] = os.environ[name]
+        env.update(self.isolation.agent_env())  # HTTPS_PROXY when a remote endpoint is bridged
         key_env = self.settings.api_key_env
         if key_env and os.environ.get(key_env):
             env[key_env] = os.environ[key_env]
@@ -428,8 +435,10 @@ class CodexAnswerer:
         for sub in ("codex_home", "home", "tmp"):
             (proc_dir / sub).mkdir(parents=True)
         (proc_dir / "codex_home" / "config.toml").write_text(self.config_toml, "utf-8")
-        visible = [proc_dir / "codex_home", proc_dir / "home", proc_dir / "tmp", workspace]
-        argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=visible)
+        visible = [proc_dir / "codex_home", proc_dir / "home", proc_dir / "tmp"]
+        writable = sandbox != "read-only"  # the read-only sandbox's workspace is read-only in the outer root too
+        argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=[*visible, workspace] if writable
+                                   else visible, readonly=[] if writable else [workspace])
         try:
             result = run_process(argv, stdin_text=task, env=self.env(proc_dir), cwd=str(workspace), timeout_s=timeout_s)
         finally:
@@ -521,21 +530,23 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
     )
     (scratch / "config.toml").write_text(config_toml, "utf-8")  # copied into each process's CODEX_HOME
 
-    isolation = Isolation.create(scratch / "root", [cli.vendor_dir])
-    secrets, sentinels = _secret_paths(cfg, pack, cache_dir)
-    isolation.check_secrets(secrets, [scratch])
-    isolation.probe(sentinels, cwd=scratch / "probe", visible=[scratch / "probe"], binary=cli.binary)
+    isolation = Isolation.create(scratch / "root", [cli.vendor_dir], endpoint=s.base_url, network=s.network)
+    try:  # the bridge to the model endpoint lives as long as the answerer
+        secrets, sentinels = _secret_paths(cfg, pack, cache_dir)
+        isolation.check_secrets(secrets, [scratch])
+        isolation.probe(sentinels, cwd=scratch / "probe", visible=[scratch / "probe"], binary=cli.binary)
 
-    answerer = CodexAnswerer(
-        s, cli, pack, scratch, isolation, task_template=task_template, ingest_template=ingest, footer=footer,
-        secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [],
-    )
-    identity = CliIdentity(
-        package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
-        argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
-        config_toml_sha256=sha256_text(config_toml),
-        isolation="unshare mount+pid namespace; pivot_root into a tmpfs root holding /usr, /etc, /dev, /sys, "
-                  "the CLI's vendor folder, and the process's own fresh CODEX_HOME, HOME, TMPDIR and workspace only",
-    )
-    pack.write_json("agent/cli.json", identity)
-    yield answerer
+        answerer = CodexAnswerer(
+            s, cli, pack, scratch, isolation, task_template=task_template, ingest_template=ingest, footer=footer,
+            secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [],
+        )
+        identity = CliIdentity(
+            package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
+            argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
+            config_toml_sha256=sha256_text(config_toml),
+            isolation=isolation.describe(),
+        )
+        pack.write_json("agent/cli.json", identity)
+        yield answerer
+    finally:
+        isolation.close()
