@@ -7,7 +7,7 @@ wall time is measured in the client to the reply's last byte. Added latency = th
 gateway's figure minus the direct one (p50, p95, mean), after a warm-up; rounds alternate
 so that drift of the machine hits both sides alike. Target: under 2 ms per request.
 
-Run: .venv/bin/python bench/bench_gateway.py [N] [REPLY_EVENTS]   (default: 400 requests, 40 delta events)
+Run: .venv/bin/python bench/bench_gateway.py [N] [ANSWER_WORDS]   (default: 400 requests, a 40-word answer)
 """
 
 from __future__ import annotations

@@ -347,3 +347,13 @@ def test_unset_budgets_keep_the_run_id_and_a_set_one_changes_it(tmp_path):
     (raw,) = plan_runs([*base, "answerer.audit.raw=true"])
     (budgeted,) = plan_runs([*base, "answerer.budget.max_requests=5"])
     assert plain.run_id == raw.run_id != budgeted.run_id
+
+
+def test_a_budget_stop_keeps_the_partial_answer_the_agent_had_given(tmp_path):
+    with ScriptedResponsesServer(responder=lambda body: Shell("ls", preamble="Probably pottery")) as server:
+        with agent(tmp_path, server, "answerer.budget.max_requests=2", "answerer.on_failure=abort") as (answerer, pack, conversations):
+            answerer.start_conversation(view_of(conversations[0]))
+            answer = answerer.answer(conversations[0].questions[0].asked(), "")  # no abort: a budget stop is an outcome
+        served = len(server.requests)
+    (trace,) = rows(pack.path("agent/traces.jsonl"))
+    assert served == 2 and trace["status"] == "budget_exceeded" and answer.prediction == trace["answer"] == "Probably pottery"

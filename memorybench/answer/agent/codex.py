@@ -84,6 +84,7 @@ from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, reader_temp
 from memorybench.data.records import AskedQuestion, Question
 from memorybench.errors import ModelCallError, UserError
 from memorybench.llm.records import ModelIdentity
+from memorybench.pack import layout
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import SlotValue
 from memorybench.registry import ANSWERERS
@@ -96,7 +97,7 @@ PERSIST_FOOTER = "agents/codex_persist_footer_v1.txt"
 PASS_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 EVENTS, TRAJECTORY, TRACES, NOTES_LEDGER = "agent/events.jsonl", "agent/trajectory.jsonl", "agent/traces.jsonl", "agent/notes.jsonl"
-REQUESTS = "agent/requests.jsonl"
+REQUESTS = layout.AGENT_REQUESTS
 #: the base URL cli.json records for the gateway (its port differs from run to run)
 GATEWAY_PLACEHOLDER = "http://127.0.0.1:<gateway>/v1"
 #: upstream retries the gateway makes when answerer.request_max_retries is null (the CLI's own default)
