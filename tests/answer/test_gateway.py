@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from memorybench.pack.verify.findings import failures
 from memorybench.plan import plan_runs
 from memorybench.records import parse_record
 from memorybench.testing.scripted_responses import (
+    Hang,
     Message,
     ScriptedResponsesServer,
     Shell,
@@ -202,6 +204,20 @@ def test_a_request_outside_any_question_is_refused_and_counted():
         gateway.begin("q", "s", "answer")
         assert gateway.end().unattributed == 0
     assert not server.requests
+
+
+def test_a_request_still_unanswered_when_its_work_ends_is_reported_in_flight():
+    with ScriptedResponsesServer() as server, GatewayProcess(server.base_url) as gateway:
+        server.script(Hang(30))
+        gateway.begin("q", "s", "answer")
+        conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=1)
+        try:
+            post(gateway, request(), conn)
+            raise AssertionError("the upstream hangs: no reply expected")
+        except socket.timeout:
+            pass  # the CLI killed at its timeout, as far as the gateway can tell
+        report = gateway.end()
+    assert report.in_flight == 1 and report.rows == [] and len(server.requests) == 1
 
 
 PARENT = """

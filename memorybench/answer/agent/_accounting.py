@@ -77,9 +77,7 @@ def summarize(report: GatewayReport, out: Outcome, budget: Budget | None, journa
     return GatewaySummary(
         requests=len(report.rows), refused=len(refused), budget_exceeded=refused[0]["reason"] if refused else None,
         retries=retries, usage=totals, usage_matches_cli=matches,
-        mismatch="; ".join(differ) or (f"{report.unattributed} request(s) arrived while no work was open"
-                                       if report.unattributed else None),
-        unattributed=report.unattributed, budget=budget,
+        mismatch="; ".join(differ) or None, unattributed=report.unattributed, in_flight=report.in_flight, budget=budget,
     )
 
 

@@ -80,7 +80,11 @@ def _gateway_reasons(traces: list[AgentTraceV1], every_trace: list[AgentTraceV1]
                        f"differ from Codex's turn.completed usage ({mismatched[0].mismatch})")
     if unattributed:
         reasons.append(f"not every request accounted for: {unattributed} model request(s) arrived outside any question")
-    return reasons, not mismatched and not unattributed
+    in_flight = sum(g.in_flight for g in processes)
+    if in_flight:
+        reasons.append(f"not every request accounted for: {in_flight} request(s) still unanswered when their process "
+                       "ended (killed at the timeout), so their usage is unknown")
+    return reasons, not mismatched and not unattributed and not in_flight
 
 
 def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> AgentComparison | None:

@@ -172,6 +172,8 @@ class GatewaySummary(Record):
     mismatch: Optional[str] = None
     #: model requests that arrived while no work was open (not forwarded; should be 0)
     unattributed: int = 0
+    #: requests forwarded whose reply had not ended when the process did (killed at its timeout): no row, usage unknown
+    in_flight: int = 0
     budget: Optional[Budget] = None
 
 

@@ -52,6 +52,8 @@ class GatewayReport:
     refused: list[dict[str, Any]] = field(default_factory=list)
     #: model requests that arrived while no work was open (not forwarded)
     unattributed: int = 0
+    #: forwarded requests whose reply had not ended when the work ended (a process killed at its timeout)
+    in_flight: int = 0
     #: other requests passed through (GET /models ...)
     other_requests: int = 0
 
@@ -204,7 +206,7 @@ class GatewayProcess:
     def end(self) -> GatewayReport:
         reply = self._call({"op": "end"})
         return GatewayReport(rows=reply["rows"], refused=reply["refused"], unattributed=int(reply["unattributed"]),
-                             other_requests=int(reply["other_requests"]))
+                             in_flight=int(reply.get("in_flight", 0)), other_requests=int(reply["other_requests"]))
 
 
 def _stop_all() -> None:

@@ -69,8 +69,9 @@ DROP_REQUEST = frozenset({"connection", "keep-alive", "proxy-authorization", "pr
 DROP_REPLY = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "trailer", "upgrade"})
 #: SSE events the accounting reads (a stream's deltas are relayed without being parsed)
 WATCHED = (b"response.created", b"response.completed", b"response.failed", b"response.incomplete", b"error")
-#: how long `end` waits for a forwarded request to finish its row (a cut stream ends at the upstream timeout)
-SETTLE_TIMEOUT_S = 10.0
+#: how long `end` waits for a forwarded request to finish its row: the CLI has exited, so a reply it read
+#: whole is done in milliseconds; one still open (a process killed at the timeout) is reported `in_flight`
+SETTLE_TIMEOUT_S = 3.0
 
 
 def utc_now() -> str:
@@ -221,8 +222,8 @@ class Gateway:
             open_rows = work.wait_settled(SETTLE_TIMEOUT_S) if work else 0
             with self.lock:
                 rows = sorted(work.rows, key=lambda r: r["index"]) if work else []
-                return {"ok": True, "rows": rows, "refused": work.refused if work else [],
-                        "unattributed": self.unattributed + open_rows, "other_requests": self.other_requests}
+                return {"ok": True, "rows": rows, "refused": work.refused if work else [], "in_flight": open_rows,
+                        "unattributed": self.unattributed, "other_requests": self.other_requests}
         with self.lock:
             if op == "ping":
                 return {"ok": True}
@@ -283,7 +284,16 @@ class Gateway:
             row["repeat_of"] = previous["index"]  # the CLI sent the same input again after a failed reply
         path = self.upstream.path(suffix_of(handler.path))
         headers = self.headers_for_upstream(handler, encoding)
-        self.forward(handler, work, row, path, data, headers, t0)
+        try:
+            self.forward(handler, work, row, path, data, headers, t0)
+        except BaseException as e:  # the CLI hung up while headers were sent, or a bug: the row is kept all the same
+            if not any(r is row for r in work.rows):
+                row.update(self.empty_usage(), upstream_status=row.get("upstream_status"), retries=row.get("retries", 0),
+                           retry_statuses=row.get("retry_statuses", []), error=f"gateway: {type(e).__name__}: {e}",
+                           completed=False, reply_sha256=None, reply_bytes=0, response_id=None, model_answered=None,
+                           latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None, client_gone=True)
+                work.record(row)
+            raise
 
     def forward(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], path: str, data: bytes,
                 headers: dict[str, str], t0: float) -> None:
