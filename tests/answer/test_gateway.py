@@ -129,6 +129,16 @@ def test_requests_are_forwarded_counted_and_hashed_not_stored():
     assert "first secret prompt" not in json.dumps(report.rows)  # hashes and lengths only (audit.raw off)
 
 
+def test_audit_raw_keeps_the_request_and_the_reply_text_in_the_row():
+    with ScriptedResponsesServer() as server, GatewayProcess(server.base_url, raw=True) as gateway:
+        server.script(Message("the raw answer"))
+        gateway.begin("q", "s", "answer")
+        post(gateway, request("the raw prompt"))
+        (row,) = gateway.end().rows
+    assert row["raw_request"]["input"][0]["content"][0]["text"] == "the raw prompt"
+    assert "the raw answer" in row["raw_reply"] and len(row["raw_reply"].encode()) == row["reply_bytes"]
+
+
 def test_the_stream_is_relayed_chunk_by_chunk_not_buffered():
     release = threading.Event()
 
