@@ -7,7 +7,8 @@ wall time is measured in the client to the reply's last byte. Added latency = th
 gateway's figure minus the direct one (p50, p95, mean), after a warm-up; rounds alternate
 so that drift of the machine hits both sides alike. Target: under 2 ms per request.
 
-Run: .venv/bin/python bench/bench_gateway.py [N] [ANSWER_WORDS]   (default: 400 requests, a 40-word answer)
+Run: .venv/bin/python bench/bench_gateway.py [N] [ANSWER_WORDS] [LINES]   (default: 400 requests, a 40-word
+answer, a 2.4 KB input; a Codex request with its tool definitions is ~30 KB: LINES=2500)
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ WARMUP = 20
 ROUNDS = 4
 
 
+#: the request's input text, in repeats of "memory line " (12 bytes); argv[3] overrides
+LINES = int(sys.argv[3]) if len(sys.argv) > 3 else 200
+
+
 def body(n: int) -> bytes:
-    text = f"question {n} " + "memory line " * 200
+    text = f"question {n} " + "memory line " * LINES
     return json.dumps({"model": "scripted", "stream": True, "input": [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}).encode()
 
