@@ -364,7 +364,9 @@ class Gateway:
             if k.lower() not in DROP_REPLY:
                 handler.send_header(k, v)
         handler.send_header("Transfer-Encoding", "chunked") if chunked else handler.send_header("Content-Length", length)
-        handler.end_headers()
+        # the headers go at once: an upstream may take a while to its first event, and the CLI should know it is answered
+        handler.wfile.write(take_headers(handler))
+        head = b""
         digest, size = hashlib.sha256(), 0
         watch = SSEWatch()
         kept: list[bytes] = []
@@ -384,14 +386,15 @@ class Gateway:
                 kept.append(chunk)
             if not client_gone:
                 try:
-                    handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+                    handler.wfile.write(head + (b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk))
+                    head = b""
                 except OSError:
                     client_gone = True  # keep reading: the accounting wants the whole reply
         watch.close()
         if not client_gone:
             try:
-                if chunked:
-                    handler.wfile.write(b"0\r\n\r\n")
+                if chunked or head:
+                    handler.wfile.write(head + (b"0\r\n\r\n" if chunked else b""))
             except OSError:
                 client_gone = True
         if upstream_cut or client_gone:
@@ -455,14 +458,21 @@ def backoff(attempt: int) -> float:
     return min(RETRY_MAX_WAIT_S, 0.5 * 2 ** (attempt - 1))
 
 
+def take_headers(handler: BaseHTTPRequestHandler) -> bytes:
+    """The status line and headers queued on `handler`, ended, as bytes to send with the body."""
+    buffered = getattr(handler, "_headers_buffer", [])
+    head = b"".join(buffered) + b"\r\n"
+    handler._headers_buffer = []  # type: ignore[attr-defined]
+    return head
+
+
 def send_whole(handler: BaseHTTPRequestHandler, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
     handler.send_response_only(status)
     for k, v in headers:
         if k.lower() not in DROP_REPLY:
             handler.send_header(k, v)
     handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
+    handler.wfile.write(take_headers(handler) + data)  # one write
 
 
 def send_error(handler: BaseHTTPRequestHandler, status: int, code: str, message: str) -> None:
