@@ -30,7 +30,7 @@ OPERATIONAL_KEYS = frozenset(
     {"timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env"}
 )
 ANSWERER_OPERATIONAL_KEYS = frozenset(
-    {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s"}
+    {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s", "audit"}
 )
 #: how much failure a run tolerates, not what it asks: raising it resumes the same pack
 MEMORY_OPERATIONAL_KEYS = frozenset({"max_failed_share"})
@@ -100,6 +100,10 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
     answerer = out.get("answerer")
     if isinstance(answerer, dict):
         out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS}
+        # an agent's budget that sets no limit is the run as it was before budgets existed: same id
+        budget = out["answerer"].get("budget")
+        if isinstance(budget, dict) and not any(v for v in budget.values()):
+            del out["answerer"]["budget"]
     dataset = out.get("dataset")
     if isinstance(dataset, dict) and dataset.get("path"):
         digest = _data_file_sha256(str(dataset["path"]))

@@ -75,16 +75,20 @@ def agent_usage(traces: Sequence[Mapping[str, Any]], prices: Mapping[str, Any]) 
     """The Codex agent's processes, from `agent/traces.jsonl` rows (one per `codex exec`):
     their `usage` sums the `turn.completed` events (input_tokens, which include
     cached_input_tokens, and output_tokens). Priced by the run's own price table (the
-    pack's config.resolved.yaml `pricing`) when the trace's model is in it."""
-    prompt = completion = cached = 0
+    pack's config.resolved.yaml `pricing`) when the trace's model is in it. A trace the memorybench gateway counted
+    (`agent_trace.v3` `gateway`) is summed from its requests' usage instead, and `calls`
+    counts those model requests (else one per process)."""
+    prompt = completion = cached = calls = 0
     costs: list[float | None] = []
     for row in traces:
-        usage = row.get("usage") or {}
+        gateway = row.get("gateway") or None
+        usage = (gateway or {}).get("usage") or row.get("usage") or {}
+        calls += int(gateway["requests"]) if gateway else 1
         used = Usage(prompt_tokens=int(usage.get("input_tokens", 0)), completion_tokens=int(usage.get("output_tokens", 0)),
                      cached_tokens=int(usage.get("cached_input_tokens", 0)))
         prompt, completion, cached = prompt + used.prompt_tokens, completion + used.completion_tokens, cached + used.cached_tokens
         costs.append(call_cost(str(row.get("model") or ""), used, prices))
-    return _part(len(traces), prompt, completion, costs, cached_tokens=cached)
+    return _part(calls, prompt, completion, costs, cached_tokens=cached)
 
 
 def total_usage(parts: Sequence[Mapping[str, Any]], questions: int) -> dict[str, Any]:

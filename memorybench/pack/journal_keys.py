@@ -29,6 +29,8 @@ JOURNAL_KEYS: dict[str, tuple[str, ...]] = {
     # the agent's: one codex process per question, or per conversation's ingest pass
     # (whose rows have no question_id)
     layout.AGENT_TRACES: ("phase", "sample_id", "question_id"),
+    # one row per model request the gateway forwarded, numbered within its process
+    layout.AGENT_REQUESTS: ("phase", "sample_id", "question_id", "index"),
     layout.AGENT_EVENTS: ("phase", "sample_id", "question_id", "seq"),
     layout.AGENT_TRAJECTORY: ("phase", "sample_id", "question_id", "step"),
     layout.AGENT_NOTES: ("phase", "sample_id", "question_id"),

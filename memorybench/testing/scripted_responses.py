@@ -57,6 +57,8 @@ class Shell:
 
     command: str
     usage: Usage = field(default_factory=Usage)
+    #: an assistant message sent before the call in the same response (what the agent says it is doing)
+    preamble: str | None = None
 
 
 @dataclass
@@ -177,6 +179,8 @@ class ScriptedResponsesServer(ScriptedHTTPServer[Action]):
             return _sse(events)
         items: list[dict[str, Any]] = []
         if isinstance(action, Shell):
+            if action.preamble is not None:
+                items.append(_message(action.preamble, number))
             items.append(_shell_call(body, action.command, f"call_{number}"))
         elif isinstance(action, WebSearch):
             items.append({"type": "web_search_call", "id": f"ws_{number}", "status": "completed",

@@ -7,7 +7,8 @@ Public API: `open_codex_answerer` (the factory's `codex` branch), `CodexAnswerer
 
 from memorybench.answer.agent._cli import CodexCli, locate_cli, pinned_version
 from memorybench.answer.agent._finalize import finalize_agent_pack
-from memorybench.answer.agent.codex import MODES, CodexAnswerer, CodexSettings, open_codex_answerer, validate_codex_config
+from memorybench.answer.agent._settings import MODES, CodexSettings, validate_codex_config
+from memorybench.answer.agent.codex import CodexAnswerer, open_codex_answerer
 
 __all__ = [
     "MODES",

@@ -7,8 +7,14 @@ shown to it) once answering is over:
   agent's steps printed; `hop_to_evidence`: the first step (1-based) that printed one.
   Null where the question has no evidence ids, and in prompt_injected mode (the memory is
   in the task, not in files the agent reads).
-- `agent_comparison.v1`: comparable with reader runs or not, and why (a process whose
-  workspace had findings, `agent_trace.v2` `workspace_findings`, is one reason).
+- `agent_comparison.v1`: comparable with reader runs or not, and why. Comparable needs all of:
+  a budget enforced by the gateway on every question (`agent_trace.v3` `gateway.budget`),
+  every request accounted for (each process's request sums equal the CLI's own
+  `turn.completed` usage, no request outside a question), the budget matched to the
+  reader's (`answerer.budget.match_reader`), no web search or MCP call, no timeout or
+  failure, no workspace finding (`agent_trace.v2` `workspace_findings`). Each unmet one is
+  a reason. Requests and tokens per question (p50, p95, max) and budget hits are counted
+  from the gateway's rows.
 
 Writes `agent/recall.jsonl`, `agent/comparison.json` and `agent/COMPARISON.md`, each
 rewritten whole, so running it twice gives the same files.
@@ -23,14 +29,62 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memorybench.answer.agent._events import DIA_ID
-from memorybench.answer.agent._records import AgentComparison, AgentRecall, AgentStep, AgentTrace, AgentTraceV1
+from memorybench.answer.agent._records import (
+    AgentComparison,
+    AgentRecall,
+    AgentStep,
+    AgentTrace,
+    AgentTraceV1,
+    AgentTraceV3,
+)
 from memorybench.data.records import Question
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
 
-NO_BUDGET = ("no token budget enforced: the pinned Codex CLI has no per-question token limit, so an agent may spend "
-             "many times a reader's tokens on one question")
+NO_BUDGET = ("no token budget enforced: no answerer.budget limit was set, so an agent may spend many times a "
+             "reader's tokens on one question (set answerer.budget.match_reader=true)")
+NO_GATEWAY = ("no token budget enforced: these traces were written without the memorybench gateway (before agent_trace.v3), "
+              "so no request was counted or limited")
+NOT_READER = ("the budget is not the reader's: set answerer.budget.match_reader=true so that each question gets the "
+              "reader's prompt tokens plus its max_tokens")
+
+
+def _spread(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+
+    def pct(q: float) -> float:  # nearest rank
+        return float(ordered[min(len(ordered) - 1, max(0, int(-(-q * len(ordered) // 1)) - 1))])
+
+    return {"p50": pct(0.5), "p95": pct(0.95), "max": float(ordered[-1])}
+
+
+def _gateway_reasons(traces: list[AgentTraceV1], every_trace: list[AgentTraceV1]) -> tuple[list[str], bool | None]:
+    """Why the budget or the accounting does not make the run comparable; and whether every request was accounted."""
+    gated = [t for t in traces if isinstance(t, AgentTraceV3) and t.gateway is not None]
+    if len(gated) < len(traces):
+        return [NO_GATEWAY], None
+    reasons = []
+    unbudgeted = [t for t in gated if t.gateway.budget is None or not t.gateway.budget.limits()]  # type: ignore[union-attr]
+    if unbudgeted:
+        reasons.append(NO_BUDGET if len(unbudgeted) == len(gated) else f"{len(unbudgeted)} question(s) had no budget")
+    elif any(t.gateway.budget.source != "reader" for t in gated):  # type: ignore[union-attr]
+        reasons.append(NOT_READER)
+    processes = [t.gateway for t in every_trace if isinstance(t, AgentTraceV3) and t.gateway is not None]
+    mismatched = [g for g in processes if g.usage_matches_cli is False]
+    unattributed = sum(g.unattributed for g in processes)
+    if mismatched:
+        reasons.append(f"not every request accounted for: in {len(mismatched)} process(es) the gateway's request sums "
+                       f"differ from Codex's turn.completed usage ({mismatched[0].mismatch})")
+    if unattributed:
+        reasons.append(f"not every request accounted for: {unattributed} model request(s) arrived outside any question")
+    in_flight = sum(g.in_flight for g in processes)
+    if in_flight:
+        reasons.append(f"not every request accounted for: {in_flight} request(s) still unanswered when their process "
+                       "ended (killed at the timeout), so their usage is unknown")
+    return reasons, not mismatched and not unattributed and not in_flight
 
 
 def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> AgentComparison | None:
@@ -76,7 +130,8 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
     for trace in every_trace:  # ingest passes cost tokens too
         for k, v in trace.usage.items():
             usage[k] += int(v)
-    reasons = [NO_BUDGET]
+    gateway_reasons, accounted = _gateway_reasons(traces, every_trace)
+    reasons = list(gateway_reasons)
     if web:
         reasons.append(f"web search used in {len(web)} question(s)")
     if mcp:
@@ -98,6 +153,16 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
         notes.append(f"mode {first.mode}: the agent reads files it chooses; the configured memory method's text was not shown to it")
     if first.persist:
         notes.append("persist on: notes carry over between the questions of a conversation, so answers depend on question order")
+    gated = [t.gateway for t in traces if isinstance(t, AgentTraceV3) and t.gateway is not None]
+    budget_hits = sum(1 for t in traces if t.status == "budget_exceeded")
+    first_budget = next((g.budget for g in gated if g.budget is not None), None)
+    budget = None
+    if first_budget is not None:
+        budget = {k: v for k, v in first_budget.model_dump().items()
+                  if v is not None and k not in ("reader_prompt_tokens", "max_total_tokens" if first_budget.source == "reader" else "")}
+        if first_budget.source == "reader":
+            totals = [g.budget.max_total_tokens for g in gated if g.budget is not None and g.budget.max_total_tokens]
+            budget["max_total_tokens_per_question"] = _spread([float(v) for v in totals])
     measured = [r.memory_recall for r in recalls if r.memory_recall is not None]
     hops = [r.hop_to_evidence for r in recalls if r.hop_to_evidence is not None]
     comparison = AgentComparison(
@@ -116,6 +181,12 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
         questions_with_mcp_calls=len(mcp),
         token_budget=None,
         usage_total=dict(sorted(usage.items())),
+        requests_per_question=_spread([float(g.requests) for g in gated]) if gated else None,
+        tokens_per_question=_spread([float(g.usage.get("input_tokens", 0) + g.usage.get("output_tokens", 0)) for g in gated])
+        if gated else None,
+        budget_exceeded=budget_hits,
+        budget=budget,
+        requests_accounted=accounted,
         memory_recall_mean=round(statistics.fmean(measured), 6) if measured else None,
         recall_questions=len(measured),
         hop_to_evidence_median=float(statistics.median(hops)) if hops else None,
@@ -135,7 +206,12 @@ def _markdown(c: AgentComparison) -> str:
         "",
         "## Why" if c.reasons else "## Checks",
         "",
-        *(f"- {r}" for r in c.reasons or ["no web search, no MCP calls, a token budget enforced, every question finished"]),
+        *(f"- {r}" for r in c.reasons or ["the reader's token budget enforced by the gateway on every question, every "
+                                           "request accounted for, no web search, no MCP calls, every question finished"]),
+        "",
+        "## Requests and budget (counted by the memorybench gateway: agent/requests.jsonl)",
+        "",
+        *_budget_lines(c),
         "",
         "## Counts",
         "",
@@ -158,3 +234,29 @@ def _markdown(c: AgentComparison) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _budget_lines(c: AgentComparison) -> list[str]:
+    if c.requests_per_question is None or c.tokens_per_question is None:
+        return ["No gateway accounting in this pack (written before agent_trace.v3)."]
+
+    def fmt(v: float) -> str:
+        return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
+
+    r, t = c.requests_per_question, c.tokens_per_question
+    budget = ", ".join(f"{k} {v}" for k, v in (c.budget or {}).items() if not isinstance(v, dict)) or "none"
+    per_q = (c.budget or {}).get("max_total_tokens_per_question")
+    lines = [
+        "| per question | p50 | p95 | max |",
+        "|---|---|---|---|",
+        f"| model requests | {fmt(r['p50'])} | {fmt(r['p95'])} | {fmt(r['max'])} |",
+        f"| tokens (input + output) | {fmt(t['p50'])} | {fmt(t['p95'])} | {fmt(t['max'])} |",
+    ]
+    if per_q:
+        lines.append(f"| token budget (the reader's) | {fmt(per_q['p50'])} | {fmt(per_q['p95'])} | {fmt(per_q['max'])} |")
+    lines += [
+        "",
+        f"Budget: {budget}. Questions that hit it (budget_exceeded, scored with their partial answer): {c.budget_exceeded}. "
+        f"Every request accounted for: {'yes' if c.requests_accounted else 'no' if c.requests_accounted is False else 'n/a'}.",
+    ]
+    return lines

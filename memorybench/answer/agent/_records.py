@@ -133,6 +133,104 @@ class AgentTrace(AgentTraceV1, schema="agent_trace.v2"):
     workspace_findings: list[str] = Field(default_factory=list)
 
 
+class Budget(Record):
+    """A question's model budget as the gateway enforced it (null: no limit of that kind)."""
+
+    max_requests: Optional[int] = None
+    max_input_tokens: Optional[int] = None
+    max_output_tokens: Optional[int] = None
+    max_total_tokens: Optional[int] = None
+    #: config (answerer.budget.max_*) | reader (answerer.budget.match_reader: the reader's prompt tokens + max_tokens)
+    source: str = "config"
+    #: match_reader: the reader's prompt tokens for this question (system + user message), its max_tokens, the tokenizer
+    reader_prompt_tokens: Optional[int] = None
+    reader_max_tokens: Optional[int] = None
+    tokenizer: Optional[str] = None
+
+    def limits(self) -> dict[str, int]:
+        return {k: v for k, v in self.model_dump().items() if k.startswith("max_") and v is not None}
+
+
+class GatewaySummary(Record):
+    """One process's model requests as the gateway counted them (rows: agent/requests.jsonl)."""
+
+    #: requests forwarded upstream (one row each)
+    requests: int
+    #: requests refused with the budget error (not forwarded)
+    refused: int = 0
+    #: the budget that refused one, and why ("max_requests=2 (2 requests made)"); null: none was hit
+    budget_exceeded: Optional[str] = None
+    #: upstream retries (429, 5xx, connection errors) the gateway made, summed over the requests
+    retries: int = 0
+    #: summed over the requests' `response.completed` usage, in the CLI's own keys
+    #: (input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens)
+    usage: dict[str, int] = Field(default_factory=dict)
+    #: whether `usage` equals the CLI's `turn.completed` usage (the trace's `usage`); null: the CLI
+    #: reported none (its turn failed, e.g. on the budget error), so there was nothing to check against
+    usage_matches_cli: Optional[bool] = None
+    #: what differs when it does not ("input_tokens: gateway 120, cli 100")
+    mismatch: Optional[str] = None
+    #: model requests that arrived while no work was open (not forwarded; should be 0)
+    unattributed: int = 0
+    #: requests forwarded whose reply had not ended when the process did (killed at its timeout): no row, usage unknown
+    in_flight: int = 0
+    budget: Optional[Budget] = None
+
+
+class AgentRequest(_Row, schema="agent_request.v1"):
+    """One model request of a Codex process, as the memorybench gateway forwarded it. Hashes and
+    lengths only: the request's input items and the reply text are kept only with answerer.audit.raw."""
+
+    run_id: str
+    question_id: Optional[str] = None
+    sample_id: str
+    phase: Phase
+    #: 1-based position among this process's forwarded requests
+    index: int
+    started_at: str
+    #: the upstream's HTTP status (null: unreachable after the retries)
+    upstream_status: Optional[int] = None
+    response_id: Optional[str] = None
+    model_requested: Optional[str] = None
+    model_answered: Optional[str] = None
+    #: from `response.completed` usage (0 when the reply had none)
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    #: the reply ended with `response.completed`
+    completed: bool
+    error: Optional[str] = None
+    #: seconds from the request reaching the gateway to the last byte relayed, and to the upstream's first byte
+    latency_s: float
+    first_byte_s: Optional[float] = None
+    #: upstream attempts that were retried (429, 5xx, connection errors) and their statuses (null: no connection)
+    retries: int = 0
+    retry_statuses: list[Optional[int]] = Field(default_factory=list)
+    #: sha256 and length of the request's `input` items (canonical JSON: sorted keys, no spaces, UTF-8)
+    request_sha256: str
+    request_bytes: int
+    #: sha256 and length of the reply body as relayed (the SSE stream)
+    reply_sha256: Optional[str] = None
+    reply_bytes: int = 0
+    #: the `max_output_tokens` the gateway set to keep within an output or total budget
+    max_output_tokens_cap: Optional[int] = None
+    #: the CLI sent this request's input again after request N's reply failed
+    repeat_of: Optional[int] = None
+    #: the CLI hung up before the reply was relayed whole (the gateway read it to the end for the accounting)
+    client_gone: bool = False
+    #: answerer.audit.raw only: the request body and the reply text, as sent
+    raw_request: Optional[dict[str, Any]] = None
+    raw_reply: Optional[str] = None
+
+
+class AgentTraceV3(AgentTrace, schema="agent_trace.v3"):
+    """v3: the gateway's count of the process's model requests and the budget it enforced;
+    status `budget_exceeded` (the answer is the partial one the agent had given)."""
+
+    gateway: Optional[GatewaySummary] = None
+
+
 class NotesRow(_Row, schema="agent_notes.v1"):
     """The notes ledger: memory/notes.md after an ingest pass or after each question (persist on)."""
 
@@ -179,6 +277,14 @@ class AgentComparison(Record, schema="agent_comparison.v1"):
     questions_with_mcp_calls: int
     token_budget: Optional[int] = None
     usage_total: dict[str, int]
+    #: the gateway's accounting (null for packs written before it): per question over the answer processes
+    requests_per_question: Optional[dict[str, float]] = None
+    tokens_per_question: Optional[dict[str, float]] = None
+    budget_exceeded: int = 0
+    #: the budget limits of the run (as configured; match_reader: derived per question from the reader)
+    budget: Optional[dict[str, Any]] = None
+    #: every process's requests were forwarded by the gateway and their usage sums equal the CLI's
+    requests_accounted: Optional[bool] = None
     memory_recall_mean: Optional[float] = None
     recall_questions: int = 0
     hop_to_evidence_median: Optional[float] = None
@@ -197,3 +303,5 @@ class CliIdentity(Record, schema="agent_cli.v1"):
     config_toml: str
     config_toml_sha256: str
     isolation: str
+    #: the model provider's base URL in `config_toml` is the run's gateway (`<gateway>`: its port varies)
+    gateway: Optional[str] = None

@@ -22,11 +22,17 @@ Audit files under `agent/` in the pack:
     cli.json                 the pinned CLI (version, binary sha256), its argv and config.toml
     events.jsonl             every CLI event as printed, wrapped with question_id (agent_event.v1)
     trajectory.jsonl         normalized steps: reads, searches, writes, MCP calls, web searches (agent_step.v1)
-    traces.jsonl             answer, status, usage (cached and reasoning tokens), time, task hashes, workspace findings (agent_trace.v2)
+    traces.jsonl             answer, status, usage (cached and reasoning tokens), time, task hashes, workspace findings,
+                             the gateway's request count, sums and budget (agent_trace.v3)
+    requests.jsonl           one row per model request the gateway forwarded: usage, latency, retries, hashes (agent_request.v1)
     notes.jsonl, notes/      the notes ledger and snapshots (persist on; notes_only ingest)
     workspaces/<sample_id>/  the files the agent was given
     recall.jsonl, comparison.json, COMPARISON.md   written after answering (`finalize_agent_pack`)
 Rows of a conversation's ingest pass carry `sample_id` only; every other row its `question_id`.
+
+Model requests: every one goes through the run's Responses gateway (`gateway`, a child process
+on 127.0.0.1 that alone holds the key), which counts them per question and enforces
+`answerer.budget` (a question it stops is `budget_exceeded`, with the partial answer).
 
 After each process the harness treats the workspace as hostile (`_safe_fs`): it follows no
 link the agent left, reads no FIFO, device or file hard-linked from outside, deletes
@@ -38,9 +44,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from omegaconf import DictConfig
 
@@ -50,10 +55,22 @@ from memorybench.answer.agent._cli import CodexCli, locate_cli
 from memorybench.answer.agent._codex_config import ProviderSettings, render_config
 from memorybench.answer.agent._events import Outcome, outcome, parse_lines, steps_from_items
 from memorybench.answer.agent._finalize import finalize_agent_pack
-from memorybench.answer.agent._isolation import NETWORKS, Isolation
+from memorybench.answer.agent._isolation import Isolation
 from memorybench.answer.agent._process import ProcessResult, run_process
-from memorybench.answer.agent._records import AgentEvent, AgentStep, AgentTask, AgentTrace, CliIdentity, NotesRow
+from memorybench.answer.agent._records import (
+    AgentEvent,
+    AgentStep,
+    AgentTask,
+    AgentTraceV3,
+    Budget,
+    CliIdentity,
+    GatewaySummary,
+    NotesRow,
+)
 from memorybench.answer.agent._safe_fs import remove_tree
+from memorybench.answer.agent._accounting import budget_outcome, question_budget, summarize
+from memorybench.answer.agent._settings import CodexSettings, validate_codex_config
+from memorybench.answer.agent.gateway import GatewayProcess
 from memorybench.answer.agent._workspace import (
     audit,
     copy_workspace,
@@ -64,19 +81,15 @@ from memorybench.answer.agent._workspace import (
 )
 from memorybench.answer.base import Answer, ConversationView
 from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, reader_template
-from memorybench.config import AnswererConfig, store_schema
 from memorybench.data.records import AskedQuestion, Question
-from memorybench.errors import ModelCallError, UserError, did_you_mean
+from memorybench.errors import ModelCallError, UserError
 from memorybench.llm.records import ModelIdentity
+from memorybench.pack import layout
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import SlotValue
 from memorybench.registry import ANSWERERS
 from memorybench.templates import PromptTemplate
 
-MODES = ("workspace_files", "notes_only", "prompt_injected")
-PROVIDERS = ("openai", "openai_compatible")
-ON_FAILURE = ("abort", "record")
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 WORKSPACE_TEMPLATE = "agents/codex_workspace_v1.txt"
 INGEST_TEMPLATE = "agents/codex_ingest_v1.txt"
 PERSIST_FOOTER = "agents/codex_persist_footer_v1.txt"
@@ -84,113 +97,11 @@ PERSIST_FOOTER = "agents/codex_persist_footer_v1.txt"
 PASS_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 EVENTS, TRAJECTORY, TRACES, NOTES_LEDGER = "agent/events.jsonl", "agent/trajectory.jsonl", "agent/traces.jsonl", "agent/notes.jsonl"
-
-
-@dataclass
-class CodexAnswererConfig(AnswererConfig):
-    """`answerer=codex`: one `codex exec` per question over a prepared workspace."""
-
-    #: workspace_files | notes_only | prompt_injected
-    mode: str = "workspace_files"
-    #: one workspace per conversation with memory/notes.md the agent reads and appends
-    persist: bool = False
-    #: openai | openai_compatible (any Responses-API server)
-    provider: str = "openai"
-    model: Optional[str] = None
-    base_url: Optional[str] = None
-    #: name of the environment variable holding the key (never the key itself)
-    api_key_env: Optional[str] = None
-    reasoning_effort: Optional[str] = None
-    #: the outer timeout per question; the process group is killed past it
-    timeout_s: float = 600.0
-    ingest_timeout_s: float = 1800.0
-    #: abort (stop the run; rerun resumes) | record (an empty answer, counted)
-    on_failure: str = "abort"
-    request_max_retries: Optional[int] = None
-    stream_max_retries: Optional[int] = None
-    #: <scratch_dir>/<run_id>; null: <paths.cache>/agent
-    scratch_dir: Optional[str] = None
-    #: isolated (own network namespace, the endpoint bridged; see _isolation) | shared (the host's network)
-    network: str = "isolated"
-
-
-store_schema("answerer", "codex", CodexAnswererConfig)
-
-
-@dataclass(frozen=True)
-class CodexSettings:
-    """`cfg.answerer` for answerer=codex, read once (typed by CodexAnswererConfig above)."""
-
-    mode: str
-    persist: bool
-    provider: str
-    model: str
-    base_url: str
-    api_key_env: str | None
-    reasoning_effort: str | None
-    timeout_s: float
-    ingest_timeout_s: float
-    on_failure: str
-    request_max_retries: int | None
-    stream_max_retries: int | None
-    scratch_dir: str | None
-    network: str = "isolated"
-
-    @classmethod
-    def from_config(cls, node: DictConfig) -> CodexSettings:
-        def get(key: str, default: Any = None) -> Any:
-            value = node.get(key, default)
-            return default if value is None and default is not None else value
-
-        provider = str(get("provider", "openai"))
-        base_url = get("base_url") or (OPENAI_BASE_URL if provider == "openai" else None)
-        api_key_env = get("api_key_env") if "api_key_env" in node else ("OPENAI_API_KEY" if provider == "openai" else None)
-        return cls(
-            mode=str(get("mode", "workspace_files")),
-            persist=bool(get("persist", False)),
-            provider=provider,
-            model=str(get("model") or ""),
-            base_url=str(base_url or ""),
-            api_key_env=str(api_key_env) if api_key_env else None,
-            reasoning_effort=get("reasoning_effort"),
-            timeout_s=float(get("timeout_s", 600.0)),
-            ingest_timeout_s=float(get("ingest_timeout_s", 1800.0)),
-            on_failure=str(get("on_failure", "abort")),
-            request_max_retries=get("request_max_retries"),
-            stream_max_retries=get("stream_max_retries"),
-            scratch_dir=get("scratch_dir"),
-            network=str(get("network", "isolated")),
-        )
-
-    @property
-    def sandbox(self) -> str:
-        return "workspace-write" if self.persist else "read-only"
-
-
-def validate_codex_config(cfg: DictConfig) -> None:
-    """Checks for answerer=codex before any model call; each failure is one line with the fix."""
-    s = CodexSettings.from_config(cfg.answerer)
-    if s.mode not in MODES:
-        raise UserError(f"answerer.mode={s.mode!r} is unknown. {did_you_mean(s.mode, MODES)}")
-    if s.provider not in PROVIDERS:
-        raise UserError(f"answerer.provider={s.provider!r} is unknown. {did_you_mean(s.provider, PROVIDERS)}")
-    if s.provider == "openai_compatible" and not s.base_url:
-        raise UserError("answerer.base_url is required for provider openai_compatible (a server that speaks the "
-                        "Responses API); add answerer.base_url=http://HOST:PORT/v1")
-    if s.provider == "openai" and not s.api_key_env:
-        raise UserError("answerer.api_key_env is required for provider openai; add answerer.api_key_env=OPENAI_API_KEY")
-    if not s.model:
-        raise UserError("answerer.model is required for answerer=codex; add answerer.model=MODEL_ID")
-    if s.timeout_s <= 0 or s.ingest_timeout_s <= 0:
-        raise UserError(f"answerer.timeout_s={s.timeout_s} and answerer.ingest_timeout_s={s.ingest_timeout_s} must be > 0")
-    if s.on_failure not in ON_FAILURE:
-        raise UserError(f"answerer.on_failure={s.on_failure!r} is unknown. {did_you_mean(s.on_failure, ON_FAILURE)}")
-    if s.network not in NETWORKS:
-        raise UserError(f"answerer.network={s.network!r} is unknown. {did_you_mean(s.network, NETWORKS)}")
-    if s.mode == "prompt_injected" and not cfg.reader.get("prompt"):
-        raise UserError("answerer.mode=prompt_injected fills the reader's template; set reader.prompt (e.g. readers/qa_v1.txt)")
-
-
+REQUESTS = layout.AGENT_REQUESTS
+#: the base URL cli.json records for the gateway (its port differs from run to run)
+GATEWAY_PLACEHOLDER = "http://127.0.0.1:<gateway>/v1"
+#: upstream retries the gateway makes when answerer.request_max_retries is null (the CLI's own default)
+DEFAULT_RETRIES = 4
 def _sha(text: str) -> str:
     return sha256_text(text)
 
@@ -220,6 +131,9 @@ class CodexAnswerer:
         ingest_template: PromptTemplate | None,
         footer: PromptTemplate | None,
         secrets: Sequence[str] = (),
+        gateway: GatewayProcess | None = None,
+        reader_prompt: PromptTemplate | None = None,
+        reader_max_tokens: int | None = None,
     ):
         self.settings = settings
         self.cli = cli
@@ -231,6 +145,11 @@ class CodexAnswerer:
         self.footer = footer
         self.secrets = [s for s in secrets if s]
         self.config_toml = (scratch / "config.toml").read_text("utf-8")
+        #: every model request goes through it; None only in tests of the CLI without accounting
+        self.gateway = gateway
+        self.reader_prompt = reader_prompt
+        self.reader_max_tokens = reader_max_tokens
+        self.requests = pack.journal(REQUESTS)
         self.events = pack.journal(EVENTS)
         self.trajectory = pack.journal(TRAJECTORY)
         self.traces = pack.journal(TRACES)
@@ -305,7 +224,7 @@ class CodexAnswerer:
         def keep(row: dict[str, Any]) -> bool:
             return not (row.get("sample_id") == sid and row.get("phase") == "ingest" and "question_id" not in row)
 
-        for journal in (self.events, self.trajectory, self.traces):
+        for journal in (self.events, self.trajectory, self.traces, self.requests):
             journal.close()
             journal.retain(keep)
         folder = self.scratch / "ingest" / sid
@@ -315,15 +234,15 @@ class CodexAnswerer:
         assert self.ingest_template is not None
         task = self.ingest_template.text
         record = AgentTask(template=self.ingest_template.relpath, template_sha256=self.ingest_template.sha256, slots={})
-        result, out, steps = self._run(folder, task, "workspace-write", self.settings.ingest_timeout_s,
-                                       question_id=None, sample_id=sid, phase="ingest")
+        result, out, steps, gateway = self._run(folder, task, "workspace-write", self.settings.ingest_timeout_s,
+                                                question_id=None, sample_id=sid, phase="ingest")
         # read without following anything: notes.md made a link to the dataset must not become the notes
         findings = audit(folder, files, notes=True)
         read = read_notes(folder)
         notes = read.text
         self._write_trace(None, sid, "ingest", "workspace-write", result, out, steps, task=task, record=record,
                           payload_sha=None, notes_before=None, notes_after=_sha(notes), restored=[],
-                          findings=[*findings, *read.findings])
+                          findings=[*findings, *read.findings], gateway=gateway)
         if out.status != "completed":
             raise ModelCallError(f"codex ingest of {sid} ended with status {out.status} ({out.error}); "
                                  "check the provider (or raise answerer.ingest_timeout_s), then rerun to resume")
@@ -355,8 +274,9 @@ class CodexAnswerer:
         if s.persist:
             before = read_notes(workspace)
             notes_before, findings = _sha(before.text), [*findings, *before.findings]
-        result, out, steps = self._run(workspace, task, s.sandbox, s.timeout_s,
-                                       question_id=asked.question_id, sample_id=asked.sample_id, phase="answer")
+        budget = question_budget(s.budget, s.match_reader, asked.question, memory, self.reader_prompt, self.reader_max_tokens)
+        result, out, steps, gateway = self._run(workspace, task, s.sandbox, s.timeout_s, question_id=asked.question_id,
+                                                sample_id=asked.sample_id, phase="answer", budget=budget)
         findings += audit(workspace, self._files, notes=self._notes)
         restored: list[str] = []
         notes_after = None
@@ -377,7 +297,7 @@ class CodexAnswerer:
             remove_tree(workspace, within=self.scratch)
         self._write_trace(asked.question_id, asked.sample_id, "answer", s.sandbox, result, out, steps, task=task,
                           record=record, payload_sha=payload_sha, notes_before=notes_before, notes_after=notes_after,
-                          restored=restored, findings=list(dict.fromkeys(findings)))
+                          restored=restored, findings=list(dict.fromkeys(findings)), gateway=gateway)
         if out.status == "failed" and s.on_failure == "abort":
             raise ModelCallError(f"codex failed on {asked.question_id}: {out.error}; fix the cause and rerun the same "
                                  "command to resume (or set answerer.on_failure=record to keep failures as empty answers)")
@@ -413,13 +333,15 @@ class CodexAnswerer:
             "LANG": "C.UTF-8",
             "CODEX_MANAGED_BY_NPM": "1",
         }
-        for name in PASS_ENV:
-            if os.environ.get(name):
-                env[name] = os.environ[name]
-        env.update(self.isolation.agent_env())  # HTTPS_PROXY when a remote endpoint is bridged
-        key_env = self.settings.api_key_env
-        if key_env and os.environ.get(key_env):
-            env[key_env] = os.environ[key_env]
+        if self.gateway is None:  # the CLI talks to the provider itself
+            for name in PASS_ENV:
+                if os.environ.get(name):
+                    env[name] = os.environ[name]
+            key_env = self.settings.api_key_env
+            if key_env and os.environ.get(key_env):
+                env[key_env] = os.environ[key_env]
+        # with the gateway the CLI gets no key and no proxy: it talks to 127.0.0.1 only
+        env.update(self.isolation.agent_env())  # what reaching the bridged endpoint needs (NO_PROXY, HTTPS_PROXY)
         return env
 
     def _redact(self, text: str) -> str:
@@ -428,7 +350,8 @@ class CodexAnswerer:
         return text
 
     def _run(self, workspace: Path, task: str, sandbox: str, timeout_s: float, *, question_id: str | None,
-             sample_id: str, phase: str) -> tuple[ProcessResult, Outcome, list[dict[str, Any]]]:
+             sample_id: str, phase: str, budget: Budget | None = None,
+             ) -> tuple[ProcessResult, Outcome, list[dict[str, Any]], GatewaySummary | None]:
         # a fresh CODEX_HOME, HOME and TMPDIR per process: nothing of an earlier question's thread is left to read
         proc_dir = self.scratch / "processes" / (question_id or f"{sample_id}.{phase}")
         remove_tree(proc_dir, within=self.scratch)
@@ -439,9 +362,12 @@ class CodexAnswerer:
         writable = sandbox != "read-only"  # the read-only sandbox's workspace is read-only in the outer root too
         argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=[*visible, workspace] if writable
                                    else visible, readonly=[] if writable else [workspace])
+        if self.gateway is not None:
+            self.gateway.begin(question_id, sample_id, phase, budget.limits() if budget is not None else None)
         try:
             result = run_process(argv, stdin_text=task, env=self.env(proc_dir), cwd=str(workspace), timeout_s=timeout_s)
         finally:
+            report = self.gateway.end() if self.gateway is not None else None
             # HOME and TMPDIR were the agent's to write: removed without following its links
             with contextlib.suppress(OSError):
                 remove_tree(proc_dir, within=self.scratch)
@@ -454,14 +380,21 @@ class CodexAnswerer:
         steps = steps_from_items(out.items, workspace, self._valid)
         for number, step in enumerate(steps, start=1):
             self.trajectory.append(AgentStep(question_id=question_id, sample_id=sample_id, phase=phase, step=number, **step).row())
-        return result, out, steps
+        summary = None
+        if report is not None:
+            summary = summarize(report, out, budget, self.requests, run_id=self.pack.root.name)
+            if summary.budget_exceeded is not None and not result.timed_out:
+                # the gateway refused a request: the CLI ended its turn on the budget error; the answer is
+                # whatever the agent had said by then (scored as given, counted apart)
+                out = budget_outcome(out, summary.budget_exceeded)
+        return result, out, steps, summary
 
     def _write_trace(self, question_id: str | None, sample_id: str, phase: str, sandbox: str, result: ProcessResult,
                      out: Outcome, steps: list[dict[str, Any]], *, task: str, record: AgentTask, payload_sha: str | None,
                      notes_before: str | None, notes_after: str | None, restored: list[str],
-                     findings: list[str]) -> None:
+                     findings: list[str], gateway: GatewaySummary | None = None) -> None:
         s = self.settings
-        trace = AgentTrace(
+        trace = AgentTraceV3(
             question_id=question_id, sample_id=sample_id, phase=phase, mode=s.mode, persist=s.persist, sandbox=sandbox,
             model=s.model, provider=s.provider, base_url=s.base_url, codex_version=self.cli.version,
             status=out.status, answer=out.answer, exit_code=result.exit_code, error=out.error, warnings=out.warnings,
@@ -471,6 +404,7 @@ class CodexAnswerer:
             agent_task_sha256=_sha(task), reader_payload_sha256=payload_sha, task=record,
             events=len(result.lines), steps=len(steps), notes_before_sha256=notes_before, notes_after_sha256=notes_after,
             workspace_restored=restored, stderr_tail=result.stderr_tail or None, workspace_findings=findings,
+            gateway=gateway,
         )
         self.traces.append(trace.row())
 
@@ -522,31 +456,52 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
         if template is not None:
             pack.write_text(f"prompts/{template.relpath}", template.text)
 
-    config_toml = render_config(
-        model=s.model,
-        provider=ProviderSettings(s.base_url, key_env, s.request_max_retries, s.stream_max_retries),
-        reasoning_effort=s.reasoning_effort,
-        developer_instructions=SYSTEM_MESSAGE if s.mode == "prompt_injected" else None,
+    # the reader's template and max_tokens, for a budget matched to the reader's (answerer.budget.match_reader)
+    reader_prompt = reader_template(str(cfg.reader.prompt)) if s.match_reader else None
+    reader_max_tokens = int(cfg.reader.max_tokens) if s.match_reader else None
+
+    # every model request goes through the run's gateway, which alone holds the key; the CLI does not
+    # retry (the gateway retries the upstream and counts it) and is given no key
+    gateway = GatewayProcess(s.base_url, key_env, raw=s.audit_raw,
+                             max_retries=DEFAULT_RETRIES if s.request_max_retries is None else int(s.request_max_retries),
+                             timeout_s=s.timeout_s, log_path=scratch / "gateway.log")
+
+    def config_for(base_url: str) -> str:
+        return render_config(
+            model=s.model,
+            provider=ProviderSettings(base_url, None, 0, s.stream_max_retries),
+            reasoning_effort=s.reasoning_effort,
+            developer_instructions=SYSTEM_MESSAGE if s.mode == "prompt_injected" else None,
+        )
+
+    config_toml = config_for(GATEWAY_PLACEHOLDER)
+
+    with gateway:  # the CLI reaches the model through the gateway only: the isolation bridges its port
+        isolation = Isolation.create(scratch / "root", [cli.vendor_dir], endpoint=gateway.base_url, network=s.network)
+        try:  # the bridge to the gateway lives as long as the answerer
+            secrets, sentinels = _secret_paths(cfg, pack, cache_dir)
+            isolation.check_secrets(secrets, [scratch])
+            isolation.probe(sentinels, cwd=scratch / "probe", visible=[scratch / "probe"], binary=cli.binary)
+            (scratch / "config.toml").write_text(config_for(gateway.base_url), "utf-8")  # copied into each CODEX_HOME
+            answerer = CodexAnswerer(
+                s, cli, pack, scratch, isolation, task_template=task_template, ingest_template=ingest, footer=footer,
+                secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [], gateway=gateway,
+                reader_prompt=reader_prompt, reader_max_tokens=reader_max_tokens,
+            )
+            _write_identity(pack, cli, answerer, s, config_toml, isolation.describe())
+            yield answerer
+        finally:
+            isolation.close()
+
+
+def _write_identity(pack: RunPack, cli: CodexCli, answerer: CodexAnswerer, s: CodexSettings, config_toml: str,
+                    isolation: str) -> None:
+    identity = CliIdentity(
+        package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
+        argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
+        config_toml_sha256=sha256_text(config_toml),
+        isolation=isolation,
+        gateway=f"memorybench Responses gateway on 127.0.0.1 ({GATEWAY_PLACEHOLDER} above), forwarding to "
+                f"{s.base_url} with the key it alone holds; every request counted in {REQUESTS}",
     )
-    (scratch / "config.toml").write_text(config_toml, "utf-8")  # copied into each process's CODEX_HOME
-
-    isolation = Isolation.create(scratch / "root", [cli.vendor_dir], endpoint=s.base_url, network=s.network)
-    try:  # the bridge to the model endpoint lives as long as the answerer
-        secrets, sentinels = _secret_paths(cfg, pack, cache_dir)
-        isolation.check_secrets(secrets, [scratch])
-        isolation.probe(sentinels, cwd=scratch / "probe", visible=[scratch / "probe"], binary=cli.binary)
-
-        answerer = CodexAnswerer(
-            s, cli, pack, scratch, isolation, task_template=task_template, ingest_template=ingest, footer=footer,
-            secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [],
-        )
-        identity = CliIdentity(
-            package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
-            argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
-            config_toml_sha256=sha256_text(config_toml),
-            isolation=isolation.describe(),
-        )
-        pack.write_json("agent/cli.json", identity)
-        yield answerer
-    finally:
-        isolation.close()
+    pack.write_json("agent/cli.json", identity)

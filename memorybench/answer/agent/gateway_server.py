@@ -1,0 +1,576 @@
+"""The Responses API gateway process: every Codex model request passes through it, counted.
+
+    python -m memorybench.answer.agent.gateway_server --upstream URL [--key-env NAME] \
+        --parent-pid PID [--pdeathsig] [--raw] [--max-retries N] [--timeout-s S]
+
+Started by `gateway.GatewayProcess` (the parent side) in its own process group, one per
+Codex run. It listens on 127.0.0.1 (a free port, printed as the first line of stdout:
+`{"port": N}`) and forwards each `POST .../responses` to the upstream base URL with the
+key it alone holds (read from its environment by name; Codex is given none). The reply
+is relayed chunk by chunk as it arrives (SSE is never buffered whole) while the events
+that matter are read off the stream: `response.created` / `response.completed` (id,
+model, usage) and `response.failed` / `response.incomplete` / `error`.
+
+Control is on stdin/stdout, one JSON object a line, from the parent only (nothing on the
+network can reach it):
+
+    {"op": "begin", "question_id": ..., "sample_id": ..., "phase": ..., "budget": {...}}  -> {"ok": true}
+    {"op": "end"}                                                                    -> {"rows": [...], "refused": [...], ...}
+
+A request that arrives while no work is open is refused (503) and counted `unattributed`.
+Budgets (per `begin`): `max_requests`, `max_input_tokens`, `max_output_tokens`,
+`max_total_tokens` (null: no limit). A request that would exceed one is not forwarded: it
+is answered HTTP 400 with an OpenAI-style error `{"error": {"code": "budget_exceeded"...}}`,
+which the CLI does not retry and ends its turn on. Token use of a request is known only
+once it is answered, so an input budget refuses the next request when the last request's
+input (which the next one repeats: Codex resends the history) would not fit; output and
+total budgets also cap the forwarded `max_output_tokens` to what is left.
+
+Retries: a 429/5xx or a connection error before any byte was relayed is retried here
+(honouring Retry-After, at most --max-retries times) and counted on that request's row;
+Codex sees one request. Rows hold hashes and lengths of the request's input items and of
+the reply, never their text, unless --raw.
+
+The process never outlives its parent: stdin EOF ends it, `--pdeathsig` asks the kernel
+for SIGKILL when the parent's thread dies, and a watcher thread exits when the parent
+pid changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gzip
+import hashlib
+import http.client
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from memorybench.answer.agent.gateway_budget import Work
+
+EXIT_ORPHANED = 97
+PR_SET_PDEATHSIG = 1
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRY_MAX_WAIT_S = 30.0
+#: request headers not passed upstream (hop-by-hop, recomputed, or credentials: ours only)
+DROP_REQUEST = frozenset({"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
+                          "transfer-encoding", "upgrade", "host", "content-length", "authorization", "accept-encoding",
+                          "api-key", "openai-organization", "openai-project", "chatgpt-account-id"})
+#: reply headers not passed back (hop-by-hop, or set by the relay)
+DROP_REPLY = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "trailer", "upgrade"})
+#: SSE events the accounting reads (a stream's deltas are relayed without being parsed)
+WATCHED = (b"response.created", b"response.completed", b"response.failed", b"response.incomplete", b"error")
+#: how long `end` waits for a forwarded request to finish its row: the CLI has exited, so a reply it read
+#: whole is done in milliseconds; one still open (a process killed at the timeout) is reported `in_flight`
+SETTLE_TIMEOUT_S = 3.0
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class SSEWatch:
+    """Reads the accounting events off a relayed SSE stream, incrementally (bytes in, no copy out)."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.completed = False
+        self.error: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk.replace(b"\r\n", b"\n") if b"\r" in chunk else chunk
+        while True:
+            end = self.buffer.find(b"\n\n")
+            if end < 0:
+                return
+            block, self.buffer = self.buffer[:end], self.buffer[end + 2:]
+            self._event(block)
+
+    def close(self) -> None:
+        if self.buffer.strip():
+            self._event(self.buffer)
+        self.buffer = b""
+
+    def _event(self, block: bytes) -> None:
+        name = None
+        data: list[bytes] = []
+        for line in block.split(b"\n"):
+            if line.startswith(b"event:"):
+                name = line[6:].strip()
+            elif line.startswith(b"data:"):
+                data.append(line[5:].lstrip())
+        if not data or (name is not None and name not in WATCHED):
+            return
+        try:
+            event = json.loads(b"\n".join(data))
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        response = event.get("response") if isinstance(event.get("response"), dict) else {}
+        if kind in ("response.created", "response.completed", "response.failed", "response.incomplete"):
+            self.response_id = response.get("id") or self.response_id
+            self.model = response.get("model") or self.model
+            if isinstance(response.get("usage"), dict):
+                self.usage = response["usage"]
+        if kind == "response.completed":
+            self.completed = True
+        elif kind == "response.failed":
+            err = response.get("error") or {}
+            self.error = str(err.get("message") or err.get("code") or "response.failed")
+        elif kind == "response.incomplete":
+            details = response.get("incomplete_details") or {}
+            self.error = f"incomplete: {details.get('reason', 'unknown')}"
+        elif kind == "error":
+            self.error = str(event.get("message") or event.get("code") or "error event")
+
+
+def usage_fields(usage: dict[str, Any] | None) -> dict[str, int]:
+    u = usage or {}
+    return {
+        "input_tokens": int(u.get("input_tokens") or 0),
+        "cached_tokens": int((u.get("input_tokens_details") or {}).get("cached_tokens") or 0),
+        "output_tokens": int(u.get("output_tokens") or 0),
+        "reasoning_tokens": int((u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0),
+    }
+
+
+class Upstream:
+    """Keep-alive connections to the upstream base URL (a small pool; one request per connection at a time)."""
+
+    def __init__(self, base_url: str, timeout_s: float) -> None:
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise SystemExit(f"gateway: upstream {base_url!r} is not an http(s) URL")
+        self.https = url.scheme == "https"
+        self.host, self.port = url.hostname, url.port or (443 if self.https else 80)
+        self.base_path = url.path.rstrip("/")
+        self.timeout_s = timeout_s
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        proxy = os.environ.get("HTTPS_PROXY" if self.https else "HTTP_PROXY") or \
+            os.environ.get("https_proxy" if self.https else "http_proxy")
+        no_proxy = os.environ.get("NO_PROXY", os.environ.get("no_proxy", ""))
+        skip = self.host in ("127.0.0.1", "localhost", "::1") or any(
+            n.strip() and self.host.endswith(n.strip().lstrip(".")) for n in no_proxy.split(","))
+        self.proxy = urllib.parse.urlsplit(proxy) if proxy and not skip else None
+
+    def path(self, suffix: str) -> str:
+        return self.base_path + suffix
+
+    def get(self) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection and whether it was reused (a reused one may have been closed by the server)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        if self.proxy is not None and self.proxy.hostname:
+            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            conn = cls(self.proxy.hostname, self.proxy.port or 8080, timeout=self.timeout_s)
+            conn.set_tunnel(self.host, self.port)
+        elif self.https:
+            conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s)
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        return conn, False
+
+    def put(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.append(conn)
+
+
+class Gateway:
+    def __init__(self, upstream: str, key: str | None, *, raw: bool, max_retries: int, timeout_s: float) -> None:
+        self.upstream = Upstream(upstream, timeout_s)
+        self.key = key
+        self.raw = raw
+        self.max_retries = max(0, int(max_retries))
+        self.work: Work | None = None
+        self.unattributed = 0
+        self.other_requests = 0
+        self.lock = threading.Lock()
+
+    # -- control -----------------------------------------------------------------------
+    def control(self, command: dict[str, Any]) -> dict[str, Any]:
+        op = command.get("op")
+        with self.lock:
+            if op == "begin":
+                self.work = Work(command.get("question_id"), str(command.get("sample_id")), str(command.get("phase")),
+                                 command.get("budget"))
+                self.unattributed = self.other_requests = 0
+                return {"ok": True}
+            if op == "end":
+                work, self.work = self.work, None
+        if op == "end":
+            # the CLI has exited; a reply it had read whole may still be finishing its row here
+            open_rows = work.wait_settled(SETTLE_TIMEOUT_S) if work else 0
+            with self.lock:
+                rows = sorted(work.rows, key=lambda r: r["index"]) if work else []
+                return {"ok": True, "rows": rows, "refused": work.refused if work else [], "in_flight": open_rows,
+                        "unattributed": self.unattributed, "other_requests": self.other_requests}
+        with self.lock:
+            if op == "ping":
+                return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    # -- requests ----------------------------------------------------------------------
+    def headers_for_upstream(self, handler: BaseHTTPRequestHandler, encoding: str | None) -> dict[str, str]:
+        out = {k: v for k, v in handler.headers.items() if k.lower() not in DROP_REQUEST and k.lower() != "content-encoding"}
+        out["Accept-Encoding"] = "identity"  # the relay reads the stream's events
+        if encoding:
+            out["Content-Encoding"] = encoding
+        if self.key:
+            out["Authorization"] = f"Bearer {self.key}"
+        return out
+
+    def responses(self, handler: BaseHTTPRequestHandler, raw_body: bytes) -> None:
+        t0 = time.perf_counter()
+        started_at = utc_now()
+        encoding = (handler.headers.get("Content-Encoding") or "").strip().lower() or None
+        try:
+            decoded = gzip.decompress(raw_body) if encoding == "gzip" else raw_body
+            body = json.loads(decoded) if encoding in (None, "gzip", "identity") else None
+        except (ValueError, OSError):
+            body = None
+        body = body if isinstance(body, dict) else None
+        with self.lock:
+            work = self.work
+            if work is None:
+                self.unattributed += 1
+        if work is None:
+            send_error(handler, 503, "no_open_work", "memorybench gateway: no question is open; request not forwarded")
+            return
+        index, reason, cap = work.admit()
+        if index is None:
+            with work.lock:
+                work.refused.append({"after_requests": work.started, "reason": reason, "at": started_at})
+            send_error(handler, 400, "budget_exceeded", f"memorybench budget exceeded: {reason}")
+            return
+        items = body.get("input") if body is not None else None
+        request_bytes = canonical(items) if items is not None else raw_body
+        data = raw_body
+        capped = None
+        if cap is not None and body is not None:
+            asked = body.get("max_output_tokens")
+            capped = cap if asked is None else min(int(asked), cap)
+            body = {**body, "max_output_tokens": capped}
+            data, encoding = json.dumps(body, ensure_ascii=False).encode("utf-8"), None
+        row: dict[str, Any] = {
+            "question_id": work.question_id, "sample_id": work.sample_id, "phase": work.phase, "index": index,
+            "started_at": started_at, "model_requested": body.get("model") if body is not None else None,
+            "request_sha256": hashlib.sha256(request_bytes).hexdigest(), "request_bytes": len(request_bytes),
+            "max_output_tokens_cap": capped,
+        }
+        if self.raw and body is not None:
+            row["raw_request"] = body
+        previous = work.rows[-1] if work.rows else None
+        if previous is not None and previous["request_sha256"] == row["request_sha256"] and not previous["completed"]:
+            row["repeat_of"] = previous["index"]  # the CLI sent the same input again after a failed reply
+        path = self.upstream.path(suffix_of(handler.path))
+        headers = self.headers_for_upstream(handler, encoding)
+        try:
+            self.forward(handler, work, row, path, data, headers, t0)
+        except BaseException as e:  # the CLI hung up while headers were sent, or a bug: the row is kept all the same
+            if not any(r is row for r in work.rows):
+                row.update(self.empty_usage(), upstream_status=row.get("upstream_status"), retries=row.get("retries", 0),
+                           retry_statuses=row.get("retry_statuses", []), error=f"gateway: {type(e).__name__}: {e}",
+                           completed=False, reply_sha256=None, reply_bytes=0, response_id=None, model_answered=None,
+                           latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None, client_gone=True)
+                work.record(row)
+            raise
+
+    def forward(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], path: str, data: bytes,
+                headers: dict[str, str], t0: float) -> None:
+        retries, statuses = 0, []
+        error = None
+        while True:
+            conn, reused = self.upstream.get()
+            try:
+                conn.request("POST", path, body=data, headers=headers)
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                if reused:  # a kept-alive connection the server had closed meanwhile: not a retry
+                    continue
+                error, delay = f"{type(e).__name__}: {e}", None
+                statuses.append(None)
+            else:
+                if resp.status not in RETRY_STATUSES:
+                    self.relay(handler, work, row, resp, conn, retries, statuses, t0)
+                    return
+                delay = retry_after(resp)
+                reply = resp.read()
+                statuses.append(resp.status)
+                if retries >= self.max_retries:
+                    self.finish_plain(handler, work, row, resp, reply, conn, retries, statuses, t0)
+                    return
+                self.upstream.put(conn) if not resp.will_close else conn.close()
+            if retries >= self.max_retries:
+                break
+            retries += 1
+            time.sleep(min(RETRY_MAX_WAIT_S, delay if delay is not None else backoff(retries)))
+        row.update(self.empty_usage(), upstream_status=None, retries=retries, retry_statuses=statuses,
+                   error=error or "upstream unreachable", completed=False, reply_sha256=None, reply_bytes=0,
+                   response_id=None, model_answered=None, latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None)
+        work.record(row)
+        send_error(handler, 502, "upstream_unreachable", f"memorybench gateway: upstream unreachable ({error})")
+
+    @staticmethod
+    def empty_usage() -> dict[str, int]:
+        return usage_fields(None)
+
+    def finish_plain(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any],
+                     resp: http.client.HTTPResponse, reply: bytes, conn: http.client.HTTPConnection, retries: int,
+                     statuses: list[int | None], t0: float) -> None:
+        """An error status after the last retry: passed on whole (it is small), recorded."""
+        self.upstream.put(conn) if not resp.will_close else conn.close()
+        message = None
+        try:
+            message = (json.loads(reply).get("error") or {}).get("message")
+        except (ValueError, AttributeError):
+            pass
+        row.update(self.empty_usage(), upstream_status=resp.status, retries=retries, retry_statuses=statuses,
+                   error=str(message or f"HTTP {resp.status}"), completed=False,
+                   reply_sha256=hashlib.sha256(reply).hexdigest(), reply_bytes=len(reply), response_id=None,
+                   model_answered=None, latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None)
+        if self.raw:
+            row["raw_reply"] = reply.decode("utf-8", "replace")
+        work.record(row)
+        send_whole(handler, resp.status, resp.getheaders(), reply)
+
+    def relay(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], resp: http.client.HTTPResponse,
+              conn: http.client.HTTPConnection, retries: int, statuses: list[int | None], t0: float) -> None:
+        first_byte = time.perf_counter() - t0
+        length = resp.getheader("Content-Length")
+        chunked = length is None
+        handler.send_response_only(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in DROP_REPLY:
+                handler.send_header(k, v)
+        handler.send_header("Transfer-Encoding", "chunked") if chunked else handler.send_header("Content-Length", length)
+        # the headers go at once: an upstream may take a while to its first event, and the CLI should know it is answered
+        handler.wfile.write(take_headers(handler))
+        head = b""
+        digest, size = hashlib.sha256(), 0
+        watch = SSEWatch()
+        kept: list[bytes] = []
+        client_gone = upstream_cut = False
+        while True:
+            try:
+                chunk = resp.read1(65536)
+            except (OSError, http.client.HTTPException):
+                upstream_cut = True
+                break
+            if not chunk:
+                break
+            digest.update(chunk)
+            size += len(chunk)
+            watch.feed(chunk)
+            if self.raw:
+                kept.append(chunk)
+            if not client_gone:
+                try:
+                    handler.wfile.write(head + (b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk))
+                    head = b""
+                except OSError:
+                    client_gone = True  # keep reading: the accounting wants the whole reply
+        watch.close()
+        if not client_gone:
+            try:
+                if chunked or head:
+                    handler.wfile.write(head + (b"0\r\n\r\n" if chunked else b""))
+            except OSError:
+                client_gone = True
+        if upstream_cut or client_gone:
+            handler.close_connection = True
+        if upstream_cut or resp.will_close or not resp.isclosed():
+            conn.close()
+        else:
+            self.upstream.put(conn)
+        error = watch.error
+        if upstream_cut:
+            error = error or "the upstream stream was cut"
+        elif resp.status != 200:
+            error = error or f"HTTP {resp.status}"
+        elif not watch.completed and error is None:
+            error = "the stream ended without response.completed"
+        row.update(usage_fields(watch.usage), upstream_status=resp.status, retries=retries, retry_statuses=statuses,
+                   error=error, completed=watch.completed, reply_sha256=digest.hexdigest(), reply_bytes=size,
+                   response_id=watch.response_id, model_answered=watch.model,
+                   latency_s=round(time.perf_counter() - t0, 6), first_byte_s=round(first_byte, 6))
+        if client_gone:
+            row["client_gone"] = True
+        if self.raw:
+            row["raw_reply"] = b"".join(kept).decode("utf-8", "replace")
+        work.record(row)
+
+    def other(self, handler: BaseHTTPRequestHandler, method: str, body: bytes | None) -> None:
+        """Any other request (`GET /models`...): passed through whole, counted, not accounted as a model request."""
+        with self.lock:
+            self.other_requests += 1
+        conn, _ = self.upstream.get()
+        try:
+            conn.request(method, self.upstream.path(suffix_of(handler.path)), body=body,
+                         headers=self.headers_for_upstream(handler, handler.headers.get("Content-Encoding")))
+            resp = conn.getresponse()
+            reply = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            send_error(handler, 502, "upstream_unreachable", f"memorybench gateway: upstream unreachable ({type(e).__name__})")
+            return
+        send_whole(handler, resp.status, resp.getheaders(), reply)
+        self.upstream.put(conn) if not resp.will_close else conn.close()
+
+
+def suffix_of(path: str) -> str:
+    """The request path after the gateway's own `/v1` (what is appended to the upstream base URL)."""
+    return path[3:] if path.startswith("/v1/") or path == "/v1" else path
+
+
+def retry_after(resp: http.client.HTTPResponse) -> float | None:
+    for name, scale in (("retry-after-ms", 0.001), ("Retry-After", 1.0)):
+        value = resp.getheader(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                continue
+    return None
+
+
+def backoff(attempt: int) -> float:
+    return min(RETRY_MAX_WAIT_S, 0.5 * 2 ** (attempt - 1))
+
+
+def take_headers(handler: BaseHTTPRequestHandler) -> bytes:
+    """The status line and headers queued on `handler`, ended, as bytes to send with the body."""
+    buffered = getattr(handler, "_headers_buffer", [])
+    head = b"".join(buffered) + b"\r\n"
+    handler._headers_buffer = []  # type: ignore[attr-defined]
+    return head
+
+
+def send_whole(handler: BaseHTTPRequestHandler, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
+    handler.send_response_only(status)
+    for k, v in headers:
+        if k.lower() not in DROP_REPLY:
+            handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.wfile.write(take_headers(handler) + data)  # one write
+
+
+def send_error(handler: BaseHTTPRequestHandler, status: int, code: str, message: str) -> None:
+    data = json.dumps({"error": {"message": message, "type": code, "code": code, "param": None}}).encode("utf-8")
+    send_whole(handler, status, [("Content-Type", "application/json")], data)
+
+
+def handler_for(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def setup(self) -> None:
+            super().setup()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def _body(self) -> bytes:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def do_POST(self) -> None:
+            body = self._body()
+            try:
+                if self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
+                    gateway.responses(self, body)
+                else:
+                    gateway.other(self, "POST", body)
+            except OSError:
+                self.close_connection = True
+
+        def do_GET(self) -> None:
+            try:
+                gateway.other(self, "GET", None)
+            except OSError:
+                self.close_connection = True
+
+    return Handler
+
+
+def _guard_parent(parent_pid: int, pdeathsig: bool) -> None:
+    if pdeathsig:
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+
+    def loop() -> None:
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(EXIT_ORPHANED)
+            time.sleep(0.5)
+
+    threading.Thread(target=loop, name="parent-watch", daemon=True).start()
+    if os.getppid() != parent_pid:
+        os._exit(EXIT_ORPHANED)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="memorybench-gateway")
+    parser.add_argument("--upstream", required=True)
+    parser.add_argument("--key-env")
+    parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--pdeathsig", action="store_true")
+    parser.add_argument("--raw", action="store_true")
+    parser.add_argument("--max-retries", type=int, default=4)
+    parser.add_argument("--timeout-s", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    _guard_parent(args.parent_pid, args.pdeathsig)
+    key = os.environ.get(args.key_env) if args.key_env else None
+    gateway = Gateway(args.upstream, key or None, raw=args.raw, max_retries=args.max_retries, timeout_s=args.timeout_s)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(gateway))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+    out = sys.stdout
+    out.write(json.dumps({"port": httpd.server_address[1], "pid": os.getpid()}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = gateway.control(json.loads(line))
+        except ValueError as e:
+            reply = {"ok": False, "error": f"bad control line: {e}"}
+        out.write(json.dumps(reply, ensure_ascii=False) + "\n")
+        out.flush()
+    os._exit(0)  # the parent closed our stdin (stopped, or died): in-flight requests end with us
+
+
+if __name__ == "__main__":
+    main()
