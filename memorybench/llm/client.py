@@ -21,6 +21,7 @@ from memorybench.errors import ModelCallError
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
+from memorybench.progress import record_spend
 from memorybench.secrets import clean_url, register, scrub, split_url
 
 _RETRYABLE_STATUS = {408, 409, 429}
@@ -110,8 +111,10 @@ class ChatClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                record_spend(0.0)  # the progress line's "$ so far" (memorybench.progress)
                 return hit.model_copy(update={"cache_hit": True, "cost_usd": 0.0, "attempts": [], "latency_s": 0.0})
         result = self._call_with_retries(request, key)
+        record_spend(result.cost_usd)
         if self.cache is not None:
             self.cache.put(key, result)
         return result
