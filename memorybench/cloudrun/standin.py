@@ -19,7 +19,8 @@ override env, at most `parallelism` at once, retrying a failed task up to `max_r
 times (memorybench.cloudrun.executors.run_local_tasks). The operation's metadata is the
 Execution with its live counts; when every task has ended the operation is done, with
 the Execution as its response, or with an error naming the first failed task, as Cloud
-Run reports it. Test plumbing only: no auth, no IAM, no job CRUD.
+Run reports it. Plumbing only (the tests, `memorybench dev cloud-emulators`): no auth, no
+IAM, no job CRUD.
 """
 
 from __future__ import annotations
