@@ -12,6 +12,7 @@ have cost since the reporter started (`SPEND`, fed by the chat client), shown on
 every such call had a known price; a loop that made no priced call shows none.
 
 A reporter prints to stderr and nowhere else: what goes into a pack never depends on it.
+`MEMORYBENCH_PROGRESS=off` silences every reporter (the test suite sets it: tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from typing import IO, Any, TypeVar
 
 from memorybench.errors import UserError
 
-__all__ = ["EVERY_ENV", "SPEND", "Progress", "Spend", "format_eta", "format_line", "progress_every_s", "record_spend"]
+__all__ = ["EVERY_ENV", "PROGRESS_ENV", "SPEND", "Progress", "Spend", "format_eta", "format_line", "progress_enabled",
+           "progress_every_s", "record_spend"]
 
+#: off (0, off, false, no): no progress at all, bar or line (a script that reads stderr; the test suite)
+PROGRESS_ENV = "MEMORYBENCH_PROGRESS"
 #: seconds between two plain lines when stderr is not a terminal (0: a line per update)
 EVERY_ENV = "MEMORYBENCH_PROGRESS_EVERY_S"
 DEFAULT_EVERY_S = 30.0
@@ -61,6 +65,16 @@ SPEND = Spend()
 
 def record_spend(cost_usd: float | None) -> None:
     SPEND.record(cost_usd)
+
+
+def progress_enabled(environ: dict[str, str] | None = None) -> bool:
+    """`MEMORYBENCH_PROGRESS`: on unless 0, off, false or no."""
+    value = (os.environ if environ is None else environ).get(PROGRESS_ENV, "").strip().lower()
+    if value in ("", "1", "on", "true", "yes"):
+        return True
+    if value in ("0", "off", "false", "no"):
+        return False
+    raise UserError(f"{PROGRESS_ENV}={value!r} is neither on nor off; set it to on or off")
 
 
 def progress_every_s(environ: dict[str, str] | None = None) -> float:
@@ -135,7 +149,7 @@ class Progress:
         self.stage, self.total, self.unit, self.rate_unit = stage, total, unit, rate_unit
         self.initial = self.done = initial
         self.label = label
-        self.enabled = enabled
+        self.enabled = enabled and progress_enabled()
         self.stream = stream if stream is not None else sys.stderr
         self.every_s = progress_every_s() if every_s is None else every_s
         self._print = say
@@ -148,7 +162,7 @@ class Progress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._closed = False
-        if not enabled:
+        if not self.enabled:
             return
         is_tty = say is None and (tty if tty is not None else bool(getattr(self.stream, "isatty", lambda: False)()))
         if is_tty:

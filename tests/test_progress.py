@@ -14,9 +14,14 @@ import pytest
 
 from conftest import FIXTURES, scripted_reader
 from memorybench.errors import UserError
-from memorybench.progress import Progress, Spend, format_eta, progress_every_s
+from memorybench.progress import Progress, Spend, format_eta, progress_enabled, progress_every_s
 
 MINI = FIXTURES / "mini_locomo.json"
+
+
+@pytest.fixture(autouse=True)
+def progress_on(monkeypatch):
+    monkeypatch.setenv("MEMORYBENCH_PROGRESS", "on")  # tests/conftest.py turns it off for every other test
 
 
 class Clock:
@@ -129,6 +134,20 @@ def test_every_s_from_the_environment(value, seconds):
     assert progress_every_s({} if value is None else {"MEMORYBENCH_PROGRESS_EVERY_S": value}) == seconds
 
 
+@pytest.mark.parametrize("value, on", [(None, True), ("on", True), ("1", True), ("OFF", False), ("0", False), ("no", False)])
+def test_progress_switch(value, on, monkeypatch):
+    assert progress_enabled({} if value is None else {"MEMORYBENCH_PROGRESS": value}) is on
+    if not on:
+        monkeypatch.setenv("MEMORYBENCH_PROGRESS", value)
+        stream = io.StringIO()
+        bar = Progress("qa", 3, stream=stream, every_s=0)
+        bar.update()
+        bar.close()
+        assert stream.getvalue() == ""
+    with pytest.raises(UserError, match="MEMORYBENCH_PROGRESS='maybe'"):
+        progress_enabled({"MEMORYBENCH_PROGRESS": "maybe"})
+
+
 @pytest.mark.parametrize("value", ["soon", "-1", "nan"])
 def test_bad_every_s_is_one_line(value):
     with pytest.raises(UserError, match="MEMORYBENCH_PROGRESS_EVERY_S"):
@@ -146,7 +165,7 @@ def test_qa_with_stderr_to_a_file_prints_progress_while_it_runs(tmp_path):
         return echo_responder(body)
 
     log = tmp_path / "stderr.log"
-    env = {**os.environ, "MEMORYBENCH_PROGRESS_EVERY_S": "0", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "MEMORYBENCH_PROGRESS": "on", "MEMORYBENCH_PROGRESS_EVERY_S": "0", "PYTHONUNBUFFERED": "1"}
     with ScriptedOpenAIServer(responder=slow) as server, log.open("w") as err:
         args = ["qa", *scripted_reader(server.base_url, model="gpt-4o-mini"), f"dataset.path={MINI}",
                 f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]
@@ -168,3 +187,74 @@ def test_qa_with_stderr_to_a_file_prints_progress_while_it_runs(tmp_path):
     assert " q/s" in lines[-1] and lines[-1].endswith(" so far")  # gpt-4o-mini has a price
     pack = next((tmp_path / "packs").glob("*/runs/*"))
     assert not any("questions, " in p.read_text("utf-8", errors="replace") for p in pack.rglob("*") if p.is_file())
+
+
+def test_executor_printer_says_each_task_state_and_a_summary():
+    from memorybench.cloudrun.executors import ExecutionReport, TaskOutcome, progress_printer
+
+    said: list[str] = []
+    printer = progress_printer(said.append)
+    report = ExecutionReport(execution="projects/p/locations/r/jobs/j/executions/j-x1", task_count=2,
+                             tasks=[TaskOutcome(0), TaskOutcome(1)])
+    printer(report)  # every task pending: nothing to say of them yet
+    report.tasks[0].state, report.tasks[0].attempts = "running", 1
+    printer(report)
+    report.tasks[0].state, report.tasks[0].exit_code = "pending", 1
+    report.retried = 1
+    printer(report)
+    report.tasks[0].state, report.tasks[0].attempts, report.tasks[1].state, report.tasks[1].attempts = "running", 2, "running", 1
+    printer(report)
+    report.tasks[0].state, report.tasks[0].exit_code, report.tasks[1].state, report.tasks[1].exit_code = "succeeded", 0, "succeeded", 0
+    report.succeeded, report.done = 2, True
+    printer(report)
+    tasks = [x for x in said if x.startswith("task ")]
+    assert tasks == ["task 0: running", "task 0: pending, exit 1; to be retried", "task 0: running (attempt 2)", "task 1: running",
+                     "task 0: succeeded (attempt 2)", "task 1: succeeded"]
+    assert said[-2].startswith("j-x1 2/2 tasks") and said[-1] == (
+        "execution projects/p/locations/r/jobs/j/executions/j-x1 done: 2 task(s), 2 succeeded, 0 failed, 0 cancelled, 1 retried")
+    assert "j-x1 0/2 tasks" in said  # the progress line's first one
+
+
+def test_submitit_watcher_says_each_job_state_and_a_summary(tmp_path):
+    import pickle
+
+    from hydra.core.utils import JobReturn, JobStatus
+
+    from memorybench.cloudrun.submitit_progress import SubmititWatcher
+
+    said: list[str] = []
+    watcher = SubmititWatcher(tmp_path / ".submitit", say=said.append)
+    watcher.poll()  # no folder yet
+    for job in ("101", "102"):
+        (tmp_path / ".submitit" / job).mkdir(parents=True)
+        (tmp_path / ".submitit" / job / f"{job}_submitted.pkl").write_bytes(b"")
+    watcher.poll()
+    (tmp_path / ".submitit" / "101" / "101_0_log.out").write_text("")
+    watcher.poll()
+    for job, status in (("101", JobStatus.COMPLETED), ("102", JobStatus.FAILED)):
+        ret = JobReturn(overrides=[f"memory={job}"], status=status)
+        (tmp_path / ".submitit" / job / f"{job}_0_result.pkl").write_bytes(pickle.dumps(("success", ret)))
+    watcher.poll()
+    watcher.stop()
+    assert [x for x in said if x.startswith("job ")] == [
+        "job 101: submitted", "job 102: submitted", "job 101: running", "job 101 (memory=101): succeeded",
+        "job 102 (memory=102): failed"]
+    assert said[-1] == f"2 job(s): 1 succeeded, 1 failed; logs in {tmp_path / '.submitit'}"
+    assert any(x.startswith("sweep 2/2 jobs") for x in said)
+
+
+def test_a_submitit_sweep_driver_says_each_job_state_and_a_summary(scripted_server, tmp_path, capfd):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install hydra-submitit-launcher (the cloud extra)")
+    from memorybench.cli import main
+
+    args = ["qa", "-m", *scripted_reader(scripted_server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}", "reader.max_tokens=8,16", f"hydra.sweep.dir={tmp_path / 'multirun'}",
+            "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]
+    assert main(args) == 0
+    err = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[submitit] ")]
+    jobs = [x for x in err if x.startswith("[submitit] job ")]
+    # a job may be seen running at once (the watcher polls every second)
+    assert sum(x.endswith((": submitted", ": running")) for x in jobs) >= 2, err
+    assert sum(x.endswith(": succeeded") for x in jobs) == 2, err
+    assert any("reader.max_tokens=16" in x for x in jobs), err
+    assert err[-1].startswith("[submitit] 2 job(s): 2 succeeded, 0 failed; logs in ")

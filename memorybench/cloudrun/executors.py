@@ -333,12 +333,12 @@ class ProgressPrinter:
         ended = report.succeeded + report.failed + report.cancelled
         if ended > self._bar.done:
             self._bar.update(ended - self._bar.done)
+        if report.done:
+            self.close()  # the last progress line, then the final summary
         line = report.summary()
         if line != self._last:
             self._last = line
             self.say(line)
-        if report.done:
-            self.close()
 
     def close(self) -> None:
         if self._bar is not None:
