@@ -64,6 +64,9 @@ _memorybench_completion()
         completion)
             replies=($(compgen -W "bash zsh fish" -- "$cur"))
             ;;
+        dev)
+            replies=($(compgen -W "cloud-emulators" -- "$cur"))
+            ;;
         *)
             return 0  # the command's own arguments: files (complete -o default)
             ;;
@@ -101,6 +104,8 @@ function __memorybench_complete
             env COMP_LINE="$line" COMP_POINT=(string length -- "$line") $tokens[1] qa -sc query=bash 2>/dev/null | string split ' '
         case completion
             printf '%s\n' bash zsh fish
+        case dev
+            printf '%s\n' cloud-emulators
     end
 end
 complete -c memorybench -a '(__memorybench_complete)'

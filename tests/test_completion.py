@@ -61,6 +61,7 @@ def test_commands_complete(shim, tmp_path):
     assert complete(shim, tmp_path, "memorybench ") == sorted(COMMANDS)
     assert complete(shim, tmp_path, "memorybench co") == ["collect-full", "compare", "completion"]
     assert complete(shim, tmp_path, "memorybench completion ") == ["bash", "zsh", "fish"]
+    assert complete(shim, tmp_path, "memorybench dev c") == ["cloud-emulators"]
 
 
 @pytest.mark.parametrize("command", ["qa", "plan"])
