@@ -116,7 +116,7 @@ def format_line(stage: str, label: str | None, done: int, total: int | None, uni
         if total is not None and done < total:
             parts.append(f"eta {format_eta((total - done) / rate)}")
     if cost_usd is not None:
-        parts.append(f"${cost_usd:.2f} so far")
+        parts.append(f"${cost_usd:.2f} so far" if cost_usd >= 0.01 or cost_usd == 0 else f"${cost_usd:.4f} so far")
     return ", ".join(parts)
 
 
@@ -157,7 +157,7 @@ class Progress:
         self._clock = clock
         self._started = clock()
         self._lock = threading.RLock()
-        self._last_line: str | None = None
+        self._last_said: tuple[int, str | None] | None = None
         self._bar: Any = None
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -249,9 +249,10 @@ class Progress:
     def _say(self, only_if_changed: bool = False) -> None:
         with self._lock:
             text = self.line()
-            if only_if_changed and text == self._last_line:
-                return
-            self._last_line = text
+            said = (self.done, self.label)
+            if only_if_changed and said == self._last_said:
+                return  # the count and the label said already (the rate alone moved)
+            self._last_said = said
             try:
                 if self._print is not None:
                     self._print(text)

@@ -49,7 +49,9 @@ def test_line_has_count_rate_eta_and_cost():
     bar.set_label("conv-41")
     clock.now += 100
     bar.update(1574)
-    bar.close()
+    clock.now += 1
+    bar.close()  # the count and label were said by the last update: no second last line
+    assert len(stream.getvalue().splitlines()) == 3
     last = stream.getvalue().splitlines()[-1]
     assert last.startswith("qa conv-41 1986/1986 questions, ") and "eta" not in last  # nothing left: no eta
 
@@ -67,6 +69,10 @@ def test_cost_only_when_every_call_was_priced():
     spend.record(None)  # a model without a price: the total is not known
     bar.update()
     assert "$" not in stream.getvalue().splitlines()[-1]
+    small = Spend()
+    cheap = reporter(io.StringIO(), clock, small)
+    small.record(0.00042)
+    assert cheap.line().endswith("$0.0004 so far")
     unmetered = reporter(io.StringIO(), clock, None)
     assert unmetered.cost_usd() is None
 
