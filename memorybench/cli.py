@@ -17,6 +17,8 @@
     memorybench pull GS_URI DIR           copy a finished pack from a bucket to a local folder
     memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
     memorybench wave STAGE --root ROOT    run a later stage over every finished pack
+    memorybench completion bash|zsh|fish  a shell completion script: commands, config groups, options, keys
+    memorybench dev cloud-emulators       fake-gcs-server and the Cloud Run stand-in on 127.0.0.1; prints the env to export
 """
 
 from __future__ import annotations
@@ -59,10 +61,20 @@ def _asks_help(args: Sequence[str]) -> bool:
     return any(a in ("--help", "-h") for a in args)
 
 
+def _asks_completion(args: Sequence[str]) -> bool:
+    from memorybench.completion import FLAGS
+
+    return any(a in FLAGS for a in args)
+
+
 def cmd_plan(args: Sequence[str]) -> int:
     from memorybench.config import shown_override
     from memorybench.plan import plan_runs
 
+    if _asks_completion(args):
+        from memorybench.completion import shell_completion
+
+        return shell_completion(args)
     if _asks_help(args):
         from memorybench.help import qa_help
 
@@ -82,6 +94,10 @@ def cmd_plan(args: Sequence[str]) -> int:
 def cmd_qa(args: Sequence[str]) -> int:
     from memorybench.plan import plan_runs
 
+    if _asks_completion(args):  # Hydra's completion, under the `memorybench qa` prefix
+        from memorybench.completion import shell_completion
+
+        return shell_completion(args)
     if _asks_help(args):
         from memorybench.help import qa_help
 
@@ -163,6 +179,8 @@ COMMANDS = {
     "track": _stage("memorybench.tracking", "track_main"),
     "pull": _stage("memorybench.stages.pull", "pull_main"),
     "import": _stage("memorybench.stages.import_results", "import_main"),
+    "completion": _stage("memorybench.completion", "completion_main"),
+    "dev": _stage("memorybench.cloudrun.emulators", "dev_main"),
 }
 
 

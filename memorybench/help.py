@@ -68,5 +68,6 @@ def qa_help(command: str = "qa", conf_dir: Path = CONF_DIR) -> str:
         "_SUCCESS with the sha256 of every file); `memorybench verify PACK` checks one, `memorybench show PACK QID` walks",
         "one question. A rerun of the same command resumes. Every group's settings: `memorybench qa --cfg job`.",
         "Hydra's own flags: --cfg job|hydra|all, --info, --resolve, -m/--multirun, --hydra-help.",
+        "Tab completion of groups, options and keys: `source <(memorybench completion bash)` (zsh, fish: the same).",
     ]
     return "\n".join(lines)

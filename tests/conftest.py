@@ -14,6 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_PINS = REPO.parent / "shared" / "pins"
 os.environ.setdefault("MEMORYBENCH_PINS", str(SHARED_PINS))
+# no progress lines in the runs tests make (tests/test_progress.py turns them on): stderr holds what a test checks
+os.environ["MEMORYBENCH_PROGRESS"] = "off"
 PINS = Path(os.environ["MEMORYBENCH_PINS"])
 LOCOMO = PINS / "data" / "locomo10.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

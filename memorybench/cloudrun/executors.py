@@ -10,6 +10,7 @@ for a driver (the launcher, a wave); every task runs the worker, WORKER_MODULE.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from memorybench._process import start_group, stop_group
 from memorybench.cloudrun.manifest import MANIFEST_ENV, WORK_DIR_ENV
 from memorybench.cloudrun.records import ExecutionManifest
 from memorybench.errors import UserError
+from memorybench.progress import Progress
 
 #: the worker: every memorybench Cloud Run job runs `python -m` it (infra/cloudrun/*.yaml)
 WORKER_MODULE = "memorybench.cloudrun.worker"
@@ -304,17 +306,47 @@ class ExecutionSettings:
     work_root: Path | None = None
 
 
-def progress_printer(say: Callable[[str], None]) -> Callable[[ExecutionReport], None]:
-    """An `on_update` callback that says the execution's summary line each time it changes."""
-    last = [""]
+class ProgressPrinter:
+    """An `on_update` callback: each task's state change (the local twin knows every task's;
+    Cloud Run's execution only its counts), the execution's summary line each time it changes,
+    and a `memorybench.progress` line of tasks ended (rate, eta) every few seconds until `close()`."""
 
-    def progress(report: ExecutionReport) -> None:
+    def __init__(self, say: Callable[[str], None], *, label: str | None = None) -> None:
+        self.say, self.label = say, label
+        self._last = ""
+        self._seen: dict[int, tuple[str, int]] = {}
+        self._bar: Progress | None = None
+
+    def __call__(self, report: ExecutionReport) -> None:
+        for task in report.tasks:
+            state = (task.state, task.attempts)
+            if self._seen.get(task.index) == state:
+                continue
+            if task.index in self._seen or task.state != "pending":
+                attempt = f" (attempt {task.attempts})" if task.attempts > 1 else ""
+                code = f", exit {task.exit_code}" if task.state in ("failed", "pending") and task.exit_code else ""
+                self.say(f"task {task.index}: {task.state}{attempt}{code}" + ("; to be retried" if task.state == "pending" else ""))
+            self._seen[task.index] = state
+        if self._bar is None:  # plain lines through `say`, never a bar: they share stderr with the lines above
+            self._bar = Progress(self.label or report.execution.rsplit("/", 1)[-1], report.task_count, unit="tasks",
+                                 rate_unit="task", spend=None, say=self.say)
+        ended = report.succeeded + report.failed + report.cancelled
+        if ended > self._bar.done:
+            self._bar.update(ended - self._bar.done)
+        if report.done:
+            self.close()  # the last progress line, then the final summary
         line = report.summary()
-        if line != last[0]:
-            last[0] = line
-            say(line)
+        if line != self._last:
+            self._last = line
+            self.say(line)
 
-    return progress
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def progress_printer(say: Callable[[str], None], *, label: str | None = None) -> ProgressPrinter:
+    return ProgressPrinter(say, label=label)
 
 
 def execute_manifest(
@@ -325,7 +357,12 @@ def execute_manifest(
     Every task gets MEMORYBENCH_MANIFEST (and `env`): the worker reads its job from there.
     """
     task_env_vars = {**(env or {}), MANIFEST_ENV: manifest.manifest_uri}
-    on_update = progress_printer(say)
+    with contextlib.closing(progress_printer(say)) as on_update:
+        return _execute(manifest, settings, task_env_vars, on_update)
+
+
+def _execute(manifest: ExecutionManifest, settings: ExecutionSettings, task_env_vars: dict[str, str],
+             on_update: Callable[[ExecutionReport], None]) -> ExecutionReport:
     if settings.remote:
         return run_cloud_execution(
             manifest.job,

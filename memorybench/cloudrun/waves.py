@@ -73,7 +73,7 @@ class WaveStage:
 
 for _stage in (
     WaveStage(
-        "autorater", "memorybench.stages.autorater:autorater_main", "pack", ("{pack}", "--quiet"), "memorybench-autorater",
+        "autorater", "memorybench.stages.autorater:autorater_main", "pack", ("{pack}",), "memorybench-autorater",
         marker_of="memorybench.stages.autorater:wave_marker",
     ),
     WaveStage("rescore", "memorybench.cli:cmd_rescore", "pack", ("{pack}",), "memorybench-autorater"),

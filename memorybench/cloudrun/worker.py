@@ -134,7 +134,7 @@ def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) 
         # the pack is built in the local work folder (journals append); it is published whole below
         cfg.storage.root = str((work / "packs").resolve())
         print(f"task {ctx.index} attempt {ctx.attempt}: run {job.run_id} -> {job.pack_uri}", flush=True)
-        result = run_qa(cfg, overrides=list(job.overrides), choices=dict(job.choices), progress=False)
+        result = run_qa(cfg, overrides=list(job.overrides), choices=dict(job.choices))  # progress: plain lines in the task log
         # qa wrote the config it was given, whose storage.root is the work folder; the pack keeps
         # the job's own config (the manifest's: storage.root is where the pack is published)
         (Path(result.pack_root) / "config.resolved.yaml").write_text(OmegaConf.to_yaml(spec.cfg), "utf-8")

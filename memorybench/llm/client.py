@@ -24,6 +24,7 @@ from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
 from memorybench.llm.reply import BadReply, CompletionReply, EmptyReply, parse_reply
+from memorybench.progress import record_spend
 from memorybench.secrets import clean_url, register, scrub, split_url
 
 _RETRYABLE_STATUS = {408, 409, 429}
@@ -112,8 +113,10 @@ class ChatClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                record_spend(0.0)  # the progress line's "$ so far" (memorybench.progress)
                 return hit.model_copy(update={"cache_hit": True, "cost_usd": 0.0, "attempts": [], "latency_s": 0.0})
         result = self._call_with_retries(request, key)
+        record_spend(result.cost_usd)
         if self.cache is not None and result.problem is None:  # a reply without text is asked again next time
             self.cache.put(key, result)
         return result

@@ -59,7 +59,6 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
-from tqdm import tqdm
 
 from memorybench.errors import ModelCallError, OneLineParser, UserError, report
 from memorybench.llm.endpoints import open_endpoint, validate_endpoint
@@ -80,6 +79,7 @@ from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder, write_atomic
 from memorybench.pack.schemas import Prediction
 from memorybench.pack.success import write_success
+from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.registry import JUDGES
 from memorybench.run_id import OPERATIONAL_KEYS
@@ -381,8 +381,8 @@ def run_autorater(
             )
             write_atomic(meta_path, meta.dump().encode("utf-8"))
             row_scores: dict[str, dict[str, float]] = {}
-            bar = tqdm(total=passes * len(rows), initial=len(done), disable=None if progress else True, desc="autorater",
-                       unit="verdict", file=sys.stderr)
+            bar = Progress("autorater", passes * len(rows), initial=len(done), label=judge_id, unit="verdicts",
+                           rate_unit="verdict", enabled=progress)
             # keys appended since the first of the current run of consecutive failed calls
             streak: list[tuple[str, int]] = []
             streak_failures = 0

@@ -63,6 +63,7 @@ from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
 from memorybench.pack.schemas import MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
 from memorybench.pack.success import write_success
+from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
@@ -257,7 +258,8 @@ def _write_pack(
 
     predictions, imported, golds = [], [], {}
     scores: dict[str, dict[str, float | None]] = {}
-    for index, q in enumerate(questions):
+    bar = Progress("import", len(questions), label=source.format, unit="rows", rate_unit="row")
+    for index, q in enumerate(bar.iterate(questions)):  # the bar closes with the loop
         row = row_of.get(q.question_id)
         prediction = row.prediction if row is not None else ""
         predictions.append(Prediction(

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from memorybench.config import shown_override
 from memorybench.errors import UserError
@@ -38,6 +37,7 @@ from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
 from memorybench.pack.trace_md import write_trace_md
+from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.secrets import clean_config, known_secrets, register, scrub
@@ -135,7 +135,7 @@ def _write(
         meta = _run_meta(cfg, rid, sha, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
                          total=sum(len(c.questions) for c in conversations), overrides=overrides, choices=choices)
         pack.write_json(layout.RUN_META, meta)
-        bar = tqdm(total=len(questions), initial=len(answered), disable=None if progress else True, desc=rid, unit="q", file=sys.stderr)
+        bar = Progress("qa", len(questions), initial=len(answered), enabled=progress)
         try:
             answered_now = 0
             index_of = {q.question_id: i for i, q in enumerate(questions)}
@@ -143,7 +143,9 @@ def _write(
                 todo = [q for q in conversation.questions if q.question_id in index_of and q.question_id not in answered]
                 if not todo:
                     continue
+                bar.set_label(f"{conversation.sample_id} (building memory)")
                 memory = memories.get(conversation.sample_id) or method.build(conversation, ctx)
+                bar.set_label(conversation.sample_id)
                 if conversation.sample_id not in built:
                     _store_memory(pack, method, memory)
                     built.add(conversation.sample_id)
