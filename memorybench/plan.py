@@ -97,19 +97,22 @@ def compose_spec(overrides: list[str]) -> RunSpec:
 REQUIRED_METHODS: dict[str, tuple[str, ...]] = {"memory": ("build", "for_question"), "answerer": ("open",), "chat_provider": ("open",)}
 
 
-def implementation(registry: Registry, name: str, kind: str) -> object:
+def implementation(registry: Registry, name: str, kind: str, option: str | None = None) -> object:
     """The component registered as `name`, loaded (a lazy "module:attr" imported), with the
-    methods a run calls; else one line naming it and the fix."""
+    methods a run calls; else one line naming it (as `option`=name) and the fix."""
+    option = option or registry.option
+    if name not in registry:
+        raise UserError(f"unknown {registry.kind} {name!r} ({option}={name}). {did_you_mean(name, registry.names())}")
     try:
         target = registry.get(name)
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001  (a lazy entry whose module or attribute is broken)
-        raise UserError(f"{registry.kind} {name!r} ({registry.option}={name}) cannot be loaded: "
+        raise UserError(f"{registry.kind} {name!r} ({option}={name}) cannot be loaded: "
                         f"{type(e).__name__}: {' '.join(str(e).split())}; fix its module or choose another") from None
     missing = [m for m in REQUIRED_METHODS.get(kind, ()) if not callable(getattr(target, m, None))]
     if missing:
-        raise UserError(f"{registry.kind} {name!r} ({registry.option}={name}) does not implement {', '.join(missing)}; "
+        raise UserError(f"{registry.kind} {name!r} ({option}={name}) does not implement {', '.join(missing)}; "
                         f"implement it in {registry.module_of(name)} or choose another. {did_you_mean(name, registry.names())}")
     return target
 
@@ -129,7 +132,12 @@ def check_implementations(cfg: DictConfig) -> None:
         implementation(CHAT_PROVIDERS, str(cfg.reader.provider), "chat_provider")
     memory = implementation(MEMORY, str(cfg.memory.name), "memory")
     if writes_memory(memory, cfg):  # type: ignore[arg-type]
-        implementation(CHAT_PROVIDERS, str(cfg.writer.provider), "chat_provider")
+        if cfg.writer.get("provider") in (None, "none"):  # as the writer says when qa builds the memory
+            raise UserError(
+                f"memory={cfg.memory.name} writes its memory with a model, but writer={cfg.writer.name}; add writer=openai, "
+                "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."
+            )
+        implementation(CHAT_PROVIDERS, str(cfg.writer.provider), "chat_provider", "writer.provider")
     if getattr(memory, "uses_embedder", False):
         implementation(EMBEDDERS, str(cfg.embedder.provider), "embedder")
     for name in SCORERS.names():

@@ -34,6 +34,8 @@ NEEDS: dict[str, list[str]] = {
     # the writer arms build memory with a writer model: the experiments choose which
     "arm=writer_summaries": ["writer=local"],
     "arm=writer_graph": ["writer=local"],
+    # memories a writer model writes: qa (and so plan) refuses them with writer=none
+    **{f"memory={m}": ["writer=local"] for m in ("graph", "mem0", "mem0g", "openai_memory")},
 }
 
 #: (group, option) whose node names no registered component, and why
