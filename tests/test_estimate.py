@@ -16,6 +16,7 @@ from memorybench.estimate import (
     OPENAI_PER_REPLY,
     RunEstimate,
     estimate_run,
+    estimate_vs_actual,
     tokenizer_for,
 )
 from memorybench.plan import plan_runs
@@ -80,6 +81,9 @@ def test_scripted_run_prompt_tokens_are_within_5_percent_of_the_estimate(tmp_pat
     assert reader.calls == actual["calls"] == len(server.requests)
     assert abs(actual["prompt_tokens"] - reader.input_tokens) <= 0.05 * actual["prompt_tokens"]
     assert reader.output_tokens_max >= actual["completion_tokens"]
+    side_by_side = estimate_vs_actual(estimate, json.loads((pack / "metrics.json").read_text()))["reader"]
+    assert side_by_side["input_tokens"] == {"estimated": reader.input_tokens, "actual": actual["prompt_tokens"]}
+    assert side_by_side["calls"] == {"estimated": reader.calls, "actual": reader.calls}
 
 
 @pytest.mark.local_model
