@@ -85,3 +85,22 @@ def test_codex_id_holds_no_memory_it_does_not_read():
     assert injected_full.run_id != injected_summaries.run_id
     assert injected_full.run_id.startswith("full_context-codex-gpt-x-")
     assert identity_config(injected_full.cfg)["reader"] == {"prompt": "readers/qa_v1.txt"}
+
+
+def test_a_codex_pack_names_no_memory_condition_it_does_not_read(tmp_path):
+    from omegaconf import OmegaConf
+
+    from memorybench.pack.reader import PackReader
+    from memorybench.pack.schemas import RunMeta
+    from memorybench.stages.summary import run_keys
+
+    choices = {"dataset": "locomo10", "memory": "full_context", "reader": "local", "writer": "none", "answerer": "codex"}
+    for mode, memory in (("workspace_files", None), ("prompt_injected", "full_context")):
+        (spec,) = plan_runs(["answerer=codex", "answerer.model=gpt-x", f"answerer.mode={mode}"])
+        pack = tmp_path / mode
+        pack.mkdir()
+        (pack / "config.resolved.yaml").write_text(OmegaConf.to_yaml(spec.cfg))
+        meta = RunMeta.model_construct(run_id=spec.run_id, name="t", config_sha256=spec.config_sha256, choices=choices, models=[])
+        keys = run_keys(PackReader.open(pack), meta)
+        assert keys["memory"] == memory and keys["reader"] is None and keys["answerer"] == "codex"
+        assert ("memory" in json.loads(keys["choices"])) == (memory is not None)
