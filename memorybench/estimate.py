@@ -85,6 +85,8 @@ class RunEstimate(Record, schema="estimate.v1"):
     #: the sum over roles; None when any role's cost is unknown
     cost_usd: Optional[float] = None
     cost_usd_uncached: Optional[float] = None
+    #: some model calls of the run (a writer's, an embedder's) are not in the numbers: see notes
+    partial: bool = False
     notes: list[str] = Field(default_factory=list)
 
 
@@ -270,15 +272,18 @@ def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
     from memorybench.registry import MEMORY
 
     memory_cls = MEMORY.get(method_name)
+    partial = False
     if writes_memory(memory_cls, cfg):
+        partial = True
         notes.append(f"memory={method_name} is written by writer={cfg.writer.name}: its writer calls are not estimated")
     if getattr(memory_cls, "uses_embedder", False) and str(cfg.embedder.get("provider")) in ("openai", "openai_compatible"):
+        partial = True
         notes.append(f"memory={method_name} embeds with {cfg.embedder.get('model')}: its embedding calls are not estimated")
     roles = [role]
     costs = [r.cost_usd for r in roles]
     uncached = [r.cost_usd_uncached for r in roles]
     return RunEstimate(
-        run_id=run_id, questions=len(questions), roles=roles, notes=notes,
+        run_id=run_id, questions=len(questions), roles=roles, notes=notes, partial=partial,
         cost_usd=None if any(c is None for c in costs) else round(sum(costs), 10),  # type: ignore[arg-type]
         cost_usd_uncached=None if any(c is None for c in uncached) else round(sum(uncached), 10),  # type: ignore[arg-type]
     )
@@ -339,7 +344,7 @@ def _reader_estimate(cfg: DictConfig, conversations: Sequence[Any], questions: S
                 if caching and number > 0 and built_up_front:
                     shared = tokens - user + prefix - tokenizer.per_prompt  # system message and the user text up to the question
                     cached_input += _cached(shared)
-    if caching:
+    if cached_input:
         notes.append(f"{model}: cached input assumes every reader call after a conversation's first hits the "
                      f"provider's prompt cache (cost_usd); cost_usd_uncached assumes none does")
     calls = len(questions)
@@ -386,6 +391,8 @@ def format_total(estimates: Sequence[RunEstimate]) -> str:
     high = [e.cost_usd_uncached for e in estimates if e.cost_usd_uncached is not None]
     cost = f"${sum(known):,.4f}" + (f" (${sum(high):,.4f} with no cache hit)" if sum(high) > sum(known) else "")
     cost += f" for {len(known)} spec(s), {unknown} unknown" if unknown else ""
+    partial = sum(1 for e in estimates if e.partial)
+    cost += f"; {partial} spec(s) without their writer or embedder calls (see their notes)" if partial else ""
     return (f"estimate for {len(estimates)} run spec(s): {calls:,} model calls, input {tokens:,} tokens, output at most "
             f"{out:,} tokens (an upper bound: max_tokens per call), cost {cost}")
 
