@@ -82,11 +82,22 @@ def cmd_plan(args: Sequence[str]) -> int:
         return 0
     from memorybench.secrets import scrub
 
-    overrides, multirun = _split_overrides(args)
+    estimate = "--estimate" in args  # per spec: model calls, tokens and cost, before any call
+    overrides, multirun = _split_overrides([a for a in args if a != "--estimate"])
     specs = plan_runs(overrides, multirun)  # composing registers each spec's credentials
+    estimates = []
     for i, spec in enumerate(specs):
         # the overrides as typed, less any credential (a key in a URL's userinfo or query)
         print(scrub(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(shown_override(o) for o in spec.overrides)}"))
+        if estimate:
+            from memorybench.estimate import estimate_run, format_estimate
+
+            estimates.append(estimate_run(spec.cfg, spec.run_id))
+            print("\n".join(scrub(line) for line in format_estimate(estimates[-1])))
+    if estimate:
+        from memorybench.estimate import format_total
+
+        print(format_total(estimates))
     print(f"{len(specs)} run spec(s)", file=sys.stderr)
     return 0
 

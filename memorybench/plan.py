@@ -1,7 +1,12 @@
 """Compose run specs from overrides, and expand a `-m` sweep, without running anything.
 
 Every job of a sweep is composed and validated here before any model call, so a bad
-override fails at once with one line naming the value and the choices.
+override fails at once with one line naming the value and the choices. Each spec is also
+checked against what `qa` will meet: every implementation it calls, loaded from the
+registry with the methods a run calls (`check_implementations`: answerer, chat
+providers, memory method, embedder, scorers, each plugin's module), and every file it
+reads (`check_files`: the dataset or its verified pin, every prompt template), so `plan`
+fails where `qa` would, in one line.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs
 from memorybench.errors import UserError, did_you_mean
-from memorybench.run_id import run_identity
+from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS, Registry
+from memorybench.run_id import prompt_relpaths, run_identity
 from memorybench.validate import validate_config
 
 GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge", "tracking", "storage", "paths", "experiment")
@@ -78,8 +84,83 @@ def compose_spec(overrides: list[str]) -> RunSpec:
     except (HydraException, OmegaConfBaseException, ValueError) as e:
         raise _explain(e, list(overrides)) from None
     plain = OmegaConf.create(container)
+    # the answerer and the memory method first: validation calls their own checks
+    implementation(ANSWERERS, str(plain.answerer.name), "answerer")
+    implementation(MEMORY, str(plain.memory.name), "memory")
     validate_config(plain)
+    check_implementations(plain)
+    check_files(plain)
     return RunSpec(tuple(overrides), plain, *run_identity(plain))
+
+
+#: what a stage calls on each kind of component (a registered name without them fails at run time)
+REQUIRED_METHODS: dict[str, tuple[str, ...]] = {"memory": ("build", "for_question"), "answerer": ("open",), "chat_provider": ("open",)}
+
+
+def implementation(registry: Registry, name: str, kind: str, option: str | None = None) -> object:
+    """The component registered as `name`, loaded (a lazy "module:attr" imported), with the
+    methods a run calls; else one line naming it (as `option`=name) and the fix."""
+    option = option or registry.option
+    if name not in registry:
+        raise UserError(f"unknown {registry.kind} {name!r} ({option}={name}). {did_you_mean(name, registry.names())}")
+    try:
+        target = registry.get(name)
+    except UserError:
+        raise
+    except Exception as e:  # noqa: BLE001  (a lazy entry whose module or attribute is broken)
+        raise UserError(f"{registry.kind} {name!r} ({option}={name}) cannot be loaded: "
+                        f"{type(e).__name__}: {' '.join(str(e).split())}; fix its module or choose another") from None
+    missing = [m for m in REQUIRED_METHODS.get(kind, ()) if not callable(getattr(target, m, None))]
+    if missing:
+        raise UserError(f"{registry.kind} {name!r} ({option}={name}) does not implement {', '.join(missing)}; "
+                        f"implement it in {registry.module_of(name)} or choose another. {did_you_mean(name, registry.names())}")
+    return target
+
+
+def check_implementations(cfg: DictConfig) -> None:
+    """Every component the run calls, loaded from the registry with the methods a run calls:
+    its answerer, the reader's chat provider (answerer=reader), the memory method (qa builds
+    it whoever answers), the writer's provider when a writer writes the memory, the
+    embedder when the memory embeds, and every scorer. A broken plugin module is named."""
+    from memorybench.memory._notes import writes_memory
+    from memorybench.plugins import installed_plugins
+
+    for plugin in installed_plugins():
+        plugin.load()  # a broken plugin module: one line naming it
+    implementation(ANSWERERS, str(cfg.answerer.name), "answerer")
+    if str(cfg.answerer.name) == "reader":
+        implementation(CHAT_PROVIDERS, str(cfg.reader.provider), "chat_provider")
+    memory = implementation(MEMORY, str(cfg.memory.name), "memory")
+    if writes_memory(memory, cfg):  # type: ignore[arg-type]
+        if cfg.writer.get("provider") in (None, "none"):  # as the writer says when qa builds the memory
+            raise UserError(
+                f"memory={cfg.memory.name} writes its memory with a model, but writer={cfg.writer.name}; add writer=openai, "
+                "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."
+            )
+        implementation(CHAT_PROVIDERS, str(cfg.writer.provider), "chat_provider", "writer.provider")
+    if getattr(memory, "uses_embedder", False):
+        implementation(EMBEDDERS, str(cfg.embedder.provider), "embedder")
+    for name in SCORERS.names():
+        implementation(SCORERS, name, "scorer")
+
+
+def check_files(cfg: DictConfig) -> None:
+    """Every file the run reads, there now: the dataset (an explicit file, or the pin
+    verified by its sha256) and every prompt template the run reads (`prompt_relpaths`:
+    the reader's, the writer's, the memory's, the answerer's own; a pinned one verified)."""
+    from memorybench.data.source import resolve_dataset
+    from memorybench.templates import find_prompt
+
+    if cfg.dataset.get("path"):
+        path = Path(str(cfg.dataset.path)).expanduser()
+        if not path.is_file():
+            raise UserError(f"dataset file {path} does not exist (dataset.path); give the LoCoMo JSON file, or drop dataset.path for the pinned one")
+    else:
+        resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    for relpath in prompt_relpaths(data):
+        find_prompt(relpath)
 
 
 def sweep_jobs(overrides: list[str]) -> list[list[str]]:

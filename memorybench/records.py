@@ -34,6 +34,7 @@ SCHEMA_MODULES = (
     "memorybench.pack.provenance_record",
     "memorybench.memory._records",
     "memorybench.answer.agent._records",
+    "memorybench.estimate",
 )
 _loaded = False
 

@@ -2,17 +2,25 @@
 
 The hash leaves out what does not change the experiment (DESIGN.md 3): the `hydra` node,
 paths, storage, tracking, the price table, the experiment name, per-endpoint
-operational settings (timeouts, retries, pacing, cache), the memory's failure bound
-(`max_failed_share`) and any credential in an endpoint URL. It takes in what the config
-only names: the sha256 of every prompt file it names (`reader.prompt`, `writer.prompt`,
-`memory.prompts`), and the name, version and source hash of every plugin whose
-components the run uses, so editing a prompt or a plugin gives a new run id. The same
-experiment gets the same id on any machine.
+operational settings (timeouts, retries, pacing, cache), where an endpoint is served
+(`base_url`: the same model on another port or host is the same experiment, so a
+restarted local server resumes its pack; run_meta.json records the address), the
+memory's failure bound (`max_failed_share`), and every part of the config the run's
+answerer does not read (`answerer_reads`: answerer=codex outside `prompt_injected` reads
+no memory, reader, writer, embedder or budget). A local model requested as `auto` is
+identified by the model it resolves to (`resolved_model`), where that is known before the
+run. It takes in what the config only names: the sha256 of every prompt file the run
+reads (`reader.prompt`, `writer.prompt`, `memory.prompts`, an agent's task templates),
+and the name, version and source hash of every plugin whose components the run uses, so
+editing a prompt or a plugin gives a new run id. The same experiment gets the same id on
+any machine.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +38,11 @@ OPERATIONAL_KEYS = frozenset(
     {"timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env"}
 )
 ANSWERER_OPERATIONAL_KEYS = frozenset(
-    {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s", "audit"}
+    {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s", "audit",
+     "network"}
 )
+#: where an endpoint is served, not what it is asked: out of the id, recorded in run_meta.json
+ADDRESS_KEYS = frozenset({"base_url"})
 #: how much failure a run tolerates, not what it asks: raising it resumes the same pack
 MEMORY_OPERATIONAL_KEYS = frozenset({"max_failed_share"})
 HEX_DIGITS = 12
@@ -44,8 +55,80 @@ def _data_file_sha256(path: str) -> str | None:
     return file_sha256(p) if p.is_file() else None
 
 
+def _codex_reads(node: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """answerer=codex (memorybench/answer/agent/codex.py): `prompt_injected` fills the
+    reader's template with the run's memory (of the reader, only `prompt`); the other modes
+    hand the agent the sessions themselves, so no memory, reader, writer, embedder or budget."""
+    if (node.get("mode") or "workspace_files") == "prompt_injected":
+        return {"reader": ("prompt",)}
+    return {group: () for group in ("memory", "reader", "writer", "embedder", "budget")}
+
+
+def _codex_prompts(node: Mapping[str, Any]) -> list[str]:
+    """The task templates codex reads in its mode (the constants of its own module)."""
+    module = sys.modules[ANSWERERS.get("codex").__module__]
+    mode = node.get("mode") or "workspace_files"
+    names = [] if mode == "prompt_injected" else [module.WORKSPACE_TEMPLATE]
+    if mode == "notes_only":
+        names.append(module.INGEST_TEMPLATE)
+    if node.get("persist"):
+        names.append(module.PERSIST_FOOTER)
+    return names
+
+
+#: built-in answerers that read less than the whole config; a plugin's answerer class may
+#: say the same with `config_reads(answerer_node)` and `prompt_files(answerer_node)`
+_ANSWERER_READS = {"codex": _codex_reads}
+_ANSWERER_PROMPTS = {"codex": _codex_prompts}
+
+
+def _answerer_hook(name: Any, attr: str, builtin: Mapping[str, Any]) -> Any:
+    if name in builtin:
+        return builtin[name]
+    if not name or str(name) not in ANSWERERS:
+        return None
+    return getattr(ANSWERERS.get(str(name)), attr, None)
+
+
+def answerer_reads(data: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The config groups the run's answerer reads only in part: group -> the keys it reads
+    (empty: none of it). Groups not named are read whole."""
+    node = data.get("answerer")
+    if not isinstance(node, Mapping):
+        return {}
+    hook = _answerer_hook(node.get("name"), "config_reads", _ANSWERER_READS)
+    return dict(hook(node)) if hook is not None else {}
+
+
+def used_config(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` (plain) less what its answerer does not read (`answerer_reads`)."""
+    out = dict(data)
+    for group, keep in answerer_reads(data).items():
+        if group not in out:
+            continue
+        node = out[group]
+        if keep and isinstance(node, Mapping):
+            out[group] = {k: v for k, v in node.items() if k in keep}
+        else:
+            del out[group]
+    return out
+
+
+def resolved_model(node: Mapping[str, Any]) -> str | None:
+    """The model an endpoint node will run, known before the run: its provider's
+    `resolved_model(node)` (the embedded provider resolves `auto` from its pinned GGUFs,
+    starting nothing), else None (the node's `model` is what it runs)."""
+    provider = node.get("provider")
+    if not provider or str(provider) not in CHAT_PROVIDERS:
+        return None
+    hook = getattr(CHAT_PROVIDERS.get(str(provider)), "resolved_model", None)
+    return hook(node) if hook is not None else None
+
+
 def prompt_relpaths(data: dict[str, Any]) -> list[str]:
-    """Every prompt file a resolved config names, relative to a prompts folder."""
+    """Every prompt file a resolved config has the run read, relative to a prompts folder:
+    the reader's and writer's, the memory's, and its answerer's own task templates."""
+    data = used_config(data)
     names = []
     for group in ("reader", "writer"):
         node = data.get(group)
@@ -54,6 +137,10 @@ def prompt_relpaths(data: dict[str, Any]) -> list[str]:
     memory = data.get("memory")
     if isinstance(memory, dict) and isinstance(memory.get("prompts"), dict):
         names += [str(v) for v in memory["prompts"].values() if v]
+    answerer = data.get("answerer")
+    if isinstance(answerer, dict):
+        own = _answerer_hook(answerer.get("name"), "prompt_files", _ANSWERER_PROMPTS)
+        names += [str(n) for n in own(answerer)] if own is not None else []
     return sorted(set(names))
 
 
@@ -91,15 +178,19 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
     # credential is not the experiment, and never enters a hash; a URL without one is unchanged
     data = clean_config(data)
     code = code_identity(data) if code is None else code
-    out = {k: v for k, v in data.items() if k not in EXCLUDED_TOP_LEVEL}
+    out = {k: v for k, v in used_config(data).items() if k not in EXCLUDED_TOP_LEVEL}
     for group in ENDPOINT_GROUPS:
         if isinstance(out.get(group), dict):
-            out[group] = {k: v for k, v in out[group].items() if k not in OPERATIONAL_KEYS}
+            node = {k: v for k, v in out[group].items() if k not in OPERATIONAL_KEYS | ADDRESS_KEYS}
+            resolved = resolved_model(node)
+            if resolved:
+                node["model"] = resolved
+            out[group] = node
     if isinstance(out.get("memory"), dict):
         out["memory"] = {k: v for k, v in out["memory"].items() if k not in MEMORY_OPERATIONAL_KEYS}
     answerer = out.get("answerer")
     if isinstance(answerer, dict):
-        out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS}
+        out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS | ADDRESS_KEYS}
         # an agent's budget that sets no limit is the run as it was before budgets existed: same id
         budget = out["answerer"].get("budget")
         if isinstance(budget, dict) and not any(v for v in budget.values()):
@@ -122,7 +213,8 @@ def _slug(text: str) -> str:
 
 
 def run_id(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None = None) -> str:
-    """`<memory>-<answerer>-<model>-<12 hex>`: readable, and unique per identity config."""
+    """`<memory>-<answerer>-<model>-<12 hex>`: readable, and unique per identity config (an
+    answerer that reads no memory names its mode instead: `workspace_files-codex-...`)."""
     return run_identity(cfg, code)[0]
 
 
@@ -131,7 +223,7 @@ def run_identity(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None =
     plugins hashed once."""
     data = identity_config(cfg, code)
     sha = sha256_json(data)
-    memory = data.get("memory", {}).get("name", "memory")
+    memory = data.get("memory", {}).get("name") or data.get("answerer", {}).get("mode") or "memory"
     answerer = data.get("answerer", {}).get("name", "answerer")
     reader = data.get("reader", {})
     # an answerer with a model of its own (an agent) names it; the reader's is reader.model

@@ -37,6 +37,8 @@ NEEDS: dict[str, list[str]] = {
     # the Codex agent's own memories: the one-call reader has nothing to read in them
     "memory=workspace_files": ["answerer=codex"],
     "memory=notes_only": ["answerer=codex"],
+    # memories a writer model writes: qa (and so plan) refuses them with writer=none
+    **{f"memory={m}": ["writer=local"] for m in ("graph", "mem0", "mem0g", "openai_memory")},
 }
 
 #: (group, option) whose node names no registered component, and why

@@ -65,3 +65,62 @@ def test_plan_command_lists_specs(tmp_path):
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 2 and lines[0].split("\t")[2].startswith("full_context-reader-m-")
     assert "2 run spec(s)" in result.stderr
+
+
+def test_plan_fails_on_a_missing_prompt_file_in_one_line():
+    with pytest.raises(UserError) as info:
+        plan_runs([*SCRIPTED, "reader.prompt=readers/no_such_v9.txt"])
+    assert "prompt template 'readers/no_such_v9.txt' not found" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(UserError, match="writers/no_such_summary.txt"):
+        plan_runs([*SCRIPTED, "memory=session_summaries", "memory.source=writer", "writer=openai_compatible",
+                   "writer.base_url=http://127.0.0.1:9/v1", "writer.model=w", "memory.prompts.summary=writers/no_such_summary.txt"])
+
+
+def test_plan_fails_on_a_missing_dataset_file(tmp_path):
+    with pytest.raises(UserError, match="gone.json does not exist") as info:
+        plan_runs([*SCRIPTED, f"dataset.path={tmp_path / 'gone.json'}"])
+    assert "\n" not in str(info.value)
+
+
+class _BuildsOnly:
+    """A memory method that builds but cannot hand a question its memory."""
+
+    question_dependent = False
+    software_only = True
+
+    def __init__(self, cfg):
+        pass
+
+    def build(self, conversation, ctx):
+        raise AssertionError("plan must not build")
+
+
+@pytest.fixture
+def ghost_memories():
+    from memorybench.registry import MEMORY
+
+    MEMORY.add("ghost_half", _BuildsOnly, module=__name__)
+    MEMORY.add("ghost_lazy", "memorybench_no_such_plugin_module:Ghost")
+    yield
+    MEMORY.remove("ghost_half")
+    MEMORY.remove("ghost_lazy")
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("ghost_half", "memory method 'ghost_half' (memory=ghost_half) does not implement for_question"),
+        ("ghost_lazy", "memory method 'ghost_lazy' (memory=ghost_lazy) cannot be loaded: ModuleNotFoundError"),
+        ("ghost_none", "unknown memory method 'ghost_none'"),
+    ],
+)
+def test_plan_fails_on_an_unimplemented_memory_in_one_line(ghost_memories, name, expected):
+    with pytest.raises(UserError) as info:
+        plan_runs([*SCRIPTED, f"memory.name={name}"])
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_plan_fails_on_an_unknown_embedder_of_a_memory_that_embeds():
+    with pytest.raises(UserError, match="embedder.provider=nope") as info:
+        plan_runs([*SCRIPTED, "memory=rag", "embedder.provider=nope"])
+    assert "\n" not in str(info.value)

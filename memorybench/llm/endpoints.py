@@ -157,6 +157,15 @@ class LocalProvider:
         """A local model needs no URL or model id (`auto` picks one by the prompt's length)."""
 
     @staticmethod
+    def resolved_model(node: Mapping[str, Any]) -> str | None:
+        """The embedded model `node` runs, from the pinned models alone (nothing started):
+        a named one, or what `auto` picks for every prompt it can run (None when the choice
+        would depend on the prompt's length). For the run id, tables and Parquet."""
+        from memorybench.llm.local.models import static_choice
+
+        return static_choice(str(node.get("model") or "auto"))
+
+    @staticmethod
     @contextlib.contextmanager
     def open(
         node: DictConfig, role: str, settings: ClientSettings, *, longest_prompt_tokens: int = 0, log_dir: Path | None = None

@@ -130,6 +130,9 @@ def _write(
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
     longest = longest_prompt_tokens((m.text or "" for m in memories.values()), prompt_chars(cfg), method.memory_tokens_bound(needed))
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(clean_config(cfg)))  # URLs as the run id hashes them
+    from memorybench.estimate import write_estimate
+
+    write_estimate(cfg, rid, pack)  # calls, tokens and cost as counted before the first call (estimate.json)
 
     with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
         meta = _run_meta(cfg, rid, sha, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,

@@ -25,7 +25,7 @@ import yaml
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import RunMeta
-from memorybench.run_id import identity_config, prompt_relpaths
+from memorybench.run_id import answerer_reads, identity_config, prompt_relpaths
 
 __all__ = [
     "CATEGORIES",
@@ -56,15 +56,27 @@ JUDGED_CATEGORIES = (1, 2, 3, 4)
 
 
 def _reader_model(meta: RunMeta) -> str | None:
+    """The reader's model as requested; a local `auto` as the model it chose (run_meta's weights)."""
     for model in meta.models:
         if model.role == "reader":
-            return model.requested
+            chosen = (model.weights or {}).get("model") if model.requested in (None, "auto", "None") else None
+            return str(chosen) if chosen else model.requested
     return None
 
 
+def _config(pack: PackReader) -> dict[str, Any]:
+    return (yaml.safe_load(pack.read_text(layout.CONFIG)) or {}) if pack.exists(layout.CONFIG) else {}
+
+
 def run_keys(pack: PackReader, meta: RunMeta) -> dict[str, Any]:
-    """What names a run in every table: run id, experiment, config hash, choices, reader model."""
-    choices = meta.choices or {}
+    """What names a run in every table: run id, experiment, config hash, choices, reader model.
+    A group the run's answerer does not read as a whole (answerer=codex: the reader, and
+    outside prompt_injected the memory, writer and embedder too) is no choice of the run
+    (`memorybench.run_id.answerer_reads`), so it names no report condition."""
+    reads = answerer_reads(_config(pack))
+    # a group read in part is no choice either: the agent reads the reader's template at most
+    unused = set(reads)
+    choices = {g: v for g, v in (meta.choices or {}).items() if g not in unused}
     return {
         "run_id": meta.run_id or pack.name,
         "experiment": meta.name,
@@ -100,7 +112,7 @@ def identity_columns(pack: PackReader, meta: RunMeta) -> dict[str, str | None]:
     Read from the pack alone, so a pack identifies itself on any machine: the dataset is
     its sha256 from run_meta.json (never a local path), the prompts are run_meta's hashes.
     """
-    data = yaml.safe_load(pack.read_text(layout.CONFIG)) or {}
+    data = _config(pack)
     dataset = data.get("dataset")
     if isinstance(dataset, dict):
         data["dataset"] = {**{k: v for k, v in dataset.items() if k != "path"}, "sha256": meta.data.get("sha256")}

@@ -13,6 +13,7 @@ from memorybench.answer.agent._accounting import BUDGET_KEYS, AuditConfig, Budge
 from memorybench.answer.agent._isolation import NETWORKS
 from memorybench.config import AnswererConfig, store_schema
 from memorybench.errors import UserError, did_you_mean
+from memorybench.memory.agent_workspace import AGENT_MEMORIES
 
 MODES = ("workspace_files", "notes_only", "prompt_injected")
 PROVIDERS = ("openai", "openai_compatible")
@@ -137,6 +138,12 @@ def validate_codex_config(cfg: DictConfig) -> None:
     if s.match_reader and (not cfg.reader.get("prompt") or not cfg.reader.get("max_tokens")):
         raise UserError("answerer.budget.match_reader=true takes the budget from the reader: set reader.prompt and "
                         "reader.max_tokens (e.g. reader=openai)")
+    memory = str(cfg.memory.name) if cfg.get("memory") is not None else None
+    if s.mode != "prompt_injected" and memory not in (None, "full_context", *AGENT_MEMORIES):
+        # the agent reads its workspace, never memory's text: another memory would be a run
+        # of the same id (the memory is out of it in these modes) that did not use it
+        raise UserError(f"answerer=codex in mode {s.mode} reads its workspace of session files, not memory={memory}; "
+                        f"use memory={s.mode}, or answerer.mode=prompt_injected to hand it {memory}'s text")
     if s.mode == "prompt_injected" and not cfg.reader.get("prompt"):
         raise UserError("answerer.mode=prompt_injected fills the reader's template; set reader.prompt (e.g. readers/qa_v1.txt)")
 

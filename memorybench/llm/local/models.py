@@ -238,6 +238,21 @@ def _load_vocab(llama_cpp: Any, path: Path) -> Any:
         return llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
 
 
+def static_choice(requested: str = "auto", models: dict[str, LocalModelSpec] | None = None) -> str | None:
+    """The model `choose_local_model(..., requested)` returns for every prompt some model
+    holds, known without the prompt: a named model itself; for `auto`, the first of
+    `AUTO_ORDER` when no later one holds a longer context (a prompt too long for it is too
+    long for all). None when `auto`'s choice would depend on the prompt's length."""
+    models = LOCAL_MODELS if models is None else models
+    if requested != "auto":
+        return requested
+    order = [n for n in AUTO_ORDER if n in models] + [n for n in models if n not in AUTO_ORDER]
+    if not order:
+        return None
+    first = models[order[0]]
+    return first.name if all(models[n].max_context <= first.max_context for n in order[1:]) else None
+
+
 def context_size(prompt_tokens: int, spec: LocalModelSpec, answer_tokens: int = DEFAULT_ANSWER_TOKENS) -> int:
     """prompt + answer + margin, rounded up to a multiple of 1024, capped at the model's max."""
     need = max(0, prompt_tokens) + answer_tokens + CONTEXT_MARGIN_TOKENS

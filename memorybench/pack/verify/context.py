@@ -58,8 +58,9 @@ KNOWN_JSON: dict[str, type[BaseModel] | str] = {
 PROVENANCE_RECORDS: dict[str, type[BaseModel]] = {
     "provenance/cloudrun.json": CloudRunProvenance,
 }
-#: Folders whose unknown JSON/JSONL files are accepted when every row carries `schema`.
-OPEN_FOLDERS = ("autorater/", "agent/", "memory/")
+#: Folders whose unknown JSON/JSONL files are accepted when every row carries `schema`, and
+#: such a file at the top of a pack: estimate.json (memorybench.estimate, written when a run starts).
+OPEN_FOLDERS = ("autorater/", "agent/", "memory/", "estimate.json")
 #: The agent's own files: not pack records, so no schema is asked of them (gold is scanned).
 WORKSPACES = "agent/workspaces/"
 #: Folders of files that are not pack records: workspaces, and the judge's response cache
