@@ -74,7 +74,7 @@ def cmd_plan(args: Sequence[str]) -> int:
     if _asks_completion(args):
         from memorybench.completion import shell_completion
 
-        return shell_completion(args)
+        return shell_completion(args, COMMANDS)
     if _asks_help(args):
         from memorybench.help import qa_help
 
@@ -108,7 +108,7 @@ def cmd_qa(args: Sequence[str]) -> int:
     if _asks_completion(args):  # Hydra's completion, under the `memorybench qa` prefix
         from memorybench.completion import shell_completion
 
-        return shell_completion(args)
+        return shell_completion(args, COMMANDS)
     if _asks_help(args):
         from memorybench.help import qa_help
 
@@ -190,9 +190,15 @@ COMMANDS = {
     "track": _stage("memorybench.tracking", "track_main"),
     "pull": _stage("memorybench.stages.pull", "pull_main"),
     "import": _stage("memorybench.stages.import_results", "import_main"),
-    "completion": _stage("memorybench.completion", "completion_main"),
+    "completion": lambda args: _completion(args),
     "dev": _stage("memorybench.cloudrun.emulators", "dev_main"),
 }
+
+
+def _completion(args: Sequence[str]) -> int:
+    from memorybench.completion import completion_main
+
+    return completion_main(args, COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

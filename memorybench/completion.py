@@ -1,6 +1,6 @@
 """Shell completion: `memorybench completion bash|zsh|fish` prints a script to source.
 
-The script completes the commands (`memorybench.cli.COMMANDS`) itself; after `qa` or `plan`
+The script completes the commands (`memorybench.cli.COMMANDS`, passed in by the CLI) itself; after `qa` or `plan`
 it asks Hydra's own completion for the qa app (config groups, their options, config keys
 and values, files after `key=./`), by running
 
@@ -112,19 +112,15 @@ complete -c memorybench -a '(__memorybench_complete)'
 """
 
 
-def _commands() -> list[str]:
-    from memorybench.cli import COMMANDS
-
-    return sorted(COMMANDS)
-
-
-def completion_script(shell: str) -> str:
-    """The script `memorybench completion SHELL` prints."""
+def completion_script(shell: str, commands: Sequence[str]) -> str:
+    """The script `memorybench completion SHELL` prints, completing `commands` (the CLI's, which
+    it passes in: this module sits below the CLI and never imports it)."""
     if shell not in SHELLS:
         raise UserError(f"no completion for shell {shell!r}; choose one of: {', '.join(SHELLS)}")
+    names = " ".join(sorted(commands))
     if shell == "fish":
-        return _FISH.replace("__COMMANDS__", " ".join(_commands()))
-    bash = _BASH.replace("__COMMANDS__", " ".join(_commands()))
+        return _FISH.replace("__COMMANDS__", names)
+    bash = _BASH.replace("__COMMANDS__", names)
     return _ZSH + bash if shell == "zsh" else bash
 
 
@@ -138,7 +134,7 @@ def hydra_line(comp_line: str, comp_point: int | None = None) -> str:
     return f"memorybench {match.group(1) if match else ''}"
 
 
-def shell_completion(args: Sequence[str]) -> int:
+def shell_completion(args: Sequence[str], commands: Sequence[str]) -> int:
     """`memorybench qa -sc install=SHELL | uninstall=SHELL | query=SHELL` (and `plan -sc ...`)."""
     words = [a for a in args if a not in FLAGS]
     action = next((w for w in words if w.split("=", 1)[0] in ("install", "uninstall", "query")), None)
@@ -149,7 +145,7 @@ def shell_completion(args: Sequence[str]) -> int:
     if shell not in SHELLS:
         raise UserError(f"{action}: no completion for shell {shell!r}; choose one of: {', '.join(SHELLS)}")
     if what == "install":
-        print(completion_script(shell), end="")
+        print(completion_script(shell, commands), end="")
         return 0
     if what == "uninstall":
         print("complete -e -c memorybench" if shell == "fish" else "complete -r memorybench")
@@ -171,7 +167,7 @@ def shell_completion(args: Sequence[str]) -> int:
     return 0
 
 
-def completion_main(argv: Sequence[str]) -> int:
+def completion_main(argv: Sequence[str], commands: Sequence[str]) -> int:
     parser = OneLineParser(
         prog="memorybench completion",
         description="Print a shell completion script: commands, and for qa/plan the config groups, options and keys "
@@ -181,5 +177,5 @@ def completion_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     ns = parser.parse_args(list(argv))
-    print(completion_script(ns.shell), end="")
+    print(completion_script(ns.shell, commands), end="")
     return 0

@@ -25,6 +25,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs
+from memorybench.names import resolved_path
 from memorybench.errors import UserError, did_you_mean
 from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS, Registry
 from memorybench.run_id import prompt_relpaths, run_identity
@@ -152,9 +153,10 @@ def check_files(cfg: DictConfig) -> None:
     from memorybench.templates import find_prompt
 
     if cfg.dataset.get("path"):
-        path = Path(str(cfg.dataset.path)).expanduser()
-        if not path.is_file():
-            raise UserError(f"dataset file {path} does not exist (dataset.path); give the LoCoMo JSON file, or drop dataset.path for the pinned one")
+        from memorybench.data.locomo import regular_file
+
+        # a missing file, a folder, a FIFO, a device or a symlink loop: the line qa would give
+        regular_file(resolved_path(str(cfg.dataset.path), "dataset.path"))
     else:
         resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     data = OmegaConf.to_container(cfg, resolve=True)

@@ -35,7 +35,7 @@ def shim(tmp_path_factory) -> Path:
 def complete(shim: Path, tmp_path: Path, line: str, *, wordbreaks: str = WORDBREAKS) -> list[str]:
     """COMPREPLY of the sourced script for `line` (the cursor at its end), as bash would call it."""
     script = tmp_path / "completion.bash"
-    script.write_text(completion_script("bash"))
+    script.write_text(completion_script("bash", COMMANDS))
     words = line.split() + ([""] if line.endswith(" ") else [])
     program = f"""
         source {script}
@@ -90,7 +90,7 @@ def test_hydra_line_drops_the_command():
 def test_hydra_install_prints_our_script_and_bare_flag_is_one_line(capsys, tmp_path):
     assert main(["qa", "-sc", "install=bash"]) == 0
     out = capsys.readouterr().out
-    assert out == completion_script("bash") and "complete -o nospace -o default -F _memorybench_completion memorybench" in out
+    assert out == completion_script("bash", COMMANDS) and "complete -o nospace -o default -F _memorybench_completion memorybench" in out
     assert "memorybench qa" not in out.splitlines()[-1]
     result = run_cli("qa", "--shell-completion", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr

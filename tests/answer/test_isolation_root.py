@@ -431,7 +431,7 @@ def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path
     assert f"host uid {AGENT_ID}" in isolation and "its own network namespace" in isolation and "no /sys" in isolation
 
 
-def test_qa_with_a_plain_http_remote_endpoint_and_the_network_isolated_ends_in_one_line(tmp_path, capsys):
+def test_qa_with_an_unreachable_remote_endpoint_behind_the_gateway_ends_in_one_line(tmp_path, capsys):
     from memorybench.cli import main
 
     with pytest.raises(SystemExit) as stopped:  # the Hydra app exits with the error's code
@@ -442,7 +442,8 @@ def test_qa_with_a_plain_http_remote_endpoint_and_the_network_isolated_ends_in_o
               f"dataset.path={Path(__file__).parents[1] / 'fixtures' / 'mini_locomo.json'}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert stopped.value.code not in (0, None) and len(err) == 1 and "Traceback" not in err[0]
-    assert "answerer.network=shared" in err[0] and "http://models.example.test:8000" in err[0] and "sk-" not in err[0]
+    # the agent reaches only the gateway; the gateway, on the host, cannot reach this upstream
+    assert "memorybench gateway: upstream" in err[0] and "sk-" not in err[0] and "user:" not in err[0]
 
 
 def test_the_connect_bridge_goes_through_the_hosts_own_proxy_when_it_has_one(tmp_path, vendor, monkeypatch):
@@ -536,7 +537,9 @@ class TlsFront:
         self.sock.close()
 
 
-def test_codex_reaches_a_remote_https_endpoint_through_the_connect_bridge(tmp_path, monkeypatch):
+def test_codex_reaches_a_remote_https_endpoint_through_the_gateway(tmp_path, monkeypatch):
+    """The agent talks to the run's gateway only (its loopback port bridged into the agent's
+    network namespace); the gateway, on the host, reaches the https upstream."""
     from test_codex import agent, view_of
 
     from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer
@@ -555,7 +558,9 @@ def test_codex_reaches_a_remote_https_endpoint_through_the_connect_bridge(tmp_pa
     (trace,) = [json.loads(line) for line in pack.path("agent/traces.jsonl").read_text().splitlines()]
     assert answer.prediction == "from afar" and front.connections >= 1, (trace["status"], trace["error"])
     assert len(server.requests) == 1  # through the TLS front, whose certificate Codex took from SSL_CERT_FILE
-    assert "HTTPS_PROXY 127.0.0.1:3128" in json.loads(pack.path("agent/cli.json").read_text())["isolation"]
+    isolation = json.loads(pack.path("agent/cli.json").read_text())["isolation"]
+    assert "its own network namespace (the model endpoint's port bridged from the host's loopback)" in isolation
+    assert "HTTPS_PROXY" not in isolation  # nothing but the gateway's port is reachable from inside
 
 
 def test_the_hosts_proxy_is_skipped_where_no_proxy_names_the_endpoint():

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from memorybench.errors import UserError
+
 from conftest import FIXTURES, scripted_reader
 from memorybench.cli import main
 from memorybench.plan import plan_runs
@@ -74,8 +76,11 @@ def test_auto_is_the_model_it_resolves_to():
 def test_codex_id_holds_no_memory_it_does_not_read():
     codex = ["answerer=codex", "answerer.model=gpt-x"]
     (full,) = plan_runs([*codex, "memory=full_context"])
-    (summaries,) = plan_runs([*codex, "memory=session_summaries", "reader.temperature=0.5"])
-    assert full.run_id == summaries.run_id and full.run_id.startswith("workspace_files-codex-gpt-x-")
+    (workspace,) = plan_runs([*codex, "memory=workspace_files", "reader.temperature=0.5"])
+    assert full.run_id == workspace.run_id and full.run_id.startswith("workspace_files-codex-gpt-x-")
+    # a memory the agent would not read is refused, not silently folded into the same id
+    with pytest.raises(UserError, match="not memory=session_summaries"):
+        plan_runs([*codex, "memory=session_summaries"])
     identity = identity_config(full.cfg)
     assert not {"memory", "reader", "writer", "embedder"} & set(identity)
     assert "agents/codex_workspace_v1.txt" in identity["code"]["prompts"]
