@@ -1,4 +1,4 @@
-"""A corpus of malformed inputs, each run through the real CLI in a subprocess.
+"""A corpus of malformed inputs, each run through the real CLI entry point.
 
 Every case must exit non-zero with no traceback and one line that names the problem:
 data files with a required key missing or mistyped, wrong encodings, empty files, bad
@@ -11,10 +11,11 @@ A case that exposes a gap in code this file does not own is marked xfail(strict=
 with the fix in its reason, so the suite stays green and the gap stays visible; once
 fixed, the case XPASSes and the mark must go.
 
-The subprocesses run two at a time, once per module. A `memorybench qa` process that
-fails on its data still imports the whole qa stage first (about 3.5 s of CPU, most of it
-nltk, which imports scipy), so only a representative set of data files goes through the
-CLI; every data variant is also loaded in-process, where each takes milliseconds.
+Each case calls `memorybench.cli.main` in this process, as the console script does
+(an exception that escapes it is the traceback a user would see): a subprocess per case
+spent about 3.5 s of CPU importing the qa stage each, most of this module's time. Only a
+representative set of data files goes through the CLI; every data variant is also loaded
+directly, where each takes milliseconds.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import copy
 import json
 import os
 import shutil
-import subprocess
+import contextlib
+import io
 import sys
+import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -328,12 +330,40 @@ def _prepare(root: Path, server) -> None:
 SLOW = ("data-", "rescore-", "cfg-negative-max-retries", "cfg-negative-timeout", "cfg-appended-unknown-key")
 
 
-def _run(command: list[str], root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(command, cwd=root, env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=300)
+CLI_PREFIX = [sys.executable, "-m", "memorybench.cli"]
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(command: list[str], root: Path) -> Outcome:
+    """`memorybench ARGS` in this process, from `root`: its exit code and what it printed."""
+    from memorybench.cli import main
+
+    assert command[:3] == CLI_PREFIX, command
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(command[3:])
+            except SystemExit as e:  # Hydra's app and argparse end with sys.exit, as the console would
+                code = e.code if isinstance(e.code, int) else 1
+            except BaseException as e:  # noqa: BLE001 - whatever escapes the CLI is the traceback shown
+                err.write("Traceback (escaped the CLI): " + "".join(traceback.format_exception_only(type(e), e)))
+                code = 1
+    finally:
+        os.chdir(here)
+    return Outcome(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+def results(tmp_path_factory) -> dict[str, Outcome]:
     from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
     root = tmp_path_factory.mktemp("bad_inputs")
@@ -341,8 +371,7 @@ def results(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
         _prepare(root, server)
     # the slow ones (they import the qa or rescore stage) first, so the two workers finish together
     order = sorted(CASES, key=lambda c: not c.id.startswith(SLOW))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(lambda case: (case.id, _run(case.command(root), root)), order))
+    return {case.id: _run(case.command(root), root) for case in order}
 
 
 def test_the_corpus_is_large_and_unique():
