@@ -14,10 +14,8 @@ from typing import ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import UserError
-from memorybench.memory.base import BuildContext, BuiltMemory
-from memorybench.memory.full_context import render_sessions
+from memorybench.memory.full_context import FullContext
 from memorybench.registry import MEMORY
 
 __all__ = ["AGENT_MEMORIES", "NotesOnly", "WorkspaceFiles"]
@@ -39,16 +37,11 @@ def agent_mode(memory_name: str) -> str:
 OmegaConf.register_new_resolver("agent_mode", agent_mode, replace=True)
 
 
-class _AgentWorkspace:
+class _AgentWorkspace(FullContext):
     """What the agent's workspace is made from: the sessions, rendered as full_context does
     (the pack's memory dumps then show what the agent's files hold)."""
 
     name: ClassVar[str]
-    question_dependent: ClassVar[bool] = False
-    software_only: ClassVar[bool] = True
-
-    def __init__(self, cfg: DictConfig) -> None:
-        self.cfg = cfg
 
     @classmethod
     def check(cls, cfg: DictConfig) -> None:
@@ -61,14 +54,6 @@ class _AgentWorkspace:
         mode = cfg.answerer.get("mode")
         if mode not in (None, cls.name) and mode in AGENT_MEMORIES:
             raise UserError(f"memory={cls.name} and answerer.mode={mode} disagree; drop answerer.mode (the memory chooses it)")
-
-    def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
-        items = render_sessions(conversation)
-        return BuiltMemory(conversation.sample_id, items, text="\n".join(i.text for i in items))
-
-    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
-        assert built.text is not None
-        return built.text
 
 
 @MEMORY.register("workspace_files")
