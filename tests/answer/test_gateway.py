@@ -7,7 +7,6 @@ the plumbing tests drive the gateway with http.client over real sockets.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import http.client
 import json
@@ -18,17 +17,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import FIXTURES, scripted_reader
-from memorybench.answer.agent import open_codex_answerer
+from test_codex import agent, codex_overrides, only_pack, rows, view_of
 from memorybench.answer.agent.gateway import GatewayProcess
-from memorybench.answer.base import ConversationView
 from memorybench.cli import main
-from memorybench.data import load_locomo
-from memorybench.pack.run_pack import RunPack
 from memorybench.pack.verify import verify_pack
 from memorybench.pack.verify.findings import failures
 from memorybench.plan import plan_runs
@@ -48,40 +43,7 @@ MINI = FIXTURES / "mini_locomo.json"
 KEY = "sk-memorybench-gateway-test-0123456789abcdef"
 
 
-# -- helpers -------------------------------------------------------------------------
-def codex_overrides(base_url: str, *extra: str) -> list[str]:
-    return [
-        "answerer=codex", "answerer.provider=openai_compatible", f"answerer.base_url={base_url}",
-        "answerer.model=scripted", "answerer.api_key_env=null", "answerer.request_max_retries=0",
-        "answerer.stream_max_retries=0", "answerer.timeout_s=60", *extra,
-    ]
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-
-
-def only_pack(root: Path) -> Path:
-    (pack,) = sorted((root / "packs").glob("*/runs/*"))
-    return pack
-
-
-def view_of(conversation) -> ConversationView:
-    return ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
-
-
-@contextlib.contextmanager
-def agent(tmp_path: Path, server: ScriptedResponsesServer, *extra: str) -> Iterator[tuple]:
-    (spec,) = plan_runs([*codex_overrides(server.base_url, *extra), f"dataset.path={MINI}",
-                         f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"])
-    pack = RunPack(tmp_path / "packs" / "unit" / "runs" / spec.run_id)
-    pack.open()
-    pack.write_text("config.resolved.yaml", "unit test\n")
-    conversations = load_locomo(MINI)
-    with open_codex_answerer(spec.cfg, pack, cache_dir=tmp_path / "cache") as answerer:
-        yield answerer, pack, conversations
-        answerer.finish([q for c in conversations for q in c.questions])
-    pack.close()
+# -- helpers: test_codex's (the same codex overrides, pack and agent helpers) ----------
 
 
 def post(gateway: GatewayProcess, body: dict, conn: http.client.HTTPConnection | None = None) -> tuple[int, bytes]:
