@@ -20,3 +20,17 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     k = (len(ordered) - 1) * q
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile of sorted values: always one of them (a request count
+    stays a whole number), so a table and the pack's COMPARISON.md show the same figure."""
+    return float(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))])
+
+
+def spread(values: Sequence[float]) -> dict[str, float] | None:
+    """p50, p95 (nearest rank) and max of `values`, or None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return {"p50": nearest_rank(ordered, 0.5), "p95": nearest_rank(ordered, 0.95), "max": float(ordered[-1])}

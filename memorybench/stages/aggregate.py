@@ -8,11 +8,12 @@ No model call; nothing is written into a pack. Only finished packs (those with
                                  pack location
     collected/runs.parquet       one row per run: overall and per-category scores, J per
                                  judge, build / answer / judge / total cost, tokens,
-                                 latency percentiles, hashes, and its identity config
+                                 latency percentiles, an agent run's gateway counts
+                                 (agent/comparison.json), hashes, and its identity config
     collected/runs.csv           the same table as CSV
 
 Both tables have explicit pyarrow schemas (`EXAMPLES_SCHEMA`, `RUNS_SCHEMA`) whose
-metadata carries `memorybench.schema` (`examples.v2`, `runs.v2`): a reader checks it
+metadata carries `memorybench.schema` (`examples.v3`, `runs.v3`): a reader checks it
 before anything else, as with every pack record. Beside their fixed columns they have:
 
 * per finished judge, columns named `<name>/<judge id>` (`j_score/mem0-gpt-4o-mini-1a2b3c4d`,
@@ -30,9 +31,11 @@ Where a row comes from:
   `str(answer)`; a row without an answer (category 5) has a null gold.
 * `predictions.jsonl`: `index`, `memory_sha256`, `reader_payload_sha256`.
 * `reader/traces.jsonl`: prompt/completion/cached tokens, latency, cost, retries, cache
-  hit, model answered (joined on `question_id`). A pack answered by an agent has
-  `agent/traces.jsonl` instead: its answer-phase rows give input/output/cached tokens,
-  wall time as latency and the model (no cost, retries or cache flag).
+  hit, model answered, requests (its HTTP attempts; joined on `question_id`). A pack
+  answered by an agent has `agent/traces.jsonl` instead: its answer-phase rows give
+  input/output/cached tokens and requests (as the gateway counted them, `agent_trace.v3`;
+  Codex's own usage before the gateway), wall time as latency, the model, the outcome
+  (`agent_status`) and the token budget (no cost, retries or cache flag).
 * `autorater/<judge id>/autorater_verdicts.jsonl` of every finished judge (its
   `_SUCCESS` exists): `j_verdict/<id>` (pass 1's status), `j_score/<id>` (mean score over
   the passes with a parsed label), `j_passes/<id>` (how many), `j_agree/<id>` (all parsed
@@ -216,9 +219,13 @@ _TRACE_FIELDS = pa.schema([
     ])),
 ])
 #: an agent answerer (Codex) writes agent/traces.jsonl instead: one row per process, answer phase per question
+_AGENT_USAGE = pa.struct([("input_tokens", pa.int64()), ("cached_input_tokens", pa.int64()), ("output_tokens", pa.int64())])
 _AGENT_TRACE_FIELDS = pa.schema([
-    ("question_id", pa.string()), ("phase", pa.string()), ("model", pa.string()), ("wall_s", pa.float64()),
-    ("usage", pa.struct([("input_tokens", pa.int64()), ("cached_input_tokens", pa.int64()), ("output_tokens", pa.int64())])),
+    ("question_id", pa.string()), ("phase", pa.string()), ("status", pa.string()), ("model", pa.string()),
+    ("wall_s", pa.float64()), ("usage", _AGENT_USAGE),
+    #: agent_trace.v3: the gateway's count (absent before it)
+    ("gateway", pa.struct([("requests", pa.int64()), ("usage", _AGENT_USAGE),
+                           ("budget", pa.struct([("max_total_tokens", pa.int64())]))])),
 ])
 _VERDICT_FIELDS = pa.schema([
     ("question_id", pa.string()), ("pass", pa.int64()), ("status", pa.string()), ("score", pa.float64()),
@@ -299,17 +306,30 @@ def _usage_columns(pack: PackReader, qids: pa.Array) -> dict[str, Any]:
             "cost_usd": pc.struct_field(response, "cost_usd"),
             "retries": pc.max_element_wise(pc.subtract(attempts, 1), 0),
             "cache_hit": pc.struct_field(response, "cache_hit"),
+            "requests": pc.fill_null(attempts, 0),
             "model_answered": pc.struct_field(response, "model_answered"),
         }
     agent = pack.table(layout.AGENT_TRACES, _AGENT_TRACE_FIELDS)
     if agent.num_rows:
         agent = _aligned(qids, agent.filter(pc.equal(agent.column("phase"), "answer")))
-        usage = agent.column("usage").combine_chunks()
+        cli = agent.column("usage").combine_chunks()
+        gateway = agent.column("gateway").combine_chunks()
+        counted = pc.struct_field(gateway, "usage")
+        gated = pc.is_valid(pc.struct_field(gateway, "requests"))
+
+        def tokens(key: str) -> pa.Array:
+            # the gateway's count where it ran: it sees every request, also those of a turn the
+            # CLI reports no usage for (a budget stop); Codex's own turn.completed before it
+            return pc.if_else(gated, pc.struct_field(counted, key), pc.struct_field(cli, key))
+
         return {
-            "prompt_tokens": pc.struct_field(usage, "input_tokens"),
-            "completion_tokens": pc.struct_field(usage, "output_tokens"),
-            "cached_tokens": pc.struct_field(usage, "cached_input_tokens"),
+            "prompt_tokens": tokens("input_tokens"),
+            "completion_tokens": tokens("output_tokens"),
+            "cached_tokens": tokens("cached_input_tokens"),
             "latency_s": agent.column("wall_s"),
+            "requests": pc.struct_field(gateway, "requests"),
+            "agent_status": agent.column("status"),
+            "token_budget": pc.struct_field(pc.struct_field(gateway, "budget"), "max_total_tokens"),
             "model_answered": agent.column("model"),
         }
     return {}

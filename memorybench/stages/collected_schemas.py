@@ -30,7 +30,7 @@ _RUN_KEYS: list[tuple[str, pa.DataType]] = [
     ("choices", pa.string()),
 ]
 
-EXAMPLES_SCHEMA = _schema("examples.v2", [
+EXAMPLES_SCHEMA = _schema("examples.v3", [
     *_RUN_KEYS,
     ("question_id", pa.string()),
     ("sample_id", pa.string()),
@@ -53,6 +53,13 @@ EXAMPLES_SCHEMA = _schema("examples.v2", [
     ("cost_usd", pa.float64()),
     ("retries", pa.int16()),
     ("cache_hit", pa.bool_()),
+    #: model requests made to answer the question: the reader's HTTP attempts (0 on a cache
+    #: hit); an agent's requests as its gateway forwarded them (null without a gateway)
+    ("requests", pa.int32()),
+    #: an agent's outcome (completed, budget_exceeded, timeout, failed, no_answer); null for the reader
+    ("agent_status", pa.string()),
+    #: the question's total token budget the gateway enforced (match_reader: the reader's), null for none
+    ("token_budget", pa.int64()),
     ("model_answered", pa.string()),
     ("memory_sha256", pa.string()),
     ("reader_payload_sha256", pa.string()),
@@ -65,7 +72,7 @@ EXAMPLES_SCHEMA = _schema("examples.v2", [
     ("pack", pa.string()),
 ])
 
-RUNS_SCHEMA = _schema("runs.v2", [
+RUNS_SCHEMA = _schema("runs.v3", [
     *_RUN_KEYS,
     ("models_answered", pa.string()),
     ("questions", pa.int32()),
@@ -102,6 +109,17 @@ RUNS_SCHEMA = _schema("runs.v2", [
     ("latency_p95_s", pa.float64()),
     ("latency_mean_s", pa.float64()),
     ("retries", pa.int64()),
+    #: an agent run's model requests and tokens per question (p50/p95/max) and budget hits as the
+    #: gateway counted them, and its comparison status (agent/comparison.json); null for a reader run
+    ("agent_requests_p50", pa.float64()),
+    ("agent_requests_p95", pa.float64()),
+    ("agent_requests_max", pa.float64()),
+    ("agent_tokens_p50", pa.float64()),
+    ("agent_tokens_p95", pa.float64()),
+    ("agent_tokens_max", pa.float64()),
+    ("agent_budget_exceeded", pa.int64()),
+    ("agent_comparable", pa.bool_()),
+    ("agent_reasons", pa.string()),
     ("data_sha256", pa.string()),
     ("git_commit", pa.string()),
     ("started_at", pa.string()),

@@ -32,6 +32,12 @@ Tables (`TABLES`):
   does. The memory text is found through the pack's REFERENCE_PIN.json (memory dumps).
 * `refusals`: category-5 refusal rate and the rate of the same phrases ("not mentioned",
   "no information available", LoCoMo's `ABSTENTION_PHRASES`) on categories 1-4.
+* `requests_budget`: accuracy beside model requests and tokens per question (p50, p95,
+  max: nearest rank over the condition's rows, the figures of an agent pack's
+  COMPARISON.md), its token budget, the budget hits (`agent_status` budget_exceeded:
+  scored as given, counted here, with their own F1) and whether an agent condition is
+  comparable with reader runs (`agent_comparison.v1`) and why not. A reader's requests are
+  its HTTP attempts (0 on a cache hit); an agent's are those its gateway forwarded.
 * `blame`: per condition and category, the share of each blame class of
   `memorybench.stages.blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
   `correct`; the counts beside them sum to the rows): where answers were lost, at
@@ -67,6 +73,7 @@ from memorybench.stages.report_tables import (
     judge_passes,
     markdown_table,
     refusals,
+    requests_budget,
     scores_by_category,
     stems,
 )
@@ -86,10 +93,11 @@ __all__ = [
     "stems",
 ]
 
-TableName = Literal["scores_by_category", "cost_latency", "judge_passes", "judge_agreement", "gold_token_drop", "refusals", "blame"]
+TableName = Literal["scores_by_category", "cost_latency", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
+                    "refusals", "blame"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
-TABLES: tuple[str, ...] = ("scores_by_category", "cost_latency", "judge_passes", "judge_agreement", "gold_token_drop", "refusals",
-                           "blame")
+TABLES: tuple[str, ...] = ("scores_by_category", "cost_latency", "requests_budget", "judge_passes", "judge_agreement",
+                           "gold_token_drop", "refusals", "blame")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
     "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
@@ -197,6 +205,13 @@ DEFINITIONS = {
                     "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
                     "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
                     "not served from the response cache.",
+    "requests_budget": "What answering took per question, beside accuracy: model requests (a reader's HTTP attempts, 0 on a "
+                       "cache hit; an agent's requests as the memorybench gateway forwarded them, agent/requests.jsonl) and "
+                       "tokens (input + output; an agent's as the gateway counted them), p50 / p95 / max by nearest rank over "
+                       "the condition's rows; `token_budget_p50`: the total token budget per question the gateway enforced; "
+                       "`budget_exceeded`: questions the budget stopped (scored as given; `budget_exceeded_f1` their LoCoMo "
+                       "F1); `comparable`: `yes` when every agent run of the condition is comparable with reader runs "
+                       "(agent/comparison.json), `no` with `why_not`, `reader` for the one-call reader.",
     "judge_passes": "Per condition and judge: passes, J mean and sd over passes (from autorater_metrics.json), and the share "
                     "of category 1-4 rows with at least two parsed passes whose passes all gave the same score; rows and "
                     "verdicts whose judge reply had no readable label (never counted as WRONG).",
@@ -256,6 +271,7 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
     builders = {
         "scores_by_category": lambda: scores_by_category(frame, design.bootstrap),
         "cost_latency": lambda: cost_latency(frame, runs),
+        "requests_budget": lambda: requests_budget(frame, runs),
         "judge_passes": lambda: judge_passes(frame, runs),
         "judge_agreement": lambda: judge_agreement(frame),
         "gold_token_drop": lambda: gold_token_drop(frame),

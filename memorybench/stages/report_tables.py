@@ -22,6 +22,7 @@ from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
 from memorybench.score.agreement import judge_agreement as agreement_of
+from memorybench.stats import spread
 from memorybench.stages.summary import JUDGE_SEPARATOR, judge_key
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "judges_of",
     "markdown_table",
     "refusals",
+    "requests_budget",
     "scores_by_category",
     "stems",
 ]
@@ -78,7 +80,7 @@ def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[
 
 
 def _fmt(value: Any, column: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         # a cost nobody priced is unknown, never free and never blank
         return "unknown" if "cost" in column else "-"
     if isinstance(value, (float, np.floating)):
@@ -209,6 +211,61 @@ def cost_latency(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         })
         out.append(row)
     return pd.DataFrame(out)
+
+
+# -- requests and budgets -----------------------------------------------------------
+def _spread_columns(name: str, values: pd.Series) -> dict[str, float]:
+    """`<name>_p50`, `_p95`, `_max` over the known values (nearest rank, as COMPARISON.md)."""
+    found = spread([float(v) for v in values.dropna()]) if values.notna().all() else None
+    return {f"{name}_{k}": (found or {}).get(k, math.nan) for k in ("p50", "p95", "max")}
+
+
+def _comparable(runs: pd.DataFrame) -> tuple[str, str]:
+    """A condition's comparison status: `reader` (the baseline), `yes` when every agent run is
+    comparable with reader runs, `no` when any is not, with each distinct reason once."""
+    status = runs["agent_comparable"]
+    if status.isna().all():
+        return "reader", ""
+    reasons = dict.fromkeys(r for text in runs["agent_reasons"].dropna() for r in str(text).split("; ") if r)
+    return ("yes" if status.fillna(False).astype(bool).all() else "no"), "; ".join(reasons)
+
+
+def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy beside what answering took per question: model requests and tokens (p50, p95,
+    max over the condition's rows), the token budget, the questions that hit it (scored as
+    given, counted here) and whether an agent condition is comparable with reader runs."""
+    out = []
+    judges = judges_of(frame)
+    for condition, rows in frame.groupby("condition", sort=False):
+        mine = runs[runs["condition"] == condition]
+        judged = rows[rows["category"].between(1, 4)]
+        row: dict[str, Any] = {
+            "condition": condition,
+            "answerer": ", ".join(sorted(rows["answerer"].dropna().astype(str).unique())) or "-",
+            "runs": rows["pack"].nunique(),
+            "rows": len(rows),
+            "locomo_f1": rows["locomo_f1"].mean(),
+        }
+        for judge in judges:
+            scores = judged[judge_key("j_score", judge)]
+            row[judge_key("j", judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
+        tokens = rows["prompt_tokens"] + rows["completion_tokens"]
+        hits = rows["agent_status"] == "budget_exceeded"
+        comparable, reasons = _comparable(mine)
+        row.update({
+            **_spread_columns("requests", rows["requests"]),
+            **_spread_columns("tokens", tokens),
+            "token_budget_p50": _spread_columns("budget", rows["token_budget"])["budget_p50"],
+            "budget_exceeded": int(hits.sum()),
+            "budget_exceeded_f1": rows.loc[hits, "locomo_f1"].mean() if hits.any() else math.nan,
+            "comparable": comparable,
+            "why_not": reasons or "-",
+        })
+        out.append(row)
+    table = pd.DataFrame(out)
+    # nearest rank keeps counts whole: shown as counts, not as 1.0000
+    counts = [c for c in table.columns if c.startswith(("requests_", "tokens_", "token_budget_"))]
+    return table.astype({c: "Int64" for c in counts})
 
 
 # -- judges ---------------------------------------------------------------------------

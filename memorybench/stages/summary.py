@@ -34,6 +34,7 @@ __all__ = [
     "JUDGED_CATEGORIES",
     "JUDGE_SEPARATOR",
     "cost_columns",
+    "agent_columns",
     "identity_columns",
     "judge_key",
     "judge_summary",
@@ -199,6 +200,33 @@ def cost_columns(metrics: Any, judges: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: the runs-table columns of an agent run, from its `agent/comparison.json` (null for a reader run)
+AGENT_COLUMNS = ("agent_requests_p50", "agent_requests_p95", "agent_requests_max", "agent_tokens_p50", "agent_tokens_p95",
+                 "agent_tokens_max", "agent_budget_exceeded", "agent_comparable", "agent_reasons")
+
+
+def agent_columns(pack: PackReader) -> dict[str, Any]:
+    """An agent run's model requests and tokens per question (p50, p95, max: nearest rank, as
+    its COMPARISON.md), its budget hits, and whether it is comparable with reader runs and why
+    not (`agent_comparison.v1`, counted by the gateway); all None for a reader run."""
+    if not pack.exists(layout.AGENT_COMPARISON):
+        return dict.fromkeys(AGENT_COLUMNS)
+    # imported here: the agent package costs a Parquet writer of reader packs half a second
+    from memorybench.answer.agent._records import AgentComparison
+
+    comparison = pack.record(layout.AGENT_COMPARISON, AgentComparison)
+    requests = comparison.requests_per_question or {}
+    tokens = comparison.tokens_per_question or {}
+    gated = comparison.requests_per_question is not None
+    return {
+        **{f"agent_requests_{k}": requests.get(k) for k in ("p50", "p95", "max")},
+        **{f"agent_tokens_{k}": tokens.get(k) for k in ("p50", "p95", "max")},
+        "agent_budget_exceeded": comparison.budget_exceeded if gated else None,
+        "agent_comparable": comparison.comparable,
+        "agent_reasons": "; ".join(comparison.reasons) or None,
+    }
+
+
 def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
     """The summary of one finished pack (see the module docstring for its keys)."""
     pack = PackReader.open(location)
@@ -233,6 +261,7 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "latency_p95_s": latency.get("p95"),
         "latency_mean_s": latency.get("mean"),
         "retries": reader.get("retries"),
+        **agent_columns(pack),
         "data_sha256": meta.data.get("sha256"),
         "git_commit": meta.git_commit,
         "started_at": meta.started_at,

@@ -300,6 +300,9 @@ METRIC_NAMES: dict[str, str] = {
         "judge_calls", "judge_cost_usd",
         "total_calls", "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "cost_per_question_usd",
         "memory_failed_tasks",
+        # an agent run's gateway counts (absent for a reader run: None is not logged)
+        "agent_requests_p50", "agent_requests_p95", "agent_requests_max", "agent_tokens_p50", "agent_tokens_p95",
+        "agent_tokens_max", "agent_budget_exceeded",
     )},
     "reader_retries": "retries",
     "reader_cache_hits": "cache_hits",

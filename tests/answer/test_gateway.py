@@ -20,7 +20,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from conftest import FIXTURES, scripted_reader
+import pytest
+
+from conftest import FIXTURES, LOCOMO, scripted_reader
 from test_codex import agent, codex_overrides, only_pack, rows, view_of
 from memorybench.answer.agent.gateway import GatewayProcess
 from memorybench.cli import main
@@ -28,6 +30,8 @@ from memorybench.pack.verify import verify_pack
 from memorybench.pack.verify.findings import failures
 from memorybench.plan import plan_runs
 from memorybench.records import parse_record
+from memorybench.stages.aggregate import pack_examples, runs_table
+from memorybench.stages.report import run_report
 from memorybench.testing.scripted_responses import (
     Hang,
     Message,
@@ -300,21 +304,33 @@ def test_no_key_reaches_the_codex_process_its_codex_home_or_the_pack(tmp_path, m
             assert KEY not in path.read_text("utf-8", errors="replace"), path
 
 
+def _report(tmp_path: Path, *roots: Path):
+    """`memorybench report` over `roots`' packs, one condition per answerer: the requests_budget table by answerer."""
+    design = tmp_path / "design.yaml"
+    design.write_text(json.dumps({"name": "agent_vs_reader", "packs": [str(r / "packs") for r in roots],
+                                  "conditions": ["answerer"], "tables": ["requests_budget"], "figures": []}))
+    report = run_report(design, tmp_path / "report")
+    return report, report.tables["requests_budget"].set_index("answerer")
+
+
 def test_prompt_injected_with_match_reader_is_comparable_with_the_reader_run(tmp_path, scripted_server, monkeypatch):
+    """The issue's done-means: the same 20 LoCoMo questions, a Codex prompt_injected run with
+    match_reader and a reader run; the report sets them side by side, the agent `comparable`."""
     monkeypatch.setenv("MB_GATEWAY_KEY", KEY)
     agent_root, reader_root = tmp_path / "agent", tmp_path / "reader"
+    data = [f"dataset.path={LOCOMO}", "max_questions=20"]
     with ScriptedResponsesServer(responder=lambda body: Message("scripted")) as server:
         assert main(["qa", *codex_overrides(server.base_url, "answerer.mode=prompt_injected",
                                             "answerer.budget.match_reader=true", "answerer.api_key_env=MB_GATEWAY_KEY"),
-                     f"dataset.path={MINI}", f"paths.packs={agent_root / 'packs'}", f"paths.cache={agent_root / 'cache'}"]) == 0
+                     *data, f"paths.packs={agent_root / 'packs'}", f"paths.cache={agent_root / 'cache'}"]) == 0
         served = len(server.requests)
-    assert main(["qa", *scripted_reader(scripted_server.base_url), f"dataset.path={MINI}",
+    assert main(["qa", *scripted_reader(scripted_server.base_url), *data,
                  f"paths.packs={reader_root / 'packs'}", f"paths.cache={reader_root / 'cache'}"]) == 0
     pack = only_pack(agent_root)
     predictions = rows(pack / "predictions.jsonl")
     reader_predictions = rows(only_pack(reader_root) / "predictions.jsonl")
     assert [p["reader_payload_sha256"] for p in predictions] == [p["reader_payload_sha256"] for p in reader_predictions]
-    assert served == len(rows(pack / "agent/requests.jsonl")) == len(predictions) == 10
+    assert served == len(rows(pack / "agent/requests.jsonl")) == len(predictions) == 20
     budgets = [t["gateway"]["budget"] for t in rows(pack / "agent/traces.jsonl")]
     assert all(b["source"] == "reader" and b["tokenizer"] == "cl100k_base" for b in budgets)
     assert all(b["max_total_tokens"] == b["reader_prompt_tokens"] + b["reader_max_tokens"] for b in budgets)
@@ -327,6 +343,43 @@ def test_prompt_injected_with_match_reader_is_comparable_with_the_reader_run(tmp
     for path in pack.rglob("*"):
         if path.is_file():
             assert KEY not in path.read_text("utf-8", errors="replace"), path
+
+    # `report`: requests, tokens and budget per question beside accuracy, the figures of COMPARISON.md
+    report, table = _report(tmp_path, agent_root, reader_root)
+    codex, reader = table.loc["codex"], table.loc["reader"]
+    assert codex["comparable"] == "yes" and codex["why_not"] == "-" and reader["comparable"] == "reader"
+    assert codex["rows"] == reader["rows"] == 20 and codex["budget_exceeded"] == 0
+    for name in ("requests", "tokens"):
+        assert {k: codex[f"{name}_{k}"] for k in ("p50", "p95", "max")} == comparison[f"{name}_per_question"]
+    assert codex["token_budget_p50"] == comparison["budget"]["max_total_tokens_per_question"]["p50"]
+    assert reader["requests_max"] == 1 and reader["tokens_p50"] > 1000  # a conversation's full context
+    assert codex["locomo_f1"] == pytest.approx(json.loads((pack / "metrics.json").read_text())["locomo_f1"]["overall"])
+    assert "## requests_budget" in report.markdown.read_text()
+
+
+def test_the_report_counts_budget_hits_and_the_tokens_the_gateway_saw(tmp_path):
+    """A turn the budget stops has no turn.completed usage from Codex: the gateway's count is
+    what the examples table and the report carry, and each stop is counted apart."""
+    def responder(body):
+        return Shell("cat INDEX.md", usage=Usage(input_tokens=70, cached_tokens=10, output_tokens=5, reasoning_tokens=1))
+
+    with ScriptedResponsesServer(responder=responder) as server:
+        assert main(["qa", *codex_overrides(server.base_url, "answerer.budget.max_requests=2"), f"dataset.path={MINI}",
+                     "max_questions=3", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+    pack = only_pack(tmp_path)
+    traces = rows(pack / "agent/traces.jsonl")
+    assert [t["status"] for t in traces] == ["budget_exceeded"] * 3
+    assert all(t["gateway"]["usage"]["input_tokens"] == 140 for t in traces)
+    examples = pack_examples(pack).to_pylist()
+    assert [(e["requests"], e["agent_status"], e["prompt_tokens"], e["completion_tokens"]) for e in examples] == \
+        [(2, "budget_exceeded", 140, 10)] * 3
+    (run,) = runs_table([pack]).to_pylist()
+    assert run["agent_budget_exceeded"] == 3 and run["agent_comparable"] is False and run["agent_requests_max"] == 2
+    assert "budget is not the reader's" in run["agent_reasons"]
+    _, table = _report(tmp_path, tmp_path)
+    codex = table.loc["codex"]
+    assert codex["budget_exceeded"] == 3 and codex["requests_p95"] == 2 and codex["tokens_max"] == 150
+    assert codex["comparable"] == "no" and "budget is not the reader's" in codex["why_not"]
 
 
 def test_unset_budgets_keep_the_run_id_and_a_set_one_changes_it(tmp_path):

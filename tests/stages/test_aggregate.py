@@ -49,7 +49,7 @@ def test_examples_has_one_row_per_run_and_question(design, tmp_path):
     table = pq.read_table(result.examples)
     # the fixed columns, then the judge's own, keyed by its id
     assert table.schema.equals(with_judges(EXAMPLES_SCHEMA, JUDGE_EXAMPLE_COLUMNS, [judge]), check_metadata=True)
-    assert table.schema.metadata[b"memorybench.schema"] == b"examples.v2"
+    assert table.schema.metadata[b"memorybench.schema"] == b"examples.v3"
     assert [n for n in table.schema.names if n.startswith("j_")] == [f"{c}/{judge}" for c in JUDGE_EXAMPLE_COLUMNS]
     rows = table.to_pylist()
     assert len(rows) == 20
@@ -98,7 +98,7 @@ def test_runs_table_matches_metrics(design, tmp_path):
     root, judged, plain, _, judge_id = design
     result = aggregate([judged, plain], tmp_path)
     table = pq.read_table(result.runs)
-    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v2"
+    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v3"
     names = table.schema.names
     assert names[:len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
     assert names[len(RUNS_SCHEMA):len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS)] == [f"{c}/{judge_id}" for c in JUDGE_RUN_COLUMNS]

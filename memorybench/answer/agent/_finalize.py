@@ -41,6 +41,7 @@ from memorybench.data.records import Question
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
+from memorybench.stats import spread
 
 NO_BUDGET = ("no token budget enforced: no answerer.budget limit was set, so an agent may spend many times a "
              "reader's tokens on one question (set answerer.budget.match_reader=true)")
@@ -48,17 +49,6 @@ NO_GATEWAY = ("no token budget enforced: these traces were written without the m
               "so no request was counted or limited")
 NOT_READER = ("the budget is not the reader's: set answerer.budget.match_reader=true so that each question gets the "
               "reader's prompt tokens plus its max_tokens")
-
-
-def _spread(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-
-    def pct(q: float) -> float:  # nearest rank
-        return float(ordered[min(len(ordered) - 1, max(0, int(-(-q * len(ordered) // 1)) - 1))])
-
-    return {"p50": pct(0.5), "p95": pct(0.95), "max": float(ordered[-1])}
 
 
 def _gateway_reasons(traces: list[AgentTraceV1], every_trace: list[AgentTraceV1]) -> tuple[list[str], bool | None]:
@@ -162,7 +152,7 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
                   if v is not None and k not in ("reader_prompt_tokens", "max_total_tokens" if first_budget.source == "reader" else "")}
         if first_budget.source == "reader":
             totals = [g.budget.max_total_tokens for g in gated if g.budget is not None and g.budget.max_total_tokens]
-            budget["max_total_tokens_per_question"] = _spread([float(v) for v in totals])
+            budget["max_total_tokens_per_question"] = spread([float(v) for v in totals])
     measured = [r.memory_recall for r in recalls if r.memory_recall is not None]
     hops = [r.hop_to_evidence for r in recalls if r.hop_to_evidence is not None]
     comparison = AgentComparison(
@@ -181,8 +171,8 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
         questions_with_mcp_calls=len(mcp),
         token_budget=None,
         usage_total=dict(sorted(usage.items())),
-        requests_per_question=_spread([float(g.requests) for g in gated]) if gated else None,
-        tokens_per_question=_spread([float(g.usage.get("input_tokens", 0) + g.usage.get("output_tokens", 0)) for g in gated])
+        requests_per_question=spread([float(g.requests) for g in gated]) if gated else None,
+        tokens_per_question=spread([float(g.usage.get("input_tokens", 0) + g.usage.get("output_tokens", 0)) for g in gated])
         if gated else None,
         budget_exceeded=budget_hits,
         budget=budget,
