@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -210,9 +211,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command not in COMMANDS:
         return report(UserError(f"unknown command {command!r}. {did_you_mean(command, COMMANDS)}"))
     try:
-        return COMMANDS[command](rest)
+        code = COMMANDS[command](rest)
+        sys.stdout.flush()  # a closed pipe raises here, inside the handlers, not at exit
+        return code
     except UserError as e:
         return report(e)
+    except BrokenPipeError:
+        # the reader of our stdout left (`memorybench plan ... | head -1`): what was computed
+        # is written already; end quietly, as a shell tool does, and keep Python's exit-time
+        # flush from raising again into the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what the shell reports for a tool its pipe stopped
     except OSError as e:
         from memorybench.pack.journal import NO_SPACE, disk_full
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,6 +63,38 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
         text=True,
         timeout=timeout,
     )
+
+
+@dataclass
+class CliOutcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli_in_process(args: Sequence[str], cwd: Path | None = None) -> CliOutcome:
+    """`memorybench ARGS` through `memorybench.cli.main` in this process, from `cwd`, as the
+    console script runs it (a subprocess spends seconds of CPU importing the stages): its exit
+    code and what it printed. An exception that escapes `main` is the traceback a user would
+    see, written to stderr as one `Traceback (escaped the CLI): ...` line."""
+    from memorybench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as e:  # Hydra's app and argparse end with sys.exit, as the console would
+                code = e.code if isinstance(e.code, int) else 1
+            except BaseException as e:  # noqa: BLE001 - whatever escapes the CLI is the traceback shown
+                err.write("Traceback (escaped the CLI): " + "".join(traceback.format_exception_only(type(e), e)))
+                code = 1
+    finally:
+        os.chdir(here)
+    return CliOutcome(code, out.getvalue(), err.getvalue())
 
 
 def scripted_reader(base_url: str, model: str = "scripted") -> list[str]:

@@ -22,12 +22,8 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
-import contextlib
-import io
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, scripted_reader
+from conftest import FIXTURES, CliOutcome, cli_in_process, scripted_reader
 
 MINI = FIXTURES / "mini_locomo.json"
 DEAD_READER = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=dead", "reader.max_retries=0"]
@@ -333,33 +329,13 @@ SLOW = ("data-", "rescore-", "cfg-negative-max-retries", "cfg-negative-timeout",
 CLI_PREFIX = [sys.executable, "-m", "memorybench.cli"]
 
 
-@dataclass
-class Outcome:
-    returncode: int
-    stdout: str
-    stderr: str
+Outcome = CliOutcome
 
 
 def _run(command: list[str], root: Path) -> Outcome:
     """`memorybench ARGS` in this process, from `root`: its exit code and what it printed."""
-    from memorybench.cli import main
-
     assert command[:3] == CLI_PREFIX, command
-    out, err = io.StringIO(), io.StringIO()
-    here = os.getcwd()
-    os.chdir(root)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(command[3:])
-            except SystemExit as e:  # Hydra's app and argparse end with sys.exit, as the console would
-                code = e.code if isinstance(e.code, int) else 1
-            except BaseException as e:  # noqa: BLE001 - whatever escapes the CLI is the traceback shown
-                err.write("Traceback (escaped the CLI): " + "".join(traceback.format_exception_only(type(e), e)))
-                code = 1
-    finally:
-        os.chdir(here)
-    return Outcome(code, out.getvalue(), err.getvalue())
+    return cli_in_process(command[3:], root)
 
 
 @pytest.fixture(scope="module")

@@ -11,19 +11,16 @@ dataset switched in run_meta) are `verify` findings.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, scripted_reader
+from conftest import FIXTURES, CliOutcome, cli_in_process, scripted_reader
 
 MINI = FIXTURES / "mini_locomo.json"
 DEAD = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=dead", "reader.max_retries=0"]
@@ -148,27 +145,12 @@ def _prepare(root: Path) -> None:
     reclose(edited / "dataset-switched", ["run_meta.json"])
 
 
-@dataclass
-class Outcome:
-    returncode: int
-    stdout: str
-    stderr: str
+Outcome = CliOutcome
 
 
 def _run(args: list[str]) -> Outcome:
     """`memorybench ARGS` as the console runs it; an exception that escapes is a traceback."""
-    from memorybench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(args)
-        except SystemExit as e:  # Hydra's app ends with sys.exit, as the console script would
-            code = e.code if isinstance(e.code, int) else 1
-        except BaseException as e:  # noqa: BLE001 - whatever escapes the CLI is the failure shown
-            err.write("Traceback (escaped the CLI): " + "".join(traceback.format_exception_only(type(e), e)))
-            code = 1
-    return Outcome(code, out.getvalue(), err.getvalue())
+    return cli_in_process(args)
 
 
 @pytest.fixture(scope="module")

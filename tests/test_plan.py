@@ -124,3 +124,18 @@ def test_plan_fails_on_an_unknown_embedder_of_a_memory_that_embeds():
     with pytest.raises(UserError, match="embedder.provider=nope") as info:
         plan_runs([*SCRIPTED, "memory=rag", "embedder.provider=nope"])
     assert "\n" not in str(info.value)
+
+
+def test_plan_into_a_closed_pipe_ends_quietly_with_sigpipes_status(tmp_path):
+    """`memorybench plan -m ... | head -1`: the reader leaves before the listing is written;
+    no BrokenPipeError traceback, the shell's 141 (128 + SIGPIPE)."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the child writes a byte
+    done = subprocess.run([sys.executable, "-m", "memorybench.cli", "plan", "-m", *SCRIPTED, "memory=full_context,rag"],
+                          cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, timeout=120)
+    os.close(write)
+    assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()
