@@ -82,7 +82,7 @@ from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.registry import JUDGES
-from memorybench.run_id import OPERATIONAL_KEYS
+from memorybench.run_id import OPERATIONAL_KEYS, resolved_model
 from memorybench.score.judge import DEFAULT_PROTOCOL, JudgeProtocol
 from memorybench.stages.autorater_metrics import (
     JUDGED_CATEGORIES,
@@ -161,8 +161,9 @@ def judge_identity(judge: Mapping[str, Any], protocol: JudgeProtocol) -> JudgeId
     """Who the configured judge is (`JudgeIdentity`): its folder is `autorater/<identity.judge_id>/`."""
     return JudgeIdentity(
         protocol=_protocol_name(judge),
-        # provider=local reads a null model as `auto`, as its endpoint does
-        model=str(judge.get("model") or "auto"),
+        # the model it runs where that is known before the run (provider=local: `auto` or a
+        # null model as the pinned model it picks, as the reader's run id does), else as named
+        model=str(resolved_model(judge) or judge.get("model") or "auto"),
         prompt_sha256=protocol.template_sha256,
         temperature=float(judge["temperature"]),
         response_format=dict(protocol.response_format),

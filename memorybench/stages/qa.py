@@ -74,7 +74,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     if where.is_finished():  # read only: a finished pack needs no lock
         return _finished(where)
     # a read-only or missing cache or packs folder is one line, before anything is written
-    writable_folder(str(cfg.paths.cache), "paths.cache")
+    cache_dir = writable_folder(str(cfg.paths.cache), "paths.cache")
     if where.remote is None:
         writable_folder(where.work_dir.parent, "paths.packs")
     pack = RunPack(where.work_dir)
@@ -82,7 +82,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     with folder_lock(pack.root, "pack"):
         if where.is_finished():  # finished by the writer that held the lock before us
             return _finished(where)
-        return _write(cfg, rid, sha, where, pack, data_path, data_info, conversations, questions,
+        return _write(cfg, rid, sha, where, pack, cache_dir, data_path, data_info, conversations, questions,
                       overrides=overrides, choices=choices, progress=progress)
 
 
@@ -106,6 +106,7 @@ def _write(
     sha: str,
     where: PackLocation,
     pack: RunPack,
+    cache_dir: Path,
     data_path: Path,
     data_info: dict[str, Any],
     conversations: list[Conversation],
@@ -117,8 +118,6 @@ def _write(
 ) -> QaResult:
     """Resume the pack, answer what is left, score it and close it (under the pack's lock)."""
     answered, built = pack.resume()
-
-    cache_dir = writable_folder(str(cfg.paths.cache), "paths.cache")
     method = build_memory_method(cfg)
     needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
     ctx = open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)

@@ -464,6 +464,6 @@ def test_the_embedded_judge_on_a_few_rows(pack):
     assert metrics["counts"]["requests"] == 3 and metrics["counts"]["judged"] + metrics["counts"]["failed"] == 3
     assert metrics["counts"]["skipped"] == 1
     assert metrics["judge"]["models_answered"] and metrics["judge"]["weights"]["sha256"]
-    (traces_file,) = (pack / "autorater").glob("mem0-auto-*/traces.jsonl")  # judge=local: model auto
+    (traces_file,) = (pack / "autorater").glob("mem0-gemma3-270m-*/traces.jsonl")  # judge=local: auto, named as the model it picks
     traces = rows(traces_file)
     assert all(t["request"]["response_format"] == {"type": "json_object"} for t in traces)
