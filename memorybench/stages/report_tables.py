@@ -177,6 +177,16 @@ def _per_question_cost(runs: pd.DataFrame, column: str) -> float:
     return float(costs.sum() / runs["questions"].sum())
 
 
+def _j_columns(rows: pd.DataFrame, judges: list[str]) -> dict[str, float]:
+    """`j/<judge id>`: each judge's J over the rows' categories 1-4, where every such row has it."""
+    judged = rows[rows["category"].between(1, 4)]
+    out = {}
+    for judge in judges:
+        scores = judged[judge_key("j_score", judge)]
+        out[judge_key("j", judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
+    return out
+
+
 def cost_latency(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Accuracy against cost per question (building the memory + answering, and each part)
     and answer latency (p50/p95 of calls not served from the response cache)."""
@@ -187,17 +197,14 @@ def cost_latency(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         tokens = rows["prompt_tokens"].fillna(0) + rows["completion_tokens"].fillna(0)
         build_tokens = (mine["build_prompt_tokens"].fillna(0) + mine["build_completion_tokens"].fillna(0)).sum()
         latency = rows.loc[~rows["cache_hit"].fillna(False).astype(bool), "latency_s"]
-        judged = rows[rows["category"].between(1, 4)]
         row: dict[str, Any] = {
             "condition": condition,
             "runs": rows["pack"].nunique(),
             "questions": rows["question_id"].nunique(),
             "rows": len(rows),
             "locomo_f1": rows["locomo_f1"].mean(),
+            **_j_columns(rows, judges),
         }
-        for judge in judges:
-            scores = judged[judge_key("j_score", judge)]
-            row[judge_key("j", judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
         build, answer = _per_question_cost(mine, "build_cost_usd"), _per_question_cost(mine, "answer_cost_usd")
         row.update({
             "tokens_per_question": float(tokens.mean()) if len(rows) else math.nan,
@@ -238,17 +245,14 @@ def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     judges = judges_of(frame)
     for condition, rows in frame.groupby("condition", sort=False):
         mine = runs[runs["condition"] == condition]
-        judged = rows[rows["category"].between(1, 4)]
         row: dict[str, Any] = {
             "condition": condition,
             "answerer": ", ".join(sorted(rows["answerer"].dropna().astype(str).unique())) or "-",
             "runs": rows["pack"].nunique(),
             "rows": len(rows),
             "locomo_f1": rows["locomo_f1"].mean(),
+            **_j_columns(rows, judges),
         }
-        for judge in judges:
-            scores = judged[judge_key("j_score", judge)]
-            row[judge_key("j", judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
         tokens = rows["prompt_tokens"] + rows["completion_tokens"]
         hits = rows["agent_status"] == "budget_exceeded"
         comparable, reasons = _comparable(mine)
