@@ -34,28 +34,8 @@ import pytest
 from conftest import FIXTURES, CliOutcome, cli_in_process, scripted_reader
 
 MINI = FIXTURES / "mini_locomo.json"
+CLI_PREFIX = [sys.executable, "-m", "memorybench.cli"]
 DEAD_READER = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=dead", "reader.max_retries=0"]
-
-# `memorybench verify` until cli.py wires it: the module's entry point, errors printed as the CLI does
-VERIFY_FALLBACK = (
-    "import sys\n"
-    "from memorybench.errors import UserError\n"
-    "from memorybench.pack.verify import verify_main\n"
-    "try:\n"
-    "    sys.exit(verify_main(sys.argv[1:]))\n"
-    "except UserError as e:\n"
-    "    print(f'memorybench: error: {e.message}', file=sys.stderr)\n"
-    "    sys.exit(e.exit_code)\n"
-)
-
-
-def verify_command(*args: str) -> list[str]:
-    from memorybench import cli
-
-    if "verify" in cli.COMMANDS:
-        return [sys.executable, "-m", "memorybench.cli", "verify", *args]
-    return [sys.executable, "-c", VERIFY_FALLBACK, *args]
-
 
 @dataclass(frozen=True)
 class Case:
@@ -87,7 +67,7 @@ def qa(*overrides: str) -> Callable[[Path], list[str]]:
 
 
 def verify(*args: str) -> Callable[[Path], list[str]]:
-    return lambda root: verify_command(*(a.format(root=root) for a in args))
+    return lambda root: [*CLI_PREFIX, "verify", *(a.format(root=root) for a in args)]
 
 
 # -- data files: a mutated copy of the mini fixture, or raw bytes ---------------------------------
@@ -325,8 +305,6 @@ def _prepare(root: Path, server) -> None:
 
 SLOW = ("data-", "rescore-", "cfg-negative-max-retries", "cfg-negative-timeout", "cfg-appended-unknown-key")
 
-
-CLI_PREFIX = [sys.executable, "-m", "memorybench.cli"]
 
 
 Outcome = CliOutcome

@@ -233,7 +233,7 @@ def _comparable(runs: pd.DataFrame) -> tuple[str, str]:
     status = runs["agent_comparable"]
     if status.isna().all():
         return "reader", ""
-    reasons = dict.fromkeys(r for text in runs["agent_reasons"].dropna() for r in str(text).split("; ") if r)
+    reasons = dict.fromkeys(str(text) for text in runs["agent_reasons"].dropna())  # each run's, once
     return ("yes" if status.fillna(False).astype(bool).all() else "no"), "; ".join(reasons)
 
 
@@ -259,7 +259,7 @@ def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         row.update({
             **_spread_columns("requests", rows["requests"]),
             **_spread_columns("tokens", tokens),
-            "token_budget_p50": _spread_columns("budget", rows["token_budget"])["budget_p50"],
+            "token_budget_p50": _spread_columns("token_budget", rows["token_budget"])["token_budget_p50"],
             "budget_exceeded": int(hits.sum()),
             "budget_exceeded_f1": rows.loc[hits, "locomo_f1"].mean() if hits.any() else math.nan,
             "comparable": comparable,
