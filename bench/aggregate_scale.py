@@ -31,7 +31,7 @@ def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 t0 = time.perf_counter()
-from memorybench.stages.aggregate import aggregate
+from memorybench.compare.aggregate import aggregate
 t1, c1 = time.perf_counter(), cpu()
 result = aggregate([sys.argv[1]], sys.argv[2])
 t2, c2 = time.perf_counter(), cpu()
@@ -41,7 +41,7 @@ print(json.dumps({"import_s": t1 - t0, "aggregate_s": t2 - t1, "aggregate_cpu_s"
 
 COLLECT = r"""
 import json, sys, time
-from memorybench.stages.collect import collect_full
+from memorybench.compare.collect import collect_full
 t0 = time.perf_counter()
 r = collect_full([sys.argv[1]], sys.argv[2])
 print(json.dumps({"collect_s": time.perf_counter() - t0, "files": r.files, "original_bytes": r.original_bytes,

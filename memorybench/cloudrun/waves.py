@@ -78,11 +78,11 @@ for _stage in (
     ),
     WaveStage("rescore", "memorybench.cli:cmd_rescore", "pack", ("{pack}",), "memorybench-autorater"),
     WaveStage(
-        "aggregate", "memorybench.stages.aggregate:aggregate_main", "design",
+        "aggregate", "memorybench.compare.aggregate:aggregate_main", "design",
         ("{packs}", "--out", "{out}", "--experiment", "{name}"), "memorybench-aggregate",
     ),
     WaveStage(
-        "collect-full", "memorybench.stages.collect:collect_main", "design",
+        "collect-full", "memorybench.compare.collect:collect_main", "design",
         ("{packs}", "--out", "{out}", "--experiment", "{name}"), "memorybench-collect-full",
     ),
 ):

@@ -7,7 +7,7 @@ answering), the memory and its lineage (retrieval hits, writer calls), the promp
 sent (rebuilt from its template and REFERENCE_PIN.json, its sha256 checked), every model
 call with its attempts, usage and cost, the answer, every score, every judge's verdicts,
 an agent's trajectory, reads, notes and usage, and the question's blame
-(`memorybench.stages.blame`). `--brief` cuts long texts to their first and last lines;
+(`memorybench.compare.blame`). `--brief` cuts long texts to their first and last lines;
 `--json` prints the walk and the blame as one JSON object. No model call; nothing is
 written.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from memorybench.errors import OneLineParser
 from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, Walk
-from memorybench.stages.blame import Blame, question_blame
+from memorybench.compare.blame import Blame, question_blame
 
 __all__ = ["render_walk", "show", "show_main"]
 
@@ -176,7 +176,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         for call in judge.calls:
             out += ["  " + line for line in _call(call)]
     if blame is not None:
-        out += ["", "7. Blame (memorybench.stages.blame)",
+        out += ["", "7. Blame (memorybench.compare.blame)",
                 f"  {blame.blame} (correctness by {blame.basis})",
                 f"  evidence_stored {blame.evidence_stored}" + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else ""),
                 f"  evidence_given {blame.evidence_given}" + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else ""),

@@ -35,7 +35,7 @@ from typing import Any
 
 from memorybench.errors import OneLineParser, UserError
 from memorybench.pack.walk import PackWalker, Walk
-from memorybench.stages.blame import CLASSES, Blame, pack_blame
+from memorybench.compare.blame import CLASSES, Blame, pack_blame
 
 __all__ = ["build_view", "view_main", "view_payload"]
 
@@ -167,7 +167,7 @@ def build_view(packs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
 
 def view_main(argv: Sequence[str]) -> int:
     """`memorybench view PACK... [--out FILE.html]`."""
-    from memorybench.stages.aggregate import scan_packs
+    from memorybench.compare.aggregate import scan_packs
 
     parser = OneLineParser(prog="memorybench view", description="One self-contained HTML file to browse packs question by question.")
     parser.add_argument("packs", nargs="+", help="pack folders, or roots scanned for <name>/runs/<run_id>/_SUCCESS")

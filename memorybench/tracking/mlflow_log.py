@@ -21,7 +21,7 @@ requested and answered, each judge's identity under `judge/<judge id>/...`), met
 (LoCoMo F1 overall and `locomo_f1_cat1..5`, EM, token F1, Mem0 F1/BLEU-1, calls, tokens
 and cost of the build, the answers, the judges and their total, latency p50/p95, and
 each judge's J as `j_mean/<judge id>`, `j_cat1/<judge id>`, ...: the run summary's
-numbers, `memorybench.stages.summary`, under MLflow's names) and artifacts (the pack's
+numbers, `memorybench.compare.summary`, under MLflow's names) and artifacts (the pack's
 files under `pack/`, or `pack_uri.txt` when the pack lives on gs://, and
 `config.resolved.yaml`).
 
@@ -56,8 +56,8 @@ from memorybench.hashing import sha256_text
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.secrets import clean_url, scrub
-from memorybench.stages.aggregate import Location, scan_packs
-from memorybench.stages.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
+from memorybench.compare.aggregate import Location, scan_packs
+from memorybench.compare.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
 from memorybench.tracking.sqlite_store import prepare_sqlite_store, sqlite_file, store_lock
 
 if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
@@ -289,7 +289,7 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(value) or math.isinf(value) else float(value)
 
 
-#: MLflow's metric names, each a run-summary key (`memorybench.stages.summary`) under
+#: MLflow's metric names, each a run-summary key (`memorybench.compare.summary`) under
 #: another name where the runs table's column would be ambiguous
 METRIC_NAMES: dict[str, str] = {
     "questions": "questions",

@@ -30,8 +30,8 @@ from memorybench.pack.verify import verify_pack
 from memorybench.pack.verify.findings import failures
 from memorybench.plan import plan_runs
 from memorybench.records import parse_record
-from memorybench.stages.aggregate import pack_examples, runs_table
-from memorybench.stages.report import run_report
+from memorybench.compare.aggregate import pack_examples, runs_table
+from memorybench.compare.report import run_report
 from memorybench.testing.scripted_responses import (
     Hang,
     Message,

@@ -374,7 +374,7 @@ def test_the_worker_module_runs_as_python_dash_m(tmp_path):
 
 def test_an_aggregate_wave_collects_a_design_from_the_bucket(sweep, standin):
     """A design-scope wave: every finished pack of the name, fetched; the outputs published under <name>/."""
-    pytest.importorskip("memorybench.stages.aggregate", reason="the aggregate stage is not in this build")
+    pytest.importorskip("memorybench.compare.aggregate", reason="the aggregate stage is not in this build")
     from memorybench.cloudrun.waves import run_wave
 
     result = run_wave("aggregate", sweep.root, names=["default"], executor="cloudrun", job="memorybench-autorater", project=PROJECT,

@@ -77,7 +77,7 @@ def test_build_cost_is_in_metrics_and_the_total_adds_the_reader(tmp_path, capsys
     # the same writer cost in runs.parquet and in MLflow
     import pyarrow.parquet as pq
 
-    from memorybench.stages.aggregate import aggregate
+    from memorybench.compare.aggregate import aggregate
     from memorybench.tracking import log_packs, pack_metrics
 
     (row,) = pq.read_table(aggregate([pack], tmp_path / "out").runs).to_pylist()

@@ -23,7 +23,7 @@ from memorybench.errors import UserError
 from memorybench.hashing import sha256_file
 from memorybench.pack.success import closes, reclose, write_success
 from memorybench.pack.verify import Finding, verify_main, verify_pack
-from memorybench.stages.collect import collect_main
+from memorybench.compare.collect import collect_main
 from memorybench.stages.rescore import rescore
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 

@@ -97,7 +97,7 @@ def test_a_codex_pack_names_no_memory_condition_it_does_not_read(tmp_path):
 
     from memorybench.pack.reader import PackReader
     from memorybench.pack.schemas import RunMeta
-    from memorybench.stages.summary import run_keys
+    from memorybench.compare.summary import run_keys
 
     choices = {"dataset": "locomo10", "memory": "full_context", "reader": "local", "writer": "none", "answerer": "codex"}
     for mode, memory in (("workspace_files", None), ("prompt_injected", "full_context")):

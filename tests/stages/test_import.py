@@ -156,8 +156,8 @@ def test_importing_the_same_files_again_finds_the_finished_pack(memobase, packs)
 def test_aggregate_and_report_read_imported_packs(memobase, zep, honcho, packs, tmp_path):
     import pyarrow.parquet as pq
 
-    from memorybench.stages.aggregate import aggregate
-    from memorybench.stages.report import run_report
+    from memorybench.compare.aggregate import aggregate
+    from memorybench.compare.report import run_report
 
     result = aggregate([packs], tmp_path / "agg")
     table = pq.read_table(result.runs).to_pylist()

@@ -24,7 +24,7 @@ from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, J
 from memorybench.pack.reader import LEGACY_JUDGE, PackReader
 from memorybench.pack.verify import verify_pack
 from memorybench.stages.autorater import autorater_main, judge_id_of, run_autorater, wave_marker
-from memorybench.stages.summary import run_summary
+from memorybench.compare.summary import run_summary
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
 
 MINI = FIXTURES / "mini_locomo.json"

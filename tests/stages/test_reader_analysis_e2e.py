@@ -64,7 +64,7 @@ def test_the_experiment_is_six_run_specs_and_six_verified_packs(analysis):
 
 
 def test_its_report_has_one_row_per_condition(analysis, tmp_path):
-    from memorybench.stages.report import run_report
+    from memorybench.compare.report import run_report
 
     _, _, design = analysis
     report = run_report(design, tmp_path / "out")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memorybench.errors import UserError
-from memorybench.stages.collect import collect_full, collect_main, restore_collected
+from memorybench.compare.collect import collect_full, collect_main, restore_collected
 from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
 
 

@@ -124,11 +124,11 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
     """Read a finished pack's per-question LoCoMo F1 and, if judged, per-question J (of
     `judge`, or of the pack's only judge).
 
-    The pack's own reported numbers (`reported`) are its run summary's (`memorybench.stages.summary`):
+    The pack's own reported numbers (`reported`) are its run summary's (`memorybench.compare.summary`):
     LoCoMo F1 from metrics.json, J from that judge's autorater_metrics.json.
     """
     from memorybench.pack.scores import compute_scores
-    from memorybench.stages.summary import judge_key, run_summary
+    from memorybench.compare.summary import judge_key, run_summary
 
     root = require_pack_folder(pack_root)
     pack = PackReader.open(root)

@@ -11,7 +11,7 @@ import pytest
 
 from memorybench.errors import UserError
 from memorybench.score import CATEGORY_NAMES
-from memorybench.stages.aggregate import (
+from memorybench.compare.aggregate import (
     CATEGORIES,
     EXAMPLES_SCHEMA,
     JUDGE_EXAMPLE_COLUMNS,

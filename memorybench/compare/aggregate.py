@@ -21,7 +21,7 @@ before anything else, as with every pack record. Beside their fixed columns they
   column (`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`); `judges` lists a run's judges;
 * in the runs table, one string column per leaf of the run's identity config
   (`cfg.memory.top_k`, `cfg.reader.seed`, `cfg.dataset.sha256`, ...: what its run id
-  hashes, `memorybench.stages.summary.identity_columns`), so that `report` can tell
+  hashes, `memorybench.compare.summary.identity_columns`), so that `report` can tell
   conditions and replicates apart and never pools two configs.
 
 Where a row comes from:
@@ -42,14 +42,14 @@ Where a row comes from:
   passes gave the same score; null with fewer than two), `j_failed/<id>` (passes whose
   reply had no readable label or whose call failed); `mem0_f1`, `mem0_bleu1` (lexical: the
   same under every judge). Never required: null without an autorater.
-* `memorybench.stages.blame` (the pack's files plus the dataset's evidence ids, joined
+* `memorybench.compare.blame` (the pack's files plus the dataset's evidence ids, joined
   after answering): `blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
   `correct`), `blame_basis` (`judge <judge id>` or `locomo_f1>=0.5`: what decided
   correctness), `evidence_stored`, `evidence_given`, `answer_used_evidence` (null where
   unknown).
 
 Every file is read through `PackReader`, so a source may be a local folder or a `gs://`
-prefix; the per-run numbers are `memorybench.stages.summary.run_summary`, shared with
+prefix; the per-run numbers are `memorybench.compare.summary.run_summary`, shared with
 MLflow and `compare`.
 """
 
@@ -77,15 +77,15 @@ from memorybench.pack.atomic import fsync_dir, fsync_path
 from memorybench.pack.lock import folder_lock
 from memorybench.pack.success import compare, parse_success, write_success
 from memorybench.pack.reader import PackReader
-from memorybench.stages.collected_schemas import (
+from memorybench.compare.collected_schemas import (
     EXAMPLES_SCHEMA,
     JUDGE_EXAMPLE_COLUMNS,
     JUDGE_RUN_COLUMNS,
     RUNS_SCHEMA,
     with_judges,
 )
-from memorybench.stages.blame import blame_columns
-from memorybench.stages.summary import (
+from memorybench.compare.blame import blame_columns
+from memorybench.compare.summary import (
     CATEGORIES,
     CHOICE_GROUPS,
     CONFIG_PREFIX,

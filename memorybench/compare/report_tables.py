@@ -3,7 +3,7 @@ DataFrame with one row per condition (and category, or judge, or judge pair).
 
 The examples frame is `collected/examples.parquet` with a `condition` column. J is
 always read per judge: the columns `j_score/<judge id>`, `j_verdict/<judge id>`, ... of
-`memorybench.stages.aggregate`, and every J a table shows is named by its judge id.
+`memorybench.compare.aggregate`, and every J a table shows is named by its judge id.
 A question answered by several runs of a condition (its replicates) counts once.
 """
 
@@ -23,7 +23,7 @@ from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
 from memorybench.score.agreement import judge_agreement as agreement_of
 from memorybench.stats import spread
-from memorybench.stages.summary import JUDGE_SEPARATOR, judge_key
+from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -439,11 +439,11 @@ def refusals(frame: pd.DataFrame) -> pd.DataFrame:
 # -- blame ----------------------------------------------------------------------------
 def blame_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per condition and category (1-5 and all): the share of each blame class
-    (`memorybench.stages.blame`) over the condition's rows, replicates included (each run's
+    (`memorybench.compare.blame`) over the condition's rows, replicates included (each run's
     row counts: a class is a fact about one answer), the counts beside them (`<class>_n`,
     summing to `rows`), the rows whose correctness a judge decided and those whose gold
     evidence is unknown."""
-    from memorybench.stages.blame import CLASSES
+    from memorybench.compare.blame import CLASSES
 
     out = []
     for condition in frame["condition"].unique():

@@ -2,7 +2,7 @@
 question) and `runs.parquet` (`RUNS_SCHEMA`, one row per run), each carrying
 `memorybench.schema` in its metadata, plus the columns every judge adds
 (`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`: `<name>/<judge id>`, `with_judges`).
-What fills them is `memorybench.stages.aggregate`.
+What fills them is `memorybench.compare.aggregate`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from memorybench.stages.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
+from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
 
 __all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "RUNS_SCHEMA", "with_judges"]
 
@@ -63,7 +63,7 @@ EXAMPLES_SCHEMA = _schema("examples.v3", [
     ("model_answered", pa.string()),
     ("memory_sha256", pa.string()),
     ("reader_payload_sha256", pa.string()),
-    #: where the answer was lost (memorybench.stages.blame)
+    #: where the answer was lost (memorybench.compare.blame)
     ("blame", pa.string()),
     ("blame_basis", pa.string()),
     ("evidence_stored", pa.bool_()),

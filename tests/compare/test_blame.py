@@ -1,4 +1,4 @@
-"""Per-question blame (memorybench.stages.blame): the classes on real packs of the scripted
+"""Per-question blame (memorybench.compare.blame): the classes on real packs of the scripted
 server, each fact against the pack's own files, the examples columns and the report table."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from tracking.pack_factory import add_autorater, make_packs
 
 from memorybench.pack.walk import PackWalker
-from memorybench.stages.aggregate import EXAMPLES_SCHEMA, aggregate
-from memorybench.stages.blame import BASIS_F1, CLASSES, evidence_ids, pack_blame
-from memorybench.stages.report import run_report
+from memorybench.compare.aggregate import EXAMPLES_SCHEMA, aggregate
+from memorybench.compare.blame import BASIS_F1, CLASSES, evidence_ids, pack_blame
+from memorybench.compare.report import run_report
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ from typing import Any
 from memorybench.errors import OneLineParser, UserError
 from memorybench.hashing import sha256_bytes
 from memorybench.pack.reader import PackReader
-from memorybench.stages.aggregate import Location, experiment_packs, scan_packs
+from memorybench.compare.aggregate import Location, experiment_packs, scan_packs
 
 __all__ = [
     "COLLECTED_FULL_DIR",
@@ -66,7 +66,7 @@ HOW_TO_RESTORE = (
     "blobs/<blob[:2]>/<blob>; if it has `recipe`, read that blob as JSON {skeleton, holes}: the file is the skeleton "
     "blob's bytes with, at each byte offset POS of the skeleton (holes are in ascending POS), the bytes of the listed "
     "chunk blobs concatenated and inserted. The sha256 of the result is `sha256` and its length `bytes`. Write it to "
-    "<restore root>/<pack path>/<relpath>. memorybench.stages.collect.restore_collected does exactly this."
+    "<restore root>/<pack path>/<relpath>. memorybench.compare.collect.restore_collected does exactly this."
 )
 
 
@@ -268,7 +268,7 @@ def restore_collected(collected: str | os.PathLike[str], out_dir: str | os.PathL
 
 def collect_main(argv: Sequence[str]) -> int:
     """`memorybench collect-full PACKS... [--out DIR] [--experiment NAME]` or `--restore DIR --to DIR`."""
-    from memorybench.stages.aggregate import default_out_dir
+    from memorybench.compare.aggregate import default_out_dir
 
     parser = OneLineParser(
         prog="memorybench collect-full",

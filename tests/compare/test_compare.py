@@ -15,7 +15,7 @@ from conftest import FIXTURES, scripted_reader
 from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.stages.autorater import run_autorater
-from memorybench.stages.compare import (
+from memorybench.compare.conditions import (
     DEFAULT_RESAMPLES,
     bootstrap_interval,
     compare_main,

@@ -13,7 +13,7 @@ import yaml
 from memorybench import CONF_DIR
 from memorybench.errors import UserError
 from memorybench.score.locomo import normalize_answer
-from memorybench.stages.report import FIGURES, TABLES, bootstrap_interval, load_design, report_main, run_report, stems
+from memorybench.compare.report import FIGURES, TABLES, bootstrap_interval, load_design, report_main, run_report, stems
 from tracking.pack_factory import add_autorater, make_packs
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -131,7 +131,7 @@ def test_the_same_design_gives_the_same_numbers(packs, tmp_path):
 
 
 def test_bootstrap_interval_is_seeded_and_keyed():
-    from memorybench.stages.report import Bootstrap
+    from memorybench.compare.report import Bootstrap
 
     values = np.linspace(0.0, 1.0, 41)
     boot = Bootstrap(resamples=1000, seed=3)
@@ -158,7 +158,7 @@ def test_bad_designs_fail_with_one_line(tmp_path, packs):
 
 def test_category_names_are_locomos():
     from memorybench.score import CATEGORY_NAMES
-    from memorybench.stages import report
+    from memorybench.compare import report
 
     assert report.CATEGORY_NAMES == CATEGORY_NAMES
 

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from memorybench.errors import UserError
-from memorybench.stages.aggregate import aggregate
-from memorybench.stages.report import run_report
+from memorybench.compare.aggregate import aggregate
+from memorybench.compare.report import run_report
 from conftest import scripted_reader
 from memorybench.cli import main
 from memorybench.testing.scripted_server import ScriptedOpenAIServer

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memorybench.stages.report_tables import CATEGORY_NAMES
-from memorybench.stages.summary import JUDGE_SEPARATOR, judge_key
+from memorybench.compare.report_tables import CATEGORY_NAMES
+from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 
 __all__ = ["figure_accuracy_vs_cost", "figure_accuracy_vs_latency", "figure_scores_by_category"]
 

@@ -39,7 +39,7 @@ Tables (`TABLES`):
   comparable with reader runs (`agent_comparison.v1`) and why not. A reader's requests are
   its HTTP attempts (0 on a cache hit); an agent's are those its gateway forwarded.
 * `blame`: per condition and category, the share of each blame class of
-  `memorybench.stages.blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
+  `memorybench.compare.blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
   `correct`; the counts beside them sum to the rows): where answers were lost, at
   writing, at retrieval or at reading.
 
@@ -60,9 +60,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memorybench.errors import OneLineParser, UserError
-from memorybench.stages.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
-from memorybench.stages.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
-from memorybench.stages.report_tables import (
+from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
+from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
+from memorybench.compare.report_tables import (
     CATEGORY_NAMES,
     Bootstrap,
     blame_table,
@@ -77,7 +77,7 @@ from memorybench.stages.report_tables import (
     scores_by_category,
     stems,
 )
-from memorybench.stages.summary import CONFIG_PREFIX
+from memorybench.compare.summary import CONFIG_PREFIX
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -222,7 +222,7 @@ DEFINITIONS = {
                        "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
     "refusals": "Share of answers containing 'not mentioned' or 'no information available' (LoCoMo's category-5 rule): on "
                 "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss).",
-    "blame": "Where each answer was lost (memorybench.stages.blame), as the share of the condition's rows (replicates "
+    "blame": "Where each answer was lost (memorybench.compare.blame), as the share of the condition's rows (replicates "
              "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
              "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
              "keeps them but they did not reach this question's prompt (retrieval hits; an agent: what its steps "
