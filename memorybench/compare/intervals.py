@@ -297,6 +297,8 @@ def paired_difference(
     from scipy import stats
 
     _, se = _cr1(diff, codes, groups)
+    if se <= 1e-12 * max(1.0, float(np.abs(diff).max())):
+        se = 0.0  # rounding noise of differences that are equal in every conversation
     df = groups - 1
     half = _t_quantile((1 + confidence) / 2, df) * se
     note = None
