@@ -162,7 +162,8 @@ def test_seeding_is_deterministic_and_per_key() -> None:
     expected = np.random.default_rng(np.random.SeedSequence([5, key_digest("A", "f1")])).integers(0, 1 << 30, 8)
     assert np.array_equal(first, again) and np.array_equal(first, expected)
     assert not np.array_equal(first, resampling_rng(resampling, "B", "f1").integers(0, 1 << 30, 8))
-    assert not np.array_equal(first, resampling_rng(Resampling(resamples=200, seed=6), "A", "f1").integers(0, 1 << 30, 8))
+    other_seed = resampling_rng(Resampling(resamples=200, seed=6), "A", "f1")
+    assert not np.array_equal(first, other_seed.integers(0, 1 << 30, 8))
 
 
 def test_adding_a_condition_does_not_move_the_others() -> None:
