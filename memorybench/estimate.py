@@ -210,15 +210,18 @@ class _Prompt:
 def _reader_prompt(cfg: DictConfig, speakers: tuple[str, str]) -> _Prompt:
     """The reader's messages with placeholders for the memory and the question, rendered
     as `memorybench.answer.reader.ReaderAnswerer.call` renders them."""
-    from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, jinja_reader, reader_template
+    from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, pinned_reader, reader_template
+    from memorybench.templates import LocomoReaderTemplate
 
-    pinned = jinja_reader(cfg)
+    pinned = pinned_reader(cfg)
     if pinned is None:
         user, system = fill_template(reader_template(str(cfg.reader.prompt)).text, _MEMORY, _QUESTION), SYSTEM_MESSAGE
     else:
         pins = cfg.paths.get("pins")
         values = {"memory": _MEMORY, "question": _QUESTION}
-        if pinned.extra_slots:
+        if isinstance(pinned, LocomoReaderTemplate):  # sized as a category 1-4 question (no suffix, no choice)
+            values.update(pinned.values(_QUESTION, 1, speakers, None))
+        elif pinned.extra_slots:
             values.update(zip(("speaker_1", "speaker_2"), speakers))
         user, system = pinned.render(pinned.text(pins), values), pinned.system(pins)
     return _Prompt(system, re.split(f"({re.escape(_MEMORY)}|{re.escape(_QUESTION)})", user))

@@ -23,6 +23,13 @@ class Answer:
     prediction: str
     #: sha256 of the user message a reader would send (an agent in prompt_injected mode too)
     reader_payload_sha256: str | None = None
+    #: a category-5 question posed as LoCoMo's two-way choice (`reader.prompt=locomo`): the
+    #: options by letter as posed, the reply as given (stripped), the option `prediction` is
+    #: (None: the reply was kept) and whether the reply was other than a, b, (a) or (b)
+    options: dict[str, str] | None = None
+    reply: str | None = None
+    choice: str | None = None
+    malformed_reply: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,11 @@ class Answerer(Protocol):
 
     def start_conversation(self, conversation: ConversationView) -> None: ...
 
-    def answer(self, asked: AskedQuestion, memory: str) -> Answer: ...
+    def answer(self, asked: AskedQuestion, memory: str) -> Answer:
+        """The answer to one question. An answerer with a true `poses_choice` attribute is
+        asked with the question's `adversarial_answer` (LoCoMo's category-5 choice); any
+        other is asked without it."""
+        ...
 
     def finish(self, questions: Sequence[Question]) -> None:
         """Called once every question of the run is answered (not after a failure), with the

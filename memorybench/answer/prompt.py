@@ -1,8 +1,10 @@
 """The reader's prompt: a template with `{memory}` and `{question}` only, filled in one pass;
 or a pinned Mem0 prompt (`reader.prompt=mem0_rag | mem0_answer | mem0_answer_graph`,
-`memorybench.templates.JINJA_READERS`) that jinja2 renders as Mem0 does.
-`reader.prompt=qa_mem0_v1` is a plain `{memory}` template made from Mem0's ANSWER_PROMPT
-when used (`DERIVED_READERS`), so every answerer can take it.
+`memorybench.templates.JINJA_READERS`) that jinja2 renders as Mem0 does; or LoCoMo's own
+question protocol (`reader.prompt=locomo`, `memorybench.templates.LocomoReaderTemplate`:
+category 5 posed as a two-way choice). `reader.prompt=qa_mem0_v1` is a plain `{memory}`
+template made from Mem0's ANSWER_PROMPT when used (`DERIVED_READERS`), so every answerer
+can take it. `question_protocol` names how a run poses its questions.
 
 Filling uses plain replacement (memory text may hold braces). REFERENCE_PIN.json of every
 pack names `fill_template` here as the way to rebuild a reader's user message; a trace
@@ -11,10 +13,11 @@ with a `renderer` was rendered by that pinned template instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memorybench.errors import UserError
-from memorybench.templates import JINJA_READERS, JinjaReaderTemplate, PromptTemplate
+from memorybench.templates import LOCOMO_READER, PINNED_READERS, JinjaReaderTemplate, LocomoReaderTemplate, PromptTemplate
 
 READER_SLOTS = frozenset({"memory", "question"})
 SYSTEM_MESSAGE = "You answer questions using only the provided memory."
@@ -32,23 +35,52 @@ def fill_template(template: str, memory: str, question: str) -> str:
     return before.replace("{question}", question) + memory + after.replace("{question}", question)
 
 
-def jinja_reader(cfg: Any) -> JinjaReaderTemplate | None:
+#: `question_protocol` values: LoCoMo's own (category 5 as a two-way choice, the category-2
+#: date suffix), a question asked as written (every other reader prompt, an agent), or a
+#: peer's released answers, posed however that peer posed them
+QUESTION_PROTOCOLS = {
+    "locomo": "LoCoMo's task_eval protocol: category 5 as a two-way choice, category 2 with its date suffix",
+    "open-ended": "each question asked as written, category 5 included",
+    "imported": "a peer's released answers, posed as that peer posed them",
+}
+
+
+def question_protocol(cfg: Any) -> str:
+    """How a run posed its questions, from its config (a DictConfig, or a pack's
+    config.resolved.yaml as a mapping): "locomo" for `reader.prompt=locomo` with the reader,
+    "imported" for an imported pack, "open-ended" otherwise. Two runs whose protocols differ
+    answered different tasks on category 5 (and category 2): compare them with that said."""
+    answerer = _get(cfg, "answerer")
+    name = _get(answerer, "name") if answerer is not None else None
+    if name == "imported":
+        return "imported"
+    reader = _get(cfg, "reader")
+    prompt = _get(reader, "prompt") if reader is not None else None
+    return "locomo" if str(prompt) == LOCOMO_READER.name and name in (None, "reader") else "open-ended"
+
+
+def _get(node: Any, key: str) -> Any:
+    return node.get(key) if isinstance(node, Mapping) or hasattr(node, "get") else None  # a DictConfig is no Mapping
+
+
+def pinned_reader(cfg: Any) -> JinjaReaderTemplate | LocomoReaderTemplate | None:
     """The pinned template `reader.prompt` names, or None for a template file under prompts/."""
     reader = cfg.get("reader")
     prompt = reader.get("prompt") if reader is not None else None
-    return JINJA_READERS.get(str(prompt)) if prompt else None
+    return PINNED_READERS.get(str(prompt)) if prompt else None
 
 
 def check_reader_template(cfg: Any) -> None:
     """A pinned reader template needs the one-call reader, and a memory whose text fills its
     slots: a one-line error before any model call."""
-    pinned = jinja_reader(cfg)
+    pinned = pinned_reader(cfg)
     if pinned is None:
         return
     answerer = str(cfg.answerer.name)
     if answerer != "reader":
+        what = "LoCoMo's own question protocol" if pinned is LOCOMO_READER else "a pinned Mem0 prompt"
         raise UserError(
-            f"reader.prompt={pinned.name} is a pinned Mem0 prompt for answerer=reader; answerer={answerer} fills a"
+            f"reader.prompt={pinned.name} is {what} for answerer=reader; answerer={answerer} fills a"
             " {memory} template: set reader.prompt=readers/qa_v1.txt, or answerer=reader"
         )
     memory = str(cfg.memory.name)

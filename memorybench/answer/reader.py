@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 from memorybench.hashing import sha256_text
 from memorybench.answer.base import Answer, ConversationView
-from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, jinja_reader, reader_template
+from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, pinned_reader, reader_template
 from memorybench.data.records import AskedQuestion, Question
 from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
 from memorybench.llm.records import ChatRequest, ModelIdentity
@@ -20,7 +20,7 @@ from memorybench.pack.journal import Journal
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 from memorybench.registry import ANSWERERS
-from memorybench.templates import JinjaReaderTemplate, PromptTemplate
+from memorybench.templates import JinjaReaderTemplate, LocomoReaderTemplate, PromptTemplate, locomo_cat5_answer, locomo_options
 
 #: `reader.max_answer_chars` where a config predates it
 DEFAULT_MAX_ANSWER_CHARS = 10_000
@@ -29,7 +29,8 @@ DEFAULT_MAX_ANSWER_CHARS = 10_000
 @ANSWERERS.register("reader")
 class ReaderAnswerer:
     """Answers with `reader.prompt` filled with the memory and the question (or, for a pinned
-    Mem0 prompt, rendered by jinja2 with the messages Mem0 sends: `memorybench.templates`).
+    Mem0 prompt, rendered by jinja2 with the messages Mem0 sends; for `reader.prompt=locomo`,
+    posed as LoCoMo's task_eval poses it: `memorybench.templates`).
 
     The memory sits before the question in the prompt, so consecutive questions of one
     conversation share their longest prefix (a local server reuses its KV cache for it).
@@ -48,7 +49,7 @@ class ReaderAnswerer:
     @staticmethod
     def prompt_chars(cfg: DictConfig) -> int:
         """Characters the answerer adds around the memory (its template), for sizing a local reader."""
-        pinned = jinja_reader(cfg)
+        pinned = pinned_reader(cfg)
         if pinned is not None:
             pins = cfg.paths.get("pins")
             return len(pinned.text(pins)) + len(pinned.system(pins) or "")
@@ -59,7 +60,7 @@ class ReaderAnswerer:
     def open(cfg: DictConfig, pack: RunPack, *, cache_dir: Path, longest_prompt_tokens: int) -> Iterator[ReaderAnswerer]:
         """A reader on the configured endpoint; its prompts are copied into the pack's prompts/
         (a pinned template under its `reader.prompt` name, which run_meta.json's prompts record)."""
-        pinned = jinja_reader(cfg)
+        pinned = pinned_reader(cfg)
         system: str | None = SYSTEM_MESSAGE
         if pinned is None:
             template = reader_template(str(cfg.reader.prompt))
@@ -102,7 +103,7 @@ class ReaderAnswerer:
         max_tokens: int,
         seed: int | None,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
-        pinned: JinjaReaderTemplate | None = None,
+        pinned: JinjaReaderTemplate | LocomoReaderTemplate | None = None,
         system: str | None = SYSTEM_MESSAGE,
     ):
         self.endpoint = endpoint
@@ -118,6 +119,12 @@ class ReaderAnswerer:
         self.seed = seed
         self.max_answer_chars = max_answer_chars
         self._answered_models: set[str] = set()
+
+    @property
+    def poses_choice(self) -> bool:
+        """Whether a category-5 question is posed as LoCoMo's two-way choice: the run then
+        hands this answerer the question's `adversarial_answer` (the trap, never the gold)."""
+        return isinstance(self.pinned, LocomoReaderTemplate)
 
     @property
     def models(self) -> list[ModelIdentity]:
@@ -136,16 +143,33 @@ class ReaderAnswerer:
         """Nothing to add after the run: every call is already in reader/traces.jsonl."""
 
     def answer(self, asked: AskedQuestion, memory: str) -> Answer:
-        prediction, trace = self.call(asked, memory)
+        options = self._options(asked)
+        reply, trace = self.call(asked, memory, options)
         if self.traces is not None:
             self.traces.append(trace)
-        return Answer(prediction, trace.reader_payload_sha256)
+        if options is None:
+            return Answer(reply, trace.reader_payload_sha256)
+        read = locomo_cat5_answer(reply, options)  # the mapped answer is the prediction scored
+        return Answer(read.answer, trace.reader_payload_sha256, options=options, reply=reply, choice=read.choice,
+                      malformed_reply=read.malformed)
 
-    def call(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
+    def _options(self, asked: AskedQuestion) -> dict[str, str] | None:
+        """The two options of a category-5 question under LoCoMo's protocol, (a) first; else None."""
+        if not self.poses_choice or asked.category != 5:
+            return None
+        if asked.adversarial_answer is None:
+            raise ValueError(f"{asked.question_id} is category 5 but was asked without its adversarial_answer")
+        return locomo_options(asked.question_id, asked.adversarial_answer)
+
+    def call(self, asked: AskedQuestion, memory: str, options: dict[str, str] | None = None) -> tuple[str, ReaderTrace]:
         """One reader call: the stripped answer and its trace (not yet written)."""
         slots = {"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)}
         if self.pinned is None:
             user = fill_template(self.template.text, memory, asked.question)
+        elif isinstance(self.pinned, LocomoReaderTemplate):
+            extra = self.pinned.values(asked.question, asked.category, self._speakers, options)
+            slots.update({name: SlotValue(text=value) for name, value in extra.items() if name != "question"})
+            user = self.pinned.render(self.template.text, {"memory": memory, **extra})
         else:
             values = {"memory": memory, "question": asked.question}
             if self.pinned.extra_slots:  # the per-speaker prompts: speaker_a is Mem0's speaker 1
@@ -154,8 +178,8 @@ class ReaderAnswerer:
             user = self.pinned.render(self.template.text, values)
         if self.system is not None:
             messages: tuple[dict[str, str], ...] = ({"role": "system", "content": self.system}, {"role": "user", "content": user})
-        else:
-            messages = ({"role": "system", "content": user},)  # Mem0's search script sends its prompt so
+        else:  # the only message: as a user message (LoCoMo), or as the system message (Mem0's search script)
+            messages = ({"role": self.pinned.message_role if self.pinned is not None else "user", "content": user},)
         stop = self.endpoint.stop or None
         request = ChatRequest(
             model=self.endpoint.model,
@@ -189,7 +213,7 @@ class ReaderAnswerer:
                 template_sha256=self.template.sha256,
                 slots=slots,
                 renderer=self.pinned.name if self.pinned is not None else None,
-                payload_role="system" if self.pinned is not None and self.system is None else None,
+                payload_role="system" if messages[0]["role"] == "system" and self.system is None else None,
             ),
             response=result,
             answer_cut_from_chars=cut_from,

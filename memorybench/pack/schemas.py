@@ -36,6 +36,27 @@ class Prediction(Record, schema="prediction.v1"):
     reader_payload_sha256: Optional[str] = None
     memory_sha256: str
     answerer: str
+    # A category-5 question posed as LoCoMo's two-way choice (`reader.prompt=locomo`) only;
+    # absent from every other row, which reads and serializes as before.
+    #: the options by letter as posed: {"a": ..., "b": ...}, "Not mentioned in the conversation"
+    #: and the `adversarial_answer`, in the order seeded from the question id
+    options: Optional[dict[str, str]] = None
+    #: the reader's reply (stripped) before LoCoMo's `get_cat_5_answer` mapped it to `prediction`
+    reply: Optional[str] = None
+    #: the option `prediction` is; null: the reply was kept, lower-cased, as LoCoMo keeps a
+    #: reply of neither one nor three characters
+    choice: Optional[Literal["a", "b"]] = None
+    #: true when the reply was not a, b, (a) or (b) (any case): LoCoMo's rule still read it
+    #: (a one- or three-character reply as (b), any other kept lower-cased)
+    malformed_reply: Optional[bool] = None
+
+    @model_serializer(mode="wrap")
+    def _without_choice(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for key in ("options", "reply", "choice", "malformed_reply"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 class SlotValue(Record):
@@ -50,9 +71,10 @@ class ReaderRequest(Record):
 
     The user message is `prompts/<template>` with `{memory}` and `{question}` replaced by
     the slot values (a `ref` resolves through REFERENCE_PIN.json); its sha256 is the
-    trace's `reader_payload_sha256`. With a `renderer` (a pinned Mem0 prompt), the message
-    is instead `memorybench.templates.JINJA_READERS[renderer].render(template text, slot
-    values)`: jinja2 with the variables those slots give.
+    trace's `reader_payload_sha256`. With a `renderer` (a pinned Mem0 prompt, or `locomo`:
+    LoCoMo's own question protocol), the message is instead
+    `memorybench.templates.PINNED_READERS[renderer].render(template text, slot values)`:
+    jinja2 with the variables those slots give, or LoCoMo's prompts posed with them.
 
     `renderer` and `payload_role` are additions a trace without them reads as before (the
     one-pass fill, after the system message), and that an older reader refuses (unknown
@@ -69,10 +91,11 @@ class ReaderRequest(Record):
     template: str
     template_sha256: str
     slots: dict[str, SlotValue]
-    #: the pinned template that rendered the message (`reader.prompt=mem0_rag`, ...); null: the one-pass fill
+    #: the pinned template that rendered the message (`reader.prompt=mem0_rag`, `locomo`, ...); null: the one-pass fill
     renderer: Optional[str] = None
     #: `system`: the message is the request's only message, sent as the system message (Mem0's
-    #: answer prompts); null: a user message after `system`
+    #: answer prompts); null: a user message after `system` (the only message when `system`
+    #: is null, as LoCoMo's protocol sends it)
     payload_role: Optional[Literal["system"]] = None
 
 

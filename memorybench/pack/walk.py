@@ -50,7 +50,7 @@ from memorybench.pack.walk_records import (
     Verdict,
     Walk,
 )
-from memorybench.templates import JINJA_READERS
+from memorybench.templates import PINNED_READERS
 from memorybench.records import SchemaError, load_json, parse_record, record_type
 
 __all__ = [
@@ -392,10 +392,13 @@ class PackWalker:
         described, values = self._slots(request.get("slots") or {})
         template = self.text(f"{layout.PROMPTS}/{request['template']}")
         message = None
-        # a pinned Mem0 template (`renderer`) is rendered with jinja2 as the reader sent it
-        pinned = JINJA_READERS.get(request["renderer"]) if request.get("renderer") else None
+        # a pinned template (`renderer`: Mem0's, rendered with jinja2; LoCoMo's) is rendered as the reader sent it
+        pinned = PINNED_READERS.get(request["renderer"]) if request.get("renderer") else None
         if template is not None and pinned is not None:
-            message = pinned.render(template, {name: value or "" for name, value in values.items()})
+            try:
+                message = pinned.render(template, {name: value or "" for name, value in values.items()})
+            except (KeyError, ValueError):
+                message = None  # slots or a prompt file that do not render: verify names what is wrong
         elif template is not None and values.get("memory") is not None and values.get("question") is not None:
             message = _fill(template, values["memory"] or "", values["question"] or "")
         return PromptStep(

@@ -188,6 +188,8 @@ def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory
     asked = question.asked()  # no gold, no evidence
     text = method.for_question(memory, asked, ctx)
     memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
+    if getattr(answerer, "poses_choice", False):  # LoCoMo's category-5 choice: the trap, never the gold
+        asked = question.asked(with_adversarial_answer=True)
     answer = answerer.answer(asked, text)
     pack.predictions.append(
         Prediction(
@@ -202,6 +204,10 @@ def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory
             reader_payload_sha256=answer.reader_payload_sha256,
             memory_sha256=memory_sha,
             answerer=answerer.name,
+            options=answer.options,
+            reply=answer.reply,
+            choice=answer.choice,
+            malformed_reply=answer.malformed_reply,
         )
     )
 

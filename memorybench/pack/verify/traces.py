@@ -6,6 +6,13 @@ trace with a `renderer`, rendered again by that pinned template with jinja2) and
 hash to the trace's reader_payload_sha256; the trace must agree with its prediction row
 (payload hash, reply, memory) and with the dataset's question; and the rebuilt prompt,
 minus the question's own text, is scanned for gold (`contamination.scan_segments`).
+
+Under LoCoMo's own protocol (`renderer` locomo) a category-5 prompt poses the question's
+`adversarial_answer` as one of two options: that trap, as posed by the protocol, is the
+question's own text, not a leak. The options must be the dataset's (the trap and "Not
+mentioned in the conversation", in the order seeded from the question id); the row's
+prediction must be the reply mapped back as LoCoMo maps it. Gold (`answer`) in any
+prompt, and a trap in any other prompt, is scanned for as before.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.contamination import scan_segments
 from memorybench.pack.verify.findings import Findings
-from memorybench.templates import JINJA_READERS
+from memorybench.templates import LOCOMO_READER, PINNED_READERS, locomo_cat5_answer, locomo_options, locomo_posed_question
 
 __all__ = ["check_traces"]
 
@@ -100,11 +107,11 @@ def check_traces(ctx: Context, out: Findings) -> None:
             else:
                 values[name] = slot.get("text")
         renderer = request.get("renderer")
-        pinned = JINJA_READERS.get(renderer) if renderer else None
+        pinned = PINNED_READERS.get(renderer) if renderer else None
         if renderer and pinned is None:
-            out.grouped("schema", TRACES, line, f"renderer {renderer!r} is not a pinned template ({', '.join(JINJA_READERS)})", "renderer")
+            out.grouped("schema", TRACES, line, f"renderer {renderer!r} is not a pinned template ({', '.join(PINNED_READERS)})", "renderer")
             continue
-        expected = sorted(pinned.slots) if pinned is not None else ["memory", "question"]
+        expected = sorted(pinned.slot_names(values)) if pinned is not None else ["memory", "question"]
         if sorted(values) != expected:
             out.grouped("schema", TRACES, line, f"reader slots are {sorted(values)}, expected {expected}", "slots")
             continue
@@ -112,14 +119,22 @@ def check_traces(ctx: Context, out: Findings) -> None:
         source = questions.get(qid)
         if source is not None and asked is not None and asked != source.question:
             out.grouped("row.mismatch", TRACES, line, f"the question slot of {qid} is not the dataset's question text", "question")
+        # LoCoMo's protocol: the category and the options the question was posed with
+        posed_own = pinned is LOCOMO_READER and _locomo_posed_as_the_dataset(out, line, qid, values, source)
 
         prediction_line, prediction = predictions.get(qid, (None, None))
         if prediction is not None:
             _check_against_prediction(out, trace, line, prediction_line, prediction, refs)
+            if pinned is LOCOMO_READER or prediction.get("options") is not None:
+                _check_choice(out, trace, line, prediction_line, prediction, values)
         if template is None or memory is None or asked is None:
             continue  # the prompt file or a reference is already a finding: nothing to rebuild from
         if pinned is not None:
-            rendered = pinned.render(template, {name: value or "" for name, value in values.items()})
+            try:
+                rendered = pinned.render(template, {name: value or "" for name, value in values.items()})
+            except (KeyError, ValueError) as e:
+                out.grouped("hash.payload", TRACES, line, f"the message of {qid} cannot be rebuilt from prompts/{request['template']}: {e}", "render")
+                continue
             rebuilt_sha256 = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
         else:
             rebuilt_sha256 = payload_sha256(template, memory, _memory_key(request), asked)
@@ -139,6 +154,8 @@ def check_traces(ctx: Context, out: Findings) -> None:
         # a question may name another question's gold
         sample = ctx.needles.sample(trace["sample_id"])
         own = (source.question if source is not None else asked).lower()
+        if posed_own:  # the question as LoCoMo poses it: its own trap among the options is no leak
+            own = _locomo_posed(values).lower()
         if pinned is not None:
             # the memory text, when it stands in the message whole (mem0_rag's CONTEXT), is
             # scanned once per ref; the per-speaker prompts reformat it: the message is scanned
@@ -162,6 +179,68 @@ def check_traces(ctx: Context, out: Findings) -> None:
         scan_segments(ctx, out, sample, segments, TRACES, line, f"the reader prompt of {qid}")
 
 
+def _locomo_posed(values: dict[str, str | None]) -> str:
+    options = {"a": values.get("option_a") or "", "b": values.get("option_b") or ""}
+    return locomo_posed_question(values.get("question") or "", values.get("category") or "", options)
+
+
+def _locomo_posed_as_the_dataset(out: Findings, line: int, qid: str, values: dict[str, str | None], source: Any) -> bool:
+    """Whether a locomo trace's category and options are the dataset question's: its category,
+    and for category 5 "Not mentioned in the conversation" and its `adversarial_answer`, in the
+    order seeded from the question id. Options that are not are a finding (and are scanned)."""
+    if source is None or values.get("question") != source.question:
+        return False  # an edited question is already a finding; its prompt is scanned as any
+    if values.get("category") != str(source.category):
+        out.grouped("row.mismatch", TRACES, line, f"the category slot of {qid} is not the dataset's category {source.category}", "category")
+        return False
+    if source.category != 5:
+        return True
+    posed = {"a": values.get("option_a"), "b": values.get("option_b")}
+    if source.adversarial_answer is None or posed != locomo_options(qid, source.adversarial_answer):
+        out.grouped(
+            "row.mismatch",
+            TRACES,
+            line,
+            f"the options of {qid} are not \"Not mentioned in the conversation\" and its adversarial_answer in the"
+            " order seeded from its id (reader.prompt=locomo)",
+            "options",
+        )
+        return False
+    return True
+
+
+def _check_choice(
+    out: Findings, trace: dict[str, Any], line: int, prediction_line: int | None, prediction: dict[str, Any], values: dict[str, str | None]
+) -> None:
+    """A row of LoCoMo's two-way choice: the options its trace posed, its reply, and the
+    prediction that reply maps to under LoCoMo's `get_cat_5_answer`."""
+    qid = trace["question_id"]
+    posed = {"a": values["option_a"], "b": values["option_b"]} if "option_a" in values else None
+    options, reply = prediction.get("options"), trace["response"].get("text")
+    if options != posed:
+        out.grouped(
+            "row.mismatch",
+            "predictions.jsonl",
+            prediction_line,
+            f"options of {qid} are not the options its prompt posed ({TRACES} line {line})",
+            "options",
+        )
+        return
+    if options is None or not isinstance(reply, str):
+        return
+    read = locomo_cat5_answer(reply, options)
+    recorded = (prediction.get("reply"), prediction["prediction"], prediction.get("choice"), prediction.get("malformed_reply"))
+    if recorded != (reply.strip(), read.answer, read.choice, read.malformed):
+        out.grouped(
+            "row.mismatch",
+            "predictions.jsonl",
+            prediction_line,
+            f"prediction of {qid} is not its reader reply mapped to an option as LoCoMo's get_cat_5_answer maps it"
+            f" ({TRACES} line {line})",
+            "choice",
+        )
+
+
 def _check_against_prediction(
     out: Findings, trace: dict[str, Any], line: int, prediction_line: int | None, prediction: dict[str, Any], refs: list[str]
 ) -> None:
@@ -176,7 +255,7 @@ def _check_against_prediction(
             "prediction",
         )
     reply = trace["response"].get("text")
-    if isinstance(reply, str) and prediction["prediction"] != reply.strip():
+    if isinstance(reply, str) and prediction.get("options") is None and prediction["prediction"] != reply.strip():
         out.grouped(
             "row.mismatch",
             "predictions.jsonl",
