@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, Optional, Union
 from pydantic import Field
 
 from memorybench.errors import UserError
+from memorybench.pack.schemas import Coverage
 from memorybench.records import Record
 from memorybench.registry import ANSWERERS
 
@@ -95,6 +96,9 @@ class ImportSource(Record, schema="import_source.v1"):
     absent: dict[str, int] = Field(default_factory=dict)
     absent_question_ids: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    #: a partial file (`memorybench import --allow-partial`): questions its format holds that the
+    #: file has no row (or no answer) for, as run_meta's `partial`; null for a full file
+    partial: Optional[Coverage] = None
 
 
 class ImportedRow(Record, schema="imported_row.v1"):
@@ -164,6 +168,10 @@ class CategoryFigure(Record):
     #: cum_accuracy_by_category / category_counts), and the rows it counts
     stated: Optional[float] = None
     stated_rows: Optional[int] = None
+    #: false when the stated figure counts other rows than `rows` (a partial file beside a
+    #: stats file of the whole run): it is kept as stated, never set beside ours; null when
+    #: nothing is stated
+    stated_comparable: Optional[bool] = None
 
 
 class MetricReproduction(Record):
@@ -188,6 +196,8 @@ class Reproduction(Record, schema="reproduction.v1"):
     #: `locomo_f1`, `mem0_f1`, `mem0_bleu1`, and `j` when the file has judge labels
     metrics: dict[str, MetricReproduction]
     notes: list[str] = Field(default_factory=list)
+    #: a partial file: the figures are over the questions it holds (`Coverage`); null for a full file
+    partial: Optional[Coverage] = None
 
 
 @ANSWERERS.register("imported")

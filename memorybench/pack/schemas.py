@@ -165,6 +165,30 @@ class Success(Record, schema="success.v1"):
     files: dict[str, ClosedFile]
 
 
+class Coverage(Record):
+    """A partial run: which of its questions it holds and which are absent (`RunMeta.partial`).
+
+    Written by `memorybench import --allow-partial` for a released file that covers fewer
+    conversations or rows than its format holds (a question of a category the format never
+    holds, as Mem0's category 5, is `RunMeta.categories`, not this). Not a prefix: the held
+    questions need not be the first ones, so `is_prefix` stays false and the run's questions
+    are those of `categories` (or all) less `absent_question_ids`, in file order.
+    """
+
+    #: why the run is partial, in words
+    reason: str
+    #: questions held, and of how many (the questions of `categories`, or the dataset's)
+    questions: int
+    of: int
+    #: the conversations (sample ids) with at least one question held, in file order
+    conversations: list[str]
+    #: absent questions by conversation (sample id) and by category number ("1".."5"), non-zero only
+    absent_by_conversation: dict[str, int]
+    absent_by_category: dict[str, int]
+    #: every absent question id, in file order
+    absent_question_ids: list[str]
+
+
 class RunMeta(Record, schema="run_meta.v1"):
     run_id: str
     name: str
@@ -191,6 +215,8 @@ class RunMeta(Record, schema="run_meta.v1"):
     #: leaves category 5 out holds [1, 2, 3, 4]); the run's questions are the first
     #: `question_count` of those, in file order. Omitted when every category was answered.
     categories: Optional[list[int]] = None
+    #: a partial import: the questions held and those absent (`Coverage`). Omitted otherwise.
+    partial: Optional[Coverage] = None
     #: the plugins whose components the run used: name, module, distribution, version,
     #: source_sha256 (they enter the run id); left out of the file when there are none
     plugins: list[dict[str, Any]] = Field(default_factory=list)
@@ -202,6 +228,8 @@ class RunMeta(Record, schema="run_meta.v1"):
             data.pop("plugins", None)
         if data.get("categories") is None:
             data.pop("categories", None)
+        if data.get("partial") is None:
+            data.pop("partial", None)
         return data
 
 

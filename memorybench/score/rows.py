@@ -40,6 +40,8 @@ def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) ->
         metrics[metric] = {"overall": mean([r[metric] for r in rows]), "by_category": by_category}
     for category in CATEGORY_NAMES:
         metrics["counts"]["by_category"][str(category)] = sum(1 for r in rows if r["category"] == category)
+    if meta.get("partial"):  # a partial import (RunMeta.partial): what it holds and what is absent
+        metrics["partial"] = meta["partial"]
     return metrics
 
 

@@ -1,6 +1,6 @@
 """The `import` stage: another project's released LoCoMo answers -> a pack, and its reproduction table.
 
-    memorybench import FILE [FILE...] --format F [--model KEY] [--name NAME]
+    memorybench import FILE [FILE...] --format F [--model KEY] [--name NAME] [--allow-partial]
                        [--source REPOSITORY@COMMIT:PATH] [--packs DIR] [--pins DIR] [--json]
 
 No model call. The format's reader (`memorybench.stages.importers`) reads the files; every
@@ -10,17 +10,25 @@ counted in one error). The pack is a qa pack's layout, `<packs>/<name>/runs/<run
 the run id hashing the format, the model key and the sha256 of every file read:
 
     config.resolved.yaml, run_meta.json   answerer `imported`, memory `imported`, the pinned data
-    predictions.jsonl                     one row per question of the dataset, in file order: the
-                                          file's answer, or an empty one for a question the format
-                                          leaves out (mem0 and Zep drop category 5), named in the notes
+    predictions.jsonl                     one row per question the file answers, in the dataset's
+                                          file order; a category the format leaves out (mem0, Zep and
+                                          CORE drop 5) is not the pack's (run_meta.categories)
     predictions.csv, metrics.json         our LoCoMo F1 (rescore), as for any pack
-    memory/manifest.jsonl, lineage.jsonl  one row per conversation, no item: the file holds no memory
+    memory/manifest.jsonl, lineage.jsonl  one row per conversation held, no item: the file holds no memory
     imported/source.json                  the files (sha256), format, --source, how rows were mapped
     imported/rows.jsonl                   per released row: the file's own scores (`reported_*`) beside ours
     imported/reproduction.json            the table printed: rows reproduced, figures per category
     autorater/<judge id>/                 the file's judge labels as a judge of their own (J), with our
                                           Mem0 F1 and BLEU-1 per row, in the autorater's records
     TRACE.md, REFERENCE_PIN.json, _SUCCESS
+
+A partial file, one without a row (or an answer) for some questions its format holds (a
+release of some conversations, LoCoMo's one run per conversation, a run that stopped), is
+refused in one line naming `--allow-partial`; with it, the pack holds the questions the file
+answers and says so: run_meta.json and metrics.json carry `partial` (questions held of how
+many, conversations held, absent questions by conversation and by category, their ids), and
+the reproduction table is over those questions, a stats file's figure over other rows being
+marked not comparable. `is_prefix` stays false: the questions held need not be the first.
 
 The pack is written in a temporary folder beside its place and moved there whole, so a
 pack at its place is always finished; importing the same files again finds it and prints
@@ -61,7 +69,7 @@ from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
-from memorybench.pack.schemas import MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
+from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
 from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
@@ -113,8 +121,12 @@ def import_results(
     source: SourceRef | str | None = None,
     packs: str | os.PathLike[str] = DEFAULT_PACKS,
     pins: str | os.PathLike[str] | None = None,
+    allow_partial: bool = False,
 ) -> ImportResult:
-    """Import released files of format `fmt` into a pack; return it and its reproduction table."""
+    """Import released files of format `fmt` into a pack; return it and its reproduction table.
+
+    A file without a row for some questions its format holds is refused unless
+    `allow_partial`: then the pack holds the questions it answers, labelled partial."""
     reader = released_format(fmt)
     name = path_component(name, "experiment name", "pass --name NAME")
     ref = parse_source(source) if isinstance(source, str) or source is None else source
@@ -128,7 +140,8 @@ def import_results(
     data_path, data_info = resolve_dataset(OmegaConf.create({"name": "locomo10", "path": None}), pins)
     conversations = load_locomo(data_path)
     mapped = map_rows(released.rows, conversations, results_path)
-    _check_absent(mapped.absent, released, results_path, fmt)
+    dropped = [q for q in mapped.absent if q.category in released.drops]  # the format never holds them: not partial
+    partial = _partial(mapped.absent, released, conversations, results_path, fmt, allow_partial)
 
     read = [SourceFile(role=role, name=path.name, sha256=sha256_file(path), bytes=path.stat().st_size)  # type: ignore[arg-type]
             for role, path in released.files]
@@ -151,8 +164,9 @@ def import_results(
         source_record = ImportSource(
             format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
             conversations=mapped.conversations, tie_broken=mapped.tie_broken,
-            absent={str(c): n for c, n in sorted(Counter(q.category for q in mapped.absent).items())},
-            absent_question_ids=[q.question_id for q in mapped.absent], notes=_absent_notes(mapped.absent, fmt),
+            absent={str(c): n for c, n in sorted(Counter(q.category for q in dropped).items())},
+            absent_question_ids=[q.question_id for q in dropped], notes=[*_absent_notes(dropped, fmt), *_partial_notes(partial, fmt)],
+            partial=partial,
         )
         reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids,
                                    source_record)
@@ -163,15 +177,55 @@ def import_results(
     return ImportResult(final, source_record, reproduction, created=True)
 
 
-def _check_absent(absent: Sequence[Question], released: Released, path: Path, fmt: str) -> None:
-    """A question without a row is only allowed in a category the format leaves out."""
+def _counts(counter: Counter[Any]) -> dict[str, int]:
+    return {str(k): n for k, n in counter.items() if n}
+
+
+def _partial(absent: Sequence[Question], released: Released, conversations: Sequence[Conversation], path: Path, fmt: str,
+             allow_partial: bool) -> Coverage | None:
+    """The questions the format holds but the file has no row (or no answer) for: None when
+    there are none (a full file); with `allow_partial` what the partial pack holds and lacks;
+    else one line naming the flag. A category the format leaves out (`released.drops`) is
+    never partial: the pack is of the other categories (run_meta.categories)."""
     missing = [q for q in absent if q.category not in released.drops]
-    if missing:
-        by_category = ", ".join(f"category {c}: {n}" for c, n in sorted(Counter(q.category for q in missing).items()))
+    if not missing:
+        return None
+    by_category = _counts(Counter(q.category for q in sorted(missing, key=lambda q: q.category)))
+    by_conversation = _counts(Counter(q.sample_id for q in missing))
+    if not allow_partial:
+        categories = ", ".join(f"category {c}: {n}" for c, n in by_category.items())
+        convs = ", ".join(f"{s}: {n}" for s, n in by_conversation.items())
+        unanswered = (f"; {len(released.unanswered)} of them rows left unanswered, first {released.unanswered[0]}"
+                      if released.unanswered else "")
         raise UserError(
-            f"{path.name} has no row for {len(missing)} questions of the pinned LoCoMo ({by_category}; first: "
-            f"{missing[0].question_id} {missing[0].question!r}); a {fmt} import needs the file of a full run"
+            f"{path.name} has no row for {len(missing)} questions of the pinned LoCoMo that a {fmt} file holds ({categories}; "
+            f"by conversation {convs}; first: {missing[0].question_id} {missing[0].question!r}{unanswered}): a partial file; "
+            "pass --allow-partial to import it as a pack labelled partial over the questions it holds, or import the file of a full run"
         )
+    dropped = any(q.category in released.drops for q in absent)
+    pool = [q for c in conversations for q in c.questions if not (dropped and q.category in released.drops)]
+    gone = {q.question_id for q in missing}
+    held = [q for q in pool if q.question_id not in gone]
+    samples = list(dict.fromkeys(q.sample_id for q in held))
+    unanswered = f", {len(released.unanswered)} of them rows it left unanswered" if released.unanswered else ""
+    return Coverage(
+        reason=(f"the {fmt} file has no row for {len(missing)} of the {len(pool)} questions its format holds{unanswered} "
+                f"(it answers questions of {len(samples)} of the {len(conversations)} conversations; imported with --allow-partial)"),
+        questions=len(held), of=len(pool), conversations=samples, absent_by_conversation=by_conversation,
+        absent_by_category=by_category, absent_question_ids=[q.question_id for q in missing],
+    )
+
+
+def _partial_notes(partial: Coverage | None, fmt: str) -> list[str]:
+    if partial is None:
+        return []
+    categories = ", ".join(f"category {c}: {n}" for c, n in partial.absent_by_category.items())
+    convs = ", ".join(f"{s}: {n}" for s, n in partial.absent_by_conversation.items())
+    return [
+        f"Partial: {partial.reason}. The pack holds {partial.questions} of {partial.of} questions ({len(partial.conversations)} "
+        f"conversations); absent by conversation {convs}; by category {categories} (run_meta.partial lists them). Its metrics and "
+        "reproduction table are over the questions held: a figure published for the whole set is not comparable with them."
+    ]
 
 
 def _absent_notes(absent: Sequence[Question], fmt: str) -> list[str]:
@@ -240,6 +294,12 @@ def _write_pack(
     # never an empty answer scored 0 in a category the file did not answer
     categories = sorted({q.category for q in every} - set(released.drops)) if source.absent else None
     questions = [q for q in every if q.category in categories] if categories else every
+    # a partial file (--allow-partial): the questions it answers, never an empty answer scored 0
+    partial = source.partial
+    if partial is not None:
+        gone = set(partial.absent_question_ids)
+        questions = [q for q in questions if q.question_id not in gone]
+    held = {q.sample_id for q in questions}
     row_of = dict(zip(question_ids, released.rows))
     commit, dirty = git_state()
     started = utc_now()
@@ -251,7 +311,7 @@ def _write_pack(
         choices={"dataset": "locomo10", "memory": MEMORY, "answerer": ANSWERER}, git_commit=commit, git_dirty=dirty,
         package_versions=package_versions(), data=data_info, prompts={}, models=[], started_at=started,
         question_count=len(questions), questions_total=len(every), is_prefix=False, max_questions=None, local_model=False,
-        notes=notes, plugins=plugins_used(cfg), categories=categories,
+        notes=notes, plugins=plugins_used(cfg), categories=categories, partial=partial,
     )
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
     pack.write_json(layout.RUN_META, meta)
@@ -286,7 +346,7 @@ def _write_pack(
     pack.write_text(layout.MEMORY_MANIFEST, "".join(dump_line(MemoryManifestRow(
         sample_id=c.sample_id, method=MEMORY, question_dependent=False, item_count=0,
         metadata={"note": "the released file holds answers, not the memory they were made from"},
-    )) for c in conversations))
+    )) for c in conversations if c.sample_id in held))
     pack.write_text(layout.LINEAGE, "")
     pack.write_text(ROWS, "".join(dump_line(r) for r in imported))
     pack.write_text(SOURCE, source.dump())
@@ -300,7 +360,7 @@ def _write_pack(
         judge = PackReader.open(root).autorater_metrics(judge_id)
     reproduction = build_reproduction(
         imported, released, run_id=rid, format_name=source.format, results_sha256=source.files[0].sha256, judge_id=judge_id,
-        judge=judge, verdict_scores=verdict_scores, golds=golds, notes=source.notes,
+        judge=judge, verdict_scores=verdict_scores, golds=golds, notes=source.notes, partial=partial,
     )
     pack.write_text(REPRODUCTION, reproduction.dump())
     pack.write_text(layout.TRACE_MD, _trace_md(PackReader.open(root), rid, data_path, source, judge_id))
@@ -422,6 +482,9 @@ def _parser() -> OneLineParser:
     parser.add_argument("--format", required=True, dest="fmt", metavar="F", help=f"one of {', '.join(FORMATS)}")
     parser.add_argument("--model", dest="model_key", metavar="KEY", help="locomo_task_eval: the model whose <KEY>_prediction to import")
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"the experiment name, the pack's folder under --packs (default {DEFAULT_NAME})")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="import a file without a row for some questions its format holds (some conversations, a run that "
+                             "stopped) as a pack labelled partial, over the questions it holds; refused without it")
     parser.add_argument("--source", metavar="REPOSITORY@COMMIT:PATH", help="where the results file was published (recorded)")
     parser.add_argument("--packs", default=DEFAULT_PACKS, help=f"packs root (paths.packs; default {DEFAULT_PACKS})")
     parser.add_argument("--pins", help="pins folder with the pinned LoCoMo and punkt_tab (default: $MEMORYBENCH_PINS, user cache)")
@@ -437,7 +500,8 @@ def import_main(argv: Sequence[str]) -> int:
         from memorybench.score.lexical import set_nltk_data_dir
 
         set_nltk_data_dir(nltk_data_dir(ns.pins))
-    result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins)
+    result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins,
+                            allow_partial=ns.allow_partial)
     print(result.reproduction.dump() if ns.json else format_reproduction(result.reproduction), end="" if ns.json else "\n")
     print(f"pack: {result.pack_root}", file=sys.stderr if ns.json else sys.stdout)
     return 0

@@ -47,6 +47,10 @@ def format_table(metrics: dict[str, Any]) -> str:
         lines.append("Embedded local model: not comparable with published LoCoMo numbers.")
     if metrics.get("is_prefix"):
         lines.append(f"Smoke test: the first {metrics['questions']} questions only (max_questions).")
+    partial = metrics.get("partial")
+    if partial:  # a partial import (import --allow-partial): not a prefix, some conversations or rows
+        lines.append(f"Partial import: {partial['questions']} of {partial['of']} questions ({len(partial['conversations'])} "
+                     "conversations held); not comparable with figures over the whole set.")
     header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
     lines += [header, "-" * len(header)]
 

@@ -49,12 +49,18 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
     categories = meta.get("categories")
     # a run that answered some categories only (RunMeta.categories): its questions are theirs
     selected = [q for q in every if q.category in categories] if categories else every
+    partial = meta.get("partial")
+    if partial:  # a partial import (RunMeta.partial): the questions its file holds, not a prefix
+        absent = set(partial.get("absent_question_ids") or ())
+        selected = [q for q in selected if q.question_id not in absent]
     max_q = meta["max_questions"]
     expected = selected[:max_q] if max_q else selected
     n = len(expected)
     if meta["questions_total"] != total:
         out.add("count", layout.RUN_META, f"questions_total={meta['questions_total']}, the dataset has {total}")
     of = f"the {len(selected)} questions of categories {categories}" if categories else f"the dataset's {total} questions"
+    if partial:
+        of = f"the {len(selected)} questions its partial file holds"
     if meta["question_count"] != n:
         out.add("count", layout.RUN_META, f"question_count={meta['question_count']}, but max_questions={max_q} over {of} gives {n}")
     prefix = n < len(selected)

@@ -71,6 +71,10 @@ class Released:
     fields: dict[str, str] = field(default_factory=dict)
     #: categories whose questions the format leaves out (mem0's evals.py and Zep drop 5)
     drops: tuple[int, ...] = ()
+    #: rows the file has but did not answer (LoCoMo's qa rows without `<model>_prediction`: a run
+    #: that stopped), where each is (`conv-26 qa[3]`); their questions are absent, so the file is
+    #: partial: imported only with --allow-partial
+    unanswered: list[str] = field(default_factory=list)
 
 
 class ReleasedFormat(Protocol):

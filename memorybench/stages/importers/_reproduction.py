@@ -7,6 +7,11 @@ F1 is a numpy mean), lists up to 5 that differ, and puts per category (by number
 mean next to the mean of the file's own values and, when a stats file came with it, the
 figure that file states. A metric the file has no per-row value of is shown with ours
 alone. Every number comes from the rows: nothing published is held here.
+
+A partial file (`import --allow-partial`) is computed over the questions it holds, and its
+table says so first. A stated figure that counts other rows than the file holds (a stats
+file of the whole run beside a file of some conversations) is kept but marked not
+comparable (`stated_comparable: false`, printed `n/c`), never set beside ours.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from memorybench.answer.imported import CategoryFigure, ImportedRow, MetricReproduction, Mismatch, Reproduction, RowAgreement
+from memorybench.pack.schemas import Coverage
 from memorybench.pack.autorater_schemas import AutoraterMetrics
 from memorybench.score import CATEGORY_NAMES
 from memorybench.stages.importers._base import Released
@@ -71,6 +77,8 @@ def _figure(pairs: Sequence[tuple[float | None, Any]], stated: tuple[int, float]
         reported=_mean(reported),
         stated=None if stated is None or not stated[0] else stated[1] / stated[0],
         stated_rows=None if stated is None else stated[0],
+        # a figure over other rows than these (a partial file beside its whole run's stats) is not theirs
+        stated_comparable=None if stated is None else stated[0] == len(pairs),
     )
 
 
@@ -129,8 +137,10 @@ def build_reproduction(
     verdict_scores: Mapping[str, int],
     golds: Mapping[str, str | None],
     notes: Sequence[str] = (),
+    partial: Coverage | None = None,
 ) -> Reproduction:
-    """The `reproduction.v1` record of one import, from its rows (and its judge folder's metrics)."""
+    """The `reproduction.v1` record of one import, from its rows (and its judge folder's metrics);
+    of a partial file (`partial`), over the questions it holds."""
     every = tuple(sorted({r.category for r in rows}))
     metrics = {
         "locomo_f1": _metric("locomo_f1", rows, lambda r: r.locomo_f1, lambda r: r.reported_locomo_f1, locomo_equal,
@@ -144,8 +154,14 @@ def build_reproduction(
             "j", rows, lambda r: verdict_scores.get(r.question_id), lambda r: r.reported_j, lambda a, b, c: a == b,
             released.labels.field, MEM0_CATEGORIES, released, golds, ours_by_category=judge.j.by_category, ours_overall=judge.j.overall,
         )
+    notes = list(notes)
+    for metric in metrics.values():
+        for key, f in [*metric.by_category.items(), ("overall", metric.overall)]:
+            if f.stated_comparable is False:
+                notes.append(f"{metric.label}, {'category ' + key if key != 'overall' else 'overall'}: the figure stated is over "
+                             f"{f.stated_rows} rows, the file holds {f.rows} here: not comparable (n/c), kept in reproduction.json only.")
     return Reproduction(run_id=run_id, format=format_name, results_sha256=results_sha256, judge_id=judge_id, metrics=metrics,
-                        notes=list(notes))
+                        notes=notes, partial=partial)
 
 
 def _fmt(value: float | None) -> str:
@@ -155,6 +171,12 @@ def _fmt(value: float | None) -> str:
 def format_reproduction(rep: Reproduction) -> str:
     """The table `memorybench import` prints: per metric, rows reproduced, then per category."""
     lines = [f"reproduction ({rep.format}, results sha256 {rep.results_sha256[:12]}): ours beside the file's own"]
+    if rep.partial is not None:
+        p = rep.partial
+        lines.append(f"PARTIAL: over the {p.questions} of {p.of} questions the file holds ({len(p.conversations)} conversations); "
+                     f"absent: {sum(p.absent_by_category.values())} (by category "
+                     + ", ".join(f"{c}: {n}" for c, n in p.absent_by_category.items()) + "); "
+                     "figures published for the whole set are not comparable with these")
     for name, metric in rep.metrics.items():
         lines.append("")
         if metric.rows is None:
@@ -176,6 +198,7 @@ def format_reproduction(rep: Reproduction) -> str:
         for key, label, f in figures:
             line = (f"  {key:<4}{label:<13}{f.rows:>5}  {_fmt(f.ours):>7}" + (f"  {_fmt(f.ours_rounded):>8}" if rounded else "")
                     + f"  {_fmt(f.reported):>7}")
-            lines.append(line + (f"  {_fmt(f.stated):>7}" if stated else ""))
+            shown = "n/c" if f.stated_comparable is False else _fmt(f.stated)
+            lines.append(line + (f"  {shown:>7}" if stated else ""))
     lines += rep.notes
     return "\n".join(lines)

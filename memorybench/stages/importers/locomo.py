@@ -4,11 +4,14 @@ The results file is locomo10.json's conversations, each `{sample_id, qa: [...]}`
 qa row with `<model>_prediction` and `<model>_f1` added (LoCoMo's evaluate_qa.py writes
 `round(f1, 3)`; category 1's F1 is numpy's mean, so its rounding is numpy's) and category
 5 rows' `answer` set to their `adversarial_answer`. One file may hold several models:
-`--model KEY` names one (a key may hold `/`). Its stats file
-(`task_eval/evaluation_stats.py`, `analyze_aggr_acc`) is `{model: {category_counts,
-cum_accuracy_by_category, ...}}`: per category, the row count and the sum of the rows'
-`<model>_f1`; LoCoMo's table is their quotient. The by-memory and by-context-length
-breakdowns of the stats file are not read.
+`--model KEY` names one (a key may hold `/`). Its stats file (`task_eval/evaluation_stats.py`,
+`analyze_aggr_acc`) is `{model: {category_counts, cum_accuracy_by_category, ...}}`: per
+category, the row count and the sum of the rows' `<model>_f1`; LoCoMo's table is their
+quotient. The by-memory and by-context-length breakdowns of the stats file are not read.
+
+A file of some conversations only (LoCoMo's pull request 7 ships one run per conversation),
+or with qa rows left unanswered (no `<model>_prediction`: a run that stopped), is partial:
+the rows without an answer are `Released.unanswered`, and `import --allow-partial` takes it.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class LocomoTaskEval:
             if not isinstance(sample, dict) or not isinstance(sample.get("qa"), list):
                 raise shape_error(path, self.name, self.shape, f"item {i} without a qa list")
         key = self._model(path, data, model_key)
-        rows = self._rows(path, data, key)
+        rows, unanswered = self._rows(path, data, key)
         stated: dict[str, dict[int, Stated]] = {}
         read = [("results", path)]
         if stats:
@@ -72,7 +75,7 @@ class LocomoTaskEval:
                 raise UserError(f"{stats_path} has no figures of model {key!r} (it has {', '.join(sorted(stats_data))}); pass its own stats file")
             stated["locomo_f1"] = self._stated(stats_path, stats_data[key])
             read.append(("stats", stats_path))
-        return Released(rows=rows, files=read, model_key=key, stated=stated,
+        return Released(rows=rows, files=read, model_key=key, stated=stated, unanswered=unanswered,
                         fields={"locomo_f1": key + F1} if any("locomo_f1" in r.reported for r in rows) else {})
 
     @staticmethod
@@ -88,7 +91,9 @@ class LocomoTaskEval:
         return model_key
 
     @staticmethod
-    def _rows(path: Path, data: list[Any], key: str) -> list[ReleasedRow]:
+    def _rows(path: Path, data: list[Any], key: str) -> tuple[list[ReleasedRow], list[str]]:
+        """The answered rows, and where each row without a `<key>_prediction` is (the stage
+        refuses those unless the import is --allow-partial)."""
         rows, missing = [], []
         for sample in data:
             sample_key = str(sample.get("sample_id"))
@@ -110,9 +115,7 @@ class LocomoTaskEval:
                     category=category_of(row.get("category"), path, where), prediction=prediction,
                     reported=reported, extra=extra,
                 ))
-        if missing:
-            raise UserError(f"{path}: {len(missing)} qa rows have no {key}{PREDICTION} (first: {missing[0]}); import a file answered in full")
-        return rows
+        return rows, missing
 
     @staticmethod
     def _stated(path: Path, figures: Any) -> dict[int, Stated]:
