@@ -32,6 +32,15 @@ class Answer:
     malformed_reply: bool | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AskedChoice(AskedQuestion):
+    """A category-5 question posed as LoCoMo's two-way choice (`reader.prompt=locomo`): the
+    question and its trap, `adversarial_answer`, never its gold. Only an answerer whose
+    `poses_choice` is true is asked one; every other gets the plain `AskedQuestion`."""
+
+    adversarial_answer: str
+
+
 @dataclass(frozen=True)
 class ConversationView:
     """What an answerer may know of a conversation: its sessions, never its questions' gold."""
@@ -55,8 +64,7 @@ class Answerer(Protocol):
 
     def answer(self, asked: AskedQuestion, memory: str) -> Answer:
         """The answer to one question. An answerer with a true `poses_choice` attribute is
-        asked with the question's `adversarial_answer` (LoCoMo's category-5 choice); any
-        other is asked without it."""
+        asked a category-5 question as an `AskedChoice` (with its `adversarial_answer`)."""
         ...
 
     def finish(self, questions: Sequence[Question]) -> None:

@@ -9,8 +9,9 @@ from typing import ClassVar
 
 from omegaconf import DictConfig
 
+from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
-from memorybench.answer.base import Answer, ConversationView
+from memorybench.answer.base import Answer, AskedChoice, ConversationView
 from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, pinned_reader, reader_template
 from memorybench.data.records import AskedQuestion, Question
 from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
@@ -157,8 +158,11 @@ class ReaderAnswerer:
         """The two options of a category-5 question under LoCoMo's protocol, (a) first; else None."""
         if not self.poses_choice or asked.category != 5:
             return None
-        if asked.adversarial_answer is None:
-            raise ValueError(f"{asked.question_id} is category 5 but was asked without its adversarial_answer")
+        if not isinstance(asked, AskedChoice):
+            raise UserError(
+                f"{asked.question_id} is category 5 with no adversarial_answer: reader.prompt=locomo poses it as a choice"
+                " against that answer; add it to the dataset row, or use reader.prompt=readers/qa_v1.txt"
+            )
         return locomo_options(asked.question_id, asked.adversarial_answer)
 
     def call(self, asked: AskedQuestion, memory: str, options: dict[str, str] | None = None) -> tuple[str, ReaderTrace]:

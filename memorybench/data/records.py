@@ -40,9 +40,6 @@ class AskedQuestion:
     sample_id: str
     category: int
     question: str
-    #: the trap of a category-5 question (never its gold), given only to an answerer that poses
-    #: LoCoMo's two-way choice (`reader.prompt=locomo`); None for every other answerer
-    adversarial_answer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +56,8 @@ class Question:
     adversarial_answer: str | None
     evidence: tuple[str, ...]
 
-    def asked(self, *, with_adversarial_answer: bool = False) -> AskedQuestion:
-        """The question without gold or evidence; the category-5 trap only when asked for."""
-        trap = self.adversarial_answer if with_adversarial_answer and self.category == 5 else None
-        return AskedQuestion(self.question_id, self.sample_id, self.category, self.question, trap)
+    def asked(self) -> AskedQuestion:
+        return AskedQuestion(self.question_id, self.sample_id, self.category, self.question)
 
     def gold_strings(self) -> tuple[str, ...]:
         """Every gold string of the row, for contamination scans."""

@@ -22,7 +22,7 @@ from memorybench.config import shown_override
 from memorybench.errors import UserError
 from memorybench.names import writable_folder
 from memorybench.hashing import sha256_file
-from memorybench.answer.base import ConversationView
+from memorybench.answer.base import AskedChoice, ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
 from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
 from memorybench.llm.sizing import longest_prompt_tokens
@@ -188,8 +188,9 @@ def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory
     asked = question.asked()  # no gold, no evidence
     text = method.for_question(memory, asked, ctx)
     memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
-    if getattr(answerer, "poses_choice", False):  # LoCoMo's category-5 choice: the trap, never the gold
-        asked = question.asked(with_adversarial_answer=True)
+    if question.category == 5 and question.adversarial_answer is not None and getattr(answerer, "poses_choice", False):
+        # LoCoMo's category-5 choice: the trap, never the gold
+        asked = AskedChoice(asked.question_id, asked.sample_id, asked.category, asked.question, question.adversarial_answer)
     answer = answerer.answer(asked, text)
     pack.predictions.append(
         Prediction(

@@ -344,3 +344,23 @@ def test_verify_finds_a_prediction_that_is_not_the_mapped_reply(locomo_pack, tmp
     _edit_row(pack, "predictions.jsonl", "mini-2-q-4", lambda r: r.update(prediction=NOT_MENTIONED, choice=None))
     found = _findings(pack)
     assert any(c == "row.mismatch" and "get_cat_5_answer" in m and "mini-2-q-4" in m for c, m in found), found
+
+
+def test_a_category_5_row_with_no_adversarial_answer_is_a_one_line_error(server, tmp_path, capsys):
+    data = json.loads(MINI.read_text("utf-8"))
+    del data[0]["qa"][4]["adversarial_answer"]
+    path = tmp_path / "no_trap.json"
+    path.write_text(json.dumps(data), "utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        main(["qa", *scripted_reader(server.base_url), f"dataset.path={path}", f"paths.packs={tmp_path / 'packs'}",
+              f"paths.cache={tmp_path / 'cache'}", "name=locomo", "memory=full_context", "reader.prompt=locomo"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "mini-1-q-4 is category 5 with no adversarial_answer" in err and "Traceback" not in err
+
+
+def test_only_an_answerer_that_poses_the_choice_is_given_the_trap():
+    from memorybench.answer.base import AskedChoice
+    from memorybench.data.records import AskedQuestion
+
+    assert not hasattr(AskedQuestion("q", "s", 5, "?"), "adversarial_answer")  # the plain question: no trap, no gold
+    assert set(AskedChoice.__slots__) == {"adversarial_answer"} and issubclass(AskedChoice, AskedQuestion)
