@@ -215,3 +215,31 @@ def test_the_cli_imports_a_partial_file_with_the_flag(files, memobase9, packs, c
                  "--allow-partial"])
     out = capsys.readouterr().out
     assert code == 0 and "PARTIAL: over the 1388 of 1540 questions" in out and f"pack: {memobase9.pack_root}" in out
+
+
+def test_rescore_keeps_a_partial_pack_as_it_was(memobase9):
+    from memorybench.stages.rescore import format_table, rescore
+
+    before = (memobase9.pack_root / "metrics.json").read_bytes()
+    metrics = rescore(memobase9.pack_root)
+    assert (memobase9.pack_root / "metrics.json").read_bytes() == before
+    assert "Partial import: 1388 of 1540 questions (9 conversations held)" in format_table(metrics)
+    assert failures(verify_pack(memobase9.pack_root)) == []
+
+
+# -- CORE: some of its one-file-per-conversation files ------------------------------------
+def test_some_core_files_are_a_partial_pack_whose_stated_j_covers_them(tmp_path, locomo_raw):
+    from test_import_core import _core_files  # CORE's released shape, made from the dataset
+
+    paths, *_ = _core_files(tmp_path / "files", locomo_raw)
+    with pytest.raises(UserError, match="by conversation conv-41: 152, .*pass --allow-partial"):
+        import_results(paths[:2], "core", packs=tmp_path / "packs")
+    result = import_results(paths[:2], "core", packs=tmp_path / "packs", allow_partial=True)
+    partial = _meta(result.pack_root)["partial"]
+    assert (partial["questions"], partial["of"], partial["conversations"]) == (152 + 81, 1540, ["conv-26", "conv-30"])
+    assert "5" not in partial["absent_by_category"] and result.source.absent == {"5": 446}
+    j = result.reproduction.metrics["j"]
+    # CORE's stated J is summed over the files given: it counts the rows held, so it stands beside ours
+    for figure in [*j.by_category.values(), j.overall]:
+        assert figure.stated_comparable is True and figure.stated == pytest.approx(figure.ours)
+    assert failures(verify_pack(result.pack_root)) == []
