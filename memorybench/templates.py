@@ -1,6 +1,7 @@
 """Prompt templates: versioned text files under prompts/ (and a plugin's prompts folder),
 loaded with an exact set of `{slot}`s; the pinned third-party reader prompts
-(`JINJA_READERS`: Mem0's answer prompts, rendered with jinja2 as Mem0 renders them); and
+(`JINJA_READERS`: Mem0's answer prompts, rendered with jinja2 as Mem0 renders them;
+`LOCOMO_READER`: LoCoMo's own question protocol; both in `PINNED_READERS`); and
 templates made from a pinned prompt when used (`DERIVED_READERS`: `qa_mem0_v1`).
 
 A template whose slots differ from what its user fills is refused when it is loaded, so
