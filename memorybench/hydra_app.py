@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs, recorded_choices
 from memorybench.errors import UserError, error_line, report
-from memorybench.secrets import known_secrets, register, scrub, scrubbed_stdio
+from memorybench.secrets import CREDENTIAL_ENV, contains_secret, known_secrets, looks_like_key, register, scrub_yaml, scrubbed_stdio
 
 
 class QAJobFailed(UserError, CompactHydraException):
@@ -68,17 +68,34 @@ def _scrub_hydra_files() -> None:
         if not path.is_file():
             continue
         text = path.read_text("utf-8")
-        cleaned = scrub(text)
+        cleaned = scrub_yaml(text)  # a masked value stays YAML (quoted)
         if cleaned != text:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
             tmp.write_text(cleaned, "utf-8")
             os.replace(tmp, path)
 
 
+def _launcher_env_secrets(config: DictConfig) -> list[str]:
+    """The credentials a sweep hands its launcher's tasks as plain values
+    (`hydra.launcher.env={OPENAI_API_KEY: ...}`): a credential variable's value, or any value
+    shaped like a key. The Cloud Run launchers refuse them; this makes sure the sweep's
+    `multirun.yaml`, which holds them resolved and as typed, is scrubbed of them first."""
+    try:
+        env = OmegaConf.select(config, "hydra.launcher.env", default=None)
+        values = OmegaConf.to_container(env, resolve=True) if isinstance(env, DictConfig) else {}
+    except Exception:  # noqa: BLE001 - a node that does not resolve here holds no value to register
+        return []
+    assert isinstance(values, dict)
+    return [str(v) for k, v in values.items()
+            if isinstance(v, str) and (CREDENTIAL_ENV.search(str(k).upper()) or looks_like_key(v) or contains_secret(v))]
+
+
 def _register(config: DictConfig) -> None:
-    """The credentials of a job's config (its `hydra` node left out: it resolves only inside a job)."""
+    """The credentials of a job's config (its `hydra` node left out: it resolves only inside a
+    job) and of its launcher's task environment (`_launcher_env_secrets`)."""
     register(known_secrets({k: OmegaConf.to_container(v, resolve=True) if isinstance(v, DictConfig) else v
                             for k, v in config.items() if k != "hydra"}))
+    register(_launcher_env_secrets(config))
 
 
 class ScrubHydraFiles(Callback):

@@ -29,7 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 from memorybench.hashing import sha256_file, sha256_json
 from memorybench.plugins import installed_plugins
 from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS
-from memorybench.secrets import clean_config
+from memorybench.errors import UserError
+from memorybench.secrets import clean_config, contains_secret, looks_like_key
 
 # the judge belongs to the autorater stage: qa never calls it, so it is not part of a qa run's identity
 EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher", "judge"})
@@ -228,8 +229,21 @@ def run_identity(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None =
     reader = data.get("reader", {})
     # an answerer with a model of its own (an agent) names it; the reader's is reader.model
     model = data.get("answerer", {}).get("model") or reader.get("model") or reader.get("name") or "model"
+    where = "answerer.model" if data.get("answerer", {}).get("model") else "reader.model" if reader.get("model") else "reader.name"
+    for key, value in (("memory.name", memory), ("answerer.name", answerer), (where, model)):
+        _refuse_secret(key, str(value))
     prefix = "-".join(_slug(str(p)) for p in (memory, answerer, model))
     return f"{prefix}-{sha[:HEX_DIGITS]}", sha
+
+
+def _refuse_secret(key: str, value: str) -> None:
+    """A credential never enters a run id: it would be the pack's folder name and part of
+    every bucket path, MLflow run and log line that names the run."""
+    if contains_secret(value) or looks_like_key(value):
+        raise UserError(
+            f"{key} holds a credential (an API key or token; not shown): it would become part of the run id, the pack's "
+            f"folder and bucket paths; set {key} to the model's name and keep the key in its environment variable (api_key_env)"
+        )
 
 
 def plugins_used(config: dict[str, Any]) -> list[dict[str, Any]]:

@@ -24,23 +24,31 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import functools
+import json
 import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 __all__ = [
-    "CREDENTIAL_ENV", "MASK", "MIN_SECRET_LENGTH", "EndpointURL", "clean_config", "clean_url", "credential_values",
-    "known_secrets", "register", "registered", "scrub", "scrub_bytes", "scrubbed_stdio", "split_url",
+    "CREDENTIAL_ENV", "MASK", "MIN_SECRET_LENGTH", "EndpointURL", "clean_config", "clean_url", "contains_secret",
+    "credential_values", "known_secrets", "looks_like_key", "register", "registered", "scrub", "scrub_bytes",
+    "scrub_yaml", "scrubbed_stdio", "secret_forms", "split_url",
 ]
 
 #: what a secret value is replaced by
 MASK = "***"
 #: values shorter than this are not secrets we can replace (they would match anywhere)
 MIN_SECRET_LENGTH = 8
+#: a secret at least this long (an API key) is masked from its first PREFIX_LENGTH characters on
+#: as well: a server or a cut that shortened it must not leave its first part readable
+PREFIX_SECRET_LENGTH = 16
+#: the shortest prefix of such a secret that is masked (past its scheme head: see `_KEY_HEAD`)
+PREFIX_LENGTH = 8
 #: environment variables whose values are credentials
 CREDENTIAL_ENV = re.compile(r"(?:^OPENAI_API_KEY$|_API_KEY$|_TOKEN$|_SECRET$|_SECRET_KEY$|_ACCESS_KEY$|_PASSWORD$)")
 #: query parameter names whose values are credentials (`key`, `api-key`, `access_token`, `sig`, `X-Amz-Signature`, ...)
@@ -50,6 +58,12 @@ _SECRET_QUERY_NAME = re.compile(
 )
 #: values that are credentials whatever they are called (an OpenAI-style key and the like)
 _SECRET_VALUE = re.compile(r"^(?:sk-|gh[pousr]_|github_pat_|hf_|xox[abprs]-|AIza|ya29\.)[A-Za-z0-9._-]{16,}$")
+#: such a value inside any text (an override as typed that Hydra quotes in its error, before any
+#: config is known): masked whether or not it was registered
+_KEY_TOKEN = re.compile(r"(?<![A-Za-z0-9._-])(?:sk-|gh[pousr]_|github_pat_|hf_|xox[abprs]-|AIza|ya29\.)[A-Za-z0-9._-]{16,}")
+#: the public head of such a value (every OpenAI project key starts `sk-proj-`): a masked prefix
+#: reaches at least 4 characters past it, so a plain `sk-proj-` in a text stays as it is
+_KEY_HEAD = re.compile(r"^(?:sk-(?:proj-|svcacct-|admin-|ant-[a-z]+\d*-)?|gh[pousr]_|github_pat_|hf_|xox[abprs]-|AIza|ya29\.)")
 #: a URL inside any text (a YAML value, an override, a Python list's repr, an error line)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`\\]+")
 
@@ -59,7 +73,13 @@ _registered: set[str] = set()
 def credential_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of the credential variables present (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...)."""
     env = os.environ if environ is None else environ
-    return sorted({v for k, v in env.items() if CREDENTIAL_ENV.search(k.upper()) and len(v.strip()) >= MIN_SECRET_LENGTH})
+    # stripped: a key pasted from a file ends with a newline (the key is the rest)
+    return sorted({v.strip() for k, v in env.items() if CREDENTIAL_ENV.search(k.upper()) and len(v.strip()) >= MIN_SECRET_LENGTH})
+
+
+def looks_like_key(value: str) -> bool:
+    """Whether `value` has the shape of an API key or token whatever it is called (`sk-...`, `ghp_...`, ...)."""
+    return bool(_SECRET_VALUE.match(value.strip()))
 
 
 # -- URLs -------------------------------------------------------------------------------
@@ -192,13 +212,66 @@ def known_secrets(config: Mapping[str, Any], environ: Mapping[str, str] | None =
 
 # -- scrubbing --------------------------------------------------------------------------
 def register(values: Iterable[str]) -> None:
-    """Remember credential values for `scrub`, for the rest of this process."""
-    _registered.update(v for v in values if v and len(v.strip()) >= MIN_SECRET_LENGTH)
+    """Remember credential values for `scrub`, for the rest of this process (each without
+    its surrounding whitespace: a key read from a file keeps no newline)."""
+    _registered.update(v.strip() for v in values if v and len(v.strip()) >= MIN_SECRET_LENGTH)
 
 
 def registered() -> frozenset[str]:
     """Every value `scrub` replaces now: the registered ones and the environment's credentials."""
     return frozenset(_registered.union(credential_values()))
+
+
+def secret_forms(value: str) -> frozenset[str]:
+    """Every form `value` takes in a message: itself without surrounding whitespace (a key
+    read with its newline is masked, the newline kept), escaped as `repr` and JSON write it
+    (`\\n`, the inside of a bytes literal `b'...'`, as httpx's `Illegal header value b'...'`),
+    and percent-encoded (a URL's query)."""
+    core = value.strip()
+    if len(core) < MIN_SECRET_LENGTH:
+        return frozenset()
+    forms = {core, repr(core)[1:-1], json.dumps(core)[1:-1], repr(core.encode("utf-8"))[2:-1], quote(core, safe="")}
+    return frozenset(f for f in forms if len(f) >= MIN_SECRET_LENGTH)
+
+
+@functools.lru_cache(maxsize=64)
+def _patterns(values: frozenset[str]) -> tuple[tuple[str, ...], tuple[tuple[str, int], ...]]:
+    """(every form of every value, longest first; (value, shortest masked prefix) of the long ones)."""
+    forms = sorted({f for v in values for f in secret_forms(v)}, key=lambda f: (-len(f), f))
+    prefixes = []
+    for value in sorted({v.strip() for v in values}, key=lambda v: (-len(v), v)):
+        if len(value) >= PREFIX_SECRET_LENGTH:
+            head = _KEY_HEAD.match(value)
+            shortest = max(PREFIX_LENGTH, (head.end() + 4) if head else 0)
+            if shortest < len(value):
+                prefixes.append((value, shortest))
+    return tuple(forms), tuple(prefixes)
+
+
+def _mask_values(text: str) -> str:
+    """`text` with every form of every known secret, every prefix of one that is long enough
+    to matter (`PREFIX_LENGTH`), and every token shaped like a key (`sk-...`), replaced by `***`."""
+    forms, prefixes = _patterns(registered())
+    for form in forms:  # longest first: a value that contains another is replaced whole
+        if form in text:
+            text = text.replace(form, MASK)
+    for value, shortest in prefixes:
+        start, head = 0, value[:shortest]
+        while (i := text.find(head, start)) >= 0:
+            j = i + shortest
+            while j - i < len(value) and j < len(text) and text[j] == value[j - i]:
+                j += 1
+            text = text[:i] + MASK + text[j:]
+            start = i + len(MASK)
+    return _KEY_TOKEN.sub(MASK, text) if _KEY_TOKEN.search(text) else text
+
+
+def contains_secret(text: str) -> bool:
+    """Whether `text` holds a known secret in any of its forms (`secret_forms`), the first
+    part of one (`PREFIX_LENGTH` characters or more), or a token shaped like a key: what
+    `scrub` would mask. Every writer and printer masks through `scrub`; a value that must
+    never be written at all (a run id, a path, a launcher's plain env) is refused on it."""
+    return bool(text) and _mask_values(text) != text
 
 
 def _clean_match(match: re.Match[str]) -> str:
@@ -207,25 +280,42 @@ def _clean_match(match: re.Match[str]) -> str:
 
 
 def scrub(text: str) -> str:
-    """`text` with every known secret value replaced by `***` and every URL in it cleaned."""
-    # longest first: a value that contains another is replaced whole
-    for value in sorted(registered(), key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, MASK)
+    """`text` with every known secret replaced by `***` (in any of its forms, and its first
+    part where it was cut: `contains_secret`) and every URL in it cleaned."""
+    text = _mask_values(text)
     if "://" in text:
         text = _URL.sub(_clean_match, text)
     return text
 
 
-def scrub_bytes(data: bytes) -> bytes:
-    """`scrub` for a file's bytes; bytes that are not UTF-8 get the value replacement only."""
+#: a YAML plain scalar that a mask begins (`key: ***`, `- ***...`): YAML would read it as an alias
+_YAML_MASKED_SCALAR = re.compile(r"(?m)^(?P<lead>[ \t]*(?:- +)*(?:[^\s#'\"{\[\-][^\n#]*?: +)?)(?P<value>\*\*\*[^\n]*?)[ \t]*$")
+
+
+def _quote_masked_scalar(match: re.Match[str]) -> str:
+    value = match.group("value")
+    return match.group("lead") + "'" + value.replace("'", "''") + "'"
+
+
+def scrub_yaml(text: str) -> str:
+    """`scrub` for a YAML file: a value the mask begins is quoted (`model: '***'`), so the
+    file still reads as YAML (a plain `***` is an alias to YAML, and loading it fails)."""
+    cleaned = scrub(text)
+    if cleaned == text or MASK not in cleaned:
+        return cleaned
+    return _YAML_MASKED_SCALAR.sub(_quote_masked_scalar, cleaned)
+
+
+def scrub_bytes(data: bytes, *, yaml: bool = False) -> bytes:
+    """`scrub` for a file's bytes (`scrub_yaml` with `yaml`); bytes that are not UTF-8 get the value replacement only."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        for value in sorted(registered(), key=len, reverse=True):
-            data = data.replace(value.encode("utf-8"), MASK.encode("ascii"))
+        forms, _ = _patterns(registered())
+        for form in forms:
+            data = data.replace(form.encode("utf-8"), MASK.encode("ascii"))
         return data
-    cleaned = scrub(text)
+    cleaned = scrub_yaml(text) if yaml else scrub(text)
     return data if cleaned == text else cleaned.encode("utf-8")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,9 +28,65 @@ from memorybench.cloudrun.manifest import MANIFEST_ENV, WORK_DIR_ENV
 from memorybench.cloudrun.records import ExecutionManifest
 from memorybench.errors import UserError
 from memorybench.progress import Progress
+from memorybench.secrets import CREDENTIAL_ENV, contains_secret, looks_like_key
 
 #: the worker: every memorybench Cloud Run job runs `python -m` it (infra/cloudrun/*.yaml)
 WORKER_MODULE = "memorybench.cloudrun.worker"
+
+#: a Secret Manager secret as Cloud Run names it: `NAME` (the job's project) or `projects/P/secrets/NAME`
+_SECRET_NAME = re.compile(r"^(?:projects/[A-Za-z0-9._:-]+/secrets/)?[A-Za-z0-9_-]{1,255}$")
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """An environment variable of every task whose value Cloud Run reads from Secret Manager
+    (`valueSource.secretKeyRef`, as infra/cloudrun/*.yaml mount OPENAI_API_KEY): the value
+    never passes through the launcher, the request or any file of ours."""
+
+    #: the variable the task sees
+    env: str
+    #: the secret (`openai-api-key`, or `projects/P/secrets/openai-api-key`)
+    secret: str
+    #: `latest` or a version number
+    version: str = "latest"
+
+    @classmethod
+    def parse(cls, env: str, ref: str, where: str = "hydra.launcher.secrets") -> SecretRef:
+        """`SECRET[:VERSION]` (gcloud's `--set-secrets ENV=SECRET:VERSION`) for variable `env`."""
+        ref = str(ref).strip()
+        if contains_secret(ref) or looks_like_key(ref):
+            raise UserError(
+                f"{where}.{env} holds a credential itself (not shown), not the name of a Secret Manager secret; "
+                f"store it (gcloud secrets create SECRET --data-file=-) and pass +{where}={{{env}: SECRET:latest}}"
+            )
+        secret, _, version = ref.rpartition(":") if ref.rpartition(":")[2].isdigit() or ref.endswith(":latest") else (ref, "", "")
+        if not _SECRET_NAME.match(secret) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(env)):
+            raise UserError(
+                f"{where}.{env}={ref!r} is not VARIABLE=SECRET[:VERSION]; e.g. +{where}={{OPENAI_API_KEY: openai-api-key:latest}}"
+            )
+        return cls(str(env), secret, version or "latest")
+
+
+def check_local_secrets(secrets: Sequence[SecretRef]) -> None:
+    """Local tasks inherit this process's environment: each referenced variable must be set here."""
+    for ref in secrets:
+        if not os.environ.get(ref.env, "").strip():
+            raise UserError(
+                f"hydra.launcher.secrets.{ref.env}: local tasks read {ref.env} from this environment, not from "
+                f"Secret Manager ({ref.secret}); export {ref.env}=... and run again"
+            )
+
+
+def refuse_plain_secrets(env: Mapping[str, str], where: str) -> None:
+    """A task's plain environment never carries a credential: it would sit in the request,
+    the execution's description and our logs. One line naming the variable, never the value."""
+    for name, value in sorted(env.items()):
+        if CREDENTIAL_ENV.search(str(name).upper()) or looks_like_key(str(value)) or contains_secret(str(value)):
+            raise UserError(
+                f"{where}.{name} is a credential (not shown) passed as a plain value; pass it as a Secret Manager "
+                f"reference instead: +hydra.launcher.secrets={{{name}: SECRET:latest}} (Cloud Run mounts it as infra/ mounts "
+                f"OPENAI_API_KEY; cloudrun_local reads {name} from your environment)"
+            )
 
 
 @dataclass
@@ -214,6 +271,7 @@ def run_cloud_execution(
     *,
     task_count: int,
     env: Mapping[str, str],
+    secrets: Sequence[SecretRef] = (),
     api_endpoint: str | None = None,
     transport: str = "rest",
     anonymous: bool = False,
@@ -225,7 +283,8 @@ def run_cloud_execution(
 ) -> ExecutionReport:
     """Start ONE execution of the Cloud Run job `job_name` with `task_count` tasks and wait for it.
 
-    The execution's container override adds `env` (the manifest URI). Waiting polls the
+    The execution's container override adds `env` (the manifest URI) and `secrets`, each a
+    variable Cloud Run reads from Secret Manager (`valueSource.secretKeyRef`). Waiting polls the
     run_job long-running operation at `poll_interval_s` (transient API errors are
     retried) for as long as it takes, or `timeout_s` if set; the client's own 900 s
     default is not used. The final counts come from `executions.get`.
@@ -239,7 +298,16 @@ def run_cloud_execution(
     overrides = run_v2.RunJobRequest.Overrides(
         task_count=task_count,
         container_overrides=[
-            run_v2.RunJobRequest.Overrides.ContainerOverride(env=[run_v2.EnvVar(name=k, value=v) for k, v in sorted(env.items())])
+            run_v2.RunJobRequest.Overrides.ContainerOverride(
+                env=[run_v2.EnvVar(name=k, value=v) for k, v in sorted(env.items())]
+                + [
+                    run_v2.EnvVar(
+                        name=ref.env,
+                        value_source=run_v2.EnvVarSource(secret_key_ref=run_v2.SecretKeySelector(secret=ref.secret, version=ref.version)),
+                    )
+                    for ref in sorted(secrets, key=lambda r: r.env)
+                ]
+            )
         ],
     )
     if task_timeout_s:
@@ -304,6 +372,9 @@ class ExecutionSettings:
     max_retries: int = 0
     log_dir: Path | None = None
     work_root: Path | None = None
+    #: variables read from Secret Manager (cloud: `valueSource.secretKeyRef`; local: each must be
+    #: set in this process's environment, which the local tasks inherit)
+    secrets: tuple[SecretRef, ...] = ()
 
 
 class ProgressPrinter:
@@ -355,7 +426,11 @@ def execute_manifest(
     """Start the one execution of the manifest's `task_count` tasks and wait for it to end.
 
     Every task gets MEMORYBENCH_MANIFEST (and `env`): the worker reads its job from there.
+    A credential in `env` is refused (`refuse_plain_secrets`): it goes in `settings.secrets`.
     """
+    refuse_plain_secrets(env or {}, "hydra.launcher.env")
+    if not settings.remote:
+        check_local_secrets(settings.secrets)
     task_env_vars = {**(env or {}), MANIFEST_ENV: manifest.manifest_uri}
     with contextlib.closing(progress_printer(say)) as on_update:
         return _execute(manifest, settings, task_env_vars, on_update)
@@ -368,6 +443,7 @@ def _execute(manifest: ExecutionManifest, settings: ExecutionSettings, task_env_
             manifest.job,
             task_count=manifest.task_count,
             env=task_env_vars,
+            secrets=settings.secrets,
             api_endpoint=settings.api_endpoint,
             transport=settings.transport,
             anonymous=settings.anonymous,

@@ -15,7 +15,8 @@ and of the jobs transport's operations client):
 Anything else answers 501 with a Google-style error body. A run starts the job's tasks
 as local processes with Cloud Run's variables (CLOUD_RUN_TASK_INDEX, _COUNT, _ATTEMPT,
 CLOUD_RUN_EXECUTION, CLOUD_RUN_JOB) plus the job's env and the request's container
-override env, at most `parallelism` at once, retrying a failed task up to `max_retries`
+override env (a `valueSource.secretKeyRef` read from the stand-in's `secrets`, as Cloud
+Run reads Secret Manager; an unknown secret fails the run), at most `parallelism` at once, retrying a failed task up to `max_retries`
 times (memorybench.cloudrun.executors.run_local_tasks). The operation's metadata is the
 Execution with its live counts; when every task has ended the operation is done, with
 the Execution as its response, or with an error naming the first failed task, as Cloud
@@ -108,6 +109,8 @@ class CloudRunStandin:
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="cloudrun-standin-"))
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
+        #: Secret Manager's secrets: name -> value (every version alike)
+        self.secrets: dict[str, str] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> CloudRunStandin:
@@ -219,7 +222,14 @@ class CloudRunStandin:
         env = dict(job.env)
         for container in overrides.get("containerOverrides") or []:
             for var in container.get("env") or []:
-                env[str(var["name"])] = str(var.get("value", ""))
+                ref = (var.get("valueSource") or {}).get("secretKeyRef")
+                if ref is None:
+                    env[str(var["name"])] = str(var.get("value", ""))
+                    continue
+                secret = str(ref.get("secret", "")).rsplit("/", 1)[-1]
+                if secret not in self.secrets:
+                    return _error(404, f"Secret projects/{name.split('/')[1]}/secrets/{secret}/versions/{ref.get('version') or 'latest'} was not found")
+                env[str(var["name"])] = self.secrets[secret]
         timeout_s = _duration_s(overrides.get("timeout")) or job.task_timeout_s
         short = f"{name.rsplit('/', 1)[-1]}-{''.join(secrets.choice('abcdefghijklmnopqrstuvwxyz0123456789') for _ in range(5))}"
         operation = f"projects/{name.split('/')[1]}/locations/{name.split('/')[3]}/operations/{uuid.uuid4()}"

@@ -28,7 +28,9 @@ from memorybench.cloudrun.records import CloudRunManifest, CloudRunProvenance, M
 from memorybench.cloudrun.task import TaskContext, failure_recorded, task_done, task_item
 from memorybench.cloudrun.waves import WaveManifest, run_wave_task
 from memorybench.errors import OneLineParser, UserError, report
+from memorybench.pack.atomic import write_atomic
 from memorybench.provenance import utc_now
+from memorybench.secrets import clean_config
 
 #: set by the deploy scripts in the job definition: recorded in each pack's provenance
 IMAGE_ENV = "MEMORYBENCH_IMAGE"
@@ -137,7 +139,8 @@ def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) 
         result = run_qa(cfg, overrides=list(job.overrides), choices=dict(job.choices))  # progress: plain lines in the task log
         # qa wrote the config it was given, whose storage.root is the work folder; the pack keeps
         # the job's own config (the manifest's: storage.root is where the pack is published)
-        (Path(result.pack_root) / "config.resolved.yaml").write_text(OmegaConf.to_yaml(spec.cfg), "utf-8")
+        # (as qa writes it: URLs clean, credentials scrubbed, a masked value quoted)
+        write_atomic(Path(result.pack_root) / "config.resolved.yaml", OmegaConf.to_yaml(clean_config(spec.cfg)).encode("utf-8"))
         prov_path = Path(result.pack_root) / PROVENANCE_FILE
         prov_path.parent.mkdir(parents=True, exist_ok=True)
         prov_path.write_text(task_provenance(manifest, job, ctx, started_at).dump(), "utf-8")

@@ -25,7 +25,7 @@ from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
 from memorybench.llm.reply import BadReply, CompletionReply, EmptyReply, parse_reply
 from memorybench.progress import record_spend
-from memorybench.secrets import clean_url, register, scrub, split_url
+from memorybench.secrets import clean_url, register, scrub, secret_forms, split_url
 
 _RETRYABLE_STATUS = {408, 409, 429}
 #: attempts a reply without text gets: a model that answers nothing at temperature 0 says
@@ -33,10 +33,16 @@ _RETRYABLE_STATUS = {408, 409, 429}
 EMPTY_REPLY_ATTEMPTS = 2
 
 
+#: characters of a server's error message kept in an attempt's error (after scrubbing)
+ERROR_CHARS = 300
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, "[REDACTED]")
+    """`text` with this client's own credentials, in every form a message gives them
+    (`secret_forms`: escaped, percent-encoded), replaced by `[REDACTED]`."""
+    forms = {f for secret in secrets if secret for f in (secret_forms(secret) or {secret.strip()}) if len(f) >= 6}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, "[REDACTED]")
     return text
 
 
@@ -88,6 +94,8 @@ class ChatClient:
         endpoint = split_url(base_url)
         #: where this client calls, as error lines and traces may show it (no credential)
         self.base_url = clean_url(base_url)
+        # a key read with its newline (pasted from a file) is the key: httpx refuses the newline in a header
+        api_key = api_key.strip() if api_key else api_key
         self._secrets = [s for s in (api_key, *endpoint.secrets) if s]
         register(self._secrets)  # whatever this process writes is scrubbed of them, replies included
         # The SDK insists on a key; local servers ignore it, so a placeholder is sent.
@@ -183,7 +191,8 @@ class ChatClient:
         raise AssertionError("unreachable")
 
     def _clean(self, text: str) -> str:
-        return scrub(redact(" ".join(text.split())[:300], self._secrets))
+        # scrubbed whole, then cut: a cut first would leave a key's first part that no longer matches it
+        return scrub(redact(" ".join(text.split()), self._secrets))[:ERROR_CHARS]
 
     @staticmethod
     def _params(request: ChatRequest) -> dict[str, Any]:

@@ -49,7 +49,9 @@ def api_key_for(node: DictConfig, role: str) -> str | None:
     env = node.get("api_key_env")
     if not env:
         return None
-    key = os.environ.get(str(env))
+    # stripped where it is read: a key pasted from a file ends with a newline, which httpx
+    # refuses in a header (and its error would quote the whole key)
+    key = (os.environ.get(str(env)) or "").strip()
     if not key and node.provider == "openai":
         raise UserError(f"{env} is not set; export {env}=... for {role}={node.name}, or use {role}=local (no key needed)")
     return key or None

@@ -52,7 +52,7 @@ def write_atomic(target: Path, data: bytes) -> Path:
     already holds exactly `data` is left as it is (rescoring a finished pack touches
     nothing). A full disk is a one-line DiskFullError, with no .part file left behind.
     Known credentials and URL userinfo are scrubbed first (`memorybench.secrets.scrub_bytes`)."""
-    data = scrub_bytes(data)
+    data = scrub_bytes(data, yaml=target.suffix in (".yaml", ".yml"))  # a masked YAML value stays YAML
     if target.is_file() and target.stat().st_size == len(data) and target.read_bytes() == data:
         return target
     tmp = target.with_name(target.name + ".part")

@@ -116,3 +116,28 @@ def test_retry_after_formats():
 
 def test_unknown_model_has_unknown_cost(scripted_server):
     assert client(scripted_server, prices={}).complete(request()).cost_usd is None
+
+
+# -- issue 29: a key never leaks through an error line -------------------------------------------
+def test_a_key_straddling_the_error_cut_leaves_no_part_of_it(scripted_server):
+    # a 401 body that echoes the key, at every offset around the 300 characters an attempt's error keeps
+    for pad in range(240, 300, 3):
+        scripted_server.script(Status(401, message="x" * pad + f" {KEY} rest"))
+        with pytest.raises(ModelCallError) as info:
+            client(scripted_server, max_retries=0).complete(request())
+        for text in (str(info.value), info.value.attempts[0].error):
+            assert KEY[:10] not in text, (pad, text)
+
+
+def test_a_key_the_server_cut_is_masked_from_its_first_part(scripted_server):
+    # as OpenAI's own 401 says "Incorrect API key provided: sk-proj-abc*****wxyz"
+    scripted_server.script(Status(401, message=f"Incorrect API key provided: {KEY[:12]}*********6789."))
+    with pytest.raises(ModelCallError) as info:
+        client(scripted_server, max_retries=0).complete(request())
+    assert KEY[:10] not in str(info.value) and "Incorrect API key provided: ***" in str(info.value)
+
+
+def test_a_key_read_with_a_trailing_newline_is_sent_without_it(scripted_server):
+    # httpx refuses the newline in a header, and its error quotes the whole key: the client strips it
+    result = client(scripted_server, api_key=KEY + "\n").complete(request())
+    assert result.attempts[-1].status == 200

@@ -23,7 +23,14 @@ from hydra.core.utils import JobReturn, JobStatus, setup_globals
 from hydra.errors import CompactHydraException
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from memorybench.cloudrun.executors import ExecutionReport, ExecutionSettings, execute_manifest
+from memorybench.cloudrun.executors import (
+    ExecutionReport,
+    ExecutionSettings,
+    SecretRef,
+    check_local_secrets,
+    execute_manifest,
+    refuse_plain_secrets,
+)
 from memorybench.cloudrun.manifest import build_manifest, latest_statuses, manifest_job, write_manifest
 from memorybench.cloudrun.records import CloudRunManifest, ManifestJob
 from memorybench.errors import ERROR_PREFIX, UserError
@@ -128,10 +135,21 @@ def build(launcher: Any, composed: list[tuple[DictConfig, Any]]) -> CloudRunMani
     )
 
 
-def execute(launcher: Any, manifest: CloudRunManifest, run_dir: Path) -> ExecutionReport:
+def task_secrets(conf: Any, remote: bool) -> tuple[SecretRef, ...]:
+    """`hydra.launcher.secrets` as Secret Manager references (the local twin: each variable set
+    here); a credential in `hydra.launcher.env` is refused first, in one line that names the
+    variable and never its value."""
+    refuse_plain_secrets({str(k): str(v) for k, v in (conf.env or {}).items()}, "hydra.launcher.env")
+    refs = tuple(SecretRef.parse(str(k), str(v)) for k, v in sorted((getattr(conf, "secrets", None) or {}).items()))
+    if not remote:
+        check_local_secrets(refs)
+    return refs
+
+
+def execute(launcher: Any, manifest: CloudRunManifest, run_dir: Path, secrets: tuple[SecretRef, ...] = ()) -> ExecutionReport:
     """Start the one execution of the manifest's tasks and wait for it to end."""
     conf = launcher.conf
-    shared = {"task_timeout_s": conf.task_timeout_s, "log_dir": run_dir / "logs", "work_root": run_dir / "work"}
+    shared = {"task_timeout_s": conf.task_timeout_s, "log_dir": run_dir / "logs", "work_root": run_dir / "work", "secrets": secrets}
     if launcher.remote:
         settings = ExecutionSettings(
             remote=True,
@@ -234,6 +252,7 @@ def _launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_i
             _say(f"max_jobs={max_jobs}: running the first {max_jobs} of {len(jobs)} run specs")
             jobs = jobs[:max_jobs]
 
+    secrets = task_secrets(launcher.conf, launcher.remote)  # no credential as a plain value, before anything is written
     composed = compose_jobs(launcher, jobs, initial_job_idx)  # every job valid before any cloud call
     manifest = build(launcher, composed)
     sweep_dir = Path(str(launcher.config.hydra.sweep.dir)).resolve()
@@ -245,7 +264,7 @@ def _launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_i
     for job in manifest.jobs:
         _say(f"  task {job.index}: #{job.hydra_job_num} {job.run_id} <- {' '.join(job.overrides)}")
 
-    report = execute(launcher, manifest, run_dir)
+    report = execute(launcher, manifest, run_dir, secrets)
     results = job_returns(launcher, composed, manifest, report)
     _write_summary(manifest, report, results, run_dir)
     failed = [r for r in results if r.status == JobStatus.FAILED]

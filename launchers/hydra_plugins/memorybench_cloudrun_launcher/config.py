@@ -28,8 +28,11 @@ class CloudRunLauncherConf:
     poll_interval_s: float = 15.0
     # stop waiting after this many seconds (the execution goes on); null: wait until it ends
     timeout_s: Optional[float] = None
-    # extra env vars for every task of the execution (never secrets: use Secret Manager in the job)
+    # extra env vars for every task of the execution; a credential here is refused (use `secrets`)
     env: Dict[str, str] = field(default_factory=dict)
+    # env vars Cloud Run reads from Secret Manager, VARIABLE: SECRET[:VERSION] (valueSource.secretKeyRef,
+    # as gcloud's --set-secrets), e.g. {OPENAI_API_KEY: openai-api-key:latest}
+    secrets: Dict[str, str] = field(default_factory=dict)
     # Cloud Run Admin API endpoint; null: run.googleapis.com (set for a stand-in or a private endpoint)
     api_endpoint: Optional[str] = None
     # rest | grpc
@@ -55,8 +58,10 @@ class LocalCloudRunLauncherConf:
     max_retries: int = 0
     # kill a task after this many seconds (null: never)
     task_timeout_s: Optional[int] = None
-    # extra env vars for every task
+    # extra env vars for every task (they also inherit this environment); a credential here is refused
     env: Dict[str, str] = field(default_factory=dict)
+    # as cloudrun's `secrets`, so one sweep runs on both: each VARIABLE must be set in this environment
+    secrets: Dict[str, str] = field(default_factory=dict)
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="cloudrun", node=CloudRunLauncherConf, provider="memorybench_cloudrun_launcher")
