@@ -13,7 +13,7 @@ No model call; nothing is written into a pack. Only finished packs (those with
     collected/runs.csv           the same table as CSV
 
 Both tables have explicit pyarrow schemas (`EXAMPLES_SCHEMA`, `RUNS_SCHEMA`) whose
-metadata carries `memorybench.schema` (`examples.v3`, `runs.v3`): a reader checks it
+metadata carries `memorybench.schema` (`examples.v3`, `runs.v4`): a reader checks it
 before anything else, as with every pack record. Beside their fixed columns they have:
 
 * per finished judge, columns named `<name>/<judge id>` (`j_score/mem0-gpt-4o-mini-1a2b3c4d`,

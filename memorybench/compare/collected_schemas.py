@@ -72,14 +72,20 @@ EXAMPLES_SCHEMA = _schema("examples.v3", [
     ("pack", pa.string()),
 ])
 
-RUNS_SCHEMA = _schema("runs.v3", [
+RUNS_SCHEMA = _schema("runs.v4", [
     *_RUN_KEYS,
     ("models_answered", pa.string()),
     ("questions", pa.int32()),
     ("questions_total", pa.int32()),
     ("is_prefix", pa.bool_()),
     ("local_model", pa.bool_()),
+    #: the mean over the categories the run holds (`overall_covers` says which), and the
+    #: two overalls the field reports, each over the categories it names only (1-5: null
+    #: where category 5 was not asked; an old pack without them: null)
     ("locomo_f1", pa.float64()),
+    ("overall_covers", pa.string()),
+    ("locomo_f1_1_4", pa.float64()),
+    ("locomo_f1_1_5", pa.float64()),
     *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
     ("exact_match", pa.float64()),
     ("token_f1", pa.float64()),

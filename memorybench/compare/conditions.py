@@ -1,29 +1,37 @@
 """Compare finished packs: seeds of one config, and two conditions question by question.
 
-Pure numpy and stdlib over the packs' stored files; no model call, nothing written into
-a pack. Everything random comes from ``numpy.random.default_rng(seed)``, so the same
-packs, resamples and seed give the same numbers on any machine.
+Pure functions of the packs' stored files; no model call, nothing written into a pack.
+Every interval and test comes from `memorybench.compare.intervals`, the one place that
+`report`, the viewer and MLflow read too, so the same packs give the same numbers
+everywhere.
 
-Two numbers are compared: LoCoMo F1 (every question, category 5 included, as the pack's
-``metrics.json``) and Mem0's J (category 1-4 questions, from ``autorater/``, only when
-every pack has a finished autorater judged by the same judge).
+Two numbers are compared: LoCoMo F1 and J (categories 1-4, from `autorater/`). Every
+number says which categories it covers (`covers`), from the questions actually compared:
+a Mem0-format pack holds categories 1-4 only, so its overall is a 1-4 overall, never a
+1-5 one. `categories` (`--categories 1-4`) restricts both sides to those categories.
 
-**Seeds of one config** (`seed_summary`): the packs must share their config except the
-``seed`` keys (and the judge group, which does not change what ``qa`` wrote) and hold
-the same question ids. Reported per metric: each pack's own value, their mean and sample
-standard deviation (n-1), and a percentile bootstrap interval of the mean over
-questions: a question's score is its mean over the packs (and, for J, over the passes
-with a parsed label); questions are resampled with replacement ``resamples`` times
-(default 10,000) and the interval is the central ``confidence`` share (default 95%) of
-the resampled means. The sd shows run-to-run noise; the interval shows how much the
-number depends on which questions LoCoMo happens to hold.
+**The resampling unit is the conversation.** LoCoMo's questions sit in 10 conversations,
+each with its own memory, and scores correlate inside one. The main interval of a mean
+and of a paired difference is a cluster-robust standard error over conversations (CR1)
+with a t distribution on conversations-1 degrees of freedom; every result names its
+method and the number of conversations. A question-level percentile bootstrap stands
+beside it, labelled "conditional on these N conversations": it answers how much the
+number depends on which questions these conversations happen to hold, not how it would
+move on other conversations. A run of one conversation (a prefix) has no
+between-conversation uncertainty, and says so.
 
-**Two conditions** (`paired_difference`): condition B minus condition A over the same
-question ids (each condition one pack or several seeds, averaged per question as above).
-The paired bootstrap resamples question ids, keeping each question's A and B together,
-and reports the mean difference, its percentile interval, the share of resampled
-differences above zero and a two-sided bootstrap p-value (2 x the smaller tail share,
-capped at 1). J is compared over the questions with a parsed label in both conditions.
+**Seeds of one config** (`seed_summary`): packs sharing their config except the ``seed``
+keys (and the judge group), over the same questions. A question's score is its mean over
+the packs (and, for J, over the passes with a parsed label). Reported per metric: each
+pack's own value, their mean and sd (n-1), and the intervals of the mean.
+
+**Two conditions** (`paired_difference`): condition B minus condition A over the
+questions both hold (after `categories`), paired by question id. Reported: the mean
+difference, its interval, the two-sided p-value, and the minimum detectable difference
+(80% power, alpha 0.05) of this design. J is compared only under one judge; when the two
+sides were judged differently (an imported peer's grader against Mem0's prompt) J is left
+out with the reason, and LoCoMo F1 is still compared. Runs whose question protocols
+differ (`reader.prompt=locomo` against an open-ended prompt) are marked.
 """
 
 from __future__ import annotations
@@ -32,38 +40,43 @@ import json
 import math
 import statistics
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from memorybench.compare.intervals import (
+    Resampling,
+    format_p,
+    mean_interval,
+    question_bootstrap_interval,
+    question_paired_bootstrap,
+)
+from memorybench.compare.intervals import paired_difference as paired_test
 from memorybench.errors import OneLineParser, UserError, report
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder
+from memorybench.score.rows import JUDGED, covers_label
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "PackScores",
-    "bootstrap_interval",
     "compare_main",
     "format_compare",
     "load_pack_scores",
-    "paired_bootstrap",
     "paired_difference",
+    "parse_categories",
+    "question_protocol",
     "seed_summary",
 ]
 
-DEFAULT_RESAMPLES = 10_000
-DEFAULT_SEED = 0
-DEFAULT_CONFIDENCE = 0.95
-#: resampled means computed per numpy batch (bounds memory: batch x questions indices)
-_BATCH = 500
-METRICS = ("locomo_f1", "j")
+DEFAULT_RESAMPLES = Resampling().resamples
+DEFAULT_SEED = Resampling().seed
+DEFAULT_CONFIDENCE = Resampling().confidence
+METRICS = ("locomo_f1", "j", "j_failed_wrong")
 #: top-level config keys that do not make two packs different experiments here
 _IGNORED_KEYS = frozenset({"judge"})
 
@@ -79,13 +92,31 @@ class PackScores:
     config: dict[str, Any]
     question_ids: list[str]
     categories: dict[str, int]
+    #: each question's conversation (LoCoMo's sample id): the resampling unit
+    conversations: dict[str, str]
     locomo_f1: dict[str, float]
     #: per-question J: mean score over the passes with a parsed label (categories 1-4);
     #: None when the pack has no finished autorater
     j: dict[str, float] | None = None
+    #: per-question J with a judge failure counted as WRONG (every judged question);
+    #: None without an autorater; equal to `j` where the judge never failed
+    j_failed_wrong: dict[str, float] | None = None
+    #: verdicts with no readable label (judge failures)
+    judge_failures: int = 0
     #: the pack's own reported numbers (metrics.json and autorater_metrics.json)
     reported: dict[str, float | None] = field(default_factory=dict)
     judge_identity: dict[str, Any] | None = None
+    #: how the questions were posed (`question_protocol`)
+    protocol: str = "open-ended"
+
+
+def question_protocol(config: dict[str, Any]) -> str:
+    """How a run posed its questions: `locomo` (LoCoMo's own prompts, category 2's date
+    suffix, category 5 as a two-way choice: `reader.prompt=locomo`), else `open-ended`
+    (every question under one template, category 5 included)."""
+    reader = config.get("reader") if isinstance(config, dict) else None
+    prompt = reader.get("prompt") if isinstance(reader, dict) else None
+    return "locomo" if prompt == "locomo" else "open-ended"
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -127,8 +158,8 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
     The pack's own reported numbers (`reported`) are its run summary's (`memorybench.compare.summary`):
     LoCoMo F1 from metrics.json, J from that judge's autorater_metrics.json.
     """
-    from memorybench.pack.scores import compute_scores
     from memorybench.compare.summary import judge_key, run_summary
+    from memorybench.pack.scores import compute_scores
 
     root = require_pack_folder(pack_root)
     pack = PackReader.open(root)
@@ -136,106 +167,60 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         raise UserError(f"pack {root} is not finished (no {layout.SUCCESS}); finish it with its `memorybench qa` command first")
     rows, _ = compute_scores(root)
     summary = run_summary(pack)
+    config = _config_of(pack, root)
     scores = PackScores(
         root=root,
         run_id=summary["run_id"],
-        config=_config_of(pack, root),
+        config=config,
         question_ids=[r["question_id"] for r in rows],
         categories={r["question_id"]: int(r["category"]) for r in rows},
+        conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         reported={"locomo_f1": summary["locomo_f1"]},
+        protocol=question_protocol(config),
     )
     judge_id = _judge_of(pack, judge)
     meta = pack.autorater_meta(judge_id) if judge_id else None
     if judge_id and meta is not None:
-        per_question: dict[str, list[int]] = {}
+        parsed: dict[str, list[int]] = {}
+        failed: dict[str, list[int]] = {}
         for verdict in pack.verdicts(judge_id):
             if verdict.status in ("CORRECT", "WRONG"):
-                per_question.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
-        scores.j = {q: sum(v) / len(v) for q, v in per_question.items()}
+                parsed.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
+                failed.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
+            elif verdict.status == "FAILED":
+                scores.judge_failures += 1
+                failed.setdefault(verdict.question_id, []).append(0)
+        scores.j = {q: sum(v) / len(v) for q, v in parsed.items()}
+        scores.j_failed_wrong = {q: sum(v) / len(v) for q, v in failed.items()}
         scores.reported["j"] = summary[judge_key("j_mean", judge_id)]
         scores.judge_identity = meta.identity.model_dump(mode="json", by_alias=True)
     return scores
 
 
-# -- statistics -----------------------------------------------------------------------------
-def _check_resampling(resamples: int, confidence: float) -> None:
-    if resamples < 1:
-        raise UserError(f"resamples={resamples} must be at least 1")
-    if not 0 < confidence < 1:
-        raise UserError(f"confidence={confidence} must be between 0 and 1 (e.g. 0.95)")
+# -- selection -------------------------------------------------------------------------------
+def parse_categories(text: str | None) -> frozenset[int] | None:
+    """`1-4`, `1,2,5` or `5` as a set of LoCoMo categories; None for all. One line on a typo."""
+    if text is None or str(text).strip() in ("", "all"):
+        return None
+    found: set[int] = set()
+    try:
+        for part in str(text).split(","):
+            low, _, high = part.strip().partition("-")
+            found.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise UserError(f"--categories {text!r} is not a category list; write e.g. 1-4, or 1,2,5") from None
+    if not found or not found <= {1, 2, 3, 4, 5}:
+        raise UserError(f"--categories {text!r} names categories outside LoCoMo's 1-5; write e.g. 1-4")
+    return frozenset(found)
 
 
-def _resampled_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """`resamples` means of `values` resampled with replacement (same seed, same means)."""
-    rng = np.random.default_rng(seed)
-    n = len(values)
-    out = np.empty(resamples, dtype=np.float64)
-    for start in range(0, resamples, _BATCH):
-        size = min(_BATCH, resamples - start)
-        idx = rng.integers(0, n, size=(size, n))
-        out[start : start + size] = values[idx].mean(axis=1)
-    return out
+def _selected(scores: PackScores, categories: frozenset[int] | None) -> list[str]:
+    return [q for q in scores.question_ids if categories is None or scores.categories[q] in categories]
 
 
-def bootstrap_interval(
-    values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[str, Any]:
-    """Percentile bootstrap interval of the mean of `values` (one value per question)."""
-    _check_resampling(resamples, confidence)
-    data = np.asarray(list(values), dtype=np.float64)
-    if data.size == 0:
-        return {"estimate": None, "low": None, "high": None, "n": 0, "resamples": resamples, "seed": seed,
-                "confidence": confidence, "method": "percentile bootstrap over questions"}
-    means = _resampled_means(data, resamples, seed)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return {
-        "estimate": float(data.mean()),
-        "low": float(low),
-        "high": float(high),
-        "n": int(data.size),
-        "resamples": resamples,
-        "seed": seed,
-        "confidence": confidence,
-        "method": "percentile bootstrap over questions",
-    }
-
-
-def paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[str, Any]:
-    """B minus A over paired items: mean difference, percentile interval, tail shares."""
-    _check_resampling(resamples, confidence)
-    x, y = np.asarray(list(a), dtype=np.float64), np.asarray(list(b), dtype=np.float64)
-    if x.shape != y.shape:
-        raise ValueError(f"paired samples differ in length: {x.size} and {y.size}")
-    result: dict[str, Any] = {"n": int(x.size), "resamples": resamples, "seed": seed, "confidence": confidence,
-                              "method": "paired percentile bootstrap over questions"}
-    if x.size == 0:
-        return {**result, "a": None, "b": None, "difference": None, "low": None, "high": None,
-                "share_above_zero": None, "p_two_sided": None}
-    diff = y - x
-    means = _resampled_means(diff, resamples, seed)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    above = float(np.mean(means > 0))
-    below = float(np.mean(means < 0))
-    at_or_below = float(np.mean(means <= 0))
-    at_or_above = float(np.mean(means >= 0))
-    return {
-        **result,
-        "a": float(x.mean()),
-        "b": float(y.mean()),
-        "difference": float(diff.mean()),
-        "low": float(low),
-        "high": float(high),
-        "share_above_zero": above,
-        "share_below_zero": below,
-        "p_two_sided": min(1.0, 2 * min(at_or_below, at_or_above)),
-    }
+def _covers(scores: PackScores, ids: Iterable[str]) -> str:
+    return covers_label(sorted({scores.categories[q] for q in ids}))
 
 
 # -- packs ---------------------------------------------------------------------------------
@@ -252,31 +237,47 @@ def _same_config(packs: Sequence[PackScores]) -> None:
             )
 
 
-def _same_questions(packs: Sequence[PackScores], what: str) -> list[str]:
+def _same_questions(packs: Sequence[PackScores], categories: frozenset[int] | None) -> list[str]:
     first = packs[0]
+    ids = _selected(first, categories)
     for other in packs[1:]:
-        if set(other.question_ids) != set(first.question_ids):
-            only_a = len(set(first.question_ids) - set(other.question_ids))
-            only_b = len(set(other.question_ids) - set(first.question_ids))
+        theirs = _selected(other, categories)
+        if set(theirs) != set(ids):
+            only_a = len(set(ids) - set(theirs))
+            only_b = len(set(theirs) - set(ids))
             raise UserError(
-                f"{what}: packs {_name(first)} and {_name(other)} hold different questions "
-                f"({only_a} only in the first, {only_b} only in the second); compare packs of the same questions "
-                "(same dataset and max_questions)"
+                f"seed summary: packs {_name(first)} and {_name(other)} hold different questions "
+                f"({only_a} only in the first, {only_b} only in the second); seeds of one config hold the same "
+                "questions (same dataset and max_questions)"
             )
-    return list(first.question_ids)
+    if not ids:
+        raise UserError(f"pack {_name(first)} holds no question of categories {_category_text(categories)}")
+    return ids
 
 
-def _judged(packs: Sequence[PackScores]) -> bool:
-    if not all(p.j is not None for p in packs):
-        return False
+def _category_text(categories: frozenset[int] | None) -> str:
+    return covers_label(sorted(categories)).removeprefix("categories ").removeprefix("category ") if categories else "1-5"
+
+
+def _judge_name(identity: dict[str, Any] | None) -> str:
+    if not identity:
+        return "none"
+    protocol = identity.get("protocol")
+    grader = "Mem0's pinned judge prompt" if protocol == "mem0" else f"{protocol}'s own grader"
+    return f"{grader}, model {identity.get('model')}"
+
+
+def _judges_agree(packs: Sequence[PackScores]) -> tuple[bool, str | None]:
+    """Whether J can be compared over these packs: (True, None), or (False, why not)."""
+    missing = [p for p in packs if p.j is None]
+    if missing:
+        return False, f"pack {_name(missing[0])} has no finished autorater"
     first = packs[0].judge_identity
     for other in packs[1:]:
         if other.judge_identity != first:
-            raise UserError(
-                f"packs {_name(packs[0])} and {_name(other)} were judged by different judges; "
-                "J is compared only under one judge (rerun the autorater with the same judge options)"
-            )
-    return True
+            return False, (f"judged by different judges ({_judge_name(first)}; {_judge_name(other.judge_identity)}): "
+                           "J is compared only under one judge (rerun the autorater with the same judge options)")
+    return True, None
 
 
 def _per_question(packs: Sequence[PackScores], metric: str, ids: Sequence[str]) -> dict[str, float]:
@@ -299,58 +300,106 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
     }
 
 
+def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str]:
+    """LoCoMo F1, and J (with J failures-as-WRONG beside it where a judge failed) when one
+    judge judged every pack; otherwise why J is left out, in `result`."""
+    agree, why = _judges_agree(packs)
+    if not agree:
+        result["j_left_out"] = why
+        return ["locomo_f1"]
+    result["judge"] = _judge_name(packs[0].judge_identity)
+    failures = sum(p.judge_failures for p in packs)
+    result["judge_failures"] = failures
+    return ["locomo_f1", "j", *(["j_failed_wrong"] if failures else [])]
+
+
 def seed_summary(
-    packs: Sequence[str | Path | PackScores], *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE, check_config: bool = True,
+    packs: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(), check_config: bool = True,
+    categories: frozenset[int] | None = None,
 ) -> dict[str, Any]:
-    """Several packs of one config with different seeds: mean ± sd and a bootstrap interval."""
-    _check_resampling(resamples, confidence)
+    """Several packs of one config with different seeds: mean ± sd and the intervals of the mean."""
     scores = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in packs]
     if not scores:
         raise UserError("pass at least one pack")
     if check_config:
         _same_config(scores)
-    ids = _same_questions(scores, "seed summary")
+    ids = _same_questions(scores, categories)
     result: dict[str, Any] = {
         "packs": [str(p.root) for p in scores],
         "run_ids": [p.run_id for p in scores],
         "questions": len(ids),
+        "conversations": len({scores[0].conversations[q] for q in ids}),
+        "protocol": scores[0].protocol,
     }
-    metrics = ["locomo_f1"] + (["j"] if _judged(scores) else [])
+    metrics = _metrics_of(scores, result)
     for metric in metrics:
-        per_question = _per_question(scores, metric, ids)
-        values = [per_question[q] for q in ids if q in per_question]
+        judged_ids = ids if metric == "locomo_f1" else [q for q in ids if scores[0].categories[q] in JUDGED]
+        per_question = _per_question(scores, metric, judged_ids)
+        kept = [q for q in judged_ids if q in per_question]
+        values = [per_question[q] for q in kept]
+        clusters = [scores[0].conversations[q] for q in kept]
+        covers = _covers(scores[0], kept)
+        # a pack's own number covers what the pack holds: shown only when it covers what is compared here
+        reported = [p.reported.get(metric) if len(kept) == len(per_question) and categories is None else None for p in scores]
         result[metric] = {
-            **_spread([p.reported.get(metric) for p in scores]),
-            "bootstrap": bootstrap_interval(values, resamples=resamples, seed=seed, confidence=confidence),
+            "covers": covers,
+            **_spread(reported),
+            "estimate": sum(values) / len(values) if values else None,
+            "interval": mean_interval(values, clusters, confidence=resampling.confidence).as_dict(),
+            "conditional": question_bootstrap_interval(values, clusters, resampling, metric, covers).as_dict(),
         }
     result["j_available"] = "j" in metrics
     return result
 
 
+def common_questions(
+    sa: Sequence[PackScores], sb: Sequence[PackScores], categories: frozenset[int] | None,
+) -> tuple[list[str], int, int]:
+    """The questions every pack of both conditions holds (of `categories`), in A's order,
+    and how many each side holds beyond them."""
+    held_a = set.intersection(*(set(_selected(p, categories)) for p in sa))
+    held_b = set.intersection(*(set(_selected(p, categories)) for p in sb))
+    ids = [q for q in sa[0].question_ids if q in held_a and q in held_b]
+    if not ids:
+        raise UserError(
+            f"the two conditions hold no question in common (A {len(held_a)}, B {len(held_b)} questions of categories "
+            f"{_category_text(categories)}); compare packs of one dataset, or choose --categories both hold"
+        )
+    return ids, len(held_a) - len(ids), len(held_b) - len(ids)
+
+
 def paired_difference(
-    a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE,
+    a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),
+    categories: frozenset[int] | None = None,
 ) -> dict[str, Any]:
-    """Condition B minus condition A, paired by question id (each condition one or more seeds)."""
-    _check_resampling(resamples, confidence)
+    """Condition B minus condition A over the questions both hold, paired by question id
+    (each condition one or more seeds)."""
     sa = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in a]
     sb = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in b]
     if not sa or not sb:
         raise UserError("pass at least one pack for each condition")
-    ids = _same_questions([*sa, *sb], "paired difference")
-    result: dict[str, Any] = {"a": [str(p.root) for p in sa], "b": [str(p.root) for p in sb], "questions": len(ids)}
-    metrics = ["locomo_f1"]
-    if _judged(sa) and _judged(sb):
-        if sa[0].judge_identity != sb[0].judge_identity:
-            raise UserError("the two conditions were judged by different judges; J is compared only under one judge")
-        metrics.append("j")
+    ids, only_a, only_b = common_questions(sa, sb, categories)
+    first = sa[0]
+    result: dict[str, Any] = {
+        "a": [str(p.root) for p in sa], "b": [str(p.root) for p in sb], "questions": len(ids),
+        "conversations": len({first.conversations[q] for q in ids}),
+        "only_a": only_a, "only_b": only_b,
+        "protocols": {"a": sorted({p.protocol for p in sa}), "b": sorted({p.protocol for p in sb})},
+    }
+    result["protocols_differ"] = result["protocols"]["a"] != result["protocols"]["b"]
+    metrics = _metrics_of([*sa, *sb], result)
     for metric in metrics:
-        qa, qb = _per_question(sa, metric, ids), _per_question(sb, metric, ids)
-        common = [q for q in ids if q in qa and q in qb]
-        result[metric] = paired_bootstrap(
-            [qa[q] for q in common], [qb[q] for q in common], resamples=resamples, seed=seed, confidence=confidence
-        )
+        pool = ids if metric == "locomo_f1" else [q for q in ids if first.categories[q] in JUDGED]
+        qa, qb = _per_question(sa, metric, pool), _per_question(sb, metric, pool)
+        common = [q for q in pool if q in qa and q in qb]
+        x, y = [qa[q] for q in common], [qb[q] for q in common]
+        covers = _covers(first, common)
+        clusters = [first.conversations[q] for q in common]
+        result[metric] = {
+            "covers": covers,
+            **paired_test(x, y, clusters, confidence=resampling.confidence).as_dict(),
+            "conditional": question_paired_bootstrap(x, y, clusters, resampling, metric, covers, "difference").as_dict(),
+        }
     result["j_available"] = "j" in metrics
     return result
 
@@ -360,36 +409,75 @@ def _fmt(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
 
 
+def _metric_name(metric: str, covers: str) -> str:
+    names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
+    return f"{names[metric]} ({covers})"
+
+
+def _interval_text(i: dict[str, Any]) -> str:
+    if i["low"] is None:
+        return f"no interval: {i['note']}" if i.get("note") else "no interval"
+    return f"{int(round(i['confidence'] * 100))}% interval [{_fmt(i['low'])}, {_fmt(i['high'])}] ({i['method']})"
+
+
+def _conditional_text(i: dict[str, Any]) -> str:
+    if i["low"] is None:
+        return ""
+    return f"; {i['method']}: [{_fmt(i['low'])}, {_fmt(i['high'])}]"
+
+
+def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
+    lines = [f"{('condition ' + label + ': ') if label else ''}{summary['questions']} questions in "
+             f"{summary['conversations']} conversation(s), {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"]
+    for metric in METRICS:
+        if metric not in summary:
+            continue
+        s = summary[metric]
+        sd = f" ± {_fmt(s['sd'])} (sd over {s['n_packs']} seeds)" if s["sd"] is not None else ""
+        lines.append(f"  {_metric_name(metric, s['covers']):<34} {_fmt(s['estimate'])}{sd}; "
+                     f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}")
+    if "j_left_out" in summary:
+        lines.append(f"  J left out: {summary['j_left_out']}")
+    return lines
+
+
+def _difference_lines(difference: dict[str, Any]) -> list[str]:
+    d0 = difference
+    left = [f"{d0['only_a']} of A's" if d0["only_a"] else "", f"{d0['only_b']} of B's" if d0["only_b"] else ""]
+    left_text = f" ({' and '.join(x for x in left if x)} questions held by one side only left out)" if any(left) else ""
+    lines = [f"B minus A, paired over {d0['questions']} questions in {d0['conversations']} conversation(s){left_text}:"]
+    if d0.get("protocols_differ"):
+        lines.append(f"  question protocols differ (A {', '.join(d0['protocols']['a'])}; B {', '.join(d0['protocols']['b'])}): "
+                     "category 2 and 5 were not asked alike")
+    for metric in METRICS:
+        if metric not in d0:
+            continue
+        d = d0[metric]
+        line = f"  {_metric_name(metric, d['covers']):<34} {_fmt(d['difference'])} (A {_fmt(d['a'])}, B {_fmt(d['b'])}, n {d['n']}); "
+        if d["low"] is None:
+            line += f"no interval: {d['note']}" if d.get("note") else "no interval"
+        else:
+            line += (f"{int(round(d['confidence'] * 100))}% interval [{_fmt(d['low'])}, {_fmt(d['high'])}], "
+                     f"p {format_p(d['p_two_sided'], d.get('p_resolution'))} ({d['method']})")
+        lines.append(line)
+        if d.get("mdd") is not None:
+            lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these conversations "
+                         "(minimum detectable difference, 80% power, alpha 0.05)")
+        c = d["conditional"]
+        if c["low"] is not None:
+            lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {format_p(c['p_two_sided'], c.get('p_resolution'))}")
+    if "j_left_out" in d0:
+        lines.append(f"  J left out: {d0['j_left_out']}")
+    return lines
+
+
 def format_compare(result: dict[str, Any]) -> str:
     lines = []
-    names = {"locomo_f1": "LoCoMo F1 (cat 1-5)", "j": "J (cat 1-4)"}
     for label, summary in (("A", result.get("summary_a")), ("B", result.get("summary_b")), ("", result.get("summary"))):
-        if not summary:
-            continue
-        lines.append(f"{('condition ' + label + ': ') if label else ''}{summary['questions']} questions, {len(summary['packs'])} pack(s)")
-        for metric in METRICS:
-            if metric not in summary:
-                continue
-            s = summary[metric]
-            bs = s["bootstrap"]
-            sd = f" ± {_fmt(s['sd'])}" if s["sd"] is not None else ""
-            lines.append(
-                f"  {names[metric]:<20} {_fmt(s['mean'])}{sd} (sd over {s['n_packs']} seed(s)); "
-                f"{int(bs['confidence'] * 100)}% bootstrap [{_fmt(bs['low'])}, {_fmt(bs['high'])}] "
-                f"({bs['resamples']} resamples, seed {bs['seed']})"
-            )
-    difference = result.get("difference")
-    if difference:
-        lines.append(f"B minus A, paired over {difference['questions']} question ids:")
-        for metric in METRICS:
-            if metric not in difference:
-                continue
-            d = difference[metric]
-            lines.append(
-                f"  {names[metric]:<20} {_fmt(d['difference'])} [{_fmt(d['low'])}, {_fmt(d['high'])}] "
-                f"(A {_fmt(d['a'])}, B {_fmt(d['b'])}, n {d['n']}; p {_fmt(d['p_two_sided'])}, "
-                f"{d['resamples']} resamples, seed {d['seed']})"
-            )
+        if summary:
+            lines.extend(_summary_lines(label, summary))
+    if result.get("difference"):
+        lines.extend(_difference_lines(result["difference"]))
     return "\n".join(lines)
 
 
@@ -416,31 +504,39 @@ def _load_all(packs: Sequence[str], judge: str | None) -> list[PackScores]:
 
 
 def compare_main(argv: Sequence[str]) -> int:
-    """`memorybench compare PACK [PACK ...] [--vs PACK [PACK ...]] [--resamples N] [--seed S] [--json FILE]`."""
+    """`memorybench compare PACK [PACK ...] [--vs PACK [PACK ...]] [--categories 1-4] [--json FILE]`."""
     # cli.main prints a UserError raised here as one line and exits with its code.
     parser = OneLineParser(
         prog="memorybench compare",
-        description="Seeds of one config: mean ± sd and a bootstrap interval. With --vs: a paired bootstrap of B minus A.",
+        description="Seeds of one config: mean ± sd and its interval over conversations. With --vs: B minus A, paired by question.",
     )
     parser.add_argument("packs", nargs="+", help="finished packs of one config (condition A)")
     parser.add_argument("--vs", nargs="+", default=None, metavar="PACK", help="finished packs of condition B")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, help=f"bootstrap resamples (default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--categories", default=None, help="compare only these LoCoMo categories, e.g. 1-4 (default: all held)")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"resamples of the question-level bootstrap (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="interval coverage (default 0.95)")
     parser.add_argument("--judge", help="the judge id whose J is compared, when a pack has several (autorater/<judge id>/)")
     parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file ('-' for stdout)")
     ns = parser.parse_args(list(argv))
-    options = dict(resamples=ns.resamples, seed=ns.seed, confidence=ns.confidence)
-    _check_resampling(ns.resamples, ns.confidence)
+    if ns.resamples < 1:
+        raise UserError(f"--resamples {ns.resamples} must be at least 1")
+    if not 0 < ns.confidence < 1:
+        raise UserError(f"--confidence {ns.confidence} must be between 0 and 1 (e.g. 0.95)")
+    resampling = Resampling(resamples=ns.resamples, seed=ns.seed, confidence=ns.confidence)
+    categories = parse_categories(ns.categories)
     a = _load_all(ns.packs, ns.judge)
-    result: dict[str, Any] = {"schema": "compare.v1"}
+    result: dict[str, Any] = {"schema": "compare.v2", "categories": sorted(categories) if categories else None}
     if ns.vs:
         b = _load_all(ns.vs, ns.judge)
-        result["summary_a"] = seed_summary(a, **options)
-        result["summary_b"] = seed_summary(b, **options)
-        result["difference"] = paired_difference(a, b, **options)
+        # each side summarised over the questions compared, so its numbers are the difference's A and B
+        keep = set(common_questions(a, b, categories)[0])
+        result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling)
+        result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling)
+        result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories)
     else:
-        result["summary"] = seed_summary(a, **options)
+        result["summary"] = seed_summary(a, resampling=resampling, categories=categories)
     text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
     if ns.json_out == "-":
         sys.stdout.write(text)
@@ -449,6 +545,12 @@ def compare_main(argv: Sequence[str]) -> int:
     if ns.json_out:
         Path(ns.json_out).write_text(text, encoding="utf-8")
     return 0
+
+
+def _restricted(packs: Sequence[PackScores], keep: set[str]) -> list[PackScores]:
+    """The packs with only the questions in `keep` (every side's summary then covers the
+    questions the difference compares)."""
+    return [replace(p, question_ids=[q for q in p.question_ids if q in keep]) for p in packs]
 
 
 if __name__ == "__main__":

@@ -335,14 +335,8 @@ def _question_means(data: np.ndarray, resampling: Resampling, key: tuple[Any, ..
     from scipy import stats
 
     rng = resampling_rng(resampling, *key)
-    try:
-        result = stats.bootstrap((data,), np.mean, n_resamples=resampling.resamples, batch=_BATCH,
-                                 vectorized=True, method="percentile", confidence_level=resampling.confidence,
-                                 rng=rng)
-    except TypeError:  # scipy < 1.15 names the generator random_state
-        result = stats.bootstrap((data,), np.mean, n_resamples=resampling.resamples, batch=_BATCH,
-                                 vectorized=True, method="percentile", confidence_level=resampling.confidence,
-                                 random_state=rng)
+    result = stats.bootstrap((data,), np.mean, n_resamples=resampling.resamples, batch=_BATCH, vectorized=True,
+                             method="percentile", confidence_level=resampling.confidence, rng=rng)  # scipy>=1.15
     return np.asarray(result.bootstrap_distribution, dtype=np.float64)
 
 

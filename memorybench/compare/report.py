@@ -62,11 +62,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memorybench.errors import OneLineParser, UserError
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
+from memorybench.compare.report_scores import Bootstrap, bootstrap_interval, paired_differences, scores_by_category
 from memorybench.compare.report_tables import (
     CATEGORY_NAMES,
-    Bootstrap,
     blame_table,
-    bootstrap_interval,
     cost_latency,
     gold_token_drop,
     judge_agreement,
@@ -74,9 +73,9 @@ from memorybench.compare.report_tables import (
     markdown_table,
     refusals,
     requests_budget,
-    scores_by_category,
     stems,
 )
+from memorybench.compare.conditions import parse_categories, question_protocol
 from memorybench.compare.summary import CONFIG_PREFIX
 
 __all__ = [
@@ -93,10 +92,10 @@ __all__ = [
     "stems",
 ]
 
-TableName = Literal["scores_by_category", "cost_latency", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
+TableName = Literal["scores_by_category", "paired_differences", "cost_latency", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
                     "refusals", "blame"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
-TABLES: tuple[str, ...] = ("scores_by_category", "cost_latency", "requests_budget", "judge_passes", "judge_agreement",
+TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "requests_budget", "judge_passes", "judge_agreement",
                            "gold_token_drop", "refusals", "blame")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
@@ -130,6 +129,9 @@ class AnalysisDesign(BaseModel):
     tables: list[TableName] = Field(default_factory=lambda: list(TABLES))
     figures: list[FigureName] = Field(default_factory=lambda: list(FIGURES))
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
+    #: LoCoMo categories to report, e.g. "1-4" to put an own run beside a Mem0-format peer
+    #: pack on the questions both hold (null: every category a pack holds)
+    categories: str | None = None
 
 
 def load_design(path: str | os.PathLike[str]) -> AnalysisDesign:
@@ -196,11 +198,24 @@ def check_pooling(runs: pd.DataFrame, conditions: Sequence[str], replicates: Seq
 
 # -- the report -----------------------------------------------------------------------
 DEFINITIONS = {
-    "scores_by_category": "LoCoMo F1 per category (category number beside its name; `all` includes category 5, as LoCoMo's "
-                          "overall) with a seeded percentile bootstrap {conf:.0%} interval over questions ({resamples} resamples, "
-                          "seed {seed}); a question answered by several runs (replicates) counts once, with its mean score; "
-                          "`f1_sd_runs`: sd over the runs of each run's mean. `j/<judge id>`: Mem0's J (categories 1-4) by "
-                          "that judge, when every pack of the condition has it; two judges never share a column.",
+    "scores_by_category": "LoCoMo F1 per category (category number beside its name), then two overalls, each over the "
+                          "categories it names only: `1-4` (Mem0's basis; every pack has it) and `1-5` (LoCoMo's; empty where "
+                          "the condition never asked category 5, as a Mem0-, Zep- or CORE-format peer pack). The {conf:.0%} "
+                          "interval resamples conversations, not questions: a cluster-robust t interval over the questions' "
+                          "conversations (CR1, conversations-1 degrees of freedom; `interval` names the method and the number "
+                          "of conversations); a one-conversation run has none. A question answered by several runs "
+                          "(replicates) counts once, with its mean score; `f1_sd_runs`: sd over the runs of each run's mean. "
+                          "`j/<judge id>`: J (categories 1-4) by that judge under its own protocol (the id starts with it: "
+                          "`mem0-...` Mem0's pinned judge prompt, a peer's id its own grader), when every pack of the "
+                          "condition has it; two judges never share a column; `j_failed_wrong/<judge id>` beside it where the "
+                          "judge failed on a row: J with its failed verdicts counted WRONG (a lower bound).",
+    "paired_differences": "Every condition minus the first (the baseline), paired by question over the questions both "
+                          "hold, per overall (1-4; 1-5 where both asked category 5) and metric: the mean difference, its "
+                          "{conf:.0%} interval and two-sided p over conversations (cluster-robust t, as above), `mdd` the "
+                          "minimum detectable difference of this design (80% power, alpha 0.05: a difference below it "
+                          "cannot be told from noise on these conversations), and a question-level percentile bootstrap "
+                          "interval conditional on these conversations ({resamples} resamples, seed {seed}). `protocols` "
+                          "says whether the two posed their questions alike.",
     "cost_latency": "Accuracy against cost and latency. Cost per answered question in USD: building the memory (writer, "
                     "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
                     "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
@@ -242,8 +257,18 @@ def _resolve(paths: Sequence[str], base_dir: Path) -> list[str | Path]:
     return out
 
 
-def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None) -> Report:
-    """Write `<out_dir>/report.md`, `tables/*.csv` and `figures/*.png` for a design; return them."""
+def _protocols(runs: pd.DataFrame) -> pd.Series:
+    """Each pack's question protocol (`memorybench.compare.conditions.question_protocol`),
+    from its `cfg.reader.prompt`."""
+    prompt = runs["cfg.reader.prompt"] if "cfg.reader.prompt" in runs.columns else pd.Series(None, index=runs.index)
+    protocol = prompt.map(lambda v: question_protocol({"reader": {"prompt": v}}))
+    return pd.Series(protocol.to_numpy(), index=runs["pack"].to_numpy())
+
+
+def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None,
+               categories: str | None = None) -> Report:
+    """Write `<out_dir>/report.md`, `tables/*.csv` and `figures/*.png` for a design; return them.
+    `categories` (e.g. "1-4") overrides the design's."""
     design = load_design(design_path)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     scan = scan_packs(_resolve(design.packs, base))
@@ -255,6 +280,12 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
     runs["condition"] = condition_labels(runs, design.conditions)
     check_pooling(runs, design.conditions, design.replicates)
     frame["condition"] = frame["pack"].map(runs.set_index("pack")["condition"])
+    frame["question_protocol"] = frame["pack"].map(_protocols(runs))
+    selected = parse_categories(categories if categories is not None else design.categories)
+    if selected is not None:
+        frame = frame[frame["category"].isin(sorted(selected))].reset_index(drop=True)
+        if frame.empty:
+            raise UserError(f"design {design_path}: no question of categories {categories or design.categories} in these packs")
     out = Path(out_dir).expanduser().resolve()
     (out / "tables").mkdir(parents=True, exist_ok=True)
     report = Report(out, out / "report.md")
@@ -266,10 +297,22 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         notes.append("Some packs are prefix runs (max_questions): smoke tests, not benchmark results.")
     if scan.unfinished:
         notes.append(f"{len(scan.unfinished)} unfinished pack(s) (no _SUCCESS) were left out.")
+    if selected is not None:
+        notes.append(f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories}).")
+    by_protocol = frame.groupby("condition", sort=False)["question_protocol"].agg(lambda s: ", ".join(sorted(set(s))))
+    if by_protocol.nunique() > 1:
+        shown = "; ".join(f"{c}: {p}" for c, p in by_protocol.items())
+        notes.append(f"The question protocols differ ({shown}): reader.prompt=locomo poses category 2 with LoCoMo's date "
+                     "suffix and category 5 as a two-way choice; an open-ended prompt does not. Their category 2, 5 and "
+                     "1-5 figures do not measure the same thing.")
+    if frame["sample_id"].nunique() < 2:
+        notes.append("These packs hold one conversation: no between-conversation uncertainty can be estimated, so no "
+                     "interval is given (a prefix or single-conversation run is a smoke test).")
     report.notes = notes
 
     builders = {
         "scores_by_category": lambda: scores_by_category(frame, design.bootstrap),
+        "paired_differences": lambda: paired_differences(frame, design.bootstrap),
         "cost_latency": lambda: cost_latency(frame, runs),
         "requests_budget": lambda: requests_budget(frame, runs),
         "judge_passes": lambda: judge_passes(frame, runs),
@@ -330,10 +373,12 @@ def report_main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog="memorybench report", description="Tables and figures for an analysis design (conf/analysis/*.yaml).")
     parser.add_argument("design", help="an analysis design YAML, e.g. conf/analysis/example.yaml")
     parser.add_argument("--out", help="output folder (default: outputs/reports/<design name>)")
+    parser.add_argument("--categories", help="report only these LoCoMo categories, e.g. 1-4 (default: the design's, else all)")
     ns = parser.parse_args(list(argv))
     design = load_design(ns.design)
+    parse_categories(ns.categories)
     out = ns.out or os.path.join("outputs", "reports", design.name)
-    report = run_report(ns.design, out)
+    report = run_report(ns.design, out, categories=ns.categories)
     print(f"report: {report.markdown}")
     for name, path in {**report.table_files, **report.figures}.items():
         print(f"  {name}: {path}")

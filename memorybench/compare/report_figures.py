@@ -44,7 +44,7 @@ CATEGORY5_RULE = "refusal rule"
 def _category_label(category: int | str) -> str:
     if category == 5:
         return f"5 {CATEGORY_NAMES[5]}\n({CATEGORY5_RULE})"
-    return f"{category} {CATEGORY_NAMES[category]}" if category in CATEGORY_NAMES else "all"
+    return f"{category} {CATEGORY_NAMES[category]}" if category in CATEGORY_NAMES else f"overall {category}"
 
 
 def _ci(metric: str, side: str) -> str:
@@ -91,11 +91,11 @@ def figure_scores_by_category(table: pd.DataFrame, path: Path) -> Path:
     judges = _table_judges(table)
     fig = _figure(8.0 + 5.5 * len(judges), 5.2)
     axes = fig.subplots(1, 1 + len(judges), width_ratios=[6] + [5] * len(judges), squeeze=False)[0]
-    _bars(axes[0], table, conditions, [*CATEGORY_NAMES, "all"], "locomo_f1", "f1", "n", "LoCoMo F1 (bootstrap 95% interval)",
+    _bars(axes[0], table, conditions, [*CATEGORY_NAMES, "1-4", "1-5"], "locomo_f1", "f1", "n", "LoCoMo F1 (95% interval over conversations)",
           "LoCoMo F1 by category")
     for ax, judge in zip(axes[1:], judges):
-        _bars(ax, table, conditions, [1, 2, 3, 4, "all"], judge_key("j", judge), judge_key("j", judge), judge_key("j_n", judge),
-              "J (bootstrap 95% interval)", f"Mem0 J by judge {judge}\n(the judge skips category 5)")
+        _bars(ax, table, conditions, [1, 2, 3, 4, "1-4"], judge_key("j", judge), judge_key("j", judge), judge_key("j_n", judge),
+              "J (95% interval over conversations)", f"J by judge {judge}\n(categories 1-4)")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=min(3, len(conditions)), fontsize="small")
     return _save(fig, path)
 
@@ -108,7 +108,7 @@ def _log_scale_if_wide(ax: Any, values: Sequence[float]) -> None:
 
 
 def _overall_ci(scores: pd.DataFrame, condition: str, f1: float) -> np.ndarray | None:
-    overall = scores[(scores["category"] == "all") & (scores["condition"] == condition)]
+    overall = scores[(scores["category"] == "1-4") & (scores["condition"] == condition)]
     if overall.empty:
         return None
     ci = overall.iloc[0]
@@ -130,11 +130,11 @@ def figure_accuracy_vs_cost(table: pd.DataFrame, scores: pd.DataFrame, path: Pat
     for row in table.itertuples(index=False):
         if _is_missing(getattr(row, x)):
             continue
-        ax.errorbar([getattr(row, x)], [row.locomo_f1], yerr=_overall_ci(scores, row.condition, row.locomo_f1), fmt="o", capsize=3,
+        ax.errorbar([getattr(row, x)], [row.locomo_f1_1_4], yerr=_overall_ci(scores, row.condition, row.locomo_f1_1_4), fmt="o", capsize=3,
                     label=row.condition)
     _log_scale_if_wide(ax, list(table[x]))
     ax.set_xlabel(label + (" (log scale)" if ax.get_xscale() == "log" else ""))
-    ax.set_ylabel("LoCoMo F1 (all categories)")
+    ax.set_ylabel("LoCoMo F1 (categories 1-4)")
     ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
     ax.set_title("Accuracy against cost")
     if ax.get_legend_handles_labels()[0]:
@@ -150,14 +150,14 @@ def figure_accuracy_vs_latency(table: pd.DataFrame, scores: pd.DataFrame, path: 
     for row in table.itertuples(index=False):
         if _is_missing(row.latency_p50_s):
             continue
-        (point,) = ax.plot([row.latency_p50_s], [row.locomo_f1], "o", label=row.condition)
+        (point,) = ax.plot([row.latency_p50_s], [row.locomo_f1_1_4], "o", label=row.condition)
         if not _is_missing(row.latency_p95_s):
-            ax.plot([row.latency_p50_s, row.latency_p95_s], [row.locomo_f1] * 2, "-", color=point.get_color(), alpha=0.6)
-            ax.plot([row.latency_p95_s], [row.locomo_f1], "o", mfc="none", color=point.get_color())
+            ax.plot([row.latency_p50_s, row.latency_p95_s], [row.locomo_f1_1_4] * 2, "-", color=point.get_color(), alpha=0.6)
+            ax.plot([row.latency_p95_s], [row.locomo_f1_1_4], "o", mfc="none", color=point.get_color())
     ax.set_xlim(left=0, right=max(1e-3, float(np.nanmax(table[["latency_p50_s", "latency_p95_s"]].to_numpy(dtype=float),
                                                                 initial=0.0))) * 1.15)
     ax.set_xlabel("answer latency (s): p50 filled, p95 open")
-    ax.set_ylabel("LoCoMo F1 (all categories)")
+    ax.set_ylabel("LoCoMo F1 (categories 1-4)")
     ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
     ax.set_title("Accuracy against latency")
     if ax.get_legend_handles_labels()[0]:

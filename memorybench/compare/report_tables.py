@@ -1,5 +1,6 @@
 """The report's tables: pure functions of the examples frame (and the runs frame), each a
-DataFrame with one row per condition (and category, or judge, or judge pair).
+DataFrame with one row per condition (and category, or judge, or judge pair). The scores
+and their intervals are `report_scores`'s.
 
 The examples frame is `collected/examples.parquet` with a `condition` column. J is
 always read per judge: the columns `j_score/<judge id>`, `j_verdict/<judge id>`, ... of
@@ -9,15 +10,12 @@ A question answered by several runs of a condition (its replicates) counts once.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
-from memorybench.hashing import sha256_text
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
@@ -27,18 +25,19 @@ from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 
 __all__ = [
     "CATEGORY_NAMES",
-    "Bootstrap",
+    "OVERALLS",
     "blame_table",
-    "bootstrap_interval",
+    "category_name",
     "cost_latency",
     "gold_token_drop",
+    "in_category",
     "judge_agreement",
     "judge_passes",
+    "judged_conditions",
     "judges_of",
     "markdown_table",
     "refusals",
     "requests_budget",
-    "scores_by_category",
     "stems",
 ]
 
@@ -46,37 +45,6 @@ __all__ = [
 #: where a stem is needed: it loads nltk, and nltk loads scipy when installed)
 CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 JUDGED = (1, 2, 3, 4)
-
-
-class Bootstrap(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    #: resamples of the questions per interval
-    resamples: int = Field(2000, ge=100)
-    seed: int = 0
-    confidence: float = Field(0.95, gt=0, lt=1)
-
-
-# -- statistics -----------------------------------------------------------------------
-def _rng(seed: int, *key: Any) -> np.random.Generator:
-    digest = int(sha256_text(json.dumps([str(k) for k in key]))[:16], 16)
-    return np.random.default_rng(np.random.SeedSequence([seed, digest]))
-
-
-def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; (nan, nan) for fewer than two values."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return math.nan, math.nan
-    rng = _rng(boot.seed, *key)
-    means = np.empty(boot.resamples)
-    step = max(1, 2_000_000 // len(values))  # bound the index matrix to ~16 MB
-    for start in range(0, boot.resamples, step):
-        count = min(step, boot.resamples - start)
-        means[start:start + count] = values[rng.integers(0, len(values), size=(count, len(values)))].mean(axis=1)
-    tail = (1 - boot.confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return float(low), float(high)
 
 
 def _fmt(value: Any, column: str = "") -> str:
@@ -104,63 +72,29 @@ def judges_of(frame: pd.DataFrame) -> list[str]:
     return sorted(c[len(prefix):] for c in frame.columns if c.startswith(prefix))
 
 
-def _judged_conditions(frame: pd.DataFrame, judge: str) -> pd.Series:
+def judged_conditions(frame: pd.DataFrame, judge: str) -> pd.Series:
     """Per condition: whether every pack of it has this judge (J is shown only then)."""
     column = judge_key("j_passes", judge)
     return frame.groupby("condition", sort=False)[column].apply(lambda s: bool(s.notna().all()))
 
 
-def _in_category(frame: pd.DataFrame, category: int | str) -> pd.Series:
-    return (frame["category"] == category) if category != "all" else pd.Series(True, index=frame.index)
+#: the two overalls the field reports, each over the categories it names only: 1-4 (Mem0's
+#: basis, every pack has it) and 1-5 (LoCoMo's; empty where category 5 was not asked)
+OVERALLS: dict[str, tuple[int, ...]] = {"1-4": JUDGED, "1-5": (1, 2, 3, 4, 5)}
+OVERALL_NAMES = {"1-4": "overall 1-4", "1-5": "overall 1-5 (LoCoMo)"}
 
 
-def _per_question(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """A question's score in a condition: its mean over the condition's packs."""
-    rows = frame.dropna(subset=[metric])
-    return rows.groupby(["condition", "question_id", "category"], sort=False, observed=True)[metric].mean().reset_index()
+def category_name(category: int | str) -> str:
+    return CATEGORY_NAMES[category] if category in CATEGORY_NAMES else OVERALL_NAMES[str(category)]
 
 
-def _replicate_sd(frame: pd.DataFrame, metric: str, condition: str, category: int | str) -> float:
-    """The sd over a condition's runs (its replicates) of each run's mean; nan for one run."""
-    rows = frame[(frame["condition"] == condition) & _in_category(frame, category)]
-    per_run = rows.dropna(subset=[metric]).groupby("pack", sort=False)[metric].mean()
-    return float(per_run.std(ddof=1)) if len(per_run) > 1 else math.nan
-
-
-def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
-    """LoCoMo F1 per condition and category with its interval; beside it, per judge, J
-    (`j/<judge id>`, categories 1-4) where every pack of the condition has that judge."""
-    f1 = _per_question(frame, "locomo_f1")
-    runs = frame.groupby("condition", sort=False)["pack"].nunique()
-    judges = judges_of(frame)
-    judged: dict[str, tuple[pd.Series, pd.DataFrame, pd.DataFrame]] = {}
-    for judge in judges:
-        with_j = _judged_conditions(frame, judge)
-        rows = frame[frame["condition"].map(with_j) & frame["category"].between(1, 4)]
-        judged[judge] = with_j, rows, _per_question(rows, judge_key("j_score", judge))
-    out = []
-    for condition in frame["condition"].unique():
-        for category in [*CATEGORY_NAMES, "all"]:
-            row: dict[str, Any] = {"condition": condition, "category": category,
-                                   "category_name": CATEGORY_NAMES.get(category, "overall") if category != "all" else "all (LoCoMo: incl. 5)"}
-            sel = f1[(f1["condition"] == condition) & _in_category(f1, category)]
-            values = sel["locomo_f1"].to_numpy()
-            low, high = bootstrap_interval(values, boot, condition, category, "locomo_f1")
-            row.update({"runs": int(runs[condition]), "n": len(values), "locomo_f1": values.mean() if len(values) else math.nan,
-                        "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category), "f1_ci_low": low, "f1_ci_high": high})
-            for judge, (with_j, rows, per_question) in judged.items():
-                score = judge_key("j_score", judge)
-                if category == 5 or not with_j.get(condition, False):
-                    jv = np.array([])
-                else:
-                    jsel = per_question[(per_question["condition"] == condition) & _in_category(per_question, category)]
-                    jv = jsel[score].to_numpy()
-                jl, jh = bootstrap_interval(jv, boot, condition, category, "j", judge)
-                j_sd = _replicate_sd(rows, score, condition, category) if len(jv) else math.nan
-                row.update({judge_key("j_n", judge): len(jv), judge_key("j", judge): jv.mean() if len(jv) else math.nan,
-                            judge_key("j_sd_runs", judge): j_sd, judge_key("j_ci_low", judge): jl, judge_key("j_ci_high", judge): jh})
-            out.append(row)
-    return pd.DataFrame(out)
+def in_category(frame: pd.DataFrame, category: int | str) -> pd.Series:
+    """The rows of a category, or of an overall ("1-4", "1-5"; "all": every row)."""
+    if category == "all":
+        return pd.Series(True, index=frame.index)
+    if category in OVERALLS:
+        return frame["category"].isin(OVERALLS[category])
+    return frame["category"] == category
 
 
 # -- cost -----------------------------------------------------------------------------
@@ -175,6 +109,14 @@ def _per_question_cost(runs: pd.DataFrame, column: str) -> float:
     if costs.isna().any() or not runs["questions"].sum():
         return math.nan
     return float(costs.sum() / runs["questions"].sum())
+
+
+def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
+    """`locomo_f1_1_4` and `locomo_f1_1_5` over a condition's rows: like with like in one
+    column (1-5 is nan where category 5 was not asked)."""
+    held = set(rows["category"].unique())
+    return {f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(categories), "locomo_f1"].mean()
+            if set(categories) <= held else math.nan for name, categories in OVERALLS.items()}
 
 
 def _j_columns(rows: pd.DataFrame, judges: list[str]) -> dict[str, float]:
@@ -202,7 +144,7 @@ def cost_latency(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             "runs": rows["pack"].nunique(),
             "questions": rows["question_id"].nunique(),
             "rows": len(rows),
-            "locomo_f1": rows["locomo_f1"].mean(),
+            **_overall_columns(rows),
             **_j_columns(rows, judges),
         }
         build, answer = _per_question_cost(mine, "build_cost_usd"), _per_question_cost(mine, "answer_cost_usd")
@@ -250,7 +192,7 @@ def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             "answerer": ", ".join(sorted(rows["answerer"].dropna().astype(str).unique())) or "-",
             "runs": rows["pack"].nunique(),
             "rows": len(rows),
-            "locomo_f1": rows["locomo_f1"].mean(),
+            **_overall_columns(rows),
             **_j_columns(rows, judges),
         }
         tokens = rows["prompt_tokens"] + rows["completion_tokens"]
@@ -278,7 +220,7 @@ def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     parsed passes all agree, and the rows and verdicts with no readable label."""
     out = []
     for judge in judges_of(frame):
-        with_j = _judged_conditions(frame, judge)
+        with_j = judged_conditions(frame, judge)
         for condition, rows in frame.groupby("condition", sort=False):
             if not with_j.get(condition, False):
                 continue
@@ -320,7 +262,7 @@ def judge_agreement(frame: pd.DataFrame) -> pd.DataFrame:
             both = frame[frame[va].notna() & frame[vb].notna() & frame["category"].between(1, 4)]
             for condition, rows in both.groupby("condition", sort=False):
                 for category in [*JUDGED, "all"]:
-                    sel = rows[_in_category(rows, category)]
+                    sel = rows[in_category(rows, category)]
                     result = agreement_of([_label(x) for x in sel[va]], [_label(x) for x in sel[vb]])
                     out.append({
                         "condition": condition, "judge_a": a, "judge_b": b, "category": category,
@@ -449,7 +391,7 @@ def blame_table(frame: pd.DataFrame) -> pd.DataFrame:
     for condition in frame["condition"].unique():
         mine = frame[frame["condition"] == condition]
         for category in [*CATEGORY_NAMES, "all"]:
-            sel = mine[_in_category(mine, category)]
+            sel = mine[in_category(mine, category)]
             counts = sel["blame"].value_counts()
             row: dict[str, Any] = {"condition": condition, "category": category,
                                    "category_name": CATEGORY_NAMES.get(category, "all") if category != "all" else "all",

@@ -18,6 +18,27 @@ from memorybench.stats import mean
 ROW_COLUMNS = ("question_id", "sample_id", "category", "category_name", "question", "prediction", "gold", "adversarial_answer")
 
 
+#: the categories of Mem0's basis (its judge, F1 and BLEU-1 skip category 5)
+JUDGED = (1, 2, 3, 4)
+
+
+def covers_label(categories: Sequence[int]) -> str:
+    """What an overall over these categories covers, in words: "categories 1-5",
+    "categories 1-4 (category 5 not asked)", "categories 1, 2 (3, 4, 5 absent)"."""
+    held = sorted(set(int(c) for c in categories))
+    if not held:
+        return "no questions"
+    every = sorted(CATEGORY_NAMES)
+    if held == every:
+        return f"categories {every[0]}-{every[-1]}"
+    span = f"categories {held[0]}-{held[-1]}" if held == list(range(held[0], held[-1] + 1)) and len(held) > 2 else (
+        "category " + str(held[0]) if len(held) == 1 else "categories " + ", ".join(map(str, held)))
+    absent = [c for c in every if c not in held]
+    if absent == [5]:
+        return f"{span} (category 5 not asked)"
+    return f"{span} ({', '.join(map(str, absent))} absent)"
+
+
 def score_row(row: Mapping[str, Any]) -> dict[str, float]:
     """Every qa-stage scorer's score of one prediction row."""
     return {s.name: s(row) for s in scorers("qa")}
@@ -35,9 +56,18 @@ def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) ->
         "counts": {"total": len(rows), "by_category": {}},
         "labels": {s.name: s.label for s in scorers("qa")},
     }
+    held = sorted({int(r["category"]) for r in rows})
+    metrics["overall_covers"] = covers_label(held)
     for metric in (s.name for s in scorers("qa")):
         by_category = {str(c): mean([r[metric] for r in rows if r["category"] == c]) for c in CATEGORY_NAMES}
-        metrics[metric] = {"overall": mean([r[metric] for r in rows]), "by_category": by_category}
+        metrics[metric] = {
+            "overall": mean([r[metric] for r in rows]),
+            # the two overalls the field reports, each only over the categories it names:
+            # 1-4 (Mem0's basis), and 1-5 (LoCoMo's) only where category 5 was asked
+            "overall_1_4": mean([r[metric] for r in rows if r["category"] in JUDGED]),
+            "overall_1_5": mean([r[metric] for r in rows]) if 5 in held else None,
+            "by_category": by_category,
+        }
     for category in CATEGORY_NAMES:
         metrics["counts"]["by_category"][str(category)] = sum(1 for r in rows if r["category"] == category)
     if meta.get("partial"):  # a partial import (RunMeta.partial): what it holds and what is absent

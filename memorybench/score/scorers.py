@@ -51,7 +51,7 @@ for _scorer in (
     Scorer(
         "locomo_f1",
         lambda row: locomo_score(row["prediction"], row["gold"], row["category"]),
-        "LoCoMo F1: the released task_eval/evaluation.py rules; overall includes category 5",
+        "LoCoMo F1: the released task_eval/evaluation.py rules (category 5 by its refusal phrases)",
         owner="locomo",
         position=10,
     ),

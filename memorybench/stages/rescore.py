@@ -65,10 +65,21 @@ def format_table(metrics: dict[str, Any]) -> str:
             f"{fmt(metrics['exact_match']['by_category'][key]):>9}  {fmt(metrics['token_f1']['by_category'][key]):>12}"
         )
     lines.append("-" * len(header))
-    lines.append(
-        f"{'all':<17}{metrics['counts']['total']:>5}  {fmt(metrics['locomo_f1']['overall']):>9}  "
-        f"{fmt(metrics['exact_match']['overall']):>9}  {fmt(metrics['token_f1']['overall']):>12}"
-    )
+    counts = metrics["counts"]["by_category"]
+    # each overall over the categories it names: 1-4 always, LoCoMo's 1-5 where category 5 was asked
+    # (a metrics.json from before the two overalls has only `overall`, over every question it holds)
+    overalls = [("overall 1-4", "overall_1_4", sum(counts[c] for c in "1234")), ("overall 1-5", "overall_1_5", metrics["counts"]["total"])]
+    for label, key, n in overalls:
+        if key not in metrics["locomo_f1"]:
+            label, key, n = "all", "overall", metrics["counts"]["total"]
+        elif metrics["locomo_f1"][key] is None:
+            continue
+        lines.append(
+            f"{label:<17}{n:>5}  {fmt(metrics['locomo_f1'][key]):>9}  "
+            f"{fmt(metrics['exact_match'][key]):>9}  {fmt(metrics['token_f1'][key]):>12}"
+        )
+        if key == "overall":
+            break
     reader = metrics.get("usage", {}).get("reader")
     if reader:
         cost = f"${reader['cost_usd']:.4f}" if reader["cost_known"] else "unknown (model not in the price table)"

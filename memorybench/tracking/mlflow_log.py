@@ -294,6 +294,9 @@ def _number(value: Any) -> float | None:
 METRIC_NAMES: dict[str, str] = {
     "questions": "questions",
     **{f"{m}{c}": f"{m}{c}" for m in ("locomo_f1", "exact_match", "token_f1") for c in ("", *(f"_cat{k}" for k in CATEGORIES))},
+    # the overalls over categories 1-4 and, where category 5 was asked, 1-5: never one for the other
+    "locomo_f1_1_4": "locomo_f1_1_4",
+    "locomo_f1_1_5": "locomo_f1_1_5",
     **{name: name for name in (
         "build_calls", "build_prompt_tokens", "build_completion_tokens", "build_cost_usd",
         "answer_calls", "answer_prompt_tokens", "answer_completion_tokens", "answer_cached_tokens", "answer_cost_usd",

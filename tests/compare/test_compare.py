@@ -1,5 +1,5 @@
-"""`compare`: seeds of one config (mean ± sd, bootstrap interval) and a paired bootstrap
-between two conditions, on packs made over real HTTP with the scripted server."""
+"""`compare`: seeds of one config (mean ± sd, interval over conversations) and a paired
+difference between two conditions, on packs made over real HTTP with the scripted server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import shutil
 import statistics
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import FIXTURES, scripted_reader
@@ -16,14 +15,14 @@ from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.stages.autorater import run_autorater
 from memorybench.compare.conditions import (
-    DEFAULT_RESAMPLES,
-    bootstrap_interval,
     compare_main,
+    format_compare,
     load_pack_scores,
-    paired_bootstrap,
     paired_difference,
+    parse_categories,
     seed_summary,
 )
+from memorybench.compare.intervals import Resampling
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
 MINI = FIXTURES / "mini_locomo.json"
@@ -87,72 +86,72 @@ def _reported(pack: Path) -> tuple[float, float]:
     return f1, j
 
 
-# -- statistics ---------------------------------------------------------------------------------
-def test_bootstrap_is_deterministic_for_a_seed():
-    values = np.random.default_rng(7).random(300)
-    a = bootstrap_interval(values, resamples=2000, seed=3)
-    assert a == bootstrap_interval(values, resamples=2000, seed=3)
-    assert a != bootstrap_interval(values, resamples=2000, seed=4)
-    assert a["low"] < a["estimate"] < a["high"] and a["estimate"] == pytest.approx(values.mean())
-    assert bootstrap_interval(values)["resamples"] == DEFAULT_RESAMPLES == 10_000
-
-
-def test_bootstrap_interval_has_the_normal_width_on_a_large_sample():
-    values = np.random.default_rng(0).normal(0.5, 0.2, size=2000)
-    b = bootstrap_interval(values, resamples=4000, seed=1)
-    half = 1.96 * values.std(ddof=1) / np.sqrt(values.size)
-    assert (b["high"] - b["low"]) / 2 == pytest.approx(half, rel=0.1)
-
-
-def test_a_constant_sample_gives_a_point_interval():
-    b = bootstrap_interval([1.0] * 50, resamples=100)
-    assert b["low"] == b["high"] == b["estimate"] == 1.0
-
-
-def test_paired_bootstrap_of_a_constant_shift():
-    a = np.random.default_rng(2).random(100)
-    d = paired_bootstrap(a, a + 0.25, resamples=500, seed=0)
-    assert d["difference"] == pytest.approx(0.25)
-    assert d["low"] == pytest.approx(0.25) and d["high"] == pytest.approx(0.25)
-    assert d["share_above_zero"] == 1.0 and d["p_two_sided"] == 0.0
-    same = paired_bootstrap(a, a, resamples=500, seed=0)
-    assert same["difference"] == 0.0 and same["p_two_sided"] == 1.0
-
-
-def test_paired_bootstrap_pairs_items():
-    # a large shared spread per item cancels in the pairing: the interval stays narrow
-    rng = np.random.default_rng(5)
-    base = rng.normal(0, 10, size=400)
-    d = paired_bootstrap(base, base + 1 + rng.normal(0, 0.1, size=400), resamples=1000, seed=0)
-    assert 0.98 < d["low"] < d["difference"] < d["high"] < 1.02
-
-
 # -- packs ----------------------------------------------------------------------------------------
 def test_seed_summary_of_three_seeds(packs):
     seeds = [packs["seed0"], packs["seed1"], packs["seed2"]]
-    result = seed_summary(seeds, resamples=1000, seed=0)
+    result = seed_summary(seeds, resampling=Resampling(resamples=1000))
     f1s, js = zip(*(_reported(p) for p in seeds))
     assert len(set(f1s)) > 1  # the seeds differ: the check has teeth
     assert result["locomo_f1"]["values"] == list(f1s)
     assert result["locomo_f1"]["mean"] == pytest.approx(statistics.fmean(f1s))
     assert result["locomo_f1"]["sd"] == pytest.approx(statistics.stdev(f1s))
     assert result["j"]["values"] == list(js) and result["j"]["sd"] == pytest.approx(statistics.stdev(js))
-    # the interval is over questions of the per-question mean over seeds
-    assert result["locomo_f1"]["bootstrap"]["estimate"] == pytest.approx(statistics.fmean(f1s))
-    assert result["locomo_f1"]["bootstrap"]["n"] == 10 and result["j"]["bootstrap"]["n"] == 8
-    assert result["locomo_f1"]["bootstrap"]["low"] <= result["locomo_f1"]["mean"] <= result["locomo_f1"]["bootstrap"]["high"]
-    assert result == seed_summary(seeds, resamples=1000, seed=0)
+    # the main interval resamples conversations: the mini dataset's 2, so 1 degree of freedom
+    interval = result["locomo_f1"]["interval"]
+    assert interval["estimate"] == pytest.approx(statistics.fmean(f1s)) and interval["n"] == 10
+    assert interval["clusters"] == 2 and "2 conversations, 1 df" in interval["method"]
+    assert interval["low"] <= result["locomo_f1"]["mean"] <= interval["high"]
+    assert result["j"]["interval"]["n"] == 8 and result["j"]["covers"] == "categories 1-4 (category 5 not asked)"
+    assert result["locomo_f1"]["covers"] == "categories 1-5" and result["conversations"] == 2
+    # the question-level bootstrap stays beside it, labelled for what it is
+    assert "conditional on these 2 conversations" in result["locomo_f1"]["conditional"]["method"]
+    assert result == seed_summary(seeds, resampling=Resampling(resamples=1000))
 
 
 def test_paired_difference_between_two_conditions(packs):
     a, b = packs["seed1"], packs["summaries"]
-    result = paired_difference([a], [b], resamples=1000, seed=0)
+    result = paired_difference([a], [b], resampling=Resampling(resamples=1000))
     (fa, ja), (fb, jb) = _reported(a), _reported(b)
     assert result["locomo_f1"]["difference"] == pytest.approx(fb - fa)
     assert result["locomo_f1"]["a"] == pytest.approx(fa) and result["locomo_f1"]["b"] == pytest.approx(fb)
     assert result["j"]["difference"] == pytest.approx(jb - ja) and result["j"]["n"] == 8
     assert result["locomo_f1"]["n"] == 10 and result["j_available"] is True
-    assert result == paired_difference([a], [b], resamples=1000, seed=0)
+    assert result["locomo_f1"]["clusters"] == 2 and result["locomo_f1"]["mdd"] is not None
+    assert result["locomo_f1"]["mdd"] >= 0 and result["protocols_differ"] is False
+    assert result == paired_difference([a], [b], resampling=Resampling(resamples=1000))
+
+
+def test_one_conversation_says_it_has_no_interval(packs, tmp_path):
+    """A prefix inside one conversation: no between-conversation uncertainty, said plainly."""
+    prefix = _cut(packs["seed0"], tmp_path / "prefix", 5)
+    result = seed_summary([prefix], resampling=Resampling(resamples=200))
+    interval = result["locomo_f1"]["interval"]
+    assert interval["low"] is None and "no between-conversation uncertainty" in interval["note"]
+    assert result["conversations"] == 1
+
+
+def test_categories_restrict_both_sides_and_label_the_overall(packs):
+    result = paired_difference([packs["seed1"]], [packs["summaries"]], resampling=Resampling(resamples=200),
+                               categories=parse_categories("1-4"))
+    assert result["questions"] == 8 and result["locomo_f1"]["covers"] == "categories 1-4 (category 5 not asked)"
+    whole = paired_difference([packs["seed1"]], [packs["summaries"]], resampling=Resampling(resamples=200))
+    assert whole["locomo_f1"]["covers"] == "categories 1-5" and whole["questions"] == 10
+    assert parse_categories("1,2,5") == {1, 2, 5} and parse_categories(None) is None
+    for bad in ("one-four", "0-4", "6"):
+        with pytest.raises(UserError, match="--categories"):
+            parse_categories(bad)
+
+
+def test_conditions_of_different_questions_compare_on_the_common_ones(packs, tmp_path):
+    """An own run against a pack that holds fewer questions (a peer's 1-4, a partial file):
+    compared on the questions both hold, and the count left out is said."""
+    prefix = _cut(packs["seed1"], tmp_path / "prefix", 7)
+    result = paired_difference([packs["seed0"]], [prefix], resampling=Resampling(resamples=200))
+    assert result["questions"] == 7 and result["only_a"] == 3 and result["only_b"] == 0
+    qa, qb = load_pack_scores(packs["seed0"]), load_pack_scores(prefix)
+    common = [q for q in qa.question_ids if q in qb.locomo_f1]
+    expected = sum(qb.locomo_f1[q] - qa.locomo_f1[q] for q in common) / len(common)
+    assert result["locomo_f1"]["difference"] == pytest.approx(expected)
 
 
 def test_per_question_scores_match_the_pack(packs):
@@ -160,42 +159,61 @@ def test_per_question_scores_match_the_pack(packs):
     assert len(scores.locomo_f1) == 10 and len(scores.j) == 8
     assert sum(scores.locomo_f1.values()) / 10 == pytest.approx(_reported(packs["seed0"])[0])
     assert "reader" in scores.config and "judge" not in scores.config
+    assert set(scores.conversations.values()) == {"mini-1", "mini-2"} and scores.protocol == "open-ended"
+
+
+def _cut(pack: Path, to: Path, keep: int) -> Path:
+    shutil.copytree(pack, to)
+    kept = (to / "predictions.jsonl").read_text().splitlines(keepends=True)[:keep]
+    (to / "predictions.jsonl").write_text("".join(kept))
+    return to
 
 
 def test_refusals(packs, tmp_path):
     with pytest.raises(UserError, match="differ in more than their seeds .*memory"):
         seed_summary([packs["seed0"], packs["summaries"]])
-    prefix = tmp_path / "prefix"
-    shutil.copytree(packs["seed1"], prefix)
-    kept = (prefix / "predictions.jsonl").read_text().splitlines(keepends=True)[:6]
-    (prefix / "predictions.jsonl").write_text("".join(kept))
-    with pytest.raises(UserError, match="different questions"):
-        paired_difference([packs["seed0"]], [prefix])
+    prefix = _cut(packs["seed1"], tmp_path / "prefix", 6)
     with pytest.raises(UserError, match="different questions"):
         seed_summary([packs["seed0"], prefix])
+    with pytest.raises(UserError, match="no question in common"):
+        paired_difference([packs["seed0"]], [_cut(packs["seed1"], tmp_path / "four", 4)], categories=parse_categories("5"))
     unfinished = tmp_path / "unfinished"
     shutil.copytree(packs["seed0"], unfinished)
     (unfinished / "_SUCCESS").unlink()
     with pytest.raises(UserError, match="not finished"):
         load_pack_scores(unfinished)
     with pytest.raises(UserError, match="resamples=0"):
-        seed_summary([packs["seed0"]], resamples=0)
+        seed_summary([packs["seed0"]], resampling=Resampling(resamples=0))
     with pytest.raises(UserError, match="the following arguments are required: packs; usage: memorybench compare"):
         compare_main([])
 
 
-def test_j_is_compared_only_under_one_judge(packs, tmp_path):
+def test_j_is_left_out_with_the_reason_when_judges_differ(packs, tmp_path):
     other = tmp_path / "other" / packs["seed2"].name
     shutil.copytree(packs["seed2"], other)
     shutil.rmtree(other / "autorater")
     with ScriptedOpenAIServer(responder=_judge("judge-y")) as judge:
         run_autorater(other, _judge_node(judge, model="judge-y"))
-    with pytest.raises(UserError, match="different judges"):
-        seed_summary([packs["seed0"], other])
+    result = seed_summary([packs["seed0"], other], resampling=Resampling(resamples=100))
+    assert "j" not in result and "different judges" in result["j_left_out"] and "judge-y" in result["j_left_out"]
+    assert result["locomo_f1"]["interval"]["n"] == 10  # LoCoMo F1 is still compared
+    difference = paired_difference([packs["seed1"]], [other], resampling=Resampling(resamples=100))
+    assert difference["j_available"] is False and "Mem0's pinned judge prompt" in difference["j_left_out"]
     # without an autorater, only LoCoMo F1 is compared
     shutil.rmtree(other / "autorater")
-    result = seed_summary([packs["seed0"], other], resamples=100)
-    assert result["j_available"] is False and "j" not in result
+    result = seed_summary([packs["seed0"], other], resampling=Resampling(resamples=100))
+    assert result["j_available"] is False and "j" not in result and "no finished autorater" in result["j_left_out"]
+
+
+def test_question_protocols_that_differ_are_marked(packs, tmp_path):
+    locomo = tmp_path / "locomo"
+    shutil.copytree(packs["summaries"], locomo)
+    config = (locomo / "config.resolved.yaml").read_text()
+    assert "prompt: readers/qa_v1.txt" in config
+    (locomo / "config.resolved.yaml").write_text(config.replace("prompt: readers/qa_v1.txt", "prompt: locomo"))
+    result = paired_difference([packs["seed1"]], [locomo], resampling=Resampling(resamples=100))
+    assert result["protocols_differ"] is True and result["protocols"] == {"a": ["open-ended"], "b": ["locomo"]}
+    assert "question protocols differ (A open-ended; B locomo)" in format_compare({"difference": result})
 
 
 def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
@@ -203,8 +221,13 @@ def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
     assert compare_main([str(packs["seed0"]), str(packs["seed1"]), "--vs", str(packs["summaries"]),
                          "--resamples", "200", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "B minus A, paired over 10 question ids" in text and "LoCoMo F1" in text and "J (cat 1-4)" in text
+    assert "B minus A, paired over 10 questions in 2 conversation(s)" in text
+    assert "LoCoMo F1 (categories 1-5)" in text and "J (categories 1-4 (category 5 not asked))" in text
+    assert "cluster-robust t (CR1), 2 conversations, 1 df" in text and "cannot be told from noise" in text
+    assert "conditional on these 2 conversations" in text
     result = json.loads(out.read_text())
-    assert result["schema"] == "compare.v1" and result["difference"]["locomo_f1"]["resamples"] == 200
+    assert result["schema"] == "compare.v2" and "200 resamples" in result["difference"]["locomo_f1"]["conditional"]["method"]
     assert compare_main([str(packs["seed0"]), "--resamples", "200", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["questions"] == 10
+    assert compare_main([str(packs["seed0"]), "--vs", str(packs["summaries"]), "--categories", "1-4", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["difference"]["questions"] == 8

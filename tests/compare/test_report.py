@@ -66,13 +66,31 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
         row = table[("full_context / scripted", category)]
         assert float(row["locomo_f1"]) == pytest.approx(np.mean(values))
         assert float(row["f1_ci_low"]) <= float(row["locomo_f1"]) <= float(row["f1_ci_high"])
-    overall = table[("full_context / scripted", "all")]
-    assert float(overall["locomo_f1"]) == pytest.approx(json.loads((full / "metrics.json").read_text())["locomo_f1"]["overall"])
+    # two overalls, each over the categories it names: 1-5 (LoCoMo's) and 1-4 (Mem0's basis)
+    metrics = json.loads((full / "metrics.json").read_text())["locomo_f1"]
+    overall = table[("full_context / scripted", "1-4")]
+    assert overall["category_name"] == "overall 1-4" and int(overall["n"]) == 8
+    assert float(overall["locomo_f1"]) == pytest.approx(metrics["overall_1_4"])
+    assert float(table[("full_context / scripted", "1-5")]["locomo_f1"]) == pytest.approx(metrics["overall_1_5"])
+    assert "all" not in {c for _, c in table}
+    # the interval resamples the two conversations, and says so
+    assert overall["conversations"] == "2" and "cluster-robust t (CR1), 2 conversations, 1 df" in overall["interval"]
     # J per judge, each in its own column; none where the condition was not judged
     for judge in (lenient, strict):
-        assert overall[f"j/{judge}"] != "" and table[("session_summaries / scripted", "all")][f"j/{judge}"] == ""
+        assert overall[f"j/{judge}"] != "" and table[("session_summaries / scripted", "1-4")][f"j/{judge}"] == ""
     assert "j" not in overall and overall[f"j/{lenient}"] != overall[f"j/{strict}"]
     assert lenient in text and strict in text  # the report names both judges
+    # every judge here failed on one row: J with that failure counted WRONG stands beside J, never above it
+    for judge in (lenient, strict):
+        assert float(overall[f"j_failed_wrong/{judge}"]) <= float(overall[f"j/{judge}"])
+
+    # the second condition against the first, paired over their questions, with its MDD
+    paired = {(r["metric"], r["categories"]): r for r in _csv(report.table_files["paired_differences"])}
+    f1 = paired[("locomo_f1", "1-5")]
+    assert f1["baseline"] == "full_context / scripted" and f1["condition"] == "session_summaries / scripted"
+    assert int(f1["questions"]) == 10 and f1["conversations"] == "2" and f1["protocols"] == "same (open-ended)"
+    assert float(f1["difference"]) == pytest.approx(float(f1["b"]) - float(f1["a"]))
+    assert ("locomo_f1", "1-4") in paired and not any(m.startswith("j/") for m, _ in paired)  # J: one side unjudged
 
     refusals = {r["condition"]: r for r in _csv(report.table_files["refusals"])}
     for pack, condition in ((full, "full_context / scripted"), (summaries, "session_summaries / scripted")):
@@ -182,3 +200,15 @@ def test_report_main(packs, tmp_path, capsys):
     assert report_main([str(design), "--out", str(tmp_path / "out")]) == 0
     assert "report:" in capsys.readouterr().out
     assert "| full_context |" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_categories_restrict_the_report_and_say_so(packs, tmp_path):
+    root, full, *_ = packs
+    report = run_report(write_design(tmp_path / "d.yaml", root / "packs", figures=[]), tmp_path / "out", categories="1-4")
+    table = {(r["condition"], r["category"]): r for r in _csv(report.table_files["scores_by_category"])}
+    # no category 5 asked here: the 1-5 overall stays empty rather than carry a 1-4 number
+    assert table[("full_context / scripted", "5")]["n"] == "0"
+    assert table[("full_context / scripted", "1-5")]["locomo_f1"] == "" and table[("full_context / scripted", "1-4")]["n"] == "8"
+    assert "Only categories 1, 2, 3, 4 are reported (categories=1-4)." in report.markdown.read_text()
+    with pytest.raises(UserError, match="'1-9' names categories outside LoCoMo's 1-5"):
+        run_report(write_design(tmp_path / "e.yaml", root / "packs", categories="1-9"), tmp_path / "out2")

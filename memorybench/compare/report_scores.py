@@ -1,0 +1,229 @@
+"""The report's scores and their intervals: LoCoMo F1 and J per condition and category
+with the two overalls, and every condition against the first, paired by question.
+
+Every interval and test is `memorybench.compare.intervals`'s, as in `compare`: the main
+one resamples conversations (cluster-robust t), and the question-level bootstrap beside
+it is labelled conditional on these conversations.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from memorybench.compare.intervals import (
+    Interval,
+    Resampling,
+    format_p,
+    mean_interval,
+    paired_difference,
+    question_bootstrap_interval,
+    question_paired_bootstrap,
+)
+from memorybench.compare.report_tables import (
+    CATEGORY_NAMES,
+    OVERALLS,
+    in_category,
+    judged_conditions,
+    category_name,
+    judges_of,
+)
+from memorybench.compare.summary import judge_key
+
+__all__ = ["Bootstrap", "bootstrap_interval", "j_failed_wrong", "paired_differences", "scores_by_category"]
+
+
+class Bootstrap(BaseModel):
+    """The design's `bootstrap:` settings: the confidence of every interval, and the
+    resamples and seed of the question-level (conditional) bootstraps beside the main,
+    conversation-level ones (`memorybench.compare.intervals`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: resamples of the questions per conditional interval
+    resamples: int = Field(10_000, ge=100)
+    seed: int = 0
+    confidence: float = Field(0.95, gt=0, lt=1)
+
+    def resampling(self) -> Resampling:
+        return Resampling(resamples=self.resamples, seed=self.seed, confidence=self.confidence)
+
+
+# -- statistics -----------------------------------------------------------------------
+def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[float, float]:
+    """The question-level percentile interval of the mean, conditional on the conversations
+    the questions come from (`intervals.question_bootstrap_interval`); (nan, nan) for fewer
+    than two values."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return math.nan, math.nan
+    found = question_bootstrap_interval(values, [0] * len(values), boot.resampling(), *key)
+    return float(found.low), float(found.high)  # type: ignore[arg-type]
+
+
+def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap) -> Interval:
+    """The main interval of a mean: cluster-robust t over the questions' conversations."""
+    return mean_interval(values, clusters, confidence=boot.confidence)
+
+
+def _covers_category(frame: pd.DataFrame, condition: str, category: int | str) -> bool:
+    """An overall is shown only where the condition holds every category it names (a 1-5
+    overall of a pack that never asked category 5 would be a 1-4 overall under a 1-5 label)."""
+    if category not in OVERALLS:
+        return True
+    held = set(frame.loc[frame["condition"] == condition, "category"].unique())
+    return set(OVERALLS[category]) <= held
+
+
+def _per_question(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A question's score in a condition: its mean over the condition's packs."""
+    rows = frame.dropna(subset=[metric])
+    keys = ["condition", "question_id", "sample_id", "category"]
+    return rows.groupby(keys, sort=False, observed=True)[metric].mean().reset_index()
+
+
+def _replicate_sd(frame: pd.DataFrame, metric: str, condition: str, category: int | str) -> float:
+    """The sd over a condition's runs (its replicates) of each run's mean; nan for one run."""
+    rows = frame[(frame["condition"] == condition) & in_category(frame, category)]
+    per_run = rows.dropna(subset=[metric]).groupby("pack", sort=False)[metric].mean()
+    return float(per_run.std(ddof=1)) if len(per_run) > 1 else math.nan
+
+
+def j_failed_wrong(frame: pd.DataFrame, judge: str) -> pd.Series:
+    """Per row, J with the judge's failed verdicts counted as WRONG: the parsed passes'
+    mean weighted by parsed / (parsed + failed); a row with failures only scores 0."""
+    score, passes = frame[judge_key("j_score", judge)], frame[judge_key("j_passes", judge)].fillna(0)
+    failed = frame[judge_key("j_failed", judge)].fillna(0)
+    total = passes + failed
+    out = (score.fillna(0) * passes / total.where(total > 0)).where(total > 0)
+    return out.where(frame[judge_key("j_passes", judge)].notna())
+
+
+def _judge_failed(frame: pd.DataFrame, judge: str) -> bool:
+    return bool(frame[judge_key("j_failed", judge)].fillna(0).gt(0).any())
+
+
+def _bounds(found: Interval) -> tuple[float, float]:
+    return (math.nan, math.nan) if found.low is None else (float(found.low), float(found.high))  # type: ignore[arg-type]
+
+
+def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
+    """LoCoMo F1 per condition and category (1-5, then the overalls 1-4 and 1-5) with its
+    interval over conversations; beside it, per judge, J (`j/<judge id>`, categories 1-4)
+    where every pack of the condition has that judge, and J with failures counted WRONG
+    (`j_failed_wrong/<judge id>`) where the judge failed on any row."""
+    f1 = _per_question(frame, "locomo_f1")
+    runs = frame.groupby("condition", sort=False)["pack"].nunique()
+    judges = judges_of(frame)
+    judged: dict[str, tuple[pd.Series, dict[str, pd.DataFrame], pd.DataFrame]] = {}
+    for judge in judges:
+        with_j = judged_conditions(frame, judge)
+        rows = frame[frame["condition"].map(with_j) & frame["category"].between(1, 4)]
+        metrics = {"j": _per_question(rows, judge_key("j_score", judge))}
+        if _judge_failed(rows, judge):
+            metrics["j_failed_wrong"] = _per_question(rows.assign(**{judge_key("j_fw", judge): j_failed_wrong(rows, judge)}),
+                                                      judge_key("j_fw", judge))
+        judged[judge] = with_j, metrics, rows
+    out = []
+    for condition in frame["condition"].unique():
+        for category in [*CATEGORY_NAMES, *OVERALLS]:
+            row: dict[str, Any] = {"condition": condition, "category": category, "category_name": category_name(category)}
+            shown = _covers_category(frame, condition, category)
+            sel = f1[(f1["condition"] == condition) & in_category(f1, category)] if shown else f1.iloc[0:0]
+            found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot)
+            low, high = _bounds(found)
+            row.update({"runs": int(runs[condition]), "n": found.n, "conversations": found.clusters,
+                        "locomo_f1": found.estimate if found.estimate is not None else math.nan,
+                        "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category) if shown else math.nan,
+                        "f1_ci_low": low, "f1_ci_high": high})
+            for judge, (with_j, metrics, rows) in judged.items():
+                for name, per_question in metrics.items():
+                    score = per_question.columns[-1]
+                    if category == 5 or not with_j.get(condition, False):
+                        jsel = per_question.iloc[0:0]
+                    else:
+                        jsel = per_question[(per_question["condition"] == condition) & in_category(per_question, category)]
+                    jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot)
+                    jl, jh = _bounds(jfound)
+                    row.update({judge_key(f"{name}_n" if name != "j" else "j_n", judge): jfound.n,
+                                judge_key(name, judge): jfound.estimate if jfound.estimate is not None else math.nan,
+                                judge_key(f"{name}_ci_low", judge): jl, judge_key(f"{name}_ci_high", judge): jh})
+                    if name == "j":
+                        j_sd = _replicate_sd(rows, judge_key("j_score", judge), condition, category) if jfound.n else math.nan
+                        row[judge_key("j_sd_runs", judge)] = j_sd
+            row["interval"] = found.method if found.note is None else f"{found.method}: {found.note}"
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def paired_differences(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
+    """Every condition against the first (the baseline), paired by question over the
+    questions both hold, per overall (1-4, and 1-5 where both asked category 5) and metric
+    (LoCoMo F1; J of each judge both conditions have): the mean difference, its interval
+    and p-value over conversations, the minimum detectable difference (80% power, alpha
+    0.05), and the question-level interval conditional on these conversations."""
+    conditions = list(frame["condition"].unique())
+    out: list[dict[str, Any]] = []
+    if len(conditions) < 2:
+        return pd.DataFrame(out, columns=_PAIRED_COLUMNS)
+    metrics = [("locomo_f1", "locomo_f1", None)]
+    for judge in judges_of(frame):
+        metrics.append((judge_key("j", judge), judge_key("j_score", judge), judge))
+    base = conditions[0]
+    for condition in conditions[1:]:
+        for metric, column, judge in metrics:
+            if judge is not None:
+                with_j = judged_conditions(frame, judge)
+                if not (with_j.get(base, False) and with_j.get(condition, False)):
+                    continue
+            per_question = _per_question(frame, column)
+            a = per_question[per_question["condition"] == base].set_index("question_id")
+            b = per_question[per_question["condition"] == condition].set_index("question_id")
+            for overall, categories in OVERALLS.items():
+                if judge is not None and overall == "1-5":
+                    continue
+                if not (_covers_category(frame, base, overall) and _covers_category(frame, condition, overall)):
+                    continue
+                ids = [q for q in a.index if q in b.index and a.at[q, "category"] in categories]
+                x, y = a.loc[ids, column].to_numpy(float), b.loc[ids, column].to_numpy(float)
+                clusters = a.loc[ids, "sample_id"].to_numpy()
+                found = paired_difference(x, y, clusters, confidence=boot.confidence)
+                conditional = None
+                if len(ids) >= 2:
+                    conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), metric, overall, "difference")
+                out.append({
+                    "baseline": base, "condition": condition, "metric": metric, "categories": overall,
+                    "questions": len(ids), "conversations": found.clusters,
+                    "a": _nan(found.a), "b": _nan(found.b), "difference": _nan(found.difference),
+                    "ci_low": _nan(found.low), "ci_high": _nan(found.high), "p": _nan(found.p_two_sided),
+                    "p_text": format_p(found.p_two_sided, found.p_resolution),
+                    "mdd": _nan(found.mdd),
+                    "conditional_ci_low": _nan(conditional.low) if conditional else math.nan,
+                    "conditional_ci_high": _nan(conditional.high) if conditional else math.nan,
+                    "method": found.method if found.note is None else f"{found.method}: {found.note}",
+                    "protocols": _protocols(frame, base, condition),
+                })
+    return pd.DataFrame(out, columns=_PAIRED_COLUMNS)
+
+
+_PAIRED_COLUMNS = ["baseline", "condition", "metric", "categories", "questions", "conversations", "a", "b", "difference",
+                   "ci_low", "ci_high", "p", "p_text", "mdd", "conditional_ci_low", "conditional_ci_high", "method", "protocols"]
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _protocols(frame: pd.DataFrame, base: str, condition: str) -> str:
+    """`same (<protocol>)`, or `differ: <base's>; <condition's>` (reader.prompt=locomo poses
+    categories 2 and 5 unlike an open-ended prompt)."""
+    if "question_protocol" not in frame.columns:
+        return "-"
+    def of(name: str) -> str:
+        return ", ".join(sorted(frame.loc[frame["condition"] == name, "question_protocol"].dropna().astype(str).unique())) or "-"
+    mine, theirs = of(base), of(condition)
+    return f"same ({mine})" if mine == theirs else f"differ: {mine}; {theirs}"
