@@ -45,6 +45,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from memorybench.answer.prompt import question_protocol
 from memorybench.compare.intervals import (
     Resampling,
     format_p,
@@ -69,7 +72,6 @@ __all__ = [
     "load_pack_scores",
     "paired_difference",
     "parse_categories",
-    "question_protocol",
     "seed_summary",
 ]
 
@@ -106,17 +108,9 @@ class PackScores:
     #: the pack's own reported numbers (metrics.json and autorater_metrics.json)
     reported: dict[str, float | None] = field(default_factory=dict)
     judge_identity: dict[str, Any] | None = None
-    #: how the questions were posed (`question_protocol`)
+    #: how the questions were posed (`memorybench.answer.prompt.question_protocol`: locomo,
+    #: open-ended, imported)
     protocol: str = "open-ended"
-
-
-def question_protocol(config: dict[str, Any]) -> str:
-    """How a run posed its questions: `locomo` (LoCoMo's own prompts, category 2's date
-    suffix, category 5 as a two-way choice: `reader.prompt=locomo`), else `open-ended`
-    (every question under one template, category 5 included)."""
-    reader = config.get("reader") if isinstance(config, dict) else None
-    prompt = reader.get("prompt") if isinstance(reader, dict) else None
-    return "locomo" if prompt == "locomo" else "open-ended"
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -168,6 +162,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
     rows, _ = compute_scores(root)
     summary = run_summary(pack)
     config = _config_of(pack, root)
+    protocol = question_protocol(yaml.safe_load(pack.read_text(layout.CONFIG)) or {})
     scores = PackScores(
         root=root,
         run_id=summary["run_id"],
@@ -177,7 +172,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         reported={"locomo_f1": summary["locomo_f1"]},
-        protocol=question_protocol(config),
+        protocol=protocol,
     )
     judge_id = _judge_of(pack, judge)
     meta = pack.autorater_meta(judge_id) if judge_id else None

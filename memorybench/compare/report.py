@@ -59,7 +59,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memorybench.errors import OneLineParser, UserError
+from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
 from memorybench.compare.report_scores import Bootstrap, bootstrap_interval, paired_differences, scores_by_category
@@ -75,8 +75,9 @@ from memorybench.compare.report_tables import (
     requests_budget,
     stems,
 )
-from memorybench.compare.conditions import parse_categories, question_protocol
+from memorybench.compare.conditions import parse_categories
 from memorybench.compare.summary import CONFIG_PREFIX
+from memorybench.errors import OneLineParser, UserError
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -258,11 +259,12 @@ def _resolve(paths: Sequence[str], base_dir: Path) -> list[str | Path]:
 
 
 def _protocols(runs: pd.DataFrame) -> pd.Series:
-    """Each pack's question protocol (`memorybench.compare.conditions.question_protocol`),
-    from its `cfg.reader.prompt`."""
-    prompt = runs["cfg.reader.prompt"] if "cfg.reader.prompt" in runs.columns else pd.Series(None, index=runs.index)
-    protocol = prompt.map(lambda v: question_protocol({"reader": {"prompt": v}}))
-    return pd.Series(protocol.to_numpy(), index=runs["pack"].to_numpy())
+    """Each pack's question protocol (`memorybench.answer.prompt.question_protocol`), from
+    its answerer and `cfg.reader.prompt`."""
+    prompts = runs["cfg.reader.prompt"] if "cfg.reader.prompt" in runs.columns else pd.Series(None, index=runs.index)
+    protocol = [question_protocol({"answerer": {"name": answerer}, "reader": {"prompt": prompt}})
+                for answerer, prompt in zip(runs["answerer"], prompts)]
+    return pd.Series(protocol, index=runs["pack"].to_numpy())
 
 
 def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None,
