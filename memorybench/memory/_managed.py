@@ -141,6 +141,9 @@ class ManagedMethod:
         seconds = time.perf_counter() - started
         built = self._cap_built(built)
         writer = ctx.writer.usage.since(writer_before) if writer_before is not None else None
+        bounds = getattr(ctx.writer, "json_bounds", None)
+        if writer is not None and bounds:  # writer.json_schema: what each task's grammar allowed, its longest reply
+            writer["json_bounds"] = {role: dict(b) for role, b in sorted(bounds.items())}
         embedder = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
         costs = [part["cost_usd"] for part in (writer, embedder) if part is not None]
         cost = None if any(c is None for c in costs) else round(sum(costs), 10)

@@ -17,10 +17,11 @@ starts no writer (and no local server).
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from memorybench.llm.endpoints import validate_endpoint
 from memorybench.llm.records import ChatRequest, ModelIdentity
 from memorybench.llm.usage import UsageMeter
 from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
+from memorybench.memory._schema_budget import FittedBounds, fit_bounds
 from memorybench.templates import PromptTemplate
 
 CALLS = "memory/writer/calls.jsonl"
@@ -108,26 +110,38 @@ def validate_reply(text: str, schema: type[BaseModel], context: Mapping[str, Any
         raise ValueError(f"schema mismatch at {where}: {err['msg']}") from None
 
 
-def bounded_json_schema(schema: type[BaseModel], *, max_items: int, max_chars: int) -> dict[str, Any]:
-    """`schema` as JSON Schema with every list at most `max_items` long and every free
-    string at most `max_chars` characters. A server that compiles it into a grammar
-    (llama.cpp) can then only produce a reply of the right shape that ends within a known
-    length, so a small model can neither answer in the wrong shape nor ramble until
-    max_tokens cuts its JSON. The reply is still validated against `schema` itself."""
+def grammar_schema(schema: type[BaseModel], context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON Schema a grammar-constrained server is given for `schema`: the model's own
+    `grammar_schema(context)` when it has one (a shape the grammar can enforce that the
+    parser's checks need: an event's required fields, the ids shown), else its JSON Schema."""
+    own = getattr(schema, "grammar_schema", None)
+    return copy.deepcopy(own(context)) if callable(own) else schema.model_json_schema()
+
+
+def bounded_json_schema(schema: type[BaseModel] | Mapping[str, Any], *, max_items: int, max_chars: int) -> dict[str, Any]:
+    """`schema` (a model, or a JSON Schema) as JSON Schema with every list at most
+    `max_items` long and every free string at most `max_chars` characters (a tighter bound
+    of its own is kept). A server that compiles it into a grammar (llama.cpp) can then only
+    produce a reply of the right shape that ends within a known length
+    (`_schema_budget.worst_case_tokens`), so a small model can neither answer in the wrong
+    shape nor ramble until max_tokens cuts its JSON. The reply is still validated against
+    the model itself."""
 
     def bound(node: Any) -> None:
         if isinstance(node, dict):
             if node.get("type") == "array":
-                node.setdefault("maxItems", max_items)
+                node["maxItems"] = min(int(node.get("maxItems", max_items)), max_items)
             if node.get("type") == "string" and "enum" not in node and "const" not in node:
-                node.setdefault("maxLength", max_chars)
+                node["maxLength"] = min(int(node.get("maxLength", max_chars)), max_chars)
+                if int(node.get("minLength", 0)) > node["maxLength"]:
+                    node["minLength"] = node["maxLength"]
             for value in node.values():
                 bound(value)
         elif isinstance(node, list):
             for value in node:
                 bound(value)
 
-    out = schema.model_json_schema()
+    out = copy.deepcopy(dict(schema)) if isinstance(schema, Mapping) else schema.model_json_schema()
     bound(out)
     return out
 
@@ -144,6 +158,8 @@ class WriterUsage(UsageMeter):
     cost_usd: float | None = 0.0
     #: summed call latency, seconds
     latency_s: float = 0.0
+    #: JSON replies that ended at max_tokens (finish_reason length): each one unusable
+    cut_by_length: int = 0
 
 
 @dataclass
@@ -202,6 +218,10 @@ class Writer:
         self._opened: ModelIdentity | None = None  # the endpoint's identity, kept after close
         self._answered: set[str] = set()
         self._counts: dict[str, int] = {}
+        self._fits: dict[tuple[str, str, int], FittedBounds] = {}
+        #: with writer.json_schema: per task, the bounds its schema was sent with and its
+        #: worst case in tokens (the request's max_tokens), for memory/build_cost.jsonl
+        self.json_bounds: dict[str, dict[str, Any]] = {}
 
     # -- identity ----------------------------------------------------------------------
     @property
@@ -262,15 +282,13 @@ class Writer:
         ]
         common = dict(sample_id=sample_id, role=role, template=template, session=session, speaker=speaker,
                       schema=schema, context=context, max_items=max_items)
-        text = self._send(messages, attempt="first", **common)
-        error = self._check(text, schema, context)
+        text, error = self._send(messages, attempt="first", **common)
         if error is None:
             return WriterReply(True, text, self._parsed(text, schema, context))
         self.usage.repairs += 1
         repair = REPAIR.format(error=error) if schema is not None else EMPTY_REPAIR
         messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": repair}]
-        text = self._send(messages, attempt="repair", **common)
-        error = self._check(text, schema, context)
+        text, error = self._send(messages, attempt="repair", **common)
         if error is None:
             return WriterReply(True, text, self._parsed(text, schema, context))
         self.usage.failures += 1
@@ -306,28 +324,68 @@ class Writer:
     def _parsed(text: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None = None) -> Any:
         return validate_reply(text, schema, context) if schema is not None else None
 
-    def _response_format(self, schema: type[BaseModel] | None, max_items: int | None) -> dict[str, Any] | None:
+    def _fitted(self, role: str, schema: type[BaseModel], context: Mapping[str, Any] | None,
+                max_items: int | None) -> FittedBounds:
+        """The task's grammar schema with bounds whose worst case fits writer.max_tokens
+        (`_schema_budget.fit_bounds`); the bounds used per task are kept for the build cost."""
+        base = grammar_schema(schema, context)
+        items, chars = max_items or int(self.node.json_max_items), int(self.node.json_max_chars)
+        key = (role, json.dumps(base, sort_keys=True), items)
+        fitted = self._fits.get(key)
+        if fitted is None:
+            fitted = self._fits[key] = fit_bounds(
+                lambda n, c: bounded_json_schema(base, max_items=n, max_chars=c),
+                max_items=items, max_chars=chars, budget=int(self.node.max_tokens), count=self._count(),
+                what=f"memory={self.method}, writer task {role!r} (writer.json_max_items={items}, writer.json_max_chars={chars})",
+            )
+            if fitted.tightened and role not in self.json_bounds:
+                print(f"memorybench: writer task {role}: lists of at most {fitted.max_items} items and strings of at most "
+                      f"{fitted.max_chars} characters (asked {items} and {chars}), so that the longest reply the grammar "
+                      f"allows ({fitted.worst_case_tokens} tokens) fits writer.max_tokens={self.node.max_tokens}", file=sys.stderr)
+        seen = self.json_bounds.get(role)
+        if seen is None or fitted.worst_case_tokens > seen["worst_case_tokens"]:
+            self.json_bounds[role] = fitted.record()  # the task's longest possible reply so far
+        return fitted
+
+    def _count(self) -> Callable[[str], int]:
+        """The tokenizer a schema's worst case is counted with: the embedded model's own
+        (`count_tokens`, the one its context is sized with); for any other server, whose
+        tokenizer we do not have, one token per character (an upper bound for ASCII text
+        under any BPE vocabulary; `estimate_tokens` is for prose and errs low on JSON's
+        punctuation)."""
+        if self.is_local:
+            from memorybench.llm.local.models import LOCAL_MODELS, count_tokens
+
+            spec = LOCAL_MODELS.get(str(self.node.model))  # None (auto): the most over all local models
+            return lambda text: count_tokens(text, spec)
+        return len
+
+    def _request_shape(self, role: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None,
+                       max_items: int | None) -> tuple[dict[str, Any] | None, int]:
+        """(response_format, max_tokens) of a task: with writer.json_schema, the bounded
+        schema and its worst case in tokens; else json_object (or none) and writer.max_tokens."""
         if schema is None:
-            return None
+            return None, int(self.node.max_tokens)
         if not self.node.get("json_schema"):
-            return {"type": "json_object"}
-        bounded = bounded_json_schema(schema, max_items=max_items or int(self.node.json_max_items),
-                                      max_chars=int(self.node.json_max_chars))
-        return {"type": "json_object", "schema": bounded}
+            return {"type": "json_object"}, int(self.node.max_tokens)
+        fitted = self._fitted(role, schema, context, max_items)
+        return {"type": "json_object", "schema": fitted.schema}, fitted.worst_case_tokens
 
     def _send(self, messages: list[dict[str, str]], *, attempt: str, sample_id: str, role: str, template: WriterTemplate,
               session: int | None, speaker: str | None, schema: type[BaseModel] | None,
-              context: Mapping[str, Any] | None, max_items: int | None) -> str:
+              context: Mapping[str, Any] | None, max_items: int | None) -> tuple[str, str | None]:
+        """One call, journaled: (its text, why it cannot be used or None)."""
         endpoint = self.endpoint()
         json_mode = schema is not None
         stop = None if json_mode or not endpoint.stop else tuple(endpoint.stop)
+        response_format, max_tokens = self._request_shape(role, schema, context, max_items)
         request = ChatRequest(
             model=endpoint.model,
             messages=tuple(messages),
             temperature=float(self.node.temperature),
-            max_tokens=int(self.node.max_tokens),
+            max_tokens=max_tokens,
             seed=self.node.get("seed"),
-            response_format=self._response_format(schema, max_items),
+            response_format=response_format,
             stop=stop,
         )
         result = endpoint.client.complete(request)
@@ -343,6 +401,11 @@ class Writer:
         self._counts[sample_id] = self._counts.get(sample_id, 0) + 1
         text = result.text or ""
         error = self._check(text, schema, context)
+        if json_mode and result.finish_reason == "length":
+            # a JSON reply cut at max_tokens is never used, even where what came back parses
+            self.usage.cut_by_length += 1
+            error = (f"the reply was cut at max_tokens={max_tokens} (finish_reason length)"
+                     + (f"; {error}" if error else ""))
         self.calls.append(
             WriterCall(
                 sample_id=sample_id,
@@ -368,4 +431,4 @@ class Writer:
                 error=error,
             )
         )
-        return text
+        return text, error

@@ -60,12 +60,36 @@ class GraphRelation(_Strict):
         return value
 
 
+#: the entity types the extraction prompts name; a grammar-constrained writer picks one of them
+ENTITY_TYPES = ("person", "place", "organization", "event", "object", "activity", "other")
+
+
+def _text(**extra: Any) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, **extra}
+
+
 class GraphReply(BaseModel):
     """What the writer must return for one session (or message pair)."""
 
     model_config = ConfigDict(extra="ignore")
     entities: list[GraphEntity]
     relations: list[GraphRelation]
+
+    @classmethod
+    def grammar_schema(cls, context: Any = None) -> dict[str, Any]:
+        """The shape a grammar-constrained writer is held to: names and relations non-empty,
+        an entity's type one of `ENTITY_TYPES` (not free text the model could fill with
+        noise), `when` a string or null. Parsing stays as lenient as the model above."""
+        entity = {"type": "object", "properties": {"name": _text(), "type": {"enum": list(ENTITY_TYPES)}},
+                  "required": ["name", "type"]}
+        relation = {"type": "object",
+                    "properties": {"source": _text(), "relation": _text(), "target": _text(),
+                                   "when": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+                    "required": ["source", "relation", "target", "when"]}
+        return {"type": "object",
+                "properties": {"entities": {"type": "array", "items": entity},
+                               "relations": {"type": "array", "items": relation}},
+                "required": ["entities", "relations"]}
 
 
 class Graph:

@@ -80,6 +80,23 @@ class UpdateReply(BaseModel):
         value = " ".join(str(value).split())
         return value or None
 
+    @classmethod
+    def grammar_schema(cls, context: Any = None) -> dict[str, Any]:
+        """One shape per event, so that a grammar-constrained reply always parses: ADD
+        carries a text, UPDATE an id of the memories shown and a text, DELETE such an id,
+        NOOP nothing else; UPDATE and DELETE are left out when no memory was shown."""
+        shown = list((context or {}).get("shown") or [])
+
+        def shape(event: str, **fields: dict[str, Any]) -> dict[str, Any]:
+            return {"type": "object", "properties": {"event": {"const": event}, **fields},
+                    "required": ["event", *fields]}
+
+        text, memory_id = {"type": "string", "minLength": 1}, {"enum": shown}
+        shapes = [shape("ADD", text=text)]
+        if shown:
+            shapes += [shape("UPDATE", id=memory_id, text=text), shape("DELETE", id=memory_id)]
+        return {"anyOf": [*shapes, shape("NOOP")]}
+
     @model_validator(mode="after")
     def _needs(self, info: ValidationInfo) -> UpdateReply:
         if self.event in ("ADD", "UPDATE") and not self.text:

@@ -55,6 +55,14 @@ class ConflictReply(BaseModel):
     model_config = ConfigDict(extra="ignore")
     obsolete: list[str]
 
+    @classmethod
+    def grammar_schema(cls, context: Any = None) -> dict[str, Any]:
+        """A grammar-constrained writer can only name the ids shown."""
+        shown = list((context or {}).get("shown") or [])
+        items: dict[str, Any] = {"enum": shown} if shown else {"type": "string"}
+        array: dict[str, Any] = {"type": "array", "items": items, **({} if shown else {"maxItems": 0})}
+        return {"type": "object", "properties": {"obsolete": array}, "required": ["obsolete"]}
+
     @field_validator("obsolete")
     @classmethod
     def _known(cls, ids: list[str], info: ValidationInfo) -> list[str]:

@@ -232,6 +232,7 @@ def test_json_tasks_send_their_schema_only_when_asked(json_schema, tmp_path, wri
     cfg = cfg_for("graph", writer.base_url)
     cfg.writer.json_schema = json_schema
     cfg.writer.json_max_items = 5
+    cfg.writer.max_tokens = 10_000  # room for the longest reply at these bounds: none lowered
     method, ctx = open_method(cfg, tmp_path / "pack")
     method.build(conv, ctx)
     (request,) = writer.requests
@@ -242,3 +243,55 @@ def test_json_tasks_send_their_schema_only_when_asked(json_schema, tmp_path, wri
     else:
         assert request["response_format"] == {"type": "json_object"}
     assert call["request"]["response_format"] == request["response_format"]  # the journal shows what was sent
+
+
+def test_a_json_reply_cut_by_length_is_a_counted_failure_with_its_reason(tmp_path, writer):
+    """finish_reason length: the reply is unusable even where it parses; the repair turn is
+    asked, and a second cut reply makes the task a failure that says why."""
+    conv = conversation([[("Ana", "I moved to Oslo."), ("Ben", "Nice.")], [("Ana", "I paint."), ("Ben", "Cool.")]])
+    whole = {"entities": [{"name": "Ana", "type": "person"}], "relations": []}
+    writer.script(
+        Reply(text='{"entities": [{"name": "Ana", "type": "per', finish_reason="length"),  # session 1: cut twice
+        Reply(text=json.dumps(whole), finish_reason="length"),  # parses, but was cut: not used
+        J(whole),  # session 2: whole
+    )
+    cfg = cfg_for("graph", writer.base_url)
+    cfg.writer.json_schema = True
+    cfg.writer.json_max_items = 2
+    cfg.writer.json_max_chars = 16
+    method, ctx = open_method(cfg, tmp_path / "pack")
+    built = method.build(conv, ctx)
+    assert not writer.queue
+    assert built.metadata["failed_sessions"] == [1]
+    calls = jrows(tmp_path / "pack/memory/writer/calls.jsonl")
+    assert [(c["attempt"], c["ok"]) for c in calls] == [("first", False), ("repair", False), ("first", True)]
+    # each request asks for the schema's longest reply, no more than writer.max_tokens
+    sent = [r["max_tokens"] for r in writer.requests]
+    assert len(set(sent)) == 1 and sent[0] < int(cfg.writer.max_tokens)
+    assert calls[0]["error"].startswith(f"the reply was cut at max_tokens={sent[0]} (finish_reason length)")
+    assert calls[1]["error"] == f"the reply was cut at max_tokens={sent[0]} (finish_reason length)"
+    (failure,) = jrows(tmp_path / "pack/memory/writer/failures.jsonl")
+    assert "finish_reason length" in failure["error"] and failure["session"] == 1
+    (cost,) = jrows(tmp_path / "pack/memory/build_cost.jsonl")
+    assert cost["writer"]["failures"] == 1 and cost["writer"]["cut_by_length"] == 2
+    bounds = cost["writer"]["json_bounds"]["extract"]
+    assert bounds == {"max_items": 2, "max_chars": 16, "worst_case_tokens": sent[0], "tightened": False}
+    ctx.close()
+
+
+def test_bounds_too_long_for_max_tokens_are_lowered_and_recorded(tmp_path, writer):
+    conv = conversation([[("Ana", "I moved to Oslo."), ("Ben", "Nice.")]])
+    writer.script(J({"entities": [], "relations": []}))
+    cfg = cfg_for("graph", writer.base_url)
+    cfg.writer.json_schema = True  # 8 items, 120 characters: ~5,700 characters at most
+    cfg.writer.max_tokens = 600
+    method, ctx = open_method(cfg, tmp_path / "pack")
+    method.build(conv, ctx)
+    (request,) = writer.requests
+    schema = request["response_format"]["schema"]
+    items = schema["properties"]["entities"]["maxItems"]
+    (cost,) = jrows(tmp_path / "pack/memory/build_cost.jsonl")
+    bounds = cost["writer"]["json_bounds"]["extract"]
+    assert bounds["tightened"] and bounds["max_items"] == items < 8 and bounds["max_chars"] < 120
+    assert request["max_tokens"] == bounds["worst_case_tokens"] <= 600
+    ctx.close()
