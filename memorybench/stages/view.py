@@ -13,8 +13,10 @@ so it opens from disk and can be sent by mail. It shows
   its evidence turns, the memory with those turns highlighted, the exact prompt (rebuilt
   from its template and slots, its sha256 checked on our side), the reply, the scores,
   every judge's verdicts, the blame facts, an agent's steps;
-* with two packs or more, a paired view of two of them: the questions one gets right and
-  the other wrong (the blame's `correct`: the judge, else LoCoMo F1 >= 0.5), side by side.
+* with two packs or more, a paired view of two of them: B minus A in LoCoMo F1 with the
+  interval over conversations that `compare` gives (`paired_lines`), and the questions one
+  gets right and the other wrong (the blame's `correct`: the judge, else LoCoMo F1 >= 0.5),
+  side by side.
 
 Filters, the open question and the view live in the URL hash (`#cat=4&blame=ignored`,
 `#open=conv-26-q-0`, `#view=paired&a=0&b=1`), so a link names what it shows (and a
@@ -138,8 +140,36 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
                     "r": [None] * len(packs),
                 }
             questions[qid]["r"][i] = _pack_row(walk, walker, blames[qid], texts)
-    data = {"packs": pack_rows, "classes": list(CLASSES), "questions": list(questions.values())}
+    data = {"packs": pack_rows, "classes": list(CLASSES), "questions": list(questions.values()),
+            "pairs": paired_lines(list(questions.values()), len(packs))}
     return data, texts.values
+
+
+def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, str]:
+    """Per ordered pair `"a,b"`: B minus A in LoCoMo F1 over the questions both answered,
+    with `compare`'s interval over conversations, p-value and minimum detectable difference
+    (`memorybench.compare.intervals.paired_difference`), in one line."""
+    from memorybench.compare.intervals import format_p, paired_difference
+
+    out = {}
+    for a in range(packs):
+        for b in range(packs):
+            if a == b:
+                continue
+            both = [(q["r"][a]["scores"].get("locomo_f1"), q["r"][b]["scores"].get("locomo_f1"), q["conv"])
+                    for q in questions if q["r"][a] and q["r"][b]]
+            both = [x for x in both if x[0] is not None and x[1] is not None]
+            d = paired_difference([x[0] for x in both], [x[1] for x in both], [x[2] for x in both])
+            line = f"LoCoMo F1, B minus A over {d.n} questions in {d.clusters} conversation(s): "
+            if d.difference is None:
+                out[f"{a},{b}"] = line + "no question in common"
+            elif d.low is None:
+                out[f"{a},{b}"] = line + f"{d.difference:+.4f}; no interval: {d.note}"
+            else:
+                out[f"{a},{b}"] = (line + f"{d.difference:+.4f}, {round(d.confidence * 100)}% interval [{d.low:.4f}, "
+                                   f"{d.high:.4f}], p {format_p(d.p_two_sided, d.p_resolution)} ({d.method}); a difference "
+                                   f"below {d.mdd:.4f} cannot be told from noise on these conversations")
+    return out
 
 
 def _json_block(element_id: str, value: Any) -> str:
@@ -216,6 +246,7 @@ PAGE = """<!DOCTYPE html>
   </section>
   <section id="paired-view" hidden>
     <p id="paired-pick">A <select id="p-a"></select> B <select id="p-b"></select></p>
+    <p id="paired-stats"></p>
     <div class="pair-cols">
       <div><h2 id="a-right-title"></h2><table><tbody id="a-right"></tbody></table></div>
       <div><h2 id="b-right-title"></h2><table><tbody id="b-right"></tbody></table></div>
@@ -379,6 +410,7 @@ function render() {
 function renderPaired(s) {
   const a = Number(s.a || 0), b = Number(s.b !== undefined && s.b !== '' ? s.b : 1);
   $('p-a').value = a; $('p-b').value = b;
+  $('paired-stats').textContent = (DATA.pairs || {})[a + ',' + b] || '';
   const left = [], right = [];
   for (const q of DATA.questions) {
     const ra = q.r[a], rb = q.r[b];

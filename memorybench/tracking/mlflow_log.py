@@ -331,7 +331,32 @@ def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
         out.update({judge_key(name, judge_id): summary[judge_key(name, judge_id)] for name in JUDGE_METRICS})
         passes = summary[judge_key("j_per_pass", judge_id)]
         out.update({judge_key(f"j_pass{n}", judge_id): value for n, value in enumerate(passes, start=1)})
+    out.update(interval_metrics(pack))
     return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
+
+
+def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
+    """The interval `compare` and `report` give each overall, over the pack's conversations
+    (`memorybench.compare.intervals.mean_interval`): `locomo_f1_1_4_ci_low`, `_ci_high`, the
+    same for 1-5 where category 5 was asked, and `conversations`. A one-conversation pack
+    has no interval (its bounds are not logged)."""
+    from memorybench.compare.intervals import mean_interval
+    from memorybench.pack.schemas import Prediction
+    from memorybench.score.rows import score_row
+
+    reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
+    rows = []
+    for prediction in reader.records(layout.PREDICTIONS, Prediction):
+        raw = prediction.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        rows.append((int(raw["category"]), str(raw["sample_id"]), score_row(raw)["locomo_f1"]))
+    held = {c for c, _, _ in rows}
+    out: dict[str, float | None] = {"conversations": float(len({s for _, s, _ in rows}))}
+    for name, categories in (("locomo_f1_1_4", {1, 2, 3, 4}), ("locomo_f1_1_5", {1, 2, 3, 4, 5})):
+        if not categories <= held:
+            continue
+        found = mean_interval([f for c, _, f in rows if c in categories], [s for c, s, _ in rows if c in categories])
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = found.low, found.high
+    return out
 
 
 def _epoch_ms(stamp: str | None) -> int | None:

@@ -43,6 +43,7 @@ class _Dom(HTMLParser):
         self.rows: dict[str, bool] = {}
         self.paired: dict[str, list[str]] = {"a-right": [], "b-right": []}
         self.panel: list[str] = []
+        self.stats: list[str] = []
         self.panel_hidden = True
         self.shown: int | None = None
 
@@ -69,6 +70,8 @@ class _Dom(HTMLParser):
     def handle_data(self, data):
         if self.stack and self.stack[-1] == "panel":
             self.panel.append(data)
+        if self.stack and self.stack[-1] == "paired-stats":
+            self.stats.append(data)
 
     @property
     def visible(self) -> list[str]:
@@ -147,6 +150,13 @@ def test_the_paired_view_lists_exactly_the_questions_whose_correctness_differs(p
     assert paired.paired == {"a-right": a_only, "b-right": b_only}
     swapped = dom(page, "view=paired&a=1&b=0")
     assert swapped.paired == {"a-right": b_only, "b-right": a_only}
+    # above the lists, the interval `compare` gives for the same two packs, over conversations
+    from memorybench.compare.conditions import paired_difference
+
+    f1 = paired_difference([full], [summaries])["locomo_f1"]
+    text = "".join(paired.stats)
+    assert f"over {f1['n']} questions in 2 conversation(s): {f1['difference']:+.4f}" in text
+    assert f"[{f1['low']:.4f}, {f1['high']:.4f}]" in text and "cluster-robust t (CR1), 2 conversations, 1 df" in text
 
 
 @needs_chromium

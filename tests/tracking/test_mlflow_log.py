@@ -122,6 +122,14 @@ def test_one_parent_and_one_nested_run_per_finished_pack(logged):
         for c in "12345":
             assert m[f"locomo_f1_cat{c}"] == pytest.approx(metrics["locomo_f1"]["by_category"][c])
         assert m["exact_match"] == pytest.approx(metrics["exact_match"]["overall"]) and "token_f1" in m
+        # both overalls, and the interval compare and report give them, over the pack's conversations
+        assert m["locomo_f1_1_4"] == pytest.approx(metrics["locomo_f1"]["overall_1_4"])
+        assert m["locomo_f1_1_5"] == pytest.approx(metrics["locomo_f1"]["overall_1_5"])
+        from memorybench.compare.conditions import parse_categories, seed_summary
+
+        interval = seed_summary([tracked.pack], categories=parse_categories("1-4"))["locomo_f1"]["interval"]
+        assert m["conversations"] == interval["clusters"] == 2
+        assert m["locomo_f1_1_4_ci_low"] == pytest.approx(interval["low"]) and m["locomo_f1_1_4_ci_high"] == pytest.approx(interval["high"])
         assert m["answer_prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
         assert m["total_calls"] == metrics["usage"]["total"]["calls"] and m["build_calls"] == 0
         assert m["latency_p95_s"] == pytest.approx(metrics["usage"]["reader"]["latency_s"]["p95"])

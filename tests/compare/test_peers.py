@@ -1,0 +1,81 @@
+"""Peers compared as a careful reviewer would: on the real released files pinned in
+../shared/pins/peers (PINS.md), imported into packs, and an own full run beside them.
+
+A Mem0- or Zep-format file holds categories 1-4 only, and each was judged by its own
+grader: their overall is a 1-4 overall, LoCoMo F1 compares over the questions both hold,
+and J is left out with the reason instead of refusing the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import PINS, scripted_reader
+from memorybench.cli import main
+from memorybench.compare.conditions import compare_main, format_compare, paired_difference, parse_categories
+from memorybench.stages.import_results import import_results
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
+
+PEERS = PINS / "peers"
+NOT_ASKED = "categories 1-4 (category 5 not asked)"
+
+
+@pytest.fixture(scope="module")
+def peers(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("peers")
+    memobase = import_results([PEERS / "memobase_eval_0710_3000.json"], "mem0_evals", name="memobase", packs=root)
+    zep = import_results([PEERS / "zep_locomo_grades.json", PEERS / "zep_locomo_responses.json"], "zep", name="zep",
+                         packs=root)
+    return {"memobase": memobase.pack_root, "zep": zep.pack_root, "root": root}
+
+
+def test_an_imported_packs_overalls_read_1_to_4(peers):
+    for name in ("memobase", "zep"):
+        metrics = json.loads((peers[name] / "metrics.json").read_text())
+        assert metrics["overall_covers"] == NOT_ASKED and metrics["questions"] == 1540
+        assert metrics["locomo_f1"]["overall_1_5"] is None
+        assert metrics["locomo_f1"]["overall_1_4"] == pytest.approx(metrics["locomo_f1"]["overall"])
+        assert "overall includes category 5" not in json.dumps(metrics)
+
+
+def test_memobase_against_zep_compares_locomo_f1_and_says_why_j_is_left_out(peers):
+    result = paired_difference([peers["memobase"]], [peers["zep"]], categories=parse_categories("1-4"))
+    assert result["questions"] == 1540 and result["conversations"] == 10
+    f1 = result["locomo_f1"]
+    assert f1["covers"] == NOT_ASKED and f1["clusters"] == 10 and "10 conversations, 9 df" in f1["method"]
+    assert f1["low"] < f1["difference"] < f1["high"] and f1["mdd"] > 0
+    # two graders, two protocols: J is not compared, and the line says so
+    assert "j" not in result and result["j_available"] is False
+    assert "different judges" in result["j_left_out"]
+    text = format_compare({"difference": result})
+    assert "J left out: judged by different judges" in text and "cannot be told from noise" in text
+    # the conversation-level interval is wider than the question-level one, conditional on these conversations
+    conditional = f1["conditional"]
+    assert "conditional on these 10 conversations" in conditional["method"]
+    assert f1["high"] - f1["low"] > conditional["high"] - conditional["low"]
+
+
+def test_an_own_full_run_against_memobase_compares_on_the_1540_common_questions(peers, tmp_path, capsys):
+    def answer(body: dict) -> Reply:  # plumbing: some answers right by chance, never gold
+        return Reply("Not mentioned in the conversation" if len(body["messages"][-1]["content"]) % 3 else "May 2023")
+
+    with ScriptedOpenAIServer(responder=answer) as server:
+        assert main(["qa", *scripted_reader(server.base_url), "memory=session_summaries",
+                     f"paths.packs={tmp_path / 'own'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+    (own,) = sorted((tmp_path / "own").glob("*/runs/*"))
+    metrics = json.loads((own / "metrics.json").read_text())
+    assert metrics["questions"] == 1986 and metrics["overall_covers"] == "categories 1-5"
+    assert metrics["locomo_f1"]["overall_1_5"] is not None
+    capsys.readouterr()
+    assert compare_main([str(own), "--vs", str(peers["memobase"]), "--resamples", "500", "--json", "-"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    difference = result["difference"]
+    assert difference["questions"] == 1540 and difference["only_a"] == 446 and difference["only_b"] == 0
+    assert difference["locomo_f1"]["covers"] == NOT_ASKED
+    # each side's summary covers exactly the compared questions: A's 1-4 overall, not its 1-5 one
+    assert result["summary_a"]["locomo_f1"]["estimate"] == pytest.approx(metrics["locomo_f1"]["overall_1_4"])
+    assert difference["protocols_differ"] is True and difference["protocols"]["b"] == ["imported"]
+    assert "j_left_out" in difference  # the own run has no judge
