@@ -7,9 +7,14 @@ in the config, and the header values a client derives from them (`known_secrets`
 process learns them when it composes its config (`register`: `validate_config` and `run_qa`
 call it, and a `ChatClient` registers what it holds), and every writer passes its text
 through `scrub` before it reaches a pack file, a journal, a stream or MLflow: each known
-value becomes `***` wherever it occurs (inside a model's reply too), and a URL anywhere in
-the text loses its userinfo and the values of its secret-looking query parameters
-(`clean_url`). A config without secrets is left byte for byte as it is, so run ids and
+value becomes `***` wherever it occurs (inside a model's reply too), in every form a message
+gives it (`secret_forms`: without surrounding whitespace, repr/JSON-escaped as in a bytes
+literal `b'...'`, percent-encoded) and from its first `PREFIX_LENGTH` characters on where it
+was cut, as does any token shaped like a key (`sk-...`); `contains_secret` is the one test
+of whether a text holds any of these, and what must never carry one (a run id, a launcher's
+plain env) is refused on it. A URL anywhere in the text loses its userinfo and the values of
+its secret-looking query parameters (`clean_url`). In a YAML file a masked value is quoted
+(`scrub_yaml`: a plain `***` would be an alias). A config without secrets is left byte for byte as it is, so run ids and
 golden packs do not move.
 
 Credentials in a URL are sent as credentials (`split_url`), never left in the URL:

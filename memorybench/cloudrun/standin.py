@@ -228,7 +228,8 @@ class CloudRunStandin:
                     continue
                 secret = str(ref.get("secret", "")).rsplit("/", 1)[-1]
                 if secret not in self.secrets:
-                    return _error(404, f"Secret projects/{name.split('/')[1]}/secrets/{secret}/versions/{ref.get('version') or 'latest'} was not found")
+                    version = ref.get("version") or "latest"
+                    return _error(404, f"Secret projects/{name.split('/')[1]}/secrets/{secret}/versions/{version} was not found")
                 env[str(var["name"])] = self.secrets[secret]
         timeout_s = _duration_s(overrides.get("timeout")) or job.task_timeout_s
         short = f"{name.rsplit('/', 1)[-1]}-{''.join(secrets.choice('abcdefghijklmnopqrstuvwxyz0123456789') for _ in range(5))}"
