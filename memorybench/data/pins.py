@@ -130,7 +130,29 @@ PUNKT_TAB = tuple(
     for name, sha in _PUNKT.items()
 )
 
-ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *MEM0_ANSWER_PINS, *LOCOMO_PROMPT_PINS, *PUNKT_TAB)
+# dial481/locomo-audit, an outside audit of the locomo10.json above (same sha256): its known
+# gold errors (the overlay of memorybench.data.gold_errors) and its judged wrong-answer sets
+_LOCOMO_AUDIT_COMMIT = "9493fb4b4af4256ed17a18e8fd0b3cfdeec29539"
+
+
+def _locomo_audit(relpath: str, sha256: str, source_path: str) -> Pin:
+    """A file of dial481/locomo-audit at the pinned commit."""
+    return Pin(relpath=relpath, sha256=sha256, repository="dial481/locomo-audit", commit=_LOCOMO_AUDIT_COMMIT,
+               source_path=source_path, licence="CC BY-NC 4.0")
+
+
+LOCOMO_AUDIT_ERRORS = _locomo_audit("locomo-audit/errors.json",
+                                    "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e", "errors.json")
+LOCOMO_AUDIT_SPECIFIC_SCORED = _locomo_audit("locomo-audit/ap_v1_specific_wrong_scored.json",
+                                             "a83882eda3ff02fd04dace6edddd0ceed533a245fedb3069ffde02a9503c4e3a",
+                                             "ap-baseline/v1/ap_eval_results_scored.json")
+LOCOMO_AUDIT_VAGUE_SCORED = _locomo_audit("locomo-audit/ap_v2_vague_wrong_scored.json",
+                                          "3c32acbdcf667967a4e1f9f541b06566ae5e7361dc92f79f9043af7d068adc6b",
+                                          "ap-baseline/v2/ap_eval_results_scored.json")
+LOCOMO_AUDIT_PINS = (LOCOMO_AUDIT_ERRORS, LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_AUDIT_VAGUE_SCORED)
+
+ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *MEM0_ANSWER_PINS, *LOCOMO_PROMPT_PINS, *PUNKT_TAB,
+                             *LOCOMO_AUDIT_PINS)
 
 _verified: set[Path] = set()
 
