@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "PackScores",
+    "answer_tokens",
     "compare_main",
     "format_compare",
     "load_pack_scores",
@@ -111,6 +112,8 @@ class PackScores:
     #: how the questions were posed (`memorybench.answer.prompt.question_protocol`: locomo,
     #: open-ended, imported)
     protocol: str = "open-ended"
+    #: each answer's length in whitespace tokens (`answer_tokens`)
+    answer_tokens: dict[str, int] = field(default_factory=dict)
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -171,6 +174,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         categories={r["question_id"]: int(r["category"]) for r in rows},
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
+        answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         reported={"locomo_f1": summary["locomo_f1"]},
         protocol=protocol,
     )
@@ -191,6 +195,38 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         scores.reported["j"] = summary[judge_key("j_mean", judge_id)]
         scores.judge_identity = meta.identity.model_dump(mode="json", by_alias=True)
     return scores
+
+
+def answer_tokens(prediction: str | None) -> int:
+    """An answer's length in whitespace-separated tokens: the same count for every reader,
+    model and imported pack (a model's own tokenizer would differ between them)."""
+    return len(str(prediction or "").split())
+
+
+def length_summary(packs: Sequence[PackScores], ids: Sequence[str]) -> dict[str, float | None]:
+    """Mean and p95 (nearest rank) answer length over `ids` and the packs' answers."""
+    from memorybench.stats import nearest_rank
+
+    lengths = sorted(p.answer_tokens[q] for p in packs for q in ids if q in p.answer_tokens)
+    if not lengths:
+        return {"mean": None, "p95": None}
+    return {"mean": sum(lengths) / len(lengths), "p95": nearest_rank(lengths, 0.95)}
+
+
+#: two conditions whose mean answer lengths differ by more than this factor get a warning:
+#: a judge that counts a CORRECT "as long as it touches on the same topic" favours long answers
+LENGTH_RATIO_WARNING = 2.0
+
+
+def length_warning(a: dict[str, float | None], b: dict[str, float | None]) -> str | None:
+    """A warning when the two conditions' mean answer lengths differ by more than 2x."""
+    if not a["mean"] or not b["mean"]:
+        return None
+    ratio = max(a["mean"], b["mean"]) / min(a["mean"], b["mean"])
+    if ratio <= LENGTH_RATIO_WARNING:
+        return None
+    return (f"answer lengths differ {ratio:.1f}x (A mean {a['mean']:.1f} tokens, B {b['mean']:.1f}): a lenient judge favours "
+            "longer answers; compare J with care, or control the length (reader.max_tokens, the prompt)")
 
 
 # -- selection -------------------------------------------------------------------------------
@@ -325,6 +361,7 @@ def seed_summary(
         "questions": len(ids),
         "conversations": len({scores[0].conversations[q] for q in ids}),
         "protocol": scores[0].protocol,
+        "answer_tokens": length_summary(scores, ids),
     }
     metrics = _metrics_of(scores, result)
     for metric in metrics:
@@ -433,6 +470,9 @@ def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
                      f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}")
     if "j_left_out" in summary:
         lines.append(f"  J left out: {summary['j_left_out']}")
+    length = summary.get("answer_tokens") or {}
+    if length.get("mean") is not None:
+        lines.append(f"  answer length: mean {length['mean']:.1f} tokens, p95 {length['p95']:.0f}")
     return lines
 
 
@@ -473,6 +513,7 @@ def format_compare(result: dict[str, Any]) -> str:
             lines.extend(_summary_lines(label, summary))
     if result.get("difference"):
         lines.extend(_difference_lines(result["difference"]))
+    lines.extend(f"warning: {w}" for w in result.get("warnings") or [])
     return "\n".join(lines)
 
 
@@ -530,6 +571,8 @@ def compare_main(argv: Sequence[str]) -> int:
         result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling)
         result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling)
         result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories)
+        warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
+        result["warnings"] = [warning] if warning else []
     else:
         result["summary"] = seed_summary(a, resampling=resampling, categories=categories)
     text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"

@@ -15,12 +15,16 @@ are never pooled: the report stops with one line naming the leaf and its values.
 
 Tables (`TABLES`):
 
-* `scores_by_category`: LoCoMo F1 per condition and category (1-5 and all; category
-  number beside its name) with a seeded percentile bootstrap interval; J beside it
-  (categories 1-4) when every pack of the condition has an autorater. A question's score
-  is its mean over the condition's packs (seeds); questions are resampled with
-  replacement. The seed of each interval is derived from the design's seed and the
-  (condition, category, metric) key, so adding a condition does not move the others.
+* `scores_by_category`: LoCoMo F1 per condition and category (1-5, then the overalls 1-4
+  and 1-5, each over the categories it names; 1-5 empty where category 5 was not asked)
+  with its interval over conversations (`memorybench.compare.intervals`: cluster-robust t,
+  conversations-1 degrees of freedom); J per judge beside it (categories 1-4) when every
+  pack of the condition has that judge, and J with the judge's failures counted WRONG. A
+  question's score is its mean over the condition's packs (seeds).
+* `paired_differences`: every condition minus the first, paired by question over the
+  questions both hold: difference, interval and p over conversations, the minimum
+  detectable difference, the question-level interval conditional on these conversations
+  (seeded by the design's seed and the metric's key, as `compare`), and the protocols.
 * `cost_latency`: accuracy against cost (USD per question when every call's price is
   known, else tokens per question) and latency (p50/p95 of uncached calls).
 * `judge_agreement`: judge passes, J mean and sd over passes, the share of rows whose
@@ -38,6 +42,8 @@ Tables (`TABLES`):
   scored as given, counted here, with their own F1) and whether an agent condition is
   comparable with reader runs (`agent_comparison.v1`) and why not. A reader's requests are
   its HTTP attempts (0 on a cache hit); an agent's are those its gateway forwarded.
+* `answer_length`: answer length in whitespace tokens (mean, p95) and F1 and J per length
+  bin (categories 1-4): a judge that rewards length shows here.
 * `blame`: per condition and category, the share of each blame class of
   `memorybench.compare.blame` (`not_stored`, `not_retrieved`, `ignored`, `wrong_judged`,
   `correct`; the counts beside them sum to the rows): where answers were lost, at
@@ -65,6 +71,7 @@ from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_a
 from memorybench.compare.report_scores import Bootstrap, bootstrap_interval, paired_differences, scores_by_category
 from memorybench.compare.report_tables import (
     CATEGORY_NAMES,
+    answer_length,
     blame_table,
     cost_latency,
     gold_token_drop,
@@ -94,10 +101,10 @@ __all__ = [
 ]
 
 TableName = Literal["scores_by_category", "paired_differences", "cost_latency", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
-                    "refusals", "blame"]
+                    "refusals", "answer_length", "blame"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
 TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "requests_budget", "judge_passes", "judge_agreement",
-                           "gold_token_drop", "refusals", "blame")
+                           "gold_token_drop", "refusals", "answer_length", "blame")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
     "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
@@ -238,6 +245,11 @@ DEFINITIONS = {
                        "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
     "refusals": "Share of answers containing 'not mentioned' or 'no information available' (LoCoMo's category-5 rule): on "
                 "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss).",
+    "answer_length": "Answer length as a control (categories 1-4): each answer's length in whitespace tokens, the mean and "
+                     "p95 (nearest rank) per condition, then per length bin the answers in it, their LoCoMo F1 and each "
+                     "judge's J. Mem0's judge counts an answer CORRECT \"as long as it touches on the same topic\": a J that "
+                     "rises with length where F1 does not is the judge rewarding length. `compare` warns when two "
+                     "conditions' mean lengths differ by more than 2x.",
     "blame": "Where each answer was lost (memorybench.compare.blame), as the share of the condition's rows (replicates "
              "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
              "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
@@ -321,6 +333,7 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         "judge_agreement": lambda: judge_agreement(frame),
         "gold_token_drop": lambda: gold_token_drop(frame),
         "refusals": lambda: refusals(frame),
+        "answer_length": lambda: answer_length(frame),
         "blame": lambda: blame_table(frame),
     }
     needed = list(dict.fromkeys([*design.tables, *(["scores_by_category"] if design.figures else []),

@@ -25,6 +25,8 @@ from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 
 __all__ = [
     "CATEGORY_NAMES",
+    "LENGTH_BINS",
+    "answer_length",
     "OVERALLS",
     "blame_table",
     "category_name",
@@ -376,6 +378,43 @@ def refusals(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+
+
+# -- answer length ------------------------------------------------------------------
+#: answer-length bins in whitespace tokens (lower bound, upper bound inclusive; None: open)
+LENGTH_BINS: tuple[tuple[int, int | None], ...] = ((0, 5), (6, 10), (11, 20), (21, None))
+
+
+def _bin_name(low: int, high: int | None) -> str:
+    return f"{low}-{high}" if high is not None else f"{low}+"
+
+
+def answer_length(frame: pd.DataFrame) -> pd.DataFrame:
+    """Answer length as a control, categories 1-4: per condition the answers' length in
+    whitespace tokens (mean, p95 nearest rank), then per length bin the answers in it, their
+    LoCoMo F1 and each judge's J, so a judge that favours long answers shows as J rising
+    with length where F1 does not."""
+    from memorybench.compare.conditions import answer_tokens
+
+    rows = frame[frame["category"].between(1, 4)]
+    lengths = rows["prediction"].map(answer_tokens)
+    judges = judges_of(frame)
+    out = []
+    for condition in frame["condition"].unique():
+        mine = rows["condition"] == condition
+        found = spread([float(v) for v in lengths[mine]])
+        base = {"condition": condition, "answers": int(mine.sum()),
+                "tokens_mean": float(lengths[mine].mean()) if mine.any() else math.nan,
+                "tokens_p95": (found or {}).get("p95", math.nan)}
+        for low, high in ((0, None), *LENGTH_BINS):
+            sel = mine & (lengths >= low) & ((lengths <= high) if high is not None else True)
+            row = {**base, "length_bin": "all" if (low, high) == (0, None) else _bin_name(low, high),
+                   "n": int(sel.sum()), "locomo_f1": rows.loc[sel, "locomo_f1"].mean() if sel.any() else math.nan}
+            for judge in judges:
+                scores = rows.loc[sel, judge_key("j_score", judge)]
+                row[judge_key("j", judge)] = scores.mean() if scores.notna().any() else math.nan
+            out.append(row)
+    return pd.DataFrame(out)
 
 
 # -- blame ----------------------------------------------------------------------------

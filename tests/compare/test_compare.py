@@ -231,3 +231,18 @@ def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["summary"]["questions"] == 10
     assert compare_main([str(packs["seed0"]), "--vs", str(packs["summaries"]), "--categories", "1-4", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["difference"]["questions"] == 8
+
+
+def test_answer_lengths_are_shown_and_a_2x_difference_warns(packs, capsys):
+    from memorybench.compare.conditions import length_warning
+
+    assert length_warning({"mean": 3.0, "p95": 5}, {"mean": 6.5, "p95": 9}).startswith("answer lengths differ 2.2x")
+    assert length_warning({"mean": 3.0, "p95": 5}, {"mean": 6.0, "p95": 9}) is None
+    scores = load_pack_scores(packs["seed0"])
+    result = seed_summary([packs["seed0"]], resampling=Resampling(resamples=100))
+    lengths = sorted(len(str(p).split()) for p in (json.loads(line)["prediction"] for line in
+                     (packs["seed0"] / "predictions.jsonl").read_text().splitlines()))
+    assert result["answer_tokens"]["mean"] == pytest.approx(sum(lengths) / len(lengths))
+    assert scores.answer_tokens and max(scores.answer_tokens.values()) == lengths[-1]
+    assert compare_main([str(packs["seed0"]), "--resamples", "100"]) == 0
+    assert "answer length: mean" in capsys.readouterr().out

@@ -212,3 +212,15 @@ def test_categories_restrict_the_report_and_say_so(packs, tmp_path):
     assert "Only categories 1, 2, 3, 4 are reported (categories=1-4)." in report.markdown.read_text()
     with pytest.raises(UserError, match="'1-9' names categories outside LoCoMo's 1-5"):
         run_report(write_design(tmp_path / "e.yaml", root / "packs", categories="1-9"), tmp_path / "out2")
+
+
+def test_answer_length_is_shown_per_condition_and_bin(packs, tmp_path):
+    root, full, *_ = packs
+    report = run_report(write_design(tmp_path / "d.yaml", full, tables=["answer_length"], figures=[]), tmp_path / "out")
+    rows = {r["length_bin"]: r for r in _csv(report.table_files["answer_length"])}
+    answers = [r["prediction"] for r in _scores(full) if r["category"] != "5"]
+    lengths = [len(a.split()) for a in answers]
+    assert int(rows["all"]["answers"]) == len(answers) == 8
+    assert float(rows["all"]["tokens_mean"]) == pytest.approx(np.mean(lengths))
+    assert sum(int(r["n"]) for name, r in rows.items() if name != "all") == 8
+    assert set(rows) == {"all", "0-5", "6-10", "11-20", "21+"}
