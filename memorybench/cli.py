@@ -181,7 +181,7 @@ COMMANDS = {
     "task": cmd_task,
     "wave": cmd_wave,
     "autorater": _stage("memorybench.stages.autorater", "autorater_main"),
-    "compare": _stage("memorybench.compare.conditions", "compare_main"),
+    "compare": _stage("memorybench.compare.compare_command", "compare_main"),
     "verify": _stage("memorybench.pack.verify", "verify_main"),
     "aggregate": _stage("memorybench.compare.aggregate", "aggregate_main"),
     "collect-full": _stage("memorybench.compare.collect", "collect_main"),

@@ -36,12 +36,9 @@ differ (`reader.prompt=locomo` against an open-ended prompt) are marked.
 
 from __future__ import annotations
 
-import json
-import math
 import statistics
-import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +47,12 @@ import yaml
 from memorybench.answer.prompt import question_protocol
 from memorybench.compare.intervals import (
     Resampling,
-    format_p,
     mean_interval,
     question_bootstrap_interval,
     question_paired_bootstrap,
 )
 from memorybench.compare.intervals import paired_difference as paired_test
-from memorybench.errors import OneLineParser, UserError, report
+from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder
@@ -68,8 +64,6 @@ __all__ = [
     "DEFAULT_SEED",
     "PackScores",
     "answer_tokens",
-    "compare_main",
-    "format_compare",
     "load_pack_scores",
     "paired_difference",
     "parse_categories",
@@ -436,163 +430,6 @@ def paired_difference(
     return result
 
 
-# -- command line ---------------------------------------------------------------------------
-def _fmt(v: Any) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
-
-
-def _metric_name(metric: str, covers: str) -> str:
-    names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
-    return f"{names[metric]} ({covers})"
-
-
-def _interval_text(i: dict[str, Any]) -> str:
-    if i["low"] is None:
-        return f"no interval: {i['note']}" if i.get("note") else "no interval"
-    return f"{int(round(i['confidence'] * 100))}% interval [{_fmt(i['low'])}, {_fmt(i['high'])}] ({i['method']})"
-
-
-def _conditional_text(i: dict[str, Any]) -> str:
-    if i["low"] is None:
-        return ""
-    return f"; {i['method']}: [{_fmt(i['low'])}, {_fmt(i['high'])}]"
-
-
-def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
-    lines = [f"{('condition ' + label + ': ') if label else ''}{summary['questions']} questions in "
-             f"{summary['conversations']} conversation(s), {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"]
-    for metric in METRICS:
-        if metric not in summary:
-            continue
-        s = summary[metric]
-        sd = f" ± {_fmt(s['sd'])} (sd over {s['n_packs']} seeds)" if s["sd"] is not None else ""
-        lines.append(f"  {_metric_name(metric, s['covers']):<34} {_fmt(s['estimate'])}{sd}; "
-                     f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}")
-    if "j_left_out" in summary:
-        lines.append(f"  J left out: {summary['j_left_out']}")
-    length = summary.get("answer_tokens") or {}
-    if length.get("mean") is not None:
-        lines.append(f"  answer length: mean {length['mean']:.1f} tokens, p95 {length['p95']:.0f}")
-    return lines
-
-
-def _difference_lines(difference: dict[str, Any]) -> list[str]:
-    d0 = difference
-    left = [f"{d0['only_a']} of A's" if d0["only_a"] else "", f"{d0['only_b']} of B's" if d0["only_b"] else ""]
-    left_text = f" ({' and '.join(x for x in left if x)} questions held by one side only left out)" if any(left) else ""
-    lines = [f"B minus A, paired over {d0['questions']} questions in {d0['conversations']} conversation(s){left_text}:"]
-    if d0.get("protocols_differ"):
-        lines.append(f"  question protocols differ (A {', '.join(d0['protocols']['a'])}; B {', '.join(d0['protocols']['b'])}): "
-                     "category 2 and 5 were not asked alike")
-    for metric in METRICS:
-        if metric not in d0:
-            continue
-        d = d0[metric]
-        line = f"  {_metric_name(metric, d['covers']):<34} {_fmt(d['difference'])} (A {_fmt(d['a'])}, B {_fmt(d['b'])}, n {d['n']}); "
-        if d["low"] is None:
-            line += f"no interval: {d['note']}" if d.get("note") else "no interval"
-        else:
-            line += (f"{int(round(d['confidence'] * 100))}% interval [{_fmt(d['low'])}, {_fmt(d['high'])}], "
-                     f"p {format_p(d['p_two_sided'], d.get('p_resolution'))} ({d['method']})")
-        lines.append(line)
-        if d.get("mdd") is not None:
-            lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these conversations "
-                         "(minimum detectable difference, 80% power, alpha 0.05)")
-        c = d["conditional"]
-        if c["low"] is not None:
-            lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {format_p(c['p_two_sided'], c.get('p_resolution'))}")
-    if "j_left_out" in d0:
-        lines.append(f"  J left out: {d0['j_left_out']}")
-    return lines
-
-
-def format_compare(result: dict[str, Any]) -> str:
-    lines = []
-    for label, summary in (("A", result.get("summary_a")), ("B", result.get("summary_b")), ("", result.get("summary"))):
-        if summary:
-            lines.extend(_summary_lines(label, summary))
-    if result.get("difference"):
-        lines.extend(_difference_lines(result["difference"]))
-    lines.extend(f"warning: {w}" for w in result.get("warnings") or [])
-    return "\n".join(lines)
-
-
 def _name(scores: PackScores) -> str:
     """A pack's short name in a message: its folder's name (its run id)."""
     return str(scores.root).rstrip("/").rsplit("/", 1)[-1]
-
-
-def _load_all(packs: Sequence[str], judge: str | None) -> list[PackScores]:
-    """Every pack's scores; a `gs://` pack is read from a byte-exact temporary copy (its
-    scores are recomputed from its rows, as for a local pack) and named by its URI."""
-    from memorybench.pack.verify.context import local_pack
-
-    out = []
-    for location in packs:
-        if not str(location).startswith("gs://"):
-            out.append(load_pack_scores(location, judge))
-            continue
-        with local_pack(location) as root:
-            scores = load_pack_scores(root, judge)
-        scores.root = str(location).rstrip("/")
-        out.append(scores)
-    return out
-
-
-def compare_main(argv: Sequence[str]) -> int:
-    """`memorybench compare PACK [PACK ...] [--vs PACK [PACK ...]] [--categories 1-4] [--json FILE]`."""
-    # cli.main prints a UserError raised here as one line and exits with its code.
-    parser = OneLineParser(
-        prog="memorybench compare",
-        description="Seeds of one config: mean ± sd and its interval over conversations. With --vs: B minus A, paired by question.",
-    )
-    parser.add_argument("packs", nargs="+", help="finished packs of one config (condition A)")
-    parser.add_argument("--vs", nargs="+", default=None, metavar="PACK", help="finished packs of condition B")
-    parser.add_argument("--categories", default=None, help="compare only these LoCoMo categories, e.g. 1-4 (default: all held)")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"resamples of the question-level bootstrap (default {DEFAULT_RESAMPLES})")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
-    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="interval coverage (default 0.95)")
-    parser.add_argument("--judge", help="the judge id whose J is compared, when a pack has several (autorater/<judge id>/)")
-    parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file ('-' for stdout)")
-    ns = parser.parse_args(list(argv))
-    if ns.resamples < 1:
-        raise UserError(f"--resamples {ns.resamples} must be at least 1")
-    if not 0 < ns.confidence < 1:
-        raise UserError(f"--confidence {ns.confidence} must be between 0 and 1 (e.g. 0.95)")
-    resampling = Resampling(resamples=ns.resamples, seed=ns.seed, confidence=ns.confidence)
-    categories = parse_categories(ns.categories)
-    a = _load_all(ns.packs, ns.judge)
-    result: dict[str, Any] = {"schema": "compare.v2", "categories": sorted(categories) if categories else None}
-    if ns.vs:
-        b = _load_all(ns.vs, ns.judge)
-        # each side summarised over the questions compared, so its numbers are the difference's A and B
-        keep = set(common_questions(a, b, categories)[0])
-        result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling)
-        result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling)
-        result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories)
-        warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
-        result["warnings"] = [warning] if warning else []
-    else:
-        result["summary"] = seed_summary(a, resampling=resampling, categories=categories)
-    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
-    if ns.json_out == "-":
-        sys.stdout.write(text)
-        return 0
-    print(format_compare(result))
-    if ns.json_out:
-        Path(ns.json_out).write_text(text, encoding="utf-8")
-    return 0
-
-
-def _restricted(packs: Sequence[PackScores], keep: set[str]) -> list[PackScores]:
-    """The packs with only the questions in `keep` (every side's summary then covers the
-    questions the difference compares)."""
-    return [replace(p, question_ids=[q for q in p.question_ids if q in keep]) for p in packs]
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(compare_main(sys.argv[1:]))
-    except UserError as e:
-        sys.exit(report(e))

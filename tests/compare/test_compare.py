@@ -13,16 +13,15 @@ import pytest
 from conftest import FIXTURES, scripted_reader
 from memorybench.cli import main
 from memorybench.errors import UserError
-from memorybench.stages.autorater import run_autorater
+from memorybench.compare.compare_command import compare_main, format_compare
 from memorybench.compare.conditions import (
-    compare_main,
-    format_compare,
     load_pack_scores,
     paired_difference,
     parse_categories,
     seed_summary,
 )
 from memorybench.compare.intervals import Resampling
+from memorybench.stages.autorater import run_autorater
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
 MINI = FIXTURES / "mini_locomo.json"

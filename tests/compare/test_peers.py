@@ -15,7 +15,8 @@ import pytest
 
 from conftest import PINS, scripted_reader
 from memorybench.cli import main
-from memorybench.compare.conditions import compare_main, format_compare, paired_difference, parse_categories
+from memorybench.compare.compare_command import compare_main, format_compare
+from memorybench.compare.conditions import paired_difference, parse_categories
 from memorybench.stages.import_results import import_results
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 

@@ -13,7 +13,8 @@ import yaml
 
 from conftest import FIXTURES, scripted_reader
 from memorybench.cli import main
-from memorybench.compare.conditions import format_compare, paired_difference
+from memorybench.compare.compare_command import format_compare
+from memorybench.compare.conditions import paired_difference
 from memorybench.compare.report import run_report
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
