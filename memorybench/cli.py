@@ -5,6 +5,7 @@
     memorybench plan [-m] [OVERRIDES...]  list the run specs and ids a run or sweep would make
     memorybench rescore PACK              recompute predictions.csv and metrics.json
     memorybench autorater PACK [--passes N] [judge=...]   Mem0's LLM judge over stored answers
+    memorybench judge-check [judge=...] [max_questions=N]  a judge's acceptance of known-wrong answers and of gold
     memorybench compare ...               seeds: mean, sd, bootstrap CI; paired differences
     memorybench verify PACK [--json]      check a pack: schemas, counts, hashes, gold, secrets
     memorybench import FILE --format F    another project's released results as a pack; its table reproduced
@@ -181,6 +182,7 @@ COMMANDS = {
     "task": cmd_task,
     "wave": cmd_wave,
     "autorater": _stage("memorybench.stages.autorater", "autorater_main"),
+    "judge-check": _stage("memorybench.stages.judge_check", "judge_check_main"),
     "compare": _stage("memorybench.compare.compare_command", "compare_main"),
     "verify": _stage("memorybench.pack.verify", "verify_main"),
     "aggregate": _stage("memorybench.compare.aggregate", "aggregate_main"),

@@ -53,7 +53,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from memorybench import PROMPTS_DIR
 from memorybench.data.pins import MEM0_ACCURACY_PROMPT, Pin, pin_path
+from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.records import ChatRequest
 from memorybench.registry import JUDGES
@@ -68,6 +70,9 @@ __all__ = [
     "JudgeParse",
     "JudgeProtocol",
     "Mem0Judge",
+    "STRICT_PROMPT",
+    "STRICT_PROMPT_SHA256",
+    "StrictJudge",
     "build_judge_prompt",
     "check_judge_template",
     "extract_json",
@@ -337,5 +342,48 @@ class Mem0Judge:
             "repository": self.pin.repository,
             "commit": self.pin.commit,
             "source_path": self.pin.source_path,
+            "stored_at": stored_at,
+        }
+
+
+# -- our strict protocol ----------------------------------------------------------------------
+#: the strict judge's template, relative to prompts/ (a changed text gets a new file name, v2)
+STRICT_PROMPT = "judges/strict_v1.txt"
+#: its sha256, pinned here as the Mem0 prompt's is in `memorybench.data.pins`: an edited file is refused
+STRICT_PROMPT_SHA256 = "a660aa139027c2334fb7e0fa538688a97a95dc7c65693e4d2510fbe0db9d1538"
+
+
+@JUDGES.register("strict")
+class StrictJudge(Mem0Judge):
+    """Our strict judge (`judge.protocol=strict`): Mem0's label contract (one user message, JSON
+    mode, a ``label`` of CORRECT or WRONG read by Mem0's rules, CORRECT-only scoring, category 5
+    skipped, Mem0's F1 and BLEU-1 beside it) with a prompt of ours, prompts/judges/strict_v1.txt,
+    that requires the answer's specifics (entity, date, number, every listed item) to match the
+    gold: an answer that only touches the topic is WRONG. Mem0's prompt stays the default."""
+
+    name: ClassVar[str] = "strict"
+    prompt_file: ClassVar[str] = "strict_v1.txt"
+
+    @classmethod
+    def load(cls, pins: str | os.PathLike[str] | None = None) -> StrictJudge:
+        """The judge with our template (no pin needed), verified against `STRICT_PROMPT_SHA256`."""
+        path = PROMPTS_DIR / STRICT_PROMPT
+        try:
+            template = path.read_bytes().decode("utf-8")
+        except OSError as e:
+            raise UserError(f"the strict judge's prompt {path} cannot be read ({e.strerror}); reinstall memorybench") from None
+        actual = text_sha256(template)
+        if actual != STRICT_PROMPT_SHA256:
+            raise UserError(
+                f"{path} has sha256 {actual}, expected {STRICT_PROMPT_SHA256}; restore it, or save a changed prompt "
+                "as a new version (strict_v2.txt) with its own hash"
+            )
+        return cls(template)
+
+    def prompt_info(self, stored_at: str) -> dict[str, Any]:
+        return {
+            "name": "memorybench strict judge v1",
+            "path": f"prompts/{STRICT_PROMPT}",
+            "sha256": self.template_sha256,
             "stored_at": stored_at,
         }
