@@ -165,7 +165,8 @@ def import_results(
             format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
             conversations=mapped.conversations, tie_broken=mapped.tie_broken,
             absent={str(c): n for c, n in sorted(Counter(q.category for q in dropped).items())},
-            absent_question_ids=[q.question_id for q in dropped], notes=[*_absent_notes(dropped, fmt), *_partial_notes(partial, fmt)],
+            absent_question_ids=[q.question_id for q in dropped],
+            notes=[*released.notes, *_absent_notes(dropped, fmt), *_partial_notes(partial, fmt)],
             partial=partial,
         )
         reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids,

@@ -9,6 +9,8 @@ files with the format's reader (`FORMATS`), maps the rows onto the dataset's que
     locomo_task_eval  LoCoMo's task_eval output (`<model>_prediction`, `<model>_f1`) and its _stats.json
     zep               Zep's grades (answers and judge labels) and its responses (durations)
     core              CORE's per-conversation evaluation files (answers, judge labels, stated J)
+    memos_eval        MemOS/EverMemOS evaluation output (answers judged several times: each run, their
+                      mean (the file's accuracy), the majority vote as the row label)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from memorybench.stages.importers._reproduction import build_reproduction, forma
 from memorybench.stages.importers.core import Core
 from memorybench.stages.importers.locomo import LocomoTaskEval
 from memorybench.stages.importers.mem0 import Mem0Evals, Mem0Search
+from memorybench.stages.importers.memos import MemosEval
 from memorybench.stages.importers.zep import Zep
 
 __all__ = [
@@ -39,7 +42,7 @@ __all__ = [
 ]
 
 #: every format `--format` takes, by name
-FORMATS: dict[str, type[ReleasedFormat]] = {f.name: f for f in (Mem0Evals, Mem0Search, LocomoTaskEval, Zep, Core)}  # type: ignore[misc]
+FORMATS: dict[str, type[ReleasedFormat]] = {f.name: f for f in (Mem0Evals, Mem0Search, LocomoTaskEval, Zep, Core, MemosEval)}  # type: ignore[misc]
 
 
 def released_format(name: str) -> ReleasedFormat:

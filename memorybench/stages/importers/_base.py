@@ -75,6 +75,9 @@ class Released:
     #: that stopped), where each is (`conv-26 qa[3]`); their questions are absent, so the file is
     #: partial: imported only with --allow-partial
     unanswered: list[str] = field(default_factory=list)
+    #: what the format says of the file beyond its rows (a judged file's runs and their mean, a known
+    #: release's nature): printed under the reproduction table, kept in imported/source.json's notes
+    notes: list[str] = field(default_factory=list)
 
 
 class ReleasedFormat(Protocol):
