@@ -9,8 +9,10 @@ lets it be written (one optional space after each literal: `{ "name" : "..." , .
 and `worst_case_tokens` counts it:
 
 - the structure (braces, keys, separators, `null`, enum members) with the tokenizer
-  given (the local model's own, or `estimate_tokens`), plus one token per string for
-  the quote that may not merge with its neighbours;
+  given (the embedded model's own, `memorybench.llm.local.count_tokens`; by default `len`,
+  one token per character, for a server whose tokenizer we do not have: `estimate_tokens`
+  is for prose and errs low on JSON's punctuation), plus one token per string for the
+  quote that may not merge with its neighbours;
 - the content of each string at one token per character: a token of these vocabularies
   covers at least one ASCII character. The one gap: a character written as `\\uXXXX` or
   outside ASCII can take more than one token; such a reply can still reach max_tokens,
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from memorybench.errors import UserError
-from memorybench.llm.sizing import estimate_tokens
 
 #: tokens per character of string content in the worst case (ASCII: one at most)
 TOKENS_PER_CHAR = 1
@@ -57,11 +58,11 @@ class WorstCase:
     #: the instance itself, every string filled to its bound with "x" (for a reader and tests)
     filled: str
 
-    def tokens(self, count: Count = estimate_tokens) -> int:
+    def tokens(self, count: Count = len) -> int:
         return count(self.skeleton) + self.strings + self.string_chars * TOKENS_PER_CHAR + REPLY_MARGIN_TOKENS
 
 
-def worst_case_json(schema: Mapping[str, Any], count: Count = estimate_tokens) -> WorstCase:
+def worst_case_json(schema: Mapping[str, Any], count: Count = len) -> WorstCase:
     """The longest instance of `schema` a grammar admits (see the module doc); `count`
     picks the longer branch of a union. UnboundedSchema when a list or string has no bound."""
     defs = dict(schema.get("$defs") or schema.get("definitions") or {})
@@ -124,7 +125,7 @@ def worst_case_json(schema: Mapping[str, Any], count: Count = estimate_tokens) -
     return visit(schema, "")
 
 
-def worst_case_tokens(schema: Mapping[str, Any], count: Count = estimate_tokens) -> int:
+def worst_case_tokens(schema: Mapping[str, Any], count: Count = len) -> int:
     """Tokens of the longest reply a grammar built from `schema` admits (module doc)."""
     return worst_case_json(schema, count).tokens(count)
 
@@ -151,7 +152,7 @@ class FittedBounds:
 
 
 def fit_bounds(bound: Callable[[int, int], dict[str, Any]], *, max_items: int, max_chars: int, budget: int,
-               count: Count = estimate_tokens, what: str = "the reply") -> FittedBounds:
+               count: Count = len, what: str = "the reply") -> FittedBounds:
     """The largest bounds, starting from (`max_items`, `max_chars`), whose schema
     (`bound(items, chars)`) has a worst case within `budget` tokens: the string bound is
     lowered first (to `MIN_CHARS`), then the list bound (to 1), then the string bound
