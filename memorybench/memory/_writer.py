@@ -4,8 +4,10 @@ A method asks for a task by its role (`summary`, `graph`, `extract`...): the tem
 `memory.prompts.<role>` filled with session text only, after the writer's system message
 (`writer.prompt`). Every call is appended to `memory/writer/calls.jsonl` with its
 `sample_id`. A JSON task (response_format json_object; with `writer.json_schema` also the
-task's schema, size-bounded, for a grammar-constrained server) whose reply does not parse or
-does not match its schema gets one repair turn (the reply and the error, asking again);
+task's schema (`grammar_schema`), size-bounded so that its longest reply fits
+`writer.max_tokens`, and that many tokens asked for: `_schema_budget`) whose reply does not
+parse, does not match its schema, or was cut at max_tokens (`finish_reason` length) gets
+one repair turn (the reply and the error, asking again);
 if that fails too the task is a failure: `call` returns `ok=False`, the method skips that
 input and says so in `memory/writer/failures.jsonl`. A call that fails at the HTTP level
 after the client's retries stops the run (rerun to resume), as a reader call does.
