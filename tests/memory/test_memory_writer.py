@@ -295,3 +295,17 @@ def test_bounds_too_long_for_max_tokens_are_lowered_and_recorded(tmp_path, write
     assert bounds["tightened"] and bounds["max_items"] == items < 8 and bounds["max_chars"] < 120
     assert request["max_tokens"] == bounds["worst_case_tokens"] <= 600
     ctx.close()
+
+
+def test_a_max_tokens_no_bound_fits_is_one_line_naming_it(tmp_path, writer):
+    from memorybench.errors import UserError
+
+    cfg = cfg_for("graph", writer.base_url)
+    cfg.writer.json_schema = True
+    cfg.writer.max_tokens = 20
+    method, ctx = open_method(cfg, tmp_path / "pack")
+    with pytest.raises(UserError) as e:
+        method.build(conversation([[("Ana", "I moved to Oslo."), ("Ben", "Nice.")]]), ctx)
+    assert "\n" not in e.value.message and "writer.max_tokens=20; raise writer.max_tokens" in e.value.message
+    assert "writer task 'extract'" in e.value.message and not writer.requests  # refused before any call
+    ctx.close()
