@@ -210,6 +210,8 @@ class PackWalker:
         self.notes = self._by_question(layout.AGENT_NOTES)
         self.recall = self._by_question(layout.AGENT_RECALL)
         self._judges: dict[str, dict[str, Any]] | None = None
+        #: the known gold errors by question id, or why they could not be read (`_gold_error`)
+        self._gold_errors: dict[str, Any] | str | None = None
 
     @classmethod
     def open(cls, location: str | os.PathLike[str] | PackReader, **kwargs: Any) -> PackWalker:
@@ -342,13 +344,33 @@ class PackWalker:
         if self.conversations is not None and question is None:
             note = f"the dataset has no row {pred['question_id']}"
         evidence = tuple(question.evidence) if question is not None else None
+        gold_error, gold_error_note = self._gold_error(pred["question_id"]) if question is not None else (None, None)
         return SourceRow(
             data_path=str(self.data_path if self.data_path is not None else data.get("path")), data_sha256=data.get("sha256"),
             sample_id=pred["sample_id"], qa_index=qa_index, question=pred["question"], category=pred["category"],
             category_name=CATEGORY_NAMES.get(pred["category"], str(pred["category"])), gold=pred.get("gold"),
             adversarial_answer=pred.get("adversarial_answer"), evidence=evidence,
             evidence_turns=_evidence_turns(conversation, evidence) if conversation is not None and evidence else (), note=note,
+            gold_error=gold_error, gold_error_note=gold_error_note,
+            corrected_evidence_turns=_evidence_turns(conversation, gold_error.corrected_evidence) if gold_error is not None else (),
         )
+
+    def _gold_error(self, question_id: str) -> tuple[Any, str | None]:
+        """(the audit's finding on this question or None, why none was looked up): the known gold
+        errors (`memorybench.data.gold_errors`) apply to the pinned locomo10.json only."""
+        from memorybench.data.gold_errors import known_gold_errors
+        from memorybench.data.pins import LOCOMO10
+
+        if (self.meta.get("data") or {}).get("sha256") != LOCOMO10.sha256 or self.data_path is None:
+            return None, None
+        if self._gold_errors is None:
+            try:
+                self._gold_errors = known_gold_errors(dataset=self.data_path)
+            except UserError as e:
+                self._gold_errors = e.message
+        if isinstance(self._gold_errors, str):
+            return None, f"known gold errors not checked: {self._gold_errors}"
+        return self._gold_errors.get(question_id), None
 
     def _memory(self, question_id: str, pred: dict[str, Any]) -> MemoryStep:
         sample_id = pred["sample_id"]

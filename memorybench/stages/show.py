@@ -7,7 +7,9 @@ answering), the memory and its lineage (retrieval hits, writer calls), the promp
 sent (rebuilt from its template and REFERENCE_PIN.json, its sha256 checked), every model
 call with its attempts, usage and cost, the answer, every score, every judge's verdicts,
 an agent's trajectory, reads, notes and usage, and the question's blame
-(`memorybench.compare.blame`). `--brief` cuts long texts to their first and last lines;
+(`memorybench.compare.blame`). A question with a known gold error (the audit's
+errors.json, `memorybench.data.gold_errors`) is flagged under its source row, with the
+corrected answer or evidence and the audit's reasoning. `--brief` cuts long texts to their first and last lines;
 `--json` prints the walk and the blame as one JSON object. No model call; nothing is
 written.
 """
@@ -21,7 +23,7 @@ from dataclasses import asdict
 from typing import Any
 
 from memorybench.errors import OneLineParser
-from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, Walk
+from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, SourceRow, Walk
 from memorybench.compare.blame import Blame, question_blame
 
 __all__ = ["render_walk", "show", "show_main"]
@@ -93,6 +95,30 @@ def _agent(process: AgentProcess, brief: bool) -> list[str]:
     return lines
 
 
+def _gold_error(s: SourceRow, brief: bool) -> list[str]:
+    """The audit's finding on the source row (`memorybench.data.gold_errors`): flagged, with the
+    corrected answer or evidence and the reasoning; nothing when the row has none."""
+    if s.gold_error_note:
+        return [f"  {s.gold_error_note}"]
+    e = s.gold_error
+    if e is None:
+        return []
+    where = f"dial481/locomo-audit errors.json {e.audit_id}, {e.error_type}"
+    if e.kind == "answer":
+        out = [f"  KNOWN GOLD ERROR ({where}): the gold answer is wrong; the question is left out of the figures "
+               "on questions without a known gold error",
+               f"  corrected answer: {e.corrected_answer!r}"]
+    else:
+        out = [f"  KNOWN CITATION ERROR ({where}): the gold answer stands, its evidence ids do not; "
+               "evidence diagnostics use the corrected evidence"]
+    out.append(f"  corrected evidence: {', '.join(e.corrected_evidence) or 'none'}")
+    for t in s.corrected_evidence_turns:
+        out.append(f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}" if t.rendered
+                   else f"    {t.dia_id}: no such turn in the conversation")
+    out += ["  the audit's reasoning:", *_text(e.reasoning, brief)]
+    return out
+
+
 def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, brief: bool = False) -> str:
     """The walk as plain text, with every text in full (or cut, `brief`)."""
     s, m, p = walk.source, walk.memory, walk.prompt
@@ -114,6 +140,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         for t in s.evidence_turns:
             out.append(f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}" if t.rendered
                        else f"    {t.dia_id}: no such turn in the conversation")
+    out += _gold_error(s, brief)
     out += ["", "2. Memory",
             f"  method {m.method} ({'question-dependent' if m.question_dependent else 'question-independent'}); "
             f"{m.item_count} item(s); manifest {m.manifest.path + ' line ' + str(m.manifest.line) if m.manifest else 'missing'}",

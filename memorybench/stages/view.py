@@ -137,12 +137,23 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
                     "gold": None if s.gold is None else str(s.gold), "adv": s.adversarial_answer,
                     "ev": [{"id": t.dia_id, "session": t.session, "date": t.date_time, "text": t.rendered} for t in s.evidence_turns],
                     "evNote": s.note if s.evidence is None else None,
+                    "ge": _gold_error(s),
                     "r": [None] * len(packs),
                 }
             questions[qid]["r"][i] = _pack_row(walk, walker, blames[qid], texts)
     data = {"packs": pack_rows, "classes": list(CLASSES), "questions": list(questions.values()),
             "pairs": paired_lines(list(questions.values()), len(packs))}
     return data, texts.values
+
+
+def _gold_error(s: Any) -> dict[str, Any] | None:
+    """The audit's finding on a source row for the page (`memorybench.data.gold_errors`), or None."""
+    e = s.gold_error
+    if e is None:
+        return {"note": s.gold_error_note} if s.gold_error_note else None
+    return {"kind": e.kind, "type": e.error_type, "audit": e.audit_id, "answer": e.corrected_answer,
+            "evidence": [{"id": t.dia_id, "date": t.date_time, "text": t.rendered} for t in s.corrected_evidence_turns],
+            "reasoning": e.reasoning}
 
 
 def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, str]:
@@ -237,6 +248,8 @@ PAGE = """<!DOCTYPE html>
     <label>Verdict <select id="f-verdict"><option value="">any</option><option>CORRECT</option><option>WRONG</option>
       <option>FAILED</option><option>SKIPPED</option><option value="none">no judge</option></select></label>
     <label>Blame <select id="f-blame"><option value="">any</option></select></label>
+    <label>Known gold error <select id="f-gold"><option value="">any</option><option value="answer">wrong gold answer</option>
+      <option value="evidence">wrong citation only</option><option value="none">none known</option></select></label>
     <label>Search <input id="f-q" type="search" placeholder="id, question, answer, gold"></label>
   </form>
 </header>
@@ -265,6 +278,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#fafbf
 header{position:sticky;top:0;background:#fff;border-bottom:1px solid #d8dde6;padding:8px 14px;z-index:2}
 h1{font-size:17px;margin:0 0 4px}
 nav a{margin-right:12px} #count{color:#5a6475;margin-left:12px}
+.gold-error{border-left:3px solid #c0392b;padding-left:8px} .ge{color:#c0392b}
 #filters{display:flex;flex-wrap:wrap;gap:6px 14px;margin-top:6px}
 #filters label{font-size:12px;color:#5a6475} #filters select{max-width:260px} #filters input[type=search]{width:220px}
 main{display:flex;gap:12px;padding:10px 14px;align-items:flex-start}
@@ -299,7 +313,7 @@ const esc = (s) => String(s === null || s === undefined ? '' : s).replace(/[&<>"
   (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
 const fmt = (x) => (x === null || x === undefined) ? '-' : (typeof x === 'number' ? x.toFixed(2) : String(x));
 const NP = DATA.packs.length;
-const FIELDS = ['conv', 'cat', 'pack', 'min', 'max', 'verdict', 'blame', 'q'];
+const FIELDS = ['conv', 'cat', 'pack', 'min', 'max', 'verdict', 'blame', 'gold', 'q'];
 
 function hashState() {
   const out = {};
@@ -334,7 +348,8 @@ function setup() {
     DATA.packs.map((p, i) => '<th title="' + esc(p.uri) + '">' + i + ': F1 · verdict · blame</th>').join('');
   const rows = [];
   for (const q of DATA.questions) {
-    let cells = '<td class="qid">' + esc(q.id) + '</td><td class="nw">' + esc(q.conv) + '</td><td class="nw">' + q.cat + ' ' + esc(q.catName) +
+    let cells = '<td class="qid">' + esc(q.id) + (q.ge && q.ge.kind ? ' <span class="ge" title="known gold error: ' + esc(q.ge.type) +
+      '">&#9873;</span>' : '') + '</td><td class="nw">' + esc(q.conv) + '</td><td class="nw">' + q.cat + ' ' + esc(q.catName) +
       '</td><td>' + esc(q.q) + '</td>';
     for (const r of q.r) {
       cells += r ? '<td class="cell">' + fmt(r.scores.locomo_f1) + ' · ' + esc(r.verdict || '-') + ' · <span class="b-' +
@@ -378,6 +393,7 @@ function packMatches(r, s) {
 function matches(q, s) {
   if (s.conv && q.conv !== s.conv) return false;
   if (s.cat && String(q.cat) !== String(s.cat)) return false;
+  if (s.gold) { const kind = q.ge && q.ge.kind ? q.ge.kind : 'none'; if (kind !== s.gold) return false; }
   if (s.q) {
     const needle = s.q.toLowerCase();
     const hay = [q.id, q.q, q.gold || '', q.adv || '', ...q.r.map((r) => r ? r.pred : '')].join('\n').toLowerCase();
@@ -488,6 +504,16 @@ function packPanel(r, i, q) {
   }
   return h + '</div>';
 }
+function goldError(ge) {  // the audit's finding (dial481/locomo-audit errors.json), flagged with its correction
+  if (!ge) return '';
+  if (!ge.kind) return '<p class="ge-note">' + esc(ge.note) + '</p>';
+  const head = ge.kind === 'answer' ? 'Known gold error: the gold answer is wrong' : 'Known citation error: the gold answer stands, its evidence does not';
+  return '<div class="gold-error"><h3>' + head + ' (' + esc(ge.audit) + ', ' + esc(ge.type) + ')</h3><dl>' +
+    (ge.kind === 'answer' ? '<dt>corrected answer</dt><dd class="corrected">' + esc(ge.answer) + '</dd>' : '') +
+    '<dt>corrected evidence</dt><dd><ul class="evidence">' + ge.evidence.map((e) => '<li><code>' + esc(e.id) + '</code> ' +
+    esc(e.date || '') + ' ' + esc(e.text || '(no such turn)') + '</li>').join('') + '</ul></dd>' +
+    '<dt>the audit\'s reasoning</dt><dd class="reasoning">' + esc(ge.reasoning) + '</dd></dl></div>';
+}
 function renderPanel(qid) {
   const panel = $('panel');
   const q = qid ? DATA.questions.find((x) => x.id === qid) : null;
@@ -498,7 +524,7 @@ function renderPanel(qid) {
     (q.adv ? '<dt>adversarial</dt><dd>' + esc(q.adv) + '</dd>' : '') + '</dl>' +
     '<h3>Gold evidence (joined after answering)</h3>' + (q.evNote ? '<p>' + esc(q.evNote) + '</p>' : '') +
     '<ul class="evidence">' + q.ev.map((e) => '<li><code>' + esc(e.id) + '</code> ' + esc(e.date || '') + ' ' + esc(e.text || '(no such turn)') +
-    '</li>').join('') + '</ul>';
+    '</li>').join('') + '</ul>' + goldError(q.ge);
   h += '<div class="packs">' + q.r.map((r, i) => packPanel(r, i, q)).join('') + '</div>';
   panel.innerHTML = h;
   panel.scrollTop = 0;
