@@ -12,7 +12,10 @@ search-path plugin in launchers/), so `memory=last_session` works with no flag. 
 `PROMPTS_DIR`, if set, is searched for prompt files after ours.
 
 Each plugin's name, distribution, version and the sha256 of its source files are
-recorded in run_meta.json and enter the run id: editing a plugin gives a new run id.
+recorded in run_meta.json and enter the run id: editing a plugin gives a new run id. A
+plugin that wraps third-party libraries (a real memory system) names their distributions
+in `WRAPS` (`WRAPS = ("mem0ai", "qdrant-client")`); their installed versions are recorded
+too (`wraps`), so upgrading a wrapped library gives a new run id as well.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -71,14 +74,34 @@ class Plugin:
         return sha256_parts(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0" for path in sorted(self.source_files()))
 
     def describe(self) -> dict[str, Any]:
-        """What run_meta.json records of the plugin (and what enters the run id)."""
-        return {
+        """What run_meta.json records of the plugin (and what enters the run id); `wraps`
+        only for a plugin that declares `WRAPS`."""
+        described: dict[str, Any] = {
             "name": self.name,
             "module": self.module,
             "distribution": self.distribution,
             "version": self.version,
             "source_sha256": self.source_sha256(),
         }
+        wraps = self.wrapped_versions()
+        if wraps is not None:
+            described["wraps"] = wraps
+        return described
+
+    def wrapped_versions(self) -> dict[str, str | None] | None:
+        """{distribution: installed version (None: not installed)} of the libraries the plugin
+        names in `WRAPS`, sorted by name; None when it names none."""
+        names = getattr(self.load(), "WRAPS", None)
+        if not names:
+            return None
+        return {name: _installed_version(name) for name in sorted(str(n) for n in names)}
+
+
+def _installed_version(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
 
 
 def _tree(folder: Path) -> list[Path]:

@@ -63,9 +63,13 @@ PROVENANCE_RECORDS: dict[str, type[BaseModel]] = {
 OPEN_FOLDERS = ("autorater/", "agent/", "memory/", "estimate.json")
 #: The agent's own files: not pack records, so no schema is asked of them (gold is scanned).
 WORKSPACES = "agent/workspaces/"
-#: Folders of files that are not pack records: workspaces, and the judge's response cache
-#: (`judge.cache=true` keeps content-addressed ChatResult files under autorater/cache/).
-NOT_RECORDS = (WORKSPACES, "autorater/cache/")
+#: A wrapped library's own store (a Qdrant folder, a Kùzu database, a Chroma folder) in its own
+#: format: `memory/library_stores/<method>/<sample_id>/` (plugins/; still scanned for gold).
+LIBRARY_STORES = "memory/library_stores/"
+#: Folders of files that are not pack records: workspaces, the judge's response cache
+#: (`judge.cache=true` keeps content-addressed ChatResult files under autorater/cache/) and
+#: the wrapped libraries' stores.
+NOT_RECORDS = (WORKSPACES, "autorater/cache/", LIBRARY_STORES)
 #: Every writer call of a run: its request is scanned for gold, its reply is model output.
 WRITER_CALLS = "memory/writer/calls.jsonl"
 #: The agent's notes snapshots (`<sample>.ingest.md` after ingest, `<question id>.md` after

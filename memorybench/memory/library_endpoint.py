@@ -1,0 +1,301 @@
+"""A wrapped library's model and embedding calls, forwarded to the run's writer and embedder and journaled.
+
+A memory method that wraps a real memory system (the `mem0_lib` plugin; Graphiti and A-MEM
+later) points the library at a `LibraryEndpoint` (a `RecordingProxy` on 127.0.0.1) instead
+of at OpenAI. Each request the library sends is
+
+- a chat completion: forwarded through the run's writer endpoint (`ctx.writer`: the
+  embedded llama.cpp model by default, any OpenAI-compatible server by override) with the
+  writer's client (retries, response cache, prices), and journaled as a writer call in
+  `memory/writer/calls.jsonl` (`writer_call.v1`: role `<method>:<task>`, the full request
+  messages and reply, tokens, latency, attempts), counted in the writer's usage and so in
+  `memory/build_cost.jsonl`, `metrics.json`'s build cost and the failed-task tally; verify's
+  contamination check scans these rows' inputs like any writer call's;
+- an embedding request: answered by the run's embedder (`ctx.embedder`, MiniLM by default)
+  and journaled in `memory/<method>/embed_calls.jsonl` (`library_embed_call.v1`: the texts,
+  their count, cache hits, billed tokens, seconds), counted in the embedder's usage.
+
+Structured output: a request's `response_format` passes through. A task whose reply shape
+the method declares (`reply_schemas`: role -> JSON Schema) is sent, when the writer has
+`json_schema: true` (writer=local), with that schema bounded (`bounded_json_schema`) so
+that its longest reply fits writer.max_tokens (`fit_bounds`): llama.cpp's grammar then makes
+the reply parse. A JSON reply that does not parse, or that max_tokens cut, is a counted
+writer failure (`memory/writer/failures.jsonl`), never a silent empty memory. A request the
+endpoint cannot express (tool calls, images) is refused with an error the library sees and
+counted the same way.
+
+Calls are attributed to the conversation (and question) set by `scope(...)`; a request that
+arrives outside a scope is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, Optional
+
+from pydantic import Field
+
+from memorybench.errors import ModelCallError
+from memorybench.hashing import sha256_text
+from memorybench.llm.recording_proxy import RecordingProxy, error_body
+from memorybench.llm.records import ChatRequest, ChatResult
+from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
+from memorybench.memory._writer import bounded_json_schema, parse_json_object
+from memorybench.memory._schema_budget import fit_bounds
+from memorybench.memory.base import BuildContext
+from memorybench.records import Record
+
+#: characters of a role's system message that identify it (a library's prompt may end with variable text)
+ROLE_PREFIX_CHARS = 200
+
+
+class LibraryEmbedCall(Record, schema="library_embed_call.v1"):
+    """`memory/<method>/embed_calls.jsonl`: one embedding request a wrapped library sent."""
+
+    sample_id: str
+    method: str
+    #: set while a question is answered (the library embeds the query); null while building
+    question_id: Optional[str] = None
+    #: 1-based position among this conversation's embedding requests
+    call: int
+    model_requested: Optional[str] = None
+    texts: list[str]
+    #: texts the embedder's cache answered (no model call)
+    cache_hits: int = 0
+    #: tokens billed by the embedder's provider (0 for a local model)
+    tokens: int = 0
+    cost_usd: Optional[float] = 0.0
+    latency_s: float = 0.0
+    dimensions: int
+    error: Optional[str] = None
+
+
+class LibraryEndpoint:
+    """The recording endpoint of one run of a wrapped library (a context manager).
+
+    `roles` maps a task name to the start of the system message the library sends for it
+    (its own prompt); `reply_schemas` maps a task name to the JSON Schema of its reply."""
+
+    def __init__(self, ctx: BuildContext, *, method: str, roles: Mapping[str, str] | None = None,
+                 reply_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+                 max_items: int = 8, max_chars: int = 120) -> None:
+        self.ctx = ctx
+        self.method = method
+        self.roles = {name: " ".join(text.split())[:ROLE_PREFIX_CHARS] for name, text in (roles or {}).items()}
+        self.reply_schemas = {k: dict(v) for k, v in (reply_schemas or {}).items()}
+        self.max_items, self.max_chars = max_items, max_chars
+        self.proxy = RecordingProxy(chat=self._chat, embed=self._embed)
+        self.sample_id: str | None = None
+        self.question_id: str | None = None
+        self._calls: dict[str, int] = {}
+        self._embeds: dict[str, int] = {}
+        #: rows journaled per route, for "calls the endpoint saw = rows in the pack"
+        self.rows = {"chat": 0, "embed": 0}
+        #: (role, json bounds record) per role, kept for the build cost
+        self.json_bounds: dict[str, dict[str, Any]] = {}
+
+    def __enter__(self) -> LibraryEndpoint:
+        self.proxy.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proxy.__exit__(*exc)
+
+    @property
+    def base_url(self) -> str:
+        return self.proxy.base_url
+
+    @property
+    def api_key(self) -> str:
+        return self.proxy.api_key
+
+    @contextlib.contextmanager
+    def scope(self, sample_id: str, question_id: str | None = None) -> Iterator[None]:
+        """Attribute the calls made inside the block to `sample_id` (and `question_id`);
+        after the block, re-raise the first model-call failure the library swallowed."""
+        self.sample_id, self.question_id = sample_id, question_id
+        errors_before = len(self.proxy.errors)
+        try:
+            yield
+        except Exception:
+            self._raise_cause(errors_before)
+            raise
+        finally:
+            self.sample_id = self.question_id = None
+        self._raise_cause(errors_before)
+
+    def _raise_cause(self, errors_before: int) -> None:
+        for error in self.proxy.errors[errors_before:]:
+            if isinstance(error, ModelCallError):
+                raise error  # the run stops here, as on a writer call that failed after its retries
+
+    # -- chat ---------------------------------------------------------------------------
+    def role_of(self, messages: list[dict[str, str]]) -> str:
+        system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+        head = " ".join(system.split())[:ROLE_PREFIX_CHARS]
+        for name, prefix in self.roles.items():
+            if head and head.startswith(prefix[: len(head)]) and prefix.startswith(head[: len(prefix)]):
+                return name
+        return "chat"
+
+    def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.sample_id is None:
+            return 409, error_body("a model call outside a build or question scope is not forwarded", "unattributed")
+        writer = self.ctx.writer
+        sample_id = self.sample_id
+        unsupported = [k for k in ("tools", "functions", "tool_choice", "n", "logprobs") if body.get(k) not in (None, 1, False)]
+        messages, problem = _plain_messages(body.get("messages"))
+        if unsupported or problem:
+            reason = problem or f"request fields not supported by the recording endpoint: {', '.join(unsupported)}"
+            writer.usage.failures += 1
+            writer.failures.append(WriterFailure(sample_id=sample_id, method=self.method, role=f"{self.method}:refused",
+                                                 error=reason, action="refused; the library saw an HTTP 400"))
+            return 400, error_body(reason, "unsupported")
+        role = self.role_of(messages)
+        endpoint = writer.endpoint()
+        response_format, max_tokens = self._shape(role, body, writer)
+        request = ChatRequest(
+            model=endpoint.model,
+            messages=tuple(messages),
+            temperature=float(body["temperature"]) if body.get("temperature") is not None else float(writer.node.temperature),
+            max_tokens=max_tokens,
+            seed=writer.node.get("seed"),
+            response_format=response_format,
+            stop=None,
+        )
+        result = endpoint.client.complete(request)  # ModelCallError: a 500 to the library, re-raised by scope()
+        self._account(writer, result)
+        text = result.text or ""
+        error = None
+        if response_format is not None:
+            try:
+                parse_json_object(text)
+            except ValueError as e:
+                error = str(e)
+            if result.finish_reason == "length":
+                writer.usage.cut_by_length += 1
+                error = f"the reply was cut at max_tokens={max_tokens} (finish_reason length)" + (f"; {error}" if error else "")
+        elif not text.strip():
+            error = "empty reply"
+        self._calls[sample_id] = self._calls.get(sample_id, 0) + 1
+        system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+        writer.calls.append(WriterCall(
+            sample_id=sample_id, method=self.method, role=f"{self.method}:{role}", call=self._calls[sample_id],
+            attempt="first", template=f"library:{self.method}/{role}", template_sha256=sha256_text(system),
+            request=WriterRequest(model=request.model, messages=[dict(m) for m in request.messages],
+                                  temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
+                                  response_format=request.response_format),
+            response=result, ok=error is None, error=error,
+        ))
+        self.rows["chat"] += 1
+        if error is not None:
+            writer.usage.failures += 1
+            writer.failures.append(WriterFailure(sample_id=sample_id, method=self.method, role=f"{self.method}:{role}",
+                                                 error=error, action="passed to the library as it came back"))
+        return 200, _completion(result, request.model)
+
+    def _shape(self, role: str, body: dict[str, Any], writer: Any) -> tuple[Optional[dict[str, Any]], int]:
+        """(response_format, max_tokens): the library's own, capped by writer.max_tokens; with
+        writer.json_schema and a declared reply schema, that schema bounded to fit."""
+        budget = int(writer.node.max_tokens)
+        asked = body.get("max_tokens") or body.get("max_completion_tokens")
+        max_tokens = min(int(asked), budget) if asked else budget
+        response_format = body.get("response_format")
+        if response_format is None or not writer.node.get("json_schema"):
+            return response_format, max_tokens
+        schema = self.reply_schemas.get(role)
+        if schema is None and response_format.get("type") == "json_schema":
+            schema = (response_format.get("json_schema") or {}).get("schema")
+        if schema is None:
+            return response_format, max_tokens
+        fitted = fit_bounds(lambda n, c: bounded_json_schema(schema, max_items=n, max_chars=c),
+                            max_items=self.max_items, max_chars=self.max_chars, budget=budget, count=_counter(writer),
+                            what=f"memory={self.method}, library task {role!r}")
+        self.json_bounds[role] = fitted.record()
+        return {"type": "json_object", "schema": fitted.schema}, fitted.worst_case_tokens
+
+    @staticmethod
+    def _account(writer: Any, result: ChatResult) -> None:
+        usage = writer.usage
+        usage.calls += 1
+        usage.prompt_tokens += result.usage.prompt_tokens
+        usage.completion_tokens += result.usage.completion_tokens
+        usage.cached_tokens += result.usage.cached_tokens
+        usage.latency_s += result.latency_s
+        usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
+        if result.model_answered:
+            writer._answered.add(result.model_answered)  # run_meta.json's models: the writer as answered
+
+    # -- embeddings ---------------------------------------------------------------------
+    def _embed(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.sample_id is None:
+            return 409, error_body("an embedding request outside a build or question scope is not forwarded", "unattributed")
+        raw = body.get("input")
+        texts = [raw] if isinstance(raw, str) else raw
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return 400, error_body("input must be a string or a list of strings (token arrays are not supported)", "unsupported")
+        embedder = self.ctx.embedder
+        before = embedder.usage.copy()
+        started = time.perf_counter()
+        vectors = embedder.embed(texts)
+        spent = embedder.usage.since(before)
+        sid = self.sample_id
+        self._embeds[sid] = self._embeds.get(sid, 0) + 1
+        self.ctx.pack.journal(f"memory/{self.method}/embed_calls.jsonl").append(LibraryEmbedCall(
+            sample_id=sid, method=self.method, question_id=self.question_id, call=self._embeds[sid],
+            model_requested=body.get("model"), texts=texts, cache_hits=int(spent["cache_hits"]), tokens=int(spent["tokens"]),
+            cost_usd=spent["cost_usd"], latency_s=round(time.perf_counter() - started, 6), dimensions=int(vectors.shape[1]),
+        ))
+        self.rows["embed"] += 1
+        data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]} for i, row in enumerate(vectors)]
+        tokens = int(spent["tokens"])
+        return 200, {"object": "list", "data": data, "model": str(embedder.identity.get("model") or embedder.name),
+                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+def _plain_messages(raw: Any) -> tuple[list[dict[str, str]], str | None]:
+    """The messages as role/content strings; (_, reason) when one cannot be (images, tool calls)."""
+    if not isinstance(raw, list) or not raw:
+        return [], "messages must be a non-empty list"
+    out = []
+    for m in raw:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            return [], "a message without a role"
+        content = m.get("content")
+        if isinstance(content, list):  # text parts only
+            if any(not isinstance(p, dict) or p.get("type") != "text" for p in content):
+                return [], "a message with non-text parts (images) is not supported"
+            content = "".join(str(p.get("text", "")) for p in content)
+        if not isinstance(content, str) or m.get("tool_calls") or m.get("role") == "tool":
+            return [], "tool calls and tool messages are not supported by the recording endpoint"
+        out.append({"role": m["role"], "content": content})
+    return out, None
+
+
+def _completion(result: ChatResult, model: str) -> dict[str, Any]:
+    usage = result.usage
+    return {
+        "id": result.response_id or f"chatcmpl-{result.request_sha256[:12]}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": result.model_answered or model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
+                     "finish_reason": result.finish_reason or "stop"}],
+        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                  "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+                  "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}},
+    }
+
+
+def _counter(writer: Any) -> Any:
+    """The tokenizer a schema's worst case is counted with (as the writer's own tasks count it)."""
+    if writer.is_local:
+        from memorybench.llm.local.models import LOCAL_MODELS, count_tokens
+
+        spec = LOCAL_MODELS.get(str(writer.node.model))
+        return lambda text: count_tokens(text, spec)
+    return len
+
+

@@ -1,0 +1,164 @@
+"""memory=mem0_lib (mem0's own library) against scripted servers over real HTTP: plumbing only.
+
+The scripted writer answers mem0's extraction call in the shape mem0 2.x parses
+(`{"memory": [{"id", "text"}]}`, text copied from the request's new messages), so what
+lands in mem0's store comes from session text. Checked: every call mem0 made has its row
+in the pack (calls the endpoint saw = rows), the build cost counts them, the pack
+verifies (contamination check included), the Qdrant store lives in the pack, a rerun does
+not rebuild, run_meta.json records mem0ai's version, and the build opens no connection
+except to the recording endpoint (and the endpoint's own to the writer).
+
+Skipped, with the reason, when the plugin is not installed
+(`.venv/bin/pip install -e plugins/mem0_lib`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mb_mem0_lib", reason="the mem0_lib plugin is not installed: .venv/bin/pip install -e plugins/mem0_lib")
+if importlib.util.find_spec("mem0") is None:  # found, not imported: mem0 reads MEM0_TELEMETRY at import
+    pytest.skip("mem0ai is not installed: .venv/bin/pip install -e plugins/mem0_lib", allow_module_level=True)
+
+from memorybench.cli import main  # noqa: E402
+from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
+from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
+MINI = FIXTURES / "mini_locomo.json"
+EXTRACTOR = "You are a Memory Extractor"
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+
+
+def mem0_responder(body: dict[str, Any]) -> Reply:
+    """mem0's extraction call: one memory per new message, copied from it; else an echo (the reader)."""
+    system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
+    if EXTRACTOR not in system:
+        return echo_responder(body)
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    new = user.split("## New Messages", 1)[1].split("## Observation Date", 1)[0]
+    lines = [re.sub(r"^\w+: ", "", line.strip()) for line in new.strip().splitlines() if line.strip()]
+    memories = [{"id": str(n), "text": line} for n, line in enumerate(lines)]
+    text = json.dumps({"memory": memories})
+    return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
+
+
+class SocketAudit:
+    """Every outbound connect in this process: (thread name, address)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+        self._real = socket.socket.connect
+        self._real_ex = socket.socket.connect_ex
+
+    def __enter__(self) -> SocketAudit:
+        audit = self
+
+        def connect(sock: socket.socket, address: Any) -> Any:
+            audit.seen.append((threading.current_thread().name, address))
+            return audit._real(sock, address)
+
+        def connect_ex(sock: socket.socket, address: Any) -> Any:
+            audit.seen.append((threading.current_thread().name, address))
+            return audit._real_ex(sock, address)
+
+        socket.socket.connect = connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        socket.socket.connect = self._real  # type: ignore[method-assign]
+        socket.socket.connect_ex = self._real_ex  # type: ignore[method-assign]
+
+
+def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
+    try:
+        return main([
+            "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}", "reader.model=scripted",
+            "memory=mem0_lib", "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
+            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
+            "name=mem0lib", "max_questions=3", *extra,
+        ])
+    except SystemExit as e:
+        return int(e.code or 0)
+
+
+@pytest.fixture()
+def servers():
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=mem0_responder) as writer:
+        yield reader, writer
+
+
+def test_mem0_lib_builds_through_the_recording_endpoint(tmp_path, servers):
+    reader, writer = servers
+    with SocketAudit() as audit:
+        assert qa(tmp_path, reader, writer) == 0
+    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    assert verify_pack(pack) == []
+
+    # every call mem0 made reached the writer through us and has its row
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    assert calls and len(calls) == len(writer.requests)
+    assert {c["role"] for c in calls} == {"mem0_lib:extract"} and all(c["ok"] for c in calls)
+    assert all(EXTRACTOR in c["request"]["messages"][0]["content"] for c in calls)
+    embeds = rows(pack / "memory/mem0_lib/embed_calls.jsonl")
+    assert embeds and all(e["texts"] and e["dimensions"] > 0 for e in embeds)
+    assert any(e["question_id"] for e in embeds)  # the questions' searches are rows too
+
+    # the build cost counts them
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["calls"] == len(calls)
+    assert cost["embedder"]["texts"] >= sum(len(e["texts"]) for e in embeds if e["question_id"] is None)
+
+    # the store lives in the pack, and a readable dump of what mem0 remembered
+    sid = cost["sample_id"]
+    assert (pack / f"memory/library_stores/mem0_lib/{sid}/qdrant").is_dir()
+    stored = json.loads((pack / f"memory/mem0_lib/{sid}.json").read_text("utf-8"))
+    assert stored["items"] and all(i["sources"] for i in stored["items"])
+    assert stored["metadata"]["library"]["endpoint_rows"]["chat"] == len(calls)
+
+    # run_meta.json: the wrapped library's version beside the plugin's own
+    meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
+    (plugin,) = [p for p in meta["plugins"] if p["name"] == "mem0_lib"]
+    assert plugin["wraps"]["mem0ai"] == "2.2.1" and plugin["wraps"]["qdrant-client"]
+
+    # no connection but to our endpoint; the endpoint's own threads call the writer
+    proxy_ports = {addr[1] for name, addr in audit.seen if name == THREAD_NAME}
+    assert proxy_ports <= {writer.port}
+    library = [(name, addr) for name, addr in audit.seen if name != THREAD_NAME]
+    allowed = {reader.port, writer.port} | {p for _, (host, p, *_) in library if host == "127.0.0.1"}
+    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
+    assert all(addr[1] in allowed for _, addr in library)
+    mem0_ports = {addr[1] for _, addr in library} - {reader.port, writer.port}
+    assert len(mem0_ports) <= 1  # mem0 itself: only the recording endpoint's one port
+
+    # a rerun of the same run id builds nothing again
+    before = len(writer.requests)
+    assert qa(tmp_path, reader, writer) == 0
+    assert len(writer.requests) == before
+
+
+def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(
+        responder=lambda body: Reply(text="no json here") if EXTRACTOR in body["messages"][0]["content"] else echo_responder(body)
+    ) as writer:
+        code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0")
+    assert code == 0
+    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    failures = rows(pack / "memory/writer/failures.jsonl")
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    assert failures and len(failures) == len(calls) and not any(c["ok"] for c in calls)
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["failures"] == len(calls)
