@@ -1,4 +1,7 @@
-"""Mem0's LLM judge (DESIGN.md 5.2): the prompt it sends and how its reply is read.
+"""Mem0's LLM judge (DESIGN.md 5.2): the prompt it sends and how its reply is read; and our
+strict judge (`strict`, `StrictJudge`: the same label contract, a prompt of ours,
+prompts/judges/strict_v1.txt, pinned by its sha256 here, that requires the answer's
+specifics to match the gold; docs/judges.md).
 
 The protocol is the registered judge `mem0` (`JUDGES.get("mem0")`, class `Mem0Judge`):
 what to judge (`skips`), the request (`request`), how a reply is read (`verdict`) and

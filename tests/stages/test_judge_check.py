@@ -271,3 +271,27 @@ def test_every_audit_row_maps_to_our_question_of_the_same_text(conversations):
             assert source["question"] == row.question == by_id[row.question_id].question
             assert source["generated_answer"] == row.prediction
     assert [r.prediction for r in rows["gold"]] == [str(r.gold) for r in rows["gold"]]
+
+
+def test_autorater_judges_a_pack_with_the_strict_protocol_in_a_folder_of_its_own(tmp_path):
+    from conftest import FIXTURES, scripted_reader
+    from memorybench.cli import main
+    from memorybench.stages.autorater import run_autorater
+
+    with ScriptedOpenAIServer(responder=lambda body: Reply("May 2023")) as reader:
+        assert main(["qa", *scripted_reader(reader.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=mini"]) == 0
+    (pack,) = sorted((tmp_path / "packs").glob("*/runs/*"))
+    with ScriptedOpenAIServer(responder=token_judge) as server:
+        strict = run_autorater(pack, _node(server, protocol="strict", cache=False))
+        mem0 = run_autorater(pack, _node(server, protocol="mem0", cache=False))
+        bodies = list(server.requests)
+    template = StrictJudge.load().template
+    assert strict["judge_prompt_sha256"] == STRICT_PROMPT_SHA256 != mem0["judge_prompt_sha256"]
+    (folder,) = (pack / "autorater").glob("strict-judge-x-*")
+    assert (folder / "prompts" / "strict_v1.txt").read_text("utf-8") == template
+    meta = json.loads((folder / "autorater_meta.json").read_text("utf-8"))
+    assert meta["identity"]["protocol"] == "strict" and meta["prompt"]["path"] == "prompts/judges/strict_v1.txt"
+    judged = strict["counts"]["requests"]
+    assert judged > 0 and all(b["messages"][0]["content"].startswith(template.split("{question}")[0]) for b in bodies[:judged])
+    assert len(list((pack / "autorater").glob("mem0-judge-x-*"))) == 1
