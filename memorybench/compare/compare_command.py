@@ -63,6 +63,14 @@ def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
         sd = f" ± {_fmt(s['sd'])} (sd over {s['n_packs']} seeds)" if s["sd"] is not None else ""
         lines.append(f"  {_metric_name(metric, s['covers']):<34} {_fmt(s['estimate'])}{sd}; "
                      f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}")
+        clean = s.get("without_gold_errors")
+        if clean:
+            lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
+                         f"{_fmt(clean['estimate'])}; {_interval_text(clean)}")
+        fixed = s.get("corrected_gold")
+        if fixed:
+            lines.append(f"    with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
+                         f"{_fmt(fixed['estimate'])}; {_interval_text(fixed)}")
     if "j_left_out" in summary:
         lines.append(f"  J left out: {summary['j_left_out']}")
     length = summary.get("answer_tokens") or {}
@@ -93,6 +101,11 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         if d.get("mdd") is not None:
             lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these conversations "
                          "(minimum detectable difference, 80% power, alpha 0.05)")
+        clean = d.get("without_gold_errors")
+        if clean and clean["difference"] is not None:
+            lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
+                         f"{_fmt(clean['difference'])}" + (f" [{_fmt(clean['low'])}, {_fmt(clean['high'])}], p "
+                         f"{format_p(clean['p_two_sided'], clean.get('p_resolution'))}" if clean["low"] is not None else ""))
         c = d["conditional"]
         if c["low"] is not None:
             lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {format_p(c['p_two_sided'], c.get('p_resolution'))}")
@@ -108,6 +121,8 @@ def format_compare(result: dict[str, Any]) -> str:
             lines.extend(_summary_lines(label, summary))
     if result.get("difference"):
         lines.extend(_difference_lines(result["difference"]))
+    notes = {(result.get(k) or {}).get("gold_errors") for k in ("summary", "summary_a", "difference")} - {None}
+    lines.extend(sorted(notes))
     lines.extend(f"warning: {w}" for w in result.get("warnings") or [])
     return "\n".join(lines)
 
@@ -143,6 +158,8 @@ def compare_main(argv: Sequence[str]) -> int:
                         help=f"resamples of the question-level bootstrap (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="interval coverage (default 0.95)")
+    parser.add_argument("--corrected-gold", action="store_true",
+                        help="also score LoCoMo F1 against the audit's corrected answers where a gold answer is known wrong")
     parser.add_argument("--judge", help="the judge id whose J is compared, when a pack has several (autorater/<judge id>/)")
     parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file ('-' for stdout)")
     ns = parser.parse_args(list(argv))
@@ -158,13 +175,13 @@ def compare_main(argv: Sequence[str]) -> int:
         b = _load_all(ns.vs, ns.judge)
         # each side summarised over the questions compared, so its numbers are the difference's A and B
         keep = set(common_questions(a, b, categories)[0])
-        result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling)
-        result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling)
+        result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
+        result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
         result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories)
         warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
         result["warnings"] = [warning] if warning else []
     else:
-        result["summary"] = seed_summary(a, resampling=resampling, categories=categories)
+        result["summary"] = seed_summary(a, resampling=resampling, categories=categories, corrected_gold=ns.corrected_gold)
     text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
     if ns.json_out == "-":
         sys.stdout.write(text)

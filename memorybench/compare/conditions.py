@@ -51,6 +51,7 @@ from memorybench.compare.intervals import (
     question_bootstrap_interval,
     question_paired_bootstrap,
 )
+from memorybench.compare.gold_overlay import Overlay, corrected_f1, load_overlay
 from memorybench.compare.intervals import paired_difference as paired_test
 from memorybench.errors import UserError
 from memorybench.pack import layout
@@ -108,6 +109,10 @@ class PackScores:
     protocol: str = "open-ended"
     #: each answer's length in whitespace tokens (`answer_tokens`)
     answer_tokens: dict[str, int] = field(default_factory=dict)
+    #: the answers as stored (the corrected-gold column rescores them)
+    predictions: dict[str, str] = field(default_factory=dict)
+    #: the sha256 of the pack's dataset (the gold-error overlay applies to the pinned locomo10.json only)
+    data_sha256: str | None = None
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -169,6 +174,8 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
+        predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
+        data_sha256=summary.get("data_sha256"),
         reported={"locomo_f1": summary["locomo_f1"]},
         protocol=protocol,
     )
@@ -338,9 +345,37 @@ def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str
     return ["locomo_f1", "j", *(["j_failed_wrong"] if failures else [])]
 
 
+def _gold_columns(packs: Sequence[PackScores], metric: str, kept: Sequence[str], overlay: Overlay, corrected: bool,
+                  per_question: dict[str, float], confidence: float) -> dict[str, Any]:
+    """Beside a mean over `kept`: the mean over those without a known wrong gold answer
+    (`without_gold_errors`, with how many were removed), and for LoCoMo F1 where asked the
+    mean with the audit's corrected answers scored by LoCoMo's rules (`corrected_gold`)."""
+    if overlay.errors is None:
+        return {}
+    first = packs[0]
+    wrong = overlay.wrong_gold(kept)
+    clean = [q for q in kept if q not in wrong]
+    out = {"without_gold_errors": {"removed": len(wrong), **mean_interval(
+        [per_question[q] for q in clean], [first.conversations[q] for q in clean], confidence=confidence).as_dict()}}
+    if corrected and metric == "locomo_f1":
+        values = [_corrected(packs, q, overlay, per_question) for q in kept]
+        out["corrected_gold"] = {"rescored": len(wrong), **mean_interval(
+            values, [first.conversations[q] for q in kept], confidence=confidence).as_dict()}
+    return out
+
+
+def _corrected(packs: Sequence[PackScores], q: str, overlay: Overlay, per_question: dict[str, float]) -> float:
+    """A question's LoCoMo F1 with the audit's corrected answer where its gold is wrong."""
+    error = overlay.errors.get(q) if overlay.errors else None
+    if error is None or not error.wrong_answer:
+        return per_question[q]
+    scores = [corrected_f1(p.predictions[q], error, p.categories[q]) for p in packs if q in p.predictions]
+    return sum(scores) / len(scores)
+
+
 def seed_summary(
     packs: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(), check_config: bool = True,
-    categories: frozenset[int] | None = None,
+    categories: frozenset[int] | None = None, corrected_gold: bool = False,
 ) -> dict[str, Any]:
     """Several packs of one config with different seeds: mean ± sd and the intervals of the mean."""
     scores = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in packs]
@@ -357,6 +392,8 @@ def seed_summary(
         "protocol": scores[0].protocol,
         "answer_tokens": length_summary(scores, ids),
     }
+    overlay = load_overlay(p.data_sha256 for p in scores)
+    result["gold_errors"] = overlay.note
     metrics = _metrics_of(scores, result)
     for metric in metrics:
         judged_ids = ids if metric == "locomo_f1" else [q for q in ids if scores[0].categories[q] in JUDGED]
@@ -373,6 +410,7 @@ def seed_summary(
             "estimate": sum(values) / len(values) if values else None,
             "interval": mean_interval(values, clusters, confidence=resampling.confidence).as_dict(),
             "conditional": question_bootstrap_interval(values, clusters, resampling, metric, covers).as_dict(),
+            **_gold_columns(scores, metric, kept, overlay, corrected_gold, per_question, resampling.confidence),
         }
     result["j_available"] = "j" in metrics
     return result
@@ -413,6 +451,8 @@ def paired_difference(
         "protocols": {"a": sorted({p.protocol for p in sa}), "b": sorted({p.protocol for p in sb})},
     }
     result["protocols_differ"] = result["protocols"]["a"] != result["protocols"]["b"]
+    overlay = load_overlay(p.data_sha256 for p in [*sa, *sb])
+    result["gold_errors"] = overlay.note
     metrics = _metrics_of([*sa, *sb], result)
     for metric in metrics:
         pool = ids if metric == "locomo_f1" else [q for q in ids if first.categories[q] in JUDGED]
@@ -426,6 +466,12 @@ def paired_difference(
             **paired_test(x, y, clusters, confidence=resampling.confidence).as_dict(),
             "conditional": question_paired_bootstrap(x, y, clusters, resampling, metric, covers, "difference").as_dict(),
         }
+        if overlay.errors is not None:
+            wrong = overlay.wrong_gold(common)
+            clean = [i for i, q in enumerate(common) if q not in wrong]
+            result[metric]["without_gold_errors"] = {"removed": len(wrong), **paired_test(
+                [x[i] for i in clean], [y[i] for i in clean], [clusters[i] for i in clean],
+                confidence=resampling.confidence).as_dict()}
     result["j_available"] = "j" in metrics
     return result
 

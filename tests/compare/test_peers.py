@@ -80,3 +80,28 @@ def test_an_own_full_run_against_memobase_compares_on_the_1540_common_questions(
     assert result["summary_a"]["locomo_f1"]["estimate"] == pytest.approx(metrics["locomo_f1"]["overall_1_4"])
     assert difference["protocols_differ"] is True and difference["protocols"]["b"] == ["imported"]
     assert "j_left_out" in difference  # the own run has no judge
+
+
+def test_memobase_is_shown_without_the_known_gold_errors_and_with_the_corrected_answers(peers, capsys):
+    """The audit's 99 wrong gold answers are all in categories 1-4: memobase's figure on all
+    1,540 questions, on the 1,441 without a known wrong gold, and with the corrected answers."""
+    from memorybench.compare.conditions import load_pack_scores, seed_summary
+    from memorybench.data.gold_errors import known_gold_errors
+    from memorybench.score.locomo import locomo_score
+
+    result = seed_summary([peers["memobase"]], corrected_gold=True)
+    f1 = result["locomo_f1"]
+    assert f1["interval"]["n"] == 1540 and "99 wrong gold answers" in result["gold_errors"]
+    clean = f1["without_gold_errors"]
+    assert clean["removed"] == 99 and clean["n"] == 1441
+    scores = load_pack_scores(peers["memobase"])
+    errors = known_gold_errors()
+    wrong = {q for q, e in errors.items() if e.wrong_answer}
+    kept = [q for q in scores.question_ids if q not in wrong]
+    assert clean["estimate"] == pytest.approx(sum(scores.locomo_f1[q] for q in kept) / len(kept))
+    fixed = [locomo_score(scores.predictions[q], errors[q].scoring_answer, scores.categories[q]) if q in wrong
+             else scores.locomo_f1[q] for q in scores.question_ids]
+    assert f1["corrected_gold"]["estimate"] == pytest.approx(sum(fixed) / len(fixed)) and f1["corrected_gold"]["rescored"] == 99
+    assert compare_main([str(peers["memobase"]), "--corrected-gold"]) == 0
+    text = capsys.readouterr().out
+    assert "without the 99 questions of known wrong gold (n 1441)" in text and "with the audit's 99 corrected answers" in text
