@@ -83,6 +83,7 @@ from memorybench.compare.report_tables import (
     stems,
 )
 from memorybench.compare.conditions import parse_categories
+from memorybench.compare.gold_overlay import corrected_f1, load_overlay
 from memorybench.compare.summary import CONFIG_PREFIX
 from memorybench.errors import OneLineParser, UserError
 
@@ -140,6 +141,9 @@ class AnalysisDesign(BaseModel):
     #: LoCoMo categories to report, e.g. "1-4" to put an own run beside a Mem0-format peer
     #: pack on the questions both hold (null: every category a pack holds)
     categories: str | None = None
+    #: also score LoCoMo F1 against the audit's corrected answers where a gold answer is
+    #: known wrong (`f1_corrected_gold`); the figures without those questions are always shown
+    corrected_gold: bool = False
 
 
 def load_design(path: str | os.PathLike[str]) -> AnalysisDesign:
@@ -295,6 +299,14 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
     check_pooling(runs, design.conditions, design.replicates)
     frame["condition"] = frame["pack"].map(runs.set_index("pack")["condition"])
     frame["question_protocol"] = frame["pack"].map(_protocols(runs))
+    overlay = load_overlay(runs["data_sha256"])
+    if overlay.errors is not None:
+        frame["wrong_gold"] = frame["question_id"].isin(overlay.wrong_gold(frame["question_id"].unique()))
+        if design.corrected_gold:
+            frame["locomo_f1_corrected"] = [
+                corrected_f1(prediction, overlay.errors[q], category) if wrong else f1
+                for q, prediction, category, f1, wrong in zip(frame["question_id"], frame["prediction"].fillna(""),
+                                                              frame["category"], frame["locomo_f1"], frame["wrong_gold"])]
     selected = parse_categories(categories if categories is not None else design.categories)
     if selected is not None:
         frame = frame[frame["category"].isin(sorted(selected))].reset_index(drop=True)
@@ -311,6 +323,8 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         notes.append("Some packs are prefix runs (max_questions): smoke tests, not benchmark results.")
     if scan.unfinished:
         notes.append(f"{len(scan.unfinished)} unfinished pack(s) (no _SUCCESS) were left out.")
+    notes.append(overlay.note + ("" if overlay.errors is None else ": `scores_by_category` shows LoCoMo F1 on all questions "
+                                 "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."))
     if selected is not None:
         notes.append(f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories}).")
     by_protocol = frame.groupby("condition", sort=False)["question_protocol"].agg(lambda s: ", ".join(sorted(set(s))))

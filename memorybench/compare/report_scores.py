@@ -117,6 +117,13 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     where every pack of the condition has that judge, and J with failures counted WRONG
     (`j_failed_wrong/<judge id>`) where the judge failed on any row."""
     f1 = _per_question(frame, "locomo_f1")
+    corrected = None
+    if "locomo_f1_corrected" in frame.columns:
+        fixed = _per_question(frame, "locomo_f1_corrected")
+        corrected = {c: fixed[fixed["condition"] == c] for c in fixed["condition"].unique()}
+    if "wrong_gold" in frame.columns:
+        wrong = set(frame.loc[frame["wrong_gold"].fillna(False).astype(bool), "question_id"])
+        f1 = f1.assign(wrong_gold=f1["question_id"].isin(wrong))
     runs = frame.groupby("condition", sort=False)["pack"].nunique()
     judges = judges_of(frame)
     judged: dict[str, tuple[pd.Series, dict[str, pd.DataFrame], pd.DataFrame]] = {}
@@ -140,6 +147,8 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                         "locomo_f1": found.estimate if found.estimate is not None else math.nan,
                         "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category) if shown else math.nan,
                         "f1_ci_low": low, "f1_ci_high": high})
+            if "wrong_gold" in frame.columns:  # the known gold errors' overlay applies to these packs
+                row.update(_gold_columns(sel, corrected.get(condition) if corrected is not None else None, category, boot))
             for judge, (with_j, metrics, rows) in judged.items():
                 for name, per_question in metrics.items():
                     score = per_question.columns[-1]
@@ -158,6 +167,21 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             row["interval"] = found.method if found.note is None else f"{found.method}: {found.note}"
             out.append(row)
     return pd.DataFrame(out)
+
+
+def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: int | str, boot: Bootstrap) -> dict[str, Any]:
+    """LoCoMo F1 on the questions without a known wrong gold answer (`n_no_gold_error`,
+    `f1_no_gold_error` and its interval), and with the audit's corrected answers scored by
+    LoCoMo's rules where the design asks (`f1_corrected_gold`)."""
+    clean = sel[~sel["wrong_gold"]]
+    found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot)
+    low, high = _bounds(found)
+    out: dict[str, Any] = {"n_no_gold_error": found.n, "f1_no_gold_error": _nan(found.estimate),
+                           "f1_no_gold_error_ci_low": low, "f1_no_gold_error_ci_high": high}
+    if corrected is not None:
+        fixed = corrected[corrected["question_id"].isin(sel["question_id"])] if len(sel) else corrected.iloc[0:0]
+        out["f1_corrected_gold"] = fixed["locomo_f1_corrected"].mean() if len(fixed) else math.nan
+    return out
 
 
 def paired_differences(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:

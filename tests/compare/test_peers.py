@@ -105,3 +105,23 @@ def test_memobase_is_shown_without_the_known_gold_errors_and_with_the_corrected_
     assert compare_main([str(peers["memobase"]), "--corrected-gold"]) == 0
     text = capsys.readouterr().out
     assert "without the 99 questions of known wrong gold (n 1441)" in text and "with the audit's 99 corrected answers" in text
+
+
+def test_a_report_over_memobase_shows_all_questions_and_those_without_a_known_gold_error(peers, tmp_path):
+    import csv
+
+    import yaml
+
+    from memorybench.compare.report import run_report
+
+    design = tmp_path / "design.yaml"
+    design.write_text(yaml.safe_dump({"name": "memobase", "packs": [str(peers["memobase"])], "conditions": ["experiment"],
+                                      "tables": ["scores_by_category"], "figures": [], "corrected_gold": True}))
+    report = run_report(design, tmp_path / "out")
+    with report.table_files["scores_by_category"].open(newline="") as f:
+        rows = {r["category"]: r for r in csv.DictReader(f)}
+    overall = rows["1-4"]
+    assert overall["n"] == "1540" and overall["n_no_gold_error"] == "1441" and rows["1-5"]["locomo_f1"] == ""
+    assert sum(int(rows[c]["n"]) - int(rows[c]["n_no_gold_error"]) for c in "1234") == 99
+    assert float(overall["f1_corrected_gold"]) != float(overall["locomo_f1"])
+    assert "99 wrong gold answers" in report.markdown.read_text("utf-8")
