@@ -25,13 +25,17 @@ endpoint cannot express (tool calls, images) is refused with an error the librar
 counted the same way.
 
 Calls are attributed to the conversation (and question) set by `scope(...)`; a request that
-arrives outside a scope is refused.
+arrives outside a scope is refused. The handlers run on one worker thread of the endpoint's
+own (whatever HTTP thread received the request): the embedder's SQLite cache, like any
+SQLite object, may be used only by the thread that opened it. A method that needs the
+embedder outside a request (a dimension probe) uses `in_worker`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
@@ -39,7 +43,7 @@ from pydantic import Field
 
 from memorybench.errors import ModelCallError
 from memorybench.hashing import sha256_text
-from memorybench.llm.recording_proxy import RecordingProxy, error_body
+from memorybench.llm.recording_proxy import THREAD_NAME, RecordingProxy, error_body
 from memorybench.llm.records import ChatRequest, ChatResult
 from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
 from memorybench.memory._writer import bounded_json_schema, parse_json_object
@@ -86,7 +90,9 @@ class LibraryEndpoint:
         self.roles = {name: " ".join(text.split())[:ROLE_PREFIX_CHARS] for name, text in (roles or {}).items()}
         self.reply_schemas = {k: dict(v) for k, v in (reply_schemas or {}).items()}
         self.max_items, self.max_chars = max_items, max_chars
-        self.proxy = RecordingProxy(chat=self._chat, embed=self._embed)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME)
+        self.proxy = RecordingProxy(chat=lambda body: self.in_worker(self._chat, body),
+                                    embed=lambda body: self.in_worker(self._embed, body))
         self.sample_id: str | None = None
         self.question_id: str | None = None
         self._calls: dict[str, int] = {}
@@ -102,6 +108,11 @@ class LibraryEndpoint:
 
     def __exit__(self, *exc: object) -> None:
         self.proxy.__exit__(*exc)
+        self._worker.shutdown(wait=True)
+
+    def in_worker(self, fn: Any, *args: Any) -> Any:
+        """`fn(*args)` on the endpoint's worker thread (where the writer and embedder are used)."""
+        return self._worker.submit(fn, *args).result()
 
     @property
     def base_url(self) -> str:

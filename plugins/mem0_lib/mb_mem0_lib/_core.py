@@ -121,7 +121,7 @@ class Mem0Lib:
     def open_memory(self, ctx: BuildContext, store: Any) -> Any:
         endpoint = self.endpoint(ctx)
         _, Memory, _ = import_mem0(str(ctx.cache_dir / "mem0_home"))
-        dims = ctx.embedder.dim or int(ctx.embedder.embed(["dimension probe"]).shape[1])
+        dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
         writer = ctx.writer.node
         config = {
             "vector_store": {"provider": "qdrant", "config": {
