@@ -1,7 +1,9 @@
 """Per-question blame: where an answer was lost, from the pack's files and the gold evidence.
 
 For every answered question, three facts and one class. The gold answer and the
-evidence ids are joined here only, after answering (no model ever saw them):
+evidence ids are joined here only, after answering (no model ever saw them); for a pack of
+the pinned locomo10.json, a question the outside audit found miscited (dial481/locomo-audit
+errors.json, `memorybench.data.gold_errors`) takes the audit's corrected evidence ids:
 
 * `evidence_stored`: every gold evidence turn is kept by the memory: a turn `D3:7` is kept
   when a `memory/lineage.jsonl` row of its conversation lists it, or lists its session
@@ -95,6 +97,18 @@ def _gold(category: int, gold: Any) -> str | None:
     return str(gold).split(";")[0].strip() if category == 3 else str(gold)
 
 
+def _gold_errors(walker: PackWalker) -> dict[str, Any]:
+    """The known gold errors (`memorybench.data.gold_errors`) for a pack of the pinned
+    locomo10.json, else none: their corrected evidence ids replace the dataset's."""
+    from memorybench.data.pins import LOCOMO10
+
+    if (walker.meta.get("data") or {}).get("sha256") != LOCOMO10.sha256:
+        return {}
+    from memorybench.compare.gold_overlay import load_overlay
+
+    return load_overlay([LOCOMO10.sha256]).errors or {}
+
+
 class _Blamer:
     """Everything one pack's blame needs, indexed once (the walker has read the files)."""
 
@@ -108,6 +122,7 @@ class _Blamer:
         judge = walker.judges().get(judge_id) if judge_id else None
         self.verdicts = judge["verdicts"] if judge else {}
         self.f1 = self._f1()
+        self.gold_errors = _gold_errors(walker)
 
     def _f1(self) -> dict[str, float]:
         import csv
@@ -129,6 +144,9 @@ class _Blamer:
         conversation = (self.w.conversations or {}).get(row["sample_id"])
         qa_index = int(qid.rsplit("-q-", 1)[1])
         if conversation is not None and qa_index < len(conversation.questions):
+            finding = self.gold_errors.get(qid)
+            if finding is not None:  # the audit's corrected evidence (either kind of finding)
+                return evidence_ids(finding.corrected_evidence)
             return evidence_ids(conversation.questions[qa_index].evidence)
         recall = self.w.recall.get(qid)  # an agent's pack keeps the ids it scored recall against
         return tuple(recall[1].get("evidence") or ()) if recall else None

@@ -261,7 +261,9 @@ DEFINITIONS = {
              "printed), `wrong_judged` when the answer carries every gold stem it was given yet is scored wrong, "
              "`ignored` otherwise. Correct: the pack's first judge (mean over parsed passes >= 0.5); rows without a "
              "judge verdict (category 5, no autorater) by LoCoMo F1 >= 0.5 (`judged_rows` counts the others). "
-             "`evidence_unknown`: rows without evidence ids (unknown facts decide no class).",
+             "`evidence_unknown`: rows without evidence ids (unknown facts decide no class). For packs of the pinned "
+             "locomo10.json, the evidence ids are the outside audit's corrected ones where it found a question miscited "
+             "(dial481/locomo-audit errors.json).",
 }
 
 

@@ -146,3 +146,19 @@ def test_examples_carry_the_blame_and_the_report_table_sums_to_the_rows(packs, t
         assert sum(row[c] for c in CLASSES) == pytest.approx(1.0)
     assert (tmp_path / "report" / "tables" / "blame.csv").is_file()
     assert "## blame" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_a_miscited_question_of_the_pinned_locomo_takes_the_audits_corrected_evidence(tmp_path):
+    """conv-26-q-1 cites D1:12; the outside audit (errors.json) corrects it to D1:14. On the
+    pinned locomo10.json blame checks the corrected turn, and on other data the cited one."""
+    from conftest import scripted_reader
+    from memorybench.cli import main
+    from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(responder=lambda body: Reply("Not mentioned in the conversation")) as server:
+        assert main(["qa", *scripted_reader(server.base_url), "max_questions=2", f"paths.packs={tmp_path / 'packs'}",
+                     f"paths.cache={tmp_path / 'cache'}"]) == 0
+    (pack,) = (tmp_path / "packs").glob("*/runs/*")
+    blame = pack_blame(PackWalker.open(pack))
+    assert blame["conv-26-q-1"].evidence == ("D1:14",)
+    assert blame["conv-26-q-0"].evidence != ("D1:14",)  # no finding: the dataset's own ids
