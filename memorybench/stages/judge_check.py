@@ -291,7 +291,7 @@ def _cell(rate: Rate) -> str:
 
 def _interval(rate: Rate) -> str:
     if rate.low is None or rate.high is None:
-        return "(no interval)"
+        return "(one conversation: none)" if rate.conversations == 1 else "(none)"
     return f"[{100 * max(rate.low, 0.0):.1f}, {100 * min(rate.high, 1.0):.1f}]"
 
 
