@@ -135,6 +135,12 @@ class LibraryEndpoint:
             raise
         finally:
             self.sample_id = self.question_id = None
+            if self.ctx.embedder is not None:
+                # its SQLite cache was opened on the worker thread: closed there (it reopens on
+                # next use), so that the run's own close on the main thread finds nothing open
+                from memorybench.embed import Embedder
+
+                self.in_worker(Embedder.close, self.ctx.embedder)
         self._raise_cause(errors_before)
 
     def _raise_cause(self, errors_before: int) -> None:

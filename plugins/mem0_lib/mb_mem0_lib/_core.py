@@ -110,13 +110,24 @@ class Mem0Lib:
                 reply_schemas={"extract": EXTRACT_REPLY_SCHEMA},
                 max_items=self.json_max_items, max_chars=self.json_max_chars,
             ).__enter__()
-            if ctx.writer is not None and ctx.writer.is_local:
-                # the local model's context must hold mem0's own system prompt (~9k tokens) and a batch
-                from memorybench.llm.local import estimate_tokens
-
-                need = estimate_tokens(prompts.ADDITIVE_EXTRACTION_PROMPT) + 2048 + 300 * self.batch_size
-                ctx.writer.longest_prompt_tokens = max(ctx.writer.longest_prompt_tokens, need)
         return self._endpoint
+
+    def size_local_writer(self, ctx: BuildContext, sessions: Any) -> None:
+        """Before the embedded writer starts: its context must hold mem0's own system prompt
+        (~9k tokens), the new messages of the longest batch, the last 10 messages mem0 adds
+        again, and up to 10 existing memories. Counted with the model's own tokenizer."""
+        writer = ctx.writer
+        if writer is None or not writer.is_local or writer._endpoint is not None:
+            return
+        from memorybench.llm.local.models import LOCAL_MODELS, count_tokens
+        from memorybench.llm.sizing import estimate_tokens
+
+        _, _, prompts = import_mem0(str(ctx.cache_dir / "mem0_home"))
+        spec = LOCAL_MODELS.get(str(writer.node.model))
+        batches = [s.turns[i : i + self.batch_size] for s in sessions for i in range(0, len(s.turns), self.batch_size)]
+        longest = max((estimate_tokens("\n".join(t.render() for t in b)) for b in batches), default=0)
+        need = count_tokens(prompts.ADDITIVE_EXTRACTION_PROMPT, spec) + 2 * longest + 1024 + 10 * 60
+        writer.longest_prompt_tokens = max(writer.longest_prompt_tokens, need)
 
     def open_memory(self, ctx: BuildContext, store: Any) -> Any:
         endpoint = self.endpoint(ctx)
@@ -155,6 +166,7 @@ class Mem0Lib:
         sources: dict[str, set[str]] = {}
         adds = 0
         sessions = conversation.sessions[: self.max_sessions] if self.max_sessions else conversation.sessions
+        self.size_local_writer(ctx, sessions)
         with endpoint.scope(sid):
             memory = self.open_memory(ctx, store)
             for session in sessions:
