@@ -66,10 +66,14 @@ def test_commands_complete(shim, tmp_path):
 
 @pytest.mark.parametrize("command", ["qa", "plan"])
 def test_memory_options_complete_through_hydra(shim, tmp_path, command):
+    from memorybench.plugins import config_dirs
+
     options = config_groups()["memory"]
     assert {"full_context", "rag", "session_summaries"} <= set(options)
+    # an installed plugin's memory options complete too (its conf/ joins Hydra's search path)
+    plugin_options = sorted(p.stem for d in config_dirs() for p in (d / "memory").glob("*.yaml"))
     # bash breaks words at '=' (its default): it replaces only what follows it
-    assert complete(shim, tmp_path, f"memorybench {command} memory=") == options
+    assert complete(shim, tmp_path, f"memorybench {command} memory=") == sorted({*options, *plugin_options})
     # without '=' in COMP_WORDBREAKS the whole word is replaced
     assert complete(shim, tmp_path, f"memorybench {command} -m memory=r", wordbreaks=" ") == ["memory=rag", "memory=raw_chunks"]
 

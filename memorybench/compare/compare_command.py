@@ -73,6 +73,8 @@ def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
                          f"{_fmt(fixed['estimate'])}; {_interval_text(fixed)}")
     if "j_left_out" in summary:
         lines.append(f"  J left out: {summary['j_left_out']}")
+    elif summary.get("judge"):
+        lines.append(f"  J's judge: {summary['judge']}; {summary['judge_calibration']}")
     length = summary.get("answer_tokens") or {}
     if length.get("mean") is not None:
         lines.append(f"  answer length: mean {length['mean']:.1f} tokens, p95 {length['p95']:.0f}")

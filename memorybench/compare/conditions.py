@@ -113,6 +113,8 @@ class PackScores:
     predictions: dict[str, str] = field(default_factory=dict)
     #: the sha256 of the pack's dataset (the gold-error overlay applies to the pinned locomo10.json only)
     data_sha256: str | None = None
+    #: the run's `paths.cache`, where a judge's calibration (`memorybench judge-check`) is kept
+    cache_dir: str | None = None
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -164,7 +166,8 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
     rows, _ = compute_scores(root)
     summary = run_summary(pack)
     config = _config_of(pack, root)
-    protocol = question_protocol(yaml.safe_load(pack.read_text(layout.CONFIG)) or {})
+    config_file = yaml.safe_load(pack.read_text(layout.CONFIG)) or {}
+    protocol = question_protocol(config_file)
     scores = PackScores(
         root=root,
         run_id=summary["run_id"],
@@ -176,6 +179,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
         data_sha256=summary.get("data_sha256"),
+        cache_dir=((config_file.get("paths") or {}).get("cache") if isinstance(config_file.get("paths"), dict) else None),
         reported={"locomo_f1": summary["locomo_f1"]},
         protocol=protocol,
     )
@@ -332,6 +336,20 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
     }
 
 
+def judge_calibration(identity: dict[str, Any] | None, cache_dir: str | None) -> str:
+    """What the judge accepts, from its `memorybench judge-check` record (kept in the run's
+    cache, else `outputs/cache`): "accepts 63% of vague wrong answers, ..." or "not calibrated"."""
+    from memorybench.pack.judge_calibration import NOT_CALIBRATED, calibration_line
+
+    if not identity:
+        return NOT_CALIBRATED
+    for folder in dict.fromkeys([cache_dir, None]):  # the run's cache, then the default one
+        line = calibration_line(identity, folder)
+        if line != NOT_CALIBRATED:
+            return line
+    return NOT_CALIBRATED
+
+
 def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str]:
     """LoCoMo F1, and J (with J failures-as-WRONG beside it where a judge failed) when one
     judge judged every pack; otherwise why J is left out, in `result`."""
@@ -340,6 +358,7 @@ def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str
         result["j_left_out"] = why
         return ["locomo_f1"]
     result["judge"] = _judge_name(packs[0].judge_identity)
+    result["judge_calibration"] = judge_calibration(packs[0].judge_identity, packs[0].cache_dir)
     failures = sum(p.judge_failures for p in packs)
     result["judge_failures"] = failures
     return ["locomo_f1", "j", *(["j_failed_wrong"] if failures else [])]

@@ -77,6 +77,7 @@ from memorybench.compare.report_tables import (
     gold_token_drop,
     judge_agreement,
     judge_passes,
+    judges_of,
     markdown_table,
     refusals,
     requests_budget,
@@ -86,6 +87,8 @@ from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
 from memorybench.compare.summary import CONFIG_PREFIX
 from memorybench.errors import OneLineParser, UserError
+from memorybench.pack import layout
+from memorybench.pack.reader import PackReader
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -285,6 +288,23 @@ def _protocols(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(protocol, index=runs["pack"].to_numpy())
 
 
+def _judge_calibration(judge: str, runs: pd.DataFrame) -> str:
+    """The judge's calibration line, from the runs' `paths.cache` (each pack's
+    config.resolved.yaml), else `outputs/cache`."""
+    from memorybench.pack.judge_calibration import NOT_CALIBRATED, calibration_line
+
+    caches = []
+    for location in runs["pack"]:
+        pack = PackReader.open(location)
+        config = yaml.safe_load(pack.read_text(layout.CONFIG)) if pack.exists(layout.CONFIG) else {}
+        caches.append(((config or {}).get("paths") or {}).get("cache"))
+    for folder in dict.fromkeys([*caches, None]):
+        line = calibration_line(judge, folder)
+        if line != NOT_CALIBRATED:
+            return line
+    return NOT_CALIBRATED
+
+
 def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None,
                categories: str | None = None) -> Report:
     """Write `<out_dir>/report.md`, `tables/*.csv` and `figures/*.png` for a design; return them.
@@ -327,6 +347,8 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
         notes.append(f"{len(scan.unfinished)} unfinished pack(s) (no _SUCCESS) were left out.")
     notes.append(overlay.note + ("" if overlay.errors is None else ": `scores_by_category` shows LoCoMo F1 on all questions "
                                  "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."))
+    for judge in judges_of(frame):  # what each judge accepts (`memorybench judge-check`), beside its J
+        notes.append(f"J by judge {judge}: {_judge_calibration(judge, runs)}.")
     if selected is not None:
         notes.append(f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories}).")
     by_protocol = frame.groupby("condition", sort=False)["question_protocol"].agg(lambda s: ", ".join(sorted(set(s))))

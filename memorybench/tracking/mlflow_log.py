@@ -332,7 +332,30 @@ def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
         passes = summary[judge_key("j_per_pass", judge_id)]
         out.update({judge_key(f"j_pass{n}", judge_id): value for n, value in enumerate(passes, start=1)})
     out.update(interval_metrics(pack))
+    for judge_id in (summary["judges"] or "").split(","):
+        if judge_id:
+            out.update(calibration_metrics(judge_id, pack))
     return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
+
+
+def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
+    """What a judge accepts, beside its J (`memorybench judge-check`, kept in the run's
+    `paths.cache`): `judge_vague_wrong_accepted/<judge id>`, `judge_specific_wrong_accepted/...`,
+    `judge_gold_accepted/...`; nothing for a judge never calibrated. Metrics, not params:
+    a judge calibrated after its pack was logged updates them."""
+    import yaml
+
+    from memorybench.pack.judge_calibration import load_calibration
+
+    reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
+    config = yaml.safe_load(reader.read_text(layout.CONFIG)) if reader.exists(layout.CONFIG) else {}
+    cache = ((config or {}).get("paths") or {}).get("cache")
+    found = load_calibration(judge_id, cache) or load_calibration(judge_id)
+    if found is None:
+        return {}
+    return {judge_key("judge_vague_wrong_accepted", judge_id): found.vague_wrong_accepted,
+            judge_key("judge_specific_wrong_accepted", judge_id): found.specific_wrong_accepted,
+            judge_key("judge_gold_accepted", judge_id): found.gold_accepted}
 
 
 def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
