@@ -200,7 +200,7 @@ class LibraryEndpoint:
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
         writer.calls.append(WriterCall(
             sample_id=sample_id, method=self.method, role=f"{self.method}:{role}", call=self._calls[sample_id],
-            attempt="first", template=f"library:{self.method}/{role}", template_sha256=sha256_text(system),
+            attempt="first", **self._template(role, system),
             request=WriterRequest(model=request.model, messages=[dict(m) for m in request.messages],
                                   temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
                                   response_format=request.response_format),
@@ -212,6 +212,16 @@ class LibraryEndpoint:
             writer.failures.append(WriterFailure(sample_id=sample_id, method=self.method, role=f"{self.method}:{role}",
                                                  error=error, action="passed to the library as it came back"))
         return 200, _completion(result, request.model)
+
+    def _template(self, role: str, system: str) -> dict[str, str]:
+        """The call's template: the prompt file of the role (the library's prompt, copied
+        verbatim under prompts/: its words are instructions to verify, not leaked gold) when
+        the system message is that file's text; else `library:<method>/<role>` and the
+        system message's sha256."""
+        template = self.ctx.writer.templates.get(role)
+        if template is not None and template.text.strip() == system.strip():
+            return {"template": template.relpath, "template_sha256": template.sha256}
+        return {"template": f"library:{self.method}/{role}", "template_sha256": sha256_text(system)}
 
     def _shape(self, role: str, body: dict[str, Any], writer: Any) -> tuple[Optional[dict[str, Any]], int]:
         """(response_format, max_tokens): the library's own, capped by writer.max_tokens; with

@@ -20,6 +20,8 @@ from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.registry import MEMORY
 
 CONFIG_DIR = Path(__file__).parent / "conf"
+#: mem0's own prompts, verbatim (prompts/library/mem0_lib/), searched after memorybench's prompts/
+PROMPTS_DIR = Path(__file__).parent / "prompts"
 WRAPS = ("mem0ai", "qdrant-client")
 
 

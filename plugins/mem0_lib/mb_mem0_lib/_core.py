@@ -80,7 +80,7 @@ class Mem0Lib:
     software_only: ClassVar[bool] = False
     uses_writer: ClassVar[bool] = True
     uses_embedder: ClassVar[bool] = True
-    writer_templates: ClassVar[dict[str, frozenset[str]]] = {}
+    writer_templates: ClassVar[dict[str, frozenset[str]]] = {"extract": frozenset()}
 
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory
@@ -105,6 +105,10 @@ class Mem0Lib:
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
         if self._endpoint is None:
             mem0, _, prompts = import_mem0(str(ctx.cache_dir / "mem0_home"))
+            copy = ctx.writer.templates["extract"]
+            if copy.text.strip() != prompts.ADDITIVE_EXTRACTION_PROMPT.strip():
+                raise UserError(f"prompts/{copy.relpath} is not the extraction prompt of the installed mem0ai "
+                                f"{getattr(mem0, '__version__', '?')}; reinstall the plugin (pip install -e plugins/mem0_lib)")
             self._endpoint = LibraryEndpoint(
                 ctx, method=METHOD, roles={"extract": prompts.ADDITIVE_EXTRACTION_PROMPT},
                 reply_schemas={"extract": EXTRACT_REPLY_SCHEMA},

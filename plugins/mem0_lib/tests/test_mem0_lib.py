@@ -113,6 +113,9 @@ def test_mem0_lib_builds_through_the_recording_endpoint(tmp_path, servers):
     assert calls and len(calls) == len(writer.requests)
     assert {c["role"] for c in calls} == {"mem0_lib:extract"} and all(c["ok"] for c in calls)
     assert all(EXTRACTOR in c["request"]["messages"][0]["content"] for c in calls)
+    # mem0's prompt is a prompt file of the pack (verify reads its words as instructions)
+    assert {c["template"] for c in calls} == {"library/mem0_lib/mem0ai-2.2.1_additive_extraction.txt"}
+    assert (pack / "prompts/library/mem0_lib/mem0ai-2.2.1_additive_extraction.txt").is_file()
     embeds = rows(pack / "memory/mem0_lib/embed_calls.jsonl")
     assert embeds and all(e["texts"] and e["dimensions"] > 0 for e in embeds)
     assert any(e["question_id"] for e in embeds)  # the questions' searches are rows too
