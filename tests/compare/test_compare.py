@@ -245,3 +245,25 @@ def test_answer_lengths_are_shown_and_a_2x_difference_warns(packs, capsys):
     assert scores.answer_tokens and max(scores.answer_tokens.values()) == lengths[-1]
     assert compare_main([str(packs["seed0"]), "--resamples", "100"]) == 0
     assert "answer length: mean" in capsys.readouterr().out
+
+
+def test_j_carries_what_its_judge_accepts_once_calibrated(packs, capsys):
+    """Before `judge-check`: "not calibrated"; after it (a prefix, into the runs' paths.cache),
+    the same judge's J carries the rates the check measured."""
+    from conftest import cli_in_process
+    from memorybench.pack.judge_calibration import load_calibration
+
+    result = seed_summary([packs["seed0"]], resampling=Resampling(resamples=100))
+    assert result["judge_calibration"] == "not calibrated"
+    cache = packs["seed0"].parents[3] / "cache"
+    with ScriptedOpenAIServer(responder=_judge()) as judge:
+        outcome = cli_in_process(["judge-check", "judge=openai_compatible", f"judge.base_url={judge.base_url}",
+                                  "judge.model=judge-x", f"paths.cache={cache}", "max_questions=12", "--quiet"])
+    assert outcome.returncode == 0, outcome.stderr
+    identity = load_pack_scores(packs["seed0"]).judge_identity
+    calibration = load_calibration(identity, cache)
+    assert calibration is not None and calibration.is_prefix
+    result = seed_summary([packs["seed0"]], resampling=Resampling(resamples=100))
+    assert result["judge_calibration"] == calibration.summary() and "of vague wrong answers" in result["judge_calibration"]
+    assert compare_main([str(packs["seed0"]), "--resamples", "100"]) == 0
+    assert f"J's judge: Mem0's pinned judge prompt, model judge-x; {calibration.summary()}" in capsys.readouterr().out
