@@ -33,6 +33,7 @@ from memorybench.compare.report_tables import (
     judges_of,
 )
 from memorybench.compare.summary import judge_key
+from memorybench.score.rows import covers_label
 
 __all__ = ["Bootstrap", "bootstrap_interval", "j_failed_wrong", "paired_differences", "scores_by_category"]
 
@@ -218,7 +219,10 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                 found = paired_difference(x, y, clusters, confidence=boot.confidence)
                 conditional = None
                 if len(ids) >= 2:
-                    conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), metric, overall, "difference")
+                    # keyed as `compare` keys it (metric, what it covers), so both print one interval
+                    covers = covers_label(sorted({int(c) for c in a.loc[ids, "category"]}))
+                    key = "j" if judge is not None else metric
+                    conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), key, covers, "difference")
                 out.append({
                     "baseline": base, "condition": condition, "metric": metric, "categories": overall,
                     "questions": len(ids), "conversations": found.clusters,

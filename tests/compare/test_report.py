@@ -224,3 +224,22 @@ def test_answer_length_is_shown_per_condition_and_bin(packs, tmp_path):
     assert float(rows["all"]["tokens_mean"]) == pytest.approx(np.mean(lengths))
     assert sum(int(r["n"]) for name, r in rows.items() if name != "all") == 8
     assert set(rows) == {"all", "0-5", "6-10", "11-20", "21+"}
+
+
+def test_compare_and_report_give_one_interval_for_the_same_two_packs(packs, tmp_path):
+    """One helper serves every interval: the report's paired row and `compare` agree to the
+    last digit, the conversation-level interval and the conditional bootstrap alike."""
+    from memorybench.compare.conditions import load_pack_scores, paired_difference
+    from memorybench.compare.intervals import Resampling
+
+    root, full, summaries, lenient, _ = packs
+    report = run_report(write_design(tmp_path / "d.yaml", root / "packs", tables=["paired_differences"], figures=[]),
+                        tmp_path / "out")
+    row = {(r["metric"], r["categories"]): r for r in _csv(report.table_files["paired_differences"])}[("locomo_f1", "1-5")]
+    a, b = load_pack_scores(full, judge=lenient), load_pack_scores(summaries)
+    ours = paired_difference([a], [b], resampling=Resampling(resamples=500, seed=7))["locomo_f1"]
+    assert float(row["difference"]) == pytest.approx(ours["difference"], abs=1e-6)
+    assert float(row["ci_low"]) == pytest.approx(ours["low"], abs=1e-6) and float(row["ci_high"]) == pytest.approx(ours["high"], abs=1e-6)
+    conditional = ours["conditional"]
+    assert float(row["conditional_ci_low"]) == pytest.approx(conditional["low"], abs=1e-6)
+    assert float(row["conditional_ci_high"]) == pytest.approx(conditional["high"], abs=1e-6)
