@@ -36,6 +36,12 @@ def _fmt(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
 
 
+def _p(d: dict[str, Any]) -> str:
+    """A stored p-value as people read it: its `p_text` ("< 1/10000" for a resampled p below
+    the resampling's resolution, stored as that bound), else formatted here."""
+    return d.get("p_text") or format_p(d["p_two_sided"], d.get("p_resolution"))
+
+
 def _metric_name(metric: str, covers: str) -> str:
     names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
     return f"{names[metric]} ({covers})"
@@ -98,7 +104,7 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
             line += f"no interval: {d['note']}" if d.get("note") else "no interval"
         else:
             line += (f"{int(round(d['confidence'] * 100))}% interval [{_fmt(d['low'])}, {_fmt(d['high'])}], "
-                     f"p {format_p(d['p_two_sided'], d.get('p_resolution'))} ({d['method']})")
+                     f"p {_p(d)} ({d['method']})")
         lines.append(line)
         if d.get("mdd") is not None:
             lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these conversations "
@@ -107,10 +113,10 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         if clean and clean["difference"] is not None:
             lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
                          f"{_fmt(clean['difference'])}" + (f" [{_fmt(clean['low'])}, {_fmt(clean['high'])}], p "
-                         f"{format_p(clean['p_two_sided'], clean.get('p_resolution'))}" if clean["low"] is not None else ""))
+                         f"{_p(clean)}" if clean["low"] is not None else ""))
         c = d["conditional"]
         if c["low"] is not None:
-            lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {format_p(c['p_two_sided'], c.get('p_resolution'))}")
+            lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {_p(c)}")
     if "j_left_out" in d0:
         lines.append(f"  J left out: {d0['j_left_out']}")
     return lines

@@ -298,9 +298,11 @@ def _category_text(categories: frozenset[int] | None) -> str:
 def _judge_name(identity: dict[str, Any] | None) -> str:
     if not identity:
         return "none"
-    protocol = identity.get("protocol")
-    grader = "Mem0's pinned judge prompt" if protocol == "mem0" else f"{protocol}'s own grader"
-    return f"{grader}, model {identity.get('model')}"
+    protocol, model = identity.get("protocol"), identity.get("model")
+    if protocol == "imported":  # a released file's own labels: the peer's grader, prompt and model
+        return f"the released {model} file's own labels (its grader and prompt, not ours)"
+    grader = {"mem0": "Mem0's pinned judge prompt", "strict": "our strict judge prompt"}.get(str(protocol), f"the {protocol} protocol")
+    return f"{grader}, model {model}"
 
 
 def _judges_agree(packs: Sequence[PackScores]) -> tuple[bool, str | None]:
