@@ -55,6 +55,7 @@ from memorybench.errors import OneLineParser, UserError
 from memorybench.hashing import sha256_text
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
+from memorybench.tracking.pack_figures import calibration_metrics, interval_metrics
 from memorybench.secrets import clean_url, scrub
 from memorybench.compare.aggregate import Location, scan_packs
 from memorybench.compare.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
@@ -336,50 +337,6 @@ def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
         if judge_id:
             out.update(calibration_metrics(judge_id, pack))
     return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
-
-
-def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
-    """What a judge accepts, beside its J (`memorybench judge-check`, kept in the run's
-    `paths.cache`): `judge_vague_wrong_accepted/<judge id>`, `judge_specific_wrong_accepted/...`,
-    `judge_gold_accepted/...`; nothing for a judge never calibrated. Metrics, not params:
-    a judge calibrated after its pack was logged updates them."""
-    import yaml
-
-    from memorybench.pack.judge_calibration import load_calibration
-
-    reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
-    config = yaml.safe_load(reader.read_text(layout.CONFIG)) if reader.exists(layout.CONFIG) else {}
-    cache = ((config or {}).get("paths") or {}).get("cache")
-    found = load_calibration(judge_id, cache) or load_calibration(judge_id)
-    if found is None:
-        return {}
-    return {judge_key("judge_vague_wrong_accepted", judge_id): found.vague_wrong_accepted,
-            judge_key("judge_specific_wrong_accepted", judge_id): found.specific_wrong_accepted,
-            judge_key("judge_gold_accepted", judge_id): found.gold_accepted}
-
-
-def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
-    """The interval `compare` and `report` give each overall, over the pack's conversations
-    (`memorybench.compare.intervals.mean_interval`): `locomo_f1_1_4_ci_low`, `_ci_high`, the
-    same for 1-5 where category 5 was asked, and `conversations`. A one-conversation pack
-    has no interval (its bounds are not logged)."""
-    from memorybench.compare.intervals import mean_interval
-    from memorybench.pack.schemas import Prediction
-    from memorybench.score.rows import score_row
-
-    reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
-    rows = []
-    for prediction in reader.records(layout.PREDICTIONS, Prediction):
-        raw = prediction.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        rows.append((int(raw["category"]), str(raw["sample_id"]), score_row(raw)["locomo_f1"]))
-    held = {c for c, _, _ in rows}
-    out: dict[str, float | None] = {"conversations": float(len({s for _, s, _ in rows}))}
-    for name, categories in (("locomo_f1_1_4", {1, 2, 3, 4}), ("locomo_f1_1_5", {1, 2, 3, 4, 5})):
-        if not categories <= held:
-            continue
-        found = mean_interval([f for c, _, f in rows if c in categories], [s for c, s, _ in rows if c in categories])
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = found.low, found.high
-    return out
 
 
 def _epoch_ms(stamp: str | None) -> int | None:
