@@ -31,6 +31,7 @@ from memorybench.compare.report_tables import (
     judged_conditions,
     category_name,
     judges_of,
+    overall_shown,
 )
 from memorybench.compare.summary import judge_key
 from memorybench.score.rows import covers_label
@@ -72,12 +73,11 @@ def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap) -> Inte
 
 
 def _covers_category(frame: pd.DataFrame, condition: str, category: int | str) -> bool:
-    """An overall is shown only where the condition holds every category it names (a 1-5
+    """Whether a category's row has a number for this condition (`overall_shown`: a 1-5
     overall of a pack that never asked category 5 would be a 1-4 overall under a 1-5 label)."""
     if category not in OVERALLS:
         return True
-    held = set(frame.loc[frame["condition"] == condition, "category"].unique())
-    return set(OVERALLS[category]) <= held
+    return overall_shown(str(category), set(frame.loc[frame["condition"] == condition, "category"].unique()))
 
 
 def _per_question(frame: pd.DataFrame, metric: str) -> pd.DataFrame:

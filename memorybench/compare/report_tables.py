@@ -38,6 +38,7 @@ __all__ = [
     "judged_conditions",
     "judges_of",
     "markdown_table",
+    "overall_shown",
     "refusals",
     "requests_budget",
     "stems",
@@ -118,7 +119,15 @@ def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
     column (1-5 is nan where category 5 was not asked)."""
     held = set(rows["category"].unique())
     return {f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(categories), "locomo_f1"].mean()
-            if set(categories) <= held else math.nan for name, categories in OVERALLS.items()}
+            if overall_shown(name, held) else math.nan for name, categories in OVERALLS.items()}
+
+
+def overall_shown(name: str, held: set[int]) -> bool:
+    """Whether an overall has a number over these held categories: 1-4 where any of 1-4 was
+    asked (a prefix may lack one: `overall_covers` says which); 1-5 only where category 5 was
+    asked too, so a 1-4 number never stands under a 1-5 label."""
+    answerable = bool(held & set(JUDGED))
+    return answerable and (name == "1-4" or 5 in held)
 
 
 def _j_columns(rows: pd.DataFrame, judges: list[str]) -> dict[str, float]:
