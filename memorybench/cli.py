@@ -44,12 +44,13 @@ HYDRA_FLAGS = (
 
 
 def cmd_fetch(args: Sequence[str]) -> int:
-    from memorybench.data.pins import fetch_pins
+    from memorybench.data.pins import fetch_pins, user_pins_dir
 
     parser = OneLineParser(prog="memorybench fetch", description="Download and verify the pinned files.")
-    parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir)")
+    parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir); "
+                        "its verified files are also copied into the user cache dir")
     ns = parser.parse_args(args)
-    root = fetch_pins(ns.pins)
+    root = fetch_pins(ns.pins, cache=user_pins_dir())
     print(f"pins verified in {root}")
     return 0
 

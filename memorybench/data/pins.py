@@ -4,6 +4,8 @@ The files are never committed. `memorybench fetch` downloads each from its repos
 its commit and verifies the hash; every reader goes through `pin_path`, which verifies the
 hash again (once per process) and refuses a mismatch, printing both hashes.
 Lookup order for the folder: `paths.pins` (passed in), `$MEMORYBENCH_PINS`, the user cache dir.
+Fetching from another folder copies every verified file into the user cache dir as well, so
+later commands find them without the variable.
 """
 
 from __future__ import annotations
@@ -184,6 +186,11 @@ def pins_dir(configured: str | os.PathLike[str] | None = None) -> Path:
         return Path(configured).expanduser().resolve()
     if os.environ.get(PINS_ENV):
         return Path(os.environ[PINS_ENV]).expanduser().resolve()
+    return user_pins_dir()
+
+
+def user_pins_dir() -> Path:
+    """The user cache's pins folder: where every command looks when nothing else is set."""
     return Path(platformdirs.user_cache_dir("memorybench")) / "pins"
 
 
@@ -250,8 +257,11 @@ def _extract_literal(source: bytes, literal: str, url: str) -> bytes:
     raise UserError(f"{url} has no {literal} string at the pinned commit; the pin is broken")
 
 
-def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print) -> Path:
-    """Download every pinned file that is missing, verify all of them, return the folder."""
+def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, cache: Path | None = None) -> Path:
+    """Download every pinned file that is missing, verify all of them, return the folder.
+
+    With `cache` (the CLI passes `user_pins_dir()`) and a folder other than it, every verified
+    file is copied there too, so later commands need neither `--pins` nor $MEMORYBENCH_PINS."""
     root = pins_dir(configured)
     #: each source downloaded once (punkt_tab's zip, rag.py for two pins, gpt_utils.py for three)
     downloads: dict[str, bytes] = {}
@@ -279,4 +289,25 @@ def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print) -
         tmp.write_bytes(data)
         tmp.replace(target)
         log(f"fetched  {pin.relpath}")
+    if cache is not None and Path(cache).resolve() != root.resolve():
+        _copy_into(root, Path(cache), log=log)
     return root
+
+
+def _copy_into(source: Path, cache: Path, *, log=print) -> None:
+    """Copy the verified pins of `source` into the user cache (NLTK's punkt_tab among them),
+    so later commands find them without $MEMORYBENCH_PINS; a file already right is kept."""
+    copied = 0
+    for pin in ALL_PINS:
+        target = cache / pin.relpath
+        if target.is_file() and sha256_bytes(target.read_bytes()) == pin.sha256:
+            continue
+        data = (source / pin.relpath).read_bytes()
+        if sha256_bytes(data) != pin.sha256:  # changed since the check above: refuse, as pin_path would
+            raise UserError(f"pinned file {source / pin.relpath} changed while being copied; run `memorybench fetch` again")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".part")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+        copied += 1
+    log(f"copied   {copied} pinned file(s) into {cache} (later commands need no {PINS_ENV})")

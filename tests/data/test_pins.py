@@ -51,3 +51,23 @@ def test_fetch_refuses_a_download_with_the_wrong_hash(tmp_path, monkeypatch):
 def test_accuracy_prompt_is_extracted_from_the_literal():
     source = b'x = 1\nACCURACY_PROMPT = """\nJudge {question}\n"""\n'
     assert pins._extract_accuracy_prompt(source) == b"\nJudge {question}\n"
+
+
+def test_fetch_from_a_folder_leaves_the_user_cache_complete(tmp_path, locomo_path, monkeypatch, capsys):
+    """`MEMORYBENCH_PINS=DIR memorybench fetch` copies the verified files (NLTK's punkt_tab too)
+    into the user cache, so later commands work without the variable (issue 30, item 1)."""
+    from memorybench.cli import main
+
+    shutil.copytree(locomo_path.parents[1], tmp_path / "pins")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(pins.PINS_ENV, str(tmp_path / "pins"))
+    monkeypatch.setattr(pins, "_verified", set())
+    assert main(["fetch"]) == 0
+    assert "copied" in capsys.readouterr().out
+    monkeypatch.delenv(pins.PINS_ENV)
+    assert pins.pins_dir() == tmp_path / "cache" / "memorybench" / "pins"
+    for pin in pins.ALL_PINS:
+        assert pins.pin_path(pin).is_relative_to(tmp_path / "cache")
+    assert (pins.nltk_data_dir() / "tokenizers" / "punkt_tab" / "english" / "sent_starters.txt").is_file()
+    assert main(["fetch"]) == 0  # the cache itself: verified in place, nothing copied
+    assert "copied" not in capsys.readouterr().out
