@@ -338,9 +338,10 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
     }
 
 
-def judge_calibration(identity: dict[str, Any] | None, cache_dir: str | None) -> str:
-    """What the judge accepts, from its `memorybench judge-check` record (kept in the run's
-    cache, else `outputs/cache`): "accepts 63% of vague wrong answers, ..." or "not calibrated"."""
+def judge_calibration(identity: dict[str, Any] | str | None, cache_dir: str | None) -> str:
+    """What the judge (its identity's fields, or its judge id) accepts, from its `memorybench
+    judge-check` record (kept in the run's cache, else `outputs/cache`): "accepts 63% of vague
+    wrong answers, ..." or "not calibrated"."""
     from memorybench.pack.judge_calibration import NOT_CALIBRATED, calibration_line
 
     if not identity:

@@ -117,6 +117,18 @@ def _call_line(call: Any) -> str:
             f"{usage}; {call.latency_s} s; cost {cost} ({call.where.path} line {call.where.line})")
 
 
+def _calibrations(walker: PackWalker) -> dict[str, str]:
+    """Per judge of the pack, what it accepts (`memorybench judge-check`), or "not calibrated"."""
+    import yaml
+
+    from memorybench.compare.conditions import judge_calibration
+
+    config = yaml.safe_load(walker.pack.read_text("config.resolved.yaml")) if walker.pack.exists("config.resolved.yaml") else {}
+    paths = (config or {}).get("paths")
+    cache = paths.get("cache") if isinstance(paths, dict) else None
+    return {judge: judge_calibration(judge, cache) for judge in sorted(walker.judges())}
+
+
 def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any], list[str]]:
     """(the page's data, its large texts): every answered question of every pack."""
     texts = _Texts()
@@ -127,7 +139,8 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
         blames = pack_blame(walker)
         meta = walker.meta
         pack_rows.append({"label": meta.get("run_id") or walker.pack.name, "uri": walker.pack.uri(),
-                          "choices": meta.get("choices") or {}, "judges": sorted(walker.judges())})
+                          "choices": meta.get("choices") or {}, "judges": sorted(walker.judges()),
+                          "calibration": _calibrations(walker)})
         for qid in walker.question_ids():
             walk = walker.walk(qid)
             if qid not in questions:
@@ -485,7 +498,9 @@ function packPanel(r, i, q) {
     '<dt>blame</dt><dd class="blame b-' + r.blame + '">' + r.blame + ' (by ' + esc(r.basis) + ')</dd>' +
     '<dt>evidence</dt><dd>stored ' + fmt(r.stored) + ' · given ' + fmt(r.given) + ' · answer used it ' + fmt(r.used) +
     (r.dropped.length ? ' (missing gold stems: ' + esc(r.dropped.join(', ')) + ')' : '') + '</dd></dl>';
-  h += '<h3>Judges</h3>' + (r.verdicts.length ? '<ul class="verdicts">' + r.verdicts.map((v) => '<li>' + esc(v.judge) + ' pass ' +
+  const cal = DATA.packs[i].calibration || {};
+  h += '<h3>Judges</h3>' + Object.keys(cal).map((j) => '<p class="calibration">' + esc(j) + ': ' + esc(cal[j]) + '</p>').join('') +
+    (r.verdicts.length ? '<ul class="verdicts">' + r.verdicts.map((v) => '<li>' + esc(v.judge) + ' pass ' +
     v.pass + ': <b class="verdict">' + esc(v.status) + '</b>' + (v.label !== null ? ' (label ' + esc(v.label) + ')' : '') +
     (v.error ? ' ' + esc(v.error) : '') + '</li>').join('') + '</ul>' : '<p>no judge</p>');
   h += '<h3>Prompt as sent</h3>' + (r.prompt ? promptHtml(r, q) : '<p>no prompt trace</p>');

@@ -136,6 +136,7 @@ def test_a_questions_panel_shows_its_prompt_verdict_and_evidence(packs):
     assert "Question: What did Ana start?" in text and "Below is the memory of conversations" in text  # the prompt as sent
     assert trace["request"]["system"] in text and "sha256 matches reader_payload_sha256" in text
     assert f"{judge} pass 1: CORRECT" in text
+    assert f"{judge}: not calibrated" in text  # what the judge accepts, beside its verdicts (judge-check)
     assert "pottery" in text and "D1:1" in text  # the gold and its evidence turn
 
 
