@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 from memorybench.hashing import sha256_text
 from memorybench.errors import UserError
 from memorybench.llm.endpoints import validate_endpoint
-from memorybench.llm.records import ChatRequest, ModelIdentity
+from memorybench.llm.records import ChatRequest, ChatResult, ModelIdentity
 from memorybench.llm.usage import UsageMeter
 from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
 from memorybench.memory._schema_budget import FittedBounds, fit_bounds
@@ -225,6 +225,19 @@ class Writer:
         #: worst case in tokens (the request's max_tokens), for memory/build_cost.jsonl
         self.json_bounds: dict[str, dict[str, Any]] = {}
 
+    def account(self, result: ChatResult) -> None:
+        """Add one answered call to the writer's usage and the models that answered (run_meta's
+        models: the writer as answered), for our own calls and a wrapped library's alike."""
+        if result.model_answered:
+            self._answered.add(result.model_answered)
+        usage = self.usage
+        usage.calls += 1
+        usage.prompt_tokens += result.usage.prompt_tokens
+        usage.completion_tokens += result.usage.completion_tokens
+        usage.cached_tokens += result.usage.cached_tokens
+        usage.latency_s += result.latency_s
+        usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
+
     # -- identity ----------------------------------------------------------------------
     @property
     def model_identity(self) -> ModelIdentity:
@@ -391,15 +404,7 @@ class Writer:
             stop=stop,
         )
         result = endpoint.client.complete(request)
-        if result.model_answered:
-            self._answered.add(result.model_answered)
-        usage = self.usage
-        usage.calls += 1
-        usage.prompt_tokens += result.usage.prompt_tokens
-        usage.completion_tokens += result.usage.completion_tokens
-        usage.cached_tokens += result.usage.cached_tokens
-        usage.latency_s += result.latency_s
-        usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
+        self.account(result)
         self._counts[sample_id] = self._counts.get(sample_id, 0) + 1
         text = result.text or ""
         error = self._check(text, schema, context)

@@ -183,7 +183,7 @@ class LibraryEndpoint:
             stop=None,
         )
         result = endpoint.client.complete(request)  # ModelCallError: a 500 to the library, re-raised by scope()
-        self._account(writer, result)
+        writer.account(result)
         text = result.text or ""
         error = None
         if response_format is not None:
@@ -242,18 +242,6 @@ class LibraryEndpoint:
                             what=f"memory={self.method}, library task {role!r}")
         self.json_bounds[role] = fitted.record()
         return {"type": "json_object", "schema": fitted.schema}, fitted.worst_case_tokens
-
-    @staticmethod
-    def _account(writer: Any, result: ChatResult) -> None:
-        usage = writer.usage
-        usage.calls += 1
-        usage.prompt_tokens += result.usage.prompt_tokens
-        usage.completion_tokens += result.usage.completion_tokens
-        usage.cached_tokens += result.usage.cached_tokens
-        usage.latency_s += result.latency_s
-        usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
-        if result.model_answered:
-            writer._answered.add(result.model_answered)  # run_meta.json's models: the writer as answered
 
     # -- embeddings ---------------------------------------------------------------------
     def _embed(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
