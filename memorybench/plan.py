@@ -12,6 +12,8 @@ fails where `qa` would, in one line.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,12 +71,47 @@ def _explain(error: Exception, overrides: list[str]) -> UserError:
     if isinstance(error, MissingMandatoryValue):
         key = getattr(error, "full_key", "") or message
         return UserError(f"missing value for {key}; add `{key}=...` to the command line")
+    if "Could not override '" in message:
+        unknown = _unknown_key(message.split("Could not override '", 1)[1].split("'", 1)[0], overrides)
+        if unknown is not None:
+            return unknown
     if "Key '" in message and "not in struct" in message or "Could not override" in message:
+        message = re.sub(r" To append to your config use \S+", "", message)  # a `+` key is refused by validation
         return UserError(f"{message}; check the key's spelling (`memorybench qa --cfg job` prints every key)")
     if "Multiple values for " in message:
         group = message.split("Multiple values for ", 1)[1].split(".")[0]
         return UserError(f"{group} is in the defaults list already: select it with {group}=NAME, without the '+'")
     return UserError(f"bad configuration: {message}")
+
+
+def _unknown_key(key: str, overrides: list[str]) -> UserError | None:
+    """`memory.topk=3` or `memroy=rag`: a key (or group) the config does not have. One line with
+    the did-you-mean and the valid keys of that node (the groups too at the top), never Hydra's
+    advice to add a `+` (validation refuses a key no schema declares); None when the key exists
+    (a bad value: Hydra's message says it better)."""
+    override = next((o for o in overrides if o.lstrip("+~").partition("=")[0] == key), key)
+    parent, _, leaf = key.rpartition(".")
+    if not parent:
+        from memorybench.config import Config
+
+        keys = {f.name for f in dataclasses.fields(Config)} | set(GROUPS)
+        if leaf in keys:
+            return None
+        return UserError(f"unknown config group or key {key!r} ({override}). "
+                         f"{did_you_mean(leaf, keys, label='groups and top-level keys')}; fix the spelling")
+    try:
+        others = [o for o in overrides if o.lstrip("+~").partition("=")[0] != key]
+        node = compose(config_name="config", overrides=others)
+        node = OmegaConf.select(node, parent) if parent else node
+    except Exception:  # noqa: BLE001  (another override is bad too: Hydra's own message then)
+        return None
+    if not isinstance(node, DictConfig) or leaf in node:
+        return None
+    group = parent.split(".")[0]
+    option = node.get("name") if parent == group else None
+    label = f"{parent} keys" + (f" ({group}={option})" if option else "")
+    return UserError(f"unknown key {key!r} ({override}). {did_you_mean(leaf, [str(k) for k in node.keys()], label=label)}; "
+                     f"fix the spelling (a {group} takes only the keys its schema declares)")
 
 
 def compose_spec(overrides: list[str]) -> RunSpec:

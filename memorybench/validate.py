@@ -31,8 +31,8 @@ def validate_config(cfg: DictConfig) -> None:
     unknown = sorted(set(cfg.keys()) - known)
     if unknown:
         raise UserError(
-            f"unknown top-level key {unknown[0]!r}; top-level keys are: {', '.join(sorted(known))} "
-            "(remove the +key=value override)"
+            f"unknown top-level key {unknown[0]!r}. {did_you_mean(unknown[0], known, label='top-level keys')}; "
+            f"remove the +{unknown[0]}=... override (a config takes only the keys its schema declares)"
         )
     path_component(cfg.name, "experiment name", "set name=NAME")  # a folder under the packs root
     if cfg.max_questions is not None and int(cfg.max_questions) < 1:

@@ -47,7 +47,7 @@ def test_explicit_dataset_is_identified_by_content_not_path(tmp_path):
         (["memory=rag_typo"], "unknown memory option 'rag_typo'"),
         (["reader=gpt"], "unknown reader option 'gpt'"),
         (["experiment=nope"], "unknown experiment option 'nope'"),
-        (["reader.temprature=1"], "Could not override 'reader.temprature'"),
+        (["reader.temprature=1"], "unknown key 'reader.temprature' (reader.temprature=1). Did you mean 'temperature'?"),
         (["reader.provider=azure"], "reader.provider='azure' is unknown"),
         (["max_questions=0"], "max_questions=0 must be at least 1"),
         (["memory=session_summaries", "memory.source=magic"], "memory.source='magic' is not one of"),
@@ -57,6 +57,28 @@ def test_bad_overrides_fail_with_one_line(overrides, expected):
     with pytest.raises(UserError) as info:
         plan_runs(overrides)
     assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        (["memory=rag", "memory.topk=3"],
+         "unknown key 'memory.topk' (memory.topk=3). Did you mean 'top_k'? memory keys (memory=rag): "
+         "chunk_overlap, chunk_tokens, name, prompts, top_k; fix the spelling"),
+        (["memroy=rag"], "unknown config group or key 'memroy' (memroy=rag). Did you mean 'memory'? groups and top-level keys: "),
+        (["memroy=rag", "memory.topk=3"], "Did you mean 'memory'?"),
+        (["memory=rag", "memory.topk=3", "reader.temprature=1"], "Could not override"),  # two typos: Hydra's words, less its `+`
+        (["+memroy=rag"], "unknown top-level key 'memroy'. Did you mean 'memory'?"),
+    ],
+)
+def test_typos_get_the_did_you_mean_and_the_keys_at_once_never_a_plus(overrides, expected):
+    """Issue 30, item 2: Hydra's "To append to your config use +key=..." is never the advice
+    for a key the schema lacks; the did-you-mean and the valid keys come at once."""
+    with pytest.raises(UserError) as info:
+        plan_runs(overrides)
+    message = str(info.value)
+    assert expected in message and "\n" not in message
+    assert "To append" not in message and "use +" not in message
 
 
 def test_plan_command_lists_specs(tmp_path):
