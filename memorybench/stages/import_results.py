@@ -38,6 +38,7 @@ folder under autorater/), compare, aggregate, report, track, verify.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -74,6 +75,7 @@ from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
+from memorybench.stages.importers._base import is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
 
 __all__ = ["ImportResult", "import_main", "import_results", "parse_source"]
@@ -133,7 +135,7 @@ def import_results(
     paths = [Path(f).expanduser().resolve() for f in files]
     if not paths:
         raise UserError("memorybench import needs the released file(s) to import")
-    released = reader.read(paths, model_key)
+    released = _answers_bounded(_finite_only(reader.read(paths, model_key)))
     if not released.rows:
         raise UserError(f"{paths[0]} holds no answered row; nothing to import")
     results_path = released.files[0][1]
@@ -176,6 +178,56 @@ def import_results(
         shutil.rmtree(work, ignore_errors=True)
         raise
     return ImportResult(final, source_record, reproduction, created=True)
+
+
+def _finite(value: Any) -> tuple[Any, bool]:
+    """`value` with every NaN and Infinity (as floats, anywhere inside) made null, and whether any was."""
+    if isinstance(value, dict):
+        pairs = {k: _finite(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(hit for _, hit in pairs.values())
+    if isinstance(value, list):
+        items = [_finite(v) for v in value]
+        return [v for v, _ in items], any(hit for _, hit in items)
+    return (None, True) if not is_finite_number(value) else (value, False)
+
+
+def _finite_only(released: Released) -> Released:
+    """The rows with each NaN or Infinity a file holds made null, since strict JSON (every pack file)
+    cannot hold them, and a note naming the rows that held them; stated figures likewise dropped."""
+    rows, held = [], []
+    for row in released.rows:
+        reported, bad_scores = _finite(row.reported)
+        extra, bad_extra = _finite(row.extra)
+        if bad_scores or bad_extra:
+            fields = sorted(k for k, v in row.reported.items() if _finite(v)[1]) + (["other fields"] if bad_extra else [])
+            held.append(f"{row.key}[{row.index}] ({', '.join(fields)})")
+            row = dataclasses.replace(row, reported=reported, extra=extra)
+        rows.append(row)
+    stated = {m: {c: s for c, s in by.items() if is_finite_number(s.total)} for m, by in released.stated.items()}
+    dropped = sum(len(by) for by in released.stated.values()) - sum(len(by) for by in stated.values())
+    notes = list(released.notes)
+    if held:
+        notes.append(f"{len(held)} rows hold NaN or Infinity, kept as null (no value): " + ", ".join(held[:10])
+                     + (f" and {len(held) - 10} more" if len(held) > 10 else ""))
+    if dropped:
+        notes.append(f"{dropped} stated figures were NaN or Infinity and are left out")
+    if not held and not dropped:
+        return released
+    return dataclasses.replace(released, rows=rows, stated=stated, notes=notes)
+
+
+def _answers_bounded(released: Released) -> Released:
+    """Each answer cut to reader.max_answer_chars's default, as a qa answer is, with a note counting them."""
+    from memorybench.answer.reader import DEFAULT_MAX_ANSWER_CHARS
+
+    cut = [r for r in released.rows if len(r.prediction) > DEFAULT_MAX_ANSWER_CHARS]
+    if not cut:
+        return released
+    first = cut[0]
+    note = (f"{len(cut)} answers longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa answer) "
+            f"were cut to it; first {first.key}[{first.index}] of {len(first.prediction):,} characters")
+    rows = [dataclasses.replace(r, prediction=r.prediction[:DEFAULT_MAX_ANSWER_CHARS]) if len(r.prediction) > DEFAULT_MAX_ANSWER_CHARS else r for r in released.rows]
+    return dataclasses.replace(released, rows=rows, notes=[*released.notes, note])
 
 
 def _counts(counter: Counter[Any]) -> dict[str, int]:

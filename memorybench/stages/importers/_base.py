@@ -10,6 +10,9 @@ file's own per-row scores keyed by our metric names (`locomo_f1`, `mem0_f1`,
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +20,7 @@ from typing import Any, ClassVar, Protocol
 
 from memorybench.errors import UserError
 
-__all__ = ["JudgeLabels", "Released", "ReleasedFormat", "ReleasedRow", "Stated", "category_of", "read_json", "shape_error"]
+__all__ = ["JudgeLabels", "Released", "ReleasedFormat", "ReleasedRow", "Stated", "category_of", "is_finite_number", "read_json", "shape_error"]
 
 
 @dataclass(frozen=True)
@@ -90,18 +93,78 @@ class ReleasedFormat(Protocol):
     def read(self, files: Sequence[Path], model_key: str | None) -> Released: ...
 
 
-def read_json(path: Path) -> Any:
-    """A released JSON file, or a one-line UserError naming it."""
+#: the largest released file read (the released files we know are under 1 MB; LoCoMo's own is 3 MB)
+MAX_RELEASED_BYTES = 64 * 1024 * 1024
+#: the deepest nesting of arrays and objects read (the formats we know nest 4 deep)
+MAX_RELEASED_DEPTH = 32
+
+
+def _open_regular(path: Path) -> bytes:
+    """The bytes of `path` if it is a regular file of at most MAX_RELEASED_BYTES (a link is
+    followed to what it names, which must be a regular file too), else a one-line UserError.
+    Opened without blocking, so a FIFO or a device is refused, never waited on or read forever."""
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError(f"released file {path} does not exist; pass the path of the file to import") from None
     except IsADirectoryError:
         raise UserError(f"{path} is a folder; pass the released JSON file itself") from None
+    except OSError as e:
+        raise UserError(f"released file {path} cannot be read ({e.strerror}); pass a readable file") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise UserError(f"{path} is a folder; pass the released JSON file itself")
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"released file {path} is not a regular file (a device, a FIFO or a socket); pass the JSON file itself")
+        too_big = UserError(f"released file {path} is larger than {MAX_RELEASED_BYTES // (1024 * 1024)} MiB; "
+                            "the released files this reads are under a few MiB: pass the file as released")
+        if info.st_size > MAX_RELEASED_BYTES:
+            raise too_big
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_RELEASED_BYTES + 1)
+        if len(data) > MAX_RELEASED_BYTES:
+            raise too_big
+        return data
+    finally:
+        os.close(fd)
+
+
+def _depth_at_most(value: Any, limit: int) -> bool:
+    """Whether `value` nests arrays and objects at most `limit` deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return False
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
+def read_json(path: Path) -> Any:
+    """A released JSON file, or a one-line UserError naming it: a regular file only, at most
+    MAX_RELEASED_BYTES, nested at most MAX_RELEASED_DEPTH deep. NaN and Infinity are read as
+    floats (a score may be one); `non_finite` finds them for the caller to report."""
+    raw = _open_regular(path)
+    deep = UserError(f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
+                     "the released formats nest a few levels: pass the file as released")
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"released file {path} is not UTF-8 ({e.reason} at byte {e.start}); pass the file as released") from None
     except json.JSONDecodeError as e:
         raise UserError(f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released") from None
+    except RecursionError:
+        raise deep from None
+    if not _depth_at_most(data, MAX_RELEASED_DEPTH):
+        raise deep
+    return data
+
+
+def is_finite_number(value: Any) -> bool:
+    """False for a float NaN or Infinity (which strict JSON cannot hold); True for anything else."""
+    return not (isinstance(value, float) and not math.isfinite(value))
 
 
 def shape_error(path: Path, fmt: str, shape: str, found: str) -> UserError:
@@ -116,7 +179,7 @@ def category_of(value: Any, path: Path, where: str) -> int:
     """A row's category as an int (mem0's evals.py writes it as a string), or a UserError."""
     try:
         category = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: Infinity
         category = None
     if category not in (1, 2, 3, 4, 5) or isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise UserError(f"{path}: {where} has category {value!r}; LoCoMo's categories are 1, 2, 3, 4, 5")
