@@ -222,6 +222,7 @@ class ChatClient:
             completion_tokens=(wire and wire.completion_tokens) or 0,
             cached_tokens=(wire and wire.prompt_tokens_details and wire.prompt_tokens_details.cached_tokens) or 0,
             reasoning_tokens=(wire and wire.completion_tokens_details and wire.completion_tokens_details.reasoning_tokens) or 0,
+            restored_tokens=(wire and wire.restored_tokens) or None,
         )
         # a server may echo what it was sent (a key, a header) into its reply: scrubbed
         # here, before any trace, prediction, cache file or hash is made of it

@@ -102,7 +102,8 @@ def open_endpoint(
         prices=prices,
     )
     provider = CHAT_PROVIDERS.get(str(node.provider))
-    with provider.open(node, role, settings, longest_prompt_tokens=longest_prompt_tokens, log_dir=log_dir) as endpoint:
+    with provider.open(node, role, settings, longest_prompt_tokens=longest_prompt_tokens, log_dir=log_dir,
+                       cache_dir=cache_dir) as endpoint:
         yield endpoint
 
 
@@ -170,7 +171,8 @@ class LocalProvider:
     @staticmethod
     @contextlib.contextmanager
     def open(
-        node: DictConfig, role: str, settings: ClientSettings, *, longest_prompt_tokens: int = 0, log_dir: Path | None = None
+        node: DictConfig, role: str, settings: ClientSettings, *, longest_prompt_tokens: int = 0, log_dir: Path | None = None,
+        cache_dir: Path | None = None,
     ) -> Iterator[Endpoint]:
         # heavy imports only when the embedded model is used
         from memorybench.llm.local import LocalServer, choose_local_model
@@ -180,7 +182,9 @@ class LocalProvider:
             n_ctx = int(node.n_ctx)
         weights = spec.path()
         log_path = (log_dir / f"llama_server_{role}.log") if log_dir else None
-        with LocalServer(spec, n_ctx, log_path=log_path) as server:
+        # memory prefixes' KV states, shared by every run on this cache (never a pack's own autorater/cache)
+        prefill_dir = cache_dir / "prefill" if cache_dir is not None and cache_dir.parts[-2:] != ("autorater", "cache") else None
+        with LocalServer(spec, n_ctx, log_path=log_path, prefill_dir=prefill_dir) as server:
             client = settings.client(server.base_url, None)
             identity = ModelIdentity(
                 role=role,

@@ -36,6 +36,9 @@ class Usage(Record):
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    #: prompt tokens the embedded model restored from the on-disk prefill store instead of
+    #: evaluating them (null: none; a reader trace omits it then)
+    restored_tokens: Optional[int] = None
 
 
 class Attempt(Record):

@@ -43,6 +43,8 @@ class WireUsage(_Wire):
     prompt_tokens: Optional[StrictInt] = Field(default=None, ge=0)
     completion_tokens: Optional[StrictInt] = Field(default=None, ge=0)
     prompt_tokens_details: Optional[PromptDetails] = None
+    #: memorybench's embedded server: prompt tokens restored from its prefill store
+    restored_tokens: Optional[StrictInt] = Field(default=None, ge=0)
     completion_tokens_details: Optional[CompletionDetails] = None
 
 

@@ -20,7 +20,14 @@ tokens). Every chunk is then evaluated from the same cache with the same tokens 
 fresh evaluation, so the answer is bitwise the same whatever was asked before, and the
 cost over plain prefix reuse is only the last paragraph (the question: some 20 tokens).
 
-`chunk_bounds` and `reusable_prefix` are pure; `install()` patches ``llama_cpp.Llama``.
+The same rule makes a prefix's KV state reusable across processes: with a
+`PrefillStore` (:mod:`memorybench.llm.local.prefill_store`), the state right after the cut
+is written to disk, and a new server process restores the longest stored prefix that is one
+of its prompt's boundaries at or below its own cut (only grid boundaries below it, as in
+the stored state) instead of evaluating it.
+
+`chunk_bounds`, `reusable_prefix` and `restorable_points` are pure; `install()` patches
+``llama_cpp.Llama``.
 """
 
 from __future__ import annotations
@@ -59,6 +66,15 @@ def reusable_prefix(previous: Sequence[int], current: Sequence[int], common: int
     return best
 
 
+def restorable_points(bounds: Sequence[int], cut: int | None, n_tokens: int) -> list[int]:
+    """Boundaries up to which a stored prefix state may start this prompt exactly: those at
+    or below its cut (below it every boundary is on the n_batch grid, as in a stored state,
+    which is always taken at a cut), leaving at least one token to evaluate."""
+    if cut is None:
+        return []
+    return [b for b in bounds if b <= cut and b < n_tokens]
+
+
 def paragraph_start(tokens: Sequence[int], piece: Callable[[int], bytes], window: int) -> int | None:
     """Index of the first token after the last blank line among the last `window` tokens."""
     n = len(tokens)
@@ -76,11 +92,13 @@ def paragraph_start(tokens: Sequence[int], piece: Callable[[int], bytes], window
     return None
 
 
-def install() -> None:
-    """Patch llama_cpp.Llama.generate/eval for exact prefix reuse (idempotent)."""
+def install(store: Any = None) -> None:
+    """Patch llama_cpp.Llama.generate/eval for exact prefix reuse (idempotent); with a
+    `PrefillStore`, prefix states are also restored from and kept on disk."""
     import llama_cpp
     import numpy as np
 
+    llama_cpp.Llama._memorybench_store = store  # type: ignore[attr-defined]
     if getattr(llama_cpp.Llama, "_memorybench_exact_reuse", False):
         return
     original_generate = llama_cpp.Llama.generate
@@ -99,12 +117,25 @@ def install() -> None:
         tokens = [int(t) for t in tokens]
         cut = paragraph_start(tokens, piece_of(self), self.n_batch)
         bounds = chunk_bounds(len(tokens), self.n_batch, cut)
-        if kwargs.get("reset", True) and self.n_tokens > 0:
+        reset = kwargs.get("reset", True)
+        store = getattr(self, "_memorybench_store", None)
+        self._memorybench_restored = 0
+        self._memorybench_save_at = None
+        keep = 0
+        if reset and self.n_tokens > 0:
             previous = getattr(self, "_memorybench_bounds", None) or []
             limit = min(self.n_tokens, getattr(self, "_memorybench_prompt_tokens", 0), len(tokens))
             differ = np.flatnonzero(self.input_ids[:limit] != np.asarray(tokens[:limit], dtype=np.intc))
             common = int(differ[0]) if differ.size else limit
             keep = reusable_prefix(previous, bounds, common, len(tokens))
+        if reset and store is not None:
+            points = restorable_points(bounds, cut, len(tokens))
+            restored = store.restore(self, tokens, [b for b in points if b > keep]) if points else 0
+            if restored:
+                self._memorybench_restored = keep = restored
+            elif points and points[-1] == cut and keep < cut:
+                self._memorybench_save_at = cut  # evaluated here: keep it for the next process
+        if reset and self.n_tokens > 0 and not self._memorybench_restored:
             if keep <= 0:
                 self.reset()
             elif keep < self.n_tokens:
@@ -129,6 +160,12 @@ def install() -> None:
             take = max(1, min(len(tokens) - i, stop - pos))
             original_eval(self, tokens[i : i + take])
             i += take
+            save_at = getattr(self, "_memorybench_save_at", None)
+            if save_at is not None and self.n_tokens >= save_at:
+                self._memorybench_save_at = None
+                store = getattr(self, "_memorybench_store", None)
+                if store is not None and self.n_tokens == save_at:
+                    store.save(self, [int(t) for t in self.input_ids[:save_at]])
         return None
 
     llama_cpp.Llama.generate = generate  # type: ignore[method-assign]

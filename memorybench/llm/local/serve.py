@@ -20,6 +20,10 @@ app (``llama_cpp.server.app.create_app``) under uvicorn on 127.0.0.1, as
 - ``--prefix-reuse exact`` (default): the prompt is evaluated in chunks that depend on
   the prompt alone, and only whole shared chunks are reused, so an answer never depends
   on the previous request (see :mod:`memorybench.llm.local.prefix_reuse`).
+- ``--prefill-dir DIR`` (exact reuse only): a memory prefix's KV state is kept under DIR
+  and restored by the next server process instead of evaluated (see
+  :mod:`memorybench.llm.local.prefill_store`); a completion served from a restored state
+  says so in ``usage.restored_tokens`` (added to the JSON reply by `_RestoredTokens`).
 
 The process never outlives memorybench: with ``--pdeathsig`` the kernel SIGKILLs it
 when the thread that started it dies (Linux prctl), and a watcher thread exits it as
@@ -37,6 +41,7 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
 EXIT_PORT_TAKEN = 98
 EXIT_ORPHANED = 97
@@ -84,8 +89,13 @@ def _scrub_settings_env(field_names: set[str]) -> None:
             del os.environ[key]
 
 
+#: completion id -> prompt tokens restored from the prefill store (read once by _RestoredTokens)
+_RESTORED: dict[str, int] = {}
+
+
 def _answer_with_alias(alias: str) -> None:
-    """Completions name the model `alias`, whatever the request asked for."""
+    """Completions name the model `alias`, whatever the request asked for; a completion
+    served from a restored prefill state is noted in `_RESTORED` by its id."""
     import llama_cpp
 
     for name in ("create_chat_completion", "create_completion"):
@@ -93,9 +103,82 @@ def _answer_with_alias(alias: str) -> None:
 
         def patched(self, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
             kwargs["model"] = alias
-            return __original(self, *args, **kwargs)
+            self._memorybench_restored = 0
+            result = __original(self, *args, **kwargs)
+            restored = getattr(self, "_memorybench_restored", 0)
+            if restored and isinstance(result, dict) and isinstance(result.get("id"), str):
+                if len(_RESTORED) > 1000:
+                    _RESTORED.clear()
+                _RESTORED[result["id"]] = int(restored)
+            return result
 
         setattr(llama_cpp.Llama, name, patched)
+
+
+class _RestoredTokens:
+    """ASGI wrapper: adds ``usage.restored_tokens`` to a JSON completion served from a
+    restored prefill (the server's response model would drop a key set on the dict)."""
+
+    def __init__(self, app) -> None:  # type: ignore[no-untyped-def]
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        if scope.get("type") != "http" or not str(scope.get("path", "")).endswith("completions"):
+            await self.app(scope, receive, send)
+            return
+        start: dict = {}
+        body: list[bytes] = []
+
+        async def wrapped(message) -> None:  # type: ignore[no-untyped-def]
+            if message["type"] == "http.response.start":
+                headers = dict(message.get("headers") or [])
+                if b"application/json" not in headers.get(b"content-type", b""):
+                    start["pass"] = True
+                    await send(message)
+                    return
+                start["message"] = message
+                return
+            if message["type"] != "http.response.body" or start.get("pass"):
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            await send_all(b"".join(body))
+
+        async def send_all(data: bytes) -> None:
+            import json
+
+            try:
+                payload = json.loads(data)
+                restored = _RESTORED.pop(payload.get("id"), 0) if isinstance(payload, dict) else 0
+                if restored and isinstance(payload.get("usage"), dict):
+                    payload["usage"]["restored_tokens"] = restored
+                    data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            except (ValueError, TypeError):
+                pass
+            message = dict(start["message"])
+            message["headers"] = [(k, v) for k, v in message.get("headers") or [] if k.lower() != b"content-length"]
+            message["headers"].append((b"content-length", str(len(data)).encode()))
+            await send(message)
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+
+        await self.app(scope, receive, wrapped)
+
+
+def _prefill_store(args: argparse.Namespace, threads: int):  # type: ignore[no-untyped-def]
+    """The on-disk prefill store for these settings, or None (no folder, or bound 0)."""
+    if not args.prefill_dir or args.prefix_reuse != "exact" or args.prefill_max_mb <= 0 or not args.model_sha256:
+        return None
+    from memorybench.llm.local.prefill_store import PrefillStore, settings
+
+    context = {
+        "n_ctx": args.n_ctx, "n_batch": args.n_batch, "n_ubatch": args.n_batch, "n_threads": threads,
+        "n_threads_batch": threads, "flash_attn": not args.no_flash_attn, "swa_full": True,
+        "chat_format": args.chat_format, "logits_all": False, "n_gpu_layers": 0,
+    }
+    return PrefillStore(Path(args.prefill_dir), settings(args.model_sha256, **context),
+                        max_bytes=args.prefill_max_mb * 2**20, min_tokens=args.prefill_min_tokens)
 
 
 def _swa_full_by_default() -> None:
@@ -151,6 +234,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="exact: answers bitwise independent of the previous request (see prefix_reuse.py); "
         "token: llama-cpp-python's plain longest-common-prefix reuse (order-dependent answers)",
     )
+    p.add_argument("--prefill-dir", default=None, help="keep and restore memory prefix states here (exact reuse only)")
+    p.add_argument("--prefill-max-mb", type=int, default=4096, help="bound of --prefill-dir (least recently used out)")
+    p.add_argument("--prefill-min-tokens", type=int, default=256, help="shorter prefixes are not kept")
+    p.add_argument("--model-sha256", default=None, help="the model file's sha256 (verified by LocalServer): the store's key")
     p.add_argument("--parent-pid", type=int, default=None)
     p.add_argument("--pdeathsig", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no llama.cpp verbose output")
@@ -177,10 +264,9 @@ def main(argv: list[str] | None = None) -> None:
     chat_formats.register()
     _answer_with_alias(args.alias)
     _swa_full_by_default()
-    if args.prefix_reuse == "exact":
-        prefix_reuse.install()
-
     threads = max(1, args.n_threads or default_threads())
+    if args.prefix_reuse == "exact":
+        prefix_reuse.install(_prefill_store(args, threads))
     server_settings = ServerSettings(host=args.host, port=args.port, api_key=None, interrupt_requests=False)
     model_settings = ModelSettings(
         model=args.model,
@@ -201,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(server_settings=server_settings, model_settings=[model_settings])
     _warm_up()
     print(f"memorybench-serve: {args.alias} loaded, n_ctx={args.n_ctx}, threads={threads}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=2)
+    uvicorn.run(_RestoredTokens(app), host=args.host, port=args.port, log_level="info", timeout_graceful_shutdown=2)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,21 @@ PORT_ATTEMPTS = 5
 STOP_GRACE_S = 5.0
 
 
+#: the prefill store's default bound in MiB (``$MEMORYBENCH_PREFILL_CACHE_MB`` overrides; 0: off)
+DEFAULT_PREFILL_CACHE_MB = 4096
+
+
+def prefill_cache_mb() -> int:
+    """The bound of the on-disk prefill store, MiB: ``$MEMORYBENCH_PREFILL_CACHE_MB`` or 4096."""
+    raw = os.environ.get("MEMORYBENCH_PREFILL_CACHE_MB", "").strip()
+    try:
+        return max(0, int(raw)) if raw else DEFAULT_PREFILL_CACHE_MB
+    except ValueError:
+        raise LocalModelError(
+            f"MEMORYBENCH_PREFILL_CACHE_MB={raw!r} is not a whole number of MiB; set it to e.g. 4096, or 0 to keep no prefill on disk"
+        ) from None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port that was free a moment ago (bind port 0, read it, release it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -102,6 +117,11 @@ class LocalServer:
     prompt's last paragraph (the question). ``"token"`` is llama-cpp-python's plain reuse
     of the longest common prefix: a few tokens less, but an answer may change with the
     question asked before it.
+
+    `prefill_dir` (exact reuse only): a folder where the KV state of a memory prefix is kept
+    and from which a later server process restores it instead of evaluating it (see
+    :mod:`memorybench.llm.local.prefill_store`), bounded to `prefill_max_mb` MiB (None:
+    ``$MEMORYBENCH_PREFILL_CACHE_MB``, else 4096; 0: off). None keeps nothing on disk.
     """
 
     def __init__(
@@ -118,6 +138,8 @@ class LocalServer:
         startup_timeout_s: float = 180.0,
         verbose: bool = True,
         prefix_reuse: str = "exact",
+        prefill_dir: Path | None = None,
+        prefill_max_mb: int | None = None,
     ) -> None:
         if n_ctx < 256 or n_ctx > spec.max_context:
             raise LocalModelError(f"n_ctx {n_ctx} is outside 256..{spec.max_context} for local model {spec.name}")
@@ -133,6 +155,8 @@ class LocalServer:
         if prefix_reuse not in ("exact", "token"):
             raise LocalModelError(f"prefix_reuse={prefix_reuse!r}: choose exact or token")
         self.prefix_reuse = prefix_reuse
+        self.prefill_dir = Path(prefill_dir) if prefill_dir is not None else None
+        self.prefill_max_mb = prefill_max_mb if prefill_max_mb is not None else prefill_cache_mb()
         self._own_log = log_path is None
         self.log_path: Path = Path(log_path) if log_path is not None else self._temp_log()
         self.port: int | None = None
@@ -250,6 +274,9 @@ class LocalServer:
         ]  # fmt: skip
         if self.spec.chat_format:
             cmd += ["--chat-format", self.spec.chat_format]
+        if self.prefill_dir is not None and self.prefill_max_mb > 0 and self.prefix_reuse == "exact":
+            cmd += ["--prefill-dir", str(self.prefill_dir), "--prefill-max-mb", str(self.prefill_max_mb),
+                    "--model-sha256", self.spec.sha256]  # spec.path() verified the file against it
         if self.n_threads:
             cmd += ["--n-threads", str(self.n_threads)]
         if not self.flash_attn:
