@@ -8,6 +8,7 @@ YAML sets `name` to its own file name: the option name is the component's identi
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -211,13 +212,69 @@ def register_configs() -> None:
     ConfigStore.instance().store(name="config_schema", node=Config)
 
 
-def load_component_configs() -> None:
-    """Store every component's own schema node: they are stored by the components' modules,
-    so import them all (through the registries). Call before Hydra composes a config."""
-    from memorybench.registry import ANSWERERS, MEMORY
+#: the module that stores each built-in component's schema node (`store_schema`), by group
+#: and option: Hydra imports it when it first reads that node, so composing `memory=rag`
+#: imports rag's module and no other (tests/test_registry_builtins.py keeps it whole)
+SCHEMA_MODULES: dict[str, dict[str, str]] = {
+    "memory": {
+        "graph": "memorybench.memory.graph",
+        "mem0": "memorybench.memory.mem0",
+        "mem0g": "memorybench.memory.mem0g",
+        "openai_memory": "memorybench.memory.openai_memory",
+        "rag": "memorybench.memory.rag",
+        "raw_chunks": "memorybench.memory.raw_chunks",
+        "session_summaries": "memorybench.memory.session_summaries",
+    },
+    "answerer": {"codex": "memorybench.answer.agent._settings"},
+}
 
-    MEMORY.names()
-    ANSWERERS.names()
+
+class _LazyGroup(dict):  # type: ignore[type-arg]
+    """A ConfigStore group whose built-in schema nodes are stored by importing their module
+    on the first read of the node (Hydra reads through `in`, `[]`, `get` and `keys`)."""
+
+    def __init__(self, group: str, modules: dict[str, str]) -> None:
+        super().__init__()
+        self._group = group
+        self._modules = {f"{name}_schema.yaml": module for name, module in modules.items()}
+
+    def _load(self, key: object) -> None:
+        module = self._modules.pop(key, None) if isinstance(key, str) else None
+        if module is not None and not dict.__contains__(self, key):
+            importlib.import_module(module)
+            # Hydra's initialize contexts read a copy of the store: take the node from the live one
+            live = ConfigStore.instance().repo.get(self._group)
+            if live is not self and isinstance(live, dict) and dict.__contains__(live, key):
+                dict.__setitem__(self, key, dict.__getitem__(live, key))
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._modules
+
+    def __getitem__(self, key: Any) -> Any:
+        self._load(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._load(key)
+        return dict.get(self, key, default)
+
+    def keys(self) -> Any:
+        return [*dict.keys(self), *(k for k in self._modules if not dict.__contains__(self, k))]
+
+
+def load_component_configs() -> None:
+    """Make every component's own schema node readable before Hydra composes a config: the
+    built-in ones are imported when first read (`SCHEMA_MODULES`); a plugin stores its own
+    when imported, so the plugins are imported here."""
+    from memorybench.registry import load_plugins
+
+    repo = ConfigStore.instance().repo
+    for group, modules in SCHEMA_MODULES.items():
+        if not isinstance(repo.get(group), _LazyGroup):
+            lazy = _LazyGroup(group, modules)
+            lazy.update(repo.get(group) or {})
+            repo[group] = lazy
+    load_plugins()
 
 
 register_configs()

@@ -10,9 +10,10 @@ the `rag` entry of `MEMORY`), from its own module:
     class LastSession: ...
 
 An entry may also be a lazy `"module:attr"` string, imported on first use. Built-in
-components live in the registry's own package (`memorybench.memory`, ...): every
-public module of it is imported before the first lookup, so adding a component is one
-module plus its YAML. Components of other installed packages come through the
+components live in the registry's own package (`memorybench.memory`, ...): the memory
+methods and answerers are listed by name here (`builtins`, lazy entries, so a command
+imports only the component it uses); for the other registries every public module of the
+package is imported before the first lookup. Components of other installed packages come through the
 `memorybench.plugins` entry-point group (`memorybench.plugins`): each entry names a
 module that registers its components when imported (see docs/extending.md).
 An unknown name is a one-line `UserError`: "unknown memory method 'ragg'. Did you
@@ -69,12 +70,15 @@ def _owner(target: Any) -> str:
 class Registry(Generic[T]):
     """Named components of one kind; `package` holds the built-in ones."""
 
-    def __init__(self, kind: str, option: str, package: str | None = None) -> None:
+    def __init__(self, kind: str, option: str, package: str | None = None, builtins: dict[str, str] | None = None) -> None:
         #: what a component is, in words ("memory method")
         self.kind = kind
         #: how a user selects one ("memory", "reader.provider")
         self.option = option
         self.package = package
+        #: the built-in components of a package by name, as lazy "module:attr": their names are
+        #: known without importing their modules (tests/test_registry_builtins.py keeps it whole)
+        self.builtins = dict(builtins or {})
         self._entries: dict[str, _Entry] = {}
         self._discovered = False
 
@@ -113,7 +117,12 @@ class Registry(Generic[T]):
         if self._discovered:
             return
         self._discovered = True
-        if self.package:
+        if self.builtins:
+            # names known up front: each module is imported when its component is first got
+            for name, target in self.builtins.items():
+                if name not in self._entries:  # a module imported already registered its own
+                    self._entries[name] = _Entry(target, target.split(":", 1)[0])
+        elif self.package:
             # a package: every public module of it; a plain module: itself
             package = importlib.import_module(self.package)
             for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
@@ -133,7 +142,10 @@ class Registry(Generic[T]):
         return iter(self.names())
 
     def module_of(self, name: str) -> str:
-        self.get(name)
+        """The module that registers `name` (a lazy entry is not imported for it)."""
+        self._discover()
+        if name not in self._entries:
+            self.get(name)  # the one-line error for an unknown name
         return self._entries[name].module
 
     def get(self, name: str) -> T:
@@ -154,10 +166,35 @@ class Registry(Generic[T]):
 
 
 #: `package` is where the built-in components register themselves
-MEMORY: Registry[Any] = Registry("memory method", "memory", package="memorybench.memory")
-ANSWERERS: Registry[Any] = Registry("answerer", "answerer", package="memorybench.answer")
+#: the built-in memory methods, answerers and embedders, named without importing their modules (a
+#: plan or a `show` imports only the one it uses); a new one is added here and by its module
+_MEMORY_BUILTINS = {
+    "full_context": "memorybench.memory.full_context:FullContext",
+    "graph": "memorybench.memory.graph:GraphMemory",
+    "mem0": "memorybench.memory.mem0:Mem0",
+    "mem0g": "memorybench.memory.mem0g:Mem0G",
+    "notes_only": "memorybench.memory.agent_workspace:NotesOnly",
+    "openai_memory": "memorybench.memory.openai_memory:OpenAIMemory",
+    "rag": "memorybench.memory.rag:Rag",
+    "raw_chunks": "memorybench.memory.raw_chunks:RawChunks",
+    "session_summaries": "memorybench.memory.session_summaries:SessionSummaries",
+    "workspace_files": "memorybench.memory.agent_workspace:WorkspaceFiles",
+}
+_ANSWERER_BUILTINS = {
+    "codex": "memorybench.answer.agent.codex:CodexAnswerer",
+    "imported": "memorybench.answer.imported:ImportedAnswerer",
+    "reader": "memorybench.answer.reader:ReaderAnswerer",
+}
+_EMBEDDER_BUILTINS = {
+    "hashing": "memorybench.embed._factory:_hashing",
+    "openai": "memorybench.embed._factory:_openai",
+    "openai_compatible": "memorybench.embed._factory:_openai",
+    "sentence_transformers": "memorybench.embed._factory:_sentence_transformers",
+}
+MEMORY: Registry[Any] = Registry("memory method", "memory", package="memorybench.memory", builtins=_MEMORY_BUILTINS)
+ANSWERERS: Registry[Any] = Registry("answerer", "answerer", package="memorybench.answer", builtins=_ANSWERER_BUILTINS)
+EMBEDDERS: Registry[Any] = Registry("embedder provider", "embedder.provider", package="memorybench.embed._factory", builtins=_EMBEDDER_BUILTINS)
 CHAT_PROVIDERS: Registry[Any] = Registry("chat provider", "reader.provider", package="memorybench.llm.endpoints")
-EMBEDDERS: Registry[Any] = Registry("embedder provider", "embedder.provider", package="memorybench.embed._factory")
 JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge")
 SCORERS: Registry[Any] = Registry("scorer", "scorer", package="memorybench.score.scorers")
 STAGES: Registry[Any] = Registry("wave stage", "memorybench wave STAGE", package="memorybench.cloudrun.waves")

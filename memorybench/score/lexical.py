@@ -17,9 +17,6 @@ import os
 from numbers import Integral
 from pathlib import Path
 
-import nltk
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
-
 from memorybench.errors import UserError
 
 __all__ = [
@@ -80,6 +77,8 @@ def _activate_punkt() -> None:
     path (say ``~/nltk_data``) would silently win; the cache is cleared when we switch.
     """
     global _active_dir
+    import nltk  # imported here: all of NLTK (scipy, scikit-learn) only when BLEU-1 is computed
+
     if _active_dir is not None and nltk.data.path[:1] == [str(_active_dir)]:
         return
     data_dir = _resolve_data_dir()
@@ -135,6 +134,9 @@ def mem0_bleu1(prediction: str, gold: str | int) -> float:
     """
     prediction_text = _text(prediction, "prediction")
     gold_text = _text(gold, "gold")
+    import nltk
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
     _activate_punkt()
     references = [nltk.word_tokenize(gold_text.lower())]
     hypothesis = nltk.word_tokenize(prediction_text.lower())

@@ -29,9 +29,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from numbers import Integral
 
-import numpy as np
 import regex
-from nltk.stem import PorterStemmer
 
 __all__ = [
     "CATEGORIES",
@@ -50,7 +48,14 @@ ABSTENTION_PHRASES: tuple[str, ...] = ("no information available", "not mentione
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
-_STEMMER = PorterStemmer()
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    """NLTK's Porter stemmer, imported on first use (all of NLTK loads with it)."""
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
 
 Gold = str | int | None
 
@@ -80,12 +85,13 @@ def _f1_of_tokens(prediction_tokens: Sequence[str], gold_tokens: Sequence[str]) 
 
 
 def _stemmed_tokens(text: str) -> list[str]:
-    return [_STEMMER.stem(token) for token in normalize_answer(text).split()]
+    stem = _stemmer().stem
+    return [stem(token) for token in normalize_answer(text).split()]
 
 
 @lru_cache(maxsize=200_000)
 def _stem(token: str) -> str:
-    return _STEMMER.stem(token)
+    return _stemmer().stem(token)
 
 
 def stems(text: str) -> set[str]:
@@ -105,6 +111,8 @@ def _locomo_multi_answer_f1(prediction: str, gold: str) -> float:
     predictions = [part.strip() for part in prediction.split(",")]
     golds = [part.strip() for part in gold.split(",")]
     best = [max(_locomo_f1(p, g) for p in predictions) for g in golds]
+    import numpy as np  # its pairwise mean, as LoCoMo's scorer takes it; imported when first scored
+
     return float(np.mean(best))
 
 
@@ -170,6 +178,6 @@ def token_f1(prediction: str, gold: str | int, *, stem: bool = False) -> float:
     prediction_tokens = prediction_text.split()
     gold_tokens = gold_text.split()
     if stem:
-        prediction_tokens = [_STEMMER.stem(t) for t in prediction_tokens]
-        gold_tokens = [_STEMMER.stem(t) for t in gold_tokens]
+        prediction_tokens = [_stemmer().stem(t) for t in prediction_tokens]
+        gold_tokens = [_stemmer().stem(t) for t in gold_tokens]
     return _f1_of_tokens(prediction_tokens, gold_tokens)

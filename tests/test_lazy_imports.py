@@ -1,0 +1,82 @@
+"""A command imports what it needs: the registries name their built-in members without
+importing them, and `memorybench plan` never loads NLTK, scipy, scikit-learn, torch, MLflow,
+matplotlib or pandas (issue 31). These test the import graph, never a time."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+
+from hydra.core.config_store import ConfigStore
+
+from memorybench.config import SCHEMA_MODULES
+from memorybench.registry import ANSWERERS, EMBEDDERS, MEMORY
+
+HEAVY = ("nltk", "scipy", "sklearn", "torch", "mlflow", "matplotlib", "pandas", "pyarrow", "openai", "numpy")
+
+_PROBE = """
+import json, sys
+from memorybench.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if "." not in m)}), file=sys.stderr)
+"""
+
+
+def _top_level_modules(*args: str) -> set[str]:
+    env = {**os.environ}
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=env, timeout=120)
+    result = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert result["code"] == 0, proc.stderr
+    return set(result["modules"])
+
+
+def test_plan_imports_no_heavy_library() -> None:
+    loaded = _top_level_modules("plan", "memory=session_summaries")
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_help_imports_no_hydra() -> None:
+    loaded = _top_level_modules("--help")
+    assert not loaded & {*HEAVY, "hydra", "omegaconf", "pydantic"}
+
+
+def _all_modules(package: str) -> None:
+    root = importlib.import_module(package)
+    for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}."):
+        importlib.import_module(info.name)
+
+
+def test_builtin_lists_name_every_registered_component() -> None:
+    """Each registry's `builtins` (and config.SCHEMA_MODULES) is what importing every module
+    of its package registers: a new module that is not listed fails here."""
+    for registry in (MEMORY, ANSWERERS, EMBEDDERS):
+        _all_modules(registry.package.rsplit("._", 1)[0])
+        registered = {
+            name: f"{getattr(e.target, '__module__', '')}:{getattr(e.target, '__qualname__', '')}"
+            for name, e in registry._entries.items()
+            if e.module.startswith("memorybench.")
+        }
+        for name in registered:
+            registry.get(name)  # a lazy entry imported
+        registered = {
+            name: f"{e.target.__module__}:{e.target.__qualname__}"
+            for name, e in registry._entries.items()
+            if e.module.startswith("memorybench.")
+        }
+        assert registered == registry.builtins, registry.kind
+    repo = ConfigStore.instance().repo
+    builtin_nodes = {
+        group: sorted(k for k in repo[group].keys() if _node_module(group, k).startswith("memorybench."))
+        for group in SCHEMA_MODULES
+    }
+    assert builtin_nodes == {g: sorted(f"{n}_schema.yaml" for n in SCHEMA_MODULES[g]) for g in SCHEMA_MODULES}
+
+
+def _node_module(group: str, key: str) -> str:
+    from omegaconf import OmegaConf
+
+    return str(getattr(OmegaConf.get_type(ConfigStore.instance().repo[group][key].node), "__module__", ""))
