@@ -16,8 +16,10 @@ naming the file and line and the command that says more (`memorybench verify`).
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +32,7 @@ from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, A
 from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
 from memorybench.records import Record, SchemaError, load_json, parse_record
 from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
+from memorybench.storage._base import clean_relpath
 
 if TYPE_CHECKING:  # pyarrow is imported only by `table`
     import pyarrow as pa
@@ -51,6 +54,13 @@ def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
+def _lstat_mode(name: str, dir_fd: int) -> int:
+    try:
+        return os.lstat(name, dir_fd=dir_fd).st_mode
+    except OSError:
+        return 0
+
+
 class PackReader:
     """One pack, read through the storage interface (a local folder or a bucket prefix)."""
 
@@ -65,7 +75,9 @@ class PackReader:
         """A local pack folder or a `gs://bucket/prefix/<name>/runs/<run_id>` URI (a reader: itself)."""
         if isinstance(location, PackReader):
             return location
-        text = str(location)
+        from memorybench.pack.find import resolve_pack  # an experiment folder with one pack, `latest`
+
+        text = str(resolve_pack(location, refuse_several=False))
         if "://" not in text:
             root = Path(text).expanduser()
             if root.is_file():
@@ -106,10 +118,54 @@ class PackReader:
         return [key[len(prefix) :] for key in self.storage.list(prefix)]
 
     def read_bytes(self, relpath: str) -> bytes:
+        """A file of the pack. Of a local pack, read without following a link anywhere between
+        the pack's folder and the file, and only a regular file: a pack received from someone
+        else may hold a link to a host file, which no reader (show, view, blame, report,
+        aggregate, compare, collect) may read through; writers never make links."""
+        root = self.local_root
+        if root is not None:
+            return self._read_local(root, relpath)
         try:
             return self.storage.read_bytes(self._key(relpath))
         except (StorageNotFound, FileNotFoundError):
             raise PackError(f"{self.uri(relpath)} does not exist; is {self.uri()} a finished pack?") from None
+
+    def _read_local(self, root: Path, relpath: str) -> bytes:
+        missing = PackError(f"{self.uri(relpath)} does not exist; is {self.uri()} a finished pack?")
+        parts = clean_relpath(relpath).split("/")
+        cloexec = getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | cloexec)
+        except OSError:
+            raise missing from None
+        try:
+            for i, part in enumerate(parts):
+                last = i == len(parts) - 1
+                flags = os.O_RDONLY | os.O_NOFOLLOW | cloexec | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+                try:
+                    inner = os.open(part, flags, dir_fd=fd)
+                except FileNotFoundError:
+                    raise missing from None
+                except OSError as e:
+                    if e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(_lstat_mode(part, fd)):
+                        where = "/".join(parts[: i + 1])
+                        raise PackError(
+                            f"{self.uri(relpath)}: {where} is a link; a pack's files are its own, never links (one from "
+                            f"elsewhere may point at a host file), so it is not read: remove the link, and run "
+                            f"`memorybench verify` on {self.uri()}"
+                        ) from None
+                    if e.errno in (errno.ENOTDIR, errno.EISDIR):
+                        raise missing from None
+                    raise PackError(f"{self.uri(relpath)} cannot be read ({e.strerror}); check the pack's permissions") from None
+                os.close(fd)
+                fd = inner
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PackError(f"{self.uri(relpath)} is not a regular file (a folder, a FIFO or a device); "
+                                f"run `memorybench verify` on {self.uri()}")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                return f.read()
+        finally:
+            os.close(fd)
 
     def read_text(self, relpath: str) -> str:
         return self.read_bytes(relpath).decode("utf-8")
