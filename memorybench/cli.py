@@ -12,6 +12,7 @@
     memorybench aggregate PACKS...        collected/examples.parquet and a per-run table
     memorybench collect-full PACKS...     one collected pack, repeated strings stored once
     memorybench report DESIGN             tables and figures from conf/analysis/DESIGN.yaml
+    memorybench ls [PACKS...]             the runs: id, memory, reader, questions, F1, J, cost, status (`latest` names the newest)
     memorybench show PACK QUESTION_ID     one question's walk: row, memory, prompt, calls, scores, verdicts, blame
     memorybench view PACKS... [--out F]   one self-contained HTML file to browse packs question by question
     memorybench track PACKS...            log finished packs to MLflow
@@ -189,6 +190,7 @@ COMMANDS = {
     "aggregate": _stage("memorybench.compare.aggregate", "aggregate_main"),
     "collect-full": _stage("memorybench.compare.collect", "collect_main"),
     "report": _stage("memorybench.compare.report", "report_main"),
+    "ls": _stage("memorybench.stages.ls", "ls_main"),
     "show": _stage("memorybench.stages.show", "show_main"),
     "view": _stage("memorybench.stages.view", "view_main"),
     "track": _stage("memorybench.tracking", "track_main"),

@@ -296,6 +296,7 @@ def _prepare(root: Path, server) -> None:
     (good,) = (root / "packs" / "good" / "runs").iterdir()
     for name in ("corrupt", "no-run-meta", "schema-bumped"):
         shutil.copytree(good, root / name)
+    shutil.copytree(good, good.parent / "second-run")  # a design folder of two packs (one would stand for its pack)
     lines = (root / "corrupt" / "predictions.jsonl").read_bytes().splitlines(keepends=True)
     lines[4] = b'{"schema": "prediction.v1", "question_id": "mini-1-q-4", "pred\n'
     (root / "corrupt" / "predictions.jsonl").write_bytes(b"".join(lines))

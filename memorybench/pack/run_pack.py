@@ -30,8 +30,11 @@ def pack_path(packs_root: str | os.PathLike[str], name: str, run_id: str) -> Pat
 
 
 def require_pack_folder(path: str | os.PathLike[str]) -> Path:
-    """`path` as a folder that exists, or a one-line UserError naming what it is instead."""
-    root = Path(path).expanduser()
+    """`path` as a folder that exists (an experiment folder holding one pack: that pack;
+    `latest`: the newest), or a one-line UserError naming what it is instead."""
+    from memorybench.pack.find import resolve_pack
+
+    root = Path(resolve_pack(path)).expanduser()
     if root.is_file():
         raise UserError(f"{root} is a file, not a folder; pass a pack folder <packs>/<name>/runs/<run_id>")
     if not root.is_dir():

@@ -485,10 +485,11 @@ def test_not_a_pack_is_a_user_error(tmp_path):
         verify_pack(tmp_path / "empty")
 
 
-def test_a_design_folder_points_at_its_packs(packs):
+def test_a_design_folder_with_one_pack_is_that_pack(packs, capsys):
+    """An experiment folder that holds one pack stands for it (issue 30, item 8)."""
     design = packs["mini_full"].parent.parent
-    with pytest.raises(UserError, match=r"holds 1 pack\(s\) under runs/"):
-        verify_main([str(design)])
+    assert verify_main([str(design)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"ok {packs['mini_full'].resolve()}"]
 
 
 # -- command line ---------------------------------------------------------------------------------

@@ -147,7 +147,9 @@ def pack_root(path: str | os.PathLike[str]) -> Path:
     """The folder as a pack root; a UserError when it is not a pack at all."""
     if str(path).startswith("gs://"):
         raise UserError(f"{path} is in a bucket; read it with `local_pack` (verify_pack does), which downloads it first")
-    root = Path(path).expanduser()
+    from memorybench.pack.find import resolve_pack  # an experiment folder with one pack, `latest`
+
+    root = Path(resolve_pack(path, refuse_several=False)).expanduser()
     if not root.exists():
         raise UserError(f"pack folder {root} does not exist; pass a pack folder <packs>/<name>/runs/<run_id>")
     if not root.is_dir():
