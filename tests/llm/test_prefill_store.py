@@ -24,7 +24,7 @@ SMOL = LOCAL_MODELS["smollm2-135m"]
 SYSTEM = "You answer questions using only the provided memory."
 MEMORY = "\n".join(
     f"2023-05-{d:02d} | Caroline: On day {d} I walked my puppy Oscar to park number {d * 7} and met Melanie."
-    for d in range(1, 29)
+    for d in range(1, 33)
 )
 
 
@@ -121,7 +121,7 @@ def test_a_restored_prefill_answers_bitwise_as_a_computed_one(tmp_path: Path) ->
     with LocalServer(SMOL, 2048, prefill_dir=store) as warm:
         restored = _ask(warm, question)
         other = _ask(warm, "Who did Caroline meet?")  # in-process reuse goes on from the restored state
-    assert restored.usage.restored_tokens and restored.usage.restored_tokens > 512
+    assert restored.usage.restored_tokens and restored.usage.restored_tokens >= 1024
     assert (restored.text, restored.usage.completion_tokens) == (computed.text, computed.usage.completion_tokens)
     assert other.usage.restored_tokens is None
     # a damaged state is evaluated instead, with the same answer, and written anew
@@ -167,11 +167,11 @@ def test_restored_logits_are_bitwise_those_of_a_fresh_evaluation(tmp_path: Path)
                               text=True, timeout=300, env=env, check=True)
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    fresh = [run(tmp_path / f"none{i}", [p])[0] for i, p in enumerate(prompts)]  # each computed from scratch
-    assert all(r["restored"] == 0 for r in fresh)
     shared = tmp_path / "shared"
-    computed = run(shared, prompts[:1])
-    restored = run(shared, prompts[::-1])  # the other question first: it restores the same memory
-    assert computed[0]["restored"] == 0 and restored[0]["restored"] > 512  # the next one reuses it in memory
-    strip = [{k: v for k, v in r.items() if k != "restored"} for r in (fresh[0], computed[0], restored[1], fresh[1], restored[0])]
-    assert strip[0] == strip[1] == strip[2] and strip[3] == strip[4]
+    computed = run(shared, prompts[:1])  # from scratch; keeps the memory's state
+    fresh = run(tmp_path / "none", prompts[1:])  # the other question from scratch
+    restored = run(shared, prompts[::-1])  # the other question first: it restores the memory
+    assert computed[0]["restored"] == 0 and fresh[0]["restored"] == 0
+    assert restored[0]["restored"] >= 1024  # the next question reuses it in memory
+    strip = [{k: v for k, v in r.items() if k != "restored"} for r in (computed[0], restored[1], fresh[0], restored[0])]
+    assert strip[0] == strip[1] and strip[2] == strip[3]

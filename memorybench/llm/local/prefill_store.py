@@ -38,8 +38,9 @@ MAGIC = b"MBPREFILL1\n"
 SUFFIX = ".kv"
 #: default bound of the folder (MiB); MEMORYBENCH_PREFILL_CACHE_MB overrides, 0 turns the store off
 DEFAULT_MAX_MB = 4096
-#: a prefix shorter than this is not worth a file
-DEFAULT_MIN_TOKENS = 256
+#: a prefix shorter than this is not kept: its prefill costs seconds at most, and a judge's
+#: prompt (~500 tokens, its cut after the question and both answers) would only churn the folder
+DEFAULT_MIN_TOKENS = 1024
 SEQ = 0  # llama-cpp-python evaluates everything in sequence 0
 
 

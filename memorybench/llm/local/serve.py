@@ -236,7 +236,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--prefill-dir", default=None, help="keep and restore memory prefix states here (exact reuse only)")
     p.add_argument("--prefill-max-mb", type=int, default=4096, help="bound of --prefill-dir (least recently used out)")
-    p.add_argument("--prefill-min-tokens", type=int, default=256, help="shorter prefixes are not kept")
+    p.add_argument("--prefill-min-tokens", type=int, default=1024, help="shorter prefixes are not kept")
     p.add_argument("--model-sha256", default=None, help="the model file's sha256 (verified by LocalServer): the store's key")
     p.add_argument("--parent-pid", type=int, default=None)
     p.add_argument("--pdeathsig", action="store_true")
