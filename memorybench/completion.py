@@ -65,7 +65,7 @@ _memorybench_completion()
             replies=($(compgen -W "bash zsh fish" -- "$cur"))
             ;;
         dev)
-            replies=($(compgen -W "cloud-emulators" -- "$cur"))
+            replies=($(compgen -W "cloud-emulators scripted-model" -- "$cur"))
             ;;
         *)
             return 0  # the command's own arguments: files (complete -o default)
@@ -105,7 +105,7 @@ function __memorybench_complete
         case completion
             printf '%s\n' bash zsh fish
         case dev
-            printf '%s\n' cloud-emulators
+            printf '%s\n' cloud-emulators scripted-model
     end
 end
 complete -c memorybench -a '(__memorybench_complete)'

@@ -62,6 +62,7 @@ def test_commands_complete(shim, tmp_path):
     assert complete(shim, tmp_path, "memorybench co") == ["collect-full", "compare", "completion"]
     assert complete(shim, tmp_path, "memorybench completion ") == ["bash", "zsh", "fish"]
     assert complete(shim, tmp_path, "memorybench dev c") == ["cloud-emulators"]
+    assert complete(shim, tmp_path, "memorybench dev s") == ["scripted-model"]
 
 
 @pytest.mark.parametrize("command", ["qa", "plan"])

@@ -121,7 +121,9 @@ def dev_main(argv: Sequence[str]) -> int:
                     "Ctrl-C stops them.",
         epilog="infra/gcp/README.md walks through a sweep, an autorater wave, pull and verify against them.",
     )
-    parser.add_argument("what", choices=("cloud-emulators",), help="what to start")
+    parser.add_argument("what", choices=("cloud-emulators", "scripted-model"),
+                        help="what to start: the cloud emulators, or the scripted OpenAI-compatible server alone")
+    parser.add_argument("--port", type=int, default=0, help="scripted-model: the port (default: a free one)")
     parser.add_argument("--bucket", default="memorybench-dev", help="the bucket to create (default memorybench-dev)")
     parser.add_argument("--project", default="test-project", help="the project the stand-in's jobs live in")
     parser.add_argument("--region", default="us-central1")
@@ -129,6 +131,8 @@ def dev_main(argv: Sequence[str]) -> int:
                         help="also a scripted OpenAI-compatible server as $READER and $JUDGE (plumbing, not results)")
     parser.add_argument("--env-file", help="also write the export lines to this file (to `source` in another shell)")
     ns = parser.parse_args(list(argv))
+    if ns.what == "scripted-model":
+        return _scripted_model_main(ns.port, ns.env_file)
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -151,4 +155,33 @@ def dev_main(argv: Sequence[str]) -> int:
         emulators.stop()
         signal.signal(signal.SIGTERM, previous)
     print("cloud emulators stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _scripted_model_main(port: int, env_file: str | None) -> int:
+    """`memorybench dev scripted-model`: the scripted OpenAI-compatible server alone (readers
+    get an echo, judges a parsable label: plumbing, never results), until Ctrl-C or SIGTERM."""
+    from memorybench.testing.scripted_server import ScriptedOpenAIServer
+
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server = ScriptedOpenAIServer(responder=_scripted_responder, port=port)
+    try:
+        server.start()
+        exports = _exports({"READER": server.base_url, "JUDGE": server.base_url})
+        if env_file:
+            Path(env_file).expanduser().write_text(exports, "utf-8")
+        sys.stdout.write(exports + "# ready: export the lines above in another shell; Ctrl-C here stops the server\n")
+        sys.stdout.flush()
+        print(f"scripted model {server.base_url} (plumbing, not results); e.g. memorybench qa reader=openai_compatible "
+              "reader.base_url=$READER reader.model=scripted max_questions=5, then memorybench autorater latest "
+              "judge=openai_compatible judge.base_url=$JUDGE judge.model=scripted", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)
+    print("scripted model stopped", file=sys.stderr, flush=True)
     return 0

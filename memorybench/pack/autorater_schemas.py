@@ -295,6 +295,9 @@ class AutoraterCounts(Record):
     failures: list[JudgeFailure]
     nonstandard_labels: int
     nonstandard_label_values: dict[str, int]
+    #: rows of each category with a readable label in every pass: the n that J is over (a
+    #: file written before this field: {}, read as by_category)
+    in_j_by_category: dict[str, int] = Field(default_factory=dict)
 
 
 class CategoryMeans(Record):

@@ -188,6 +188,8 @@ def autorater_metrics(
             failures=[JudgeFailure(question_id=v.question_id, pass_=v.pass_, failure=v.failure, error=v.error) for v in failed],
             nonstandard_labels=sum(labels.values()),
             nonstandard_label_values=dict(sorted(labels.items())),  # type: ignore[arg-type]
+            in_j_by_category={str(c): sum(1 for r in judged_rows if r.category == c and all(
+                (r.question_id, n) in scores for n in range(1, passes + 1))) for c in categories},
         ),
         mem0_f1=CategoryMeans(
             overall=_mean([f1 for _, f1, _ in lexical_rows]),  # type: ignore[misc]
@@ -223,16 +225,17 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"
 
+    counts = metrics["counts"]
+    in_j = counts.get("in_j_by_category") or counts["by_category"]
     for key in metrics["category_names"]:
         c = int(key)
         lines.append(
-            f"{c:<4}{CATEGORY_NAMES[c]:<13}{metrics['counts']['by_category'][key]:>5}  {fmt(metrics['j']['by_category'][key]):>7}  "
+            f"{c:<4}{CATEGORY_NAMES[c]:<13}{in_j[key]:>5}  {fmt(metrics['j']['by_category'][key]):>7}  "
             f"{fmt(metrics['mem0_f1']['by_category'][key]):>8}  {fmt(metrics['mem0_bleu1']['by_category'][key]):>8}"
         )
     lines.append("-" * len(header))
-    counts = metrics["counts"]
     lines.append(
-        f"{'1-4':<17}{counts['judged_rows']:>5}  {fmt(metrics['j']['overall']):>7}  "
+        f"{'1-4':<17}{sum(in_j.values()):>5}  {fmt(metrics['j']['overall']):>7}  "
         f"{fmt(metrics['mem0_f1']['overall']):>8}  {fmt(metrics['mem0_bleu1']['overall']):>8}"
     )
     lines.append(f"5 (adversarial) skipped: {counts['skipped_rows']} rows, no judge request")
@@ -244,17 +247,41 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
             f"passes: {metrics['passes']}; J per pass {', '.join(fmt(p) for p in j['passes'])}; "
             f"mean {fmt(j['mean'])} sd {sd}; all passes agree on {share} of {j['agreement']['rows']} rows"
         )
-    if counts["failed"]:
-        ids = counts["failed_question_ids"]
-        shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
-        lines.append(f"judge failures: {counts['failed']} (not in J): {shown}")
-    if counts["nonstandard_labels"]:
-        lines.append(f"non-standard labels scored 0 as Mem0 does: {counts['nonstandard_label_values']}")
+    lines.append(judge_accounting(metrics))
     usage = metrics.get("usage", {}).get("judge")
     if usage:
         cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "unknown (model not in the price table)"
         lines.append(
-            f"judge calls: {usage['calls']} answered, {usage['failed_calls']} failed; {usage['prompt_tokens']} prompt + "
-            f"{usage['completion_tokens']} completion tokens; cost {cost}; retries {usage['retries']}"
+            f"judge usage: {usage['calls']} calls ({usage['failed_calls']} without a reply, retries {usage['retries']}); "
+            f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens; cost {cost}"
         )
     return "\n".join(lines)
+
+
+#: Mem0's published J: their pinned prompt (judge=mem0) sent to this model
+MEM0_JUDGE_MODELS = ("gpt-4o-mini", "gpt-4o-mini-2024-07-18")
+
+
+def judge_accounting(metrics: Mapping[str, Any]) -> str:
+    """One line that accounts for every judged row: labelled (non-standard labels among them,
+    scored WRONG as Mem0 does), unreadable and left out of J, and the n J is over."""
+    counts, passes = metrics["counts"], metrics["passes"]
+    in_j = sum((counts.get("in_j_by_category") or counts["by_category"]).values())
+    per_pass = f" x {passes} passes" if passes > 1 else ""
+    parts = [f"{counts['judged']} labelled"]
+    if counts["nonstandard_labels"]:
+        values = ", ".join(f"{k!r} x{v}" for k, v in counts["nonstandard_label_values"].items())
+        parts.append(f"{counts['nonstandard_labels']} of them non-standard ({values}), scored WRONG as Mem0 does")
+    if counts["failed"]:
+        ids = counts["failed_question_ids"]
+        shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+        parts.append(f"{counts['failed']} unreadable, excluded from J: {shown}")
+    else:
+        parts.append("0 unreadable")
+    judge = metrics["judge"]
+    comparable = (not judge.get("local") and judge.get("name") == "mem0"
+                  and str(judge.get("model_requested")) in MEM0_JUDGE_MODELS)
+    label = "" if comparable else (
+        "; not comparable with Mem0's published J (that is judge=mem0 with gpt-4o-mini)")
+    return (f"judge accounting: {counts['judged_rows']} rows of categories 1-4{per_pass}: {'; '.join(parts)}; "
+            f"J over {in_j} rows{label}")

@@ -314,6 +314,8 @@ def print_summary(result: QaResult) -> None:
 
     print(format_table(result.metrics))
     print(f"pack: {result.pack_uri}")
+    print(f"J (Mem0's LLM judge, categories 1-4): memorybench autorater {result.pack_uri}  "
+          "(judge=mem0, gpt-4o-mini, needs OPENAI_API_KEY; judge=local for the embedded model, not comparable)")
 
 
 __all__ = ["QaResult", "print_summary", "run_qa", "select_questions"]

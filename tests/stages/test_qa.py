@@ -224,3 +224,17 @@ def test_the_summary_of_a_run_served_from_the_cache_says_so_instead_of_none():
                "exact_match": category, "token_f1": category, "usage": {"reader": reader}}
     line = next(x for x in format_table(metrics).splitlines() if x.startswith("reader:"))
     assert "None" not in line and "no latency (3 calls from the response cache)" in line and "cost unknown" in line
+
+
+def test_the_qa_summary_says_how_to_get_j(capsys):
+    """Issue 30, item 9: the qa table ends with the autorater command for this pack."""
+    from types import SimpleNamespace
+
+    from memorybench.stages import qa as qa_stage
+
+    category = {"overall": 0.5, "by_category": {str(c): 0.5 for c in range(1, 6)}}
+    metrics = {"counts": {"total": 3, "by_category": {str(c): 1 for c in range(1, 6)}}, "locomo_f1": category,
+               "exact_match": category, "token_f1": category, "usage": {}}
+    qa_stage.print_summary(SimpleNamespace(metrics=metrics, pack_uri="/p/default/runs/r1"))  # type: ignore[arg-type]
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("J (Mem0's LLM judge, categories 1-4): memorybench autorater /p/default/runs/r1")
