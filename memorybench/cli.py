@@ -50,9 +50,11 @@ def cmd_fetch(args: Sequence[str]) -> int:
     parser = OneLineParser(prog="memorybench fetch", description="Download and verify the pinned files.")
     parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir); "
                         "its verified files are also copied into the user cache dir")
+    parser.add_argument("--peers", action="store_true",
+                        help="also the peers' released results (Memobase, Zep, Honcho) into peers/, pinned like the data")
     ns = parser.parse_args(args)
-    root = fetch_pins(ns.pins, cache=user_pins_dir())
-    print(f"pins verified in {root}")
+    root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers)
+    print(f"pins verified in {root}" + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else ""))
     return 0
 
 

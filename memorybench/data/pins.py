@@ -177,6 +177,28 @@ LOCOMO_AUDIT_VAGUE_WRONG = Pin(
 LOCOMO_AUDIT_WRONG_ANSWER_PINS = (LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG)
 ALL_PINS = (*ALL_PINS, *LOCOMO_AUDIT_WRONG_ANSWER_PINS)
 
+#: other projects' released per-question LoCoMo results (docs/reproducing.md imports them):
+#: fetched only on request (`memorybench fetch --peers`), pinned like the data
+_ZEP = ("getzep/zep-papers", "4b7f26cc76cca20743314ba9acb8c2cb6adc42f6", "kg_architecture_agent_memory/locomo_eval/data")
+_HONCHO = ("snap-research/LoCoMo", "48aa2206a62ef0f1f98271d5358af666ca234379", "results/honcho")  # pull request 7's head
+PEER_PINS: tuple[Pin, ...] = (
+    Pin(relpath="peers/memobase_eval_0710_3000.json",
+        sha256="171489e7a60dd6275027a9897270ad5a9bce83193c2b64863ecd43eba9582b5a",
+        repository="memodb-io/memobase", commit="358c16bbc6d687937d79bc2f984a11c3be8da901",
+        source_path="docs/experiments/locomo-benchmark/fixture/memobase/memobase_eval_0710_3000.json", licence="Apache-2.0"),
+    Pin(relpath="peers/zep_locomo_grades.json", sha256="2ecb701017bb007306e88abd1af88a9cddac06098e6a7f666e4640aadce23fc6",
+        repository=_ZEP[0], commit=_ZEP[1], source_path=f"{_ZEP[2]}/zep_locomo_grades.json", licence="see repository"),
+    Pin(relpath="peers/zep_locomo_responses.json", sha256="c4943a6e15013e8af07a079d285a0d8206282ff6815429db2f5f5d5d5ad28b6d",
+        repository=_ZEP[0], commit=_ZEP[1], source_path=f"{_ZEP[2]}/zep_locomo_responses.json", licence="see repository"),
+    Pin(relpath="peers/locomo10_qa_honcho_base.json", sha256="303e62b7870e38ee86b9fe66ace33ace531a06282ca2ca45038e21436b868fc0",
+        repository=_HONCHO[0], commit=_HONCHO[1], source_path=f"{_HONCHO[2]}/locomo10_qa_honcho_base.json",
+        licence="CC BY-NC 4.0"),
+    # the released name has a space ("locomo10_qa_stats honcho_base.json"): stored with `_`
+    Pin(relpath="peers/locomo10_qa_stats_honcho_base.json", sha256="ba9a632ad63771d1068250549a5ee7ab4e4d2a96201feec71a5c2556e44d99b3",
+        repository=_HONCHO[0], commit=_HONCHO[1], source_path=f"{_HONCHO[2]}/locomo10_qa_stats%20honcho_base.json",
+        licence="CC BY-NC 4.0"),
+)
+
 _verified: set[Path] = set()
 
 
@@ -257,15 +279,18 @@ def _extract_literal(source: bytes, literal: str, url: str) -> bytes:
     raise UserError(f"{url} has no {literal} string at the pinned commit; the pin is broken")
 
 
-def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, cache: Path | None = None) -> Path:
+def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, cache: Path | None = None,
+               peers: bool = False) -> Path:
     """Download every pinned file that is missing, verify all of them, return the folder.
 
     With `cache` (the CLI passes `user_pins_dir()`) and a folder other than it, every verified
-    file is copied there too, so later commands need neither `--pins` nor $MEMORYBENCH_PINS."""
+    file is copied there too, so later commands need neither `--pins` nor $MEMORYBENCH_PINS.
+    With `peers`, the peers' released results (`PEER_PINS`) too."""
+    pins = (*ALL_PINS, *PEER_PINS) if peers else ALL_PINS
     root = pins_dir(configured)
     #: each source downloaded once (punkt_tab's zip, rag.py for two pins, gpt_utils.py for three)
     downloads: dict[str, bytes] = {}
-    for pin in ALL_PINS:
+    for pin in pins:
         target = root / pin.relpath
         if target.is_file() and sha256_bytes(target.read_bytes()) == pin.sha256:
             log(f"ok       {pin.relpath}")
@@ -290,15 +315,15 @@ def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, c
         tmp.replace(target)
         log(f"fetched  {pin.relpath}")
     if cache is not None and Path(cache).resolve() != root.resolve():
-        _copy_into(root, Path(cache), log=log)
+        _copy_into(root, Path(cache), pins, log=log)
     return root
 
 
-def _copy_into(source: Path, cache: Path, *, log=print) -> None:
+def _copy_into(source: Path, cache: Path, pins: tuple[Pin, ...], *, log=print) -> None:
     """Copy the verified pins of `source` into the user cache (NLTK's punkt_tab among them),
     so later commands find them without $MEMORYBENCH_PINS; a file already right is kept."""
     copied = 0
-    for pin in ALL_PINS:
+    for pin in pins:
         target = cache / pin.relpath
         if target.is_file() and sha256_bytes(target.read_bytes()) == pin.sha256:
             continue

@@ -71,3 +71,49 @@ def test_fetch_from_a_folder_leaves_the_user_cache_complete(tmp_path, locomo_pat
     assert (pins.nltk_data_dir() / "tokenizers" / "punkt_tab" / "english" / "sent_starters.txt").is_file()
     assert main(["fetch"]) == 0  # the cache itself: verified in place, nothing copied
     assert "copied" not in capsys.readouterr().out
+
+
+def test_peer_pins_match_the_shared_pins_folder():
+    """The sha256 pinned in code are those of the files PINS.md lists (issue 30, item 4)."""
+    for pin in pins.PEER_PINS:
+        path = pins.pins_dir() / pin.relpath
+        assert pins.sha256_bytes(path.read_bytes()) == pin.sha256, pin.relpath
+        assert pin.url.startswith(f"https://raw.githubusercontent.com/{pin.repository}/{pin.commit}/")
+
+
+def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tmp_path, monkeypatch, capsys):
+    """`memorybench fetch --peers`: each peer file from its repository at its commit, refused on a
+    wrong hash; the network replaced by the shared pins folder's copies."""
+    from memorybench.cli import main
+
+    shared = pins.pins_dir()
+    by_url = {pin.url: (shared / pin.relpath).read_bytes() for pin in pins.PEER_PINS}
+    fetched: list[str] = []
+
+    def download(url: str) -> bytes:
+        fetched.append(url)
+        return by_url[url]
+
+    monkeypatch.setattr(pins, "_download", download)
+    monkeypatch.setattr(pins, "ALL_PINS", ())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["fetch", "--peers", "--pins", str(tmp_path / "pins")]) == 0
+    assert sorted(fetched) == sorted(by_url)
+    assert ("https://raw.githubusercontent.com/snap-research/LoCoMo/48aa2206a62ef0f1f98271d5358af666ca234379/"
+            "results/honcho/locomo10_qa_stats%20honcho_base.json") in fetched
+    for pin in pins.PEER_PINS:
+        assert (tmp_path / "pins" / pin.relpath).read_bytes() == by_url[pin.url]
+        assert (tmp_path / "cache" / "memorybench" / "pins" / pin.relpath).is_file()
+    assert "the peers' released results in" in capsys.readouterr().out
+    monkeypatch.setattr(pins, "_download", lambda url: b"[]")
+    (tmp_path / "other").mkdir()
+    with pytest.raises(UserError, match="has sha256 .* expected 171489e7"):
+        pins.fetch_pins(tmp_path / "other", peers=True)
+    assert not list((tmp_path / "other").rglob("*.json"))
+
+
+def test_plain_fetch_leaves_the_peers_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(pins, "ALL_PINS", ())
+    monkeypatch.setattr(pins, "_download", lambda url: pytest.fail(f"downloaded {url}"))
+    pins.fetch_pins(tmp_path)
+    assert not (tmp_path / "peers").exists()
