@@ -75,9 +75,23 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`\\]+")
 _registered: set[str] = set()
 
 
+#: (the process environment as last read, its credential values): every trace line is scrubbed,
+#: and reading the environment anew costs about as much as the rest of a question's bookkeeping
+_environ_read: tuple[dict[Any, Any], list[str]] | None = None
+
+
 def credential_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of the credential variables present (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...)."""
-    env = os.environ if environ is None else environ
+    global _environ_read
+    data = getattr(os.environ, "_data", None) if environ is None else None
+    if isinstance(data, dict):  # the process environment: read again only when it changed
+        if _environ_read is None or _environ_read[0] != data:
+            _environ_read = (dict(data), _credential_values(os.environ))
+        return list(_environ_read[1])
+    return _credential_values(os.environ if environ is None else environ)
+
+
+def _credential_values(env: Mapping[str, str]) -> list[str]:
     # stripped: a key pasted from a file ends with a newline (the key is the rest)
     return sorted({v.strip() for k, v in env.items() if CREDENTIAL_ENV.search(k.upper()) and len(v.strip()) >= MIN_SECRET_LENGTH})
 

@@ -85,8 +85,7 @@ def _f1_of_tokens(prediction_tokens: Sequence[str], gold_tokens: Sequence[str]) 
 
 
 def _stemmed_tokens(text: str) -> list[str]:
-    stem = _stemmer().stem
-    return [stem(token) for token in normalize_answer(text).split()]
+    return [_stem(token) for token in normalize_answer(text).split()]
 
 
 @lru_cache(maxsize=200_000)
