@@ -78,6 +78,7 @@ def summarize(report: GatewayReport, out: Outcome, budget: Budget | None, journa
         requests=len(report.rows), refused=len(refused), budget_exceeded=refused[0]["reason"] if refused else None,
         retries=retries, usage=totals, usage_matches_cli=matches,
         mismatch="; ".join(differ) or None, unattributed=report.unattributed, in_flight=report.in_flight, budget=budget,
+        not_forwarded=report.not_forwarded[:10],
     )
 
 

@@ -70,6 +70,10 @@ def _gateway_reasons(traces: list[AgentTraceV1], every_trace: list[AgentTraceV1]
                        f"differ from Codex's turn.completed usage ({mismatched[0].mismatch})")
     if unattributed:
         reasons.append(f"not every request accounted for: {unattributed} model request(s) arrived outside any question")
+    not_forwarded = [r for g in processes for r in g.not_forwarded]
+    if not_forwarded:
+        reasons.append(f"{len(not_forwarded)} request(s) to an endpoint no budget counts (first: {not_forwarded[0]}) were "
+                       "refused by the gateway, not forwarded: the agent tried to reach the model around the budget")
     in_flight = sum(g.in_flight for g in processes)
     if in_flight:
         reasons.append(f"not every request accounted for: {in_flight} request(s) still unanswered when their process "

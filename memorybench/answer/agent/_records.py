@@ -174,6 +174,9 @@ class GatewaySummary(Record):
     unattributed: int = 0
     #: requests forwarded whose reply had not ended when the process did (killed at its timeout): no row, usage unknown
     in_flight: int = 0
+    #: requests the gateway refused for their endpoint, path or body encoding (no budget could count them),
+    #: first few as "METHOD path"; none is forwarded, and any is a finding in agent/comparison.json
+    not_forwarded: list[str] = Field(default_factory=list)
     budget: Optional[Budget] = None
 
 

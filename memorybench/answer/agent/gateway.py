@@ -56,6 +56,8 @@ class GatewayReport:
     in_flight: int = 0
     #: other requests passed through (GET /models ...)
     other_requests: int = 0
+    #: requests refused for their path, method or body encoding ("POST /v1/chat/completions"): never forwarded
+    not_forwarded: list[str] = field(default_factory=list)
 
 
 def _package_root() -> str:
@@ -206,7 +208,8 @@ class GatewayProcess:
     def end(self) -> GatewayReport:
         reply = self._call({"op": "end"})
         return GatewayReport(rows=reply["rows"], refused=reply["refused"], unattributed=int(reply["unattributed"]),
-                             in_flight=int(reply.get("in_flight", 0)), other_requests=int(reply["other_requests"]))
+                             in_flight=int(reply.get("in_flight", 0)), other_requests=int(reply["other_requests"]),
+                             not_forwarded=list(reply.get("not_forwarded", [])))
 
 
 def _stop_all() -> None:

@@ -17,6 +17,13 @@ network can reach it):
     {"op": "begin", "question_id": ..., "sample_id": ..., "phase": ..., "budget": {...}}  -> {"ok": true}
     {"op": "end"}                                                                    -> {"rows": [...], "refused": [...], ...}
 
+Only the endpoints Codex needs are forwarded: `POST /v1/responses` (budgeted) and `GET /v1/models`
+(no model call). A path with dot segments, repeated slashes or percent-escapes, and any
+other method or endpoint (`/v1/chat/completions`: a billed call no budget would count) is
+refused (400 `bad_path`, 404 `not_forwarded`) and counted `not_forwarded`, a finding in
+agent/comparison.json. A request body is read by the budget only as identity or gzip
+(decoded, bounded): any other Content-Encoding is refused (415), never forwarded unread.
+
 A request that arrives while no work is open is refused (503) and counted `unattributed`.
 Budgets (per `begin`): `max_requests`, `max_input_tokens`, `max_output_tokens`,
 `max_total_tokens` (null: no limit). A request that would exceed one is not forwarded: it
@@ -28,7 +35,9 @@ total budgets also cap the forwarded `max_output_tokens` to what is left.
 
 Retries: a 429/5xx or a connection error before any byte was relayed is retried here
 (honouring Retry-After, at most --max-retries times) and counted on that request's row;
-Codex sees one request. Rows hold hashes and lengths of the request's input items and of
+Codex sees one request. Only a kept-alive connection that fails before the request was
+written is reopened silently: once written, the upstream may have billed the request, so a
+resend (a read timeout, a reset after the write) is a counted retry. Rows hold hashes and lengths of the request's input items and of
 the reply, never their text, unless --raw.
 
 The process never outlives its parent: stdin EOF ends it, `--pdeathsig` asks the kernel
@@ -67,6 +76,10 @@ DROP_REQUEST = frozenset({"connection", "keep-alive", "proxy-authorization", "pr
                           "api-key", "openai-organization", "openai-project", "chatgpt-account-id"})
 #: reply headers not passed back (hop-by-hop, or set by the relay)
 DROP_REPLY = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "trailer", "upgrade"})
+#: the endpoints forwarded, by method (paths after the gateway's own `/v1`); every other one is refused
+FORWARDED = {"POST": frozenset({"/responses"}), "GET": frozenset({"/models"})}
+#: the largest request body the gateway decodes (gzip included): Codex's requests are a few MB at most
+MAX_BODY_BYTES = 64 * 1024 * 1024
 #: SSE events the accounting reads (a stream's deltas are relayed without being parsed)
 WATCHED = (b"response.created", b"response.completed", b"response.failed", b"response.incomplete", b"error")
 #: how long `end` waits for a forwarded request to finish its row: the CLI has exited, so a reply it read
@@ -204,6 +217,8 @@ class Gateway:
         self.work: Work | None = None
         self.unattributed = 0
         self.other_requests = 0
+        #: requests refused for their path, method or encoding: never forwarded (a finding)
+        self.not_forwarded: list[str] = []
         self.lock = threading.Lock()
 
     # -- control -----------------------------------------------------------------------
@@ -214,6 +229,7 @@ class Gateway:
                 self.work = Work(command.get("question_id"), str(command.get("sample_id")), str(command.get("phase")),
                                  command.get("budget"))
                 self.unattributed = self.other_requests = 0
+                self.not_forwarded = []
                 return {"ok": True}
             if op == "end":
                 work, self.work = self.work, None
@@ -223,7 +239,8 @@ class Gateway:
             with self.lock:
                 rows = sorted(work.rows, key=lambda r: r["index"]) if work else []
                 return {"ok": True, "rows": rows, "refused": work.refused if work else [], "in_flight": open_rows,
-                        "unattributed": self.unattributed, "other_requests": self.other_requests}
+                        "unattributed": self.unattributed, "other_requests": self.other_requests,
+                        "not_forwarded": list(self.not_forwarded)}
         with self.lock:
             if op == "ping":
                 return {"ok": True}
@@ -243,12 +260,20 @@ class Gateway:
         t0 = time.perf_counter()
         started_at = utc_now()
         encoding = (handler.headers.get("Content-Encoding") or "").strip().lower() or None
+        if encoding not in (None, "identity", "gzip"):
+            self.refuse(handler, 415, "unsupported_encoding", f"POST {handler.path} Content-Encoding {encoding}",
+                        f"memorybench gateway: Content-Encoding {encoding!r} is not read here (identity or gzip); not forwarded")
+            return
         try:
-            decoded = gzip.decompress(raw_body) if encoding == "gzip" else raw_body
-            body = json.loads(decoded) if encoding in (None, "gzip", "identity") else None
-        except (ValueError, OSError):
+            decoded = gunzip_bounded(raw_body) if encoding == "gzip" else raw_body
+            body = json.loads(decoded)
+        except (ValueError, OSError, EOFError, gzip.BadGzipFile):
             body = None
         body = body if isinstance(body, dict) else None
+        if body is None:  # the budget cannot read it: never forwarded unread
+            self.refuse(handler, 400, "unreadable_body", f"POST {handler.path} unreadable body",
+                        "memorybench gateway: the request body is not a JSON object the budget can read; not forwarded")
+            return
         with self.lock:
             work = self.work
             if work is None:
@@ -295,19 +320,28 @@ class Gateway:
                 work.record(row)
             raise
 
+    def refuse(self, handler: BaseHTTPRequestHandler, status: int, code: str, what: str, message: str) -> None:
+        """A request not forwarded for what it is (its path, method, encoding or body), counted."""
+        with self.lock:
+            self.not_forwarded.append(what[:200])
+        send_error(handler, status, code, message)
+
     def forward(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], path: str, data: bytes,
                 headers: dict[str, str], t0: float) -> None:
         retries, statuses = 0, []
         error = None
         while True:
             conn, reused = self.upstream.get()
+            sent = False
             try:
                 conn.request("POST", path, body=data, headers=headers)
+                sent = True
                 resp = conn.getresponse()
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
-                if reused:  # a kept-alive connection the server had closed meanwhile: not a retry
+                if reused and not sent:  # a kept-alive connection closed meanwhile, the request not written: not a retry
                     continue
+                # once written, the upstream may have billed it: a resend is a retry, counted (and bounded) as such
                 error, delay = f"{type(e).__name__}: {e}", None
                 statuses.append(None)
             else:
@@ -443,6 +477,34 @@ def suffix_of(path: str) -> str:
     return path[3:] if path.startswith("/v1/") or path == "/v1" else path
 
 
+def refused_path(method: str, path: str) -> tuple[int, str, str] | None:
+    """None for a request to an endpoint the gateway forwards; else (status, code, message). The path
+    must already be normal: no dot segments, repeated slashes, percent-escapes or backslashes."""
+    route = path.split("?", 1)[0]
+    segments = route.split("/")[1:]
+    if not route.startswith("/") or "%" in route or "\\" in route or any(seg in ("", ".", "..") for seg in segments[:-1]) \
+            or (segments and segments[-1] in (".", "..")):
+        return 400, "bad_path", f"memorybench gateway: path {route[:100]!r} is not a normal path; not forwarded"
+    suffix = suffix_of(route.rstrip("/") or "/")
+    if suffix not in FORWARDED.get(method, ()):
+        allowed = ", ".join(f"{m} /v1{p}" for m, ps in FORWARDED.items() for p in sorted(ps))
+        return 404, "not_forwarded", f"memorybench gateway: {method} {route[:100]} is not forwarded (only {allowed})"
+    return None
+
+
+def gunzip_bounded(data: bytes) -> bytes:
+    """A gzip body decoded, at most MAX_BODY_BYTES (a bomb is refused, not inflated)."""
+    import zlib
+
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = inflate.decompress(data, MAX_BODY_BYTES + 1)
+    if len(out) > MAX_BODY_BYTES or inflate.unconsumed_tail:
+        raise ValueError("gzip body larger than the gateway reads")
+    if not inflate.eof:
+        raise ValueError("truncated gzip body")
+    return out
+
+
 def retry_after(resp: http.client.HTTPResponse) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("Retry-After", 1.0)):
         value = resp.getheader(name)
@@ -504,21 +566,34 @@ def handler_for(gateway: Gateway) -> type[BaseHTTPRequestHandler]:
                     self.rfile.readline()
             return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-        def do_POST(self) -> None:
-            body = self._body()
+        def _route(self, method: str) -> None:
+            body = self._body() if method == "POST" else None
             try:
-                if self.path.split("?", 1)[0].rstrip("/").endswith("/responses"):
-                    gateway.responses(self, body)
+                reason = refused_path(method, self.path)
+                if reason is not None:
+                    status, code, message = reason
+                    gateway.refuse(self, status, code, f"{method} {self.path}", message)
+                elif method == "POST":
+                    gateway.responses(self, body or b"")
                 else:
-                    gateway.other(self, "POST", body)
+                    gateway.other(self, method, None)
             except OSError:
                 self.close_connection = True
 
+        def do_POST(self) -> None:
+            self._route("POST")
+
         def do_GET(self) -> None:
-            try:
-                gateway.other(self, "GET", None)
-            except OSError:
-                self.close_connection = True
+            self._route("GET")
+
+        def do_PUT(self) -> None:
+            self._route("PUT")
+
+        def do_DELETE(self) -> None:
+            self._route("DELETE")
+
+        def do_PATCH(self) -> None:
+            self._route("PATCH")
 
     return Handler
 
