@@ -207,7 +207,8 @@ def check_pooling(runs: pd.DataFrame, conditions: Sequence[str], replicates: Seq
             more = f" (and {len(differing) - 4} more)" if len(differing) > 4 else ""
             raise UserError(
                 f"condition {condition!r} would pool {len(rows)} runs that differ in {shown}{more}; "
-                f"add {differing[0]} to the design's conditions (or to replicates if it is a replicate)"
+                f"add {differing[0]} to the design's conditions (or to replicates if it is a replicate), "
+                f"or on the command line: --conditions ... {differing[0]}"
             )
 
 
@@ -305,11 +306,14 @@ def _judge_calibration(judge: str, runs: pd.DataFrame) -> str:
     return NOT_CALIBRATED
 
 
-def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None = None,
-               categories: str | None = None) -> Report:
-    """Write `<out_dir>/report.md`, `tables/*.csv` and `figures/*.png` for a design; return them.
+def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: str | os.PathLike[str], *,
+               base_dir: str | os.PathLike[str] | None = None, categories: str | None = None) -> Report:
+    """Write `<out_dir>/report.md`, `tables/*.csv` and `figures/*.png` for a design (a YAML
+    file, or one built in memory from the command line); return them.
     `categories` (e.g. "1-4") overrides the design's."""
-    design = load_design(design_path)
+    design = design_path if isinstance(design_path, AnalysisDesign) else load_design(design_path)
+    if isinstance(design_path, AnalysisDesign):
+        design_path = f"{design.name} (from the command line)"
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     scan = scan_packs(_resolve(design.packs, base))
     packs = experiment_packs(scan.finished, design.experiment)
@@ -422,16 +426,30 @@ def run_report(design_path: str | os.PathLike[str], out_dir: str | os.PathLike[s
 
 
 def report_main(argv: Sequence[str]) -> int:
-    """`memorybench report DESIGN.yaml [--out DIR]`."""
-    parser = OneLineParser(prog="memorybench report", description="Tables and figures for an analysis design (conf/analysis/*.yaml).")
-    parser.add_argument("design", help="an analysis design YAML, e.g. conf/analysis/example.yaml")
+    """`memorybench report [DESIGN.yaml] [--packs P...] [--conditions C...] [--out DIR]`."""
+    parser = OneLineParser(prog="memorybench report", description="Tables and figures for an analysis design (conf/analysis/*.yaml), "
+                           "or for packs and conditions given on the command line (they override the design's).")
+    parser.add_argument("design", nargs="?", help="an analysis design YAML, e.g. conf/analysis/example.yaml (optional with --packs)")
+    parser.add_argument("--packs", nargs="+", metavar="PACK", help="packs, experiment folders or packs roots")
+    parser.add_argument("--conditions", nargs="+", metavar="COLUMN",
+                        help="columns that name a condition, e.g. choice.memory cfg.max_questions (default: the design's)")
+    parser.add_argument("--replicates", nargs="+", metavar="LEAF", help="identity leaves that may vary inside a condition")
+    parser.add_argument("--experiment", help="keep only packs of this experiment name")
+    parser.add_argument("--name", help="the report's name (default: the design's, else 'report')")
     parser.add_argument("--out", help="output folder (default: outputs/reports/<design name>)")
     parser.add_argument("--categories", help="report only these LoCoMo categories, e.g. 1-4 (default: the design's, else all)")
     ns = parser.parse_args(list(argv))
-    design = load_design(ns.design)
+    flags = {k: getattr(ns, k) for k in ("packs", "conditions", "replicates", "experiment", "name") if getattr(ns, k) is not None}
+    if ns.design is None and "packs" not in flags:
+        raise UserError("report needs a design file or --packs PACK...; e.g. memorybench report --packs outputs/packs/default "
+                        "--conditions choice.memory")
+    design = load_design(ns.design) if ns.design is not None else None
+    if flags:  # the command line's packs and conditions, over the design's (a design file stays the way to save them)
+        base = design.model_dump() if design is not None else {}
+        design = AnalysisDesign.model_validate({**base, **flags})
     parse_categories(ns.categories)
     out = ns.out or os.path.join("outputs", "reports", design.name)
-    report = run_report(ns.design, out, categories=ns.categories)
+    report = run_report(design if flags else ns.design, out, categories=ns.categories)
     print(f"report: {report.markdown}")
     for name, path in {**report.table_files, **report.figures}.items():
         print(f"  {name}: {path}")

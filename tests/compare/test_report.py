@@ -243,3 +243,21 @@ def test_compare_and_report_give_one_interval_for_the_same_two_packs(packs, tmp_
     conditional = ours["conditional"]
     assert float(row["conditional_ci_low"]) == pytest.approx(conditional["low"], abs=1e-6)
     assert float(row["conditional_ci_high"]) == pytest.approx(conditional["high"], abs=1e-6)
+
+
+def test_report_takes_packs_and_conditions_on_the_command_line(packs, tmp_path, capsys):
+    """Issue 30, item 5: no design file needed; the command line's conditions override a design's,
+    and a pooling refusal says which flag fixes it."""
+    root, *_ = packs
+    out = tmp_path / "cli"
+    assert report_main(["--packs", str(root / "packs"), "--conditions", "choice.memory", "--name", "mine",
+                        "--out", str(out)]) == 0
+    assert "| full_context |" in (out / "report.md").read_text()
+    design = write_design(tmp_path / "d.yaml", tmp_path / "nowhere", conditions=["reader_model"], figures=["scores_by_category"])
+    assert report_main([str(design), "--packs", str(root / "packs"), "--conditions", "choice.memory",
+                        "--out", str(tmp_path / "over")]) == 0
+    assert "| full_context |" in (tmp_path / "over" / "report.md").read_text()
+    with pytest.raises(UserError, match=r"a design file or --packs"):
+        report_main([])
+    with pytest.raises(UserError, match=r"would pool .* --conditions \.\.\. "):
+        report_main(["--packs", str(root / "packs"), "--conditions", "reader_model", "--out", str(tmp_path / "pool")])
