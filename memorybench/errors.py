@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from collections.abc import Iterable
 
@@ -45,11 +46,28 @@ class ModelCallError(UserError):
         self.attempts = list(attempts or [])
 
 
+#: what a terminal would act on rather than show: C0 controls but tab and newline, DEL, C1 controls
+#: (U+009B is a CSI on its own), and the bidirectional overrides and isolates that reorder a line
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_CONTROL_NO_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def printable(text: str, *, newlines: bool = True) -> str:
+    """`text` safe to print on a terminal: every control character (ANSI and OSC escapes, a
+    carriage return, a bell, C1 controls, bidirectional overrides) written as its `\\uXXXX`
+    escape, so a dataset, a model's reply or a server's message cannot move the cursor, clear
+    the screen or retitle the window. Newlines (and tabs) stay where they carry structure;
+    with `newlines=False` they are escaped too. The escape is JSON's, so JSON text stays
+    valid JSON. Everything memorybench prints that came from outside goes through here."""
+    pattern = _CONTROL if newlines else _CONTROL_NO_NEWLINE
+    return pattern.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def error_line(message: str) -> str:
     """The one line a user sees for an error: `memorybench: error: <message>`, with every
     known credential and a URL's userinfo scrubbed (a message may quote an override or a
-    server's reply)."""
-    return ERROR_PREFIX + scrub(" ".join(str(message).split()))
+    server's reply) and every control character neutralised (`printable`)."""
+    return ERROR_PREFIX + printable(scrub(" ".join(str(message).split())), newlines=False)
 
 
 def report(error: UserError) -> int:

@@ -239,12 +239,29 @@ _CSV_TYPES = {
 
 
 def _read_predictions_csv(data: bytes) -> pa.Table:
-    return pa_csv.read_csv(
+    """predictions.csv's columns, its text cells as the exact text (`score.rows.csv_text`: the
+    spreadsheet guard taken off), so examples.parquet holds what the rows hold."""
+    table = pa_csv.read_csv(
         io.BytesIO(data),
         read_options=pa_csv.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
         convert_options=pa_csv.ConvertOptions(column_types=_CSV_TYPES, strings_can_be_null=False, include_columns=list(_CSV_TYPES)),
     )
+    for i, f in enumerate(table.schema):
+        if pa.types.is_string(f.type):
+            table = table.set_column(i, f, pc.replace_substring_regex(table.column(i), pattern="^'('*[=+\\-@\t\r])",
+                                                                      replacement="\\1"))
+    return table
+
+
+def _spreadsheet_safe(table: pa.Table) -> pa.Table:
+    """`table` with each text cell guarded as `score.rows.csv_cell` guards one, for runs.csv only
+    (runs.parquet keeps the exact text): a cell a spreadsheet would run as a formula gets a leading `'`."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            table = table.set_column(i, f, pc.replace_substring_regex(table.column(i), pattern="^('*[=+\\-@\t\r])",
+                                                                      replacement="'\\1"))
+    return table
 
 
 # -- one pack -------------------------------------------------------------------------
@@ -489,7 +506,7 @@ def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathL
         rows = _write_examples(packs, parts[EXAMPLES_FILE])
         runs = runs_table(packs)
         _write_parquet(runs, parts[RUNS_FILE])
-        pa_csv.write_csv(runs, parts[RUNS_CSV])
+        pa_csv.write_csv(_spreadsheet_safe(runs), parts[RUNS_CSV])
         for name, part in parts.items():
             fsync_path(part)
             os.replace(part, out / name)

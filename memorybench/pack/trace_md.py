@@ -10,8 +10,10 @@ scorer-side join; `show` adds them).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from memorybench.errors import printable
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
@@ -20,6 +22,18 @@ from memorybench.pack.walk import AgentProcess, PackWalker, Walk
 __all__ = ["render_trace_md", "write_trace_md"]
 
 EMPTY = "# Trace\n\nNo question was answered in this pack.\n"
+#: text quoted inline as it is: letters, digits and punctuation no Markdown or HTML reader acts on
+_PLAIN = re.compile(r"[\w .,;:!?'\"()/+-]{0,200}")
+
+
+def quoted(text: str | None) -> str:
+    """Text from outside (a model's reply, a dataset's question) as TRACE.md quotes it: inline as
+    its repr when it is plain words; else in a fenced block (a fence longer than any run of
+    backticks inside), so `</script>`, links or Markdown in a reply are shown, never rendered."""
+    if text is None or _PLAIN.fullmatch(text):
+        return repr(text)
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"(quoted below)\n\n{fence}text\n{printable(text)}\n{fence}\n"
 
 
 def _lines_span(lines: list[int | None]) -> str:
@@ -70,7 +84,7 @@ def _reader(walk: Walk) -> list[str]:
         f"- `{layout.READER_TRACES}` line {call.where.line}: model requested `{call.model_requested}`, answered "
         f"`{call.model_answered}`; {len(call.attempts)} attempt(s); usage {call.usage}; "
         f"latency {call.latency_s} s; cache hit {call.cache_hit}; cost {call.cost_usd}.",
-        f"- Raw reply: {walk.reply!r} -> stored prediction {walk.prediction!r} (whitespace stripped).",
+        f"- Raw reply: {quoted(walk.reply)} -> stored prediction {quoted(walk.prediction)} (whitespace stripped).",
         "",
     ]
 
@@ -123,7 +137,7 @@ def _agent(walk: Walk) -> list[str]:
     lines.append("## 4. Agent process")
     for process in walk.agent:
         lines += _process(process)
-    lines += [f"- Raw reply: {walk.reply!r} -> stored prediction {walk.prediction!r} (whitespace stripped).", ""]
+    lines += [f"- Raw reply: {quoted(walk.reply)} -> stored prediction {quoted(walk.prediction)} (whitespace stripped).", ""]
     return lines
 
 
@@ -139,7 +153,7 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
         "## 1. Source row",
         f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == \"{sample_id}\"`, "
         f"`qa[{walk.qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
-        f"- Question: {walk.question!r}; category {walk.category}.",
+        f"- Question: {quoted(walk.question)}; category {walk.category}.",
         "- Gold and evidence stay in the source row; they reach no prompt (see `memorybench verify`).",
         "",
         *_memory(walk),
@@ -158,7 +172,7 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
 def _no_trace(walk: Walk) -> list[str]:
     """An answerer that keeps no trace (an imported pack): only its stored answer."""
     return ["## 3. Prompt", f"- No trace of a prompt for this question (answerer `{walk.answerer}`).", "",
-            "## 4. Model call", f"- Stored prediction {walk.prediction!r}.", ""]
+            "## 4. Model call", f"- Stored prediction {quoted(walk.prediction)}.", ""]
 
 
 def write_trace_md(pack: RunPack, data_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,6 +76,24 @@ def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) ->
     return metrics
 
 
+#: a cell a spreadsheet would run as a formula (= + - @, or a tab or CR before one), behind any quotes
+_FORMULA = re.compile(r"'*[=+\-@\t\r]")
+_NEUTRALISED = re.compile(r"'+[=+\-@\t\r]")
+
+
+def csv_cell(text: str) -> str:
+    """A text cell of a CSV file we write (predictions.csv, runs.csv), safe to open in a spreadsheet:
+    one that would start a formula (`=HYPERLINK(...)`, a model named `=1+1`, `-5`) gets a leading `'`,
+    which spreadsheets show as text. Reversible (`csv_text`): a cell already starting with quotes
+    before such a character gets one more. Only CSV files: Parquet and JSONL keep the exact text."""
+    return "'" + text if _FORMULA.match(text) else text
+
+
+def csv_text(cell: str) -> str:
+    """The exact text of a cell `csv_cell` wrote."""
+    return cell[1:] if _NEUTRALISED.match(cell) else cell
+
+
 def predictions_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -82,8 +101,9 @@ def predictions_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     writer.writerow((*ROW_COLUMNS, *names))
     for r in rows:
         writer.writerow([
-            r["question_id"], r["sample_id"], r["category"], CATEGORY_NAMES[r["category"]], r["question"],
-            r["prediction"], "" if r["gold"] is None else str(r["gold"]), r.get("adversarial_answer") or "",
+            *(csv_cell(str(v)) for v in (r["question_id"], r["sample_id"])), r["category"], CATEGORY_NAMES[r["category"]],
+            *(csv_cell(v) for v in (r["question"], r["prediction"], "" if r["gold"] is None else str(r["gold"]),
+                                    r.get("adversarial_answer") or "")),
             *(repr(r[name]) for name in names),
         ])
     return buffer.getvalue()

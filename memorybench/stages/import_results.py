@@ -62,7 +62,7 @@ from memorybench.answer.imported import (
     SourceRef,
 )
 from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
-from memorybench.errors import OneLineParser, UserError
+from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
 from memorybench.names import path_component
@@ -555,6 +555,7 @@ def import_main(argv: Sequence[str]) -> int:
         set_nltk_data_dir(nltk_data_dir(ns.pins))
     result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins,
                             allow_partial=ns.allow_partial)
-    print(result.reproduction.dump() if ns.json else format_reproduction(result.reproduction), end="" if ns.json else "\n")
+    # the table quotes the file's answers and notes: no control character reaches the terminal
+    print(printable(result.reproduction.dump() if ns.json else format_reproduction(result.reproduction)), end="" if ns.json else "\n")
     print(f"pack: {result.pack_root}", file=sys.stderr if ns.json else sys.stdout)
     return 0

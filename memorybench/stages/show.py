@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memorybench.errors import OneLineParser
+from memorybench.errors import OneLineParser, printable
 from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, SourceRow, Walk
 from memorybench.compare.blame import Blame, question_blame
 
@@ -232,5 +232,6 @@ def show_main(argv: Sequence[str]) -> int:
     parser.add_argument("--brief", action="store_true", help=f"cut long texts to their first and last {BRIEF_LINES} lines")
     parser.add_argument("--json", action="store_true", help="print the walk and the blame as JSON")
     ns = parser.parse_args(list(argv))
-    sys.stdout.write(show(ns.pack, ns.question_id, brief=ns.brief, as_json=ns.json))
+    # the walk quotes the dataset, prompts, memory and model replies: no control character reaches the terminal
+    sys.stdout.write(printable(show(ns.pack, ns.question_id, brief=ns.brief, as_json=ns.json)))
     return 0
