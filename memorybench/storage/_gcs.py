@@ -148,6 +148,13 @@ class GCSStorage(Storage):
         full = join(self.prefix, base) + "/" if (self.prefix or base) else ""
         blobs = [b for b in self.client.list_blobs(self.bucket_name, prefix=full or None) if not b.name.endswith("/")]
         inner = [b.name[len(full) :] for b in blobs]
+        for blob, name in zip(blobs, inner, strict=True):
+            # an object named `<prefix>/../../x` (or absolute) would land outside `dest`: refuse them all first
+            parts = name.replace("\\", "/").split("/")
+            if name.startswith("/") or "\x00" in name or any(part in ("", ".", "..") for part in parts):
+                raise UserError(f"object {f'gs://{self.bucket_name}/{blob.name}'!r} would be written outside {dest} (an absolute "
+                                "name, or '.', '..' or empty segments); nothing was downloaded: remove or rename that "
+                                "object in the bucket")
 
         def get(pair: tuple[Any, str]) -> None:
             blob, local = pair

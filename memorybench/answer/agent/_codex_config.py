@@ -9,7 +9,6 @@ API and the *name* of the variable that holds the key (never the key).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 PROVIDER_ID = "memorybench"
@@ -31,8 +30,19 @@ class ProviderSettings:
 
 
 def _s(value: str) -> str:
-    """A TOML basic string (JSON's escapes are valid TOML)."""
-    return json.dumps(value, ensure_ascii=False)
+    """A TOML basic string: `\\` and `"` escaped, and every control character TOML forbids raw
+    (U+0000-U+001F but tab, and U+007F, which JSON's escaping leaves raw) as `\\uXXXX`; a lone
+    surrogate (not encodable as UTF-8) as U+FFFD's escape."""
+    out = []
+    for ch in value:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif code < 0x20 and ch != "\t" or code == 0x7F or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{0xFFFD if 0xD800 <= code <= 0xDFFF else code:04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 def render_config(
