@@ -21,6 +21,7 @@ and mem0's home folder (`MEM0_DIR`) is the run's cache folder, never ~/.mem0.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 from typing import Any, ClassVar
@@ -150,6 +151,9 @@ class Mem0Lib:
             "history_db_path": str(store / "history.db"),
         }
         memory = Memory.from_config(config)
+        # Qdrant's local client closes itself in __del__, which at interpreter shutdown finds
+        # the import machinery gone and prints a traceback: close it while Python still runs
+        atexit.register(_close_store, memory)
         for part, client in (("llm", memory.llm.client), ("embedder", memory.embedding_model.client)):
             if not str(client.base_url).startswith(endpoint.base_url):
                 raise UserError(f"mem0's {part} calls {client.base_url}, not memorybench's recording endpoint (is "
@@ -232,3 +236,14 @@ class Mem0Lib:
 
 def _user_id(sample_id: str, n: int) -> str:
     return f"{sample_id}-speaker-{'ab'[n]}"
+
+
+def _close_store(memory: Any) -> None:
+    """Close a mem0 Memory's vector store client (Qdrant's local folder), ignoring a store
+    already closed."""
+    client = getattr(getattr(memory, "vector_store", None), "client", None)
+    try:
+        if client is not None:
+            client.close()
+    except Exception:  # noqa: BLE001 - closing at exit: nothing left to report to
+        pass
