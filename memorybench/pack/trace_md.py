@@ -4,14 +4,18 @@ Written from the pack's own files, with the real paths and line numbers, so that
 reader can audit a number without knowing the code. `memorybench show PACK QUESTION_ID`
 prints the same walk for any question, with the texts in full. The walk of a reader
 names its prompt template and trace; an agent's names its task, its process, its
-trajectory and notes. TRACE.md shows no gold and no evidence (it is written before any
-scorer-side join; `show` adds them).
+trajectory and notes. The walk shows no gold and no evidence; a last section, marked
+scorer-side (after the answer, never seen by a model), gives the gold, LoCoMo's rule for the
+category and the arithmetic of the LoCoMo F1. Numbers have 4 decimals; no Python reprs of
+dicts (`show` adds the evidence).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from memorybench.errors import printable
 from memorybench.pack import layout
@@ -34,6 +38,20 @@ def quoted(text: str | None) -> str:
         return repr(text)
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
     return f"(quoted below)\n\n{fence}text\n{printable(text)}\n{fence}\n"
+
+
+def _num(value: Any) -> str:
+    """A number as TRACE.md prints it: a float with 4 decimals, never 16 digits; None is "unknown"."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _usage(usage: dict[str, Any] | None) -> str:
+    """Token counts in words ("prompt_tokens 125, completion_tokens 2"), not a dict's repr."""
+    return ", ".join(f"{k} {_num(v)}" for k, v in usage.items()) if usage else "none recorded"
 
 
 def _lines_span(lines: list[int | None]) -> str:
@@ -82,8 +100,8 @@ def _reader(walk: Walk) -> list[str]:
         "",
         "## 4. Model call",
         f"- `{layout.READER_TRACES}` line {call.where.line}: model requested `{call.model_requested}`, answered "
-        f"`{call.model_answered}`; {len(call.attempts)} attempt(s); usage {call.usage}; "
-        f"latency {call.latency_s} s; cache hit {call.cache_hit}; cost {call.cost_usd}.",
+        f"`{call.model_answered}`; {len(call.attempts)} attempt(s); usage {_usage(call.usage)}; "
+        f"latency {_num(call.latency_s)} s; cache hit {_num(call.cache_hit)}; cost (USD) {_num(call.cost_usd)}.",
         f"- Raw reply: {quoted(walk.reply)} -> stored prediction {quoted(walk.prediction)} (whitespace stripped).",
         "",
     ]
@@ -93,7 +111,7 @@ def _process(process: AgentProcess) -> list[str]:
     lines = [
         f"- {process.where}: codex {process.codex_version}, mode `{process.mode}`, sandbox `{process.sandbox}`, "
         f"persist {'on' if process.persist else 'off'}; status `{process.status}`; {process.turns} turn(s); "
-        f"usage {process.usage}; wall {process.wall_s} s (an agent's calls carry no price per question).",
+        f"usage {_usage(process.usage)}; wall {_num(process.wall_s)} s (an agent's calls carry no price per question).",
     ]
     if process.actions:
         lines.append(f"- Trajectory: `{layout.AGENT_TRAJECTORY}` {_lines_span([a.where.line for a in process.actions])} "
@@ -142,7 +160,7 @@ def _agent(walk: Walk) -> list[str]:
 
 
 def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
-    """The walk of one question as TRACE.md's Markdown (no gold, no evidence)."""
+    """The walk of one question as TRACE.md's Markdown (no gold, no evidence), then the scorer side (`_scorer_side`)."""
     qid, sample_id = walk.question_id, walk.sample_id
     path = data_path if data_path is not None else walk.source.data_path
     lines = [
@@ -161,12 +179,100 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
           else _reader(walk) if walk.prompt is not None else _no_trace(walk)),
         "## 5. Scores",
         f"- `{walk.prediction_at.path}` line {walk.prediction_at.line}; `{walk.csv_at.path}` line {walk.csv_at.line}.",
-        f"- LoCoMo F1 {walk.scores['locomo_f1']!r} (category {walk.category} rule), exact match {walk.scores['exact_match']!r}, "
-        f"token F1 {walk.scores['token_f1']!r} (ours).",
+        f"- LoCoMo F1 {_num(walk.scores['locomo_f1'])} (category {walk.category} rule, worked out in section 6), "
+        f"exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])} (ours).",
         f"- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category[\"{walk.category}\"]`.",
         "",
+        *_scorer_side(walk),
     ]
     return "\n".join(lines)
+
+
+def _tokens(tokens: list[str]) -> str:
+    return f"{len(tokens)} token(s): " + ", ".join(f"`{printable(t)}`" for t in tokens) if tokens else "0 tokens"
+
+
+def _f1_arithmetic(prediction: str, gold: str, indent: str = "") -> tuple[list[str], float]:
+    """LoCoMo's `f1_score` of one pair, step by step: tokens after normalisation and Porter
+    stemming, their multiset overlap, precision, recall and F1 (as `score.locomo._f1_of_tokens`)."""
+    from memorybench.score.locomo import normalize_answer, stemmed_tokens
+
+    pred_tokens, gold_tokens = stemmed_tokens(prediction), stemmed_tokens(gold)
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    same = sum(common.values())
+    lines = [
+        f"{indent}- prediction {quoted(prediction)} -> normalised {quoted(normalize_answer(prediction))} -> {_tokens(pred_tokens)}",
+        f"{indent}- gold {quoted(gold)} -> normalised {quoted(normalize_answer(gold))} -> {_tokens(gold_tokens)}",
+    ]
+    if same == 0:
+        return lines + [f"{indent}- overlap: no shared token, so F1 = 0.0000 (LoCoMo's rule, also when both sides are empty)"], 0.0
+    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
+    f1 = 2 * precision * recall / (precision + recall)
+    shared = ", ".join(f"`{printable(t)}`" + (f" x{n}" if n > 1 else "") for t, n in common.items())
+    return lines + [
+        f"{indent}- overlap (shared tokens, with repeats): {same} ({shared})",
+        f"{indent}- precision = overlap / prediction tokens = {same}/{len(pred_tokens)} = {precision:.4f}; "
+        f"recall = overlap / gold tokens = {same}/{len(gold_tokens)} = {recall:.4f}",
+        f"{indent}- F1 = 2 x precision x recall / (precision + recall) = {f1:.4f}",
+    ], f1
+
+
+def _scorer_side(walk: Walk) -> list[str]:
+    """Section 6, scorer-side: the gold, the category's rule and the arithmetic of the LoCoMo F1,
+    all joined after the answer was stored (no prompt held any of it)."""
+    from memorybench.score.locomo import ABSTENTION_PHRASES
+
+    gold, category, prediction = walk.source.gold, walk.category, walk.prediction
+    name = walk.source.category_name
+    lines = [
+        "## 6. Scorer side (after the answer, never seen by a model)",
+        "- Everything in this section was joined after the answer was stored; no prompt held it.",
+        f"- Gold: {quoted(gold) if isinstance(gold, str) else _num(gold)} (`{walk.prediction_at.path}` line "
+        f"{walk.prediction_at.line}, field `gold`, copied from the source row).",
+    ]
+    if category == 5:
+        phrases = " or ".join(repr(p) for p in ABSTENTION_PHRASES)
+        found = [p for p in ABSTENTION_PHRASES if p in (prediction or "").lower()]
+        computed = 1.0 if found else 0.0
+        lines += [f"- Rule (LoCoMo, category 5, {name}): the gold is ignored; the score is 1 if the lowercased prediction "
+                  f"contains {phrases}, else 0.",
+                  f"- The prediction contains {', '.join(repr(p) for p in found) if found else 'neither phrase'}: "
+                  f"LoCoMo F1 = {computed:.4f}."]
+    elif gold is None or prediction is None:
+        return lines + ["- No gold or no prediction: LoCoMo's rule cannot be worked out here.", ""]
+    elif category == 1:
+        parts_p = [x.strip() for x in prediction.split(",")]
+        parts_g = [x.strip() for x in str(gold).split(",")]
+        lines += [f"- Rule (LoCoMo, category 1, {name}): prediction and gold are split on `,`; each gold part takes its best "
+                  "F1 over the prediction parts; the score is the mean over the gold parts. Each F1 is LoCoMo's token F1: "
+                  "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
+                  "Porter-stem, count the shared tokens."]
+        best: list[float] = []
+        for number, g in enumerate(parts_g, 1):
+            scored = [_f1_arithmetic(p, g, "  ") for p in parts_p]
+            at = max(range(len(scored)), key=lambda i: scored[i][1])
+            best.append(scored[at][1])
+            lines += [f"- gold part {number} of {len(parts_g)}: best over {len(parts_p)} prediction part(s) is part {at + 1}, "
+                      f"F1 {scored[at][1]:.4f}", *scored[at][0]]
+        import numpy as np  # LoCoMo's mean (pairwise summation), as score.locomo takes it
+
+        computed = float(np.mean(best))
+        lines.append(f"- LoCoMo F1 = mean of {len(best)} part(s) ({' + '.join(f'{b:.4f}' for b in best)}) / {len(best)} "
+                     f"= {computed:.4f}.")
+    else:
+        used = str(gold).split(";")[0].strip() if category == 3 else str(gold)
+        cut = f" before its first `;` ({quoted(used)})" if category == 3 else ""
+        lines.append(f"- Rule (LoCoMo, category {category}, {name}): one token F1 of the whole prediction against the gold{cut}: "
+                     "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
+                     "Porter-stem, count the shared tokens.")
+        arithmetic, computed = _f1_arithmetic(prediction, used)
+        lines += arithmetic + [f"- LoCoMo F1 = {computed:.4f}."]
+    recorded = walk.scores.get("locomo_f1")
+    if recorded is not None and abs(recorded - computed) > 1e-9:
+        lines.append(f"- This differs from the stored score {_num(recorded)}: see `memorybench verify`.")
+    else:
+        lines.append(f"- The same as `locomo_f1` in `{walk.csv_at.path}` line {walk.csv_at.line}.")
+    return lines + [""]
 
 
 def _no_trace(walk: Walk) -> list[str]:

@@ -36,6 +36,7 @@ __all__ = [
     "exact_match",
     "locomo_score",
     "normalize_answer",
+    "stemmed_tokens",
     "stems",
     "token_f1",
 ]
@@ -84,8 +85,13 @@ def _f1_of_tokens(prediction_tokens: Sequence[str], gold_tokens: Sequence[str]) 
     return (2 * precision * recall) / (precision + recall)
 
 
-def _stemmed_tokens(text: str) -> list[str]:
+def stemmed_tokens(text: str) -> list[str]:
+    """The tokens LoCoMo's F1 counts, in order and with repeats: `normalize_answer`, whitespace
+    split, Porter stem (TRACE.md shows them to explain a score)."""
     return [_stem(token) for token in normalize_answer(text).split()]
+
+
+_stemmed_tokens = stemmed_tokens
 
 
 @lru_cache(maxsize=200_000)
