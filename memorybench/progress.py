@@ -11,6 +11,10 @@ answers are in the count, not in the rate). The cost is what this process's mode
 have cost since the reporter started (`SPEND`, fed by the chat client), shown only when
 every such call had a known price; a loop that made no priced call shows none.
 
+Before and between a loop's lines, `say` prints the phases that would otherwise look hung
+(loading the embedded model, prefilling a memory, resuming a pack); `CALLS` keeps each
+model's last call and prefill speed for them (fed by the chat client).
+
 A reporter prints to stderr and nowhere else: what goes into a pack never depends on it.
 `MEMORYBENCH_PROGRESS=off` silences every reporter (the test suite sets it: tests/conftest.py).
 """
@@ -22,12 +26,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
 from memorybench.errors import UserError
 
-__all__ = ["EVERY_ENV", "PROGRESS_ENV", "SPEND", "Progress", "Spend", "format_eta", "format_line", "progress_enabled",
-           "progress_every_s", "record_spend"]
+__all__ = ["CALLS", "EVERY_ENV", "PROGRESS_ENV", "SPEND", "Calls", "LastCall", "Progress", "Spend", "format_eta", "format_line",
+           "progress_enabled", "progress_every_s", "record_call", "record_spend", "say"]
 
 #: off (0, off, false, no): no progress at all, bar or line (a script that reads stderr; the test suite)
 PROGRESS_ENV = "MEMORYBENCH_PROGRESS"
@@ -65,6 +70,65 @@ SPEND = Spend()
 
 def record_spend(cost_usd: float | None) -> None:
     SPEND.record(cost_usd)
+
+
+@dataclass(frozen=True)
+class LastCall:
+    prompt_tokens: int
+    #: prompt tokens restored from a prefill kept on disk (memorybench.llm.local.prefill_store)
+    restored_tokens: int
+    latency_s: float
+
+
+class Calls:
+    """Per model (the name it answers with): its last completed call, and its prefill speed in
+    prompt tokens per second, measured on the last call that evaluated at least
+    `MIN_RATE_TOKENS` prompt tokens (generation included: the speed errs low). Thread-safe."""
+
+    MIN_RATE_TOKENS = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, LastCall] = {}
+        self._rate: dict[str, float] = {}
+
+    def record(self, model: str, prompt_tokens: int, restored_tokens: int | None, latency_s: float) -> None:
+        call = LastCall(int(prompt_tokens), int(restored_tokens or 0), float(latency_s))
+        with self._lock:
+            self._last[model] = call
+            evaluated = call.prompt_tokens - call.restored_tokens
+            if evaluated >= self.MIN_RATE_TOKENS and call.latency_s > 0:
+                self._rate[model] = evaluated / call.latency_s
+
+    def forget_last(self, model: str) -> None:
+        with self._lock:
+            self._last.pop(model, None)
+
+    def last(self, model: str) -> LastCall | None:
+        with self._lock:
+            return self._last.get(model)
+
+    def prefill_rate(self, model: str) -> float | None:
+        with self._lock:
+            return self._rate.get(model)
+
+
+#: the process's calls (memorybench.llm.client records every call it made, not a cache hit)
+CALLS = Calls()
+
+
+def record_call(model: str, prompt_tokens: int, restored_tokens: int | None, latency_s: float) -> None:
+    CALLS.record(model, prompt_tokens, restored_tokens, latency_s)
+
+
+def say(text: str, *, enabled: bool = True, stream: IO[str] | None = None) -> None:
+    """One phase line on stderr, at once (nothing when `enabled` is false or progress is off)."""
+    if not (enabled and progress_enabled()):
+        return
+    try:
+        print(text, file=stream if stream is not None else sys.stderr, flush=True)
+    except (OSError, ValueError):  # a closed or broken stderr never stops the work
+        pass
 
 
 def progress_enabled(environ: dict[str, str] | None = None) -> bool:
@@ -195,6 +259,21 @@ class Progress:
                 self.update()
         finally:
             self.close()
+
+    def note(self, text: str) -> None:
+        """A phase line between the loop's lines (above a terminal's bar); nothing when disabled."""
+        if not self.enabled:
+            return
+        with self._lock:
+            try:
+                if self._bar is not None:
+                    self._bar.write(text, file=self.stream)
+                elif self._print is not None:
+                    self._print(text)
+                else:
+                    print(text, file=self.stream, flush=True)
+            except (OSError, ValueError):
+                pass
 
     def set_label(self, label: str | None) -> None:
         with self._lock:

@@ -264,3 +264,115 @@ def test_a_submitit_sweep_driver_says_each_job_state_and_a_summary(scripted_serv
     assert sum(x.endswith(": succeeded") for x in jobs) == 2, err
     assert any("reader.max_tokens=16" in x for x in jobs), err
     assert err[-1].startswith("[submitit] 2 job(s): 2 succeeded, 0 failed; logs in ")
+
+
+# -- the phases that looked hung: loading the model, prefilling a memory, resuming -------------
+
+def test_say_prints_a_phase_at_once_unless_progress_is_off(monkeypatch):
+    from memorybench.progress import say
+
+    stream = io.StringIO()
+    say("loading the model gemma-3-270m for the reader (n_ctx 8192)", stream=stream)
+    say("not this one", stream=stream, enabled=False)  # a caller's --quiet
+    monkeypatch.setenv("MEMORYBENCH_PROGRESS", "off")
+    say("nor this one", stream=stream)
+    assert stream.getvalue() == "loading the model gemma-3-270m for the reader (n_ctx 8192)\n"
+
+
+def test_a_note_goes_above_a_terminal_bar_and_between_plain_lines():
+    term = io.StringIO()
+    bar = Progress("qa", 5, stream=term, every_s=0, tty=True, spend=None)
+    bar.note("conv-26: prefilling about 4000 tokens of memory")
+    bar.close()
+    assert "conv-26: prefilling about 4000 tokens of memory\n" in term.getvalue()
+    plain = io.StringIO()
+    bar = Progress("qa", 5, stream=plain, every_s=0, spend=None)
+    bar.note("conv-26: prefilling about 4000 tokens of memory")
+    bar.update()
+    assert plain.getvalue().splitlines()[:2] == ["qa 0/5 questions", "conv-26: prefilling about 4000 tokens of memory"]
+    quiet = io.StringIO()
+    Progress("qa", 5, stream=quiet, every_s=0, enabled=False).note("nothing")
+    assert quiet.getvalue() == ""
+
+
+def test_prefill_notes_say_the_tokens_the_expected_time_and_a_restore_from_disk():
+    from memorybench.progress import CALLS
+    from memorybench.stages.qa import PrefillNotes
+
+    said: list[str] = []
+    notes = PrefillNotes(said.append, "phase-test-model", question_dependent=False)
+    memory = "x" * 2800  # about 1002 tokens (memorybench.llm.sizing.estimate_tokens)
+    notes.before("conv-26", memory)
+    CALLS.record("phase-test-model", 1100, None, 20.0)  # the first question: 1100 tokens evaluated in 20 s
+    notes.after("conv-26")
+    notes.after("conv-26")  # the second question: nothing more to say
+    notes.before("conv-30", memory)  # the speed is known now: 55 tokens/s
+    CALLS.record("phase-test-model", 1100, 1024, 1.5)  # the next server process restored 1024 of them
+    notes.after("conv-30")
+    notes.before("conv-41", memory)  # answered from the response cache: no call, nothing prefilled
+    notes.after("conv-41")
+    assert said == [
+        "conv-26: prefilling about 1002 tokens of memory",
+        "conv-26: memory prefilled and first question answered in 20s",
+        "conv-30: prefilling about 1002 tokens of memory, expected 18s",
+        "conv-30: prefill of 1024 tokens restored from disk; first answer in 2s",
+        "conv-41: prefilling about 1002 tokens of memory, expected 18s",
+    ]
+    quiet: list[str] = []
+    for model, dependent in ((None, False), ("phase-test-model", True)):  # a remote reader; memory per question
+        other = PrefillNotes(quiet.append, model, question_dependent=dependent)
+        other.before("conv-26", memory)
+        other.after("conv-26")
+    assert quiet == []
+
+
+def test_a_resumed_qa_says_how_many_questions_were_answered_already(scripted_server, tmp_path, capfd):
+    from memorybench.cli import main
+    from memorybench.pack import layout
+    from memorybench.progress import CALLS
+
+    args = ["qa", *scripted_reader(scripted_server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}"]
+    assert main(args) == 0
+    assert "resuming" not in capfd.readouterr().err
+    assert CALLS.last("scripted") is not None  # the chat client records each call it made
+    pack = next((tmp_path / "packs").glob("*/runs/*"))
+    (pack / layout.SUCCESS).unlink()  # as if stopped after its fourth answer
+    predictions = pack / layout.PREDICTIONS
+    predictions.write_text("".join(predictions.read_text().splitlines(keepends=True)[:4]))
+    assert main(args) == 0
+    err = capfd.readouterr().err.splitlines()
+    assert "resuming: 4 of 10 already answered" in err
+    assert err.index("resuming: 4 of 10 already answered") < min(i for i, x in enumerate(err) if LINE.match(x))
+
+
+def test_the_embedded_model_says_it_is_loading_and_when_it_is_loaded(monkeypatch, tmp_path, capfd):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    import memorybench.llm.local as local
+    from memorybench.llm.endpoints import ClientSettings, LocalProvider
+
+    spec = SimpleNamespace(name="gemma-3-270m", package="pkg", sha256="0" * 64, stop=(), path=lambda: Path("m.gguf"))
+
+    class FakeServer:
+        def __init__(self, spec, n_ctx, **_):
+            self.model_id, self.base_url, self.startup_s = spec.name, "http://127.0.0.1:9/v1", 42.0
+
+        def __enter__(self):
+            print("(started)", file=sys.stderr)
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    monkeypatch.setattr(local, "choose_local_model", lambda tokens, model: (spec, 8192, "fits"))
+    monkeypatch.setattr(local, "LocalServer", FakeServer)
+    node = OmegaConf.create({"model": "auto", "max_tokens": 32})
+    settings = ClientSettings(timeout_s=5, max_retries=0, retry_max_wait_s=0, min_request_interval_s=0, cache=None, prices={})
+    with LocalProvider.open(node, "reader", settings, cache_dir=tmp_path):
+        pass
+    assert capfd.readouterr().err.splitlines() == [
+        "loading the model gemma-3-270m for the reader (n_ctx 8192)", "(started)", "model gemma-3-270m loaded in 42s"]

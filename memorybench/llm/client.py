@@ -24,7 +24,7 @@ from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
 from memorybench.llm.reply import BadReply, CompletionReply, EmptyReply, parse_reply
-from memorybench.progress import record_spend
+from memorybench.progress import record_call, record_spend
 from memorybench.secrets import clean_url, register, scrub, secret_forms, split_url
 
 _RETRYABLE_STATUS = {408, 409, 429}
@@ -125,6 +125,9 @@ class ChatClient:
                 return hit.model_copy(update={"cache_hit": True, "cost_usd": 0.0, "attempts": [], "latency_s": 0.0})
         result = self._call_with_retries(request, key)
         record_spend(result.cost_usd)
+        # the phase lines' prefill speed and restored prefills (memorybench.progress.CALLS)
+        record_call(result.model_answered or request.model, result.usage.prompt_tokens, result.usage.restored_tokens,
+                    result.latency_s)
         if self.cache is not None and result.problem is None:  # a reply without text is asked again next time
             self.cache.put(key, result)
         return result

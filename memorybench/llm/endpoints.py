@@ -184,7 +184,11 @@ class LocalProvider:
         log_path = (log_dir / f"llama_server_{role}.log") if log_dir else None
         # memory prefixes' KV states, shared by every run on this cache (never a pack's own autorater/cache)
         prefill_dir = cache_dir / "prefill" if cache_dir is not None and cache_dir.parts[-2:] != ("autorater", "cache") else None
+        from memorybench.progress import format_eta, say
+
+        say(f"loading the model {spec.name} for the {role} (n_ctx {n_ctx})")  # a minute on a small CPU: not a hang
         with LocalServer(spec, n_ctx, log_path=log_path, prefill_dir=prefill_dir) as server:
+            say(f"model {spec.name} loaded in {format_eta(server.startup_s or 0)}")
             client = settings.client(server.base_url, None)
             identity = ModelIdentity(
                 role=role,

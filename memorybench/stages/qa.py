@@ -25,7 +25,7 @@ from memorybench.hashing import sha256_file
 from memorybench.answer.base import AskedChoice, ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
 from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
-from memorybench.llm.sizing import longest_prompt_tokens
+from memorybench.llm.sizing import estimate_tokens, longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.pack import layout
@@ -37,7 +37,7 @@ from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
 from memorybench.pack.trace_md import write_trace_md
-from memorybench.progress import Progress
+from memorybench.progress import CALLS, Progress, format_eta, say
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.secrets import clean_config, known_secrets, register, scrub
@@ -118,6 +118,9 @@ def _write(
 ) -> QaResult:
     """Resume the pack, answer what is left, score it and close it (under the pack's lock)."""
     answered, built = pack.resume()
+    done = sum(q.question_id in answered for q in questions)
+    if done:
+        say(f"resuming: {done} of {len(questions)} already answered", enabled=progress)
     method = build_memory_method(cfg)
     needed = [c for c in conversations if any(q.sample_id == c.sample_id for q in questions)]
     ctx = open_build_context(cfg, pack, cache_dir, method=method, conversations=needed)
@@ -138,6 +141,7 @@ def _write(
                          total=sum(len(c.questions) for c in conversations), overrides=overrides, choices=choices)
         pack.write_json(layout.RUN_META, meta)
         bar = Progress("qa", len(questions), initial=len(answered), enabled=progress)
+        prefill = PrefillNotes(bar.note, _local_model(answerer.models), method.question_dependent)
         try:
             answered_now = 0
             index_of = {q.question_id: i for i, q in enumerate(questions)}
@@ -158,8 +162,10 @@ def _write(
                 answerer.start_conversation(
                     ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
                 )
+                prefill.before(conversation.sample_id, memory.text)
                 for question in todo:
                     _answer(pack, method, ctx, answerer, memory, question, index_of[question.question_id])
+                    prefill.after(conversation.sample_id)
                     answered.add(question.question_id)
                     answered_now += 1
                     bar.update(1)
@@ -181,6 +187,48 @@ def _write(
     pack.mark_success()
     where.publish()
     return QaResult(pack.root, metrics, answered_now, where.uri)
+
+
+class PrefillNotes:
+    """The phase lines around the first question on a conversation's memory when the embedded
+    model answers: `before` says how many tokens it prefills (and for how long, once a
+    prefill was timed), `after` how long it took or that the prefill was restored from disk
+    (memorybench.llm.local.prefill_store). Nothing for a remote model or question-dependent memory."""
+
+    def __init__(self, note: Any, model: str | None, question_dependent: bool) -> None:
+        self.note, self.model = note, (None if question_dependent else model)
+        self._waiting: str | None = None
+
+    def before(self, sample_id: str, text: str | None) -> None:
+        if self.model is None or not text:
+            return
+        tokens = estimate_tokens(text)
+        rate = CALLS.prefill_rate(self.model)
+        expected = f", expected {format_eta(tokens / rate)}" if rate else ""
+        CALLS.forget_last(self.model)
+        self._waiting = sample_id
+        self.note(f"{sample_id}: prefilling about {tokens} tokens of memory{expected}")
+
+    def after(self, sample_id: str) -> None:
+        if self.model is None or self._waiting != sample_id:
+            return
+        self._waiting = None
+        call = CALLS.last(self.model)
+        if call is None:  # answered from the response cache: nothing was prefilled
+            return
+        if call.restored_tokens:
+            self.note(f"{sample_id}: prefill of {call.restored_tokens} tokens restored from disk; first answer in "
+                      f"{format_eta(call.latency_s)}")
+        else:
+            self.note(f"{sample_id}: memory prefilled and first question answered in {format_eta(call.latency_s)}")
+
+
+def _local_model(models: Sequence[Any]) -> str | None:
+    """The name the embedded model answers with, when it is the reader."""
+    for m in models:
+        if getattr(m, "local", False) and getattr(m, "role", None) == "reader" and m.weights:
+            return str(m.weights.get("model"))
+    return None
 
 
 def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory: BuiltMemory, question: Question, index: int) -> None:
