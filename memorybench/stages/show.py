@@ -9,8 +9,8 @@ call with its attempts, usage and cost, the answer, every score, every judge's v
 an agent's trajectory, reads, notes and usage, and the question's blame
 (`memorybench.compare.blame`). A question with a known gold error (the audit's
 errors.json, `memorybench.data.gold_errors`) is flagged under its source row, with the
-corrected answer or evidence and the audit's reasoning. `--brief` cuts long texts to their first and last lines;
-`--json` prints the walk and the blame as one JSON object. No model call; nothing is
+corrected answer or evidence and the audit's reasoning. `--brief` prints a few lines only (question,
+answer, gold, scores, blame class; no lineage, no prompt); `--json` prints the walk and the blame as one JSON object. No model call; nothing is
 written.
 """
 
@@ -26,7 +26,7 @@ from memorybench.errors import OneLineParser, printable
 from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, SourceRow, Walk
 from memorybench.compare.blame import Blame, question_blame
 
-__all__ = ["render_walk", "show", "show_main"]
+__all__ = ["render_brief", "render_walk", "show", "show_main"]
 
 #: `--brief`: lines kept at each end of a long text
 BRIEF_LINES = 12
@@ -119,6 +119,53 @@ def _gold_error(s: SourceRow, brief: bool) -> list[str]:
     return out
 
 
+def _fact(value: bool | None, why: str) -> str:
+    """A blame fact as printed: True or False, or "unknown (why)", never None."""
+    return str(value) if value is not None else f"unknown ({why})"
+
+
+def _blame_facts(walk: Walk, blame: Blame) -> tuple[str, str, str]:
+    """evidence_stored, evidence_given and answer_used_evidence in words, each unknown one with why."""
+    s, m = walk.source, walk.memory
+    if blame.evidence is None:
+        no_evidence = f"the gold evidence is not known: {s.note or 'no dataset row for this question'}"
+    elif not blame.evidence:
+        no_evidence = "the source row has no evidence id"
+    else:
+        no_evidence = ""
+    stored_why = no_evidence or "no memory manifest for this conversation"
+    given_why = no_evidence or ("no memory manifest for this conversation" if m.manifest is None
+                                else "no retrieval row for this question" if m.question_dependent and m.retrieval is None
+                                else "the memory text given or the dataset file is not here")
+    used_why = ("category 5 has no gold answer" if walk.category == 5 else "no gold answer" if s.gold is None
+                else "no gold stem was in what the answerer was given (or that text is not in the pack)")
+    stored = _fact(blame.evidence_stored, stored_why) + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else "")
+    given = _fact(blame.evidence_given, given_why) + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else "")
+    used = _fact(blame.answer_used_evidence, used_why) + (
+        f" (gold stems given: {', '.join(blame.gold_in_prompt)}; missing from the answer: {', '.join(blame.gold_dropped) or 'none'})"
+        if blame.gold_in_prompt else "")
+    return stored, given, used
+
+
+def _score(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else "unknown" if value is None else str(value)
+
+
+def render_brief(walk: Walk, blame: Blame) -> str:
+    """`--brief`: a few lines (question, answer, gold, scores, blame class); the full walk is `show` without it."""
+    s = walk.source
+    judges = "; ".join(f"judge {j.judge_id} mean {_score(j.mean_score)}" for j in walk.judges)
+    return "\n".join([
+        f"{walk.question_id} in {walk.pack}",
+        f"  question: {s.question!r} (category {s.category}, {s.category_name})",
+        f"  answer:   {walk.prediction!r}",
+        f"  gold:     {s.gold!r}" + (f"; adversarial answer: {s.adversarial_answer!r}" if s.adversarial_answer else ""),
+        "  scores:   " + ", ".join(f"{name} {_score(v)}" for name, v in walk.scores.items()) + (f"; {judges}" if judges else ""),
+        f"  blame:    {blame.blame} (correctness by {blame.basis})",
+        "  (the whole walk, memory to judges: the same command without --brief)",
+    ]) + "\n"
+
+
 def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, brief: bool = False) -> str:
     """The walk as plain text, with every text in full (or cut, `brief`)."""
     s, m, p = walk.source, walk.memory, walk.prompt
@@ -203,13 +250,9 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         for call in judge.calls:
             out += ["  " + line for line in _call(call)]
     if blame is not None:
-        out += ["", "7. Blame (memorybench.compare.blame)",
-                f"  {blame.blame} (correctness by {blame.basis})",
-                f"  evidence_stored {blame.evidence_stored}" + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else ""),
-                f"  evidence_given {blame.evidence_given}" + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else ""),
-                f"  answer_used_evidence {blame.answer_used_evidence}"
-                + (f" (gold stems given: {', '.join(blame.gold_in_prompt)}; missing from the answer: {', '.join(blame.gold_dropped) or 'none'})"
-                   if blame.gold_in_prompt else "")]
+        stored, given, used = _blame_facts(walk, blame)
+        out += ["", "7. Blame (memorybench.compare.blame)", f"  {blame.blame} (correctness by {blame.basis})",
+                f"  evidence_stored {stored}", f"  evidence_given {given}", f"  answer_used_evidence {used}"]
     return "\n".join(out) + "\n"
 
 
@@ -221,7 +264,7 @@ def show(location: str, question_id: str, *, brief: bool = False, as_json: bool 
         data: dict[str, Any] = {"walk": asdict(walk), "blame": blame.as_dict(),
                                 "memory_text": walker.text(walk.memory.text_path)}
         return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
-    return render_walk(walk, walker, blame, brief=brief)
+    return render_brief(walk, blame) if brief else render_walk(walk, walker, blame)
 
 
 def show_main(argv: Sequence[str]) -> int:
@@ -229,7 +272,7 @@ def show_main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog="memorybench show", description="Print one question's walk through a pack.")
     parser.add_argument("pack", help="a pack folder <packs>/<name>/runs/<run_id>, or its gs:// URI")
     parser.add_argument("question_id", help="e.g. conv-26-q-0 ({sample_id}-q-{qa_index})")
-    parser.add_argument("--brief", action="store_true", help=f"cut long texts to their first and last {BRIEF_LINES} lines")
+    parser.add_argument("--brief", action="store_true", help="a few lines: question, answer, gold, scores, blame class")
     parser.add_argument("--json", action="store_true", help="print the walk and the blame as JSON")
     ns = parser.parse_args(list(argv))
     # the walk quotes the dataset, prompts, memory and model replies: no control character reaches the terminal

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -106,6 +107,10 @@ def _every_question(pack: Path) -> list[str]:
     return [r["question_id"] for r in _rows(pack / "predictions.jsonl")]
 
 
+def _category(pack: Path, question_id: str) -> int:
+    return next(r["category"] for r in _rows(pack / "predictions.jsonl") if r["question_id"] == question_id)
+
+
 # -- a reader pack ---------------------------------------------------------------------
 def test_show_walks_every_question_of_a_reader_pack(reader_pack):
     traces = {t["question_id"]: t for t in _rows(reader_pack / "reader/traces.jsonl")}
@@ -139,6 +144,30 @@ def test_show_json_and_the_command_line(reader_pack, capsys):
     assert data["walk"]["prompt"]["sha256"] == data["walk"]["prompt"]["recorded_sha256"]
     assert main(["show", str(reader_pack), "mini-2-q-0", "--brief"]) == 0
     assert "mini-2-q-0 in " in capsys.readouterr().out
+
+
+def test_show_brief_is_a_few_lines_question_answer_gold_scores_blame(reader_pack, capsys):
+    assert main(["show", str(reader_pack), "mini-1-q-0", "--brief"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) <= 8, out
+    assert "question: 'What did Ana start?' (category 4, single-hop)" in out and "gold:     'pottery'" in out
+    assert "answer:   " in out and "locomo_f1 " in out and "blame:    correct (correctness by judge " in out
+    for walk_only in ("lineage", "memory/lineage.jsonl", "user message", "system message", READER_SYSTEM, "None"):
+        assert walk_only not in out
+    assert not re.search(r"\d\.\d{5,}", out)  # 4 decimals, no 16-digit floats
+
+
+def test_blame_prints_unknown_with_why_never_none(reader_pack):
+    for qid in _every_question(reader_pack):
+        text = show(str(reader_pack), qid)
+        blame = text.split("7. Blame", 1)[1]
+        assert "None" not in blame, blame
+    # category 5 has no gold answer: whether the answer used the evidence is unknown, and why
+    fives = [q for q in _every_question(reader_pack) if _category(reader_pack, q) == 5]
+    assert fives
+    for qid in fives:
+        assert "answer_used_evidence unknown (category 5 has no gold answer)" in show(str(reader_pack), qid)
 
 
 def test_an_unknown_question_is_one_line_with_a_suggestion(reader_pack, capsys):
@@ -213,4 +242,6 @@ def test_a_pack_whose_dataset_is_gone_still_shows_and_says_why(reader_pack, tmp_
     (pack / "run_meta.json").write_text(json.dumps(meta))
     text = show(str(pack), "mini-1-q-1")
     assert f"evidence: unknown (dataset file {tmp_path / 'moved.json'} is not here; put the file back at that path" in text
-    assert "evidence_stored None" in text and "answer_used_evidence False" in text  # the gold is in the prediction row
+    assert f"evidence_stored unknown (the gold evidence is not known: dataset file {tmp_path / 'moved.json'} is not here" in text
+    assert "evidence_given unknown (the gold evidence is not known" in text
+    assert "answer_used_evidence False" in text and "None" not in text.split("7. Blame", 1)[1]  # the gold is in the prediction row
