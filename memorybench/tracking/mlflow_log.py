@@ -42,6 +42,7 @@ import logging
 import math
 import os
 import re
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -125,15 +126,30 @@ class TrackingResult:
     def updated(self) -> list[TrackedRun]:
         return [r for r in self.runs if r.updated]
 
+    def runs_url(self, server: str | None = None) -> str:
+        """The experiment's runs table in MLflow 3's UI (which otherwise opens on its GenAI
+        overview), on `server` (default: where `mlflow ui` serves)."""
+        return f"{(server or LOCAL_UI).rstrip('/')}/#/experiments/{self.experiment_id}/runs"
+
     def ui_address(self, run: TrackedRun | None = None) -> str:
-        """Where to look: the run's page on an MLflow server, or the command that opens a local store's UI."""
+        """Where to look: the experiment's runs (or the run's page) on an MLflow server; for a
+        local store, the command that serves its UI (one worker: 2 cores) and the page to open."""
         if self.tracking_uri.startswith(("http://", "https://")):
-            page = f"{self.tracking_uri.rstrip('/')}/#/experiments/{self.experiment_id}"
-            return f"{page}/runs/{run.mlflow_run_id}" if run else page
-        return f"mlflow ui --backend-store-uri {self.tracking_uri}"
+            server = clean_url(self.tracking_uri).split("#", 1)[0].split("?", 1)[0]  # no credential in a link
+            return f"{server.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{run.mlflow_run_id}" if run else self.runs_url(server)
+        return f"{ui_command(self.tracking_uri)}, then open {self.runs_url()}"
 
 
 # -- where --------------------------------------------------------------------------------
+#: where `mlflow ui` serves by default
+LOCAL_UI = "http://127.0.0.1:5000"
+
+
+def ui_command(tracking_uri: str) -> str:
+    """`mlflow ui` over a local store, as README.md and docs/comparing.md give it."""
+    return f"mlflow ui --backend-store-uri {shlex.quote(tracking_uri)} --workers 1"
+
+
 def default_tracking_uri(packs_root: str | os.PathLike[str]) -> str:
     """`sqlite:///<output folder>/mlflow.db`, the output folder being the packs root's parent."""
     return f"sqlite:///{Path(packs_root).expanduser().resolve().parent / 'mlflow.db'}"
@@ -575,4 +591,5 @@ def print_tracking(result: TrackingResult) -> None:
     unchanged = len(result.runs) - len(result.created) - len(result.updated)
     print(f"mlflow: experiment {result.experiment_name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
           f"{len(result.created)} run(s) logged, {len(result.updated)} updated, {unchanged} unchanged")
-    print(f"mlflow: tracking URI {result.tracking_uri}; open: {result.ui_address()}")
+    print(f"mlflow: tracking URI {result.tracking_uri}; runs: {result.ui_address()} "
+          "(each pack is nested under its sweep's parent run)")

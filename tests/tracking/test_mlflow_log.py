@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -221,7 +222,11 @@ def test_track_main(logged, capsys):
     root, _, _, uri, _ = logged
     assert track_main([str(root / "packs"), "--parent", "mini sweep"]) == 0  # default URI: beside the packs
     out = capsys.readouterr().out
-    assert "0 run(s) logged, 0 updated, 2 unchanged" in out and f"tracking URI {uri}; open: mlflow ui --backend-store-uri {uri}" in out
+    assert "0 run(s) logged, 0 updated, 2 unchanged" in out
+    experiment = re.search(r"\(id (\w+)\)", out).group(1)
+    # MLflow 3 opens on its GenAI overview: the line names the experiment's runs view, and the one-worker command
+    assert (f"tracking URI {uri}; runs: mlflow ui --backend-store-uri {uri} --workers 1, then open "
+            f"http://127.0.0.1:5000/#/experiments/{experiment}/runs (each pack is nested under its sweep's parent run)") in out
     assert out.count("mlflow: unchanged") == 2
     from memorybench.errors import UserError
 
@@ -267,3 +272,16 @@ def test_mlflow_server_shows_the_runs(logged, store):
         assert tags["mlflow.parentRunId"] == result.parent_run_id
     listed = _get(f"{base}/api/2.0/mlflow/artifacts/list?run_id={result.runs[0].mlflow_run_id}&path=pack")["files"]
     assert "pack/predictions.jsonl" in {f["path"] for f in listed}
+
+
+def test_the_ui_address_is_the_experiments_runs_view():
+    """MLflow 3's UI opens on its GenAI overview ("Traces 0"): `track` names the runs view itself."""
+    from memorybench.tracking.mlflow_log import TrackedRun, TrackingResult
+
+    server = TrackingResult(tracking_uri="https://user:pw@mlflow.example/prefix/?token=1", experiment_id="7", parent_run_id="p")
+    assert server.ui_address() == "https://mlflow.example/prefix/#/experiments/7/runs"
+    run = TrackedRun(pack=None, run_id="r", mlflow_run_id="abc", created=True)  # type: ignore[arg-type]
+    assert server.ui_address(run) == "https://mlflow.example/prefix/#/experiments/7/runs/abc"
+    local = TrackingResult(tracking_uri="sqlite:////data/my runs/mlflow.db", experiment_id="3", parent_run_id="p")
+    assert local.ui_address() == ("mlflow ui --backend-store-uri 'sqlite:////data/my runs/mlflow.db' --workers 1, "
+                                  "then open http://127.0.0.1:5000/#/experiments/3/runs")
