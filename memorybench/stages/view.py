@@ -138,7 +138,8 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
         walker = PackWalker.open(location)
         blames = pack_blame(walker)
         meta = walker.meta
-        pack_rows.append({"label": meta.get("run_id") or walker.pack.name, "uri": walker.pack.uri(),
+        pack_rows.append({"label": meta.get("run_id") or walker.pack.name, "name": _pack_name(meta, i, pack_rows),
+                          "uri": walker.pack.uri(),
                           "choices": meta.get("choices") or {}, "judges": sorted(walker.judges()),
                           "calibration": _calibrations(walker)})
         for qid in walker.question_ids():
@@ -157,6 +158,17 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
     data = {"packs": pack_rows, "classes": list(CLASSES), "questions": list(questions.values()),
             "pairs": paired_lines(list(questions.values()), len(packs))}
     return data, texts.values
+
+
+def _pack_name(meta: dict[str, Any], index: int, before: Sequence[dict[str, Any]]) -> str:
+    """A pack's column head: its memory method and the answerer's model ("full_context / gpt-4o-mini"),
+    with its position added where an earlier pack has the same name."""
+    choices = meta.get("choices") or {}
+    models = meta.get("models") or []
+    answerer = next((m for m in models if m.get("role") in ("reader", "agent", choices.get("answerer"))), None)
+    model = (answerer or (models[0] if models else {})).get("requested") or choices.get("answerer") or "unknown model"
+    name = f"{choices.get('memory') or 'unknown memory'} / {model}"
+    return f"{name} (pack {index + 1})" if any(b["name"].split(" (pack ")[0] == name for b in before) else name
 
 
 def _gold_error(s: Any) -> dict[str, Any] | None:
@@ -273,6 +285,9 @@ PAGE = """<!DOCTYPE html>
   <section id="paired-view" hidden>
     <p id="paired-pick">A <select id="p-a"></select> B <select id="p-b"></select></p>
     <p id="paired-stats"></p>
+    <p id="paired-rule">Right means: the pack's judge (its first) gave a mean score of at least 0.5 over its passes with a
+      label; without a judge (no autorater run, category 5, or every pass failed), LoCoMo F1 &gt;= 0.5.
+      <span id="paired-basis"></span></p>
     <div class="pair-cols">
       <div><h2 id="a-right-title"></h2><table><tbody id="a-right"></tbody></table></div>
       <div><h2 id="b-right-title"></h2><table><tbody id="b-right"></tbody></table></div>
@@ -353,12 +368,11 @@ function setup() {
   const cats = {};
   DATA.questions.forEach((q) => { cats[q.cat] = q.catName; });
   Object.keys(cats).sort().forEach((c) => option($('f-cat'), c, c + ' ' + cats[c]));
-  DATA.packs.forEach((p, i) => { option($('f-pack'), i, i + ': ' + p.label); option($('p-a'), i, i + ': ' + p.label);
-    option($('p-b'), i, i + ': ' + p.label); });
+  DATA.packs.forEach((p, i) => { option($('f-pack'), i, p.name); option($('p-a'), i, p.name); option($('p-b'), i, p.name); });
   DATA.classes.forEach((c) => option($('f-blame'), c, c));
   const head = $('head');
   head.innerHTML = '<th>question id</th><th>conv</th><th>category</th><th>question</th>' +
-    DATA.packs.map((p, i) => '<th title="' + esc(p.uri) + '">' + i + ': F1 · verdict · blame</th>').join('');
+    DATA.packs.map((p) => '<th title="' + esc(p.label + ' ' + p.uri) + '">' + esc(p.name) + ': F1 · verdict · blame</th>').join('');
   const rows = [];
   for (const q of DATA.questions) {
     let cells = '<td class="qid">' + esc(q.id) + (q.ge && q.ge.kind ? ' <span class="ge" title="known gold error: ' + esc(q.ge.type) +
@@ -440,6 +454,8 @@ function renderPaired(s) {
   const a = Number(s.a || 0), b = Number(s.b !== undefined && s.b !== '' ? s.b : 1);
   $('p-a').value = a; $('p-b').value = b;
   $('paired-stats').textContent = (DATA.pairs || {})[a + ',' + b] || '';
+  const basis = (i) => DATA.packs[i].judges.length ? 'judge ' + DATA.packs[i].judges[0] : 'no judge: LoCoMo F1 >= 0.5';
+  $('paired-basis').textContent = 'A (' + DATA.packs[a].name + '): ' + basis(a) + '; B (' + DATA.packs[b].name + '): ' + basis(b) + '.';
   const left = [], right = [];
   for (const q of DATA.questions) {
     const ra = q.r[a], rb = q.r[b];
@@ -451,8 +467,8 @@ function renderPaired(s) {
   const head = '<tr><th>question id</th><th>question</th><th>A answer</th><th>B answer</th></tr>';
   $('a-right').innerHTML = head + left.join('');
   $('b-right').innerHTML = head + right.join('');
-  $('a-right-title').textContent = 'A right, B wrong (' + left.length + ')';
-  $('b-right-title').textContent = 'B right, A wrong (' + right.length + ')';
+  $('a-right-title').textContent = 'A (' + DATA.packs[a].name + ') right, B wrong (' + left.length + ')';
+  $('b-right-title').textContent = 'B (' + DATA.packs[b].name + ') right, A wrong (' + right.length + ')';
 }
 
 function highlight(memory, evidence) {  // the memory as HTML, the gold evidence turns marked
@@ -490,8 +506,9 @@ function promptHtml(r, q) {
   return '<div>template <code>prompts/' + esc(p.name) + '</code> · ' + check + '</div>' + system + '<pre class="prompt">' + body + '</pre>';
 }
 function packPanel(r, i, q) {
-  if (!r) return '<div><h3>' + i + ': ' + esc(DATA.packs[i].label) + '</h3><p>not answered in this pack</p></div>';
-  let h = '<div class="pack-walk" data-pack="' + i + '"><h3>' + i + ': ' + esc(DATA.packs[i].label) + '</h3><dl>' +
+  const title = esc(DATA.packs[i].name) + ' <small>' + esc(DATA.packs[i].label) + '</small>';
+  if (!r) return '<div><h3>' + title + '</h3><p>not answered in this pack</p></div>';
+  let h = '<div class="pack-walk" data-pack="' + i + '"><h3>' + title + '</h3><dl>' +
     '<dt>answer</dt><dd class="answer">' + esc(r.pred) + '</dd>' +
     '<dt>reply</dt><dd>' + esc(r.reply) + '</dd>' +
     Object.keys(r.scores).map((k) => '<dt>' + esc(k) + '</dt><dd>' + fmt(r.scores[k]) + '</dd>').join('') +

@@ -44,6 +44,9 @@ class _Dom(HTMLParser):
         self.paired: dict[str, list[str]] = {"a-right": [], "b-right": []}
         self.panel: list[str] = []
         self.stats: list[str] = []
+        self.head: list[str] = []  # the question table's header text
+        self.rule: list[str] = []  # what "right" means, above the paired lists
+        self.titles: list[str] = []  # the paired lists' titles
         self.panel_hidden = True
         self.shown: int | None = None
 
@@ -72,6 +75,12 @@ class _Dom(HTMLParser):
             self.panel.append(data)
         if self.stack and self.stack[-1] == "paired-stats":
             self.stats.append(data)
+        if self.stack and self.stack[-1] == "head":
+            self.head.append(data)
+        if self.stack and self.stack[-1] in ("paired-rule", "paired-basis"):
+            self.rule.append(data)
+        if self.stack and self.stack[-1] in ("a-right-title", "b-right-title"):
+            self.titles.append(data)
 
     @property
     def visible(self) -> list[str]:
@@ -158,6 +167,27 @@ def test_the_paired_view_lists_exactly_the_questions_whose_correctness_differs(p
     text = "".join(paired.stats)
     assert f"over {f1['n']} questions in 2 conversation(s): {f1['difference']:+.4f}" in text
     assert f"[{f1['low']:.4f}, {f1['high']:.4f}]" in text and "cluster-robust t (CR1), 2 conversations, 1 df" in text
+
+
+def test_packs_are_named_by_memory_and_model_and_right_is_defined_without_a_judge(packs):
+    *_, page = packs
+    data = json.loads(re.search(r'<script type="application/json" id="mb-data">(.*?)</script>', page.read_text("utf-8"), re.S)
+                      .group(1))
+    assert [p["name"] for p in data["packs"]] == ["full_context / scripted", "session_summaries / scripted"]
+    assert "without a judge (no autorater run, category 5, or every pass failed), LoCoMo F1 &gt;= 0.5" in page.read_text("utf-8")
+
+
+@needs_chromium
+def test_the_viewer_heads_pack_columns_with_memory_and_model_and_says_what_right_means(packs):
+    *_, page = packs
+    table = "".join(dom(page).head)
+    assert "full_context / scripted: F1" in table and "session_summaries / scripted: F1" in table
+    assert "0:" not in table and "1:" not in table
+    paired = dom(page, "view=paired&a=0&b=1")
+    rule = " ".join("".join(paired.rule).split())
+    assert "without a judge (no autorater run, category 5, or every pass failed), LoCoMo F1 >= 0.5" in rule
+    assert "A (full_context / scripted): judge " in rule and "B (session_summaries / scripted): judge " in rule
+    assert "A (full_context / scripted) right, B wrong" in "".join(paired.titles)
 
 
 @needs_chromium
