@@ -60,7 +60,8 @@ def _conditional_text(i: dict[str, Any]) -> str:
 
 
 def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
-    lines = [f"{('condition ' + label + ': ') if label else ''}{summary['questions']} questions in "
+    name = f"condition {label} ({summary['condition']}): " if label else f"{summary['condition']}: "
+    lines = [f"{name}{summary['questions']} questions in "
              f"{summary['conversations']} conversation(s), {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"]
     for metric in METRICS:
         if metric not in summary:

@@ -113,8 +113,21 @@ class PackScores:
     predictions: dict[str, str] = field(default_factory=dict)
     #: the sha256 of the pack's dataset (the gold-error overlay applies to the pinned locomo10.json only)
     data_sha256: str | None = None
+    #: the experiment name the pack was run or imported under (`name=`)
+    experiment: str | None = None
     #: the run's `paths.cache`, where a judge's calibration (`memorybench judge-check`) is kept
     cache_dir: str | None = None
+
+
+def condition_name(scores: PackScores) -> str:
+    """A condition in words: its memory and reader model (an imported pack: its experiment's
+    run id), so a printed comparison says what A and B are."""
+    memory = (scores.config.get("memory") or {}).get("name") if isinstance(scores.config.get("memory"), dict) else None
+    reader = scores.config.get("reader") if isinstance(scores.config.get("reader"), dict) else {}
+    model = reader.get("model") if reader else None
+    if scores.protocol == "imported" or not memory:
+        return f"{scores.experiment or scores.run_id} (imported)" if scores.protocol == "imported" else str(scores.run_id)
+    return f"{memory} / {model}" if model else str(memory)
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -179,6 +192,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
         data_sha256=summary.get("data_sha256"),
+        experiment=summary.get("experiment"),
         cache_dir=((config_file.get("paths") or {}).get("cache") if isinstance(config_file.get("paths"), dict) else None),
         reported={"locomo_f1": summary["locomo_f1"]},
         protocol=protocol,
@@ -412,6 +426,7 @@ def seed_summary(
         "questions": len(ids),
         "conversations": len({scores[0].conversations[q] for q in ids}),
         "protocol": scores[0].protocol,
+        "condition": condition_name(scores[0]),
         "answer_tokens": length_summary(scores, ids),
     }
     overlay = load_overlay(p.data_sha256 for p in scores)

@@ -221,6 +221,8 @@ def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
                          "--resamples", "200", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "B minus A, paired over 10 questions in 2 conversation(s)" in text
+    assert "condition A (full_context / scripted): 10 questions" in text  # what A and B are, in words
+    assert "condition B (session_summaries / scripted)" in text and "sd over 1" not in text
     assert "LoCoMo F1 (categories 1-5)" in text and "J (categories 1-4 (category 5 not asked))" in text
     assert "cluster-robust t (CR1), 2 conversations, 1 df" in text and "cannot be told from noise" in text
     assert "conditional on these 2 conversations" in text
