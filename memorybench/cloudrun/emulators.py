@@ -134,27 +134,39 @@ def dev_main(argv: Sequence[str]) -> int:
     if ns.what == "scripted-model":
         return _scripted_model_main(ns.port, ns.env_file)
 
+    emulators = Emulators(ns.bucket, ns.project, ns.region, ns.scripted_model)
+
+    def banner() -> str:
+        return (f"cloud emulators: gcs {emulators.gcs.url} (bucket {ns.bucket}), Cloud Run stand-in "
+                f"{emulators.standin.api_endpoint} (jobs {', '.join(JOBS)}; task logs in {emulators.log_dir})"
+                + (f", scripted model {emulators.model.base_url}" if emulators.model else ""))
+
+    return _serve_until_stopped("cloud emulators", emulators.start, emulators.stop, emulators.environment, banner,
+                                ns.env_file, "Ctrl-C here stops both")
+
+
+def _serve_until_stopped(what: str, start: Any, stop_serving: Any, environment: Any, banner: Any, env_file: str | None,
+                         how_to_stop: str) -> int:
+    """Start a local service, print the export lines of its `environment()` (and write them to
+    `env_file`), say `banner()` on stderr, and serve until Ctrl-C or SIGTERM, then stop it."""
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    emulators = Emulators(ns.bucket, ns.project, ns.region, ns.scripted_model)
     try:
-        emulators.start()
-        exports = _exports(emulators.environment())
-        if ns.env_file:
-            Path(ns.env_file).expanduser().write_text(exports, "utf-8")
-        sys.stdout.write(exports + "# ready: export the lines above in another shell; Ctrl-C here stops both\n")
+        start()
+        exports = _exports(environment())
+        if env_file:
+            Path(env_file).expanduser().write_text(exports, "utf-8")
+        sys.stdout.write(exports + f"# ready: export the lines above in another shell; {how_to_stop}\n")
         sys.stdout.flush()
-        print(f"cloud emulators: gcs {emulators.gcs.url} (bucket {ns.bucket}), Cloud Run stand-in {emulators.standin.api_endpoint} "
-              f"(jobs {', '.join(JOBS)}; task logs in {emulators.log_dir})"
-              + (f", scripted model {emulators.model.base_url}" if emulators.model else ""), file=sys.stderr, flush=True)
+        print(banner(), file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             pass
     except KeyboardInterrupt:
         pass
     finally:
-        emulators.stop()
+        stop_serving()
         signal.signal(signal.SIGTERM, previous)
-    print("cloud emulators stopped", file=sys.stderr, flush=True)
+    print(f"{what} stopped", file=sys.stderr, flush=True)
     return 0
 
 
@@ -163,25 +175,13 @@ def _scripted_model_main(port: int, env_file: str | None) -> int:
     get an echo, judges a parsable label: plumbing, never results), until Ctrl-C or SIGTERM."""
     from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server = ScriptedOpenAIServer(responder=_scripted_responder, port=port)
-    try:
-        server.start()
-        exports = _exports({"READER": server.base_url, "JUDGE": server.base_url})
-        if env_file:
-            Path(env_file).expanduser().write_text(exports, "utf-8")
-        sys.stdout.write(exports + "# ready: export the lines above in another shell; Ctrl-C here stops the server\n")
-        sys.stdout.flush()
-        print(f"scripted model {server.base_url} (plumbing, not results); e.g. memorybench qa reader=openai_compatible "
-              "reader.base_url=$READER reader.model=scripted max_questions=5, then memorybench autorater latest "
-              "judge=openai_compatible judge.base_url=$JUDGE judge.model=scripted", file=sys.stderr, flush=True)
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-        signal.signal(signal.SIGTERM, previous)
-    print("scripted model stopped", file=sys.stderr, flush=True)
-    return 0
+
+    def banner() -> str:
+        return (f"scripted model {server.base_url} (plumbing, not results); e.g. memorybench qa reader=openai_compatible "
+                "reader.base_url=$READER reader.model=scripted max_questions=5, then memorybench autorater latest "
+                "judge=openai_compatible judge.base_url=$JUDGE judge.model=scripted")
+
+    return _serve_until_stopped("scripted model", server.start, server.stop,
+                                lambda: {"READER": server.base_url, "JUDGE": server.base_url}, banner, env_file,
+                                "Ctrl-C here stops the server")

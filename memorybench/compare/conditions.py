@@ -55,6 +55,7 @@ from memorybench.compare.gold_overlay import Overlay, corrected_f1, load_overlay
 from memorybench.compare.intervals import paired_difference as paired_test
 from memorybench.errors import UserError
 from memorybench.pack import layout
+from memorybench.pack.judge_calibration import cache_dir_of
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder
 from memorybench.score.rows import JUDGED, covers_label
@@ -193,7 +194,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
         data_sha256=summary.get("data_sha256"),
         experiment=summary.get("experiment"),
-        cache_dir=((config_file.get("paths") or {}).get("cache") if isinstance(config_file.get("paths"), dict) else None),
+        cache_dir=cache_dir_of(config_file),
         reported={"locomo_f1": summary["locomo_f1"]},
         protocol=protocol,
     )
@@ -356,15 +357,10 @@ def judge_calibration(identity: dict[str, Any] | str | None, cache_dir: str | No
     """What the judge (its identity's fields, or its judge id) accepts, from its `memorybench
     judge-check` record (kept in the run's cache, else `outputs/cache`): "accepts 63% of vague
     wrong answers, ..." or "not calibrated"."""
-    from memorybench.pack.judge_calibration import NOT_CALIBRATED, calibration_line
+    from memorybench.pack.judge_calibration import NOT_CALIBRATED, find_calibration
 
-    if not identity:
-        return NOT_CALIBRATED
-    for folder in dict.fromkeys([cache_dir, None]):  # the run's cache, then the default one
-        line = calibration_line(identity, folder)
-        if line != NOT_CALIBRATED:
-            return line
-    return NOT_CALIBRATED
+    found = find_calibration(identity, [cache_dir] if cache_dir else [])
+    return NOT_CALIBRATED if found is None else found.summary()
 
 
 def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str]:

@@ -292,18 +292,14 @@ def _protocols(runs: pd.DataFrame) -> pd.Series:
 def _judge_calibration(judge: str, runs: pd.DataFrame) -> str:
     """The judge's calibration line, from the runs' `paths.cache` (each pack's
     config.resolved.yaml), else `outputs/cache`."""
-    from memorybench.pack.judge_calibration import NOT_CALIBRATED, calibration_line
+    from memorybench.pack.judge_calibration import NOT_CALIBRATED, cache_dir_of, find_calibration
 
     caches = []
     for location in runs["pack"]:
         pack = PackReader.open(location)
-        config = yaml.safe_load(pack.read_text(layout.CONFIG)) if pack.exists(layout.CONFIG) else {}
-        caches.append(((config or {}).get("paths") or {}).get("cache"))
-    for folder in dict.fromkeys([*caches, None]):
-        line = calibration_line(judge, folder)
-        if line != NOT_CALIBRATED:
-            return line
-    return NOT_CALIBRATED
+        caches.append(cache_dir_of(yaml.safe_load(pack.read_text(layout.CONFIG)) if pack.exists(layout.CONFIG) else None))
+    found = find_calibration(judge, [c for c in caches if c])
+    return NOT_CALIBRATED if found is None else found.summary()
 
 
 def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: str | os.PathLike[str], *,

@@ -151,31 +151,19 @@ LOCOMO_AUDIT_SPECIFIC_SCORED = _locomo_audit("locomo-audit/ap_v1_specific_wrong_
 LOCOMO_AUDIT_VAGUE_SCORED = _locomo_audit("locomo-audit/ap_v2_vague_wrong_scored.json",
                                           "3c32acbdcf667967a4e1f9f541b06566ae5e7361dc92f79f9043af7d068adc6b",
                                           "ap-baseline/v2/ap_eval_results_scored.json")
+# the audit's deliberately wrong answers to the 1,540 questions of categories 1-4 (unjudged), the
+# sets `memorybench judge-check` calibrates a judge with (memorybench.stages.judge_check)
+LOCOMO_AUDIT_SPECIFIC_WRONG = _locomo_audit("locomo-audit/ap_v1_specific_wrong.json",
+                                            "080338f63c229d36b2a177cf4c0720a47aedff830f8202c908c40412d76f5feb",
+                                            "ap-baseline/v1/ap_eval_results.json")
+LOCOMO_AUDIT_VAGUE_WRONG = _locomo_audit("locomo-audit/ap_v2_vague_wrong.json",
+                                         "3118fcc86f683d32e0b7294f65345ff8d612e74bd8d5da9af82627d12b82810a",
+                                         "ap-baseline/v2/ap_eval_results.json")
+LOCOMO_AUDIT_WRONG_ANSWER_PINS = (LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG)
 LOCOMO_AUDIT_PINS = (LOCOMO_AUDIT_ERRORS, LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_AUDIT_VAGUE_SCORED)
 
 ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *MEM0_ANSWER_PINS, *LOCOMO_PROMPT_PINS, *PUNKT_TAB,
-                             *LOCOMO_AUDIT_PINS)
-
-# the audit's deliberately wrong answers to the 1,540 questions of categories 1-4 (unjudged), the
-# sets `memorybench judge-check` calibrates a judge with (memorybench.stages.judge_check)
-LOCOMO_AUDIT_SPECIFIC_WRONG = Pin(
-    relpath="locomo-audit/ap_v1_specific_wrong.json",
-    sha256="080338f63c229d36b2a177cf4c0720a47aedff830f8202c908c40412d76f5feb",
-    repository="dial481/locomo-audit",
-    commit="9493fb4b4af4256ed17a18e8fd0b3cfdeec29539",
-    source_path="ap-baseline/v1/ap_eval_results.json",
-    licence="CC BY-NC 4.0",
-)
-LOCOMO_AUDIT_VAGUE_WRONG = Pin(
-    relpath="locomo-audit/ap_v2_vague_wrong.json",
-    sha256="3118fcc86f683d32e0b7294f65345ff8d612e74bd8d5da9af82627d12b82810a",
-    repository="dial481/locomo-audit",
-    commit="9493fb4b4af4256ed17a18e8fd0b3cfdeec29539",
-    source_path="ap-baseline/v2/ap_eval_results.json",
-    licence="CC BY-NC 4.0",
-)
-LOCOMO_AUDIT_WRONG_ANSWER_PINS = (LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG)
-ALL_PINS = (*ALL_PINS, *LOCOMO_AUDIT_WRONG_ANSWER_PINS)
+                             *LOCOMO_AUDIT_PINS, *LOCOMO_AUDIT_WRONG_ANSWER_PINS)
 
 #: other projects' released per-question LoCoMo results (docs/reproducing.md imports them):
 #: fetched only on request (`memorybench fetch --peers`), pinned like the data

@@ -214,3 +214,25 @@ def calibration_line(
     """`load_calibration(...).summary()`, or "not calibrated" for a judge never checked."""
     calibration = load_calibration(identity_or_judge_id, cache_dir)
     return NOT_CALIBRATED if calibration is None else calibration.summary()
+
+
+def find_calibration(
+    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str | None, cache_dirs: Any = (),
+) -> Calibration | None:
+    """A judge's calibration from the first of `cache_dirs` (the runs' `paths.cache`) that holds
+    one, else from the default cache (`outputs/cache`); None for no judge or one never checked."""
+    if not identity_or_judge_id:
+        return None
+    for folder in dict.fromkeys([*cache_dirs, None]):
+        found = load_calibration(identity_or_judge_id, folder)
+        if found is not None:
+            return found
+    return None
+
+
+def cache_dir_of(config: Any) -> str | None:
+    """A run's `paths.cache` from its resolved config (a mapping), where the judge's
+    calibration and the response cache live; None when the config does not say."""
+    paths = config.get("paths") if isinstance(config, Mapping) else None
+    cache = paths.get("cache") if isinstance(paths, Mapping) else None
+    return str(cache) if cache else None

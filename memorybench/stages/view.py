@@ -122,10 +122,10 @@ def _calibrations(walker: PackWalker) -> dict[str, str]:
     import yaml
 
     from memorybench.compare.conditions import judge_calibration
+    from memorybench.pack.judge_calibration import cache_dir_of
 
-    config = yaml.safe_load(walker.pack.read_text("config.resolved.yaml")) if walker.pack.exists("config.resolved.yaml") else {}
-    paths = (config or {}).get("paths")
-    cache = paths.get("cache") if isinstance(paths, dict) else None
+    pack = walker.pack
+    cache = cache_dir_of(yaml.safe_load(pack.read_text("config.resolved.yaml")) if pack.exists("config.resolved.yaml") else None)
     return {judge: judge_calibration(judge, cache) for judge in sorted(walker.judges())}
 
 

@@ -21,12 +21,11 @@ def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader
     a judge calibrated after its pack was logged updates them."""
     import yaml
 
-    from memorybench.pack.judge_calibration import load_calibration
+    from memorybench.pack.judge_calibration import cache_dir_of, find_calibration
 
     reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
-    config = yaml.safe_load(reader.read_text(layout.CONFIG)) if reader.exists(layout.CONFIG) else {}
-    cache = ((config or {}).get("paths") or {}).get("cache")
-    found = load_calibration(judge_id, cache) or load_calibration(judge_id)
+    cache = cache_dir_of(yaml.safe_load(reader.read_text(layout.CONFIG)) if reader.exists(layout.CONFIG) else None)
+    found = find_calibration(judge_id, [cache] if cache else [])
     if found is None:
         return {}
     return {judge_key("judge_vague_wrong_accepted", judge_id): found.vague_wrong_accepted,
@@ -39,15 +38,17 @@ def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, flo
     (`memorybench.compare.intervals.mean_interval`): `locomo_f1_1_4_ci_low`, `_ci_high`, the
     same for 1-5 where category 5 was asked, and `conversations`. A one-conversation pack
     has no interval (its bounds are not logged)."""
+    import csv
+    import io
+
     from memorybench.compare.intervals import mean_interval
-    from memorybench.pack.schemas import Prediction
-    from memorybench.score.rows import score_row
 
     reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
-    rows = []
-    for prediction in reader.records(layout.PREDICTIONS, Prediction):
-        raw = prediction.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        rows.append((int(raw["category"]), str(raw["sample_id"]), score_row(raw)["locomo_f1"]))
+    if not reader.exists(layout.PREDICTIONS_CSV):
+        return {}
+    # the scores the pack holds (verify checks them against a rescore): no scoring here
+    table = csv.DictReader(io.StringIO(reader.read_text(layout.PREDICTIONS_CSV), newline=""))
+    rows = [(int(r["category"]), r["sample_id"], float(r["locomo_f1"])) for r in table if r.get("locomo_f1") not in (None, "")]
     held = {c for c, _, _ in rows}
     out: dict[str, float | None] = {"conversations": float(len({s for _, s, _ in rows}))}
     for name, categories in (("locomo_f1_1_4", {1, 2, 3, 4}), ("locomo_f1_1_5", {1, 2, 3, 4, 5})):
