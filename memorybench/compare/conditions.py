@@ -343,6 +343,14 @@ def _per_question(packs: Sequence[PackScores], metric: str, ids: Sequence[str]) 
     return out
 
 
+def _own_mean(pack: PackScores, metric: str, ids: Sequence[str]) -> float | None:
+    """One pack's mean of `metric` over `ids` (those it has a score for)."""
+    from memorybench.stats import mean
+
+    values = getattr(pack, metric) or {}
+    return mean([values[q] for q in ids if q in values])
+
+
 def _spread(values: list[float | None]) -> dict[str, Any]:
     present = [v for v in values if v is not None]
     return {
@@ -435,8 +443,10 @@ def seed_summary(
         values = [per_question[q] for q in kept]
         clusters = [scores[0].conversations[q] for q in kept]
         covers = _covers(scores[0], kept)
-        # a pack's own number covers what the pack holds: shown only when it covers what is compared here
-        reported = [p.reported.get(metric) if len(kept) == len(per_question) and categories is None else None for p in scores]
+        # each pack's own number: its reported one where it covers exactly what is compared here,
+        # else its mean over the compared questions (a 1,986-question run beside a 1-4 peer)
+        reported = [p.reported.get(metric) if len(kept) == len(getattr(p, metric) or {}) else _own_mean(p, metric, kept)
+                    for p in scores]
         result[metric] = {
             "covers": covers,
             **_spread(reported),

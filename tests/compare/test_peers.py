@@ -78,6 +78,8 @@ def test_an_own_full_run_against_memobase_compares_on_the_1540_common_questions(
     assert difference["locomo_f1"]["covers"] == NOT_ASKED
     # each side's summary covers exactly the compared questions: A's 1-4 overall, not its 1-5 one
     assert result["summary_a"]["locomo_f1"]["estimate"] == pytest.approx(metrics["locomo_f1"]["overall_1_4"])
+    # and so does the pack's own number beside it (not its 1-5 overall from metrics.json)
+    assert result["summary_a"]["locomo_f1"]["values"] == [pytest.approx(metrics["locomo_f1"]["overall_1_4"])]
     assert difference["protocols_differ"] is True and difference["protocols"]["b"] == ["imported"]
     assert "j_left_out" in difference  # the own run has no judge
 
