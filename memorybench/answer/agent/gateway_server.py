@@ -355,6 +355,12 @@ class Gateway:
                 except OSError:
                     client_gone = True  # keep reading: the accounting wants the whole reply
         watch.close()
+        # the upstream connection goes back to the pool before the client sees the reply end, so
+        # the client's next request finds it there (kept alive), never racing its return
+        if upstream_cut or resp.will_close or not resp.isclosed():
+            conn.close()
+        else:
+            self.upstream.put(conn)
         if not client_gone:
             try:
                 if chunked or head:
@@ -363,10 +369,6 @@ class Gateway:
                 client_gone = True
         if upstream_cut or client_gone:
             handler.close_connection = True
-        if upstream_cut or resp.will_close or not resp.isclosed():
-            conn.close()
-        else:
-            self.upstream.put(conn)
         error = watch.error
         if upstream_cut:
             error = error or "the upstream stream was cut"
