@@ -20,7 +20,6 @@ passing `memorybench.secrets.scrub`.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs, recorded_choices
 from memorybench.errors import UserError, error_line, report
+from memorybench.fs import write_atomic
 from memorybench.secrets import CREDENTIAL_ENV, contains_secret, known_secrets, looks_like_key, register, scrub_yaml, scrubbed_stdio
 
 
@@ -70,9 +70,7 @@ def _scrub_hydra_files() -> None:
         text = path.read_text("utf-8")
         cleaned = scrub_yaml(text)  # a masked value stays YAML (quoted)
         if cleaned != text:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-            tmp.write_text(cleaned, "utf-8")
-            os.replace(tmp, path)
+            write_atomic(path, cleaned)
 
 
 def _launcher_env_secrets(config: DictConfig) -> list[str]:

@@ -36,6 +36,7 @@ from memorybench.data.pins import (
     pin_path,
 )
 from memorybench.errors import UserError
+from memorybench.fs import write_atomic
 from memorybench.hashing import sha256_text
 
 _SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -257,10 +258,7 @@ def made_prompt(name: str, text: str) -> Path:
     folder = Path(platformdirs.user_cache_dir("memorybench")) / "derived"
     path = folder / f"{name}-{sha256_text(text)[:16]}.txt"
     if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.part")
-        tmp.write_bytes(text.encode("utf-8"))
-        tmp.replace(path)
+        write_atomic(path, text)
     return path
 
 

@@ -141,9 +141,7 @@ def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) 
         # the job's own config (the manifest's: storage.root is where the pack is published)
         # (as qa writes it: URLs clean, credentials scrubbed, a masked value quoted)
         write_atomic(Path(result.pack_root) / "config.resolved.yaml", OmegaConf.to_yaml(clean_config(spec.cfg)).encode("utf-8"))
-        prov_path = Path(result.pack_root) / PROVENANCE_FILE
-        prov_path.parent.mkdir(parents=True, exist_ok=True)
-        prov_path.write_text(task_provenance(manifest, job, ctx, started_at).dump(), "utf-8")
+        write_atomic(Path(result.pack_root) / PROVENANCE_FILE, task_provenance(manifest, job, ctx, started_at).dump().encode("utf-8"))
         # both were written after qa closed the pack: its _SUCCESS records their bytes too
         reclose(result.pack_root, ("config.resolved.yaml", PROVENANCE_FILE))
         published = publish_pack(result.pack_root, storage, job.pack_relpath)

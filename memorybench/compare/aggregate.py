@@ -55,6 +55,7 @@ MLflow and `compare`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import posixpath
@@ -72,8 +73,8 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from memorybench.errors import OneLineParser, UserError
+from memorybench.fs import atomic_path
 from memorybench.pack import layout
-from memorybench.pack.atomic import fsync_dir, fsync_path
 from memorybench.pack.lock import folder_lock
 from memorybench.pack.success import compare, parse_success, write_success
 from memorybench.pack.reader import PackReader
@@ -497,20 +498,17 @@ def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathL
         raise UserError(f"no finished pack{what} in {', '.join(map(str, sources))}: a pack is finished when it has _SUCCESS")
     out = Path(out_dir).expanduser().resolve() / COLLECTED_DIR
     out.mkdir(parents=True, exist_ok=True)
-    with folder_lock(out, "aggregate output"):  # one writer: two would interleave their .part files
+    with folder_lock(out, "aggregate output"):  # one writer: two would interleave their generations
         # One generation: the three files are written aside, then renamed together, and
         # `_SUCCESS` (their hashes) is written last; it is removed first, so a folder that
         # a kill left between two generations has none (`collected_generation`).
         (out / layout.SUCCESS).unlink(missing_ok=True)
-        parts = {name: out / (name + ".part") for name in (EXAMPLES_FILE, RUNS_FILE, RUNS_CSV)}
-        rows = _write_examples(packs, parts[EXAMPLES_FILE])
-        runs = runs_table(packs)
-        _write_parquet(runs, parts[RUNS_FILE])
-        pa_csv.write_csv(_spreadsheet_safe(runs), parts[RUNS_CSV])
-        for name, part in parts.items():
-            fsync_path(part)
-            os.replace(part, out / name)
-        fsync_dir(out)
+        with contextlib.ExitStack() as parts_written:  # renamed (fsynced) together when all are written, else removed
+            parts = {name: parts_written.enter_context(atomic_path(out / name)) for name in (EXAMPLES_FILE, RUNS_FILE, RUNS_CSV)}
+            rows = _write_examples(packs, parts[EXAMPLES_FILE])
+            runs = runs_table(packs)
+            _write_parquet(runs, parts[RUNS_FILE])
+            pa_csv.write_csv(_spreadsheet_safe(runs), parts[RUNS_CSV])
         write_success(out)
     return AggregateResult(out, out / EXAMPLES_FILE, out / RUNS_FILE, out / RUNS_CSV, packs, rows, scan.unfinished)
 

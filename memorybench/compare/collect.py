@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import OneLineParser, UserError
+from memorybench.fs import write_atomic
 from memorybench.hashing import sha256_bytes
 from memorybench.pack.reader import PackReader
 from memorybench.compare.aggregate import Location, experiment_packs, scan_packs
@@ -88,10 +89,7 @@ class _BlobStore:
             return sha
         target = self.root / _blob_relpath(sha)
         if not (target.is_file() and target.stat().st_size == len(data)):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".part")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
+            write_atomic(target, data)
             self.written_bytes += len(data)
         self.known.add(sha)
         return sha
@@ -204,9 +202,7 @@ def collect_full(
         "stats": {"packs": len(packs), "files": files, "original_bytes": original, "blobs": len(store.known), "blob_bytes": blob_bytes},
     }
     text = json.dumps(pin, indent=1, ensure_ascii=False) + "\n"
-    tmp = out / (PIN + ".part")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, out / PIN)
+    write_atomic(out / PIN, text)  # last: a collected folder is whole once its pin is there
     stored = blob_bytes + len(text.encode("utf-8"))
     return CollectResult(out, out / PIN, packs, files, original, stored, len(store.known), scan.unfinished)
 
@@ -259,9 +255,7 @@ def restore_collected(collected: str | os.PathLike[str], out_dir: str | os.PathL
     for pack in pin["packs"]:
         target = out / pack["path"]
         for relpath, entry in pack["files"].items():
-            path = target / relpath
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(restore_file(root, entry))
+            write_atomic(target / relpath, restore_file(root, entry))
         restored.append(target)
     return restored
 

@@ -27,6 +27,7 @@ from memorybench.compare.conditions import (
 )
 from memorybench.compare.intervals import Resampling, format_p
 from memorybench.errors import OneLineParser, UserError, report
+from memorybench.fs import write_atomic
 
 __all__ = ["compare_main", "format_compare"]
 
@@ -197,7 +198,7 @@ def compare_main(argv: Sequence[str]) -> int:
         return 0
     print(format_compare(result))
     if ns.json_out:
-        Path(ns.json_out).write_text(text, encoding="utf-8")
+        write_atomic(Path(ns.json_out), text)
     return 0
 
 

@@ -87,6 +87,7 @@ from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
 from memorybench.compare.summary import CONFIG_PREFIX
 from memorybench.errors import OneLineParser, UserError
+from memorybench.fs import atomic_path, write_atomic
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
@@ -388,7 +389,8 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
             continue
         report.tables[name] = table
         path = out / "tables" / f"{name}.csv"
-        table.to_csv(path, index=False, float_format="%.6g")
+        with atomic_path(path) as tmp:
+            table.to_csv(tmp, index=False, float_format="%.6g")
         report.table_files[name] = path
 
     figures = out / "figures"
@@ -417,7 +419,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
                   markdown_table(table), "", f"CSV: `tables/{name}.csv`", ""]
     for name, path in report.figures.items():
         lines += [f"## Figure: {name}", "", f"![{name}](figures/{path.name})", ""]
-    report.markdown.write_text("\n".join(lines), "utf-8")
+    write_atomic(report.markdown, "\n".join(lines))
     return report
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import platformdirs
 
 from memorybench.errors import UserError
+from memorybench.fs import write_atomic
 from memorybench.hashing import sha256_bytes
 
 PINS_ENV = "MEMORYBENCH_PINS"
@@ -297,10 +298,7 @@ def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, c
         actual = sha256_bytes(data)
         if actual != pin.sha256:
             raise UserError(f"downloaded {pin.url} has sha256 {actual}, expected {pin.sha256}; refusing to store it")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".part")
-        tmp.write_bytes(data)
-        tmp.replace(target)
+        write_atomic(target, data)
         log(f"fetched  {pin.relpath}")
     if cache is not None and Path(cache).resolve() != root.resolve():
         _copy_into(root, Path(cache), pins, log=log)
@@ -318,9 +316,6 @@ def _copy_into(source: Path, cache: Path, pins: tuple[Pin, ...], *, log=print) -
         data = (source / pin.relpath).read_bytes()
         if sha256_bytes(data) != pin.sha256:  # changed since the check above: refuse, as pin_path would
             raise UserError(f"pinned file {source / pin.relpath} changed while being copied; run `memorybench fetch` again")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".part")
-        tmp.write_bytes(data)
-        tmp.replace(target)
+        write_atomic(target, data)
         copied += 1
     log(f"copied   {copied} pinned file(s) into {cache} (later commands need no {PINS_ENV})")

@@ -1,15 +1,16 @@
 """Opt-in, content-addressed response cache: sha256(canonical request) -> stored result.
 
 A rerun or a rescore never pays twice for the same request. Entries are written
-atomically (temp file then rename), so a killed run never leaves a half entry.
+atomically and durably (`memorybench.fs.write_atomic`), so a killed run or a crash never
+leaves a half entry.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from memorybench.fs import write_atomic
 from memorybench.llm.records import ChatResult
 
 
@@ -31,9 +32,4 @@ class ResponseCache:
             return None
 
     def put(self, key: str, result: ChatResult) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(result.model_dump_json())
-        os.replace(tmp, path)
+        write_atomic(self._path(key), result.model_dump_json())

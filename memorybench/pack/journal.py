@@ -19,15 +19,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from memorybench.errors import UserError
+from memorybench.fs import NO_SPACE, write_atomic
 from memorybench.pack.reader import PackError
 from memorybench.pack.schemas import dump_line
 from memorybench.records import Record, SchemaError, load_json, parse_record
 from memorybench.secrets import scrub
 
 T = TypeVar("T", bound=Record)
-
-#: errnos that mean the disk, or the user's quota on it, is full
-NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class DiskFullError(UserError):
@@ -104,12 +102,7 @@ class Journal:
             lines = list(f)  # split after each `\n` only, endings kept
         kept = [line for line in lines if line.strip() and keep(load_json(line))]
         if len(kept) != len(lines):
-            tmp = self.path.with_suffix(".jsonl.part")
-            with tmp.open("wb") as f:
-                f.write(b"".join(kept))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            write_atomic(self.path, b"".join(kept))
         return len(lines) - len(kept)
 
     def append(self, record: BaseModel | dict[str, Any]) -> None:

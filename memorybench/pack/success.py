@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memorybench.errors import UserError
+from memorybench.fs import create_only
 from memorybench.hashing import sha256_file
 from memorybench.pack import layout
-from memorybench.pack.atomic import fsync_dir, fsync_path, write_atomic, write_durable
+from memorybench.pack.atomic import fsync_path, write_atomic
 from memorybench.pack.journal import NO_SPACE, disk_full
 from memorybench.pack.schemas import ClosedFile, Success
 from memorybench.records import parse_record
@@ -132,28 +133,13 @@ def write_success(root: str | os.PathLike[str], under: str = "") -> Path:
     record = success_record(root, under)
     for rel in record.files:  # every byte the marker vouches for is on the disk before it
         fsync_path(root / rel)
-    _create_only(target, record.dump().encode("utf-8"))
-    fsync_dir(target.parent)
+    _create_only(target, record.dump().encode("utf-8"))  # its folder fsynced too
     return target
 
 
 def _create_only(target: Path, data: bytes) -> None:
-    tmp = target.with_name(target.name + ".part")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_durable(tmp, data)
-        try:
-            # a hard link is create-only and atomic: a reader sees no marker or the whole record
-            os.link(tmp, target)
-        except FileExistsError:
-            raise
-        except OSError as e:
-            if e.errno in NO_SPACE:
-                raise
-            # a file system without hard links: O_EXCL still makes it create-only
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+        create_only(target, data)  # a reader sees no marker or the whole record
     except FileExistsError:
         raise UserError(
             f"{target} already exists: a pack (or stage folder) is closed once; delete it and rerun the stage to close it again"
@@ -162,8 +148,6 @@ def _create_only(target: Path, data: bytes) -> None:
         if e.errno not in NO_SPACE:
             raise
         raise disk_full(target, e) from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def parse_success(data: bytes) -> Success | None:

@@ -67,6 +67,7 @@ from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
 from memorybench.names import path_component
 from memorybench.pack import layout
+from memorybench.pack.atomic import fsync_dir, write_atomic
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
@@ -174,6 +175,7 @@ def import_results(
         reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids,
                                    source_record)
         os.replace(work, final)  # whole: a pack at its place is finished
+        fsync_dir(final.parent)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -479,12 +481,13 @@ def _write_judge(
             **base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG", label_standard=True, score=score,
             **lexical,
         ))
-    (root / folder).mkdir(parents=True, exist_ok=True)
-    (root / layout.autorater_file(judge_id, layout.JUDGE_META)).write_text(meta.dump(), "utf-8")
-    (root / layout.autorater_file(judge_id, layout.JUDGE_VERDICTS)).write_text("".join(dump_line(v) for v in verdicts), "utf-8")
-    (root / layout.autorater_file(judge_id, layout.JUDGE_TRACES)).write_text("", "utf-8")  # no call was made
-    metrics = autorater_metrics(PackReader.open(root), judge_id)
-    (root / layout.autorater_file(judge_id, layout.JUDGE_METRICS)).write_text(metrics.dump(), "utf-8")
+    def write(name: str, text: str) -> None:
+        write_atomic(root / layout.autorater_file(judge_id, name), text.encode("utf-8"))
+
+    write(layout.JUDGE_META, meta.dump())
+    write(layout.JUDGE_VERDICTS, "".join(dump_line(v) for v in verdicts))
+    write(layout.JUDGE_TRACES, "")  # no call was made
+    write(layout.JUDGE_METRICS, autorater_metrics(PackReader.open(root), judge_id).dump())
     write_success(root, under=folder)
     return judge_id, verdict_scores
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import OneLineParser, UserError
+from memorybench.fs import write_atomic
 from memorybench.pack.walk import PackWalker, Walk
 from memorybench.compare.blame import CLASSES, Blame, pack_blame
 
@@ -223,12 +224,7 @@ def build_view(packs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     blocks = [_json_block("mb-data", data), *(_json_block(f"mb-text-{k}", t) for k, t in enumerate(texts))]
     page = (PAGE.replace("%%TITLE%%", html.escape(name)).replace("%%STYLE%%", STYLE).replace("%%SCRIPT%%", SCRIPT)
             .replace("%%DATA%%", "\n".join(blocks)))
-    target = Path(out).expanduser().resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".part")
-    tmp.write_text(page, "utf-8")
-    os.replace(tmp, target)
-    return target
+    return write_atomic(Path(out).expanduser().resolve(), page)
 
 
 def view_main(argv: Sequence[str]) -> int:

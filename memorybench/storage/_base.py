@@ -14,12 +14,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from memorybench.errors import UserError
+from memorybench.fs import TEMP_SUFFIX
 
 #: the marker a finished pack (or a finished stage output inside it) ends with: a JSON
 #: record of the sha256 of every file it closes, uploaded with its content, create-only
 SUCCESS = "_SUCCESS"
-#: files a writer leaves while replacing a file atomically; never uploaded
-TEMP_SUFFIXES = (".part",)
+#: files a writer leaves while replacing a file atomically (`memorybench.fs`); never uploaded
+TEMP_SUFFIXES = (TEMP_SUFFIX,)
 #: a folder's writer lock (`memorybench.pack.lock`, `layout.LOCK_FILE`): a process's
 #: claim on the folder, not content, so never uploaded, listed or closed by a marker
 LOCK_FILE = ".lock"

@@ -1,4 +1,4 @@
-"""A local folder as storage: atomic replaces, O_EXCL create-only markers."""
+"""A local folder as storage: atomic, durable replaces and create-only markers (`memorybench.fs`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from memorybench.fs import atomic_path, create_only, write_atomic
 from memorybench.storage._base import SUCCESS, AlreadyExists, Storage, StorageNotFound, clean_relpath, join, local_files, upload_order
 
 
@@ -32,21 +33,13 @@ class LocalStorage(Storage):
             raise StorageNotFound(self.uri(relpath)) from None
 
     def write_bytes(self, relpath: str, data: bytes) -> None:
-        target = self._p(relpath)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomic(self._p(relpath), data)
 
     def create_only(self, relpath: str, data: bytes = b"") -> None:
-        target = self._p(relpath)
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            create_only(self._p(relpath), data)  # whole or not at all: a crash leaves no half marker
         except FileExistsError:
             raise AlreadyExists(self.uri(relpath)) from None
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
 
     def exists(self, relpath: str) -> bool:
         return self._p(relpath).is_file()
@@ -69,11 +62,8 @@ class LocalStorage(Storage):
         source = Path(local_dir)
         plain, marks = upload_order(local_files(source) if files is None else list(files), markers)
         for rel in plain:
-            target = self._p(join(dest_prefix, rel))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
-            shutil.copyfile(source / rel, tmp)
-            os.replace(tmp, target)
+            with atomic_path(self._p(join(dest_prefix, rel))) as tmp:
+                shutil.copyfile(source / rel, tmp)
         for rel in marks:
             self.create_only(join(dest_prefix, rel), (source / rel).read_bytes())
         return [join(dest_prefix, r) for r in plain + marks]
@@ -84,8 +74,7 @@ class LocalStorage(Storage):
         copied = []
         for rel in self.list(base + "/" if base else ""):
             inner = rel[len(base) + 1 :] if base else rel
-            target = dest / inner
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(self._p(rel), target)  # keeps mtimes: the copy keeps its write order
+            with atomic_path(dest / inner) as tmp:
+                shutil.copy2(self._p(rel), tmp)  # keeps mtimes: the copy keeps its write order
             copied.append(inner)
         return copied

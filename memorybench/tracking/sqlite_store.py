@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memorybench.errors import UserError
+from memorybench.fs import replace_durable
 from memorybench.pack.lock import WriterLock
 
 __all__ = ["prepare_sqlite_store", "sqlite_file", "store_lock"]
@@ -118,4 +119,4 @@ def _build_store(db: Path, artifact_location: str | None) -> None:
         stale.unlink(missing_ok=True)  # left by a build that was killed
     store = SqlAlchemyStore(f"sqlite:///{tmp}", artifact_location or (db.parent / "mlartifacts").resolve().as_uri())
     store.engine.dispose()
-    os.replace(tmp, db)
+    replace_durable(tmp, db)  # under the store's lock: the fixed temp name is this builder's alone

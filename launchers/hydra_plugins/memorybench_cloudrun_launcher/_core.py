@@ -34,6 +34,7 @@ from memorybench.cloudrun.executors import (
 from memorybench.cloudrun.manifest import build_manifest, latest_statuses, manifest_job, write_manifest
 from memorybench.cloudrun.records import CloudRunManifest, ManifestJob
 from memorybench.errors import ERROR_PREFIX, UserError
+from memorybench.fs import write_atomic
 from memorybench.storage import SUCCESS, join, open_storage, storage_uri
 
 from hydra_plugins.memorybench_cloudrun_launcher.config import CloudRunLauncherConf
@@ -224,7 +225,7 @@ def _write_summary(manifest: CloudRunManifest, report: ExecutionReport, results:
         ],
     }
     text = json.dumps(summary, indent=2) + "\n"
-    (run_dir / "execution.json").write_text(text, "utf-8")
+    write_atomic(run_dir / "execution.json", text)
     try:
         open_storage(manifest.control_root).write_text(f"{manifest.control_prefix}/execution.json", text)
     except Exception as e:  # noqa: BLE001 - the local copy is enough to report
@@ -257,8 +258,7 @@ def _launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_i
     manifest = build(launcher, composed)
     sweep_dir = Path(str(launcher.config.hydra.sweep.dir)).resolve()
     run_dir = sweep_dir / "cloudrun" / manifest.sweep_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "manifest.json").write_text(manifest.dump(), "utf-8")
+    write_atomic(run_dir / "manifest.json", manifest.dump())
     write_manifest(manifest)
     _say(f"manifest {manifest.manifest_uri}: {manifest.task_count} task(s)")
     for job in manifest.jobs:

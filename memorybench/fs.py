@@ -1,0 +1,170 @@
+"""Whole-file writes that a crash cannot tear: the one helper every writer of a file that a
+later command reads goes through (packs, collected folders, the response cache, pinned
+files, prompt files, Hydra's files, a viewer page, storage's local objects).
+
+    write_atomic(path, data)          # temp file beside it, fsync, rename, fsync of the folder
+    with atomic_path(path) as tmp:    # a library that writes a path itself (Parquet, SQLite)
+        write_parquet(table, tmp)
+    create_only(path, data)           # a marker: created once, whole, or FileExistsError
+
+A temp file has a name of its own (`<name>.<pid>.<random>.part`), created exclusively
+(`O_EXCL`, never through a link someone left at that name), so two writers never share one
+and a crash leaves at most a `*.part` that `verify` flags and uploads skip. A new file gets
+the mode a plain `open(path, "wb")` would give it (0666 less the umask). Bytes are written
+as given: nothing is encoded, scrubbed or reordered here (`pack.atomic` scrubs pack files).
+
+Two writers keep their own: the embedded model's file, which `gemma.assemble` writes to a
+path of ours and which is checked by sha256 before the rename (`llm/local/models.py`), and
+the prefill store's states, written without fsync on purpose (a state torn by a crash fails
+its checksum and is a cache miss; `llm/local/prefill_store.py`). Journals append
+(`pack/journal.py`); a pack being imported is built in a temp folder renamed whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = [
+    "NO_SPACE",
+    "TEMP_SUFFIX",
+    "atomic_path",
+    "create_only",
+    "fsync_dir",
+    "fsync_path",
+    "replace_durable",
+    "temp_beside",
+    "write_atomic",
+    "write_durable",
+]
+
+#: the suffix of every temp file a writer leaves while replacing a file
+TEMP_SUFFIX = ".part"
+#: errnos that mean the disk, or the user's quota on it, is full
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """Flush a written file's bytes to the disk (a rename or a marker after it must not
+    reach the disk before the bytes it names: a crash would leave a named, empty file)."""
+    fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (a rename or a new file in it) to the disk; a file system
+    that cannot fsync a folder is left to its own guarantees."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_beside(target: str | os.PathLike[str]) -> Path:
+    """A fresh temp name in `target`'s folder, this writer's alone: `<name>.<pid>.<random>.part`."""
+    target = Path(target)
+    return target.with_name(f"{target.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """`data` in a file created at `path` (never an existing one, never through a link), fsynced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+    with os.fdopen(fd, "wb") as f:
+        view = memoryview(data)
+        while view:
+            view = view[f.write(view) :]
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_durable(path: str | os.PathLike[str], data: bytes) -> None:
+    """`data` written to `path` (created or truncated) and fsynced before returning."""
+    with Path(path).open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def replace_durable(tmp: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Put the finished file `tmp` at `target`: its bytes fsynced, renamed over `target`
+    (a link at `target` is replaced, never followed), then the folder's entry fsynced."""
+    fsync_path(tmp)
+    os.replace(tmp, target)
+    fsync_dir(Path(target).parent)
+
+
+def write_atomic(target: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write `data` (text as UTF-8) to `target` atomically and durably: a reader sees the
+    old file or the new one, a crash never leaves the name over missing bytes, and no temp
+    file stays behind when the write fails (a full disk included). The folder is created."""
+    target = Path(target)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(target)
+    try:
+        _write_new(tmp, data)  # the bytes on disk before the name points at them
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(target.parent)
+    return target
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temp path beside `target` for a writer that takes a path (pyarrow, SQLite, a
+    library's own copy); when the block ends normally the file is fsynced and renamed over
+    `target`, and when it raises the temp file is removed and `target` is left as it was."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(target)
+    try:
+        yield tmp
+        replace_durable(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def create_only(target: str | os.PathLike[str], data: bytes) -> Path:
+    """Create `target` holding `data`, once: `FileExistsError` if it exists (a link there
+    included). A reader sees no file or the whole of it: the bytes go to a temp file that is
+    hard-linked into place (create-only and atomic); a file system without hard links gets an
+    `O_EXCL` create. Both are fsynced, the folder too."""
+    target = Path(target)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(target)
+    try:
+        _write_new(tmp, data)
+        try:
+            os.link(tmp, target, follow_symlinks=False)
+        except FileExistsError:
+            raise
+        except OSError as e:
+            if e.errno in NO_SPACE:
+                raise
+            _write_new(target, data)  # a file system without hard links: O_EXCL is create-only too
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(target.parent)
+    return target
