@@ -49,8 +49,19 @@ def open_build_context(
             templates=method.writer_templates,
             longest_prompt_tokens=longest_writer_prompt(conversations) if conversations else 8192,
         )
+    _write_library_prompts(getattr(method, "inner", method), cfg, pack)
     if getattr(method, "uses_embedder", False):
         from memorybench.embed import make_embedder
 
         ctx.embedder = make_embedder(cfg.embedder, cache_dir=cache_dir, prices=cfg.get("pricing") or {})
     return ctx
+
+
+def _write_library_prompts(method: Any, cfg: DictConfig, pack: Any) -> None:
+    """A method that wraps a library whose prompts its code builds (Graphiti) names them
+    (`library_prompts(cfg)`: relpath under prompts/ -> text, made from the installed
+    library): they are prompt files of the pack like our own, hashed in run_meta.json, so
+    verify reads their words (a prompt's worked examples) as instructions, not leaked gold."""
+    made = getattr(method, "library_prompts", None)
+    for relpath, text in (made(cfg) if made is not None else {}).items():
+        pack.write_text(f"prompts/{relpath}", text)

@@ -149,12 +149,19 @@ class LibraryEndpoint:
                 raise error  # the run stops here, as on a writer call that failed after its retries
 
     # -- chat ---------------------------------------------------------------------------
-    def role_of(self, messages: list[dict[str, str]]) -> str:
+    def role_of(self, messages: list[dict[str, str]], response_format: Any = None) -> str:
+        """The task a request is: the role whose prompt its system message starts with; else
+        the name of the JSON schema it asks for (a library that names its reply models, as
+        Graphiti does, names its tasks); else `chat`."""
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
         head = " ".join(system.split())[:ROLE_PREFIX_CHARS]
         for name, prefix in self.roles.items():
             if head and head.startswith(prefix[: len(head)]) and prefix.startswith(head[: len(prefix)]):
                 return name
+        if isinstance(response_format, dict) and isinstance(response_format.get("json_schema"), dict):
+            named = str(response_format["json_schema"].get("name") or "")
+            if named and all(c.isalnum() or c in "_-" for c in named):
+                return named
         return "chat"
 
     def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -170,7 +177,7 @@ class LibraryEndpoint:
             writer.failures.append(WriterFailure(sample_id=sample_id, method=self.method, role=f"{self.method}:refused",
                                                  error=reason, action="refused; the library saw an HTTP 400"))
             return 400, error_body(reason, "unsupported")
-        role = self.role_of(messages)
+        role = self.role_of(messages, body.get("response_format"))
         endpoint = writer.endpoint()
         response_format, max_tokens = self._shape(role, body, writer)
         request = ChatRequest(

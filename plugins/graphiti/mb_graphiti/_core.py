@@ -1,0 +1,326 @@
+"""`graphiti`: Graphiti's own pipeline, its calls recorded, its Kùzu database in the pack.
+
+Build (once per conversation): a fresh `graphiti_core.Graphiti` whose LLM client is
+Graphiti's `OpenAIGenericClient` (chat completions with a `json_schema` response format)
+and whose embedder is its `OpenAIEmbedder`, both pointed at memorybench's recording
+endpoint (`LibraryEndpoint`), and whose graph driver is the embedded `KuzuDriver` on
+`memory/library_stores/graphiti/<sample_id>/graph.kuzu`. Each conversation has a database
+of its own, so every episode goes to Graphiti's default partition (`group_id` left unset:
+graphiti-core 0.31.2's Kùzu driver fails on an explicit one, `'KuzuDriver' object has no
+attribute '_database'`). Each message is an episode of its own (`turns_per_episode` turns
+joined), `SPEAKER: text` with the session's date as its reference time, added in file
+order with `add_episode`: Graphiti extracts entities and facts, resolves duplicates
+against the graph, dates facts and invalidates contradicted ones, all with its own prompts.
+Each call is labelled by the reply model Graphiti asks for (`graphiti:ExtractedEntities`,
+`graphiti:ExtractedEdges`, `graphiti:NodeResolutions`, ...).
+
+Questions: Graphiti's hybrid search (`search_`: BM25 and cosine similarity fused by RRF)
+over facts (`edge_limit`) and entities (`node_limit`) of the conversation's partition. The
+reader sees the facts with their valid-from/to dates, then the entities with the
+summaries Graphiti keeps: the shape of the context Zep hands an agent. Graphiti's
+cross-encoder rerankers are not used: they need log-probabilities, which the recording
+endpoint does not forward (docs/systems/graphiti.md says what that changes).
+
+The store folder is removed before a build, so a killed build restarts its conversation
+cleanly; a committed conversation is loaded from the pack and its database reopened for
+search only. Telemetry is off before graphiti is imported (GRAPHITI_TELEMETRY_ENABLED=false).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from importlib.metadata import version
+from datetime import datetime, timedelta, timezone
+from typing import Any, ClassVar
+
+from omegaconf import DictConfig
+
+from memorybench.data.records import AskedQuestion, Conversation, Session
+from memorybench.errors import ModelCallError, UserError
+from memorybench.memory._managed import Retrieved
+from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
+from memorybench.memory.library_endpoint import LibraryEndpoint
+from memorybench.pack.verify.context import LIBRARY_STORES
+
+METHOD = "graphiti"
+JOINER = "\n"
+#: a LoCoMo session date: "1:56 pm on 8 May, 2023"
+LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
+#: Graphiti's prompts are long (instructions, the previous episodes, the graph's candidates):
+#: the embedded writer's context is sized to hold the longest one seen in Graphiti 0.31
+PROMPT_TOKENS = 6144
+
+
+def import_graphiti() -> dict[str, Any]:
+    """Graphiti's classes, imported with telemetry off (it reads the switch when it sends)."""
+    os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
+    try:
+        from graphiti_core import Graphiti
+        from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
+        from graphiti_core.driver.kuzu_driver import KuzuDriver
+        from graphiti_core.edges import EntityEdge
+        from graphiti_core.helpers import get_default_group_id
+        from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
+        from graphiti_core.llm_client.config import LLMConfig
+        from graphiti_core.llm_client.openai_generic_client import OpenAIGenericClient
+        from graphiti_core.nodes import EntityNode, EpisodeType
+        from graphiti_core.search.search_config_recipes import COMBINED_HYBRID_SEARCH_RRF
+        from graphiti_core.telemetry import telemetry
+    except ImportError as e:
+        raise UserError(f"memory=graphiti needs graphiti-core[kuzu]: {e}; install it with "
+                        "`.venv/bin/pip install -e plugins/graphiti`") from None
+    if telemetry.is_telemetry_enabled():
+        raise UserError("graphiti's telemetry is on (GRAPHITI_TELEMETRY_ENABLED); import graphiti only through memory=graphiti")
+    return {
+        "version": version("graphiti-core"), "Graphiti": Graphiti, "KuzuDriver": KuzuDriver,
+        "OpenAIGenericClient": OpenAIGenericClient, "LLMConfig": LLMConfig, "OpenAIEmbedder": OpenAIEmbedder,
+        "OpenAIEmbedderConfig": OpenAIEmbedderConfig, "OpenAIRerankerClient": OpenAIRerankerClient,
+        "EntityEdge": EntityEdge, "EntityNode": EntityNode, "EpisodeType": EpisodeType,
+        "COMBINED_HYBRID_SEARCH_RRF": COMBINED_HYBRID_SEARCH_RRF, "default_group": get_default_group_id,
+    }
+
+
+def session_time(session: Session) -> datetime:
+    """A session's date as Graphiti's reference time (UTC); a date LoCoMo does not write in
+    its usual form is refused, never guessed."""
+    try:
+        return datetime.strptime(session.date_time.strip(), LOCOMO_DATE).replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise UserError(f"memory=graphiti: session {session.index}'s date {session.date_time!r} is not of the form "
+                        f"'1:56 pm on 8 May, 2023'; Graphiti needs each episode's time") from None
+
+
+class GraphitiMemory:
+    name: ClassVar[str] = METHOD
+    question_dependent: ClassVar[bool] = True
+    software_only: ClassVar[bool] = False
+    uses_writer: ClassVar[bool] = True
+    uses_embedder: ClassVar[bool] = True
+    writer_templates: ClassVar[dict[str, frozenset[str]]] = {}
+
+    def __init__(self, cfg: DictConfig) -> None:
+        node = cfg.memory
+        self.edge_limit, self.node_limit = int(node.edge_limit), int(node.node_limit)
+        self.turns_per_episode = int(node.turns_per_episode)
+        self.max_sessions = int(node.max_sessions) if node.get("max_sessions") is not None else None
+        self.max_episodes = int(node.max_episodes) if node.get("max_episodes") is not None else None
+        self.json_max_items, self.json_max_chars = int(node.json_max_items), int(node.json_max_chars)
+        counts = {"edge_limit": self.edge_limit, "turns_per_episode": self.turns_per_episode,
+                  "max_sessions": self.max_sessions, "max_episodes": self.max_episodes}
+        bad = {k: v for k, v in counts.items() if v is not None and v < 1}
+        if bad or self.node_limit < 0:
+            raise UserError(f"memory=graphiti: {bad or {'node_limit': self.node_limit}}: each must be at least 1 "
+                            "(node_limit at least 0)")
+        self._endpoint: LibraryEndpoint | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def run_notes(cls, cfg: DictConfig) -> list[str]:
+        notes = ["memory=graphiti runs Graphiti (graphiti-core, Zep's open-source engine) on embedded Kuzu, not a clone; its "
+                 "model and embedding calls went through memorybench's recording endpoint to writer= and embedder=; "
+                 "search is hybrid with RRF (no cross-encoder reranking)"]
+        for key in ("max_sessions", "max_episodes"):
+            if cfg.memory.get(key) is not None:
+                notes.append(f"memory.{key}={cfg.memory[key]}: only a prefix of each conversation was built")
+        return notes
+
+    @classmethod
+    def library_prompts(cls, cfg: DictConfig) -> dict[str, str]:
+        """Graphiti's prompts as the installed library writes them, each rendered with empty
+        fields: one prompt file of the pack (`prompts/library/graphiti/graphiti-core-<version>_prompts.txt`),
+        so verify reads their worked examples ("Jordan", "Denver", ...) as instructions."""
+        g = import_graphiti()
+        return {f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library()}
+
+    # -- the endpoint, the event loop and the library ------------------------------------
+    def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
+        if self._endpoint is None:
+            import_graphiti()
+            self._endpoint = LibraryEndpoint(ctx, method=METHOD, max_items=self.json_max_items,
+                                             max_chars=self.json_max_chars).__enter__()
+        return self._endpoint
+
+    def run(self, coroutine: Any) -> Any:
+        """Run one of Graphiti's coroutines to its end on this method's own event loop (its
+        HTTP clients stay bound to one loop for the whole run)."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(coroutine)
+
+    def size_local_writer(self, ctx: BuildContext) -> None:
+        writer = ctx.writer
+        if writer is not None and writer.is_local and writer._endpoint is None:
+            writer.longest_prompt_tokens = max(writer.longest_prompt_tokens, PROMPT_TOKENS)
+
+    def open_graph(self, ctx: BuildContext, store: Any, *, fresh: bool) -> Any:
+        endpoint = self.endpoint(ctx)
+        g = import_graphiti()
+        dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
+        writer = ctx.writer.node
+        llm = g["OpenAIGenericClient"](
+            config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url, model="memorybench-writer",
+                                  small_model="memorybench-writer", temperature=float(writer.temperature),
+                                  max_tokens=int(writer.max_tokens)),
+            max_tokens=int(writer.max_tokens),
+        )
+        embedder = g["OpenAIEmbedder"](g["OpenAIEmbedderConfig"](
+            api_key=endpoint.api_key, base_url=endpoint.base_url, embedding_model="memorybench-embedder", embedding_dim=dims))
+        # never used by the RRF search; given so that Graphiti does not make its own OpenAI client
+        reranker = g["OpenAIRerankerClient"](config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url,
+                                                                   model="memorybench-writer"))
+        driver = g["KuzuDriver"](db=str(store / "graph.kuzu"))
+        graph = g["Graphiti"](graph_driver=driver, llm_client=llm, embedder=embedder, cross_encoder=reranker,
+                              max_coroutines=1)
+        for part, client in (("llm", llm.client), ("embedder", embedder.client), ("reranker", reranker.client)):
+            if not str(client.base_url).startswith(endpoint.base_url):
+                raise UserError(f"graphiti's {part} calls {client.base_url}, not memorybench's recording endpoint")
+        if fresh:
+            # Graphiti.build_indices_and_constraints is a no-op on Kùzu in 0.31.2 (the driver's
+            # own method passes); its graph operations hold the full-text indexes search needs
+            self.run(driver.graph_ops.build_indices_and_constraints(driver))
+        return graph
+
+    # -- build -------------------------------------------------------------------------
+    def episodes(self, conversation: Conversation) -> list[tuple[Session, tuple[Any, ...]]]:
+        sessions = conversation.sessions[: self.max_sessions] if self.max_sessions else conversation.sessions
+        out = [(s, s.turns[i : i + self.turns_per_episode]) for s in sessions for i in range(0, len(s.turns), self.turns_per_episode)]
+        return out[: self.max_episodes] if self.max_episodes else out
+
+    def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
+        sid = conversation.sample_id
+        relstore = f"{LIBRARY_STORES}{METHOD}/{sid}"
+        store = ctx.pack.path(relstore)
+        if store.exists():
+            shutil.rmtree(store)  # a killed build restarts its conversation from nothing
+        store.mkdir(parents=True)
+        endpoint = self.endpoint(ctx)
+        g = import_graphiti()
+        episodes = self.episodes(conversation)
+        self.size_local_writer(ctx)
+        dia_of: dict[str, tuple[str, ...]] = {}
+        with endpoint.scope(sid):
+            graph = self.open_graph(ctx, store, fresh=True)
+            for n, (session, turns) in enumerate(episodes):
+                # turns of one session share its date; a second apart keeps them in file order
+                when = session_time(session) + timedelta(seconds=n)
+                try:
+                    result = self.run(graph.add_episode(
+                        name=",".join(t.dia_id for t in turns), episode_body="\n".join(t.render() for t in turns),
+                        source_description=f"LoCoMo conversation, session {session.index}", reference_time=when,
+                        source=g["EpisodeType"].message,
+                    ))
+                except (UserError, ModelCallError):
+                    raise
+                except Exception as e:  # noqa: BLE001 - the library's own failure, named with where it happened
+                    failed = ctx.writer.usage.failures
+                    raise UserError(
+                        f"memory=graphiti: Graphiti stopped on {sid}'s episode {n + 1} of {len(episodes)} "
+                        f"({turns[0].dia_id}): {type(e).__name__}: {str(e)[:200]}; {failed} writer replies failed so far "
+                        "(memory/writer/failures.jsonl); a rerun restarts this conversation") from None
+                dia_of[result.episode.uuid] = tuple(t.dia_id for t in turns)
+            nodes, edges = self.dump(graph, sid)
+        items = [MemoryItem(e.uuid, render_fact(e), _sources(e, dia_of)) for e in edges]
+        items += [MemoryItem(n.uuid, render_entity(n), ()) for n in nodes]
+        built = BuiltMemory(sid, items, state={"store": relstore, "episodes": {k: list(v) for k, v in dia_of.items()}})
+        built.runtime["graph"] = graph
+        sessions = len({s.index for s, _ in episodes})
+        built.metadata["library"] = {
+            "distribution": "graphiti-core", "version": g["version"], "class": "graphiti_core.Graphiti",
+            "driver": "kuzu (embedded)", "store": relstore, "episodes": len(episodes), "entities": len(nodes),
+            "facts": len(edges), "sessions_built": sessions, "sessions": len(conversation.sessions),
+            "search": "hybrid BM25 + cosine, RRF", "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
+        }
+        if endpoint.json_bounds:
+            built.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)
+        return built
+
+    def dump(self, graph: Any, sample_id: str) -> tuple[list[Any], list[Any]]:
+        """What Graphiti remembered of a conversation: its entities and facts, oldest first."""
+        g = import_graphiti()
+        group = [g["default_group"](graph.driver.provider)]
+        nodes = self.run(g["EntityNode"].get_by_group_ids(graph.driver, group))
+        edges = self.run(g["EntityEdge"].get_by_group_ids(graph.driver, group))
+        return (sorted(nodes, key=lambda n: (str(n.created_at), n.uuid)),
+                sorted(edges, key=lambda e: (str(e.created_at), e.uuid)))
+
+    # -- questions ---------------------------------------------------------------------
+    def retrieve(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> Retrieved:
+        endpoint = self.endpoint(ctx)
+        g = import_graphiti()
+        base = g["COMBINED_HYBRID_SEARCH_RRF"]
+        config = base.model_copy(update={
+            "edge_config": base.edge_config.model_copy() if self.edge_limit else None,
+            "node_config": base.node_config.model_copy() if self.node_limit else None,
+            "episode_config": None, "community_config": None, "limit": max(self.edge_limit, self.node_limit),
+        })
+        with endpoint.scope(asked.sample_id, asked.question_id):
+            graph = built.runtime.get("graph")
+            if graph is None:  # a resumed run: the committed database, reopened for search
+                graph = built.runtime["graph"] = self.open_graph(ctx, ctx.pack.path(built.state["store"]), fresh=False)
+            found = self.run(graph.search_(asked.question, config=config))
+        edges = list(zip(found.edges, found.edge_reranker_scores or [0.0] * len(found.edges)))[: self.edge_limit]
+        nodes = list(zip(found.nodes, found.node_reranker_scores or [0.0] * len(found.nodes)))[: self.node_limit]
+        texts = [render_fact(e) for e, _ in edges] + [render_entity(n) for n, _ in nodes]
+        hits = ([{"item_id": e.uuid, "score": round(float(s), 6), "kind": "fact"} for e, s in edges]
+                + [{"item_id": n.uuid, "score": round(float(s), 6), "kind": "entity"} for n, s in nodes])
+        return Retrieved(texts=texts, hits=hits, render=lambda keep: render_context(texts, len(edges), keep),
+                         extra={"joiner": JOINER, "facts": len(edges), "entities": len(nodes)})
+
+    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
+        retrieved = self.retrieve(built, asked, ctx)
+        return retrieved.render(list(range(len(retrieved.texts))))
+
+
+class _Blank(dict):
+    """A prompt's context whose every field is empty."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def render_prompt_library() -> str:
+    """Every prompt of Graphiti's library that a build uses (its `eval` prompts are left
+    out), rendered with empty fields, plus the language note its client adds to each system
+    message; in the library's own order."""
+    from graphiti_core.llm_client.client import get_extraction_language_instruction
+    from graphiti_core.prompts.lib import PROMPT_LIBRARY_IMPL
+
+    parts = [f"# Graphiti's prompts (graphiti-core {import_graphiti()['version']}), rendered with empty fields"]
+    for group, versions in PROMPT_LIBRARY_IMPL.items():
+        if group == "eval":
+            continue
+        for version, make in versions.items():
+            for message in make(_Blank()):
+                parts.append(f"## {group}.{version} ({message.role})\n{message.content}")
+    parts.append(f"## every system message ends with\n{get_extraction_language_instruction(None).strip()}")
+    return "\n\n".join(parts) + "\n"
+
+
+def render_fact(edge: Any) -> str:
+    """A fact with the dates Graphiti gave it: `fact (valid from A to B)`."""
+    start = edge.valid_at.date().isoformat() if getattr(edge, "valid_at", None) else "?"
+    end = edge.invalid_at.date().isoformat() if getattr(edge, "invalid_at", None) else "present"
+    return f"{edge.fact} (valid from {start} to {end})"
+
+
+def render_entity(node: Any) -> str:
+    summary = " ".join(str(getattr(node, "summary", "") or "").split())
+    return f"{node.name}: {summary}" if summary else str(node.name)
+
+
+def render_context(texts: list[str], facts: int, keep: list[int]) -> str:
+    """The kept texts under two headings, facts first, as Zep lays out its context."""
+    kept_facts = [texts[n] for n in keep if n < facts]
+    kept_entities = [texts[n] for n in keep if n >= facts]
+    parts = []
+    if kept_facts:
+        parts.append("Facts (with the dates they held):" + JOINER + JOINER.join(kept_facts))
+    if kept_entities:
+        parts.append("Entities:" + JOINER + JOINER.join(kept_entities))
+    return (JOINER + JOINER).join(parts)
+
+
+def _sources(edge: Any, dia_of: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(sorted({d for uuid in (getattr(edge, "episodes", None) or []) for d in dia_of.get(uuid, ())}))

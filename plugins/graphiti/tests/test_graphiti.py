@@ -1,0 +1,203 @@
+"""memory=graphiti (Graphiti on embedded Kùzu) against scripted servers over real HTTP: plumbing only.
+
+The scripted writer answers each of Graphiti's structured calls in the shape of the reply
+model the request names (`response_format.json_schema.name`): entity extraction names the
+speaker and the capitalised words of the current message, fact extraction links the first
+two entities with the message itself as the fact, every other task gets the smallest reply
+its schema allows ("no duplicates", "no dates", "no summary updates"). So what lands in the
+graph comes from session text. Checked: every call Graphiti made has its row in the pack
+(calls the endpoint saw = rows), each labelled by its reply model; the build cost counts
+them; the pack verifies (contamination check included); the Kùzu database lives in the
+pack; facts carry their source turns; a rerun does not rebuild; run_meta.json records
+graphiti-core's version; the build opens no connection except to the recording endpoint.
+
+Skipped, with the reason, when the plugin is not installed (`.venv/bin/pip install -e plugins/graphiti`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: .venv/bin/pip install -e plugins/graphiti")
+if importlib.util.find_spec("graphiti_core") is None:
+    pytest.skip("graphiti-core is not installed: .venv/bin/pip install -e plugins/graphiti", allow_module_level=True)
+
+from memorybench.cli import main  # noqa: E402
+from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
+from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
+MINI = FIXTURES / "mini_locomo.json"
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+
+
+def smallest(schema: dict[str, Any], node: dict[str, Any]) -> Any:
+    """The smallest instance of a JSON Schema node: empty lists, nulls, -1, ""."""
+    if "$ref" in node:
+        return smallest(schema, schema["$defs"][node["$ref"].rsplit("/", 1)[-1]])
+    if "anyOf" in node:
+        kinds = [b for b in node["anyOf"] if b.get("type") == "null"] or node["anyOf"]
+        return smallest(schema, kinds[0])
+    kind = node.get("type")
+    if kind == "object":
+        props = node.get("properties", {})
+        return {k: smallest(schema, props[k]) for k in node.get("required", list(props))}
+    return {"array": [], "string": "", "integer": -1, "number": 0, "boolean": False, "null": None}.get(kind)
+
+
+def tagged(text: str, tag: str) -> str:
+    found = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", text, re.S)
+    return found.group(1) if found else ""
+
+
+def graphiti_responder(body: dict[str, Any]) -> Reply:
+    """Graphiti's structured calls, answered from the request's own text; else an echo (the reader)."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") != "json_schema":
+        return echo_responder(body)
+    name, schema = fmt["json_schema"]["name"], fmt["json_schema"]["schema"]
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    if name == "ExtractedEntities":
+        message = tagged(user, "CURRENT MESSAGE")
+        speaker, _, said = message.partition(":")
+        names = [speaker.strip()] + [w for w in re.findall(r"\b[A-Z][a-z]{2,}\b", said) if w != speaker.strip()][:2]
+        reply: Any = {"extracted_entities": [{"name": n, "entity_type_id": 0, "episode_indices": [0]} for n in names if n]}
+    elif name == "ExtractedEdges":
+        entities = json.loads(tagged(user, "ENTITIES") or "[]")
+        message = tagged(user, "CURRENT_MESSAGE")
+        names = [e["name"] for e in entities]
+        reply = {"edges": [] if len(names) < 2 else [{
+            "source_entity_name": names[0], "target_entity_name": names[1], "relation_type": "MENTIONED",
+            "fact": message.partition(":")[2].strip()[:100] or message[:100]}]}
+    else:
+        reply = smallest(schema, schema)
+    text = json.dumps(reply)
+    return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
+
+
+class SocketAudit:
+    """Every outbound connect in this process: (thread name, address)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+        self._real = socket.socket.connect
+        self._real_ex = socket.socket.connect_ex
+
+    def __enter__(self) -> SocketAudit:
+        audit = self
+
+        def connect(sock: socket.socket, address: Any) -> Any:
+            audit.seen.append((threading.current_thread().name, address))
+            return audit._real(sock, address)
+
+        def connect_ex(sock: socket.socket, address: Any) -> Any:
+            audit.seen.append((threading.current_thread().name, address))
+            return audit._real_ex(sock, address)
+
+        socket.socket.connect = connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        socket.socket.connect = self._real  # type: ignore[method-assign]
+        socket.socket.connect_ex = self._real_ex  # type: ignore[method-assign]
+
+
+def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
+    try:
+        return main([
+            "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}", "reader.model=scripted",
+            "memory=graphiti", "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
+            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
+            "name=graphiti", "max_questions=3", "memory.max_episodes=4", *extra,
+        ])
+    except SystemExit as e:
+        return int(e.code or 0)
+
+
+def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
+        with SocketAudit() as audit:
+            assert qa(tmp_path, reader, writer) == 0
+        (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+        assert verify_pack(pack) == []
+
+        # every call Graphiti made reached the writer through us and has its row, named by its reply model
+        calls = rows(pack / "memory/writer/calls.jsonl")
+        assert calls and len(calls) == len(writer.requests)
+        roles = {c["role"] for c in calls}
+        assert {"graphiti:ExtractedEntities", "graphiti:ExtractedEdges"} <= roles, roles
+        assert all(c["ok"] for c in calls), [c["error"] for c in calls if not c["ok"]]
+        assert all(c["template"].startswith("library:graphiti/") and len(c["template_sha256"]) == 64 for c in calls)
+        embeds = rows(pack / "memory/graphiti/embed_calls.jsonl")
+        assert embeds and any(e["question_id"] for e in embeds)  # the questions' searches are rows too
+
+        # the build cost counts them
+        (cost,) = rows(pack / "memory/build_cost.jsonl")
+        assert cost["writer"]["calls"] == len(calls)
+
+        # the store lives in the pack; the dump shows facts with their source turns and entities
+        sid = cost["sample_id"]
+        assert (pack / f"memory/library_stores/graphiti/{sid}/graph.kuzu").exists()
+        stored = json.loads((pack / f"memory/graphiti/{sid}.json").read_text("utf-8"))
+        library = stored["metadata"]["library"]
+        assert library["episodes"] == 4 and library["facts"] >= 1 and library["entities"] >= 2
+        facts = [i for i in stored["items"] if "(valid from" in i["text"]]
+        assert facts and all(i["sources"] for i in facts)
+        assert library["endpoint_rows"]["chat"] == len(calls)
+
+        # the reader saw the facts Graphiti found
+        predictions = rows(pack / "predictions.jsonl")
+        assert predictions
+        prompts = [json.loads(line) for line in (pack / "calls.jsonl").read_text("utf-8").splitlines()] \
+            if (pack / "calls.jsonl").is_file() else []
+        assert any("Facts (with the dates they held):" in json.dumps(p) for p in prompts) or any(
+            "Facts (with the dates they held):" in json.dumps(r) for r in reader.requests)
+
+        # run_meta.json: the wrapped library's version beside the plugin's own
+        meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
+        (plugin,) = [p for p in meta["plugins"] if p["name"] == "graphiti"]
+        assert plugin["wraps"]["graphiti-core"] == "0.31.2" and plugin["wraps"]["kuzu"]
+
+        # no connection but to our endpoint; the endpoint's own threads call the writer
+        proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
+        assert proxy_ports <= {writer.port}
+        assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
+        library_ports = {addr[1] for name, addr in audit.seen if not name.startswith(THREAD_NAME)} - {reader.port, writer.port}
+        assert len(library_ports) <= 1  # graphiti itself: only the recording endpoint's one port
+
+        # a rerun of the same run id builds nothing again
+        before = len(writer.requests)
+        assert qa(tmp_path, reader, writer) == 0
+        assert len(writer.requests) == before
+
+
+def test_a_reply_that_is_not_json_stops_with_its_count(tmp_path, monkeypatch):
+    """Graphiti retries a reply that does not parse (4 tries), then gives up: the run stops,
+    and each try is a call row and a counted failure. (Graphiti's backoff, 5 to 120 s a
+    try, is not what is tested: it is set to no wait here.)"""
+    import tenacity
+    from graphiti_core.llm_client.client import LLMClient
+
+    monkeypatch.setattr(LLMClient._generate_response_with_retry.retry, "wait", tenacity.wait_none())
+    bad = lambda body: Reply(text="no json here") if body.get("response_format") else echo_responder(body)  # noqa: E731
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=bad) as writer:
+        code = qa(tmp_path, reader, writer, "memory.max_episodes=1")
+        assert code != 0
+        (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+        failures = rows(pack / "memory/writer/failures.jsonl")
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    assert len(calls) == len(writer.requests) == 4 and not any(c["ok"] for c in calls)
+    assert len(failures) == 4 and all("JSON" in f["error"] or "json" in f["error"] for f in failures)
