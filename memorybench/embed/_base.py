@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from memorybench.hashing import sha256_text
+from memorybench.llm.records import Attempt
 from memorybench.llm.usage import UsageMeter
 
 
@@ -31,6 +32,13 @@ class EmbedUsage(UsageMeter):
     cost_usd: float | None = 0.0
     #: seconds spent embedding (cache look-ups included)
     latency_s: float = 0.0
+    #: tries beyond the first, over all batches (an embedder that retries: openai)
+    retries: int = 0
+    #: each batch that took more than one try, in order: {"texts": N, "attempts": [...]}, its
+    #: attempts recorded as a chat call's are (`memorybench.llm.records.Attempt`: status,
+    #: error, the seconds waited and whether Retry-After set them); the last one failed when
+    #: the batch did
+    retried_batches: tuple[dict[str, Any], ...] = ()
 
 
 def text_sha256(text: str) -> str:
@@ -105,6 +113,8 @@ class Embedder:
     def __init__(self, name: str, cache_dir: Path | None) -> None:
         self.name = name
         self.usage = EmbedUsage()
+        #: the tries of the batch being embedded, when the subclass retries (`_embed_batch` fills it)
+        self._batch_attempts: list[Attempt] = []
         self._cache_dir = cache_dir
         self._cache: EmbeddingCache | None = None
 
@@ -114,7 +124,8 @@ class Embedder:
         raise NotImplementedError
 
     def _embed_batch(self, texts: list[str]) -> tuple[np.ndarray, int, float | None]:
-        """(vectors, billed tokens, cost in USD or None when unknown) for one batch."""
+        """(vectors, billed tokens, cost in USD or None when unknown) for one batch. A
+        subclass that retries appends each try to `self._batch_attempts`."""
         raise NotImplementedError
 
     # -- public ----------------------------------------------------------------------
@@ -137,7 +148,11 @@ class Embedder:
         missing = list(dict.fromkeys(t for t, s in zip(texts, shas) if s not in found))
         for start in range(0, len(missing), max(1, self.batch_size)):
             batch = missing[start : start + max(1, self.batch_size)]
-            vectors, tokens, cost = self._embed_batch(batch)
+            self._batch_attempts = []
+            try:
+                vectors, tokens, cost = self._embed_batch(batch)
+            finally:  # a batch that failed after its retries is recorded too
+                self._record_attempts(len(batch))
             vectors = normalize_rows(vectors)
             self.usage.calls += 1
             self.usage.tokens += tokens
@@ -149,6 +164,13 @@ class Embedder:
         out = np.stack([found[s] for s in shas]).astype(np.float32, copy=False)
         self.usage.latency_s += time.perf_counter() - started
         return out
+
+    def _record_attempts(self, texts: int) -> None:
+        attempts = self._batch_attempts
+        if len(attempts) > 1:
+            self.usage.retries += len(attempts) - 1
+            rows = [a.model_dump(mode="json") for a in attempts]
+            self.usage.retried_batches = (*self.usage.retried_batches, {"texts": texts, "attempts": rows})
 
     @property
     def dim(self) -> int:

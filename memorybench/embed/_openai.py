@@ -1,6 +1,8 @@
 """`openai`: text-embedding-3-small (or any model) through the openai SDK's embeddings
 endpoint, with our own retries (as the chat client: 408/409/429/5xx, timeouts and
-connection errors; `Retry-After` honoured) and cost from the price table."""
+connection errors; `Retry-After` honoured, else full jitter: `retry_wait`), every try of a
+batch recorded as a chat call's attempts are (the embedder's usage: `retries`,
+`retried_batches`), and cost from the price table."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ import openai
 
 from memorybench.embed._base import Embedder
 from memorybench.errors import ModelCallError
-from memorybench.llm.client import redact, retry_after_seconds
+from memorybench.llm.client import ERROR_CHARS, redact, retry_after_seconds, retry_wait
 from memorybench.llm.pricing import call_cost
-from memorybench.llm.records import Usage
+from memorybench.llm.records import Attempt, Usage
+from memorybench.secrets import scrub
 
 _RETRYABLE = {408, 409, 429}
 
@@ -71,11 +74,13 @@ class OpenAIEmbedder(Embedder):
         params: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions:
             params["dimensions"] = int(self.dimensions)
-        errors: list[str] = []
         for n in range(1, self.max_retries + 2):
-            headers = None
+            headers, status = None, None
+            t0 = time.perf_counter()
             try:
-                response = self._client.embeddings.create(**params)
+                raw = self._client.embeddings.with_raw_response.create(**params)
+                status = raw.status_code
+                response = raw.parse()
                 data = sorted(response.data, key=lambda d: d.index)
                 if len(data) != len(texts):
                     raise ValueError(f"{len(data)} vectors for {len(texts)} inputs")
@@ -88,6 +93,7 @@ class OpenAIEmbedder(Embedder):
                 cost = call_cost(response.model or self.model, usage, self.prices) if response.model else None
                 if cost is None:
                     cost = call_cost(self.model, usage, self.prices)
+                self._batch_attempts.append(Attempt(n=n, latency_s=round(time.perf_counter() - t0, 6), status=status))
                 return vectors, tokens, cost
             except openai.APIStatusError as e:
                 status, headers = e.status_code, e.response.headers
@@ -98,16 +104,20 @@ class OpenAIEmbedder(Embedder):
                 error, retryable = f"connection error: {self._clean(str(e.__cause__ or e))}", True
             except (ValueError, TypeError, AttributeError) as e:
                 error, retryable = f"bad reply: {self._clean(str(e))}", True
-            errors.append(error)
-            if n == self.max_retries + 1 or not retryable:
+            last = n == self.max_retries + 1 or not retryable
+            asked = retry_after_seconds(headers)
+            wait = None if last else retry_wait(n, base_s=self.backoff_base_s, max_s=self.retry_max_wait_s, asked=asked)
+            self._batch_attempts.append(Attempt(n=n, latency_s=round(time.perf_counter() - t0, 6), status=status, error=error,
+                                                wait_s=wait, retry_after=asked is not None))
+            if last:
                 raise ModelCallError(
                     f"embedding call to {self.base_url} (model {self.model}) failed after {n} attempt(s): {error}; "
-                    "check the endpoint, model and key, then rerun the same command to resume"
+                    "check the endpoint, model and key, then rerun the same command to resume",
+                    attempts=self._batch_attempts,
                 )
-            asked = retry_after_seconds(headers)
-            wait = min(asked if asked is not None else self.backoff_base_s * 2 ** (n - 1), self.retry_max_wait_s)
-            time.sleep(wait)
+            time.sleep(wait or 0.0)
         raise AssertionError("unreachable")
 
     def _clean(self, text: str) -> str:
-        return redact(" ".join(text.split())[:300], self._secrets)
+        # scrubbed whole, then cut (as the chat client): a cut first would leave a key's first part
+        return scrub(redact(" ".join(text.split()), self._secrets))[:ERROR_CHARS]

@@ -2,6 +2,8 @@
 
 The SDK's own retries are off (`max_retries=0`): we retry here so that every attempt,
 its status and its wait are recorded in the call's trace, and `Retry-After` is honoured.
+Without one, the wait is drawn with full jitter (`retry_wait`), so clients that failed
+together do not all come back together; the attempt records the seconds actually waited.
 Retried: 408, 409, 429, 5xx, timeouts, connection errors, and replies that are not a
 usable completion (not JSON, no choices, a field of the wrong type: `memorybench.llm.reply`).
 Other 4xx fail at once. A well-formed reply with no text (`content` null or empty, tool
@@ -12,6 +14,7 @@ so the caller counts and shows it instead of silently storing an empty answer.
 from __future__ import annotations
 
 import email.utils
+import random
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -71,6 +74,16 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         except (TypeError, ValueError):
             return None
         return max(0.0, parsed.timestamp() - time.time())
+
+
+def retry_wait(n: int, *, base_s: float, max_s: float, asked: float | None = None) -> float:
+    """Seconds to wait after failed attempt `n` (1-based): what the server asked
+    (`Retry-After`), capped at `max_s`, else full jitter: a uniform draw from 0 to
+    `min(max_s, base_s * 2**(n-1))`. Rounded to the millisecond, so the value an attempt
+    records is the value slept. The chat client and the embedders share it."""
+    if asked is not None:
+        return round(max(0.0, min(asked, max_s)), 3)
+    return round(random.uniform(0.0, max(0.0, min(max_s, base_s * 2 ** (n - 1)))), 3)
 
 
 class ChatClient:
@@ -141,9 +154,6 @@ class ChatClient:
                     time.sleep(self.min_request_interval_s - gap)
             self._last_start = time.monotonic()
 
-    def _backoff(self, n: int) -> float:
-        return min(self.backoff_base_s * (2 ** (n - 1)), self.retry_max_wait_s)
-
     def _call_with_retries(self, request: ChatRequest, key: str) -> ChatResult:
         attempts: list[Attempt] = []
         started = time.perf_counter()
@@ -181,7 +191,7 @@ class ChatClient:
             latency = time.perf_counter() - t0
             asked = retry_after_seconds(headers)
             last = n == self.max_retries + 1 or not retryable
-            wait = None if last else min(asked if asked is not None else self._backoff(n), self.retry_max_wait_s)
+            wait = None if last else retry_wait(n, base_s=self.backoff_base_s, max_s=self.retry_max_wait_s, asked=asked)
             attempts.append(
                 Attempt(n=n, latency_s=round(latency, 6), status=status, error=error, wait_s=wait, retry_after=asked is not None)
             )

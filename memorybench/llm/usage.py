@@ -108,8 +108,9 @@ def total_usage(parts: Sequence[Mapping[str, Any]], questions: int) -> dict[str,
 class UsageMeter:
     """Running counters of one kind of model use (a writer's calls, an embedder's batches,
     ...), as a dataclass of numbers. `cost_usd` is None once any call had no price (unknown
-    is not free); `latency_s` sums seconds. A snapshot (`copy`) subtracted from a later
-    state (`since`) gives what one piece of work cost, the fields in their declared order."""
+    is not free); `latency_s` sums seconds; a tuple field is a log that only grows, and
+    `since` gives its entries added after the snapshot. A snapshot (`copy`) subtracted from a
+    later state (`since`) gives what one piece of work cost, the fields in their declared order."""
 
     def copy(self: MeterT) -> MeterT:
         return dataclasses.replace(self)  # type: ignore[type-var]
@@ -122,6 +123,8 @@ class UsageMeter:
                 out[f.name] = None if now is None or then is None else round(now - then, 10)
             elif f.name == "latency_s":
                 out[f.name] = round(now - then, 6)
+            elif isinstance(now, tuple):
+                out[f.name] = list(now[len(then) :])
             else:
                 out[f.name] = now - then
         return out
