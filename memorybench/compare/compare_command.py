@@ -26,7 +26,7 @@ from memorybench.compare.conditions import (
     seed_summary,
 )
 from memorybench.compare.intervals import Resampling, format_p
-from memorybench.errors import OneLineParser, UserError, report
+from memorybench.errors import OneLineParser, UserError, printable, report
 from memorybench.fs import write_atomic
 
 __all__ = ["compare_main", "format_compare"]
@@ -193,10 +193,11 @@ def compare_main(argv: Sequence[str]) -> int:
     else:
         result["summary"] = seed_summary(a, resampling=resampling, categories=categories, corrected_gold=ns.corrected_gold)
     text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
+    # a pack's run id, experiment and condition names are outside text: printed without control characters
     if ns.json_out == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(printable(text))  # JSON's own escape: still valid JSON
         return 0
-    print(format_compare(result))
+    print(printable(format_compare(result)))
     if ns.json_out:
         write_atomic(Path(ns.json_out), text)
     return 0

@@ -86,7 +86,7 @@ from memorybench.compare.report_tables import (
 from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
 from memorybench.compare.summary import CONFIG_PREFIX
-from memorybench.errors import OneLineParser, UserError
+from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.fs import atomic_path, write_atomic
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -419,7 +419,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
                   markdown_table(table), "", f"CSV: `tables/{name}.csv`", ""]
     for name, path in report.figures.items():
         lines += [f"## Figure: {name}", "", f"![{name}](figures/{path.name})", ""]
-    write_atomic(report.markdown, "\n".join(lines))
+    write_atomic(report.markdown, printable("\n".join(lines)))  # a terminal may show it (cat, less): no control character
     return report
 
 
@@ -448,7 +448,7 @@ def report_main(argv: Sequence[str]) -> int:
     parse_categories(ns.categories)
     out = ns.out or os.path.join("outputs", "reports", design.name)
     report = run_report(design if flags else ns.design, out, categories=ns.categories)
-    print(f"report: {report.markdown}")
+    print(printable(f"report: {report.markdown}", newlines=False))
     for name, path in {**report.table_files, **report.figures}.items():
-        print(f"  {name}: {path}")
+        print(printable(f"  {name}: {path}", newlines=False))
     return 0

@@ -18,6 +18,8 @@ import pandas as pd
 
 from memorybench.compare.report_tables import CATEGORY_NAMES
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
+from memorybench.errors import printable
+from memorybench.fs import atomic_path
 
 __all__ = ["figure_accuracy_vs_cost", "figure_accuracy_vs_latency", "figure_scores_by_category"]
 
@@ -32,8 +34,14 @@ def _figure(width: float = 8.0, height: float = 4.5) -> Any:
 
 
 def _save(fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
+    from matplotlib.text import Text
+
+    # a condition, run id or judge id from a pack is outside text: no control character is
+    # drawn (nor named raw in matplotlib's missing-glyph warning on the terminal)
+    for text in fig.findobj(Text):
+        text.set_text(printable(text.get_text()))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
     return path
 
 

@@ -56,7 +56,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 
-from memorybench.errors import OneLineParser
+from memorybench.errors import OneLineParser, printable
 from memorybench.pack.verify import contamination, counts, hashes, memory_failures, metrics, provenance, replies, rows, secrets, structure, traces
 from memorybench.pack.verify.context import Context, local_pack, pack_location, pack_root
 from memorybench.pack.verify.findings import CODES, WARNINGS, Finding, Findings, failures
@@ -124,13 +124,15 @@ def verify_main(argv: Sequence[str]) -> int:
     values = credential_values()
     results = [(root, verify_pack(root, pins_dir=ns.pins, secrets=values)) for root in roots]
     if ns.json:
-        print(json.dumps([{"pack": str(root), **asdict(f)} for root, findings in results for f in findings], indent=2, ensure_ascii=False))
+        # a finding quotes the pack's names and contents, outside text: no control character reaches the terminal
+        print(printable(json.dumps([{"pack": str(root), **asdict(f)} for root, findings in results for f in findings], indent=2,
+                                   ensure_ascii=False)))
     else:
         for root, findings in results:
             for f in findings:
-                print(f.format(root))
+                print(printable(f.format(root), newlines=False))  # one finding, one line
             if not failures(findings):
                 warned = len(findings)
-                print(f"ok {root}" + (f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""))
+                print(printable(f"ok {root}", newlines=False) + (f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""))
     sys.stdout.flush()
     return 1 if any(failures(findings) for _, findings in results) else 0
