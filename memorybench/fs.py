@@ -6,6 +6,8 @@ files, prompt files, Hydra's files, a viewer page, storage's local objects).
     with atomic_path(path) as tmp:    # a library that writes a path itself (Parquet, SQLite)
         write_parquet(table, tmp)
     create_only(path, data)           # a marker: created once, whole, or FileExistsError
+    read_regular(root, "a/b.json")    # a file under root, never through a link, regular only
+    folder_within(root, "a/b")        # root/a/b made (or found) without passing through a link
 
 A temp file has a name of its own (`<name>.<pid>.<random>.part`), created exclusively
 (`O_EXCL`, never through a link someone left at that name), so two writers never share one
@@ -26,16 +28,21 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
     "NO_SPACE",
     "TEMP_SUFFIX",
+    "LinkRefused",
+    "NotRegular",
     "atomic_path",
     "create_only",
+    "folder_within",
     "fsync_dir",
     "fsync_path",
+    "read_regular",
     "replace_durable",
     "temp_beside",
     "write_atomic",
@@ -168,3 +175,88 @@ def create_only(target: str | os.PathLike[str], data: bytes) -> Path:
         tmp.unlink(missing_ok=True)
     fsync_dir(target.parent)
     return target
+
+
+# -- reading and making folders without following links ---------------------------------------
+class LinkRefused(OSError):
+    """A symbolic link where `read_regular` or `folder_within` needed a file or folder of the
+    tree itself; `where` is its path relative to the root."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(errno.ELOOP, f"{where} is a link")
+        self.where = where
+
+
+class NotRegular(OSError):
+    """`read_regular` found a folder, a FIFO, a socket or a device, not a regular file."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(errno.EINVAL, f"{where} is not a regular file")
+        self.where = where
+
+
+def _parts(relpath: str) -> list[str]:
+    parts = str(relpath).replace("\\", "/").split("/")
+    if str(relpath).startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"{relpath!r} is not a plain relative path (absolute, or '.', '..' or empty segments)")
+    return parts
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def read_regular(root: str | os.PathLike[str], relpath: str) -> bytes:
+    """The bytes of `root/relpath`, opened component by component with `O_NOFOLLOW`: a link
+    anywhere below `root` is `LinkRefused`, a FIFO or device `NotRegular` (opened without
+    blocking, never waited on), a missing one `FileNotFoundError`. Tree copies (storage
+    uploads and downloads, `collect-full --restore`) and `PackReader` read through here, so
+    a link in a tree received from someone else never makes us read a host file."""
+    parts = _parts(relpath)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                inner = os.open(part, flags, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(part, fd):
+                    raise LinkRefused("/".join(parts[: i + 1])) from None
+                if e.errno in (errno.ENOTDIR, errno.EISDIR):
+                    raise FileNotFoundError(errno.ENOENT, "not a file", "/".join(parts[: i + 1])) from None
+                raise
+            os.close(fd)
+            fd = inner
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular("/".join(parts))
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def folder_within(root: str | os.PathLike[str], relpath: str) -> Path:
+    """`root/relpath` as a folder, each missing component made, none passed through a link
+    (`LinkRefused` names the first one): a file written there lands under `root`, whatever a
+    tree received from someone else (or left at the destination) holds. `relpath` "" is root;
+    root itself is made when missing (it is the caller's, link or not)."""
+    folder = Path(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not relpath:
+        return folder
+    for i, part in enumerate(parts := _parts(relpath)):
+        folder = folder / part
+        if folder.is_symlink():
+            raise LinkRefused("/".join(parts[: i + 1]))
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            if folder.is_symlink():  # made by someone else in between
+                raise LinkRefused("/".join(parts[: i + 1])) from None
+            if not folder.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder)) from None
+    return folder

@@ -39,9 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import OneLineParser, UserError
-from memorybench.fs import write_atomic
+from memorybench.fs import LinkRefused, folder_within, write_atomic
 from memorybench.hashing import sha256_bytes
 from memorybench.pack.reader import PackReader
+from memorybench.storage import LocalStorage
 from memorybench.compare.aggregate import Location, experiment_packs, scan_packs
 
 __all__ = [
@@ -208,26 +209,51 @@ def collect_full(
 
 
 # -- restoring --------------------------------------------------------------------------
+# A collected folder may come from someone else: its pin and blobs are read through
+# `PackReader` (never through a link, regular files only), and every file is written
+# under --to, refusing a pin path that leaves it and any link on the way down.
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+class _CollectedReader(PackReader):
+    """A collected_full folder, read as a pack is (`O_NOFOLLOW`), with its own fix in errors."""
+
+    KIND = "a collected folder"
+
+    def _check_hint(self) -> str:
+        return f"collect the packs again (`memorybench collect-full`) instead of {self.uri()}"
+
+    def _missing_hint(self) -> str:
+        return f"the collected folder {self.uri()} is incomplete or was altered; collect the packs again"
+
+
 def _load_pin(collected: Path) -> dict[str, Any]:
-    path = collected / PIN
-    if not path.is_file() and (collected / COLLECTED_FULL_DIR / PIN).is_file():
-        path = collected / COLLECTED_FULL_DIR / PIN
-    if not path.is_file():
+    root = collected if os.path.lexists(collected / PIN) else collected / COLLECTED_FULL_DIR
+    if not root.is_dir() or not os.path.lexists(root / PIN):
         raise UserError(f"{collected} has no {PIN}; pass the collected_full folder that collect-full wrote")
-    pin = json.loads(path.read_text("utf-8"))
-    if pin.get("schema") != PIN_SCHEMA:
-        raise UserError(f"{path} has schema {pin.get('schema')!r}, expected {PIN_SCHEMA!r}")
-    pin["_root"] = str(path.parent)
+    reader = _CollectedReader(LocalStorage(str(root.resolve())))
+    try:
+        pin = json.loads(reader.read_bytes(PIN))
+    except ValueError:
+        raise UserError(f"{reader.uri(PIN)} is not valid JSON; pass the collected_full folder that collect-full wrote") from None
+    if not isinstance(pin, dict) or pin.get("schema") != PIN_SCHEMA:
+        schema = pin.get("schema") if isinstance(pin, dict) else None
+        raise UserError(f"{reader.uri(PIN)} has schema {schema!r}, expected {PIN_SCHEMA!r}")
+    pin["_root"] = reader
     return pin
 
 
-def _blob(root: Path, sha: str) -> bytes:
-    return (root / _blob_relpath(sha)).read_bytes()
+def _blob(root: PackReader, sha: Any) -> bytes:
+    if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+        raise UserError(f"{root.uri(PIN)} names a blob {str(sha)[:80]!r} that is no sha256; the collected folder was altered")
+    return root.read_bytes(_blob_relpath(sha))
 
 
-def restore_file(root: str | os.PathLike[str], entry: dict[str, Any]) -> bytes:
-    """The original bytes of one file entry of the pin (checked against its sha256)."""
-    root = Path(root)
+def restore_file(root: str | os.PathLike[str] | PackReader, entry: dict[str, Any]) -> bytes:
+    """The original bytes of one file entry of the pin (checked against its sha256); every
+    blob read through `PackReader` (never through a link)."""
+    if not isinstance(root, PackReader):
+        root = _CollectedReader(LocalStorage(str(Path(root).resolve())))
     if "blob" in entry:
         data = _blob(root, entry["blob"])
     else:
@@ -246,17 +272,42 @@ def restore_file(root: str | os.PathLike[str], entry: dict[str, Any]) -> bytes:
     return data
 
 
+def _restore_path(pin: PackReader, pack_path: Any, relpath: Any) -> tuple[str, str]:
+    """(folder, file name) of one restored file relative to --to: refused when the pin's
+    path would leave it (absolute, `..`, `.` or empty segments)."""
+    joined = f"{pack_path}/{relpath}" if isinstance(pack_path, str) and isinstance(relpath, str) else None
+    parts = joined.replace("\\", "/").split("/") if joined else []
+    if not parts or joined.startswith("/") or "\x00" in joined or any(p in ("", ".", "..") for p in parts):
+        raise UserError(f"{pin.uri(PIN)} would restore {str(joined or relpath)[:200]!r} outside the --to folder (an absolute "
+                        "path, or '.', '..' or empty segments); nothing more is written: the collected folder was altered, "
+                        "collect the packs again")
+    return "/".join(parts[:-1]), parts[-1]
+
+
 def restore_collected(collected: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write every original pack back under `<out_dir>/<name>/runs/<run_id>/`; return the pack folders."""
+    """Write every original pack back under `<out_dir>/<name>/runs/<run_id>/`; return the pack
+    folders. Nothing is read through a link in the collected folder, nothing written through
+    one under `out_dir` (a link there is one line naming it), nor outside `out_dir`."""
     pin = _load_pin(Path(collected).expanduser().resolve())
-    root = Path(pin["_root"])
+    root: PackReader = pin["_root"]
     out = Path(out_dir).expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    packs = pin.get("packs")
+    if not isinstance(packs, list) or not all(isinstance(p, dict) and isinstance(p.get("files"), dict) for p in packs):
+        raise UserError(f"{root.uri(PIN)} has no list of packs with their files; the collected folder was altered, collect the packs again")
+    for pack in packs:
+        _restore_path(root, pack.get("path"), "_")  # a pack's own folder stays inside too, files or none
+    planned = [[(*_restore_path(root, pack["path"], rel), entry) for rel, entry in pack["files"].items()] for pack in packs]
     restored = []
-    for pack in pin["packs"]:
-        target = out / pack["path"]
-        for relpath, entry in pack["files"].items():
-            write_atomic(target / relpath, restore_file(root, entry))
-        restored.append(target)
+    for pack, files in zip(packs, planned, strict=True):
+        for folder, name, entry in files:
+            try:
+                target = folder_within(out, folder) / name
+            except LinkRefused as e:
+                raise UserError(f"{out / e.where} is a link; a restore writes nothing through a link (it may point "
+                                "outside the folder): remove it, or restore into an empty folder with --to") from None
+            write_atomic(target, restore_file(root, entry))  # a link at the file's own name is replaced, not followed
+        restored.append(out / pack["path"])
     return restored
 
 

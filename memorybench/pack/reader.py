@@ -16,10 +16,8 @@ naming the file and line and the command that says more (`memorybench verify`).
 
 from __future__ import annotations
 
-import errno
 import io
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from memorybench.errors import UserError
+from memorybench.fs import LinkRefused, NotRegular, read_regular
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, AutoraterMetrics, AutoraterVerdict, JudgeTrace
 from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
@@ -54,15 +53,11 @@ def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
-def _lstat_mode(name: str, dir_fd: int) -> int:
-    try:
-        return os.lstat(name, dir_fd=dir_fd).st_mode
-    except OSError:
-        return 0
-
-
 class PackReader:
     """One pack, read through the storage interface (a local folder or a bucket prefix)."""
+
+    #: what the tree is, in error lines (a subclass reads another tree the same way)
+    KIND = "a pack"
 
     def __init__(self, storage: Storage, relpath: str = "") -> None:
         self.storage = storage
@@ -131,41 +126,27 @@ class PackReader:
             raise PackError(f"{self.uri(relpath)} does not exist; is {self.uri()} a finished pack?") from None
 
     def _read_local(self, root: Path, relpath: str) -> bytes:
-        missing = PackError(f"{self.uri(relpath)} does not exist; is {self.uri()} a finished pack?")
-        parts = clean_relpath(relpath).split("/")
-        cloexec = getattr(os, "O_CLOEXEC", 0)
+        missing = PackError(f"{self.uri(relpath)} does not exist; {self._missing_hint()}")
         try:
-            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | cloexec)
-        except OSError:
+            return read_regular(root, clean_relpath(relpath))  # O_NOFOLLOW, component by component
+        except LinkRefused as e:
+            raise PackError(
+                f"{self.uri(relpath)}: {e.where} is a link; {self.KIND}'s files are its own, never links (one from "
+                f"elsewhere may point at a host file), so it is not read: remove the link, and {self._check_hint()}"
+            ) from None
+        except NotRegular:
+            raise PackError(f"{self.uri(relpath)} is not a regular file (a folder, a FIFO or a device); {self._check_hint()}") from None
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):
             raise missing from None
-        try:
-            for i, part in enumerate(parts):
-                last = i == len(parts) - 1
-                flags = os.O_RDONLY | os.O_NOFOLLOW | cloexec | (os.O_NONBLOCK if last else os.O_DIRECTORY)
-                try:
-                    inner = os.open(part, flags, dir_fd=fd)
-                except FileNotFoundError:
-                    raise missing from None
-                except OSError as e:
-                    if e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(_lstat_mode(part, fd)):
-                        where = "/".join(parts[: i + 1])
-                        raise PackError(
-                            f"{self.uri(relpath)}: {where} is a link; a pack's files are its own, never links (one from "
-                            f"elsewhere may point at a host file), so it is not read: remove the link, and run "
-                            f"`memorybench verify` on {self.uri()}"
-                        ) from None
-                    if e.errno in (errno.ENOTDIR, errno.EISDIR):
-                        raise missing from None
-                    raise PackError(f"{self.uri(relpath)} cannot be read ({e.strerror}); check the pack's permissions") from None
-                os.close(fd)
-                fd = inner
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PackError(f"{self.uri(relpath)} is not a regular file (a folder, a FIFO or a device); "
-                                f"run `memorybench verify` on {self.uri()}")
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                return f.read()
-        finally:
-            os.close(fd)
+        except OSError as e:
+            raise PackError(f"{self.uri(relpath)} cannot be read ({e.strerror}); check the pack's permissions") from None
+
+    def _check_hint(self) -> str:
+        """What to run on a tree whose file was refused (a pack: verify it)."""
+        return f"run `memorybench verify` on {self.uri()}"
+
+    def _missing_hint(self) -> str:
+        return f"is {self.uri()} a finished pack?"
 
     def read_text(self, relpath: str) -> str:
         return self.read_bytes(relpath).decode("utf-8")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from memorybench.errors import UserError
-from memorybench.fs import TEMP_SUFFIX
+from memorybench.fs import TEMP_SUFFIX, LinkRefused, NotRegular, folder_within, read_regular
 
 #: the marker a finished pack (or a finished stage output inside it) ends with: a JSON
 #: record of the sha256 of every file it closes, uploaded with its content, create-only
@@ -72,6 +72,29 @@ def local_files(local_dir: Path) -> list[str]:
         if path.is_file() and not path.is_symlink() and not path.name.endswith(TEMP_SUFFIXES) and path.name != LOCK_FILE:
             out.append(path.relative_to(local_dir).as_posix())
     return out
+
+
+def read_tree_file(root: Path, relpath: str) -> bytes:
+    """A file of a folder being copied (uploaded, downloaded, published), read without
+    following a link anywhere below `root` (`memorybench.fs.read_regular`); a link, FIFO or
+    device there is one line naming it: a folder copy never carries a host file along."""
+    try:
+        return read_regular(root, relpath)
+    except LinkRefused as e:
+        raise UserError(f"{root / e.where} is a link; a copied folder holds its own files, never links (one may point at a "
+                        "host file), so nothing is copied through it: remove the link, then copy again") from None
+    except NotRegular as e:
+        raise UserError(f"{root / e.where} is not a regular file (a FIFO, a device or a folder); remove it, then copy again") from None
+
+
+def tree_folder(root: Path, relpath: str) -> Path:
+    """The folder `root/relpath` for a copied file, made without passing through a link
+    (`memorybench.fs.folder_within`): a link there is one line naming it."""
+    try:
+        return folder_within(root, relpath)
+    except LinkRefused as e:
+        raise UserError(f"{root / e.where} is a link; a folder copy writes nothing through a link (it may point outside "
+                        f"{root}): remove it, or copy into an empty folder") from None
 
 
 def upload_order(files: Sequence[str], markers: Iterable[str]) -> tuple[list[str], list[str]]:

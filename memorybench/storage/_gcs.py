@@ -13,13 +13,26 @@ from __future__ import annotations
 
 import mimetypes
 import os
+import posixpath
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from memorybench.errors import UserError
-from memorybench.storage._base import SUCCESS, AlreadyExists, Storage, StorageNotFound, clean_relpath, join, local_files, upload_order
+from memorybench.fs import atomic_path
+from memorybench.storage._base import (
+    SUCCESS,
+    AlreadyExists,
+    Storage,
+    StorageNotFound,
+    clean_relpath,
+    join,
+    local_files,
+    read_tree_file,
+    tree_folder,
+    upload_order,
+)
 
 #: objects copied at once by upload_dir / download_dir (google's transfer_manager uses threads the same way)
 WORKERS = 8
@@ -130,12 +143,13 @@ class GCSStorage(Storage):
 
         def put(rel: str) -> None:
             blob = self.bucket.blob(self._name(join(dest_prefix, rel)))
-            blob.upload_from_filename(str(source / rel), content_type=_content_type(rel), retry=DEFAULT_RETRY)
+            data = read_tree_file(source, clean_relpath(rel))  # never through a link (a host file would be uploaded)
+            blob.upload_from_string(data, content_type=_content_type(rel), retry=DEFAULT_RETRY)
 
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             list(pool.map(put, plain))  # re-raises the first failure
         for rel in marks:
-            self.create_only(join(dest_prefix, rel), (source / rel).read_bytes())
+            self.create_only(join(dest_prefix, rel), read_tree_file(source, clean_relpath(rel)))
         return [join(dest_prefix, r) for r in plain + marks]
 
     def download_dir(self, prefix: str, local_dir: str | Path) -> list[str]:
@@ -158,9 +172,10 @@ class GCSStorage(Storage):
 
         def get(pair: tuple[Any, str]) -> None:
             blob, local = pair
-            target = dest / local
-            target.parent.mkdir(parents=True, exist_ok=True)
-            blob.download_to_filename(str(target))
+            # written whole beside its name and renamed, in a folder reached through no link
+            target = tree_folder(dest, posixpath.dirname(local)) / posixpath.basename(local)
+            with atomic_path(target) as tmp:
+                blob.download_to_filename(str(tmp))
             if blob.updated is not None:
                 stamp = blob.updated.timestamp()
                 os.utime(target, (stamp, stamp))

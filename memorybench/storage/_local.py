@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import os
-import shutil
+import posixpath
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from memorybench.fs import atomic_path, create_only, write_atomic
-from memorybench.storage._base import SUCCESS, AlreadyExists, Storage, StorageNotFound, clean_relpath, join, local_files, upload_order
+from memorybench.fs import create_only, write_atomic
+from memorybench.storage._base import (
+    SUCCESS,
+    AlreadyExists,
+    Storage,
+    StorageNotFound,
+    clean_relpath,
+    join,
+    local_files,
+    read_tree_file,
+    tree_folder,
+    upload_order,
+)
 
 
 class LocalStorage(Storage):
@@ -61,12 +72,17 @@ class LocalStorage(Storage):
     ) -> list[str]:
         source = Path(local_dir)
         plain, marks = upload_order(local_files(source) if files is None else list(files), markers)
-        for rel in plain:
-            with atomic_path(self._p(join(dest_prefix, rel))) as tmp:
-                shutil.copyfile(source / rel, tmp)
+        for rel in plain:  # read and written without following a link on either side
+            self._write_within(join(dest_prefix, rel), read_tree_file(source, clean_relpath(rel)))
         for rel in marks:
-            self.create_only(join(dest_prefix, rel), (source / rel).read_bytes())
+            target = join(dest_prefix, rel)
+            tree_folder(self.path, posixpath.dirname(target))
+            self.create_only(target, read_tree_file(source, clean_relpath(rel)))
         return [join(dest_prefix, r) for r in plain + marks]
+
+    def _write_within(self, relpath: str, data: bytes) -> Path:
+        rel = clean_relpath(relpath)
+        return write_atomic(tree_folder(self.path, posixpath.dirname(rel)) / posixpath.basename(rel), data)
 
     def download_dir(self, prefix: str, local_dir: str | Path) -> list[str]:
         dest = Path(local_dir)
@@ -74,7 +90,9 @@ class LocalStorage(Storage):
         copied = []
         for rel in self.list(base + "/" if base else ""):
             inner = rel[len(base) + 1 :] if base else rel
-            with atomic_path(dest / inner) as tmp:
-                shutil.copy2(self._p(rel), tmp)  # keeps mtimes: the copy keeps its write order
+            data = read_tree_file(self.path, rel)  # never through a link, on either side
+            target = write_atomic(tree_folder(dest, posixpath.dirname(inner)) / posixpath.basename(inner), data)
+            stamp = os.lstat(self._p(rel))
+            os.utime(target, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # the copy keeps its write order
             copied.append(inner)
         return copied
