@@ -133,7 +133,7 @@ def import_results(
     reader = released_format(fmt)
     name = path_component(name, "experiment name", "pass --name NAME")
     ref = parse_source(source) if isinstance(source, str) or source is None else source
-    paths = [Path(f).expanduser().resolve() for f in files]
+    paths = [Path(f).expanduser().absolute() for f in files]  # not resolved: a link given as FILE is refused, not followed
     if not paths:
         raise UserError("memorybench import needs the released file(s) to import")
     released = _answers_bounded(_finite_only(reader.read(paths, model_key)))

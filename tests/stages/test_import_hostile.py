@@ -46,7 +46,25 @@ def test_deep_nesting_is_one_line(tmp_path):
 def test_a_link_to_a_device_is_refused_unread(tmp_path):
     link = tmp_path / "zero.json"
     link.symlink_to("/dev/zero")
-    _refused(link, "not a regular file")
+    _refused(link, r"zero.json is a symbolic link \(to /dev/zero\)")
+
+
+def test_a_link_as_the_file_is_refused_naming_it_and_the_fix(tmp_path):
+    """A downloaded release may hold `results.json -> ~/.config/.../credentials.json`: its content
+    would land in a pack meant to be shared. The file itself must not be a link; the folders
+    above it may be (they are the user's own layout)."""
+    real = tmp_path / "real" / "memobase.json"
+    real.parent.mkdir()
+    real.write_bytes(MEMOBASE.read_bytes())
+    link = tmp_path / "release" / "results.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    message = _refused(link, r"released file .*release/results.json is a symbolic link \(to .*real/memobase.json\); .* pass the real file's path")
+    assert MEMOBASE.read_text("utf-8")[:40] not in message
+    assert not (tmp_path / "release" / "packs").exists()  # nothing was written
+    linked_folder = tmp_path / "linked"
+    linked_folder.symlink_to(real.parent, target_is_directory=True)
+    assert import_results([linked_folder / "memobase.json"], "mem0_evals", packs=tmp_path / "packs").created
 
 
 def test_a_fifo_is_refused_without_waiting(tmp_path):

@@ -9,6 +9,7 @@ file's own per-row scores keyed by our metric names (`locomo_f1`, `mem0_f1`,
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -100,16 +101,22 @@ MAX_RELEASED_DEPTH = 32
 
 
 def _open_regular(path: Path) -> bytes:
-    """The bytes of `path` if it is a regular file of at most MAX_RELEASED_BYTES (a link is
-    followed to what it names, which must be a regular file too), else a one-line UserError.
-    Opened without blocking, so a FIFO or a device is refused, never waited on or read forever."""
+    """The bytes of `path` if it is a regular file of at most MAX_RELEASED_BYTES, else a
+    one-line UserError. Opened without blocking, so a FIFO or a device is refused, never
+    waited on or read forever; and with `O_NOFOLLOW`: a symbolic link as the file itself is
+    refused, naming where it points (a link in a downloaded release may point at a host file,
+    whose content would land in a pack meant to be shared; docs/design.md, section 10). The
+    folders above it may be links: they are the user's own layout."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError(f"released file {path} does not exist; pass the path of the file to import") from None
     except IsADirectoryError:
         raise UserError(f"{path} is a folder; pass the released JSON file itself") from None
     except OSError as e:
+        if e.errno == errno.ELOOP and os.path.islink(path):
+            raise UserError(f"released file {path} is a symbolic link (to {os.readlink(path)}); import reads no file through a "
+                            "link, so one in a downloaded release cannot make it read a host file: pass the real file's path") from None
         raise UserError(f"released file {path} cannot be read ({e.strerror}); pass a readable file") from None
     try:
         info = os.fstat(fd)
