@@ -1,0 +1,327 @@
+"""memory=amem (A-MEM's own library) against scripted servers over real HTTP: plumbing; and
+one smoke on the embedded local model (marked `local_model`).
+
+The scripted writer answers A-MEM's two calls in the shapes A-MEM parses: the analysis
+(`{"keywords", "context", "tags"}`, words copied from the note) and the evolution
+(`{"should_evolve", "actions", "suggested_connections", ...}`, linking the new note to its
+nearest neighbour and giving each neighbour a context copied from its own content), so what
+lands in A-MEM's store comes from session text. Checked: every call A-MEM made has its row
+in the pack (calls the endpoint saw = rows), labelled by its task (amem:analyze,
+amem:evolve); the build cost counts them; the pack verifies (contamination check included);
+the Chroma store lives in the pack and its notes are the pack's items; a rerun does not
+rebuild, and a resumed run searches the committed store; run_meta.json records which A-MEM
+ran (the fork, labelled so) and the build opens no connection except to the recording
+endpoint (no telemetry, no model download, no nltk download).
+
+Skipped, with the reason, when the plugin or A-MEM is not installed
+(`.venv/bin/pip install -e "plugins/amem[fork]"`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mb_amem", reason='the amem plugin is not installed: .venv/bin/pip install -e "plugins/amem[fork]"')
+if importlib.util.find_spec("agentic_memory") is None:  # found, not imported: litellm reads its env at import
+    pytest.skip('A-MEM is not installed: .venv/bin/pip install -e "plugins/amem[fork]"', allow_module_level=True)
+
+from memorybench.cli import main  # noqa: E402
+from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
+from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
+MINI = FIXTURES / "mini_locomo.json"
+ANALYZE = "Generate a structured analysis of the following content by:"
+EVOLVE = "You are an AI memory evolution agent"
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+
+
+def user_of(body: dict[str, Any]) -> str:
+    return next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+
+
+def words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[A-Za-z]{4,}", text) if w not in ("Speaker", "says")]
+
+
+def amem_responder(body: dict[str, Any]) -> Reply:
+    """A-MEM's analysis and evolution calls, answered from the prompt's own words; else an echo (the reader)."""
+    user = user_of(body)
+    if ANALYZE in user:
+        content = user.split("Content for analysis:", 1)[1]
+        found = words(content) or ["chat"]
+        reply = {"keywords": found[:3], "context": " ".join(found[:6]), "tags": found[-2:]}
+    elif EVOLVE in user:
+        # the fork lists each neighbour by its id, the authors' library by its index
+        neighbours = re.findall(r"memory[_ ](?:id|index):(\S+)\ttalk start time:.*?\tmemory content: (.*?)\tmemory context", user)
+        reply = {
+            "should_evolve": True, "actions": ["strengthen", "update_neighbor"],
+            "suggested_connections": [neighbours[0][0]] if neighbours else [],
+            "tags_to_update": words(user.split("content:", 1)[1])[:2],
+            "new_context_neighborhood": [" ".join(words(text)[:4]) for _, text in neighbours],
+            "new_tags_neighborhood": [words(text)[:2] for _, text in neighbours],
+        }
+    else:
+        return echo_responder(body)
+    text = json.dumps(reply)
+    return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
+
+
+class SocketAudit:
+    """Every outbound connect in this process: (thread name, address)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+        self._real = socket.socket.connect
+        self._real_ex = socket.socket.connect_ex
+
+    def __enter__(self) -> SocketAudit:
+        audit = self
+
+        def connect(sock: socket.socket, address: Any) -> Any:
+            audit.seen.append((threading.current_thread().name, address))
+            return audit._real(sock, address)
+
+        def connect_ex(sock: socket.socket, address: Any) -> Any:
+            audit.seen.append((threading.current_thread().name, address))
+            return audit._real_ex(sock, address)
+
+        socket.socket.connect = connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        socket.socket.connect = self._real  # type: ignore[method-assign]
+        socket.socket.connect_ex = self._real_ex  # type: ignore[method-assign]
+
+
+def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
+    try:
+        return main([
+            "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}", "reader.model=scripted",
+            "memory=amem", "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
+            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
+            "name=amem", "max_questions=3", *extra,
+        ])
+    except SystemExit as e:
+        return int(e.code or 0)
+
+
+@pytest.fixture()
+def servers():
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+        yield reader, writer
+
+
+def test_amem_builds_through_the_recording_endpoint(tmp_path, servers, monkeypatch):
+    import nltk
+
+    downloads: list[Any] = []
+    monkeypatch.setattr(nltk, "download", lambda *a, **k: downloads.append(a) or False)
+    reader, writer = servers
+    with SocketAudit() as audit:
+        assert qa(tmp_path, reader, writer) == 0
+    assert not downloads
+    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    assert verify_pack(pack) == []
+
+    # every call A-MEM made reached the writer through us and has its row, labelled by its task
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    assert calls and len(calls) == len(writer.requests)
+    roles = [c["role"] for c in calls]
+    assert set(roles) == {"amem:analyze", "amem:evolve"} and all(c["ok"] for c in calls)
+    # mini-1 has 5 turns: 5 analyses, 4 evolutions (the first note has no neighbour)
+    assert roles.count("amem:analyze") == 5 and roles.count("amem:evolve") == 4
+    assert all(c["request"]["response_format"]["type"] == "json_schema" for c in calls)
+    embeds = rows(pack / "memory/amem/embed_calls.jsonl")
+    assert embeds and all(e["texts"] and e["dimensions"] > 0 for e in embeds)
+    assert any(e["question_id"] for e in embeds)  # the questions' searches are rows too
+    # A-MEM's prompts and chromadb's store schema are files of the pack's prompts/ (verify
+    # reads their words as the libraries' fixed text), hashed in run_meta.json
+    library = pack / "prompts/library/amem"
+    assert sorted(p.name for p in library.iterdir()) == ["a-mem-0.2.6_prompts.txt", "chromadb-1.5.9_store_schema.txt"]
+    assert ANALYZE in (library / "a-mem-0.2.6_prompts.txt").read_text("utf-8")
+    assert "untouched" in (library / "chromadb-1.5.9_store_schema.txt").read_text("utf-8")
+
+    # the build cost counts them
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["calls"] == len(calls)
+    assert cost["embedder"]["texts"] >= sum(len(e["texts"]) for e in embeds if e["question_id"] is None)
+
+    # the store lives in the pack; its notes are the pack's items, one per turn
+    sid = cost["sample_id"]
+    store = pack / f"memory/library_stores/amem/{sid}"
+    assert (store / "chroma.sqlite3").is_file()
+    assert not (Path.cwd() / "chroma_db").exists()
+    stored = json.loads((pack / f"memory/amem/{sid}.json").read_text("utf-8"))
+    items = stored["items"]
+    assert [i["item_id"] for i in items] == [i["sources"][0] for i in items] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert all("memory content: Speaker " in i["text"] and "memory keywords: [" in i["text"] for i in items)
+    assert any("links: [" in i["text"] for i in items)  # the evolution linked notes
+    made = stored["metadata"]["library"]
+    assert made["distribution"] == "a-mem" and made["fork"] and "fork" in made["label"]
+    assert made["endpoint_rows"]["chat"] == len(calls) and made["notes"] == 5 and made["evolutions"] == 4
+    retrievals = rows(pack / "memory/amem/retrievals.jsonl")
+    assert retrievals and all(r["hits"] for r in retrievals)
+
+    # run_meta.json: which A-MEM ran, beside the plugin's own version, and a note saying it is a fork
+    meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
+    (plugin,) = [p for p in meta["plugins"] if p["name"] == "amem"]
+    assert plugin["wraps"]["a-mem"] == "0.2.6" and plugin["wraps"]["agentic-memory"] is None
+    assert plugin["wraps"]["chromadb"] and plugin["wraps"]["litellm"]
+    assert any("third party's fork" in note for note in meta["notes"])
+
+    # no connection but to our endpoint; the endpoint's own threads call the writer
+    proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
+    assert proxy_ports <= {writer.port}
+    library_side = [(name, addr) for name, addr in audit.seen if not name.startswith(THREAD_NAME)]
+    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
+    amem_ports = {addr[1] for _, addr in library_side} - {reader.port, writer.port}
+    assert len(amem_ports) <= 1  # A-MEM itself: only the recording endpoint's one port
+
+    # a rerun of the same run id builds nothing again
+    before = len(writer.requests)
+    assert qa(tmp_path, reader, writer) == 0
+    assert len(writer.requests) == before
+
+
+def test_a_resumed_run_searches_the_committed_store(tmp_path):
+    """The reader fails on the second question: the run stops with the memory committed; the
+    rerun loads it from the pack (no writer call) and searches the reopened Chroma store."""
+    from memorybench.testing.scripted_server import Status
+
+    seen: list[int] = []
+
+    def failing_once(body: dict[str, Any]) -> Any:
+        seen.append(1)
+        return Status(400, message="scripted reader failure") if len(seen) == 2 else echo_responder(body)
+
+    with ScriptedOpenAIServer(responder=failing_once) as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+        assert qa(tmp_path, reader, writer) != 0
+        (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+        assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
+        built = len(writer.requests)
+        assert qa(tmp_path, reader, writer) == 0
+        assert len(writer.requests) == built  # nothing rebuilt
+    assert verify_pack(pack) == []
+    retrievals = rows(pack / "memory/amem/retrievals.jsonl")
+    assert len(retrievals) >= 3 and all(r["hits"] for r in retrievals)
+    searched = {e["question_id"] for e in rows(pack / "memory/amem/embed_calls.jsonl") if e["question_id"]}
+    assert {r["question_id"] for r in retrievals} <= searched
+
+
+def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(
+        responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
+    ) as writer:
+        code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0")
+    assert code == 0
+    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    failures = rows(pack / "memory/writer/failures.jsonl")
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    analyses = [c for c in calls if c["role"] == "amem:analyze"]
+    assert analyses and len(failures) == len(analyses) and not any(c["ok"] for c in analyses)
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["failures"] == len(analyses)
+    # A-MEM kept the notes with its own defaults (no keywords, context "General")
+    stored = json.loads((pack / f"memory/amem/{cost['sample_id']}.json").read_text("utf-8"))
+    assert len(stored["items"]) == 5 and all("memory context: " in i["text"] for i in stored["items"])
+
+
+AUTHORS_SRC = os.environ.get("MEMORYBENCH_AMEM_AUTHORS_SRC")
+
+
+@pytest.mark.skipif(not AUTHORS_SRC, reason="set MEMORYBENCH_AMEM_AUTHORS_SRC to a checkout of agiresearch/A-mem "
+                    "(a folder holding agentic_memory/) to run the authors' code path")
+def test_the_authors_library_runs_and_is_labelled(tmp_path, servers):
+    """The authors' code (agiresearch/A-mem) instead of the fork, without touching the venv:
+    its `agentic_memory` first on PYTHONPATH with a dist-info as pip writes it for a git
+    install (`agentic-memory`, direct_url.json naming the commit)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from mb_amem._core import AUTHORS_COMMIT
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(AUTHORS_SRC) / "agentic_memory", site / "agentic_memory")
+    info = site / "agentic_memory-0.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agentic-memory\nVersion: 0.0.1\n", "utf-8")
+    files = sorted(p.relative_to(site).as_posix() for p in (site / "agentic_memory").glob("*.py"))
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files), "utf-8")
+    commit = os.environ.get("MEMORYBENCH_AMEM_AUTHORS_COMMIT", AUTHORS_COMMIT)
+    (info / "direct_url.json").write_text(json.dumps(
+        {"url": "https://github.com/agiresearch/A-mem", "vcs_info": {"vcs": "git", "commit_id": commit}}), "utf-8")
+    reader, writer = servers
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "memorybench.cli", "qa", "reader=openai_compatible",
+                           f"reader.base_url={reader.base_url}", "reader.model=scripted", "memory=amem",
+                           "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
+                           "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
+                           f"paths.cache={tmp_path / 'cache'}", "name=authors", "max_questions=3"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (pack,) = (tmp_path / "packs" / "authors" / "runs").iterdir()
+    assert verify_pack(pack) == []
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    roles = [c["role"] for c in calls]
+    assert roles.count("amem:analyze") == 5 and roles.count("amem:evolve") == 4 and len(calls) == len(writer.requests)
+    stored = json.loads((pack / "memory/amem/mini-1.json").read_text("utf-8"))
+    library = stored["metadata"]["library"]
+    assert library["distribution"] == "agentic-memory" and not library["fork"] and library["commit"] == commit
+    assert [i["item_id"] for i in stored["items"]] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert all("memory keywords: [" in i["text"] for i in stored["items"])
+    meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
+    assert any("the authors' A-MEM library" in note and commit in note for note in meta["notes"])
+    (plugin,) = [p for p in meta["plugins"] if p["name"] == "amem"]
+    assert plugin["wraps"]["agentic-memory"] == "0.0.1"
+
+
+@pytest.mark.local_model
+def test_amem_smoke_on_the_embedded_model(tmp_path):
+    """conv-26's first notes on the embedded model (SmolLM2 writes, answers), 3 questions:
+    a non-empty store, answers, a pack that verifies, every library call a row."""
+    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
+    locomo = pins / "data" / "locomo10.json"
+    if not locomo.is_file():
+        pytest.skip(f"{locomo} is missing: the smoke reads LoCoMo from the pinned files (MEMORYBENCH_PINS)")
+    import subprocess
+    import sys
+
+    started = time.perf_counter()
+    # in a process of its own, verified after it exited: the Chroma files _SUCCESS hashed
+    # must not change when the library's objects go away
+    done = subprocess.run([
+        sys.executable, "-m", "memorybench.cli", "qa", "memory=amem", "writer=local", "reader=local", "embedder=minilm",
+        "memory.max_notes=6", "memory.max_failed_share=1.0", "max_questions=3", f"dataset.path={locomo}",
+        f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=amem-smoke",
+    ], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (pack,) = (tmp_path / "packs" / "amem-smoke" / "runs").iterdir()
+    assert verify_pack(pack) == []
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    stored = json.loads((pack / f"memory/amem/{cost['sample_id']}.json").read_text("utf-8"))
+    assert len(stored["items"]) == 6
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    assert stored["metadata"]["library"]["endpoint_rows"]["chat"] == len(calls) == cost["writer"]["calls"]
+    embeds = rows(pack / "memory/amem/embed_calls.jsonl")
+    assert stored["metadata"]["library"]["endpoint_rows"]["embed"] == len([e for e in embeds if e["question_id"] is None])
+    predictions = rows(pack / "predictions.jsonl")
+    assert len(predictions) == 3 and all(p["prediction"].strip() for p in predictions)
+    print(f"amem smoke: {time.perf_counter() - started:.0f} s, {len(stored['items'])} notes, {len(calls)} chat calls, "
+          f"{len(embeds)} embedding requests")
