@@ -57,6 +57,9 @@ class BuildContext:
     cache_dir: Path
     writer: Any = None
     embedder: Any = None
+    #: what a method opened for the run and must close before the pack is finished (a
+    #: wrapped library's database, whose bytes _SUCCESS records), newest first at close
+    closers: list[Any] = field(default_factory=list)
 
     @property
     def models(self) -> list[Any]:
@@ -69,6 +72,8 @@ class BuildContext:
         return out
 
     def close(self) -> None:
+        while self.closers:
+            self.closers.pop()()
         for part in (self.writer, self.embedder):
             if part is not None:
                 part.close()

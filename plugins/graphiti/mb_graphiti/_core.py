@@ -29,10 +29,14 @@ search only. Telemetry is off before graphiti is imported (GRAPHITI_TELEMETRY_EN
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import logging
 import shutil
+import warnings
 from importlib.metadata import version
 from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig
@@ -130,16 +134,20 @@ class GraphitiMemory:
     def library_prompts(cls, cfg: DictConfig) -> dict[str, str]:
         """Graphiti's prompts as the installed library writes them, each rendered with empty
         fields: one prompt file of the pack (`prompts/library/graphiti/graphiti-core-<version>_prompts.txt`),
-        so verify reads their worked examples ("Jordan", "Denver", ...) as instructions."""
+        so verify reads their worked examples ("Jordan", "Denver", ...) as instructions; and
+        the English stopword list Kùzu's full-text index writes into every database, a
+        constant of the store (it holds "four", "nine": gold answers elsewhere in LoCoMo)."""
         g = import_graphiti()
-        return {f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library()}
+        return {f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library(),
+                f"library/{METHOD}/kuzu-{version('kuzu')}_fts_stopwords.txt": kuzu_stopwords()}
 
     # -- the endpoint, the event loop and the library ------------------------------------
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
         if self._endpoint is None:
             import_graphiti()
-            self._endpoint = LibraryEndpoint(ctx, method=METHOD, max_items=self.json_max_items,
-                                             max_chars=self.json_max_chars).__enter__()
+            self._endpoint = endpoint = LibraryEndpoint(ctx, method=METHOD, max_items=self.json_max_items,
+                                                        max_chars=self.json_max_chars).__enter__()
+            ctx.closers.append(lambda: endpoint.__exit__(None, None, None))
         return self._endpoint
 
     def run(self, coroutine: Any) -> Any:
@@ -170,12 +178,17 @@ class GraphitiMemory:
         # never used by the RRF search; given so that Graphiti does not make its own OpenAI client
         reranker = g["OpenAIRerankerClient"](config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url,
                                                                    model="memorybench-writer"))
-        driver = g["KuzuDriver"](db=str(store / "graph.kuzu"))
+        with warnings.catch_warnings():  # "the Kuzu backend is deprecated": said once, in docs/systems/graphiti.md
+            warnings.simplefilter("ignore", DeprecationWarning)
+            driver = g["KuzuDriver"](db=str(store / "graph.kuzu"))
         graph = g["Graphiti"](graph_driver=driver, llm_client=llm, embedder=embedder, cross_encoder=reranker,
                               max_coroutines=1)
         for part, client in (("llm", llm.client), ("embedder", embedder.client), ("reranker", reranker.client)):
             if not str(client.base_url).startswith(endpoint.base_url):
                 raise UserError(f"graphiti's {part} calls {client.base_url}, not memorybench's recording endpoint")
+        # closed before the pack is finished: Kùzu folds its write-ahead log into the
+        # database file on close, and _SUCCESS records that file's final bytes
+        ctx.closers.append(lambda: close_graph(graph))
         if fresh:
             # Graphiti.build_indices_and_constraints is a no-op on Kùzu in 0.31.2 (the driver's
             # own method passes); its graph operations hold the full-text indexes search needs
@@ -200,7 +213,7 @@ class GraphitiMemory:
         episodes = self.episodes(conversation)
         self.size_local_writer(ctx)
         dia_of: dict[str, tuple[str, ...]] = {}
-        with endpoint.scope(sid):
+        with endpoint.scope(sid), library_log(ctx.pack.path(f"memory/{METHOD}/graphiti.log")):
             graph = self.open_graph(ctx, store, fresh=True)
             for n, (session, turns) in enumerate(episodes):
                 # turns of one session share its date; a second apart keeps them in file order
@@ -296,6 +309,61 @@ def render_prompt_library() -> str:
                 parts.append(f"## {group}.{version} ({message.role})\n{message.content}")
     parts.append(f"## every system message ends with\n{get_extraction_language_instruction(None).strip()}")
     return "\n\n".join(parts) + "\n"
+
+
+def close_graph(graph: Any) -> None:
+    """Close a graph's Kùzu connection and database (idempotent)."""
+    driver = graph.driver
+    for part in (driver.client, driver.db):
+        part.close()
+
+
+@contextlib.contextmanager
+def library_log(path: Any) -> Iterator[None]:
+    """Graphiti's own log lines ("LLM returned invalid duplicate_facts idx values ...") go
+    to a file of the pack while it builds, not through the progress line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("graphiti_core")
+    before = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = before
+        handler.close()
+
+
+def kuzu_stopwords() -> str:
+    """The stopword list Kùzu's full-text extension writes into a database when Graphiti
+    creates its indexes, as it lies in the file (the words run together: verify matches
+    substrings), read from an empty database made here with Graphiti's schema and indexes."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    g = import_graphiti()
+    with tempfile.TemporaryDirectory(prefix="mb-kuzu-") as tmp:
+        path = Path(tmp) / "empty.kuzu"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            driver = g["KuzuDriver"](db=str(path))
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(driver.graph_ops.build_indices_and_constraints(driver))
+        finally:
+            loop.close()
+        del driver
+        runs = re.findall(rb"[a-z']{200,}", path.read_bytes())
+    if not runs:
+        raise UserError(f"memory=graphiti: no stopword list found in an empty Kuzu {version('kuzu')} database; "
+                        "this plugin was written for kuzu 0.11.3 (pip install -e plugins/graphiti)")
+    blob = max(runs, key=len).decode("ascii")
+    return (f"# Kuzu {version('kuzu')}'s default English stopwords, as its full-text index stores them "
+            f"(one run of text, words joined)\n{blob}\n")
 
 
 def render_fact(edge: Any) -> str:

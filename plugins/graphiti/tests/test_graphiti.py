@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import socket
 import threading
@@ -33,7 +34,7 @@ if importlib.util.find_spec("graphiti_core") is None:
 from memorybench.cli import main  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status, echo_responder  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
@@ -201,3 +202,50 @@ def test_a_reply_that_is_not_json_stops_with_its_count(tmp_path, monkeypatch):
     calls = rows(pack / "memory/writer/calls.jsonl")
     assert len(calls) == len(writer.requests) == 4 and not any(c["ok"] for c in calls)
     assert len(failures) == 4 and all("JSON" in f["error"] or "json" in f["error"] for f in failures)
+
+
+def test_a_resumed_run_reopens_the_committed_database_for_search(tmp_path):
+    """The reader fails on the second question: the conversation's graph is committed; the
+    rerun builds nothing and searches the reopened Kùzu database."""
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
+        reader.script(Reply("first answer"), Status(400))
+        assert qa(tmp_path, reader, writer) != 0
+        (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+        assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
+        built_with = len(writer.requests)
+        assert qa(tmp_path, reader, writer) == 0
+        assert len(writer.requests) == built_with  # nothing rebuilt
+    assert len(rows(pack / "predictions.jsonl")) == 3
+    searched = {e["question_id"] for e in rows(pack / "memory/graphiti/embed_calls.jsonl") if e["question_id"]}
+    assert len(searched) == 3  # the two questions after the resume searched the reopened graph
+    assert verify_pack(pack) == []
+
+
+@pytest.mark.local_model
+def test_graphiti_on_the_embedded_model(tmp_path):
+    """The real smoke: conv-26's first two messages built by Graphiti with the embedded
+    writer (SmolLM2-135M under llama.cpp's grammar) and MiniLM, three questions answered by
+    the embedded reader. About a minute on 2 cores."""
+    pins = Path(os.environ.get("MEMORYBENCH_PINS") or FIXTURES.parents[2] / "shared" / "pins")
+    locomo = pins / "data" / "locomo10.json"
+    if not locomo.is_file():
+        pytest.fail(f"{locomo} is missing: the plugin's tests read the pinned files from ../shared/pins")
+    try:
+        code = main(["qa", "memory=graphiti", "writer=local", "reader=local", "memory.max_episodes=2", "max_questions=3",
+                     f"dataset.path={locomo}", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}",
+                     "name=gsmoke"])
+    except SystemExit as e:
+        code = int(e.code or 0)
+    assert code == 0
+    (pack,) = (tmp_path / "packs" / "gsmoke" / "runs").iterdir()
+    assert verify_pack(pack) == []
+    assert len(rows(pack / "predictions.jsonl")) == 3
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    stored = json.loads((pack / "memory/graphiti/conv-26.json").read_text("utf-8"))
+    library = stored["metadata"]["library"]
+    assert library["episodes"] == 2 and stored["items"]  # a non-empty graph
+    assert library["endpoint_rows"]["chat"] == len(calls) > 0  # calls the endpoint saw = rows in the pack
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["calls"] == len(calls)
+    # under the grammar every structured reply parsed
+    assert all(c["ok"] for c in calls), [c["error"] for c in calls if not c["ok"]]
