@@ -3,7 +3,8 @@
 The SDK's own retries are off (`max_retries=0`): we retry here so that every attempt,
 its status and its wait are recorded in the call's trace, and `Retry-After` is honoured.
 Without one, the wait is drawn with full jitter (`retry_wait`), so clients that failed
-together do not all come back together; the attempt records the seconds actually waited.
+together do not all come back together; the attempt records the seconds actually waited
+(`memorybench.llm.retry`, shared with the embedders and the agent gateway).
 Retried: 408, 409, 429, 5xx, timeouts, connection errors, and replies that are not a
 usable completion (not JSON, no choices, a field of the wrong type: `memorybench.llm.reply`).
 Other 4xx fail at once. A well-formed reply with no text (`content` null or empty, tool
@@ -13,8 +14,6 @@ so the caller counts and shows it instead of silently storing an empty answer.
 
 from __future__ import annotations
 
-import email.utils
-import random
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -27,6 +26,7 @@ from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
 from memorybench.llm.reply import BadReply, CompletionReply, EmptyReply, parse_reply
+from memorybench.llm.retry import retry_after_seconds, retry_wait
 from memorybench.progress import record_call, record_spend
 from memorybench.secrets import clean_url, register, scrub, secret_forms, split_url
 
@@ -51,39 +51,6 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 def _scrubbed(value: Any) -> Any:
     return scrub(value) if isinstance(value, str) else value
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds asked for by `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
-    if not headers:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            parsed = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
-
-
-def retry_wait(n: int, *, base_s: float, max_s: float, asked: float | None = None) -> float:
-    """Seconds to wait after failed attempt `n` (1-based): what the server asked
-    (`Retry-After`), capped at `max_s`, else full jitter: a uniform draw from 0 to
-    `min(max_s, base_s * 2**(n-1))`. Rounded to the millisecond, so the value an attempt
-    records is the value slept. The chat client and the embedders share it."""
-    if asked is not None:
-        return round(max(0.0, min(asked, max_s)), 3)
-    return round(random.uniform(0.0, max(0.0, min(max_s, base_s * 2 ** (n - 1)))), 3)
 
 
 class ChatClient:

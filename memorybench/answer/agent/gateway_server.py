@@ -34,7 +34,8 @@ input (which the next one repeats: Codex resends the history) would not fit; out
 total budgets also cap the forwarded `max_output_tokens` to what is left.
 
 Retries: a 429/5xx or a connection error before any byte was relayed is retried here
-(honouring Retry-After, at most --max-retries times) and counted on that request's row;
+(honouring Retry-After, in seconds or as an HTTP date, else waiting with full jitter; at most
+--max-retries times; `gateway_upstream`, which also picks the proxy the environment names) and counted on that request's row;
 Codex sees one request. Only a kept-alive connection that fails before the request was
 written is reopened silently: once written, the upstream may have billed the request, so a
 resend (a read timeout, a reset after the write) is a counted retry. Rows hold hashes and lengths of the request's input items and of
@@ -59,18 +60,17 @@ import socket
 import sys
 import threading
 import time
-import urllib.parse
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from memorybench.answer.agent.gateway_budget import Work
 from memorybench.answer.agent.gateway_stream import SSEWatch, usage_fields
+from memorybench.answer.agent.gateway_upstream import Upstream, retry_delay
 
 EXIT_ORPHANED = 97
 PR_SET_PDEATHSIG = 1
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-RETRY_MAX_WAIT_S = 30.0
 #: request headers not passed upstream (hop-by-hop, recomputed, or credentials: ours only)
 DROP_REQUEST = frozenset({"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
                           "transfer-encoding", "upgrade", "host", "content-length", "authorization", "accept-encoding",
@@ -93,49 +93,6 @@ def utc_now() -> str:
 
 def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-class Upstream:
-    """Keep-alive connections to the upstream base URL (a small pool; one request per connection at a time)."""
-
-    def __init__(self, base_url: str, timeout_s: float) -> None:
-        url = urllib.parse.urlsplit(base_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise SystemExit(f"gateway: upstream {base_url!r} is not an http(s) URL")
-        self.https = url.scheme == "https"
-        self.host, self.port = url.hostname, url.port or (443 if self.https else 80)
-        self.base_path = url.path.rstrip("/")
-        self.timeout_s = timeout_s
-        self._idle: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
-        proxy = os.environ.get("HTTPS_PROXY" if self.https else "HTTP_PROXY") or \
-            os.environ.get("https_proxy" if self.https else "http_proxy")
-        no_proxy = os.environ.get("NO_PROXY", os.environ.get("no_proxy", ""))
-        skip = self.host in ("127.0.0.1", "localhost", "::1") or any(
-            n.strip() and self.host.endswith(n.strip().lstrip(".")) for n in no_proxy.split(","))
-        self.proxy = urllib.parse.urlsplit(proxy) if proxy and not skip else None
-
-    def path(self, suffix: str) -> str:
-        return self.base_path + suffix
-
-    def get(self) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection and whether it was reused (a reused one may have been closed by the server)."""
-        with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
-        if self.proxy is not None and self.proxy.hostname:
-            cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-            conn = cls(self.proxy.hostname, self.proxy.port or 8080, timeout=self.timeout_s)
-            conn.set_tunnel(self.host, self.port)
-        elif self.https:
-            conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout_s)
-        else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
-        return conn, False
-
-    def put(self, conn: http.client.HTTPConnection) -> None:
-        with self._lock:
-            self._idle.append(conn)
 
 
 class Gateway:
@@ -272,13 +229,13 @@ class Gateway:
                 if reused and not sent:  # a kept-alive connection closed meanwhile, the request not written: not a retry
                     continue
                 # once written, the upstream may have billed it: a resend is a retry, counted (and bounded) as such
-                error, delay = f"{type(e).__name__}: {e}", None
+                error, answered = f"{type(e).__name__}: {e}", None
                 statuses.append(None)
             else:
                 if resp.status not in RETRY_STATUSES:
                     self.relay(handler, work, row, resp, conn, retries, statuses, t0)
                     return
-                delay = retry_after(resp)
+                answered = resp
                 reply = resp.read()
                 statuses.append(resp.status)
                 if retries >= self.max_retries:
@@ -288,7 +245,7 @@ class Gateway:
             if retries >= self.max_retries:
                 break
             retries += 1
-            time.sleep(min(RETRY_MAX_WAIT_S, delay if delay is not None else backoff(retries)))
+            time.sleep(retry_delay(answered, retries))  # Retry-After (seconds or an HTTP date), else full jitter
         row.update(self.empty_usage(), upstream_status=None, retries=retries, retry_statuses=statuses,
                    error=error or "upstream unreachable", completed=False, reply_sha256=None, reply_bytes=0,
                    response_id=None, model_answered=None, latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None)
@@ -435,21 +392,6 @@ def gunzip_bounded(data: bytes) -> bytes:
     if not inflate.eof:
         raise ValueError("truncated gzip body")
     return out
-
-
-def retry_after(resp: http.client.HTTPResponse) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("Retry-After", 1.0)):
-        value = resp.getheader(name)
-        if value is not None:
-            try:
-                return max(0.0, float(value) * scale)
-            except ValueError:
-                continue
-    return None
-
-
-def backoff(attempt: int) -> float:
-    return min(RETRY_MAX_WAIT_S, 0.5 * 2 ** (attempt - 1))
 
 
 def take_headers(handler: BaseHTTPRequestHandler) -> bytes:
