@@ -96,7 +96,7 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     elif data.get("pinned"):
         path = pins_dir() / LOCOMO10.relpath
     else:
-        path = Path(str(data["path"])) if data.get("path") else None
+        path = Path(str(data["path"])).expanduser() if data.get("path") else None
     if path is None:
         return None, None, "run_meta.json names no dataset file"
     if not path.is_file():
