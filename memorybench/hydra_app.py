@@ -136,7 +136,15 @@ def qa_job(cfg: DictConfig) -> dict | None:
     plain = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     choices = recorded_choices(hc.runtime.choices)
     try:
-        result = run_qa(plain, overrides=list(hc.overrides.task), choices=choices)
+        try:
+            result = run_qa(plain, overrides=list(hc.overrides.task), choices=choices)
+        except Exception as e:  # noqa: BLE001 - a plugin reading an undeclared key: one line, else re-raised
+            from memorybench.plugins import plugin_config_error
+
+            named = plugin_config_error(e)
+            if named is None:
+                raise
+            raise named from None
     except UserError as e:
         if hc.mode == RunMode.MULTIRUN:
             raise QAJobFailed(e.message, e.exit_code) from None

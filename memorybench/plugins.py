@@ -131,3 +131,28 @@ def prompt_dirs() -> list[Path]:
 def plugins_meta() -> list[dict[str, Any]]:
     return [p.describe() for p in installed_plugins()]
 
+
+
+def plugin_config_error(error: BaseException) -> UserError | None:
+    """A plugin's code that reads a config key its schema does not declare fails deep in
+    OmegaConf (`ConfigAttributeError: Missing key window`): as one line naming the plugin,
+    the key, the line that read it and the fix. None when the error is not that (a key our
+    own code misses is our bug, and keeps its traceback)."""
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    if not isinstance(error, (ConfigAttributeError, ConfigKeyError)):
+        return None
+    plugins = {p.module.split(".", 1)[0]: p for p in installed_plugins()}
+    where = None
+    frame = error.__traceback__
+    while frame is not None:  # the innermost frame of a plugin's own code
+        root = str(frame.tb_frame.f_globals.get("__name__", "")).split(".", 1)[0]
+        if root in plugins:
+            where = (plugins[root], Path(frame.tb_frame.f_code.co_filename).name, frame.tb_lineno)
+        frame = frame.tb_next
+    if where is None:
+        return None
+    plugin, file, line = where
+    key = getattr(error, "full_key", None) or str(getattr(error, "key", None) or "?")
+    return UserError(f"plugin {plugin.name} reads config key {key!r} ({file}:{line}), which its config does not declare; "
+                     f"add it with a default to the plugin's schema dataclass and its conf/ yaml, or read it with .get()")

@@ -210,3 +210,18 @@ def test_editing_the_plugin_or_its_prompt_gives_a_new_run_id(plugin_site, tmp_pa
         module.write_text(original_code)
         prompt.write_text(original_prompt)
     assert len({before, after_code, after_prompt}) == 3
+
+
+def test_a_plugin_reading_an_undeclared_key_gets_one_line(plugin_site, tmp_path, scripted_server):
+    module = plugin_site / "mb_last_session" / "__init__.py"
+    original = module.read_text()
+    try:
+        module.write_text(original.replace("self.sessions = int(cfg.memory.sessions)",
+                                           "self.sessions = int(cfg.memory.sessions) + int(cfg.memory.window)"))
+        done = run_cli("qa", *args(scripted_server, tmp_path), cwd=tmp_path, env=env_with(plugin_site))
+    finally:
+        module.write_text(original)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if "window" in x]
+    assert "plugin last_session" in line and "'memory.window'" in line and "__init__.py:" in line and "schema" in line
