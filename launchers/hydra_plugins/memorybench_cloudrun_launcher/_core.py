@@ -267,6 +267,10 @@ def _launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_i
     report = execute(launcher, manifest, run_dir, secrets)
     results = job_returns(launcher, composed, manifest, report)
     _write_summary(manifest, report, results, run_dir)
+    # the jobs ran elsewhere: their on_job_end (the sweep's table among others) is called here
+    callbacks = launcher.hydra_context.callbacks
+    for (sweep_config, _spec), ret in zip(composed, results, strict=True):
+        callbacks.on_job_end(config=sweep_config, job_return=ret)
     failed = [r for r in results if r.status == JobStatus.FAILED]
     _say(f"{len(results) - len(failed)} of {len(results)} pack(s) published; summary in {run_dir / 'execution.json'}")
     return results
