@@ -261,3 +261,20 @@ def test_report_takes_packs_and_conditions_on_the_command_line(packs, tmp_path, 
         report_main([])
     with pytest.raises(UserError, match=r"would pool .* --conditions \.\.\. "):
         report_main(["--packs", str(root / "packs"), "--conditions", "reader_model", "--out", str(tmp_path / "pool")])
+
+
+def test_the_example_design_keeps_runs_of_different_lengths_apart(tmp_path):
+    """Issue 30, item 5: a newcomer's 20-question run and a longer one of the same method are
+    two conditions of the example design, not a refusal to pool them."""
+    make_packs(tmp_path, memories=("full_context",), name="mine", extra=("max_questions=4",))
+    make_packs(tmp_path, memories=("full_context",), name="mine", extra=("max_questions=6",))
+    example = yaml.safe_load((CONF_DIR / "analysis" / "example.yaml").read_text())
+    design = write_design(tmp_path / "d.yaml", tmp_path / "packs", conditions=example["conditions"],
+                          replicates=example["replicates"], tables=["scores_by_category"], figures=[])
+    report = run_report(design, tmp_path / "out")
+    rows = _csv(report.table_files["scores_by_category"])
+    asked: dict[str, int] = {}
+    for r in rows:
+        if r["category"] in "12345":
+            asked[r["condition"]] = asked.get(r["condition"], 0) + int(r["n"])
+    assert sorted(asked.values()) == [4, 6], asked
