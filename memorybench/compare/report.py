@@ -21,12 +21,16 @@ Tables (`TABLES`):
   conversations-1 degrees of freedom); J per judge beside it (categories 1-4) when every
   pack of the condition has that judge, and J with the judge's failures counted WRONG. A
   question's score is its mean over the condition's packs (seeds).
-* `paired_differences`: every condition minus the first, paired by question over the
-  questions both hold: difference, interval and p over conversations, the minimum
+* `paired_differences`: every condition minus the first (or the design's `pairs`, each
+  `[baseline, condition]`), paired by question over the questions both hold: difference, interval and p over conversations, the minimum
   detectable difference, the question-level interval conditional on these conversations
   (seeded by the design's seed and the metric's key, as `compare`), and the protocols.
 * `cost_latency`: accuracy against cost (USD per question when every call's price is
   known, else tokens per question) and latency (p50/p95 of uncached calls).
+* `latency_tokens`: the columns of Mem0's Table 2 beside accuracy: search p50/p95 (the
+  time to get a question's memory, the reader's call excluded), total p50/p95 (search +
+  answer) and memory tokens per query; then the build's seconds and tokens per
+  conversation (`memorybench.compare.report_latency`).
 * `judge_agreement`: judge passes, J mean and sd over passes, the share of rows whose
   parsed passes all agree (when an autorater ran).
 * `gold_token_drop`: of the gold stems that were in the memory given to the answerer,
@@ -67,6 +71,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
+from memorybench.compare.report_latency import latency_tokens
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
 from memorybench.compare.report_scores import Bootstrap, bootstrap_interval, paired_differences, scores_by_category
 from memorybench.compare.report_tables import (
@@ -105,10 +110,10 @@ __all__ = [
     "stems",
 ]
 
-TableName = Literal["scores_by_category", "paired_differences", "cost_latency", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
+TableName = Literal["scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
                     "refusals", "answer_length", "blame"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
-TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "requests_budget", "judge_passes", "judge_agreement",
+TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
                            "gold_token_drop", "refusals", "answer_length", "blame")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
@@ -145,6 +150,9 @@ class AnalysisDesign(BaseModel):
     #: LoCoMo categories to report, e.g. "1-4" to put an own run beside a Mem0-format peer
     #: pack on the questions both hold (null: every category a pack holds)
     categories: str | None = None
+    #: the paired comparisons, each [baseline, condition] by condition label (e.g. [mem0, mem0_lib]:
+    #: the real library minus our clone); null: every condition minus the first
+    pairs: list[tuple[str, str]] | None = None
     #: also score LoCoMo F1 against the audit's corrected answers where a gold answer is
     #: known wrong (`f1_corrected_gold`); the figures without those questions are always shown
     corrected_gold: bool = False
@@ -226,7 +234,8 @@ DEFINITIONS = {
                           "`mem0-...` Mem0's pinned judge prompt, a peer's id its own grader), when every pack of the "
                           "condition has it; two judges never share a column; `j_failed_wrong/<judge id>` beside it where the "
                           "judge failed on a row: J with its failed verdicts counted WRONG (a lower bound).",
-    "paired_differences": "Every condition minus the first (the baseline), paired by question over the questions both "
+    "paired_differences": "Every condition minus the first (the baseline), or each pair the design names (`pairs`: "
+                          "baseline, condition), paired by question over the questions both "
                           "hold, per overall (1-4; 1-5 where both asked category 5) and metric: the mean difference, its "
                           "{conf:.0%} interval and two-sided p over conversations (cluster-robust t, as above), `mdd` the "
                           "minimum detectable difference of this design (80% power, alpha 0.05: a difference below it "
@@ -237,6 +246,14 @@ DEFINITIONS = {
                     "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
                     "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
                     "not served from the response cache.",
+    "latency_tokens": "Retrieval as the papers measure it (Mem0's Table 2), beside accuracy. `search_p50_s` / "
+                      "`search_p95_s`: seconds from the question to the memory the reader gets (the method's search, its "
+                      "query embedding and library calls included, the reader's call not; `memory/<method>/retrievals.jsonl`), "
+                      "empty for a memory that needs no search; `total_p50_s` / `total_p95_s`: search + the answer call, over "
+                      "answers not served from the response cache; `memory_tokens_per_query`: cl100k_base tokens of the memory "
+                      "handed to the reader, mean over the rows. Per conversation the condition's packs built: the build's "
+                      "wall-clock seconds, the writer's prompt + completion tokens and the embedder's tokens (mean; "
+                      "`memory/build_cost.jsonl`). Times are this machine's: compare them between runs on one machine.",
     "requests_budget": "What answering took per question, beside accuracy: model requests (a reader's HTTP attempts, 0 on a "
                        "cache hit; an agent's requests as the memorybench gateway forwarded them, agent/requests.jsonl) and "
                        "tokens (input + output; an agent's as the gateway counted them), p50 / p95 / max by nearest rank over "
@@ -279,6 +296,19 @@ def _resolve(paths: Sequence[str], base_dir: Path) -> list[str | Path]:
         path = Path(os.path.expanduser(text))
         out.append(text if text.startswith("gs://") else path if path.is_absolute() else base_dir / path)
     return out
+
+
+def _pairs(design: AnalysisDesign, frame: pd.DataFrame, notes: list[str]) -> list[tuple[str, str]] | None:
+    """The design's pairs whose two conditions these packs hold; a note for each other one."""
+    if design.pairs is None:
+        return None
+    held = list(frame["condition"].unique())
+    kept = [(a, b) for a, b in design.pairs if a in held and b in held]
+    for a, b in design.pairs:
+        if (a, b) not in kept:
+            missing = ", ".join(c for c in (a, b) if c not in held)
+            notes.append(f"Pair {a} / {b} is not compared: no pack of {missing} (conditions held: {', '.join(held)}).")
+    return kept
 
 
 def _protocols(runs: pd.DataFrame) -> pd.Series:
@@ -365,8 +395,9 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
 
     builders = {
         "scores_by_category": lambda: scores_by_category(frame, design.bootstrap),
-        "paired_differences": lambda: paired_differences(frame, design.bootstrap),
+        "paired_differences": lambda: paired_differences(frame, design.bootstrap, _pairs(design, frame, notes)),
         "cost_latency": lambda: cost_latency(frame, runs),
+        "latency_tokens": lambda: latency_tokens(frame),
         "requests_budget": lambda: requests_budget(frame, runs),
         "judge_passes": lambda: judge_passes(frame, runs),
         "judge_agreement": lambda: judge_agreement(frame),

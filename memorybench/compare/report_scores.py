@@ -9,6 +9,7 @@ it is labelled conditional on these conversations.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -185,21 +186,23 @@ def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: i
     return out
 
 
-def paired_differences(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
-    """Every condition against the first (the baseline), paired by question over the
+def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """Every condition against the first (the baseline), or each (baseline, condition) of
+    `pairs` (condition labels the frame holds), paired by question over the
     questions both hold, per overall (1-4, and 1-5 where both asked category 5) and metric
     (LoCoMo F1; J of each judge both conditions have): the mean difference, its interval
     and p-value over conversations, the minimum detectable difference (80% power, alpha
     0.05), and the question-level interval conditional on these conversations."""
     conditions = list(frame["condition"].unique())
     out: list[dict[str, Any]] = []
-    if len(conditions) < 2:
+    if pairs is None:
+        pairs = [(conditions[0], c) for c in conditions[1:]]
+    if not pairs:
         return pd.DataFrame(out, columns=_PAIRED_COLUMNS)
     metrics = [("locomo_f1", "locomo_f1", None)]
     for judge in judges_of(frame):
         metrics.append((judge_key("j", judge), judge_key("j_score", judge), judge))
-    base = conditions[0]
-    for condition in conditions[1:]:
+    for base, condition in pairs:
         for metric, column, judge in metrics:
             if judge is not None:
                 with_j = judged_conditions(frame, judge)

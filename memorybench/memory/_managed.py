@@ -5,7 +5,8 @@
 - caps what the reader gets at `budget.max_memory_tokens` (cl100k_base tokens): a
   retrieval method ranks, and the wrapper keeps the best hits that fit; a text that is
   still too long keeps its first lines that fit. The cap and what it cut are recorded
-  (manifest metadata, `memory/<method>/retrievals.jsonl`);
+  (manifest metadata, `memory/<method>/retrievals.jsonl`, with each search's seconds:
+  the question's search latency, apart from the reader's answer);
 - times each build and takes the writer's and embedder's usage during it: one row per
   conversation in `memory/build_cost.jsonl` (calls, tokens, seconds, dollars), apart
   from the reader's answer cost;
@@ -29,7 +30,7 @@ from omegaconf import DictConfig
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._failures import check_failed_share, failed_share_limit, writer_tally
-from memorybench.memory._records import BuildCost, Retrieval, StoredMemory
+from memorybench.memory._records import BuildCost, RetrievalV2, StoredMemory
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.pack import layout
 from memorybench.registry import MEMORY
@@ -209,25 +210,28 @@ class ManagedMethod:
         if retrieve is None:
             text = self.inner.for_question(built, asked, ctx)
             return cap_text(text, self.max_memory_tokens)[0] if self.question_dependent else text
+        from memorybench.memory._tokens import count_tokens, encoding
+
+        encoding()  # loaded once, before the clock: the first question's search does not pay for it
         embed_before = ctx.embedder.usage.copy() if ctx.embedder is not None else None
+        started = time.perf_counter()
         retrieved: Retrieved = retrieve(built, asked, ctx)
         query = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
         if query is not None:
-            query.pop("latency_s")  # keep the record deterministic; build_cost.jsonl has the timings
-        from memorybench.memory._tokens import count_tokens
-
+            query.pop("latency_s")  # the search's own time is the row's latency_s
         keep = fits(retrieved.texts, self.max_memory_tokens, retrieved.extra.pop("joiner", "\n"))
         text = retrieved.render(list(range(keep)))
         while self.max_memory_tokens is not None and keep > 0 and count_tokens(text) > self.max_memory_tokens:
             keep -= 1  # the rendering's headers did not fit: one hit fewer
             text = retrieved.render(list(range(keep)))
         text, cut = cap_text(text, self.max_memory_tokens)
+        seconds = time.perf_counter() - started
 
         ctx.pack.journal(f"memory/{self.name}/retrievals.jsonl").append(
-            Retrieval(question_id=asked.question_id, sample_id=asked.sample_id, method=self.name,
-                      hits=retrieved.hits[:keep], memory_tokens=count_tokens(text),
-                      dropped_by_budget=len(retrieved.texts) - keep, cut_by_budget=cut,
-                      query_embedding=query, extra=retrieved.extra)
+            RetrievalV2(question_id=asked.question_id, sample_id=asked.sample_id, method=self.name,
+                        hits=retrieved.hits[:keep], memory_tokens=count_tokens(text),
+                        dropped_by_budget=len(retrieved.texts) - keep, cut_by_budget=cut,
+                        query_embedding=query, extra=retrieved.extra, latency_s=round(seconds, 6))
         )
         return text
 

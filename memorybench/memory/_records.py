@@ -107,6 +107,15 @@ class Retrieval(Record, schema="memory_retrieval.v1"):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class RetrievalV2(Retrieval, schema="memory_retrieval.v2"):
+    """v2: the search's wall-clock time, as the papers measure retrieval (Mem0's Table 2)."""
+
+    #: seconds from the question to the memory text the reader gets: the method's search
+    #: (its query embedding and any library call included) and the fit to the budget; the
+    #: reader's answer is not in it (reader/traces.jsonl has that call's latency)
+    latency_s: float
+
+
 # -- the stores of the writer methods (validated by `memorybench verify`, row by row) ---------
 class GraphNode(Record, schema="graph_node.v1"):
     """`memory/graph/nodes.jsonl`: one entity of our single-writer graph."""
