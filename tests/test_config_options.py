@@ -41,6 +41,11 @@ NEEDS: dict[str, list[str]] = {
     **{f"memory={m}": ["writer=local"] for m in ("graph", "mem0", "mem0g", "openai_memory")},
 }
 
+#: experiments that sweep a plugin's memory: the plugin packages they need (skipped without them)
+NEEDS_PLUGINS: dict[str, tuple[str, ...]] = {
+    "experiment=clone_vs_real": ("mb_mem0_lib", "mb_graphiti"),
+}
+
 #: (group, option) whose node names no registered component, and why
 NO_COMPONENT = {("writer", "none"): "no writer model: memory is built by software only"}
 
@@ -147,6 +152,9 @@ def test_every_option_composes_validates_and_names_a_component(group, option):
 
 @pytest.mark.parametrize("option", [o for g, o in OPTIONS if g == "experiment"])
 def test_every_experiment_expands_into_distinct_runs(option):
+    for package in NEEDS_PLUGINS.get(f"experiment={option}", ()):
+        pytest.importorskip(package, reason=f"experiment={option} needs its plugin: .venv/bin/pip install -e "
+                                               f"plugins/{package.removeprefix('mb_')}")
     with _conf():
         jobs = sweep_jobs([f"experiment={option}", *NEEDS.get(f"experiment={option}", [])])
         specs = [_compose(job) for job in jobs]
