@@ -688,3 +688,15 @@ def test_rows_are_framed_by_newline_only(packs, tmp_path):
     plant(pack / "memory/writer/calls.jsonl", json.dumps(row, ensure_ascii=False) + "\n")
     assert "\u2028" in (pack / "memory/writer/calls.jsonl").read_text("utf-8")
     assert verify_pack(pack) == []
+
+
+def test_gold_inside_a_binary_store_is_found_among_its_zero_pages(packs, tmp_path):
+    """A wrapped library's database (mostly zero pages) is scanned by its runs of text: a gold
+    stored as text in it is still a leak, named with the file."""
+    pack = copy_pack(packs["mini_full"], tmp_path)
+    store = pack / "memory" / "library_stores" / "somelib" / "mini-1" / "graph.db"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"\x00" * 65536 + b"\x07\x01node:Lisbon; travel\x00\x02" + b"\x00" * 65536)
+    leaks = [f for f in verify_pack(pack) if f.code == "gold.leak"]
+    assert [f.path.split(":")[0] for f in leaks] == ["memory/library_stores/somelib/mini-1/graph.db"]
+    assert "'lisbon; travel'" in leaks[0].message

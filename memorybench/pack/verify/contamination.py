@@ -118,7 +118,7 @@ def check_files_for_gold(ctx: Context, out: Findings) -> None:
     for path, relpath in ctx.rel.items():
         if not relpath.startswith(GOLD_SCANNED) or path.name.endswith((".part", ".log")):
             continue  # a local server's log holds load and timing lines (digits), never a prompt
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = _text_of(path.read_bytes())
         sample, question = _owner_of(ctx, relpath)
         if relpath.endswith(".jsonl"):
             _gold_in_jsonl(ctx, out, relpath, text, sample)
@@ -136,6 +136,20 @@ def check_files_for_gold(ctx: Context, out: Findings) -> None:
             at = low.find(needle)
             line = low.count("\n", 0, at) + 1 if not relpath.endswith(".json") else None
             _gold_finding(ctx, out, sample, needle, relpath, line, relpath)
+
+
+#: a run of bytes with no control character but tab and newline: text inside a binary file
+_TEXT_RUN = re.compile(rb"[^\x00-\x08\x0b-\x1f\x7f]{4,}")
+
+
+def _text_of(data: bytes) -> str:
+    """A file's text to scan. A binary file (a wrapped library's database: Kùzu's, Chroma's
+    SQLite, mostly zero pages) is reduced to its runs of text, one per line: every gold of
+    at least 4 characters stored in it as text lies inside one run, and the scan reads a
+    fraction of the bytes (a 36 MB Kùzu file is 89% zeros)."""
+    if b"\x00" not in data:
+        return data.decode("utf-8", errors="replace")
+    return b"\n".join(_TEXT_RUN.findall(data)).decode("utf-8", errors="replace")
 
 
 def _without_question(ctx: Context, low: str, question_id: str | None) -> str:
