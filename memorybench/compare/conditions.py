@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 
 from memorybench.answer.prompt import question_protocol
+from memorybench.data.benchmarks import benchmark_of_meta
 from memorybench.compare.intervals import (
     Resampling,
     mean_interval,
@@ -91,7 +92,7 @@ class PackScores:
     config: dict[str, Any]
     question_ids: list[str]
     categories: dict[str, int]
-    #: each question's conversation (LoCoMo's sample id): the resampling unit
+    #: each question's cluster (its sample id: a LoCoMo conversation, a LongMemEval question)
     conversations: dict[str, str]
     locomo_f1: dict[str, float]
     #: per-question J: mean score over the passes with a parsed label (categories 1-4);
@@ -105,6 +106,8 @@ class PackScores:
     #: the pack's own reported numbers (metrics.json and autorater_metrics.json)
     reported: dict[str, float | None] = field(default_factory=dict)
     judge_identity: dict[str, Any] | None = None
+    #: the resampling unit of the pack's benchmark (memorybench.data.benchmarks): what a sample is
+    unit: str = "conversation"
     #: how the questions were posed (`memorybench.answer.prompt.question_protocol`: locomo,
     #: open-ended, imported)
     protocol: str = "open-ended"
@@ -189,6 +192,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         question_ids=[r["question_id"] for r in rows],
         categories={r["question_id"]: int(r["category"]) for r in rows},
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
+        unit=benchmark_of_meta(pack.meta().data).unit,
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
@@ -451,8 +455,9 @@ def seed_summary(
             "covers": covers,
             **_spread(reported),
             "estimate": sum(values) / len(values) if values else None,
-            "interval": mean_interval(values, clusters, confidence=resampling.confidence).as_dict(),
-            "conditional": question_bootstrap_interval(values, clusters, resampling, metric, covers).as_dict(),
+            "interval": mean_interval(values, clusters, confidence=resampling.confidence, unit=scores[0].unit).as_dict(),
+            "conditional": question_bootstrap_interval(values, clusters, resampling, metric, covers,
+                                                       unit=scores[0].unit).as_dict(),
             **_gold_columns(scores, metric, kept, overlay, corrected_gold, per_question, resampling.confidence),
         }
     result["j_available"] = "j" in metrics
@@ -506,8 +511,9 @@ def paired_difference(
         clusters = [first.conversations[q] for q in common]
         result[metric] = {
             "covers": covers,
-            **paired_test(x, y, clusters, confidence=resampling.confidence).as_dict(),
-            "conditional": question_paired_bootstrap(x, y, clusters, resampling, metric, covers, "difference").as_dict(),
+            **paired_test(x, y, clusters, confidence=resampling.confidence, unit=first.unit).as_dict(),
+            "conditional": question_paired_bootstrap(x, y, clusters, resampling, metric, covers, "difference",
+                                                     unit=first.unit).as_dict(),
         }
         if overlay.errors is not None:
             wrong = overlay.wrong_gold(common)

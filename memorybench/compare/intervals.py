@@ -194,8 +194,13 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndar
     return x, y
 
 
-def _plural(count: int) -> str:
-    return f"{count} conversation" + ("" if count == 1 else "s")
+def _plural(count: int, unit: str = "conversation") -> str:
+    return f"{count} {unit}" + ("" if count == 1 else "s")
+
+
+def _one(unit: str) -> str:
+    """The note of an interval over one cluster: ONE_CONVERSATION for LoCoMo's unit."""
+    return ONE_CONVERSATION if unit == "conversation" else f"one {unit}: no between-{unit} uncertainty can be estimated"
 
 
 def _cr1(data: np.ndarray, codes: np.ndarray, groups: int) -> tuple[float, float]:
@@ -247,29 +252,31 @@ def minimum_detectable_difference(
     return (_t_quantile(1 - alpha / 2, df) + _t_quantile(power, df)) * se
 
 
-def _main_label(groups: int) -> str:
+def _main_label(groups: int, unit: str = "conversation") -> str:
     if groups < 2:
-        return f"cluster-robust t (CR1), {_plural(groups)}"
-    return f"cluster-robust t (CR1), {_plural(groups)}, {groups - 1} df"
+        return f"cluster-robust t (CR1), {_plural(groups, unit)}"
+    return f"cluster-robust t (CR1), {_plural(groups, unit)}, {groups - 1} df"
 
 
 def mean_interval(
     values: Sequence[float], clusters: Sequence[Hashable], *, confidence: float = DEFAULT_CONFIDENCE,
+    unit: str = "conversation",
 ) -> Interval:
     """The mean of `values` (one per question) with its cluster-robust t interval.
 
-    `clusters` gives each question's conversation (``sample_id``). With one conversation
-    the interval is None and `note` says why.
+    `clusters` gives each question's conversation (``sample_id``; `unit` names what a
+    cluster is: the benchmark's resampling unit, `memorybench.data.benchmarks`). With one
+    cluster the interval is None and `note` says why.
     """
     _check_confidence(confidence)
     data = _values(values)
     codes, groups = _codes(clusters, data.size)
-    method = _main_label(groups)
+    method = _main_label(groups, unit)
     if data.size == 0:
         return Interval(None, None, None, 0, 0, confidence, method, NO_VALUES)
     if groups < 2:
         return Interval(float(data.mean()), None, None, int(data.size), groups, confidence, method,
-                        ONE_CONVERSATION)
+                        _one(unit))
     mean, se = _cr1(data, codes, groups)
     half = _t_quantile((1 + confidence) / 2, groups - 1) * se
     return Interval(mean, mean - half, mean + half, int(data.size), groups, confidence, method)
@@ -277,7 +284,7 @@ def mean_interval(
 
 def paired_difference(
     a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable], *,
-    confidence: float = DEFAULT_CONFIDENCE, power: float = DEFAULT_POWER,
+    confidence: float = DEFAULT_CONFIDENCE, power: float = DEFAULT_POWER, unit: str = "conversation",
 ) -> Difference:
     """B minus A paired by question: mean difference, cluster-robust t interval, two-sided
     p-value from t(G-1) and the minimum detectable difference at `power` and
@@ -286,14 +293,14 @@ def paired_difference(
     _check_power(power)
     x, y = _paired(a, b)
     codes, groups = _codes(clusters, x.size)
-    method = _main_label(groups)
+    method = _main_label(groups, unit)
     if x.size == 0:
         return Difference(None, None, None, None, None, None, None, None, 0, 0, confidence, method, NO_VALUES)
     diff = y - x
     a_mean, b_mean, d_mean = float(x.mean()), float(y.mean()), float(diff.mean())
     if groups < 2:
         return Difference(a_mean, b_mean, d_mean, None, None, None, None, None, int(x.size), groups, confidence,
-                          method, ONE_CONVERSATION)
+                          method, _one(unit))
     from scipy import stats
 
     _, se = _cr1(diff, codes, groups)
@@ -307,7 +314,7 @@ def paired_difference(
     else:
         # every conversation's differences sum to the same share: no spread to test against
         p = 1.0 if d_mean == 0 else 0.0
-        note = "the differences do not vary between conversations: the t test is degenerate"
+        note = f"the differences do not vary between {unit}s: the t test is degenerate"
     mdd = minimum_detectable_difference(se, groups, alpha=1 - confidence, power=power)
     return Difference(a_mean, b_mean, d_mean, d_mean - half, d_mean + half, p, None, mdd, int(x.size), groups,
                       confidence, method, note)
@@ -340,20 +347,20 @@ def _question_means(data: np.ndarray, resampling: Resampling, key: tuple[Any, ..
     return np.asarray(result.bootstrap_distribution, dtype=np.float64)
 
 
-def _question_label(resampling: Resampling, groups: int, paired: bool) -> str:
+def _question_label(resampling: Resampling, groups: int, paired: bool, unit: str = "conversation") -> str:
     kind = "paired question-level" if paired else "question-level"
     return (f"{kind} percentile bootstrap ({resampling.resamples:,} resamples), "
-            f"conditional on these {_plural(groups)}")
+            f"conditional on these {_plural(groups, unit)}")
 
 
 def question_bootstrap_interval(
-    values: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any,
+    values: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any, unit: str = "conversation",
 ) -> Interval:
     """Percentile bootstrap over questions as if independent: an interval for these
     conversations only (the label says so). `clusters` only counts the conversations."""
     data = _values(values)
     _, groups = _codes(clusters, data.size)
-    method = _question_label(resampling, groups, paired=False)
+    method = _question_label(resampling, groups, paired=False, unit=unit)
     if data.size == 0:
         return Interval(None, None, None, 0, 0, resampling.confidence, method, NO_VALUES)
     mean = float(data.mean())
@@ -365,13 +372,14 @@ def question_bootstrap_interval(
 
 def question_paired_bootstrap(
     a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any,
+    unit: str = "conversation",
 ) -> Difference:
     """B minus A, question ids resampled with each question's A and B together; interval and
     p-value conditional on these conversations (no MDD: that needs the between-conversation
     variance)."""
     x, y = _paired(a, b)
     _, groups = _codes(clusters, x.size)
-    method = _question_label(resampling, groups, paired=True)
+    method = _question_label(resampling, groups, paired=True, unit=unit)
     resolution = 1 / resampling.resamples
     if x.size == 0:
         return Difference(None, None, None, None, None, None, None, None, 0, 0, resampling.confidence, method,

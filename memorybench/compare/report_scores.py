@@ -68,9 +68,17 @@ def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[
     return float(found.low), float(found.high)  # type: ignore[arg-type]
 
 
-def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap) -> Interval:
-    """The main interval of a mean: cluster-robust t over the questions' conversations."""
-    return mean_interval(values, clusters, confidence=boot.confidence)
+def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap, unit: str = "conversation") -> Interval:
+    """The main interval of a mean: cluster-robust t over the questions' clusters (`unit`)."""
+    return mean_interval(values, clusters, confidence=boot.confidence, unit=unit)
+
+
+def unit_of(rows: pd.DataFrame) -> str:
+    """The resampling unit of the rows' benchmark (their `dataset` column; LoCoMo's without one)."""
+    from memorybench.data.benchmarks import benchmark_of_meta
+
+    names = rows["dataset"].dropna().unique() if "dataset" in rows else []
+    return benchmark_of_meta({"name": str(names[0])} if len(names) else None).unit
 
 
 def _covers_category(frame: pd.DataFrame, condition: str, category: int | str) -> bool:
@@ -143,7 +151,7 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             row: dict[str, Any] = {"condition": condition, "category": category, "category_name": category_name(category)}
             shown = _covers_category(frame, condition, category)
             sel = f1[(f1["condition"] == condition) & in_category(f1, category)] if shown else f1.iloc[0:0]
-            found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot)
+            found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel))
             low, high = _bounds(found)
             row.update({"runs": int(runs[condition]), "n": found.n, "conversations": found.clusters,
                         "locomo_f1": found.estimate if found.estimate is not None else math.nan,
@@ -158,7 +166,7 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                         jsel = per_question.iloc[0:0]
                     else:
                         jsel = per_question[(per_question["condition"] == condition) & in_category(per_question, category)]
-                    jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot)
+                    jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot, unit_of(jsel))
                     jl, jh = _bounds(jfound)
                     row.update({judge_key(f"{name}_n" if name != "j" else "j_n", judge): jfound.n,
                                 judge_key(name, judge): jfound.estimate if jfound.estimate is not None else math.nan,
@@ -176,7 +184,7 @@ def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: i
     `f1_no_gold_error` and its interval), and with the audit's corrected answers scored by
     LoCoMo's rules where the design asks (`f1_corrected_gold`)."""
     clean = sel[~sel["wrong_gold"]]
-    found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot)
+    found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot, unit_of(clean))
     low, high = _bounds(found)
     out: dict[str, Any] = {"n_no_gold_error": found.n, "f1_no_gold_error": _nan(found.estimate),
                            "f1_no_gold_error_ci_low": low, "f1_no_gold_error_ci_high": high}
@@ -219,13 +227,15 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tup
                 ids = [q for q in a.index if q in b.index and a.at[q, "category"] in categories]
                 x, y = a.loc[ids, column].to_numpy(float), b.loc[ids, column].to_numpy(float)
                 clusters = a.loc[ids, "sample_id"].to_numpy()
-                found = paired_difference(x, y, clusters, confidence=boot.confidence)
+                unit = unit_of(frame[frame["condition"] == base])
+                found = paired_difference(x, y, clusters, confidence=boot.confidence, unit=unit)
                 conditional = None
                 if len(ids) >= 2:
                     # keyed as `compare` keys it (metric, what it covers), so both print one interval
                     covers = covers_label(sorted({int(c) for c in a.loc[ids, "category"]}))
                     key = "j" if judge is not None else metric
-                    conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), key, covers, "difference")
+                    conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), key, covers, "difference",
+                                                            unit=unit)
                 out.append({
                     "baseline": base, "condition": condition, "metric": metric, "categories": overall,
                     "questions": len(ids), "conversations": found.clusters,

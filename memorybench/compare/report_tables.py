@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from memorybench.data.benchmarks import LOCOMO
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
@@ -44,9 +45,8 @@ __all__ = [
     "stems",
 ]
 
-#: LoCoMo's category names (memorybench.score.CATEGORY_NAMES; that package is imported only
-#: where a stem is needed: it loads nltk, and nltk loads scipy when installed)
-CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+#: LoCoMo's category names (one table: memorybench.data.benchmarks)
+CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
 JUDGED = (1, 2, 3, 4)
 
 

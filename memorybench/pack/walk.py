@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from memorybench.data.benchmarks import LOCOMO
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackError, PackReader, jsonl_lines
@@ -74,7 +75,7 @@ __all__ = [
     "dataset_of",
 ]
 
-CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
 #: a well-formed dia_id; nine released evidence strings are malformed ("D8:6; D9:17"), and
 #: every well-formed id inside one counts (the agent's recall reads them the same way)
 DIA_ID = re.compile(r"\bD\d+:\d+\b")
