@@ -38,7 +38,12 @@ class AskedChoice(AskedQuestion):
     question and its trap, `adversarial_answer`, never its gold. Only an answerer whose
     `poses_choice` is true is asked one; every other gets the plain `AskedQuestion`."""
 
-    adversarial_answer: str
+    #: required (a default only because AskedQuestion's last field has one): never empty
+    adversarial_answer: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.adversarial_answer:
+            raise ValueError(f"{self.question_id}: a choice needs its adversarial_answer")
 
 
 @dataclass(frozen=True)

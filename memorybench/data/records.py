@@ -1,4 +1,4 @@
-"""Typed, immutable records for one LoCoMo file.
+"""Typed, immutable records for one benchmark file (LoCoMo's conversations, LongMemEval's haystacks).
 
 `Question` holds the gold answer and evidence; everything a model may see is an
 `AskedQuestion`, which has no slot for either (DESIGN.md 4.1: gold never reaches a
@@ -30,6 +30,8 @@ class Session:
     index: int
     date_time: str
     turns: tuple[Turn, ...]
+    #: the benchmark's own session id (LongMemEval's `haystack_session_ids`); None for LoCoMo
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,9 @@ class AskedQuestion:
     sample_id: str
     category: int
     question: str
+    #: when the question is asked (LongMemEval's `question_date`, shown to the reader as the
+    #: authors show it); None for LoCoMo
+    question_date: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +59,18 @@ class Question:
     #: the raw `answer` value: str, int, or None when the row has none (category 5)
     answer: str | int | None
     adversarial_answer: str | None
+    #: the turn ids that hold the answer (LoCoMo's `evidence` dia_ids; LongMemEval's turns
+    #: flagged `has_answer`): scorer-side, like the gold
     evidence: tuple[str, ...]
+    #: LongMemEval: when it is asked, its type's name, whether it is an abstention question
+    #: (`_abs` id), and the sessions that hold the answer (scorer-side)
+    question_date: str | None = None
+    question_type: str | None = None
+    abstention: bool = False
+    answer_session_ids: tuple[str, ...] = ()
 
     def asked(self) -> AskedQuestion:
-        return AskedQuestion(self.question_id, self.sample_id, self.category, self.question)
+        return AskedQuestion(self.question_id, self.sample_id, self.category, self.question, self.question_date)
 
     def gold_strings(self) -> tuple[str, ...]:
         """Every gold string of the row, for contamination scans."""

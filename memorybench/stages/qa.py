@@ -238,7 +238,8 @@ def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory
     memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
     if question.category == 5 and question.adversarial_answer is not None and getattr(answerer, "poses_choice", False):
         # LoCoMo's category-5 choice: the trap, never the gold
-        asked = AskedChoice(asked.question_id, asked.sample_id, asked.category, asked.question, question.adversarial_answer)
+        asked = AskedChoice(asked.question_id, asked.sample_id, asked.category, asked.question, asked.question_date,
+                            adversarial_answer=question.adversarial_answer)
     answer = answerer.answer(asked, text)
     pack.predictions.append(
         Prediction(

@@ -60,7 +60,9 @@ def test_image_turns_render_their_caption(conversations):
 
 def test_asked_question_has_no_gold_slot(conversations):
     asked = conversations[0].questions[0].asked()
-    assert set(asked.__slots__) == {"question_id", "sample_id", "category", "question"}
+    # when it is asked is not gold (LongMemEval's question_date; None for LoCoMo)
+    assert set(asked.__slots__) == {"question_id", "sample_id", "category", "question", "question_date"}
+    assert asked.question_date is None
 
 
 def _write(tmp_path: Path, data) -> Path:
