@@ -52,9 +52,23 @@ def cmd_fetch(args: Sequence[str]) -> int:
                         "its verified files are also copied into the user cache dir")
     parser.add_argument("--peers", action="store_true",
                         help="also the peers' released results (Memobase, Zep, Honcho) into peers/, pinned like the data")
+    parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
+                        help="also a large dataset file by its pin: longmemeval_oracle (15 MB), longmemeval_s (277 MB), "
+                             "longmemeval_m (2.7 GB); streamed, resumable, size and sha256 checked")
     ns = parser.parse_args(args)
+    if ns.dataset:
+        from memorybench.data.large_pins import LONGMEMEVAL_DATA
+
+        unknown = [d for d in ns.dataset if d not in LONGMEMEVAL_DATA]
+        if unknown:
+            raise UserError(f"--dataset {unknown[0]!r} is not a large pinned dataset; choose one of {', '.join(LONGMEMEVAL_DATA)}")
     root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers)
-    print(f"pins verified in {root}" + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else ""))
+    for name in ns.dataset:
+        from memorybench.data.large_pins import LONGMEMEVAL_DATA, fetch_large
+
+        fetch_large(LONGMEMEVAL_DATA[name], root)
+    print(f"pins verified in {root}" + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else "")
+          + (f"; datasets: {', '.join(ns.dataset)}" if ns.dataset else ""))
     return 0
 
 
@@ -89,12 +103,17 @@ def cmd_plan(args: Sequence[str]) -> int:
     from memorybench.secrets import scrub
 
     estimate = "--estimate" in args  # per spec: model calls, tokens and cost, before any call
-    overrides, multirun = _split_overrides([a for a in args if a != "--estimate"])
+    questions = "--questions" in args  # per spec: each question's kind and its haystack's size
+    overrides, multirun = _split_overrides([a for a in args if a not in ("--estimate", "--questions")])
     specs = plan_runs(overrides, multirun)  # composing registers each spec's credentials
     estimates = []
     for i, spec in enumerate(specs):
         # the overrides as typed, less any credential (a key in a URL's userinfo or query)
         print(scrub(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(shown_override(o) for o in spec.overrides)}"))
+        if questions:
+            from memorybench.plan_questions import format_questions, question_rows
+
+            print("\n".join(scrub(line) for line in format_questions(question_rows(spec.cfg))))
         if estimate:
             from memorybench.estimate import estimate_run, format_estimate
 

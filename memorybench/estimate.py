@@ -255,10 +255,10 @@ def _scratch_context(cfg: DictConfig) -> Iterator[Any]:
 
 def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
     """What `qa` will ask for `cfg` (see the module docstring), with no model call."""
-    from memorybench.data import iter_questions, load_locomo, resolve_dataset
+    from memorybench.data import iter_questions, load_dataset, resolve_dataset
 
     path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
-    conversations = load_locomo(path)
+    conversations = load_dataset(path, str(cfg.dataset.name))
     questions = list(iter_questions(conversations))  # as qa selects them: the first max_questions in file order
     questions = questions[: cfg.max_questions] if cfg.max_questions else questions
     notes: list[str] = []

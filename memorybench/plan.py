@@ -190,12 +190,18 @@ def check_files(cfg: DictConfig) -> None:
     from memorybench.templates import find_prompt
 
     if cfg.dataset.get("path"):
-        from memorybench.data.locomo import regular_file
+        from memorybench.data.large_pins import LONGMEMEVAL_DATA
+        from memorybench.data.locomo import MAX_DATASET_BYTES, regular_file
 
         # a missing file, a folder, a FIFO, a device or a symlink loop: the line qa would give
-        regular_file(resolved_path(str(cfg.dataset.path), "dataset.path"))
+        large = str(cfg.dataset.name) in LONGMEMEVAL_DATA
+        regular_file(resolved_path(str(cfg.dataset.path), "dataset.path"), max_bytes=3 << 30 if large else MAX_DATASET_BYTES,
+                     expected="a LongMemEval file" if large else "locomo10.json")
     else:
         resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
+    from memorybench.plan_questions import check_memory_fits
+
+    check_memory_fits(cfg)  # a haystack the embedded reader cannot hold: said now, not at the first call
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
     for relpath in prompt_relpaths(data):

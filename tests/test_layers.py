@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     # 2: what a run is made of
     "memory": 2, "embed": 2, "answer": 2, "validate": 2,
     # 3: stages, and the comparison layer they read (stages/view and show import compare/blame)
-    "compare": 3, "stages": 3, "plan": 3, "estimate": 3,
+    "compare": 3, "stages": 3, "plan": 3, "plan_questions": 3, "estimate": 3,
     # 4: the top: command line, Hydra app, tracking, the cloud
     "cli": 4, "hydra_app": 4, "tracking": 4, "cloudrun": 4, "completion": 4,
 }

@@ -64,7 +64,19 @@ LOCOMO = Benchmark(
     scored_by="LoCoMo's category F1; Mem0's LLM judge (J) over categories 1-4",
 )
 
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (LOCOMO,)}
+LONGMEMEVAL = Benchmark(
+    name="longmemeval",
+    datasets=("longmemeval_oracle", "longmemeval_s", "longmemeval_m"),
+    # each question has a haystack of its own: its sample id is its question id
+    unit="question",
+    # the question types, numbered in the order of the authors' README (memorybench.data.longmemeval.TYPES)
+    category_names={1: "single-session-user", 2: "single-session-assistant", 3: "single-session-preference",
+                    4: "multi-session", 5: "temporal-reasoning", 6: "knowledge-update"},
+    loader="memorybench.data.longmemeval:load_longmemeval",
+    scored_by="the authors' per-type judge prompts (gpt-4o-2024-08-06); accuracy per type, task-averaged, overall, abstention",
+)
+
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (LOCOMO, LONGMEMEVAL)}
 
 
 def benchmark_of(dataset: str | None) -> Benchmark:

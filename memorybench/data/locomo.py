@@ -33,25 +33,26 @@ def file_sha256(path: Path) -> str:
     return sha256_file(regular_file(Path(path)))
 
 
-def regular_file(path: Path) -> Path:
+def regular_file(path: Path, *, max_bytes: int = MAX_DATASET_BYTES, expected: str = "locomo10.json") -> Path:
     """`path` when it is a readable regular file of a sane size, else one DataError line: a
-    FIFO would block the read forever, a device or a symlink loop never yields a dataset."""
+    FIFO would block the read forever, a device or a symlink loop never yields a dataset.
+    `expected` names the file a user should point at (LoCoMo's, or another benchmark's)."""
     try:
         info = path.stat()
     except FileNotFoundError:
         raise DataError(f"dataset file {path} does not exist; run `memorybench fetch` or set dataset.path") from None
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise DataError(f"dataset.path {path} is a symlink loop; point it at locomo10.json itself") from None
+            raise DataError(f"dataset.path {path} is a symlink loop; point it at {expected} itself") from None
         raise DataError(f"dataset file {path} cannot be read ({e.strerror}); check the path and its permissions") from None
     if stat.S_ISDIR(info.st_mode):
-        raise DataError(f"dataset.path {path} is a folder, not a file; point it at locomo10.json")
+        raise DataError(f"dataset.path {path} is a folder, not a file; point it at {expected}")
     if not stat.S_ISREG(info.st_mode):
         kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "a device"
-        raise DataError(f"dataset.path {path} is {kind}, not a regular file; point it at locomo10.json")
-    if info.st_size > MAX_DATASET_BYTES:
-        raise DataError(f"dataset file {path} is {info.st_size} bytes, more than any LoCoMo file "
-                        f"({MAX_DATASET_BYTES} at most); point dataset.path at locomo10.json")
+        raise DataError(f"dataset.path {path} is {kind}, not a regular file; point it at {expected}")
+    if info.st_size > max_bytes:
+        raise DataError(f"dataset file {path} is {info.st_size} bytes, more than any such file "
+                        f"({max_bytes} at most); point dataset.path at {expected}")
     return path
 
 

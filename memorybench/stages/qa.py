@@ -24,7 +24,7 @@ from memorybench.names import writable_folder
 from memorybench.hashing import sha256_file
 from memorybench.answer.base import AskedChoice, ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
-from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
+from memorybench.data import Conversation, Question, iter_questions, load_dataset, resolve_dataset
 from memorybench.llm.sizing import estimate_tokens, longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
@@ -68,7 +68,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     register(known_secrets(cfg))  # whatever this run writes or prints is scrubbed of its credentials
     rid, sha = run_identity(cfg)
     data_path, data_info = resolve_dataset(cfg.dataset, cfg.paths.pins)
-    conversations = load_locomo(data_path)
+    conversations = load_dataset(data_path, str(cfg.dataset.name))
     questions = select_questions(conversations, cfg.max_questions)
     where = PackLocation.of(cfg, rid)
     if where.is_finished():  # read only: a finished pack needs no lock

@@ -1,0 +1,101 @@
+"""What `plan` says about a run's questions before any call: their kinds and their memory's size.
+
+`memorybench plan --questions OVERRIDES` lists each question a run would ask, in file
+order: its id, its kind (LoCoMo's category, LongMemEval's type, with the abstention flag),
+and the size of its sample: sessions, turns, and the tokens of the whole haystack (the
+memory `full_context` hands the reader; estimated high, `llm.sizing.estimate_tokens`).
+
+`check_memory_fits` is what `plan` checks for every run on a benchmark whose haystacks can
+outgrow the embedded model (LongMemEval: `_s` haystacks are about 115k tokens): with
+`reader=local` and a memory that hands the reader the whole haystack, the longest one must
+fit the largest local context, else one line says how many do not and the ways out,
+before any call. Nothing is ever cut silently. LoCoMo's conversations fit Gemma's 32k
+context by the exact count (`choose_local_model`), so LoCoMo runs skip this check and
+`plan` stays as fast as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from omegaconf import DictConfig
+
+from memorybench.errors import UserError
+
+#: memory methods whose memory is the whole sample, as the reader sees it
+WHOLE_HAYSTACK = ("full_context",)
+#: room for the reader's template, the question and the answer
+_MARGIN_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    question_id: str
+    kind: str
+    abstention: bool
+    sessions: int
+    turns: int
+    haystack_tokens: int
+
+
+def _samples(cfg: DictConfig) -> list:
+    from memorybench.data.source import load_dataset, resolve_dataset
+
+    path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
+    return load_dataset(path, str(cfg.dataset.name))
+
+
+def question_rows(cfg: DictConfig) -> list[QuestionRow]:
+    """One row per question of the run (file order; `max_questions` honoured)."""
+    from memorybench.data.benchmarks import benchmark_of
+    from memorybench.llm.sizing import estimate_tokens
+    from memorybench.memory._context import session_text
+
+    names = benchmark_of(str(cfg.dataset.name)).category_names
+    rows = []
+    for sample in _samples(cfg):
+        tokens = estimate_tokens("\n".join(f"{s.date_time}\n{session_text(s)}" for s in sample.sessions))
+        turns = sum(len(s.turns) for s in sample.sessions)
+        for q in sample.questions:
+            kind = f"{q.category} {names.get(q.category, '?')}"
+            rows.append(QuestionRow(q.question_id, kind, q.abstention, len(sample.sessions), turns, tokens))
+    limit = cfg.get("max_questions")
+    return rows[: int(limit)] if limit else rows
+
+
+def format_questions(rows: list[QuestionRow]) -> list[str]:
+    lines = ["question_id\tkind\tabstention\tsessions\tturns\thaystack_tokens"]
+    lines += [f"{r.question_id}\t{r.kind}\t{'yes' if r.abstention else 'no'}\t{r.sessions}\t{r.turns}\t{r.haystack_tokens}"
+              for r in rows]
+    return lines
+
+
+def check_memory_fits(cfg: DictConfig) -> None:
+    """With the embedded reader and a whole-haystack memory on a benchmark other than LoCoMo:
+    every haystack of the run fits the local model's context, else one UserError line."""
+    from memorybench.data.benchmarks import LOCOMO, benchmark_of
+
+    if benchmark_of(str(cfg.dataset.name)) is LOCOMO or str(cfg.reader.get("provider")) != "local":
+        return
+    if str(cfg.memory.name) not in WHOLE_HAYSTACK or cfg.get("answerer", {}).get("name") not in (None, "reader"):
+        return
+    from memorybench.llm.local.models import LOCAL_MODELS, LocalModelError, choose_local_model
+
+    rows = question_rows(cfg)
+    requested = str(cfg.reader.get("model") or "auto")
+    largest = max(spec.max_context for spec in LOCAL_MODELS.values()) if requested == "auto" else \
+        LOCAL_MODELS[requested].max_context if requested in LOCAL_MODELS else None
+    too_long = [r for r in rows if largest is not None and r.haystack_tokens + _MARGIN_TOKENS > largest]
+    if not too_long:
+        return
+    try:  # the same choice qa makes, with its own numbers
+        choose_local_model(max(r.haystack_tokens for r in rows) + _MARGIN_TOKENS, requested)
+    except LocalModelError:
+        pass
+    longest = max(r.haystack_tokens for r in too_long)
+    raise UserError(
+        f"memory={cfg.memory.name} hands the reader whole haystacks: {len(too_long)} of {len(rows)} questions' haystacks "
+        f"(the longest about {longest:,} tokens) do not fit the local reader's context ({largest:,} tokens); "
+        "nothing is cut silently: choose memory=rag or raw_chunks, a server reader (reader=openai or "
+        "openai_compatible), or dataset=longmemeval_oracle"
+    )
