@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memorybench.pack.walk import DIA_ID, PackWalker
+from memorybench.pack.walk import DIA_ID, TURN_ID, PackWalker, qa_index_of
 
 __all__ = ["BASIS_F1", "CLASSES", "CORRECT_AT", "EXAMPLE_COLUMNS", "Blame", "blame_columns", "evidence_ids", "pack_blame", "question_blame"]
 
@@ -79,7 +79,13 @@ class Blame:
 
 
 def evidence_ids(evidence: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(d for e in evidence for d in DIA_ID.findall(str(e))))
+    """The well-formed turn ids of an evidence list: LoCoMo's dia_ids (every one inside a
+    malformed string such as "D8:6; D9:17"), or another benchmark's `SESSION:N` ids as they are."""
+    out: dict[str, None] = {}
+    for e in evidence:
+        found = DIA_ID.findall(str(e))
+        out.update(dict.fromkeys(found or ([str(e)] if TURN_ID.match(str(e)) else [])))
+    return tuple(out)
 
 
 def _session_of(dia_id: str) -> str | None:
@@ -142,7 +148,7 @@ class _Blamer:
 
     def evidence(self, qid: str, row: dict[str, Any]) -> tuple[str, ...] | None:
         conversation = (self.w.conversations or {}).get(row["sample_id"])
-        qa_index = int(qid.rsplit("-q-", 1)[1])
+        qa_index = qa_index_of(qid)
         if conversation is not None and qa_index < len(conversation.questions):
             finding = self.gold_errors.get(qid)
             if finding is not None:  # the audit's corrected evidence (either kind of finding)

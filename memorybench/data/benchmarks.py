@@ -99,3 +99,8 @@ def benchmark_of_meta(data: Mapping[str, Any] | None) -> Benchmark:
         return benchmark_of(str(name) if name else None)
     except UserError:
         return LOCOMO
+
+
+def benchmark_named(name: str | None) -> Benchmark:
+    """A benchmark by its own name (metrics.json's `benchmark`; absent: LoCoMo)."""
+    return BENCHMARKS.get(name or LOCOMO.name, LOCOMO)

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from memorybench.data.benchmarks import benchmark_of_meta
 from memorybench.errors import UserError
 from memorybench.llm.usage import agent_usage, build_usage, total_usage, usage_summary
 from memorybench.pack.writer_tally import writer_tally
@@ -29,14 +30,15 @@ def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, An
     if not pack.exists(layout.RUN_META):
         raise UserError(f"{pack_root} is not a finished pack: it has no run_meta.json; rerun its `memorybench qa` command")
     meta = pack.json_object(layout.RUN_META)
+    benchmark = benchmark_of_meta(meta.get("data"))
     rows = []
     # every row through its schema (a category "2" is a one-line PackError naming the line),
     # then scored as the dict it was written as
     for prediction in pack.records(layout.PREDICTIONS, Prediction):
         raw = prediction.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        rows.append({**raw, **score_row(raw)})
+        rows.append({**raw, **score_row(raw, benchmark)})
     traces = list(pack.rows(layout.READER_TRACES))
-    metrics = local_metrics(rows, meta)
+    metrics = local_metrics(rows, meta, benchmark)
     builds = list(pack.rows(layout.BUILD_COST)) if pack.exists(layout.BUILD_COST) else None
     metrics["usage"] = run_usage(pack, traces, builds, questions=len(rows))
     tally = writer_tally(builds or [])

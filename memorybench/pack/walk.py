@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.benchmarks import LOCOMO
+from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackError, PackReader, jsonl_lines
@@ -79,23 +79,32 @@ CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
 #: a well-formed dia_id; nine released evidence strings are malformed ("D8:6; D9:17"), and
 #: every well-formed id inside one counts (the agent's recall reads them the same way)
 DIA_ID = re.compile(r"\bD\d+:\d+\b")
+#: another benchmark's turn id: its session id and the turn's index (LongMemEval's "answer_280352e9:3")
+TURN_ID = re.compile(r"^[A-Za-z0-9_.\-]+:\d+$")
 
 
 # -- the dataset a pack names ---------------------------------------------------------
 _DATASETS: dict[tuple[str, str | None], Any] = {}
 
 
+def qa_index_of(question_id: str) -> int:
+    """A question's row in its sample: LoCoMo's ids end in it ("conv-26-q-7"); a
+    LongMemEval question is its haystack's only one."""
+    return int(question_id.rsplit("-q-", 1)[1]) if "-q-" in question_id else 0
+
+
 def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = None) -> tuple[Any, Path | None, str | None]:
     """(conversations, path, note) of the dataset run_meta.json's `data` names: the pin (in
     the pins folder) or its path, checked against the recorded sha256; conversations None
     and a note saying why when the file is not here or not the one the pack was run on."""
-    from memorybench.data import file_sha256, load_locomo
+    from memorybench.data import file_sha256, load_dataset
+    from memorybench.hashing import sha256_file
     from memorybench.data.pins import LOCOMO10, pins_dir
 
     if data_path is not None:
         path: Path | None = Path(data_path)
     elif data.get("pinned"):
-        path = pins_dir() / LOCOMO10.relpath
+        path = pins_dir() / str(data.get("pin") or LOCOMO10.relpath)
     else:
         path = Path(str(data["path"])).expanduser() if data.get("path") else None
     if path is None:
@@ -106,10 +115,10 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     expected = data.get("sha256")
     key = (str(path), expected)
     if key not in _DATASETS:
-        actual = file_sha256(path)
+        actual = sha256_file(path) if data.get("name") not in (None, "locomo10") else file_sha256(path)
         if expected and actual != expected:
             return None, path, f"dataset file {path} has sha256 {actual[:12]}…, the pack was run on {str(expected)[:12]}…"
-        _DATASETS[key] = {c.sample_id: c for c in load_locomo(path)}
+        _DATASETS[key] = {c.sample_id: c for c in load_dataset(path, data.get("name"))}
     return _DATASETS[key], path, None
 
 
@@ -117,7 +126,7 @@ def _evidence_turns(conversation: Any, evidence: Iterable[str]) -> tuple[Evidenc
     turns = {t.dia_id: (s, t) for s in conversation.sessions for t in s.turns}
     out = []
     for raw in evidence:
-        for dia_id in dict.fromkeys(DIA_ID.findall(str(raw))):
+        for dia_id in dict.fromkeys(DIA_ID.findall(str(raw)) or ([str(raw)] if TURN_ID.match(str(raw)) else [])):
             session, turn = turns.get(dia_id, (None, None))
             out.append(EvidenceTurn(dia_id, session.index if session else None, session.date_time if session else None,
                                     turn.speaker if turn else None, turn.render() if turn else None))
@@ -310,7 +319,7 @@ class PackWalker:
             raise UserError(f"question {question_id!r} is not answered in {self.pack.uri()} ({len(known)} answered); {hint}")
         line, pred = self.predictions[question_id]
         sample_id = pred["sample_id"]
-        qa_index = int(question_id.rsplit("-q-", 1)[1])
+        qa_index = qa_index_of(question_id)
         trace_line, trace = self.reader_traces.get(question_id, (None, None))
         agent = self._agent(question_id)
         if trace is not None:
@@ -331,7 +340,8 @@ class PackWalker:
             sample_id=sample_id, qa_index=qa_index, index=pred["index"], category=pred["category"], question=pred["question"],
             source=self._source(pred, qa_index), memory=self._memory(question_id, pred), prompt=prompt, calls=calls,
             agent=agent, reply=reply, prediction=pred["prediction"], prediction_at=Located(layout.PREDICTIONS, line),
-            csv_at=Located(layout.PREDICTIONS_CSV, self.csv_lines.get(question_id)), scores=score_row(pred),
+            csv_at=Located(layout.PREDICTIONS_CSV, self.csv_lines.get(question_id)),
+            scores=score_row(pred, benchmark_of_meta(self.meta.get("data"))),
             judges=self._judge_steps(question_id),
         )
 
@@ -349,7 +359,8 @@ class PackWalker:
         return SourceRow(
             data_path=str(self.data_path if self.data_path is not None else data.get("path")), data_sha256=data.get("sha256"),
             sample_id=pred["sample_id"], qa_index=qa_index, question=pred["question"], category=pred["category"],
-            category_name=CATEGORY_NAMES.get(pred["category"], str(pred["category"])), gold=pred.get("gold"),
+            category_name=benchmark_of_meta(data).category_names.get(pred["category"], str(pred["category"])),
+            gold=pred.get("gold"),
             adversarial_answer=pred.get("adversarial_answer"), evidence=evidence,
             evidence_turns=_evidence_turns(conversation, evidence) if conversation is not None and evidence else (), note=note,
             gold_error=gold_error, gold_error_note=gold_error_note,

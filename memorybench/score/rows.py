@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memorybench.data.benchmarks import LOCOMO, Benchmark
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.scorers import scorers
 from memorybench.stats import mean
@@ -40,13 +41,22 @@ def covers_label(categories: Sequence[int]) -> str:
     return f"{span} ({', '.join(map(str, absent))} absent)"
 
 
-def score_row(row: Mapping[str, Any]) -> dict[str, float]:
+#: another benchmark's rows are scored lexically by LoCoMo's single-hop rule (normalised
+#: token F1, no category rules): a diagnostic beside the benchmark's own judge, never its score
+PLAIN_RULE = 4
+
+
+def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, float]:
     """Every qa-stage scorer's score of one prediction row."""
+    if benchmark is not LOCOMO:
+        row = {**row, "category": PLAIN_RULE}
     return {s.name: s(row) for s in scorers("qa")}
 
 
-def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
+def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, Any]:
     """`metrics.json` without usage, from scored rows (each a prediction row plus `score_row`)."""
+    if benchmark is not LOCOMO:
+        return _other_metrics(rows, meta, benchmark)
     metrics: dict[str, Any] = {
         "schema": "metrics.v1",
         "run_id": meta.get("run_id"),
@@ -76,6 +86,32 @@ def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]) ->
     return metrics
 
 
+def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark) -> dict[str, Any]:
+    """metrics.json of a benchmark other than LoCoMo (LongMemEval): per kind, overall and the
+    mean of the kinds (LongMemEval's "task-averaged"), each lexical score labelled a
+    diagnostic; the benchmark's own score is its judge's (autorater)."""
+    names = benchmark.category_names
+    metrics: dict[str, Any] = {
+        "schema": "metrics.v1",
+        "run_id": meta.get("run_id"),
+        "benchmark": benchmark.name,
+        "questions": len(rows),
+        "is_prefix": meta.get("is_prefix"),
+        "local_model": meta.get("local_model"),
+        "category_names": {str(k): v for k, v in names.items()},
+        "counts": {"total": len(rows), "by_category": {str(c): sum(1 for r in rows if r["category"] == c) for c in names}},
+        "labels": {s.name: f"{s.label}; on {benchmark.name}: a lexical diagnostic (its score is its judge's: "
+                           f"{benchmark.scored_by})" for s in scorers("qa")},
+        "overall_covers": f"{benchmark.name}: {len({r['category'] for r in rows})} of {len(names)} kinds",
+    }
+    for metric in (s.name for s in scorers("qa")):
+        by_category = {str(c): mean([r[metric] for r in rows if r["category"] == c]) for c in names}
+        held = [v for v in by_category.values() if v is not None]
+        metrics[metric] = {"overall": mean([r[metric] for r in rows]), "task_averaged": mean(held) if held else None,
+                           "by_category": by_category}
+    return metrics
+
+
 #: a cell a spreadsheet would run as a formula (= + - @, or a tab or CR before one), behind any quotes
 _FORMULA = re.compile(r"'*[=+\-@\t\r]")
 _NEUTRALISED = re.compile(r"'+[=+\-@\t\r]")
@@ -94,14 +130,15 @@ def csv_text(cell: str) -> str:
     return cell[1:] if _NEUTRALISED.match(cell) else cell
 
 
-def predictions_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+def predictions_csv(rows: Sequence[Mapping[str, Any]], benchmark: Benchmark = LOCOMO) -> str:
+    names_of = benchmark.category_names
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     names = [s.name for s in scorers("qa")]
     writer.writerow((*ROW_COLUMNS, *names))
     for r in rows:
         writer.writerow([
-            *(csv_cell(str(v)) for v in (r["question_id"], r["sample_id"])), r["category"], CATEGORY_NAMES[r["category"]],
+            *(csv_cell(str(v)) for v in (r["question_id"], r["sample_id"])), r["category"], names_of[r["category"]],
             *(csv_cell(v) for v in (r["question"], r["prediction"], "" if r["gold"] is None else str(r["gold"]),
                                     r.get("adversarial_answer") or "")),
             *(repr(r[name]) for name in names),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memorybench.data.benchmarks import benchmark_named
 from memorybench.pack import layout
 from memorybench.pack.lock import folder_lock
 from memorybench.pack.run_pack import RunPack
@@ -34,7 +35,7 @@ def write_scores(pack_root: Path) -> dict[str, Any]:
     """`rescore` for a caller that holds the pack's lock already (`qa`, at the end of its run)."""
     rows, metrics = compute_scores(pack_root)
     pack = RunPack(pack_root)
-    pack.write_text(layout.PREDICTIONS_CSV, predictions_csv(rows))
+    pack.write_text(layout.PREDICTIONS_CSV, predictions_csv(rows, benchmark_named(metrics.get("benchmark"))))
     pack.write_json(layout.METRICS, metrics)
     reclose(pack_root, (layout.PREDICTIONS_CSV, layout.METRICS))
     return metrics
@@ -51,11 +52,13 @@ def format_table(metrics: dict[str, Any]) -> str:
     if partial:  # a partial import (import --allow-partial): not a prefix, some conversations or rows
         lines.append(f"Partial import: {partial['questions']} of {partial['of']} questions ({len(partial['conversations'])} "
                      "conversations held); not comparable with figures over the whole set.")
-    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
-    lines += [header, "-" * len(header)]
-
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"
+
+    if metrics.get("benchmark") not in (None, "locomo"):
+        return "\n".join(lines + _other_table(metrics, fmt)) + "\n" + "\n".join(_usage_lines(metrics))
+    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
+    lines += [header, "-" * len(header)]
 
     for category, name in CATEGORY_NAMES.items():
         key = str(category)
@@ -80,6 +83,32 @@ def format_table(metrics: dict[str, Any]) -> str:
         )
         if key == "overall":
             break
+    lines += _usage_lines(metrics)
+    return "\n".join(lines)
+
+
+def _other_table(metrics: dict[str, Any], fmt: Any) -> list[str]:
+    """Another benchmark's table: per kind, overall and task-averaged, its lexical scores
+    labelled a diagnostic (the benchmark's score is its judge's)."""
+    benchmark = benchmark_named(metrics.get("benchmark"))
+    lines = [f"{benchmark.name}: lexical scores are a diagnostic; its score is its judge's ({benchmark.scored_by}): "
+             "memorybench autorater PACK"]
+    header = f"{'kind':<30}{'n':>5}  {'tokF1':>7}  {'EM':>7}"
+    lines += [header, "-" * len(header)]
+    for key, name in metrics["category_names"].items():
+        n = metrics["counts"]["by_category"][key]
+        lines.append(f"{key + ' ' + name:<30}{n:>5}  {fmt(metrics['token_f1']['by_category'][key]):>7}  "
+                     f"{fmt(metrics['exact_match']['by_category'][key]):>7}")
+    lines.append("-" * len(header))
+    lines.append(f"{'overall':<30}{metrics['counts']['total']:>5}  {fmt(metrics['token_f1']['overall']):>7}  "
+                 f"{fmt(metrics['exact_match']['overall']):>7}")
+    lines.append(f"{'task-averaged':<30}{'':>5}  {fmt(metrics['token_f1']['task_averaged']):>7}  "
+                 f"{fmt(metrics['exact_match']['task_averaged']):>7}")
+    return lines
+
+
+def _usage_lines(metrics: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
     reader = metrics.get("usage", {}).get("reader")
     if reader:
         cost = f"${reader['cost_usd']:.4f}" if reader["cost_known"] else "unknown (model not in the price table)"
@@ -93,7 +122,7 @@ def format_table(metrics: dict[str, Any]) -> str:
             + (f", {reader['answers_cut']} answers cut to reader.max_answer_chars" if reader.get("answers_cut") else "")
         )
     lines += cost_lines(metrics)
-    return "\n".join(lines)
+    return lines
 
 
 def cost_lines(metrics: dict[str, Any]) -> list[str]:

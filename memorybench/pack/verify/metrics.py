@@ -26,7 +26,10 @@ def check_metrics(ctx: Context, out: Findings) -> None:
         out.add("metrics", "predictions.jsonl", f"cannot be rescored ({' '.join(str(e).split())[:200]})")
         return
     csv_path = ctx.root / "predictions.csv"
-    if csv_path.is_file() and csv_path.read_bytes().decode("utf-8", errors="replace") != predictions_csv(rows):
+    from memorybench.data.benchmarks import benchmark_named
+
+    expected_csv = predictions_csv(rows, benchmark_named(metrics.get("benchmark")))
+    if csv_path.is_file() and csv_path.read_bytes().decode("utf-8", errors="replace") != expected_csv:
         out.add("metrics", "predictions.csv", "differs from a rescore of predictions.jsonl; run `memorybench rescore` on the pack")
     if ctx.metrics_doc is not None and ctx.metrics_doc != json.loads(json.dumps(metrics)):
         changed = sorted(

@@ -102,13 +102,14 @@ def check_cloudrun_provenance(ctx: Context, out: Findings) -> None:
 _DATASETS: dict[tuple[str, str], Any] = {}
 
 
-def _load_dataset(path: Path, sha: str) -> Any:
-    """load_locomo, cached per (path, sha256): verifying many packs reads the file once."""
-    from memorybench.data import load_locomo
+def _load_dataset(path: Path, sha: str, name: str | None = None) -> Any:
+    """The dataset as its benchmark reads it, cached per (path, sha256): verifying many packs
+    reads the file once."""
+    from memorybench.data import load_dataset
 
     key = (str(path), sha)
     if key not in _DATASETS:
-        _DATASETS[key] = load_locomo(path)
+        _DATASETS[key] = load_dataset(path, name)
     return _DATASETS[key]
 
 
@@ -124,16 +125,21 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     from memorybench.data.pins import LOCOMO10
     from memorybench.data.pins import pins_dir as resolve_pins
 
+    from memorybench.data.large_pins import LONGMEMEVAL_DATA
+    from memorybench.hashing import sha256_file
+
     data = ctx.meta.get("data") or {}
     _check_data_claim(ctx, data, out)
+    name = str(data.get("name") or "locomo10")
+    pinned = LONGMEMEVAL_DATA[name] if name in LONGMEMEVAL_DATA else LOCOMO10
     if data.get("pinned"):
-        path = resolve_pins(ctx.pins_dir) / LOCOMO10.relpath
-        expected = LOCOMO10.sha256
-        if data.get("sha256") != LOCOMO10.sha256:
+        path = resolve_pins(ctx.pins_dir) / pinned.relpath
+        expected = pinned.sha256
+        if data.get("sha256") != pinned.sha256:
             out.add(
                 "hash.data",
                 layout.RUN_META,
-                f"data.sha256 {str(data.get('sha256'))[:12]}… is not the pinned {LOCOMO10.relpath} ({LOCOMO10.sha256[:12]}…)",
+                f"data.sha256 {str(data.get('sha256'))[:12]}… is not the pinned {pinned.relpath} ({pinned.sha256[:12]}…)",
             )
         where = "pass --pins DIR (or set MEMORYBENCH_PINS) to the pins folder, or run `memorybench fetch`"
     else:
@@ -146,7 +152,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     if not path.is_file():
         out.add("data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
         return None
-    actual = file_sha256(path)
+    actual = sha256_file(path) if name in LONGMEMEVAL_DATA else file_sha256(path)
     if actual != expected:
         out.add(
             "hash.data",
@@ -155,7 +161,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
         )
         return None
     try:
-        return _load_dataset(path, actual)
+        return _load_dataset(path, actual, name)
     except UserError as e:
         out.add("data.missing", layout.RUN_META, f"dataset file {path} cannot be read: {e.message}")
         return None

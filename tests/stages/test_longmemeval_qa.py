@@ -1,0 +1,69 @@
+"""A LongMemEval run end to end on the scripted server: a made 20-question file (every type,
+abstention questions, an integer answer, unsorted oracle ids, has_answer turns) makes a pack
+that verifies, whose metrics are per type with their task average, labelled a diagnostic."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import scripted_reader
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+from make_longmemeval import make_longmemeval  # noqa: E402
+
+from memorybench.cli import main  # noqa: E402
+from memorybench.data.longmemeval import TYPES  # noqa: E402
+from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer  # noqa: E402
+
+
+def answer_from_memory(body):
+    """The first city the memory names: right for the questions about a move."""
+    user = body["messages"][-1]["content"]
+    for city in ("Lisbon", "Oslo", "Quito", "Hanoi", "Perth", "Tunis", "Lima", "Riga"):
+        if f"moved to {city}" in user:
+            return Reply(city)
+    return Reply("not mentioned")
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("lme")
+    data = make_longmemeval(tmp / "lme.json")
+    with ScriptedOpenAIServer(responder=answer_from_memory) as server:
+        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
+                     f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", "name=lme"])
+    assert code == 0
+    (found,) = (tmp / "packs" / "lme" / "runs").iterdir()
+    return found
+
+
+def test_the_pack_verifies_and_holds_every_question(pack):
+    assert verify_pack(pack) == []
+    rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == 20 and rows[0]["sample_id"] == rows[0]["question_id"] == "lme000"
+    assert {r["category"] for r in rows} == set(TYPES)
+    meta = json.loads((pack / "run_meta.json").read_text())
+    assert meta["data"]["name"] == "longmemeval_oracle" and meta["choices"]["dataset"] == "longmemeval_oracle"
+
+
+def test_metrics_are_per_type_with_the_task_average_and_say_they_are_a_diagnostic(pack):
+    metrics = json.loads((pack / "metrics.json").read_text())
+    assert metrics["benchmark"] == "longmemeval" and metrics["category_names"]["5"] == "temporal-reasoning"
+    assert sum(metrics["counts"]["by_category"].values()) == 20 and "overall_1_4" not in metrics["token_f1"]
+    by_type = metrics["token_f1"]["by_category"]
+    assert metrics["token_f1"]["task_averaged"] == pytest.approx(sum(by_type.values()) / len(by_type))
+    # the move questions were answered from memory: those types score, the abstention and count ones do not
+    assert by_type["1"] > 0 and metrics["token_f1"]["overall"] > 0
+    assert "a lexical diagnostic" in metrics["labels"]["token_f1"]
+    csv = (pack / "predictions.csv").read_text().splitlines()
+    assert any(",single-session-user," in line for line in csv[1:])
+
+
+def test_gold_and_has_answer_never_reach_the_reader(pack):
+    traces = (pack / "reader" / "traces.jsonl").read_text()
+    assert "has_answer" not in traces and "answer_session_ids" not in traces
+    assert "The information provided is not enough." not in traces  # an abstention question's gold
