@@ -80,3 +80,24 @@ def _node_module(group: str, key: str) -> str:
     from omegaconf import OmegaConf
 
     return str(getattr(OmegaConf.get_type(ConfigStore.instance().repo[group][key].node), "__module__", ""))
+
+
+def test_locomo_f1_stems_with_nltks_porter_without_loading_nltk() -> None:
+    """LoCoMo's F1 needs NLTK's PorterStemmer only: its two modules load without the rest of
+    NLTK (scipy and all), the rules are NLTK's own, and NLTK loads whole afterwards as before."""
+    probe = """
+import json, sys
+from memorybench.score.locomo import locomo_score, _stemmer
+words = ["running", "happiness", "generously", "caresses", "ponies", "adjustable", "relational", "agreed"]
+ours = [_stemmer().stem(w) for w in words]
+score = locomo_score("She went running in Lisbon", "running Lisbon", 4)
+loaded = sorted(m for m in sys.modules if m == "nltk" or m.startswith("nltk.") or m == "scipy")
+import nltk
+from nltk.stem import PorterStemmer
+print(json.dumps({"loaded": loaded, "same": ours == [PorterStemmer().stem(w) for w in words], "score": score,
+                  "whole": hasattr(nltk, "word_tokenize")}))
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["loaded"] == [] and result["same"] and result["whole"] and result["score"] > 0.5
