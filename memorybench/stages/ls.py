@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memorybench.errors import OneLineParser, UserError
+from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.pack import layout
 from memorybench.pack.find import DEFAULT_PACKS, LATEST, newest, packs_under, resolve_pack, started_at
 from memorybench.pack.reader import PackReader
@@ -70,6 +70,8 @@ def pack_row(folder: Path) -> dict[str, str]:
 
 
 def format_rows(rows: list[dict[str, str]]) -> str:
+    # a pack's names (run id, experiment, model) reach the terminal with control characters neutralised
+    rows = [{k: printable(v) for k, v in r.items()} for r in rows]
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in COLUMNS}
     lines = ["  ".join(c.ljust(widths[c]) for c in COLUMNS).rstrip()]
     lines += ["  ".join(r[c].ljust(widths[c]) for c in COLUMNS).rstrip() for r in rows]
@@ -98,6 +100,6 @@ def ls_main(argv: Sequence[str]) -> int:
     print(format_rows([pack_row(p) for p in packs]))
     if len(packs) > 1:
         last = newest(packs)
-        print(f"\nnewest: {last.name}; `latest` names it in any command that takes a pack "
+        print(f"\nnewest: {printable(last.name)}; `latest` names it in any command that takes a pack "
               f"(e.g. memorybench show {last.parents[1]}/latest QUESTION_ID)")
     return 0

@@ -72,3 +72,13 @@ def test_latest_alone_is_the_newest_under_the_default_packs_root(tmp_path, monke
     assert require_pack_folder("latest") == newest.resolve()
     assert main(["ls", "latest"]) == 0
     assert "run-2" in capsys.readouterr().out
+
+
+def test_a_hostile_name_in_a_pack_reaches_no_terminal_raw(tmp_path, capsys):
+    pack = _pack(tmp_path / "packs" / "golden", "full_context-a", "2026-01-01T10:00:00Z")
+    meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
+    meta["name"] = "evil\x1b]0;pwned\x07"
+    (pack / "run_meta.json").write_text(json.dumps(meta), "utf-8")
+    assert main(["ls", str(pack)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "pwned" in out
