@@ -51,8 +51,8 @@ def prompt_dirs() -> list[Path]:
 
 def find_prompt(relpath: str) -> Path:
     """The file of a prompt named relative to a prompts folder (or the verified pinned file of
-    a `JINJA_READERS` name, or the made file of a `DERIVED_READERS` one or of `locomo`); a
-    one-line error listing the choices."""
+    a `JINJA_READERS` name, or the made file of a `DERIVED_READERS` one, of `locomo` or of a
+    `LONGMEMEVAL_READERS` one); a one-line error listing the choices."""
     pinned = JINJA_READERS.get(relpath)
     if pinned is not None:
         return pin_path(pinned.pin)
@@ -60,6 +60,8 @@ def find_prompt(relpath: str) -> Path:
         return derived_prompt(relpath)
     if relpath == LOCOMO_READER.name:
         return made_prompt(relpath, LOCOMO_READER.text())
+    if relpath in LONGMEMEVAL_READERS:
+        return made_prompt(relpath, LONGMEMEVAL_READERS[relpath].text())
     dirs = prompt_dirs()
     for folder in dirs:
         path = folder / relpath
@@ -394,5 +396,50 @@ class LocomoReaderTemplate:
 
 
 LOCOMO_READER = LocomoReaderTemplate()
+
+
+@dataclass(frozen=True)
+class LongMemEvalReaderTemplate:
+    """`reader.prompt=longmemeval_con` (the authors' default: step by step) or
+    `longmemeval_direct`: LongMemEval's reader prompt as its run_generation.py
+    `prepare_prompt` builds it (`memorybench.data.longmemeval_reader`), the template taken
+    out of the pinned file. Its three `{}` slots are the history, the question's date and
+    the question; the history is the memory (full_context renders a LongMemEval haystack in
+    the authors' json history format). The only message, a user message."""
+
+    name: str
+    step_by_step: bool
+    system_pin: Pin | None = None
+    memories: tuple[str, ...] | None = None
+    extra_slots: tuple[str, ...] = ("question_date",)
+    message_role: Literal["system", "user"] = "user"
+
+    @property
+    def slots(self) -> frozenset[str]:
+        return frozenset({"memory", "question", *self.extra_slots})
+
+    def slot_names(self, values: Mapping[str, Any]) -> frozenset[str]:
+        return self.slots
+
+    def text(self, pins: str | os.PathLike[str] | None = None) -> str:
+        from memorybench.data.longmemeval_reader import reader_template
+
+        return reader_template(self.step_by_step, pins)
+
+    def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
+        return None
+
+    def render(self, text: str, slots: Mapping[str, str]) -> str:
+        """The authors' `template.format(history, question_date, question)`."""
+        try:
+            return text.format(slots["memory"], slots["question_date"], slots["question"])
+        except (IndexError, KeyError):
+            raise ValueError("not LongMemEval's reader template (three {} slots: history, date, question)") from None
+
+
+LONGMEMEVAL_READERS: dict[str, LongMemEvalReaderTemplate] = {
+    t.name: t for t in (LongMemEvalReaderTemplate("longmemeval_con", True), LongMemEvalReaderTemplate("longmemeval_direct", False))
+}
 #: every `reader.prompt` value that names a pinned reader template (rendered by it, not filled)
-PINNED_READERS: dict[str, JinjaReaderTemplate | LocomoReaderTemplate] = {**JINJA_READERS, LOCOMO_READER.name: LOCOMO_READER}
+PINNED_READERS: dict[str, JinjaReaderTemplate | LocomoReaderTemplate | LongMemEvalReaderTemplate] = {
+    **JINJA_READERS, LOCOMO_READER.name: LOCOMO_READER, **LONGMEMEVAL_READERS}

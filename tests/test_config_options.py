@@ -5,7 +5,10 @@ No model call, no server."""
 
 from __future__ import annotations
 
+import atexit
 import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 from hydra import initialize_config_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from make_longmemeval import make_longmemeval  # noqa: E402
 
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs
@@ -28,6 +34,10 @@ NOT_RUN_GROUPS = {
 
 DEAD = "http://127.0.0.1:9/v1"
 #: what an option needs on the command line to compose and validate (nothing is called)
+_LME_DIR = tempfile.mkdtemp(prefix="memorybench-lme-")
+atexit.register(shutil.rmtree, _LME_DIR, True)
+_LONGMEMEVAL = make_longmemeval(Path(_LME_DIR) / "lme.json", questions=6)
+
 NEEDS: dict[str, list[str]] = {
     "reader=openai_compatible": [f"reader.base_url={DEAD}", "reader.model=m"],
     "writer=openai_compatible": [f"writer.base_url={DEAD}", "writer.model=m"],
@@ -39,6 +49,8 @@ NEEDS: dict[str, list[str]] = {
     "memory=notes_only": ["answerer=codex"],
     # memories a writer model writes: qa (and so plan) refuses them with writer=none
     **{f"memory={m}": ["writer=local"] for m in ("graph", "mem0", "mem0g", "openai_memory")},
+    # LongMemEval's files are not fetched on our machines (PINS.md): a file in its format instead
+    **{f"dataset=longmemeval_{n}": [f"dataset.path={_LONGMEMEVAL}"] for n in ("oracle", "s", "m")},
 }
 
 #: experiments that sweep a plugin's memory: the plugin packages they need (skipped without them)

@@ -76,6 +76,12 @@ def check_reader_template(cfg: Any) -> None:
     pinned = pinned_reader(cfg)
     if pinned is None:
         return
+    from memorybench.templates import LONGMEMEVAL_READERS
+
+    dataset = str(cfg.dataset.name) if cfg.get("dataset") is not None else "locomo10"
+    if pinned.name in LONGMEMEVAL_READERS and not dataset.startswith("longmemeval"):
+        raise UserError(f"reader.prompt={pinned.name} is LongMemEval's reader prompt (it shows each question's date); "
+                        f"dataset={dataset} has none: use dataset=longmemeval_oracle|_s|_m, or reader.prompt=readers/qa_v1.txt")
     answerer = str(cfg.answerer.name)
     if answerer != "reader":
         what = "LoCoMo's own question protocol" if pinned is LOCOMO_READER else "a pinned Mem0 prompt"

@@ -21,7 +21,14 @@ from memorybench.pack.journal import Journal
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 from memorybench.registry import ANSWERERS
-from memorybench.templates import JinjaReaderTemplate, LocomoReaderTemplate, PromptTemplate, locomo_cat5_answer, locomo_options
+from memorybench.templates import (
+    JinjaReaderTemplate,
+    LocomoReaderTemplate,
+    LongMemEvalReaderTemplate,
+    PromptTemplate,
+    locomo_cat5_answer,
+    locomo_options,
+)
 
 #: `reader.max_answer_chars` where a config predates it
 DEFAULT_MAX_ANSWER_CHARS = 10_000
@@ -104,7 +111,7 @@ class ReaderAnswerer:
         max_tokens: int,
         seed: int | None,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
-        pinned: JinjaReaderTemplate | LocomoReaderTemplate | None = None,
+        pinned: JinjaReaderTemplate | LocomoReaderTemplate | LongMemEvalReaderTemplate | None = None,
         system: str | None = SYSTEM_MESSAGE,
     ):
         self.endpoint = endpoint
@@ -170,6 +177,13 @@ class ReaderAnswerer:
         slots = {"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)}
         if self.pinned is None:
             user = fill_template(self.template.text, memory, asked.question)
+        elif isinstance(self.pinned, LongMemEvalReaderTemplate):
+            if asked.question_date is None:
+                raise UserError(f"{asked.question_id} has no question date: reader.prompt={self.pinned.name} is "
+                                "LongMemEval's prompt; use it with dataset=longmemeval_*")
+            slots["question_date"] = SlotValue(text=asked.question_date)
+            user = self.pinned.render(self.template.text, {"memory": memory, "question": asked.question,
+                                                           "question_date": asked.question_date})
         elif isinstance(self.pinned, LocomoReaderTemplate):
             extra = self.pinned.values(asked.question, asked.category, self._speakers, options)
             slots.update({name: SlotValue(text=value) for name, value in extra.items() if name != "question"})

@@ -34,7 +34,7 @@ from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.records import ChatRequest
-from memorybench.score._pinned_source import function_node, pinned_function, string_constants
+from memorybench.data.pinned_source import function_node, pinned_function, string_constants
 
 __all__ = [
     "ABSTENTION",

@@ -363,6 +363,10 @@ def print_summary(result: QaResult) -> None:
 
     print(format_table(result.metrics))
     print(f"pack: {result.pack_uri}")
+    if result.metrics.get("benchmark") == "longmemeval":
+        print(f"accuracy (LongMemEval's judge, the authors' per-type prompts): memorybench autorater {result.pack_uri} "
+              "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; docs/longmemeval.md)")
+        return
     print(f"J (Mem0's LLM judge, categories 1-4): memorybench autorater {result.pack_uri}  "
           "(judge=mem0, gpt-4o-mini, needs OPENAI_API_KEY; judge=local for the embedded model, not comparable)")
 

@@ -21,7 +21,7 @@ from memorybench.data import pins
 from memorybench.data.pins import LONGMEMEVAL_CODE_PINS, LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, Pin
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_bytes
-from memorybench.score._pinned_source import function_node, pinned_function
+from memorybench.data.pinned_source import function_node, pinned_function
 from memorybench.score.longmemeval import (
     ABSTENTION,
     JUDGE_MAX_TOKENS,

@@ -16,7 +16,7 @@ from score.longmemeval_authors import ScriptedTokenizer, load
 from memorybench.data import pins
 from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
 from memorybench.errors import UserError
-from memorybench.score.longmemeval_reader import (
+from memorybench.data.longmemeval_reader import (
     DEFAULT_HISTORY_FORMAT,
     DEFAULT_READING_METHOD,
     NOTE_MAX_TOKENS,

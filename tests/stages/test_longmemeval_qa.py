@@ -67,3 +67,32 @@ def test_gold_and_has_answer_never_reach_the_reader(pack):
     traces = (pack / "reader" / "traces.jsonl").read_text()
     assert "has_answer" not in traces and "answer_session_ids" not in traces
     assert "The information provided is not enough." not in traces  # an abstention question's gold
+
+
+def test_the_authors_reader_prompt_is_sent_byte_for_byte_and_the_pack_verifies(tmp_path):
+    """reader.prompt=longmemeval_con: the user message is prepare_prompt's (con, json history,
+    sessions sorted by date) for each question, with its question date; verify rebuilds it."""
+    from memorybench.data.longmemeval import load_longmemeval
+    from memorybench.data.longmemeval_reader import HistorySession, reader_prompt
+
+    data = make_longmemeval(tmp_path / "lme.json", questions=6)
+    with ScriptedOpenAIServer() as server:
+        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
+                     "reader.prompt=longmemeval_con", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}",
+                     "name=lme"])
+        sent = [r["messages"] for r in server.requests]
+    assert code == 0
+    (pack,) = (tmp_path / "packs" / "lme" / "runs").iterdir()
+    assert verify_pack(pack) == []
+    for haystack, messages in zip(load_longmemeval(data), sent, strict=True):
+        (q,) = haystack.questions
+        sessions = [HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns))
+                    for s in haystack.sessions]
+        assert messages == [{"role": "user", "content": reader_prompt(sessions, q.question, q.question_date)}]
+
+
+def test_the_longmemeval_prompt_refuses_a_dataset_without_dates(tmp_path, capsys):
+    from conftest import FIXTURES
+
+    code = main(["plan", "reader.prompt=longmemeval_con", f"dataset.path={FIXTURES / 'mini_locomo.json'}"])
+    assert code != 0 and "reader.prompt=longmemeval_con is LongMemEval's reader prompt" in capsys.readouterr().err

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
 from memorybench.errors import UserError
-from memorybench.score._pinned_source import function_node, string_constants
+from memorybench.data.pinned_source import function_node, string_constants
 
 __all__ = [
     "DEFAULT_HISTORY_FORMAT",
