@@ -51,6 +51,7 @@ NEEDS: dict[str, list[str]] = {
     **{f"memory={m}": ["writer=local"] for m in ("graph", "mem0", "mem0g", "openai_memory")},
     # LongMemEval's files are not fetched on our machines (PINS.md): a file in its format instead
     **{f"dataset=longmemeval_{n}": [f"dataset.path={_LONGMEMEVAL}"] for n in ("oracle", "s", "m")},
+    "experiment=longmemeval": [f"dataset.path={_LONGMEMEVAL}"],
 }
 
 #: experiments that sweep a plugin's memory: the plugin packages they need (skipped without them)

@@ -45,7 +45,8 @@ def format_table(metrics: dict[str, Any]) -> str:
     """The results table printed at the end of a run: category number beside its name."""
     lines = []
     if metrics.get("local_model"):
-        lines.append("Embedded local model: not comparable with published LoCoMo numbers.")
+        published = "LongMemEval" if metrics.get("benchmark") == "longmemeval" else "LoCoMo"
+        lines.append(f"Embedded local model: not comparable with published {published} numbers.")
     if metrics.get("is_prefix"):
         lines.append(f"Smoke test: the first {metrics['questions']} questions only (max_questions).")
     partial = metrics.get("partial")
