@@ -72,6 +72,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
 from memorybench.compare.report_latency import latency_tokens
+from memorybench.compare.pack_retrieval import retrieval_table
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
 from memorybench.compare.report_scores import Bootstrap, bootstrap_interval, paired_differences, scores_by_category
 from memorybench.compare.report_tables import (
@@ -111,10 +112,10 @@ __all__ = [
 ]
 
 TableName = Literal["scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
-                    "refusals", "answer_length", "blame"]
+                    "refusals", "answer_length", "blame", "retrieval"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
 TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
-                           "gold_token_drop", "refusals", "answer_length", "blame")
+                           "gold_token_drop", "refusals", "answer_length", "blame", "retrieval")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
     "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
@@ -276,6 +277,10 @@ DEFINITIONS = {
                      "judge's J. Mem0's judge counts an answer CORRECT \"as long as it touches on the same topic\": a J that "
                      "rises with length where F1 does not is the judge rewarding length. `compare` warns when two "
                      "conditions' mean lengths differ by more than 2x.",
+    "retrieval": "LongMemEval's retrieval metrics (the authors' eval_utils.py, averaged as print_retrieval_metrics.py "
+                 "averages: abstention questions skipped): what a retrieving method handed the reader, its items' turns in "
+                 "hit order, scored against the has_answer turns at turn level and, by the authors' conversion, at session "
+                 "level; recall_all and ndcg_any at 5 and 10. LoCoMo packs and methods that retrieve nothing are left out.",
     "blame": "Where each answer was lost (memorybench.compare.blame), as the share of the condition's rows (replicates "
              "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
              "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
@@ -405,6 +410,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         "refusals": lambda: refusals(frame),
         "answer_length": lambda: answer_length(frame),
         "blame": lambda: blame_table(frame),
+        "retrieval": lambda: retrieval_table(frame),
     }
     needed = list(dict.fromkeys([*design.tables, *(["scores_by_category"] if design.figures else []),
                                  *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(design.figures) else [])]))
@@ -414,6 +420,8 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         if name == "judge_passes" and table.empty:
             notes.append("No autorater in these packs: no judge tables.")
             continue
+        if name == "retrieval" and table.empty:
+            continue  # LoCoMo packs, or methods that retrieve nothing: LongMemEval's retrieval metrics do not apply
         if name == "judge_agreement" and table.empty:
             if not report.tables.get("judge_passes", pd.DataFrame()).empty:
                 notes.append("One judge per condition: no judge agreement table (it compares two judges on the same rows).")
