@@ -55,7 +55,7 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
     for path in report.figures.values():
         assert path.read_bytes().startswith(PNG) and path.stat().st_size > 5000
     text = report.markdown.read_text()
-    for name in TABLES:
+    for name in locomo_tables:
         assert f"## {name}" in text
     assert "![scores_by_category](figures/scores_by_category.png)" in text
     assert "| full_context / scripted | 1 |" in text
