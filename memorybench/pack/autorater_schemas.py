@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from memorybench.hashing import sha256_json
 from memorybench.llm.records import Attempt, ChatResult, ModelIdentity
@@ -67,13 +67,17 @@ class JudgeRequest(Record):
     temperature: float
     max_tokens: int
     seed: Optional[int] = None
-    response_format: dict[str, Any]
+    #: the response format asked for; null when the protocol asks for none (LongMemEval's judge)
+    response_format: Optional[dict[str, Any]] = None
     #: the one message's role (Mem0 sends no system message)
     role: Literal["user"] = "user"
-    #: the template file, relative to the judge's folder (`prompts/<file>`)
+    #: the template file, relative to the judge's folder (`prompts/<file>`): the protocol's
+    #: one template (Mem0), or the one it chose for this row (LongMemEval: per type, abstention)
     template: str
     template_sha256: str
-    #: question, gold_answer, generated_answer exactly as substituted
+    #: the template's fields exactly as substituted (Mem0: question, gold_answer,
+    #: generated_answer; LongMemEval: question, answer, response); the protocol's `fill`
+    #: rebuilds the message from the template and these
     slots: dict[str, str]
 
 
@@ -120,10 +124,12 @@ class JudgeIdentity(Record, schema="judge_identity.v1"):
     protocol: str
     #: the model as configured (`judge.model`; for provider=local `auto` or a registry name)
     model: str
-    #: sha256 of the judge template (for mem0: the pinned ACCURACY_PROMPT)
+    #: sha256 of the judge template (for mem0: the pinned ACCURACY_PROMPT; for longmemeval: one
+    #: hash over its templates, `memorybench.score.longmemeval.anscheck_templates_sha256`)
     prompt_sha256: str
     temperature: float
-    response_format: dict[str, Any]
+    #: null when the protocol asks for no response format
+    response_format: Optional[dict[str, Any]] = None
 
     def sha256(self) -> str:
         """sha256 of the canonical JSON of this record (`schema` included)."""
@@ -176,7 +182,8 @@ class AutoraterMeta(Record, schema="autorater_meta.v2"):
     #: the model id sent in every request (for provider=local, the served model's id)
     judge_model_sent: str
     prompt: dict[str, Any]
-    response_format: dict[str, Any]
+    #: null when the protocol asks for no response format
+    response_format: Optional[dict[str, Any]] = None
     package_versions: dict[str, str]
     git_commit: Optional[str] = None
     git_dirty: Optional[bool] = None
@@ -238,7 +245,7 @@ class JudgeSummary(Record):
     temperature: Any = None
     max_tokens: Any = None
     seed: Any = None
-    response_format: dict[str, Any]
+    response_format: Optional[dict[str, Any]] = None
     local: bool
     #: provider=local: the GGUF file's sha256 and package
     weights: Optional[dict[str, Any]] = None
@@ -307,6 +314,51 @@ class CategoryMeans(Record):
     by_category: dict[str, Optional[float]]
 
 
+class LongMemEvalTypeAccuracy(Record):
+    #: the mean label (null without rows: print_qa_metrics.py prints nan)
+    accuracy: Optional[float] = None
+    n: int
+    correct: int
+
+
+class LongMemEvalPass(Record):
+    """print_qa_metrics.py's numbers over one pass's labelled verdicts
+    (`memorybench.score.longmemeval.QaMetrics`), and the text it prints for them."""
+
+    pass_: int = Field(alias="pass")
+    #: the six question types in the script's order
+    by_type: dict[str, LongMemEvalTypeAccuracy]
+    #: the mean of the six per-type accuracies; null unless every type has rows
+    task_averaged_accuracy: Optional[float] = None
+    overall_accuracy: Optional[float] = None
+    n: int
+    abstention_accuracy: Optional[float] = None
+    abstention_n: int
+    abstention_correct: int
+    #: what print_qa_metrics.py prints for these rows, byte for byte
+    report: str
+
+
+class LongMemEvalScores(Record):
+    """LongMemEval's QA metrics of a judge (a LongMemEval pack only): per pass, and each accuracy's
+    mean over the passes (with one pass, that pass's number)."""
+
+    accuracy_by_type: dict[str, Optional[float]]
+    task_averaged_accuracy: Optional[float] = None
+    overall_accuracy: Optional[float] = None
+    abstention_accuracy: Optional[float] = None
+    passes: list[LongMemEvalPass]
+    #: FAILED verdicts (no reply, or a reply without text), left out of every number
+    failed: int
+    #: types without a labelled row: why the task-averaged accuracy is null
+    missing_types: list[str]
+    #: whether these labels are comparable with the authors' published figures: the judge is
+    #: judge.protocol=longmemeval with gpt-4o-2024-08-06 through OpenAI
+    comparable: bool
+    #: one line that says so, or why not
+    comparability: str
+
+
 class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
     """`autorater/<judge id>/autorater_metrics.json`: J, Mem0's F1 and BLEU-1, counts and judge usage,
     computed from the stored verdicts and traces only (no model, no clock)."""
@@ -329,3 +381,16 @@ class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
     usage: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, str]
     notes: list[str] = Field(default_factory=list)
+    #: the benchmark of the pack when it is not LoCoMo (absent for LoCoMo, as before)
+    benchmark: Optional[str] = None
+    #: LongMemEval's QA metrics (a LongMemEval pack only)
+    longmemeval: Optional[LongMemEvalScores] = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler: Any) -> dict[str, Any]:
+        # a LoCoMo judge's file keeps the bytes it has always had
+        data = handler(self)
+        for key in ("benchmark", "longmemeval"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data

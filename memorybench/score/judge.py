@@ -7,7 +7,8 @@ The protocol is the registered judge `mem0` (`JUDGES.get("mem0")`, class `Mem0Ju
 what to judge (`skips`), the request (`request`), how a reply is read (`verdict`) and
 the per-row lexical scores Mem0 reports beside J (`row_scores`). The `autorater` stage
 only runs the resumable loop around it; another judge protocol is one more class
-registered under its own name, with the same methods (`JudgeProtocol`).
+registered under its own name, with the same methods (`JudgeProtocol`): LongMemEval's,
+`longmemeval` (`memorybench.score.longmemeval_judge`, imported at the end of this module).
 
 A port of mem0 ``evaluation/metrics/llm_judge.py`` and ``mem0/memory/utils.py``
 (``extract_json``) at ece7ff6b84b3e55336fcf2e17253b074d2d5166d, where ``evals.py`` calls
@@ -251,21 +252,35 @@ class JudgeCall:
     slots: dict[str, str]
     #: sha256 of the filled user message
     payload_sha256: str
+    #: the template file (under the judge folder's prompts/) the message is filled from, and its sha256
+    template_file: str = ""
+    template_sha256: str = ""
 
 
 class JudgeProtocol(Protocol):
     """A judge protocol: the autorater's loop asks it what to judge, what to send, how to read."""
 
     name: ClassVar[str]
-    #: the template, and the file it is copied to under autorater/<judge id>/prompts/
-    template: str
+    #: the benchmark whose packs it judges (`memorybench.data.benchmarks`): its categories are that benchmark's kinds
+    benchmark: ClassVar[str]
+    #: what its labels are compared with when the judge is the published one ("Mem0's published J")
+    published: ClassVar[str]
+    #: template file name (copied under autorater/<judge id>/prompts/) -> text; `prompt_info` is
+    #: told where they are: the copy of the one template, or the folder of several
+    templates: dict[str, str]
+    #: sha256 of the protocol's prompt (the judge identity's `prompt_sha256`)
     template_sha256: str
-    prompt_file: ClassVar[str]
-    response_format: ClassVar[dict[str, str]]
+    #: the response format it asks for (None: the request has none)
+    response_format: ClassVar[dict[str, str] | None]
+    #: judge config values the protocol fixes (set over the composed config before anything else)
+    request_settings: ClassVar[dict[str, Any]]
     #: the categories whose rows get a request (the others get a SKIPPED verdict)
     judged_categories: ClassVar[tuple[int, ...]]
 
     def skips(self, row: JudgedRow) -> bool: ...
+    def template_file(self, row: JudgedRow) -> str: ...
+    def slots(self, row: JudgedRow) -> dict[str, str]: ...
+    def fill(self, template: str, slots: Mapping[str, str]) -> str: ...
     def prompt_text(self, row: JudgedRow) -> str: ...
     def request(self, row: JudgedRow, *, model: str, sampling: Mapping[str, Any]) -> JudgeCall: ...
     def verdict(self, text: str | None) -> JudgeParse: ...
@@ -280,14 +295,19 @@ class Mem0Judge:
 
     name: ClassVar[str] = "mem0"
     pin: ClassVar[Pin] = MEM0_ACCURACY_PROMPT
+    benchmark: ClassVar[str] = "locomo"
+    #: what its labels would be compared with (for the labels of a judge that is not it)
+    published: ClassVar[str] = "Mem0's published J"
     prompt_file: ClassVar[str] = "mem0_accuracy_prompt.txt"
-    response_format: ClassVar[dict[str, str]] = RESPONSE_FORMAT
+    response_format: ClassVar[dict[str, str] | None] = RESPONSE_FORMAT
+    request_settings: ClassVar[dict[str, Any]] = {}
     judged_categories: ClassVar[tuple[int, ...]] = (1, 2, 3, 4)
 
     def __init__(self, template: str) -> None:
         check_judge_template(template)
         self.template = template
         self.template_sha256 = text_sha256(template)
+        self.templates = {self.prompt_file: template}
 
     @classmethod
     def load(cls, pins: str | os.PathLike[str] | None = None) -> Mem0Judge:
@@ -297,20 +317,30 @@ class Mem0Judge:
     def skips(self, row: JudgedRow) -> bool:
         return row.category not in self.judged_categories
 
+    @classmethod
+    def template_file(cls, row: Any) -> str:
+        """One template for every row."""
+        return cls.prompt_file
+
     @staticmethod
-    def _slots(row: JudgedRow) -> dict[str, str]:
+    def slots(row: Any) -> dict[str, str]:
         return {"question": str(row.question), "gold_answer": str(row.gold), "generated_answer": str(row.prediction)}
+
+    @staticmethod
+    def fill(template: str, slots: Mapping[str, str]) -> str:
+        """The message from a stored template and its slots (`build_judge_prompt`)."""
+        return build_judge_prompt(template, slots["question"], slots["gold_answer"], slots["generated_answer"])
 
     def prompt_text(self, row: JudgedRow) -> str:
         """The one user message for `row` (also what sizes the embedded judge's context)."""
-        slots = self._slots(row)
+        slots = self.slots(row)
         return build_judge_prompt(self.template, slots["question"], slots["gold_answer"], slots["generated_answer"])
 
     def request(self, row: JudgedRow, *, model: str, sampling: Mapping[str, Any]) -> JudgeCall:
         """The request Mem0 sends: one user message, `sampling`'s temperature (0 for judge=mem0),
         JSON mode, no stop sequence. Two fields Mem0 leaves out are sent: `max_tokens` (the
         client always sends it) and `seed` when the config sets one."""
-        slots = self._slots(row)
+        slots = self.slots(row)
         prompt = build_judge_prompt(self.template, slots["question"], slots["gold_answer"], slots["generated_answer"])
         seed = sampling.get("seed")
         request = ChatRequest(
@@ -319,10 +349,11 @@ class Mem0Judge:
             temperature=float(sampling["temperature"]),
             max_tokens=int(sampling["max_tokens"]),
             seed=None if seed is None else int(seed),
-            response_format=dict(self.response_format),
+            response_format=dict(self.response_format or {}),
             # no stop sequence, as Mem0: in JSON mode the embedded model's grammar ends the answer
         )
-        return JudgeCall(request, slots, text_sha256(prompt))
+        return JudgeCall(request, slots, text_sha256(prompt), template_file=self.prompt_file,
+                         template_sha256=self.template_sha256)
 
     def verdict(self, text: str | None) -> JudgeParse:
         return parse_judge_reply(text)
@@ -390,3 +421,8 @@ class StrictJudge(Mem0Judge):
             "sha256": self.template_sha256,
             "stored_at": stored_at,
         }
+
+
+# the other protocols live in modules of their own; importing them here registers them (the
+# registry finds judge protocols in this module)
+from memorybench.score import longmemeval_judge as _longmemeval_judge  # noqa: E402,F401

@@ -4,7 +4,8 @@ It reads only the pack's stored `predictions.jsonl`, in saved order, and never r
 the reader. What is asked and how a reply is read is the judge protocol, a registered
 judge (`memorybench.registry.JUDGES`; `judge.protocol`, default `mem0`: Mem0's pinned
 ACCURACY_PROMPT, one user message, temperature 0, JSON mode, CORRECT-only scoring,
-category 5 skipped; `memorybench.score.judge.Mem0Judge`). This module is the loop
+category 5 skipped; `memorybench.score.judge.Mem0Judge`; or `longmemeval` on a LongMemEval
+pack: the authors' per-type prompts, `memorybench.score.longmemeval_judge`). This module is the loop
 around it: what to judge, resuming, journalling verdicts and traces, metrics at the
 end. A skipped row gets no request, only a SKIPPED verdict. Nothing the `qa` stage wrote
 is touched.
@@ -14,7 +15,7 @@ model as configured, the template's sha256, the temperature, the response format
 several judges of one pack coexist:
 
     autorater/<judge id>/autorater_meta.json       autorater_meta.v2: the identity, the config, passes, times
-    autorater/<judge id>/prompts/<template>        the template the traces refer to
+    autorater/<judge id>/prompts/<template>        the templates the traces refer to (one, or one per type)
     autorater/<judge id>/traces.jsonl              judge_trace.v1: request, ChatResult (attempts...) or error
     autorater/<judge id>/autorater_verdicts.jsonl  autorater_verdict.v1: one row per (question, pass)
     autorater/<judge id>/autorater_metrics.json    autorater_metrics.v1: J, Mem0 F1 / BLEU-1, counts
@@ -58,20 +59,12 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import MissingMandatoryValue
 
 from memorybench.errors import ModelCallError, OneLineParser, UserError, report
-from memorybench.llm.endpoints import open_endpoint, validate_endpoint
+from memorybench.llm.endpoints import open_endpoint
 from memorybench.llm.sizing import estimate_tokens
 from memorybench.pack import layout
-from memorybench.pack.autorater_schemas import (
-    AutoraterMeta,
-    AutoraterMetrics,
-    AutoraterVerdict,
-    JudgeIdentity,
-    JudgeRequest,
-    JudgeTrace,
-)
+from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetrics, AutoraterVerdict
 from memorybench.pack.journal import Journal
 from memorybench.pack.journal_keys import JUDGE_JOURNAL_KEYS, repeated_rows
 from memorybench.pack.lock import folder_lock
@@ -81,9 +74,18 @@ from memorybench.pack.schemas import Prediction
 from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
-from memorybench.registry import JUDGES
-from memorybench.run_id import OPERATIONAL_KEYS, resolved_model
-from memorybench.score.judge import DEFAULT_PROTOCOL, JudgeProtocol
+from memorybench.stages.autorater_judge import (
+    _judge_one,
+    _validate_judge,
+    check_benchmark,
+    configured_judge,
+    judge_id_of,
+    judge_identity,
+    judge_protocol,
+    judge_settings,
+    pack_benchmark,
+    templates_stored_at,
+)
 from memorybench.stages.autorater_metrics import (
     JUDGED_CATEGORIES,
     autorater_metrics,
@@ -107,10 +109,6 @@ __all__ = [
 ]
 
 AUTORATER_DIR = layout.AUTORATER
-#: config keys that say where a judge is served, not who it is
-WHERE_KEYS = frozenset({"name", "provider", "base_url"})
-#: config keys that are the identity's own fields
-IDENTITY_KEYS = frozenset({"protocol", "model", "temperature"})
 
 
 # -- the pack ---------------------------------------------------------------------------
@@ -134,68 +132,7 @@ def finished_pack(pack_root: str | os.PathLike[str]) -> tuple[PackReader, list[P
     return pack, rows
 
 
-# -- the judge -------------------------------------------------------------------------
-def _judge_container(cfg_judge: DictConfig | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(cfg_judge, DictConfig):
-        try:
-            data = OmegaConf.to_container(cfg_judge, resolve=True, throw_on_missing=True)
-        except MissingMandatoryValue as e:
-            key = f"judge.{e.key}" if getattr(e, "key", None) else "a judge key"
-            raise UserError(f"missing value for {key}; add `{key}=...`") from None
-    else:
-        data = dict(cfg_judge)
-    assert isinstance(data, dict)
-    return data
-
-
-def _protocol_name(judge: Mapping[str, Any]) -> str:
-    return str(judge.get("protocol") or DEFAULT_PROTOCOL)
-
-
-def judge_protocol(judge: Mapping[str, Any], pins: str | os.PathLike[str] | None = None) -> JudgeProtocol:
-    """The registered judge protocol the config names (`judge.protocol`, default mem0), loaded."""
-    return JUDGES.get(_protocol_name(judge)).load(pins)
-
-
-def judge_identity(judge: Mapping[str, Any], protocol: JudgeProtocol) -> JudgeIdentity:
-    """Who the configured judge is (`JudgeIdentity`): its folder is `autorater/<identity.judge_id>/`."""
-    return JudgeIdentity(
-        protocol=_protocol_name(judge),
-        # the model it runs where that is known before the run (provider=local: `auto` or a
-        # null model as the pinned model it picks, as the reader's run id does), else as named
-        model=str(resolved_model(judge) or judge.get("model") or "auto"),
-        prompt_sha256=protocol.template_sha256,
-        temperature=float(judge["temperature"]),
-        response_format=dict(protocol.response_format),
-    )
-
-
-def judge_settings(judge: Mapping[str, Any]) -> dict[str, Any]:
-    """What else shapes the judge's requests: the config less the identity's fields, where it
-    is served and operational settings (max_tokens, seed, ... remain)."""
-    skip = OPERATIONAL_KEYS | WHERE_KEYS | IDENTITY_KEYS
-    return {k: v for k, v in judge.items() if k not in skip}
-
-
-def _validate_judge(node: DictConfig, passes: int) -> None:
-    if passes < 1:
-        raise UserError(f"--passes {passes} must be at least 1")
-    validate_endpoint("judge", node)  # the same checks as the reader's
-    if node.get("cache") and passes > 1:
-        raise UserError(
-            f"judge.cache=true with --passes {passes} would replay pass 1 from the response cache; "
-            "drop judge.cache=true (or use --passes 1)"
-        )
-
-
-def judge_id_of(cfg_judge: DictConfig | Mapping[str, Any], pins: str | os.PathLike[str] | None = None) -> str:
-    """The judge id (the folder name under autorater/) of a composed `judge` node."""
-    node = cfg_judge if isinstance(cfg_judge, DictConfig) else OmegaConf.create(dict(cfg_judge))
-    judge_cfg = _judge_container(node)
-    validate_endpoint("judge", node)
-    return judge_identity(judge_cfg, judge_protocol(judge_cfg, pins)).judge_id
-
-
+# -- the judge: memorybench.stages.autorater_judge -------------------------------------
 def _check_settings(previous: AutoraterMeta, settings: dict[str, Any], out: Path) -> None:
     if previous.judge_settings != settings:
         changed = sorted(k for k in set(previous.judge_settings) | set(settings)
@@ -288,15 +225,15 @@ def run_autorater(
     root = pack.local_root
     assert root is not None
     node = cfg_judge if isinstance(cfg_judge, DictConfig) else OmegaConf.create(dict(cfg_judge))
-    judge_cfg = _judge_container(node)
+    judge_cfg, judge, replaced = configured_judge(node, pins)
     _validate_judge(node, passes)
-    judge = judge_protocol(judge_cfg, pins)
+    check_benchmark(judge, pack_benchmark(pack), str(root))
     identity = judge_identity(judge_cfg, judge)
     settings = judge_settings(judge_cfg)
     judge_id = identity.judge_id
     folder = layout.autorater_dir(judge_id)
     out = root / folder
-    prompt_copy = layout.autorater_file(judge_id, f"{layout.JUDGE_PROMPTS}/{judge.prompt_file}")
+    prompts = layout.autorater_file(judge_id, layout.JUDGE_PROMPTS)
     meta_path = root / layout.autorater_file(judge_id, layout.JUDGE_META)
     success = root / layout.autorater_file(judge_id, layout.SUCCESS)
 
@@ -339,8 +276,10 @@ def run_autorater(
         # a trace written just before a kill, whose verdict never landed, is redone
         traces.retain(lambda r: _key(r) in done)
 
-        if not pack.exists(prompt_copy) or pack.read_text(prompt_copy) != judge.template:
-            write_atomic(root / prompt_copy, judge.template.encode("utf-8"))
+        for name, template in judge.templates.items():  # the templates the traces name
+            copy = f"{prompts}/{name}"
+            if not pack.exists(copy) or pack.read_text(copy) != template:
+                write_atomic(root / copy, template.encode("utf-8"))
 
         longest = max((estimate_tokens(judge.prompt_text(r)) for r in rows if not judge.skips(r)), default=0)
         run_meta = pack.meta() if pack.exists(layout.RUN_META) else None
@@ -370,15 +309,15 @@ def run_autorater(
                 judge_settings=settings,
                 judge=endpoint.identity,
                 judge_model_sent=endpoint.model,
-                prompt=judge.prompt_info(prompt_copy),
-                response_format=dict(judge.response_format),
+                prompt=judge.prompt_info(templates_stored_at(judge, prompts)),
+                response_format=None if judge.response_format is None else dict(judge.response_format),
                 package_versions=package_versions(),
                 git_commit=commit,
                 git_dirty=dirty,
                 started_at=started_at,
                 resumed=resumed,
                 local_judge=local,
-                notes=_notes(local, run_meta),
+                notes=_notes(local, run_meta, judge) + replaced,
             )
             write_atomic(meta_path, meta.dump().encode("utf-8"))
             row_scores: dict[str, dict[str, float]] = {}
@@ -452,58 +391,10 @@ class _EndpointDown(Exception):
         self.error = error
 
 
-def _judge_one(
-    endpoint: Any,
-    judge: JudgeProtocol,
-    row: Prediction,
-    n: int,
-    judge_cfg: Mapping[str, Any],
-    base: dict[str, Any],
-    row_scores: Mapping[str, float],
-) -> tuple[JudgeTrace, AutoraterVerdict]:
-    """One request: its trace and its verdict (FAILED when the call or the reply fails)."""
-    call = judge.request(row, model=endpoint.model, sampling=judge_cfg)
-    request = call.request
-    request_sha = request.sha256()
-    stored = JudgeRequest(
-        model=request.model,
-        temperature=request.temperature,
-        max_tokens=request.max_tokens,
-        seed=request.seed,
-        response_format=dict(judge.response_format),
-        template=f"prompts/{judge.prompt_file}",
-        template_sha256=judge.template_sha256,
-        slots=call.slots,
-    )
-    ids = dict(judge_payload_sha256=call.payload_sha256, request_sha256=request_sha, model_requested=request.model)
-    common = dict(question_id=row.question_id, pass_=n, judge_prompt_sha256=judge.template_sha256, **ids)
-    try:
-        result = endpoint.client.complete(request)
-    except ModelCallError as e:
-        trace = JudgeTrace(**common, request=stored, error=e.message, attempts=list(e.attempts))
-        verdict = AutoraterVerdict(**base, status="FAILED", failure="model_call", error=e.message, **row_scores, **ids)
-        return trace, verdict
-    parsed = judge.verdict(result.text)
-    trace = JudgeTrace(**common, model_answered=result.model_answered, request=stored, response=result)
-    verdict = AutoraterVerdict(
-        **base,
-        status=parsed.status,  # type: ignore[arg-type]
-        label_raw=parsed.label,
-        label_standard=parsed.standard,
-        score=parsed.score,
-        failure=None if parsed.label is not None else "parse",
-        error=parsed.error,
-        **row_scores,
-        **ids,
-        model_answered=result.model_answered,
-    )
-    return trace, verdict
-
-
-def _notes(local: bool, run_meta: Any) -> list[str]:
+def _notes(local: bool, run_meta: Any, judge: Any) -> list[str]:
     notes = []
     if local:
-        notes.append("Judged by the embedded local model: a local label, not comparable with Mem0's published J.")
+        notes.append(f"Judged by the embedded local model: a local label, not comparable with {judge.published}.")
     if run_meta is not None and run_meta.local_model:
         notes.append("Answers from the embedded local model: not comparable with published numbers.")
     if run_meta is not None and run_meta.is_prefix:
@@ -537,10 +428,12 @@ def compose_judge(overrides: Sequence[str]) -> DictConfig:
 def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="memorybench autorater",
-        description="Judge a finished pack's stored answers with Mem0's LLM judge (writes <pack>/autorater/<judge id>/).",
+        description="Judge a finished pack's stored answers with an LLM judge: Mem0's (LoCoMo) or the LongMemEval "
+                    "authors' (writes <pack>/autorater/<judge id>/).",
     )
     parser.add_argument("pack", help="a finished pack folder: <packs>/<name>/runs/<run_id>")
-    parser.add_argument("overrides", nargs="*", help="judge=mem0|openai_compatible|local, judge.KEY=VALUE, paths.KEY=VALUE")
+    parser.add_argument("overrides", nargs="*", help="judge=mem0|strict|longmemeval|openai_compatible|local, judge.KEY=VALUE "
+                        "(judge.protocol=mem0|strict|longmemeval), paths.KEY=VALUE")
     parser.add_argument("--passes", type=int, default=1,
                         help="judge passes over every row (J mean and sd over passes); more than the judge has adds passes")
     parser.add_argument("--pins", help="pins folder with the ACCURACY_PROMPT (default: paths.pins, $MEMORYBENCH_PINS, user cache)")

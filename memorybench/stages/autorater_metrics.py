@@ -8,7 +8,9 @@ judge that got its passes in one run and one whose passes were added later.
 J of a pass is the mean of the parsed verdicts' scores over the judged rows (failures
 excluded); with several passes, J is the mean of the passes' J, with their sample
 standard deviation and the share of rows whose passes all agree. Mem0's F1 and BLEU-1
-are means over every judged row, not means of category means.
+are means over every judged row, not means of category means. A LongMemEval pack's judge
+also gets the authors' QA metrics (`memorybench.stages.autorater_longmemeval`); its
+categories are the question types, all judged.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from memorybench.errors import UserError
 from memorybench.llm.usage import usage_summary
 from memorybench.pack import layout
+from memorybench.data.benchmarks import LOCOMO, LONGMEMEVAL, Benchmark
 from memorybench.pack.autorater_schemas import (
     Agreement,
     AutoraterCounts,
@@ -33,8 +36,11 @@ from memorybench.pack.autorater_schemas import (
     PassCounts,
 )
 from memorybench.pack.reader import PackReader
+from memorybench.registry import JUDGES
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.judge import Mem0Judge
+from memorybench.stages.autorater_judge import pack_benchmark
+from memorybench.stages.autorater_longmemeval import LONGMEMEVAL_LABELS, format_longmemeval, longmemeval_scores
 
 __all__ = ["JUDGED_CATEGORIES", "LABELS", "autorater_metrics", "compute_autorater_metrics", "format_autorater_table", "one_judge"]
 
@@ -73,13 +79,25 @@ def one_judge(pack: PackReader, judge_id: str | None) -> str:
     return judges[0]
 
 
+def _judged_categories(protocol: str, benchmark: Benchmark) -> tuple[int, ...]:
+    """The categories a judge judges: its protocol's; an unregistered one (`imported`) judges
+    LoCoMo's categories 1-4 as Mem0 does, and every kind of another benchmark."""
+    if protocol in JUDGES:
+        return tuple(JUDGES.get(protocol).judged_categories)
+    return JUDGED_CATEGORIES if benchmark.name == LOCOMO.name else tuple(sorted(benchmark.category_names))
+
+
 def autorater_metrics(
     pack_root: str | os.PathLike[str] | PackReader,
     judge_id: str | None = None,
-    judged_categories: Sequence[int] = JUDGED_CATEGORIES,
+    judged_categories: Sequence[int] | None = None,
 ) -> AutoraterMetrics:
     """The `autorater_metrics.v1` record of one judge of a pack (None: its only finished
-    judge), from its stored files only."""
+    judge), from its stored files only. `judged_categories` default to its protocol's.
+
+    A LongMemEval pack (metrics.json's `benchmark`, else run_meta's dataset) also gets
+    `longmemeval`: what print_qa_metrics.py gives over the verdicts, and whether the judge is
+    the one the authors' figures come from (`memorybench.stages.autorater_longmemeval`)."""
     pack = PackReader.open(pack_root)
     judge_id = one_judge(pack, judge_id)
     rows = pack.predictions()
@@ -90,7 +108,10 @@ def autorater_metrics(
     verdicts = pack.verdicts(judge_id)
     traces = list(pack.rows(pack.judge_path(judge_id, layout.JUDGE_TRACES)))  # dicts: what usage_summary sums
     passes = meta.passes
-    categories = tuple(judged_categories)
+    benchmark = pack_benchmark(pack)
+    locomo, lme = benchmark.name == LOCOMO.name, benchmark.name == LONGMEMEVAL.name
+    categories = tuple(judged_categories) if judged_categories is not None else _judged_categories(meta.identity.protocol, benchmark)
+    names = CATEGORY_NAMES if locomo else benchmark.category_names
     order = {row.question_id: i for i, row in enumerate(rows)}
     judged_rows = [row for row in rows if row.category in categories]
 
@@ -141,6 +162,20 @@ def autorater_metrics(
         usage["failed_calls"] = sum(1 for t in traces if t.get("response") is None)
     answered = sorted({t["model_answered"] for t in traces if t.get("model_answered")})
     judge_cfg = meta.judge_config
+    summary = JudgeSummary(
+        name=judge_cfg.get("name"),
+        provider=judge_cfg.get("provider"),
+        model_requested=meta.judge_model_sent,
+        model_configured=meta.judge.requested,
+        models_answered=answered,
+        base_url=judge_cfg.get("base_url"),
+        temperature=judge_cfg.get("temperature"),
+        max_tokens=judge_cfg.get("max_tokens"),
+        seed=judge_cfg.get("seed"),
+        response_format=meta.response_format,
+        local=meta.local_judge,
+        weights=meta.judge.weights,
+    )
     return AutoraterMetrics(
         run_id=meta.run_id,
         questions=len(rows),
@@ -148,23 +183,10 @@ def autorater_metrics(
         reader_local_model=run_meta.local_model if run_meta else None,
         local_judge=meta.local_judge,
         passes=passes,
-        judge=JudgeSummary(
-            name=judge_cfg.get("name"),
-            provider=judge_cfg.get("provider"),
-            model_requested=meta.judge_model_sent,
-            model_configured=meta.judge.requested,
-            models_answered=answered,
-            base_url=judge_cfg.get("base_url"),
-            temperature=judge_cfg.get("temperature"),
-            max_tokens=judge_cfg.get("max_tokens"),
-            seed=judge_cfg.get("seed"),
-            response_format=meta.response_format,
-            local=meta.local_judge,
-            weights=meta.judge.weights,
-        ),
+        judge=summary,
         judge_prompt_sha256=meta.prompt["sha256"],
         prompt=meta.prompt,
-        category_names={str(c): CATEGORY_NAMES[c] for c in categories},
+        category_names={str(c): names[c] for c in categories},
         j=JScores(
             overall=_mean(present),
             by_category=by_category,
@@ -200,8 +222,10 @@ def autorater_metrics(
             by_category=_category_means([(c, b) for c, _, b in lexical_rows], categories),  # type: ignore[misc]
         ),
         usage={"judge": usage} if usage else {},
-        labels=LABELS,
+        labels=LONGMEMEVAL_LABELS if lme else LABELS,
         notes=meta.notes,
+        benchmark=None if locomo else benchmark.name,
+        longmemeval=longmemeval_scores(verdicts, passes, meta.identity.protocol, summary) if lme else None,
     )
 
 
@@ -212,13 +236,16 @@ def compute_autorater_metrics(pack_root: str | os.PathLike[str] | PackReader, ju
 
 
 def format_autorater_table(metrics: Mapping[str, Any]) -> str:
-    """The table printed at the end: J, Mem0 F1 and BLEU-1 per category, passes, failures."""
+    """The table printed at the end: J, Mem0 F1 and BLEU-1 per category, passes, failures (a
+    LongMemEval judge: accuracy per type, task-averaged, overall, abstention)."""
     lines = list(metrics.get("notes", []))
     judge = metrics["judge"]
     lines.append(
         f"judge: {judge['name']} ({judge['provider']}), model {judge['model_requested']}"
         f" answered by {', '.join(judge['models_answered']) or '-'}; prompt sha256 {metrics['judge_prompt_sha256'][:12]}"
     )
+    if metrics.get("longmemeval") is not None:
+        return "\n".join(lines + format_longmemeval(metrics) + _usage_lines(metrics))
     header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
     lines += [header, "-" * len(header)]
 
@@ -248,14 +275,16 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
             f"mean {fmt(j['mean'])} sd {sd}; all passes agree on {share} of {j['agreement']['rows']} rows"
         )
     lines.append(judge_accounting(metrics))
+    return "\n".join(lines + _usage_lines(metrics))
+
+
+def _usage_lines(metrics: Mapping[str, Any]) -> list[str]:
     usage = metrics.get("usage", {}).get("judge")
-    if usage:
-        cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "unknown (model not in the price table)"
-        lines.append(
-            f"judge usage: {usage['calls']} calls ({usage['failed_calls']} without a reply, retries {usage['retries']}); "
-            f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens; cost {cost}"
-        )
-    return "\n".join(lines)
+    if not usage:
+        return []
+    cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "unknown (model not in the price table)"
+    return [f"judge usage: {usage['calls']} calls ({usage['failed_calls']} without a reply, retries {usage['retries']}); "
+            f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens; cost {cost}"]
 
 
 #: Mem0's published J: their pinned prompt (judge=mem0) sent to this model

@@ -40,6 +40,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memorybench.compare.intervals import DEFAULT_CONFIDENCE, mean_interval
 from memorybench.data import iter_questions, load_locomo
+from memorybench.data.benchmarks import LOCOMO
 from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG, Pin, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import ModelCallError, OneLineParser, UserError
@@ -61,12 +62,13 @@ from memorybench.progress import Progress
 from memorybench.provenance import utc_now
 from memorybench.records import load_json
 from memorybench.score.judge import JudgeProtocol
-from memorybench.stages.autorater import (
-    _judge_container,
+from memorybench.stages.autorater_judge import (
     _judge_one,
     _validate_judge,
+    check_benchmark,
+    configured_judge,
     judge_identity,
-    judge_protocol,
+    templates_stored_at,
 )
 
 __all__ = ["CHECKED_CATEGORIES", "CheckRow", "audit_answers", "calibration_rows", "format_calibration",
@@ -201,9 +203,9 @@ def run_judge_check(
     if max_questions is not None and max_questions < 1:
         raise UserError(f"max_questions={max_questions} must be at least 1 (or null for every question)")
     node = cfg_judge if isinstance(cfg_judge, DictConfig) else OmegaConf.create(dict(cfg_judge))
-    judge_cfg = _judge_container(node)
+    judge_cfg, judge, _ = configured_judge(node, pins)
     _validate_judge(node, 1)
-    judge = judge_protocol(judge_cfg, pins)
+    check_benchmark(judge, LOCOMO, "judge-check's audit set")
     identity = judge_identity(judge_cfg, judge)
     rows = calibration_rows(pins, max_questions)
     asked = len(rows["gold"])
@@ -213,7 +215,8 @@ def run_judge_check(
     out = calibration_folder(identity.judge_id, max_questions, cache_root)
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out, "judge-check folder"):
-        write_atomic(out / "prompts" / judge.prompt_file, judge.template.encode("utf-8"))
+        for name, template in judge.templates.items():
+            write_atomic(out / "prompts" / name, template.encode("utf-8"))
         longest = max(estimate_tokens(judge.prompt_text(r)) for set_rows in rows.values() for r in set_rows)
         verdicts: dict[str, list[AutoraterVerdict]] = {}
         models: set[str] = set()
@@ -249,7 +252,7 @@ def run_judge_check(
             specific_wrong_accepted=sets["specific_wrong"].overall.rate, vague_wrong_accepted=sets["vague_wrong"].overall.rate,
             gold_accepted=sets["gold"].overall.rate, model_sent=model_sent, models_answered=sorted(m for m in models if m),
             local_judge=local, confidence=confidence, judge_config=judge_cfg,
-            prompt={**judge.prompt_info(f"prompts/{judge.prompt_file}")},
+            prompt={**judge.prompt_info(templates_stored_at(judge, "prompts"))},
             dataset={"file": LOCOMO10.relpath, "sha256": LOCOMO10.sha256}, requests=requests, cached=cached,
             created_at=utc_now(), notes=notes,
         )

@@ -33,6 +33,9 @@ dataset) and the `Findings` collector; one module per concern:
 - `hashes`: REFERENCE_PIN files and memory files hash to their keys;
 - `traces`: each reader message rebuilt from its parts hashes to its trace and
   prediction row, and the rows agree;
+- `judges`: each judge message rebuilt by its judge's protocol from the judge folder's
+  template file and the trace's slots hashes to the trace, and the template and slots are
+  those the protocol gives the question's stored row;
 - `contamination`: no gold string that is not in the conversation's source text reaches
   a reader prompt, a memory file or an agent workspace file (`needles`: the scan);
 - `metrics`: predictions.csv and metrics.json equal a fresh rescore of the stored rows;
@@ -57,7 +60,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 
 from memorybench.errors import OneLineParser, printable
-from memorybench.pack.verify import contamination, counts, hashes, memory_failures, metrics, provenance, replies, rows, secrets, structure, traces
+from memorybench.pack.verify import (
+    contamination,
+    counts,
+    hashes,
+    judges,
+    memory_failures,
+    metrics,
+    provenance,
+    replies,
+    rows,
+    secrets,
+    structure,
+    traces,
+)
 from memorybench.pack.verify.context import Context, local_pack, pack_location, pack_root
 from memorybench.pack.verify.findings import CODES, WARNINGS, Finding, Findings, failures
 from memorybench.pack.verify.secrets import credential_values
@@ -83,6 +99,7 @@ CHECKS: tuple[Callable[[Context, Findings], None], ...] = (
     hashes.check_memory,
     contamination.check_needles,
     traces.check_traces,
+    judges.check_judge_traces,
     contamination.check_files_for_gold,
     metrics.check_metrics,
     memory_failures.check_writer_failures,

@@ -33,6 +33,11 @@ CODES: dict[str, str] = {
         " or a trace names a template or system message the run does not record"
     ),
     "hash.payload": "a rebuilt reader message does not hash to reader_payload_sha256 (trace or prediction row)",
+    "hash.judge": (
+        "a judge trace's message, rebuilt by its protocol from the judge folder's template file and the trace's slots,"
+        " does not hash to judge_payload_sha256; or the template file does not hash to the trace's template_sha256;"
+        " or the template or slots are not those the protocol gives the question's stored row"
+    ),
     "hash.reference": "a REFERENCE_PIN file is missing or does not hash to its key, or a trace uses an unpinned ref",
     "hash.memory": "a memory file does not hash to its manifest memory_sha256, or a row names memory its prompt did not use",
     "metrics": "predictions.csv or metrics.json differ from a fresh rescore of the stored rows",
