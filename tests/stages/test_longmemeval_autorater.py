@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import scripted_reader
+from conftest import FIXTURES, scripted_reader
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "score"))
@@ -231,6 +231,15 @@ def test_a_protocol_of_another_benchmark_is_refused_before_any_call(lme, tmp_pat
     assert not (pack / "autorater").exists()
 
 
+def test_a_locomo_pack_refuses_the_longmemeval_protocol_and_judge_check_too(tmp_path):
+    from memorybench.stages.judge_check import run_judge_check
+
+    with ScriptedOpenAIServer() as server:
+        with pytest.raises(UserError, match="judge.protocol=longmemeval judges longmemeval packs; use judge.protocol=mem0"):
+            run_judge_check(_node(server, protocol="longmemeval"), cache_dir=tmp_path / "cache")
+        assert server.requests == []
+
+
 def test_a_changed_template_or_slot_is_found_by_verify(lme, tmp_path):
     pack = tmp_path / "pack"
     shutil.copytree(lme["pack"], pack)
@@ -247,6 +256,26 @@ def test_a_changed_template_or_slot_is_found_by_verify(lme, tmp_path):
     traces.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     found = [f for f in verify_pack(pack) if f.code == "hash.judge"]
     assert found and "traces.jsonl:1" in found[0].path
+
+
+def test_verify_rebuilds_mem0_judge_messages_by_mem0s_protocol(tmp_path):
+    with ScriptedOpenAIServer() as server:
+        assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=mini"]) == 0
+    (pack,) = (tmp_path / "packs" / "mini" / "runs").iterdir()
+    with pytest.raises(UserError, match="locomo pack and judge.protocol=longmemeval"):
+        run_autorater(pack, _node(server, protocol="longmemeval"))
+    with ScriptedOpenAIServer(responder=lambda body: Reply('{"label": "CORRECT"}')) as judge:
+        run_autorater(pack, _node(judge))
+    assert verify_pack(pack) == []
+    (traces,) = (pack / "autorater").glob("*/traces.jsonl")
+    rows = _rows(traces)
+    assert rows[0]["request"]["template"] == "prompts/mem0_accuracy_prompt.txt"
+    rows[1]["request"]["slots"]["generated_answer"] += " (edited)"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    found = [f for f in verify_pack(pack) if f.code == "hash.judge"]
+    assert {f.path.rsplit(":", 1)[1] for f in found} == {"2"}  # its slots are not its row's, its message not its hash
+    assert any("slots" in f.message for f in found) and any("judge_payload_sha256" in f.message for f in found)
 
 
 def _node(server, **extra):
