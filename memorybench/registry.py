@@ -195,7 +195,13 @@ MEMORY: Registry[Any] = Registry("memory method", "memory", package="memorybench
 ANSWERERS: Registry[Any] = Registry("answerer", "answerer", package="memorybench.answer", builtins=_ANSWERER_BUILTINS)
 EMBEDDERS: Registry[Any] = Registry("embedder provider", "embedder.provider", package="memorybench.embed._factory", builtins=_EMBEDDER_BUILTINS)
 CHAT_PROVIDERS: Registry[Any] = Registry("chat provider", "reader.provider", package="memorybench.llm.endpoints")
-JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge")
+#: the judge protocols by name: each module is imported when its protocol is first got
+_JUDGE_BUILTINS = {
+    "mem0": "memorybench.score.judge:Mem0Judge",
+    "strict": "memorybench.score.judge:StrictJudge",
+    "longmemeval": "memorybench.score.longmemeval_judge:LongMemEvalJudge",
+}
+JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", builtins=_JUDGE_BUILTINS)
 SCORERS: Registry[Any] = Registry("scorer", "scorer", package="memorybench.score.scorers")
 STAGES: Registry[Any] = Registry("wave stage", "memorybench wave STAGE", package="memorybench.cloudrun.waves")
 

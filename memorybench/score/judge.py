@@ -8,7 +8,8 @@ what to judge (`skips`), the request (`request`), how a reply is read (`verdict`
 the per-row lexical scores Mem0 reports beside J (`row_scores`). The `autorater` stage
 only runs the resumable loop around it; another judge protocol is one more class
 registered under its own name, with the same methods (`JudgeProtocol`): LongMemEval's,
-`longmemeval` (`memorybench.score.longmemeval_judge`, imported at the end of this module).
+`longmemeval` (`memorybench.score.longmemeval_judge`; the registry names each protocol's
+module, `memorybench.registry.JUDGES`).
 
 A port of mem0 ``evaluation/metrics/llm_judge.py`` and ``mem0/memory/utils.py``
 (``extract_json``) at ece7ff6b84b3e55336fcf2e17253b074d2d5166d, where ``evals.py`` calls
@@ -422,7 +423,3 @@ class StrictJudge(Mem0Judge):
             "stored_at": stored_at,
         }
 
-
-# the other protocols live in modules of their own; importing them here registers them (the
-# registry finds judge protocols in this module)
-from memorybench.score import longmemeval_judge as _longmemeval_judge  # noqa: E402,F401
