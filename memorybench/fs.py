@@ -15,10 +15,12 @@ and a crash leaves at most a `*.part` that `verify` flags and uploads skip. A ne
 the mode a plain `open(path, "wb")` would give it (0666 less the umask). Bytes are written
 as given: nothing is encoded, scrubbed or reordered here (`pack.atomic` scrubs pack files).
 
-Two writers keep their own: the embedded model's file, which `gemma.assemble` writes to a
-path of ours and which is checked by sha256 before the rename (`llm/local/models.py`), and
-the prefill store's states, written without fsync on purpose (a state torn by a crash fails
-its checksum and is a cache miss; `llm/local/prefill_store.py`). Journals append
+Three writers keep their own: the embedded model's file, which `gemma.assemble` writes to a
+path of ours and which is checked by sha256 before the rename (`llm/local/models.py`), the
+prefill store's states, written without fsync on purpose (a state torn by a crash fails
+its checksum and is a cache miss; `llm/local/prefill_store.py`), and a large dataset's
+download, whose `.part` name is stable so that a killed fetch resumes it, and which is
+renamed only once its size and sha256 are right (`data/large_pins.py`). Journals append
 (`pack/journal.py`); a pack being imported is built in a temp folder renamed whole.
 """
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memorybench.errors import UserError
+from memorybench.fs import fsync_dir
 from memorybench.hashing import sha256_file
 
 _HF = "https://huggingface.co/datasets"
@@ -121,6 +122,7 @@ def fetch_large(pin: LargePin, root: Path, *, log=print, opener=urllib.request.u
         part.unlink()
         raise UserError(f"downloaded {pin.url} has sha256 {actual}, expected {pin.sha256}; refusing to store it")
     os.replace(part, target)
+    fsync_dir(target.parent)
     log(f"fetched  {pin.relpath} ({pin.size:,} bytes, sha256 verified)")
     return verify_large(pin, target)
 
