@@ -56,21 +56,27 @@ def regular_file(path: Path, *, max_bytes: int = MAX_DATASET_BYTES, expected: st
     return path
 
 
-def load_locomo(path: str | Path) -> list[Conversation]:
-    """Read a LoCoMo file into `Conversation` records, in file order."""
-    path = regular_file(Path(path))
+def read_json_file(path: Path) -> Any:
+    """A dataset file's JSON; a file that cannot be read, is not UTF-8 or not JSON is one
+    DataError line naming the file and where."""
     try:
         raw_bytes = path.read_bytes()
     except OSError as e:
         raise DataError(f"dataset file {path} cannot be read ({e.strerror or os.strerror(e.errno or 0)}); check its permissions") from None
     try:
-        raw = json.loads(raw_bytes.decode("utf-8"))
+        return json.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise DataError(f"dataset file {path} is not UTF-8 ({e.reason} at byte {e.start}); use the released file") from None
     except json.JSONDecodeError as e:
         raise DataError(f"dataset file {path} is not valid JSON ({e.msg} at line {e.lineno}); use the released file") from None
     except RecursionError:
-        raise DataError(f"dataset file {path} nests its JSON deeper than any LoCoMo file (Python's limit); use the released file") from None
+        raise DataError(f"dataset file {path} nests its JSON deeper than any released file (Python's limit); use the released file") from None
+
+
+def load_locomo(path: str | Path) -> list[Conversation]:
+    """Read a LoCoMo file into `Conversation` records, in file order."""
+    path = regular_file(Path(path))
+    raw = read_json_file(path)
     if not isinstance(raw, list) or not raw:
         raise DataError(f"dataset file {path} must hold a non-empty JSON list of conversations, got {type(raw).__name__}")
     conversations = [_conversation(item, i, path) for i, item in enumerate(raw)]

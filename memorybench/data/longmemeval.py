@@ -19,12 +19,10 @@ file gives them.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.locomo import _encodable, regular_file
+from memorybench.data.locomo import _encodable, read_json_file, regular_file
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 from memorybench.names import ALLOWED, unsafe_reason
@@ -48,15 +46,7 @@ ROLES = ("user", "assistant")
 def load_longmemeval(path: str | Path) -> list[Conversation]:
     """Read a LongMemEval file into one `Conversation` per question, in file order."""
     path = regular_file(Path(path), max_bytes=MAX_BYTES, expected="a LongMemEval file (longmemeval_oracle.json, ...)")
-    try:
-        with open(path, "rb") as f:
-            raw = json.loads(f.read().decode("utf-8"))
-    except OSError as e:
-        raise DataError(f"dataset file {path} cannot be read ({e.strerror or os.strerror(e.errno or 0)}); check its permissions") from None
-    except UnicodeDecodeError as e:
-        raise DataError(f"dataset file {path} is not UTF-8 ({e.reason} at byte {e.start}); use the released file") from None
-    except json.JSONDecodeError as e:
-        raise DataError(f"dataset file {path} is not valid JSON ({e.msg} at line {e.lineno}); use the released file") from None
+    raw = read_json_file(path)
     if not isinstance(raw, list) or not raw:
         raise DataError(f"dataset file {path} must hold a non-empty JSON list of questions, got {type(raw).__name__}")
     haystacks = [_haystack(item, i, path) for i, item in enumerate(raw)]

@@ -17,8 +17,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import socket
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ if importlib.util.find_spec("mem0") is None:  # found, not imported: mem0 reads 
 from memorybench.cli import main  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
@@ -53,34 +52,6 @@ def mem0_responder(body: dict[str, Any]) -> Reply:
     memories = [{"id": str(n), "text": line} for n, line in enumerate(lines)]
     text = json.dumps({"memory": memories})
     return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
-
-
-class SocketAudit:
-    """Every outbound connect in this process: (thread name, address)."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, Any]] = []
-        self._real = socket.socket.connect
-        self._real_ex = socket.socket.connect_ex
-
-    def __enter__(self) -> SocketAudit:
-        audit = self
-
-        def connect(sock: socket.socket, address: Any) -> Any:
-            audit.seen.append((threading.current_thread().name, address))
-            return audit._real(sock, address)
-
-        def connect_ex(sock: socket.socket, address: Any) -> Any:
-            audit.seen.append((threading.current_thread().name, address))
-            return audit._real_ex(sock, address)
-
-        socket.socket.connect = connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        socket.socket.connect = self._real  # type: ignore[method-assign]
-        socket.socket.connect_ex = self._real_ex  # type: ignore[method-assign]
 
 
 def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
