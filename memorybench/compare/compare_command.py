@@ -43,9 +43,24 @@ def _p(d: dict[str, Any]) -> str:
     return d.get("p_text") or format_p(d["p_two_sided"], d.get("p_resolution"))
 
 
-def _metric_name(metric: str, covers: str) -> str:
-    names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
+def _metric_name(metric: str, covers: str, benchmark: str | None = None) -> str:
+    """A metric's name in the printed lines: its benchmark's judge figure ("J", or LongMemEval's
+    accuracy), and a lexical F1 on another benchmark labelled a diagnostic."""
+    from memorybench.data.benchmarks import benchmark_named
+
+    bench = benchmark_named(benchmark)
+    if bench.name == "locomo":
+        names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
+    else:
+        names = {"locomo_f1": "token F1 (diagnostic)", "j": bench.judge_figure,
+                 "j_failed_wrong": f"{bench.judge_figure}, failures WRONG"}
     return f"{names[metric]} ({covers})"
+
+
+def _figure(benchmark: str | None) -> str:
+    from memorybench.data.benchmarks import benchmark_named
+
+    return benchmark_named(benchmark).judge_figure
 
 
 def _interval_text(i: dict[str, Any]) -> str:
@@ -62,14 +77,15 @@ def _conditional_text(i: dict[str, Any]) -> str:
 
 def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
     name = f"condition {label} ({summary['condition']}): " if label else f"{summary['condition']}: "
+    unit = "conversation(s)" if summary.get("benchmark", "locomo") == "locomo" else "haystack(s)"
     lines = [f"{name}{summary['questions']} questions in "
-             f"{summary['conversations']} conversation(s), {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"]
+             f"{summary['conversations']} {unit}, {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"]
     for metric in METRICS:
         if metric not in summary:
             continue
         s = summary[metric]
         sd = f" ± {_fmt(s['sd'])} (sd over {s['n_packs']} seeds)" if s["sd"] is not None else ""
-        lines.append(f"  {_metric_name(metric, s['covers']):<34} {_fmt(s['estimate'])}{sd}; "
+        lines.append(f"  {_metric_name(metric, s['covers'], summary.get('benchmark')):<34} {_fmt(s['estimate'])}{sd}; "
                      f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}")
         clean = s.get("without_gold_errors")
         if clean:
@@ -80,7 +96,7 @@ def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
             lines.append(f"    with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
                          f"{_fmt(fixed['estimate'])}; {_interval_text(fixed)}")
     if "j_left_out" in summary:
-        lines.append(f"  J left out: {summary['j_left_out']}")
+        lines.append(f"  {_figure(summary.get('benchmark'))} left out: {summary['j_left_out']}")
     elif summary.get("judge"):
         lines.append(f"  J's judge: {summary['judge']}; {summary['judge_calibration']}")
     length = summary.get("answer_tokens") or {}
@@ -93,7 +109,8 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
     d0 = difference
     left = [f"{d0['only_a']} of A's" if d0["only_a"] else "", f"{d0['only_b']} of B's" if d0["only_b"] else ""]
     left_text = f" ({' and '.join(x for x in left if x)} questions held by one side only left out)" if any(left) else ""
-    lines = [f"B minus A, paired over {d0['questions']} questions in {d0['conversations']} conversation(s){left_text}:"]
+    unit = "conversation(s)" if d0.get("benchmark", "locomo") == "locomo" else "haystack(s)"
+    lines = [f"B minus A, paired over {d0['questions']} questions in {d0['conversations']} {unit}{left_text}:"]
     if d0.get("protocols_differ"):
         lines.append(f"  question protocols differ (A {', '.join(d0['protocols']['a'])}; B {', '.join(d0['protocols']['b'])}): "
                      "category 2 and 5 were not asked alike")
@@ -101,7 +118,7 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         if metric not in d0:
             continue
         d = d0[metric]
-        line = f"  {_metric_name(metric, d['covers']):<34} {_fmt(d['difference'])} (A {_fmt(d['a'])}, B {_fmt(d['b'])}, n {d['n']}); "
+        line = f"  {_metric_name(metric, d['covers'], d0.get('benchmark')):<34} {_fmt(d['difference'])} (A {_fmt(d['a'])}, B {_fmt(d['b'])}, n {d['n']}); "
         if d["low"] is None:
             line += f"no interval: {d['note']}" if d.get("note") else "no interval"
         else:
@@ -109,7 +126,7 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
                      f"p {_p(d)} ({d['method']})")
         lines.append(line)
         if d.get("mdd") is not None:
-            lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these conversations "
+            lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these {unit.removesuffix('(s)')}s "
                          "(minimum detectable difference, 80% power, alpha 0.05)")
         clean = d.get("without_gold_errors")
         if clean and clean["difference"] is not None:
@@ -120,7 +137,7 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         if c["low"] is not None:
             lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {_p(c)}")
     if "j_left_out" in d0:
-        lines.append(f"  J left out: {d0['j_left_out']}")
+        lines.append(f"  {_figure(d0.get('benchmark'))} left out: {d0['j_left_out']}")
     return lines
 
 
@@ -131,7 +148,9 @@ def format_compare(result: dict[str, Any]) -> str:
             lines.extend(_summary_lines(label, summary))
     if result.get("difference"):
         lines.extend(_difference_lines(result["difference"]))
-    notes = {(result.get(k) or {}).get("gold_errors") for k in ("summary", "summary_a", "difference")} - {None}
+    # LoCoMo's known gold errors (an audit of locomo10.json) say nothing of another benchmark
+    notes = {(result.get(k) or {}).get("gold_errors") for k in ("summary", "summary_a", "difference")
+             if (result.get(k) or {}).get("benchmark", "locomo") == "locomo"} - {None}
     lines.extend(sorted(notes))
     lines.extend(f"warning: {w}" for w in result.get("warnings") or [])
     return "\n".join(lines)

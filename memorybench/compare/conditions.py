@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 from memorybench.answer.prompt import question_protocol
-from memorybench.data.benchmarks import benchmark_of_meta
+from memorybench.data.benchmarks import benchmark_named, benchmark_of_meta
 from memorybench.compare.intervals import (
     Resampling,
     mean_interval,
@@ -59,7 +59,7 @@ from memorybench.pack import layout
 from memorybench.pack.judge_calibration import cache_dir_of
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder
-from memorybench.score.rows import JUDGED, covers_label
+from memorybench.score.rows import covers_label
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -108,6 +108,8 @@ class PackScores:
     judge_identity: dict[str, Any] | None = None
     #: the resampling unit of the pack's benchmark (memorybench.data.benchmarks): what a sample is
     unit: str = "conversation"
+    #: the pack's benchmark (its judged kinds and labels)
+    benchmark: str = "locomo"
     #: how the questions were posed (`memorybench.answer.prompt.question_protocol`: locomo,
     #: open-ended, imported)
     protocol: str = "open-ended"
@@ -193,6 +195,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         categories={r["question_id"]: int(r["category"]) for r in rows},
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         unit=benchmark_of_meta(pack.meta().data).unit,
+        benchmark=benchmark_of_meta(pack.meta().data).name,
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
@@ -275,7 +278,12 @@ def _selected(scores: PackScores, categories: frozenset[int] | None) -> list[str
 
 
 def _covers(scores: PackScores, ids: Iterable[str]) -> str:
-    return covers_label(sorted({scores.categories[q] for q in ids}))
+    held = sorted({scores.categories[q] for q in ids})
+    bench = benchmark_named(scores.benchmark)
+    if bench.name != "locomo":  # LoCoMo's labels name its categories 1-5
+        kinds = sorted(bench.category_names)
+        return f"{bench.kind_word}s {held[0]}-{held[-1]}" if held == kinds else f"{bench.kind_word}s " + ", ".join(map(str, held))
+    return covers_label(held)
 
 
 # -- packs ---------------------------------------------------------------------------------
@@ -436,12 +444,14 @@ def seed_summary(
         "protocol": scores[0].protocol,
         "condition": condition_name(scores[0]),
         "answer_tokens": length_summary(scores, ids),
+        "benchmark": scores[0].benchmark,
     }
     overlay = load_overlay(p.data_sha256 for p in scores)
     result["gold_errors"] = overlay.note
     metrics = _metrics_of(scores, result)
     for metric in metrics:
-        judged_ids = ids if metric == "locomo_f1" else [q for q in ids if scores[0].categories[q] in JUDGED]
+        bench = benchmark_named(scores[0].benchmark)
+        judged_ids = ids if metric == "locomo_f1" else [q for q in ids if bench.judges(scores[0].categories[q])]
         per_question = _per_question(scores, metric, judged_ids)
         kept = [q for q in judged_ids if q in per_question]
         values = [per_question[q] for q in kept]
@@ -497,13 +507,14 @@ def paired_difference(
         "conversations": len({first.conversations[q] for q in ids}),
         "only_a": only_a, "only_b": only_b,
         "protocols": {"a": sorted({p.protocol for p in sa}), "b": sorted({p.protocol for p in sb})},
+        "benchmark": first.benchmark,
     }
     result["protocols_differ"] = result["protocols"]["a"] != result["protocols"]["b"]
     overlay = load_overlay(p.data_sha256 for p in [*sa, *sb])
     result["gold_errors"] = overlay.note
     metrics = _metrics_of([*sa, *sb], result)
     for metric in metrics:
-        pool = ids if metric == "locomo_f1" else [q for q in ids if first.categories[q] in JUDGED]
+        pool = ids if metric == "locomo_f1" else [q for q in ids if benchmark_named(first.benchmark).judges(first.categories[q])]
         qa, qb = _per_question(sa, metric, pool), _per_question(sb, metric, pool)
         common = [q for q in pool if q in qa and q in qb]
         x, y = [qa[q] for q in common], [qb[q] for q in common]

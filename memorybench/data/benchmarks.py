@@ -42,11 +42,21 @@ class Benchmark:
     loader: str
     #: what a published figure on this benchmark is scored by (for labels)
     scored_by: str = ""
+    #: the question kinds its judge scores (LoCoMo: Mem0's J skips category 5; None: every kind)
+    judged: tuple[int, ...] | None = None
+    #: what its judge's figure is called in tables
+    judge_figure: str = "J"
+    #: what a question kind is called in labels ("categories 1-4", "types 1-6")
+    kind_word: str = "category"
     notes: tuple[str, ...] = field(default=())
 
     def load(self, path: str | Path) -> list[Any]:
         module, function = self.loader.split(":")
         return getattr(importlib.import_module(module), function)(path)
+
+    def judges(self, category: int) -> bool:
+        """Whether the benchmark's judge scores a question of this kind."""
+        return self.judged is None or category in self.judged
 
     def units(self, count: int) -> str:
         """`10 conversations`, `1 question`."""
@@ -62,6 +72,7 @@ LOCOMO = Benchmark(
     category_names={1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"},
     loader="memorybench.data.locomo:load_locomo",
     scored_by="LoCoMo's category F1; Mem0's LLM judge (J) over categories 1-4",
+    judged=(1, 2, 3, 4),
 )
 
 LONGMEMEVAL = Benchmark(
@@ -74,6 +85,8 @@ LONGMEMEVAL = Benchmark(
                     4: "multi-session", 5: "temporal-reasoning", 6: "knowledge-update"},
     loader="memorybench.data.longmemeval:load_longmemeval",
     scored_by="the authors' per-type judge prompts (gpt-4o-2024-08-06); accuracy per type, task-averaged, overall, abstention",
+    judge_figure="accuracy (LongMemEval's judge)",
+    kind_word="type",
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (LOCOMO, LONGMEMEVAL)}

@@ -96,3 +96,18 @@ def test_the_longmemeval_prompt_refuses_a_dataset_without_dates(tmp_path, capsys
 
     code = main(["plan", "reader.prompt=longmemeval_con", f"dataset.path={FIXTURES / 'mini_locomo.json'}"])
     assert code != 0 and "reader.prompt=longmemeval_con is LongMemEval's reader prompt" in capsys.readouterr().err
+
+
+def test_compare_resamples_questions_and_names_the_diagnostic(pack, tmp_path, capsys):
+    """Two LongMemEval packs compared: each question is its own cluster ("N questions, N-1 df"),
+    the lexical score is named a diagnostic over types 1-6, and there is no "conversation"."""
+    data = make_longmemeval(tmp_path / "lme.json")
+    with ScriptedOpenAIServer() as server:  # the same questions, a reader that never answers
+        assert main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
+                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=other"]) == 0
+    (other,) = (tmp_path / "packs" / "other" / "runs").iterdir()
+    capsys.readouterr()
+    assert main(["compare", str(pack), "--vs", str(other), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "20 questions in 20 haystack(s)" in out and "token F1 (diagnostic) (types 1-6)" in out
+    assert "20 questions, 19 df" in out and "conversation" not in out.replace("conversations", "")
