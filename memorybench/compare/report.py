@@ -117,6 +117,8 @@ FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_late
 TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
                            "gold_token_drop", "refusals", "answer_length", "blame", "retrieval")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
+#: the tables that read no LoCoMo category: made for another benchmark's packs too
+BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget", "retrieval")
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
     "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
     "reader_model",
@@ -412,10 +414,20 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         "blame": lambda: blame_table(frame),
         "retrieval": lambda: retrieval_table(frame),
     }
-    needed = list(dict.fromkeys([*design.tables, *(["scores_by_category"] if design.figures else []),
-                                 *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(design.figures) else [])]))
+    tables, figure_names = list(design.tables), list(design.figures)
+    other = sorted({str(d) for d in frame["dataset"].dropna()} - {"locomo10"}) if "dataset" in frame else []
+    if other:
+        # LoCoMo's categories, overalls and J run through these tables: another benchmark's
+        # figures are its own (compare, autorater_metrics.json), never LoCoMo-labelled ones
+        kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES]
+        notes.append(f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
+                     f"made ({', '.join(kept) or 'none'}); per-type accuracy is in each pack's autorater_metrics.json and "
+                     "`memorybench compare` (docs/longmemeval.md).")
+        tables, figure_names = kept, []
+    needed = list(dict.fromkeys([*tables, *(["scores_by_category"] if figure_names else []),
+                                 *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(figure_names) else [])]))
     computed = {name: builders[name]() for name in needed}
-    for name in design.tables:
+    for name in tables:
         table = computed[name]
         if name == "judge_passes" and table.empty:
             notes.append("No autorater in these packs: no judge tables.")
@@ -433,7 +445,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         report.table_files[name] = path
 
     figures = out / "figures"
-    for name in design.figures:
+    for name in figure_names:
         target = figures / f"{name}.png"
         if name == "scores_by_category":
             report.figures[name] = figure_scores_by_category(computed["scores_by_category"], target)

@@ -87,10 +87,13 @@ def test_the_report_shows_a_retrieval_table_for_longmemeval_rag(tmp_path):
     pack = _run(tmp_path, data, "rag", "memory.chunk_tokens=24", "memory.chunk_overlap=0", "memory.top_k=3")
     design = tmp_path / "d.yaml"
     design.write_text(yaml.safe_dump({"name": "t", "packs": [str(tmp_path / "packs")], "conditions": ["memory"],
-                                      "tables": ["retrieval"], "figures": []}))
+                                      "tables": ["retrieval", "scores_by_category"], "figures": ["scores_by_category"]}))
     report = run_report(design, tmp_path / "out")
     (row,) = list(csv.DictReader(report.table_files["retrieval"].open()))
     expected = pack_retrieval(pack)
     assert row["condition"] == "rag" and int(row["questions"]) == expected.n == 8
     assert float(row["turn_recall_all@5"]) == pytest.approx(expected.metrics["turn"]["recall_all@5"])
-    assert "LongMemEval's retrieval metrics" in report.markdown.read_text()
+    text = report.markdown.read_text()
+    assert "LongMemEval's retrieval metrics" in text
+    # LoCoMo's categories and J read no LongMemEval pack: those tables are left out, and the report says so
+    assert "scores_by_category" not in report.tables and "are not LoCoMo: only the tables" in text
