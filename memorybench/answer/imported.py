@@ -12,6 +12,7 @@ beyond a qa pack's files, so that `memorybench verify` checks it as it checks an
                                   (`reported_*`) beside ours
       imported/reproduction.json  reproduction.v1: per metric, the rows whose recomputed score
                                   equals the file's, and the per-category figures side by side
+                                  (a LongMemEval judged file: also print_qa_metrics.py's text)
 
 The records live here (the answer layer) rather than with the stage, so that verify (the
 pack layer) reaches them through the answerer registry without importing a stage.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Optional, Union
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from memorybench.errors import UserError
 from memorybench.pack.schemas import Coverage
@@ -37,6 +38,7 @@ __all__ = [
     "ImportSource",
     "ImportedAnswerer",
     "ImportedRow",
+    "LongMemEvalReproduction",
     "MetricReproduction",
     "Mismatch",
     "Reproduction",
@@ -111,9 +113,10 @@ class ImportedRow(Record, schema="imported_row.v1"):
     file_key: str
     file_index: int
     prediction: str
-    #: LoCoMo F1: the file's (LoCoMo's `<model>_f1`, written at 3 dp) and ours, recomputed
+    #: LoCoMo F1: the file's (LoCoMo's `<model>_f1`, written at 3 dp) and ours, recomputed;
+    #: null for a LongMemEval row (LoCoMo's F1 is not its score)
     reported_locomo_f1: Optional[Number] = None
-    locomo_f1: float
+    locomo_f1: Optional[float] = None
     #: Mem0's lexical F1 and BLEU-1: the file's (`f1_score`, `bleu_score`) and ours (null for
     #: category 5, which Mem0 does not score)
     reported_mem0_f1: Optional[Number] = None
@@ -185,6 +188,23 @@ class MetricReproduction(Record):
     overall_categories: list[int]
 
 
+class LongMemEvalReproduction(Record):
+    """A LongMemEval judged file's table: print_qa_metrics.py's text over the file's own labels,
+    beside the report of the judge folder that holds them (`autorater_metrics.json`)."""
+
+    #: the dataset the question types come from (print_qa_metrics.py reads them from its reference file)
+    dataset: str
+    #: what print_qa_metrics.py prints over the file's labels (`memorybench.score.longmemeval.authors_report`)
+    authors_report: str
+    #: the pack's: the judge folder's `longmemeval.passes[0].report`
+    report: str
+    #: the two texts are the same, byte for byte
+    equal: bool
+    #: whether the labels are comparable with the authors' published figures, and why (not)
+    comparable: bool
+    comparability: str
+
+
 class Reproduction(Record, schema="reproduction.v1"):
     """`imported/reproduction.json`: does a released file's table come out of its rows?"""
 
@@ -198,6 +218,15 @@ class Reproduction(Record, schema="reproduction.v1"):
     notes: list[str] = Field(default_factory=list)
     #: a partial file: the figures are over the questions it holds (`Coverage`); null for a full file
     partial: Optional[Coverage] = None
+    #: a LongMemEval judged file (`--format longmemeval_judged`): its per-type table as the authors' script prints it
+    longmemeval: Optional[LongMemEvalReproduction] = None
+
+    @model_serializer(mode="wrap")
+    def _without_longmemeval(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("longmemeval") is None:  # a LoCoMo file's record reads and serializes as before
+            data.pop("longmemeval", None)
+        return data
 
 
 @ANSWERERS.register("imported")

@@ -109,6 +109,8 @@ def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], b
         held = [v for v in by_category.values() if v is not None]
         metrics[metric] = {"overall": mean([r[metric] for r in rows]), "task_averaged": mean(held) if held else None,
                            "by_category": by_category}
+    if meta.get("partial"):  # a partial import (RunMeta.partial), as for LoCoMo
+        metrics["partial"] = meta["partial"]
     return metrics
 
 

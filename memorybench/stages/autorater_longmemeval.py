@@ -10,7 +10,8 @@ have stopped.
 
 Comparable with the authors' published figures are only labels of their judge: protocol
 `longmemeval` with gpt-4o-2024-08-06 requested from OpenAI itself (provider `openai`, its
-API) and answered by that model. The same bytes sent to a compatible server, the embedded
+API) and answered by that model, or an imported judged file whose labels say that model gave
+them (`memorybench import --format longmemeval_judged`). The same bytes sent to a compatible server, the embedded
 model or another model are labelled not comparable, with the reason.
 """
 
@@ -50,7 +51,17 @@ LONGMEMEVAL_LABELS = {
 
 
 def comparability(protocol: str, judge: JudgeSummary) -> tuple[bool, str]:
-    """Whether labels of this judge are comparable with the authors' published figures, and one line why (not)."""
+    """Whether labels of this judge are comparable with the authors' published figures, and one line why (not).
+
+    An imported judged file's labels (protocol `imported`: evaluate_qa.py's `autoeval_label`,
+    given, not asked here) are comparable when the file says its judge was theirs."""
+    if protocol == "imported":
+        model = str(judge.model_requested)
+        if model == JUDGE_MODEL:
+            return True, (f"the imported file's own labels (evaluate_qa.py's autoeval_label, judged by {JUDGE_MODEL} as the "
+                          "file records; not asked here): comparable with the authors' figures as far as the file is theirs")
+        return False, (f"not comparable with the LongMemEval authors' published figures: the imported file's labels are "
+                       f"{model}'s, not {JUDGE_MODEL}'s (print_qa_metrics.py refuses such a file)")
     reasons = []
     if protocol != "longmemeval":
         reasons.append(f"judge.protocol is {protocol}, not longmemeval (the authors' per-type prompts)")

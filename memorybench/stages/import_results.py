@@ -33,7 +33,9 @@ marked not comparable. `is_prefix` stays false: the questions held need not be t
 The pack is written in a temporary folder beside its place and moved there whole, so a
 pack at its place is always finished; importing the same files again finds it and prints
 its table. Every later stage reads it: rescore, autorater with our own judge (another
-folder under autorater/), compare, aggregate, report, track, verify.
+folder under autorater/), compare, aggregate, report, track, verify. The LongMemEval authors'
+files (`--format longmemeval_hypotheses|longmemeval_judged --dataset NAME [--dataset-path DATA]`)
+are imported by `memorybench.stages.import_longmemeval` into the same layout.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from memorybench.answer.imported import (
     SourceRef,
 )
 from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
-from memorybench.errors import OneLineParser, UserError, printable
+from memorybench.errors import OneLineParser, UserError, did_you_mean, printable
 from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
 from memorybench.names import path_component
@@ -76,6 +78,7 @@ from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
+from memorybench.stages.import_longmemeval import LONGMEMEVAL_FORMATS, format_longmemeval_reproduction, import_longmemeval
 from memorybench.stages.importers._base import is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
 
@@ -125,17 +128,31 @@ def import_results(
     packs: str | os.PathLike[str] = DEFAULT_PACKS,
     pins: str | os.PathLike[str] | None = None,
     allow_partial: bool = False,
+    dataset: str | None = None,
+    dataset_path: str | os.PathLike[str] | None = None,
 ) -> ImportResult:
     """Import released files of format `fmt` into a pack; return it and its reproduction table.
 
     A file without a row for some questions its format holds is refused unless
-    `allow_partial`: then the pack holds the questions it answers, labelled partial."""
-    reader = released_format(fmt)
+    `allow_partial`: then the pack holds the questions it answers, labelled partial. The
+    LongMemEval formats (`memorybench.stages.import_longmemeval`) name their `dataset` (and
+    `dataset_path` for a local copy); the LoCoMo formats map onto the pinned locomo10."""
+    if fmt not in FORMATS and fmt not in LONGMEMEVAL_FORMATS:
+        raise UserError(f"unknown --format {fmt!r}. {did_you_mean(fmt, [*FORMATS, *LONGMEMEVAL_FORMATS])}")
     name = path_component(name, "experiment name", "pass --name NAME")
     ref = parse_source(source) if isinstance(source, str) or source is None else source
     paths = [Path(f).expanduser().absolute() for f in files]  # not resolved: a link given as FILE is refused, not followed
     if not paths:
         raise UserError("memorybench import needs the released file(s) to import")
+    if fmt in LONGMEMEVAL_FORMATS:
+        if model_key is not None:
+            raise UserError(f"--model {model_key} is for locomo_task_eval files, which hold several models; a {fmt} file holds one")
+        root, record, rep, created = import_longmemeval(paths, fmt, dataset=dataset, dataset_path=dataset_path, name=name, source=ref,
+                                                        packs=packs, pins=pins, allow_partial=allow_partial)
+        return ImportResult(root, record, rep, created=created)
+    if dataset is not None or dataset_path is not None:
+        raise UserError(f"--dataset and --dataset-path are for the longmemeval formats; a {fmt} file maps onto the pinned locomo10")
+    reader = released_format(fmt)
     released = _answers_bounded(_finite_only(reader.read(paths, model_key)))
     if not released.rows:
         raise UserError(f"{paths[0]} holds no answered row; nothing to import")
@@ -528,14 +545,19 @@ def _trace_md(pack: PackReader, rid: str, data_path: Path, source: ImportSource,
 
 # -- command line -----------------------------------------------------------------------
 def _parser() -> OneLineParser:
-    formats = "; ".join(f"{name}: {cls.shape}" for name, cls in FORMATS.items())
+    shapes = {**{name: cls.shape for name, cls in FORMATS.items()}, **LONGMEMEVAL_FORMATS}
     parser = OneLineParser(
         prog="memorybench import",
-        description="Import another project's released LoCoMo results into a pack, and print how far its table reproduces.",
-        epilog=f"formats: {formats}",
+        description="Import another project's released LoCoMo results, or the LongMemEval authors' hypothesis or judged file, "
+                    "into a pack, and print how far its table reproduces.",
+        epilog="formats: " + "; ".join(f"{name}: {shape}" for name, shape in shapes.items()),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="the released file(s): results first or in any order (stats, responses)")
-    parser.add_argument("--format", required=True, dest="fmt", metavar="F", help=f"one of {', '.join(FORMATS)}")
+    parser.add_argument("--format", required=True, dest="fmt", metavar="F", help=f"one of {', '.join(shapes)}")
+    parser.add_argument("--dataset", metavar="NAME", help="longmemeval formats: the dataset the answers were made over "
+                        "(longmemeval_oracle, longmemeval_s, longmemeval_m; the pin, as dataset=NAME)")
+    parser.add_argument("--dataset-path", metavar="DATA", help="longmemeval formats: a local copy of that dataset (recorded with "
+                        "its sha256, as dataset.path=FILE)")
     parser.add_argument("--model", dest="model_key", metavar="KEY", help="locomo_task_eval: the model whose <KEY>_prediction to import")
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"the experiment name, the pack's folder under --packs (default {DEFAULT_NAME})")
     parser.add_argument("--allow-partial", action="store_true",
@@ -557,8 +579,9 @@ def import_main(argv: Sequence[str]) -> int:
 
         set_nltk_data_dir(nltk_data_dir(ns.pins))
     result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins,
-                            allow_partial=ns.allow_partial)
+                            allow_partial=ns.allow_partial, dataset=ns.dataset, dataset_path=ns.dataset_path)
+    table = format_longmemeval_reproduction if ns.fmt in LONGMEMEVAL_FORMATS else format_reproduction
     # the table quotes the file's answers and notes: no control character reaches the terminal
-    print(printable(result.reproduction.dump() if ns.json else format_reproduction(result.reproduction)), end="" if ns.json else "\n")
+    print(printable(result.reproduction.dump() if ns.json else table(result.reproduction)), end="" if ns.json else "\n")
     print(f"pack: {result.pack_root}", file=sys.stderr if ns.json else sys.stdout)
     return 0

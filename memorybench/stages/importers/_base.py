@@ -21,7 +21,8 @@ from typing import Any, ClassVar, Protocol
 
 from memorybench.errors import UserError
 
-__all__ = ["JudgeLabels", "Released", "ReleasedFormat", "ReleasedRow", "Stated", "category_of", "is_finite_number", "read_json", "shape_error"]
+__all__ = ["JudgeLabels", "Released", "ReleasedFormat", "ReleasedRow", "Stated", "category_of", "depth_at_most", "is_finite_number",
+           "read_bytes", "read_json", "shape_error"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,18 @@ def _open_regular(path: Path) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A released file's bytes, refused as `read_json` refuses a file (a link, a FIFO, a device, a
+    folder, more than MAX_RELEASED_BYTES): for a format that is not one JSON document (the
+    LongMemEval authors' JSON lines)."""
+    return _open_regular(path)
+
+
+def depth_at_most(value: Any, limit: int = MAX_RELEASED_DEPTH) -> bool:
+    """Whether `value` nests arrays and objects at most `limit` deep."""
+    return _depth_at_most(value, limit)
 
 
 def _depth_at_most(value: Any, limit: int) -> bool:
