@@ -161,6 +161,7 @@ OWN_RENAMES = {
     "memorybench/llm/local/prefill_store.py": "prefill states, no fsync on purpose (a torn one fails its checksum)",
     "memorybench/data/large_pins.py": "a resumable download: a stable .part name, renamed once its size and sha256 are right",
     "memorybench/stages/import_results.py": "a pack built in a temp folder, renamed whole",
+    "memorybench/stages/import_longmemeval.py": "a pack built in a temp folder, renamed whole (as import_results)",
     "memorybench/tracking/sqlite_store.py": "a half-built MLflow store moved aside",
 }
 
