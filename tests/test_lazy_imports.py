@@ -101,3 +101,27 @@ print(json.dumps({"loaded": loaded, "same": ours == [PorterStemmer().stem(w) for
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["loaded"] == [] and result["same"] and result["whole"] and result["score"] > 0.5
+
+
+def test_the_stemmer_loads_once_from_many_threads() -> None:
+    """The report and the notebooks stem from several threads at once: none may meet another's
+    placeholder parents (`nltk.__spec__ is None` before the lock)."""
+    probe = """
+import json, threading
+from memorybench.score import locomo
+errors, classes = [], set()
+def go():
+    try:
+        for _ in range(50):
+            classes.add(locomo.porter_class())
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=go) for _ in range(16)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps({"errors": errors[:3], "classes": len(classes)}))
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["errors"] == [] and result["classes"] >= 1

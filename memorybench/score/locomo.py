@@ -23,7 +23,12 @@ the official number, built on the same normalization.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import string
+import sys
+import threading
+import types
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -51,6 +56,9 @@ _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
 
 
+_PORTER_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def _stemmer():  # type: ignore[no-untyped-def]
     """NLTK's Porter stemmer (`nltk.stem.porter.PorterStemmer`, the class LoCoMo's scorer
@@ -65,13 +73,18 @@ def porter_class() -> type:
     files, so the same rules) are loaded under placeholder parents, which are then taken
     out of `sys.modules`: a later `import nltk` (BLEU-1) loads NLTK whole, as before. Where
     NLTK is loaded already, its own class is used."""
-    import importlib
-    import importlib.util
-    import sys
-    import types
+    with _PORTER_LOCK:  # one thread at a time: another must never meet the placeholder parents
+        if "nltk.stem.porter" in sys.modules:
+            return sys.modules["nltk.stem.porter"].PorterStemmer
+        if sys.modules.get("nltk") is not None:  # NLTK is loaded whole already: its own class
+            from nltk.stem.porter import PorterStemmer
 
-    if "nltk.stem.porter" in sys.modules:
-        return sys.modules["nltk.stem.porter"].PorterStemmer
+            return PorterStemmer
+        return _porter_alone()
+
+
+def _porter_alone() -> type:
+    """`porter_class`'s load of the two stemmer modules under placeholder parents."""
     spec = importlib.util.find_spec("nltk")
     if spec is None or spec.submodule_search_locations is None:
         raise ImportError("nltk is not installed; reinstall memorybench (./setup.sh)")
