@@ -34,9 +34,11 @@ embedder outside a request (a dimension probe) uses `in_worker`.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import Field
@@ -53,6 +55,19 @@ from memorybench.records import Record
 
 #: characters of a role's system message that identify it (a library's prompt may end with variable text)
 ROLE_PREFIX_CHARS = 200
+
+
+def fresh_store(ctx: BuildContext, method: str, sample_id: str) -> tuple[str, Path]:
+    """A wrapped library's store folder for one conversation (`memory/library_stores/<method>/<sample_id>`,
+    relpath and path), emptied first: a killed build restarts its conversation from nothing."""
+    from memorybench.pack.verify.context import LIBRARY_STORES
+
+    relstore = f"{LIBRARY_STORES}{method}/{sample_id}"
+    store = ctx.pack.path(relstore)
+    if store.exists():
+        shutil.rmtree(store)
+    store.mkdir(parents=True)
+    return relstore, store
 
 
 class LibraryEmbedCall(Record, schema="library_embed_call.v1"):

@@ -85,7 +85,7 @@ from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.score.longmemeval import JudgedQuestion, authors_report, qa_metrics
 from memorybench.score.longmemeval_files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
-from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, is_finite_number, read_bytes
+from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, finite, read_bytes
 
 __all__ = ["HYPOTHESES", "JUDGED", "LONGMEMEVAL_FORMATS", "format_longmemeval_reproduction", "import_longmemeval"]
 
@@ -237,17 +237,6 @@ def _partial_notes(partial: Coverage | None) -> list[str]:
             "comparable with them."]
 
 
-def _finite(value: Any) -> tuple[Any, bool]:
-    """`value` with every NaN and Infinity (anywhere inside) made null, and whether any was."""
-    if isinstance(value, dict):
-        pairs = {k: _finite(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs.items()}, any(hit for _, hit in pairs.values())
-    if isinstance(value, list):
-        items = [_finite(v) for v in value]
-        return [v for v, _ in items], any(hit for _, hit in items)
-    return (None, True) if not is_finite_number(value) else (value, False)
-
-
 def _cleaned(rows: list[Row], path: Path, listed: bool) -> tuple[list[Row], list[str]]:
     """The rows a pack can hold: other fields nested at most MAX_RELEASED_DEPTH deep, NaN and
     Infinity made null (strict JSON holds neither), each hypothesis cut to reader.max_answer_chars
@@ -261,7 +250,7 @@ def _cleaned(rows: list[Row], path: Path, listed: bool) -> tuple[list[Row], list
         if not depth_at_most(dict(row.extra)):
             raise UserError(f"{_where(path, row.line, listed)}: question {row.question_id} nests its other fields more than "
                             f"{MAX_RELEASED_DEPTH} deep; pass the file as written")
-        extra, bad = _finite(dict(row.extra))
+        extra, bad = finite(dict(row.extra))
         if bad:
             held.append(row.question_id)
             row = dataclasses.replace(row, extra=extra)

@@ -79,7 +79,7 @@ from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.stages.import_longmemeval import LONGMEMEVAL_FORMATS, format_longmemeval_reproduction, import_longmemeval
-from memorybench.stages.importers._base import is_finite_number
+from memorybench.stages.importers._base import finite, is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
 
 __all__ = ["ImportResult", "import_main", "import_results", "parse_source"]
@@ -199,26 +199,15 @@ def import_results(
     return ImportResult(final, source_record, reproduction, created=True)
 
 
-def _finite(value: Any) -> tuple[Any, bool]:
-    """`value` with every NaN and Infinity (as floats, anywhere inside) made null, and whether any was."""
-    if isinstance(value, dict):
-        pairs = {k: _finite(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs.items()}, any(hit for _, hit in pairs.values())
-    if isinstance(value, list):
-        items = [_finite(v) for v in value]
-        return [v for v, _ in items], any(hit for _, hit in items)
-    return (None, True) if not is_finite_number(value) else (value, False)
-
-
 def _finite_only(released: Released) -> Released:
     """The rows with each NaN or Infinity a file holds made null, since strict JSON (every pack file)
     cannot hold them, and a note naming the rows that held them; stated figures likewise dropped."""
     rows, held = [], []
     for row in released.rows:
-        reported, bad_scores = _finite(row.reported)
-        extra, bad_extra = _finite(row.extra)
+        reported, bad_scores = finite(row.reported)
+        extra, bad_extra = finite(row.extra)
         if bad_scores or bad_extra:
-            fields = sorted(k for k, v in row.reported.items() if _finite(v)[1]) + (["other fields"] if bad_extra else [])
+            fields = sorted(k for k, v in row.reported.items() if finite(v)[1]) + (["other fields"] if bad_extra else [])
             held.append(f"{row.key}[{row.index}] ({', '.join(fields)})")
             row = dataclasses.replace(row, reported=reported, extra=extra)
         rows.append(row)

@@ -187,6 +187,17 @@ def is_finite_number(value: Any) -> bool:
     return not (isinstance(value, float) and not math.isfinite(value))
 
 
+def finite(value: Any) -> tuple[Any, bool]:
+    """`value` with every NaN and Infinity (as floats, anywhere inside) made null, and whether any was."""
+    if isinstance(value, dict):
+        pairs = {k: finite(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(hit for _, hit in pairs.values())
+    if isinstance(value, list):
+        items = [finite(v) for v in value]
+        return [v for v, _ in items], any(hit for _, hit in items)
+    return (None, True) if not is_finite_number(value) else (value, False)
+
+
 def shape_error(path: Path, fmt: str, shape: str, found: str) -> UserError:
     """The one line for a file that is not of the format it was given as."""
     return UserError(

@@ -54,7 +54,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from importlib import metadata as importlib_metadata
@@ -67,8 +66,7 @@ from memorybench.data.records import AskedQuestion, Conversation, Turn
 from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
-from memorybench.memory.library_endpoint import ROLE_PREFIX_CHARS, LibraryEndpoint
-from memorybench.pack.verify.context import LIBRARY_STORES
+from memorybench.memory.library_endpoint import ROLE_PREFIX_CHARS, LibraryEndpoint, fresh_store
 
 METHOD = "amem"
 JOINER = "\n"
@@ -484,11 +482,7 @@ class AMem:
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
         sid = conversation.sample_id
-        relstore = f"{LIBRARY_STORES}{METHOD}/{sid}"
-        store = ctx.pack.path(relstore)
-        if store.exists():
-            shutil.rmtree(store)  # a killed build restarts its conversation from nothing
-        store.mkdir(parents=True)
+        relstore, store = fresh_store(ctx, METHOD, sid)  # a killed build restarts its conversation from nothing
         endpoint = self.endpoint(ctx)
         a = import_amem()
         dist = a["dist"]

@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import os
 import logging
-import shutil
 import warnings
 from importlib.metadata import version
 from datetime import datetime, timedelta, timezone
@@ -45,8 +44,7 @@ from memorybench.data.records import AskedQuestion, Conversation, Session
 from memorybench.errors import ModelCallError, UserError
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
-from memorybench.memory.library_endpoint import LibraryEndpoint
-from memorybench.pack.verify.context import LIBRARY_STORES
+from memorybench.memory.library_endpoint import LibraryEndpoint, fresh_store
 
 METHOD = "graphiti"
 JOINER = "\n"
@@ -203,11 +201,7 @@ class GraphitiMemory:
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
         sid = conversation.sample_id
-        relstore = f"{LIBRARY_STORES}{METHOD}/{sid}"
-        store = ctx.pack.path(relstore)
-        if store.exists():
-            shutil.rmtree(store)  # a killed build restarts its conversation from nothing
-        store.mkdir(parents=True)
+        relstore, store = fresh_store(ctx, METHOD, sid)  # a killed build restarts its conversation from nothing
         endpoint = self.endpoint(ctx)
         g = import_graphiti()
         episodes = self.episodes(conversation)

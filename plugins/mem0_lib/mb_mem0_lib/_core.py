@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig
@@ -32,8 +31,7 @@ from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
-from memorybench.memory.library_endpoint import LibraryEndpoint
-from memorybench.pack.verify.context import LIBRARY_STORES
+from memorybench.memory.library_endpoint import LibraryEndpoint, fresh_store
 
 METHOD = "mem0_lib"
 JOINER = "\n"
@@ -163,11 +161,7 @@ class Mem0Lib:
     # -- build -------------------------------------------------------------------------
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
         sid = conversation.sample_id
-        relstore = f"{LIBRARY_STORES}{METHOD}/{sid}"
-        store = ctx.pack.path(relstore)
-        if store.exists():
-            shutil.rmtree(store)  # a killed build restarts its conversation from nothing
-        store.mkdir(parents=True)
+        relstore, store = fresh_store(ctx, METHOD, sid)  # a killed build restarts its conversation from nothing
         endpoint = self.endpoint(ctx)
         speakers = [conversation.speaker_a, conversation.speaker_b]
         users = {speaker: _user_id(sid, n) for n, speaker in enumerate(speakers)}
