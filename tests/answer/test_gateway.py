@@ -239,7 +239,7 @@ def test_requests_and_usage_per_question_equal_what_the_server_served(tmp_path):
     pack = only_pack(tmp_path)
     requests = rows(pack / "agent/requests.jsonl")
     assert served == len(requests) == 6  # two per question: the shell call, then the answer
-    assert all(parse_record(r).SCHEMA == "agent_request.v1" for r in requests)
+    assert all(parse_record(r).SCHEMA == "agent_request.v2" for r in requests)
     assert [(r["question_id"], r["index"]) for r in requests] == [(f"mini-1-q-{q}", i) for q in range(3) for i in (1, 2)]
     assert all(r["run_id"] == pack.name and r["completed"] and r["upstream_status"] == 200 for r in requests)
     traces = rows(pack / "agent/traces.jsonl")

@@ -14,6 +14,7 @@ import zlib
 from memorybench.answer.agent._finalize import _gateway_reasons
 from memorybench.answer.agent._records import AgentTraceV3, Budget, GatewaySummary
 from memorybench.answer.agent.gateway import GatewayProcess
+from memorybench.answer.agent.gateway_upstream import BACKOFF_BASE_S
 from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer, Usage
 
 
@@ -173,3 +174,5 @@ def test_a_request_written_on_a_kept_alive_connection_is_never_resent_uncounted(
     assert len(requests) == 3  # the second request reached the upstream twice
     second = report.rows[1]
     assert second["retries"] == 1 and second["retry_statuses"] == [None]  # and the gateway says so
+    (wait,) = second["retry_waits_s"]  # with the wait it slept: no Retry-After, so our jittered backoff
+    assert second["retry_after"] == [False] and 0.0 <= wait <= BACKOFF_BASE_S

@@ -29,15 +29,16 @@ class _Answered:
 
 def test_retry_after_as_an_http_date_is_honoured():
     later = email.utils.formatdate(time.time() + 20, usegmt=True)
-    assert 18.0 <= retry_delay(_Answered(Retry_After=later), 1) <= 20.0
-    assert retry_delay(_Answered(Retry_After=email.utils.formatdate(time.time() + 3600, usegmt=True)), 1) == RETRY_MAX_WAIT_S
-    assert retry_delay(_Answered(Retry_After="2"), 3) == 2.0 and retry_delay(_Answered(retry_after_ms="250"), 1) == 0.25
+    wait, asked = retry_delay(_Answered(Retry_After=later), 1)
+    assert 18.0 <= wait <= 20.0 and asked
+    assert retry_delay(_Answered(Retry_After=email.utils.formatdate(time.time() + 3600, usegmt=True)), 1) == (RETRY_MAX_WAIT_S, True)
+    assert retry_delay(_Answered(Retry_After="2"), 3) == (2.0, True) and retry_delay(_Answered(retry_after_ms="250"), 1) == (0.25, True)
 
 
 def test_a_retry_without_retry_after_waits_with_full_jitter(monkeypatch):
     ceilings: list[float] = []
     monkeypatch.setattr(random, "uniform", lambda lo, hi: ceilings.append(hi) or hi / 2)
-    assert retry_delay(None, 1) == BACKOFF_BASE_S / 2 and retry_delay(_Answered(), 3) == 4 * BACKOFF_BASE_S / 2
+    assert retry_delay(None, 1) == (BACKOFF_BASE_S / 2, False) and retry_delay(_Answered(), 3) == (4 * BACKOFF_BASE_S / 2, False)
     assert ceilings == [BACKOFF_BASE_S, 4 * BACKOFF_BASE_S]
 
 
@@ -56,6 +57,8 @@ def test_the_gateway_waits_what_an_http_date_retry_after_asks():
         elapsed = time.perf_counter() - t0
         (row,) = gateway.end().rows
     assert reply.status == 200 and row["retries"] == 1 and row["retry_statuses"] == [429]
+    (wait,) = row["retry_waits_s"]
+    assert row["retry_after"] == [True] and 1.5 <= wait <= 3.0 and elapsed >= wait  # the wait slept is the wait recorded
     assert elapsed >= 1.5  # the date is 2-3 s ahead (one-second resolution); a fallback backoff would wait 0.5 s at most
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from memorybench.answer.agent._events import Outcome
-from memorybench.answer.agent._records import AgentRequest, Budget, GatewaySummary
+from memorybench.answer.agent._records import AgentRequestV2, Budget, GatewaySummary
 from memorybench.answer.agent.gateway import GatewayReport
 from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template
 from memorybench.pack.journal import Journal
@@ -65,7 +65,7 @@ def summarize(report: GatewayReport, out: Outcome, budget: Budget | None, journa
     totals = dict.fromkeys(CLI_USAGE_KEYS.values(), 0)
     retries = 0
     for row in report.rows:
-        journal.append(AgentRequest(run_id=run_id, **row).row())
+        journal.append(AgentRequestV2(run_id=run_id, **row).row())
         for ours, theirs in CLI_USAGE_KEYS.items():
             totals[theirs] += int(row.get(ours) or 0)
         retries += int(row.get("retries") or 0)

@@ -227,6 +227,16 @@ class AgentRequest(_Row, schema="agent_request.v1"):
     raw_reply: Optional[str] = None
 
 
+class AgentRequestV2(AgentRequest, schema="agent_request.v2"):
+    """v2: the seconds the gateway waited before each retry, as `retry_statuses` lists the
+    statuses (Retry-After, an HTTP date included, when the upstream asked; else full jitter)."""
+
+    #: one per retry, in order: seconds slept before resending
+    retry_waits_s: list[float] = Field(default_factory=list)
+    #: one per retry: the wait was the upstream's `Retry-After` (else drawn by our backoff)
+    retry_after: list[bool] = Field(default_factory=list)
+
+
 class AgentTraceV3(AgentTrace, schema="agent_trace.v3"):
     """v3: the gateway's count of the process's model requests and the budget it enforced;
     status `budget_exceeded` (the answer is the partial one the agent had given)."""

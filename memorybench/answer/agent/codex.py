@@ -24,7 +24,7 @@ Audit files under `agent/` in the pack:
     trajectory.jsonl         normalized steps: reads, searches, writes, MCP calls, web searches (agent_step.v1)
     traces.jsonl             answer, status, usage (cached and reasoning tokens), time, task hashes, workspace findings,
                              the gateway's request count, sums and budget (agent_trace.v3)
-    requests.jsonl           one row per model request the gateway forwarded: usage, latency, retries, hashes (agent_request.v1)
+    requests.jsonl           one row per model request the gateway forwarded: usage, latency, retries, hashes (agent_request.v2)
     notes.jsonl, notes/      the notes ledger and snapshots (persist on; notes_only ingest)
     workspaces/<sample_id>/  the files the agent was given
     recall.jsonl, comparison.json, COMPARISON.md   written after answering (`finalize_agent_pack`)

@@ -216,6 +216,8 @@ class Gateway:
     def forward(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], path: str, data: bytes,
                 headers: dict[str, str], t0: float) -> None:
         retries, statuses = 0, []
+        waits: list[float] = []
+        asked: list[bool] = []
         error = None
         while True:
             conn, reused = self.upstream.get()
@@ -245,7 +247,11 @@ class Gateway:
             if retries >= self.max_retries:
                 break
             retries += 1
-            time.sleep(retry_delay(answered, retries))  # Retry-After (seconds or an HTTP date), else full jitter
+            wait, from_upstream = retry_delay(answered, retries)  # Retry-After (seconds or an HTTP date), else full jitter
+            waits.append(wait)
+            asked.append(from_upstream)
+            row.update(retry_waits_s=waits, retry_after=asked)  # on the row at once: every way out records them
+            time.sleep(wait)
         row.update(self.empty_usage(), upstream_status=None, retries=retries, retry_statuses=statuses,
                    error=error or "upstream unreachable", completed=False, reply_sha256=None, reply_bytes=0,
                    response_id=None, model_answered=None, latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None)

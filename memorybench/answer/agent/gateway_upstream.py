@@ -32,10 +32,11 @@ BACKOFF_BASE_S = 0.5
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-def retry_delay(resp: http.client.HTTPResponse | None, retries: int) -> float:
-    """Seconds before retry number `retries` (1-based) of a request `resp` answered (None: no answer)."""
+def retry_delay(resp: http.client.HTTPResponse | None, retries: int) -> tuple[float, bool]:
+    """Seconds before retry number `retries` (1-based) of a request `resp` answered (None: no
+    answer), and whether they are the upstream's `Retry-After` (else our jittered backoff)."""
     asked = retry_after_seconds(resp.headers) if resp is not None else None
-    return retry_wait(retries, base_s=BACKOFF_BASE_S, max_s=RETRY_MAX_WAIT_S, asked=asked)
+    return retry_wait(retries, base_s=BACKOFF_BASE_S, max_s=RETRY_MAX_WAIT_S, asked=asked), asked is not None
 
 
 def proxy_for(scheme: str, host: str) -> urllib.parse.SplitResult | None:
