@@ -48,7 +48,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,6 +64,8 @@ DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 ETC_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf")
 #: the host uid and gid the agent runs as when memorybench runs as root (no account needs to exist)
 AGENT_ID = 64_000
+#: what runs argv with cwd, showing visible (writable) and readonly paths: `Isolation.wrap`'s signature
+Wrapper = Callable[..., list[str]]
 #: isolated: a network namespace of its own (the endpoint bridged); shared: the host's network
 NETWORKS = ("isolated", "shared")
 
@@ -366,6 +368,17 @@ class Isolation:
         if missing:
             raise UserError(f"cannot isolate the agent from the gold files: {' and '.join(missing)} (util-linux) "
                             "not installed; install util-linux")
+        bad = self.findings(sentinels, cwd=cwd, visible=visible, binary=binary)
+        if bad:
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise UserError(f"the agent's isolation does not hold: {bad[0]}{more}; answerer=codex refuses to run unsafe")
+
+    def findings(self, sentinels: Sequence[Path], *, cwd: Path, visible: Sequence[Path], binary: Path,
+                 wrap: Wrapper | None = None) -> list[str]:
+        """What does not hold of the module docstring's properties, seen from inside `wrap`
+        (default: this isolation's own `wrap`; bench/sandbox_compare.py runs the same probe
+        under bubblewrap). Raises UserError when the wrapper cannot start at all."""
+        wrap = wrap or self.wrap
         python, extra = _probe_python()
         with _host_listener(self.network == "isolated") as host_port:
             readonly = [*system_roots(), *self.always_visible, binary]
@@ -378,7 +391,7 @@ class Isolation:
             with contextlib.suppress(FileNotFoundError):
                 marker.unlink()
             try:
-                done = subprocess.run(self.wrap(argv, cwd=cwd, visible=visible, readonly=extra),
+                done = subprocess.run(wrap(argv, cwd=cwd, visible=visible, readonly=extra),
                                       capture_output=True, text=True, timeout=60)
             except (OSError, subprocess.SubprocessError) as e:
                 raise UserError(f"cannot isolate the agent from the gold files ({e}); answerer=codex needs Linux namespaces") from None
@@ -399,9 +412,7 @@ class Isolation:
                 bad.append("the agent runs as uid 0 of the host")
         except FileNotFoundError:
             bad.append("the probe could not write its workspace")
-        if bad:
-            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-            raise UserError(f"the agent's isolation does not hold: {bad[0]}{more}; answerer=codex refuses to run unsafe")
+        return bad
 
 
 def _probe_python() -> tuple[str, list[Path]]:
