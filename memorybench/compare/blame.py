@@ -20,7 +20,9 @@ errors.json, `memorybench.data.gold_errors`) takes the audit's corrected evidenc
   memory text; for an agent reading files, what its steps printed), none is missing from
   the answer. Stems are LoCoMo's F1 tokens (`memorybench.score.locomo.stems`; category 3: the gold
   before its first `;`), the gold-token drop of the report's `gold_token_drop` table.
-  Null when the prompt held no gold stem, and for category 5 (no gold answer).
+  Null when the prompt held no gold stem, and for category 5 (no gold answer). Another
+  benchmark's gold is taken whole (`memorybench.score.rows.PLAIN_RULE`: its kind numbers are
+  not LoCoMo's categories, so LongMemEval's type 5 has a gold answer).
 * `blame`, the first that holds:
     1. `correct`: the answer is right: the pack's judge (its first in sorted order) gave
        a parsed label on at least one pass and the mean score over those passes is at
@@ -129,6 +131,11 @@ class _Blamer:
         self.verdicts = judge["verdicts"] if judge else {}
         self.f1 = self._f1()
         self.gold_errors = _gold_errors(walker)
+        from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
+        from memorybench.score.rows import PLAIN_RULE
+
+        #: the category rule of the gold: LoCoMo's own, or the plain rule for every row of another benchmark
+        self.rule = None if benchmark_of_meta(walker.meta.get("data")) is LOCOMO else PLAIN_RULE
 
     def _f1(self) -> dict[str, float]:
         import csv
@@ -228,7 +235,7 @@ class _Blamer:
         return not missing, missing
 
     def _used(self, qid: str, row: dict[str, Any]) -> tuple[bool | None, tuple[str, ...], tuple[str, ...]]:
-        gold = _gold(row["category"], row.get("gold"))
+        gold = _gold(row["category"] if self.rule is None else self.rule, row.get("gold"))
         if gold is None:
             return None, (), ()
         if self._agent_files(qid):

@@ -48,6 +48,15 @@ class Benchmark:
     judge_figure: str = "J"
     #: what a question kind is called in labels ("categories 1-4", "types 1-6")
     kind_word: str = "category"
+    #: its judge's figure in metric names and table columns: LoCoMo's is Mem0's J; another
+    #: benchmark's figure keeps its own name, so no table or MLflow run calls it J
+    figure_key: str = "j"
+    #: whether it reports the mean of its per-kind figures beside the overall (LongMemEval's
+    #: "task-averaged accuracy": a small kind weighs as much as a large one)
+    task_averaged: bool = False
+    #: question subsets reported beside the kinds, each marked in the question id: name -> the
+    #: substring an id holds (LongMemEval's abstention questions: evaluate_qa.py's `'_abs' in question_id`)
+    id_marks: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = field(default=())
 
     def load(self, path: str | Path) -> list[Any]:
@@ -57,6 +66,10 @@ class Benchmark:
     def judges(self, category: int) -> bool:
         """Whether the benchmark's judge scores a question of this kind."""
         return self.judged is None or category in self.judged
+
+    def marks(self, question_id: str) -> tuple[str, ...]:
+        """The subsets (`id_marks`) a question belongs to: ("abstention",) for a LongMemEval `_abs` id."""
+        return tuple(name for name, mark in self.id_marks.items() if mark in question_id)
 
     def units(self, count: int) -> str:
         """`10 conversations`, `1 question`."""
@@ -87,6 +100,9 @@ LONGMEMEVAL = Benchmark(
     scored_by="the authors' per-type judge prompts (gpt-4o-2024-08-06); accuracy per type, task-averaged, overall, abstention",
     judge_figure="accuracy (LongMemEval's judge)",
     kind_word="type",
+    figure_key="longmemeval_accuracy",
+    task_averaged=True,
+    id_marks={"abstention": "_abs"},
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (LOCOMO, LONGMEMEVAL)}

@@ -44,6 +44,14 @@ def covers_label(categories: Sequence[int]) -> str:
 #: another benchmark's rows are scored lexically by LoCoMo's single-hop rule (normalised
 #: token F1, no category rules): a diagnostic beside the benchmark's own judge, never its score
 PLAIN_RULE = 4
+#: what such a diagnostic is called where a LoCoMo pack's column says `locomo_f1`: the single-hop
+#: rule is a normalised, Porter-stemmed token F1, and on another benchmark it is not LoCoMo F1
+DIAGNOSTIC_NAMES = {"locomo_f1": "stemmed_token_f1"}
+
+
+def diagnostic_name(metric: str) -> str:
+    """A qa scorer's name on another benchmark's rows (`locomo_f1` -> `stemmed_token_f1`; the others as they are)."""
+    return DIAGNOSTIC_NAMES.get(metric, metric)
 
 
 def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, float]:

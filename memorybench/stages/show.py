@@ -7,7 +7,11 @@ answering), the memory and its lineage (retrieval hits, writer calls), the promp
 sent (rebuilt from its template and REFERENCE_PIN.json, its sha256 checked), every model
 call with its attempts, usage and cost, the answer, every score, every judge's verdicts,
 an agent's trajectory, reads, notes and usage, and the question's blame
-(`memorybench.compare.blame`). A question with a known gold error (the audit's
+(`memorybench.compare.blame`). Another benchmark's pack (LongMemEval) is shown in its own
+terms: its question kind and subsets (type, abstention), its lexical scores labelled the
+diagnostics they are (`memorybench.score.rows.PLAIN_RULE`: never LoCoMo F1), and beside each
+judge's verdicts the pack's figures by that judge (LongMemEval: accuracy per question type,
+task-averaged, overall, abstention, from its autorater_metrics.json). A question with a known gold error (the audit's
 errors.json, `memorybench.data.gold_errors`) is flagged under its source row, with the
 corrected answer or evidence and the audit's reasoning. `--brief` prints a few lines only (question,
 answer, gold, scores, blame class; no lineage, no prompt); `--json` prints the walk and the blame as one JSON object. No model call; nothing is
@@ -22,7 +26,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_of_meta
 from memorybench.errors import OneLineParser, printable
+from memorybench.pack import layout
 from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, SourceRow, Walk
 from memorybench.compare.blame import Blame, question_blame
 
@@ -124,7 +130,7 @@ def _fact(value: bool | None, why: str) -> str:
     return str(value) if value is not None else f"unknown ({why})"
 
 
-def _blame_facts(walk: Walk, blame: Blame) -> tuple[str, str, str]:
+def _blame_facts(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO) -> tuple[str, str, str]:
     """evidence_stored, evidence_given and answer_used_evidence in words, each unknown one with why."""
     s, m = walk.source, walk.memory
     if blame.evidence is None:
@@ -137,7 +143,7 @@ def _blame_facts(walk: Walk, blame: Blame) -> tuple[str, str, str]:
     given_why = no_evidence or ("no memory manifest for this conversation" if m.manifest is None
                                 else "no retrieval row for this question" if m.question_dependent and m.retrieval is None
                                 else "the memory text given or the dataset file is not here")
-    used_why = ("category 5 has no gold answer" if walk.category == 5 else "no gold answer" if s.gold is None
+    used_why = ("category 5 has no gold answer" if walk.category == 5 and bench is LOCOMO else "no gold answer" if s.gold is None
                 else "no gold stem was in what the answerer was given (or that text is not in the pack)")
     stored = _fact(blame.evidence_stored, stored_why) + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else "")
     given = _fact(blame.evidence_given, given_why) + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else "")
@@ -151,24 +157,74 @@ def _score(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else "unknown" if value is None else str(value)
 
 
-def render_brief(walk: Walk, blame: Blame) -> str:
-    """`--brief`: a few lines (question, answer, gold, scores, blame class); the full walk is `show` without it."""
+def _kind(walk: Walk, bench: Benchmark) -> str:
+    """`temporal-reasoning; abstention ('_abs' in its id)`: the subsets (`Benchmark.id_marks`) after
+    the kind's name; a LoCoMo question has none."""
+    marks = "".join(f"; {name} ({bench.id_marks[name]!r} in its id)" for name in bench.marks(walk.question_id))
+    return f"{walk.source.category_name}{marks}"
+
+
+def _lexical(walk: Walk, bench: Benchmark, number: Any = repr) -> str:
+    """Another benchmark's lexical scores, named as the diagnostics they are (never LoCoMo F1)."""
+    from memorybench.score.rows import diagnostic_name  # the scorers import nltk: only when a walk is shown
+
+    scores = ", ".join(f"{diagnostic_name(name)} {number(value)}" for name, value in walk.scores.items())
+    return f"lexical diagnostics {scores} (not {bench.name}'s score, which is its judge's)"
+
+
+def judge_figures(walker: PackWalker, bench: Benchmark) -> dict[str, dict[str, Any]]:
+    """judge id -> its autorater_metrics.json, for each judge of another benchmark's pack whose
+    metrics hold that benchmark's own block (`longmemeval`); none for a LoCoMo pack (its J is
+    each verdict's mean, as ever)."""
+    out: dict[str, dict[str, Any]] = {}
+    for judge_id in walker.judges() if bench is not LOCOMO else ():
+        path = walker.pack.judge_path(judge_id, layout.JUDGE_METRICS)
+        metrics = walker.pack.json(path) if walker.pack.exists(path) else {}
+        if isinstance(metrics.get(bench.name), dict):
+            out[judge_id] = metrics
+    return out
+
+
+def _figure_line(judge_id: str, metrics: dict[str, Any], type_name: str) -> str:
+    """One line of a LongMemEval judge's figures over the pack: overall, task-averaged,
+    abstention and this question's type, each with its n (the first pass's)."""
+    block = metrics["longmemeval"]
+    first = block["passes"][0] if block["passes"] else {"by_type": {}, "n": 0, "abstention_n": 0}
+    n_type = (first["by_type"].get(type_name) or {}).get("n", 0)
+    return (f"accuracy by judge {judge_id}: overall {_score(block['overall_accuracy'])} (n {first['n']}), "
+            f"task-averaged {_score(block['task_averaged_accuracy'])}, "
+            f"abstention {_score(block['abstention_accuracy'])} (n {first['abstention_n']}), "
+            f"{type_name} {_score(block['accuracy_by_type'].get(type_name))} (n {n_type})")
+
+
+def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: dict[str, dict[str, Any]] | None = None) -> str:
+    """`--brief`: a few lines (question, answer, gold, scores, blame class); the full walk is `show` without it.
+    Another benchmark's pack (`bench`): its kind, its judges' figures (`judge_figures`) and its lexical diagnostics."""
     s = walk.source
     judges = "; ".join(f"judge {j.judge_id} mean {_score(j.mean_score)}" for j in walk.judges)
-    return "\n".join([
+    if bench is LOCOMO:
+        scores = ", ".join(f"{name} {_score(v)}" for name, v in walk.scores.items()) + (f"; {judges}" if judges else "")
+    else:
+        scores = (f"{judges}; " if judges else "no judge; ") + _lexical(walk, bench, _score)
+    lines = [
         f"{walk.question_id} in {walk.pack}",
-        f"  question: {s.question!r} (category {s.category}, {s.category_name})",
+        f"  question: {s.question!r} ({bench.kind_word} {s.category}, {_kind(walk, bench)})",
         f"  answer:   {walk.prediction!r}",
         f"  gold:     {s.gold!r}" + (f"; adversarial answer: {s.adversarial_answer!r}" if s.adversarial_answer else ""),
-        "  scores:   " + ", ".join(f"{name} {_score(v)}" for name, v in walk.scores.items()) + (f"; {judges}" if judges else ""),
+        "  scores:   " + scores,
+    ]
+    lines += [f"  pack:     {_figure_line(judge_id, metrics, s.category_name)}" for judge_id, metrics in (figures or {}).items()]
+    lines += [
         f"  blame:    {blame.blame} (correctness by {blame.basis})",
         "  (the whole walk, memory to judges: the same command without --brief)",
-    ]) + "\n"
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, brief: bool = False) -> str:
     """The walk as plain text, with every text in full (or cut, `brief`)."""
     s, m, p = walk.source, walk.memory, walk.prompt
+    bench = benchmark_of_meta(walker.meta.get("data"))
     out = [
         f"{walk.question_id} in {walk.pack}",
         f"run {walk.run_id} (config sha256 {walk.config_sha256[:12]}…); "
@@ -177,7 +233,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         "1. Source row (gold and evidence joined after answering: no model saw them)",
         f"  {s.data_path} (sha256 {s.data_sha256}), sample {s.sample_id}, qa[{s.qa_index}]",
         f"  question: {s.question!r}",
-        f"  category: {s.category} ({s.category_name})",
+        f"  {bench.kind_word}: {s.category} ({_kind(walk, bench)})",
         f"  gold: {s.gold!r}" + (f"; adversarial answer: {s.adversarial_answer!r}" if s.adversarial_answer else ""),
     ]
     if s.evidence is None:
@@ -236,21 +292,32 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
     out += ["", "5. Answer and scores",
             f"  reply {walk.reply!r} -> prediction {walk.prediction!r} ({walk.prediction_at.path} line {walk.prediction_at.line}; "
             f"{walk.csv_at.path} line {walk.csv_at.line})",
-            "  " + ", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
-            + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)",
+            "  " + (", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
+                    + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)" if bench is LOCOMO
+                    else _lexical(walk, bench)),
             "", "6. Judges"]
     if not walk.judges:
-        out.append("  no finished judge (run `memorybench autorater PACK`)")
+        out.append("  no finished judge (run `memorybench autorater PACK`)" if bench is LOCOMO
+                   else f"  no finished judge, so no {bench.name} score (run `memorybench autorater PACK judge={bench.name}`)")
+    figures = judge_figures(walker, bench)
     for judge in walk.judges:
         out.append(f"  {judge.judge_id} (model {judge.model}): mean score {judge.mean_score}")
         for v in judge.verdicts:
             extra = f", {v.failure}: {v.error}" if v.failure else ""
-            out.append(f"    pass {v.pass_}: {v.status} (label {v.label_raw!r}, score {v.score}{extra}; mem0 F1 {v.mem0_f1}, "
-                       f"BLEU-1 {v.mem0_bleu1}; {v.where.path} line {v.where.line})")
+            # Mem0's lexical F1 and BLEU-1 are LoCoMo's (Mem0's protocol): another benchmark's judge has none
+            lexical = f"mem0 F1 {v.mem0_f1}, BLEU-1 {v.mem0_bleu1}; " if bench is LOCOMO else ""
+            out.append(f"    pass {v.pass_}: {v.status} (label {v.label_raw!r}, score {v.score}{extra}; {lexical}"
+                       f"{v.where.path} line {v.where.line})")
         for call in judge.calls:
             out += ["  " + line for line in _call(call)]
+        if judge.judge_id in figures:
+            from memorybench.stages.autorater_longmemeval import format_longmemeval
+
+            where = walker.pack.judge_path(judge.judge_id, layout.JUDGE_METRICS)
+            out.append(f"  over the whole pack, by this judge ({where}):")
+            out += ["    " + line for line in format_longmemeval(figures[judge.judge_id])]
     if blame is not None:
-        stored, given, used = _blame_facts(walk, blame)
+        stored, given, used = _blame_facts(walk, blame, bench)
         out += ["", "7. Blame (memorybench.compare.blame)", f"  {blame.blame} (correctness by {blame.basis})",
                 f"  evidence_stored {stored}", f"  evidence_given {given}", f"  answer_used_evidence {used}"]
     return "\n".join(out) + "\n"
@@ -264,7 +331,10 @@ def show(location: str, question_id: str, *, brief: bool = False, as_json: bool 
         data: dict[str, Any] = {"walk": asdict(walk), "blame": blame.as_dict(),
                                 "memory_text": walker.text(walk.memory.text_path)}
         return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
-    return render_brief(walk, blame) if brief else render_walk(walk, walker, blame)
+    if brief:
+        bench = benchmark_of_meta(walker.meta.get("data"))
+        return render_brief(walk, blame, bench, judge_figures(walker, bench))
+    return render_walk(walk, walker, blame)
 
 
 def show_main(argv: Sequence[str]) -> int:

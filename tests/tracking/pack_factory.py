@@ -131,3 +131,66 @@ def unfinished_copy(pack: Path, run_id: str = "unfinished-run-000000000000") -> 
     shutil.copytree(pack, target)
     (target / "_SUCCESS").unlink()
     return target
+
+
+# -- a judged LongMemEval pack --------------------------------------------------------
+_LME_CITIES = ("Lisbon", "Oslo", "Quito", "Hanoi", "Perth", "Tunis", "Lima", "Riga")
+
+
+def _lme_reader(body: dict) -> Reply:
+    """Plumbing, not an answer: the city the memory says the user moved to (a wrong one beside a
+    beagle or in Hanoi, so the types' accuracies differ), the sister's days, else a refusal."""
+    user = body["messages"][-1]["content"]
+    question = user.rsplit("Question:", 1)[-1]
+    if "sister" in question:
+        days = user.split("visited for ", 1)[1].split(" ", 1)[0] if "visited for " in user else "none"
+        return Reply(f"{days} days")
+    if "city" in question:
+        city = next((c for c in _LME_CITIES if f"moved to {c}" in user), "none")
+        return Reply("Oslo" if ("a beagle" in user or city == "Hanoi") and city != "Oslo" else city)
+    return Reply("Not mentioned in the conversation")
+
+
+def _lme_judge(body: dict) -> Reply:
+    """A mechanical judge (plumbing, not a result) in LongMemEval's yes/no: yes when the response
+    holds the correct answer, or for an abstention question says it is not mentioned."""
+    user = body["messages"][-1]["content"]
+    response = user.split("\n\nModel Response: ", 1)[1].split("\n\n", 1)[0]
+    if user.startswith("I will give you an unanswerable question"):
+        return Reply("Yes." if "not mentioned" in response.lower() else "No.")
+    head = next(h for h in ("Correct Answer: ", "Rubric: ") if f"\n\n{h}" in user)
+    answer = user.split(f"\n\n{head}", 1)[1].split("\n\nModel Response: ", 1)[0]
+    return Reply("yes" if answer.lower() in response.lower() else "no")
+
+
+def make_longmemeval_pack(root: Path, questions: int = 20, judged: bool = True, name: str = "lme") -> Path:
+    """One finished LongMemEval pack (`dataset=longmemeval_oracle` over the made file of
+    `tests/fixtures/make_longmemeval.py`) under `root/packs/<name>/runs/`, answered by the scripted
+    reader and, when `judged`, judged by the real autorater with `judge.protocol=longmemeval` on a
+    scripted judge. Made once per test process; later calls copy it."""
+    import sys
+
+    from memorybench.stages.autorater import autorater_main
+
+    key = ("longmemeval", questions, judged, name)
+    if key not in _MADE:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+        from make_longmemeval import make_longmemeval
+
+        made = Path(tempfile.mkdtemp(prefix="memorybench-lme-"))
+        atexit.register(shutil.rmtree, made, True)
+        data = make_longmemeval(made / "lme.json", questions=questions)
+        with ScriptedOpenAIServer(responder=_lme_reader) as server:
+            assert main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
+                         f"paths.packs={made / 'packs'}", f"paths.cache={made / 'cache'}", f"name={name}"]) == 0
+        (pack,) = (made / "packs" / name / "runs").iterdir()
+        if judged:
+            with ScriptedOpenAIServer(responder=_lme_judge) as judge:
+                assert autorater_main([str(pack), "--quiet", "judge=openai_compatible", "judge.protocol=longmemeval",
+                                       f"judge.base_url={judge.base_url}", "judge.model=judge-x",
+                                       f"paths.cache={made / 'cache'}"]) == 0
+        _MADE[key] = pack
+    target = root / "packs" / name / "runs" / _MADE[key].name
+    if not target.exists():
+        shutil.copytree(_MADE[key], target)
+    return target
