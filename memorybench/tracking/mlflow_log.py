@@ -21,7 +21,8 @@ requested and answered, each judge's identity under `judge/<judge id>/...`), met
 (LoCoMo F1 overall and `locomo_f1_cat1..5`, EM, token F1, Mem0 F1/BLEU-1, calls, tokens
 and cost of the build, the answers, the judges and their total, latency p50/p95, and
 each judge's J as `j_mean/<judge id>`, `j_cat1/<judge id>`, ...: the run summary's
-numbers, `memorybench.compare.summary`, under MLflow's names) and artifacts (the pack's
+numbers, `memorybench.compare.summary`, under MLflow's names; a LongMemEval pack's under its
+own, `longmemeval_accuracy/<judge id>`, ...: `pack_figures.benchmark_metrics`) and artifacts (the pack's
 files under `pack/`, or `pack_uri.txt` when the pack lives on gs://, and
 `config.resolved.yaml`).
 
@@ -56,7 +57,7 @@ from memorybench.errors import OneLineParser, UserError
 from memorybench.hashing import sha256_text
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
-from memorybench.tracking.pack_figures import calibration_metrics, interval_metrics
+from memorybench.tracking.pack_figures import benchmark_metrics, calibration_metrics, interval_metrics
 from memorybench.secrets import clean_url, scrub
 from memorybench.compare.aggregate import Location, scan_packs
 from memorybench.compare.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
@@ -352,6 +353,7 @@ def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
     for judge_id in (summary["judges"] or "").split(","):
         if judge_id:
             out.update(calibration_metrics(judge_id, pack))
+    out = benchmark_metrics(pack, out)
     return {k: v for k, v in ((k, _number(v)) for k, v in out.items()) if v is not None}
 
 

@@ -1,17 +1,27 @@
 """Figures about one pack that MLflow logs beside its run summary, each computed where the
 comparison layer computes it: the interval of each overall over the pack's conversations
-(`memorybench.compare.intervals`, as `compare` and `report` give it) and what each of its
-judges accepts (`memorybench judge-check`'s calibration)."""
+(`memorybench.compare.intervals`, as `compare` and `report` give it), what each of its
+judges accepts (`memorybench judge-check`'s calibration), and another benchmark's figures
+under that benchmark's own names (`benchmark_metrics`)."""
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
+from typing import Any
 
 from memorybench.compare.summary import judge_key
+from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
-__all__ = ["calibration_metrics", "interval_metrics"]
+__all__ = ["benchmark_metrics", "calibration_metrics", "interval_metrics"]
+
+#: the metrics named by LoCoMo's categories and overalls or by Mem0's J: another benchmark's pack
+#: logs none of them (its kinds are not LoCoMo's categories, its judge's figure is not J)
+_LOCOMO_NAMED = re.compile(r"^(?:(?:locomo_f1|exact_match|token_f1)(?:_.*)?|conversations|"
+                           r"(?:j_mean|j_sd|j_passes|j_agreement|j_cat\d+|j_pass\d+)/.*)$")
 
 
 def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
@@ -56,4 +66,44 @@ def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, flo
             continue
         found = mean_interval([f for c, _, f in rows if c in categories], [s for c, s, _ in rows if c in categories])
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = found.low, found.high
+    return out
+
+
+def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A pack's MLflow metrics under its benchmark's names. A LoCoMo pack's stay as they are.
+    Another benchmark's (LongMemEval) drop every LoCoMo- or J-named one (`_LOCOMO_NAMED`) and
+    take, per judge, its figure under `Benchmark.figure_key` (`longmemeval_accuracy/<judge id>`:
+    overall; `_task_avg`, `_<subset>` such as `_abstention`, `_<type>` per question type, `_sd`
+    and `_pass<n>` over the passes) from the judge's own block of autorater_metrics.json (the
+    numbers print_qa_metrics.py gives), `judge_passes` and `judge_agreement`; and each lexical
+    score as the diagnostic it is: `diagnostic_stemmed_token_f1` (LoCoMo F1's single-hop rule,
+    `memorybench.score.rows.PLAIN_RULE`), `diagnostic_exact_match`, `diagnostic_token_f1`, each
+    with `_task_avg` and `_<type>`, from metrics.json."""
+    from memorybench.score.rows import diagnostic_name
+
+    reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
+    bench = benchmark_of_meta(reader.meta().data)
+    if bench is LOCOMO:
+        return dict(metrics)
+    out = {k: v for k, v in metrics.items() if not _LOCOMO_NAMED.match(k)}
+    local = reader.json(layout.METRICS)
+    for metric in local.get("labels") or {}:
+        scores, name = local.get(metric) or {}, f"diagnostic_{diagnostic_name(metric)}"
+        out[name], out[f"{name}_task_avg"] = scores.get("overall"), scores.get("task_averaged")
+        out.update({f"{name}_{kind}": (scores.get("by_category") or {}).get(str(k)) for k, kind in bench.category_names.items()})
+    key = bench.figure_key
+    for judge_id in reader.judges():
+        judge = reader.autorater_metrics(judge_id)
+        block = getattr(judge, bench.name, None) if judge is not None else None
+        if judge is None or block is None:
+            continue
+        figures: dict[str, Any] = {key: block.overall_accuracy, f"{key}_sd": judge.j.sd,
+                                   "judge_passes": judge.passes, "judge_agreement": judge.j.agreement.share}
+        if bench.task_averaged:
+            figures[f"{key}_task_avg"] = block.task_averaged_accuracy
+        # a subset's accuracy is the block's `<subset>_accuracy` (LongMemEval: abstention_accuracy)
+        figures.update({f"{key}_{subset}": getattr(block, f"{subset}_accuracy", None) for subset in bench.id_marks})
+        figures.update({f"{key}_{kind}": block.accuracy_by_type.get(kind) for kind in bench.category_names.values()})
+        figures.update({f"{key}_pass{p.pass_}": p.overall_accuracy for p in block.passes})
+        out.update({judge_key(name, judge_id): value for name, value in figures.items()})
     return out
