@@ -21,6 +21,11 @@ Tables (`TABLES`):
   conversations-1 degrees of freedom); J per judge beside it (categories 1-4) when every
   pack of the condition has that judge, and J with the judge's failures counted WRONG. A
   question's score is its mean over the condition's packs (seeds).
+* `accuracy_by_type`: another benchmark's own figure (LongMemEval's judge accuracy), per
+  condition and judge: accuracy per question type (number and name from the benchmark record,
+  `memorybench.data.benchmarks`) with n and its interval over the benchmark's unit, the
+  task-averaged accuracy, overall, and abstention (`memorybench.compare.report_scores`); no
+  row for a LoCoMo condition.
 * `paired_differences`: every condition minus the first (or the design's `pairs`, each
   `[baseline, condition]`), paired by question over the questions both hold: difference, interval and p over conversations, the minimum
   detectable difference, the question-level interval conditional on these conversations
@@ -74,7 +79,7 @@ from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, exper
 from memorybench.compare.report_latency import latency_tokens
 from memorybench.compare.pack_retrieval import retrieval_table
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
-from memorybench.compare.report_scores import Bootstrap, bootstrap_interval, paired_differences, scores_by_category
+from memorybench.compare.report_scores import Bootstrap, accuracy_by_type, bootstrap_interval, paired_differences, scores_by_category
 from memorybench.compare.report_tables import (
     CATEGORY_NAMES,
     answer_length,
@@ -83,6 +88,7 @@ from memorybench.compare.report_tables import (
     gold_token_drop,
     judge_agreement,
     judge_passes,
+    benchmark_of_rows,
     judges_of,
     markdown_table,
     refusals,
@@ -91,7 +97,8 @@ from memorybench.compare.report_tables import (
 )
 from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
-from memorybench.compare.summary import CONFIG_PREFIX
+from memorybench.compare.summary import CONFIG_PREFIX, judge_key
+from memorybench.data.benchmarks import benchmark_of
 from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.fs import atomic_path, write_atomic
 from memorybench.pack import layout
@@ -111,14 +118,16 @@ __all__ = [
     "stems",
 ]
 
-TableName = Literal["scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
+TableName = Literal["scores_by_category", "accuracy_by_type", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
                     "refusals", "answer_length", "blame", "retrieval"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
-TABLES: tuple[str, ...] = ("scores_by_category", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
+TABLES: tuple[str, ...] = ("scores_by_category", "accuracy_by_type", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
                            "gold_token_drop", "refusals", "answer_length", "blame", "retrieval")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 #: the tables that read no LoCoMo category: made for another benchmark's packs too
 BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget", "retrieval")
+#: the tables of another benchmark's own figures (none for LoCoMo packs: scores_by_category is theirs)
+OWN_BENCHMARK_TABLES = ("accuracy_by_type",)
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
     "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
     "reader_model",
@@ -237,6 +246,16 @@ DEFINITIONS = {
                           "`mem0-...` Mem0's pinned judge prompt, a peer's id its own grader), when every pack of the "
                           "condition has it; two judges never share a column; `j_failed_wrong/<judge id>` beside it where the "
                           "judge failed on a row: J with its failed verdicts counted WRONG (a lower bound).",
+    "accuracy_by_type": "The benchmark's own figure, from its judge (LongMemEval: the share of questions its judge "
+                        "said yes to, as print_qa_metrics.py counts them), per condition and judge (`judge`, by its id: "
+                        "comparable with the authors' figures only for judge=longmemeval, see its autorater_metrics.json): "
+                        "accuracy per question `type` (its number and `type_name` from the benchmark record) with `n`; "
+                        "`task-averaged`, the mean of the per-type accuracies (a small type weighs as much as a large one; "
+                        "none unless every type has questions); `overall`, every judged question; `abstention`, the "
+                        "questions whose id marks them (also counted in their type). A question's score is the mean over "
+                        "its labelled passes, then over the condition's packs. The {conf:.0%} interval resamples the "
+                        "benchmark's unit (`interval` names it: LongMemEval's questions are independent). Lexical scores "
+                        "of these packs are diagnostics and are not shown here.",
     "paired_differences": "Every condition minus the first (the baseline), or each pair the design names (`pairs`: "
                           "baseline, condition), paired by question over the questions both "
                           "hold, per overall (1-4; 1-5 where both asked category 5) and metric: the mean difference, its "
@@ -386,7 +405,8 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
     notes.append(overlay.note + ("" if overlay.errors is None else ": `scores_by_category` shows LoCoMo F1 on all questions "
                                  "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."))
     for judge in judges_of(frame):  # what each judge accepts (`memorybench judge-check`), beside its J
-        notes.append(f"J by judge {judge}: {_judge_calibration(judge, runs)}.")
+        bench = benchmark_of_rows(frame[frame[judge_key("j_score", judge)].notna()])  # another benchmark's figure is not J
+        notes.append(f"{'J' if bench.figure_key == 'j' else bench.figure_key} by judge {judge}: {_judge_calibration(judge, runs)}.")
     if selected is not None:
         notes.append(f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories}).")
     by_protocol = frame.groupby("condition", sort=False)["question_protocol"].agg(lambda s: ", ".join(sorted(set(s))))
@@ -402,6 +422,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
 
     builders = {
         "scores_by_category": lambda: scores_by_category(frame, design.bootstrap),
+        "accuracy_by_type": lambda: accuracy_by_type(frame, design.bootstrap),
         "paired_differences": lambda: paired_differences(frame, design.bootstrap, _pairs(design, frame, notes)),
         "cost_latency": lambda: cost_latency(frame, runs),
         "latency_tokens": lambda: latency_tokens(frame),
@@ -419,10 +440,10 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
     if other:
         # LoCoMo's categories, overalls and J run through these tables: another benchmark's
         # figures are its own (compare, autorater_metrics.json), never LoCoMo-labelled ones
-        kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES]
+        kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES + OWN_BENCHMARK_TABLES]
         notes.append(f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
-                     f"made ({', '.join(kept) or 'none'}); per-type accuracy is in each pack's autorater_metrics.json and "
-                     "`memorybench compare` (docs/longmemeval.md).")
+                     f"made ({', '.join(kept) or 'none'}); their own figure, the judge's accuracy per question type, is "
+                     "`accuracy_by_type` (docs/longmemeval.md).")
         tables, figure_names = kept, []
     needed = list(dict.fromkeys([*tables, *(["scores_by_category"] if figure_names else []),
                                  *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(figure_names) else [])]))
@@ -433,6 +454,12 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
             notes.append("No autorater in these packs: no judge tables.")
             continue
         if name == "retrieval" and table.empty:
+            continue
+        if name == "accuracy_by_type" and table.empty:
+            if other:  # LoCoMo packs have no such table; another benchmark's unjudged packs have no figure yet
+                judge = "|".join(sorted({benchmark_of(d).name for d in other}))
+                notes.append(f"No judge on the {', '.join(other)} packs: no accuracy_by_type table (run `memorybench "
+                             f"autorater PACK judge={judge}`).")
             continue  # LoCoMo packs, or methods that retrieve nothing: LongMemEval's retrieval metrics do not apply
         if name == "judge_agreement" and table.empty:
             if not report.tables.get("judge_passes", pd.DataFrame()).empty:

@@ -1,5 +1,6 @@
 """The report's scores and their intervals: LoCoMo F1 and J per condition and category
-with the two overalls, and every condition against the first, paired by question.
+with the two overalls, every condition against the first, paired by question, and another
+benchmark's own figure per question kind (`accuracy_by_type`: LongMemEval's accuracy).
 
 Every interval and test is `memorybench.compare.intervals`'s, as in `compare`: the main
 one resamples conversations (cluster-robust t), and the question-level bootstrap beside
@@ -28,6 +29,7 @@ from memorybench.compare.intervals import (
 from memorybench.compare.report_tables import (
     CATEGORY_NAMES,
     OVERALLS,
+    benchmark_of_rows,
     in_category,
     judged_conditions,
     category_name,
@@ -37,7 +39,7 @@ from memorybench.compare.report_tables import (
 from memorybench.compare.summary import judge_key
 from memorybench.score.rows import covers_label
 
-__all__ = ["Bootstrap", "bootstrap_interval", "j_failed_wrong", "paired_differences", "scores_by_category"]
+__all__ = ["Bootstrap", "accuracy_by_type", "bootstrap_interval", "j_failed_wrong", "paired_differences", "scores_by_category"]
 
 
 class Bootstrap(BaseModel):
@@ -75,10 +77,7 @@ def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap, unit: s
 
 def unit_of(rows: pd.DataFrame) -> str:
     """The resampling unit of the rows' benchmark (their `dataset` column; LoCoMo's without one)."""
-    from memorybench.data.benchmarks import benchmark_of_meta
-
-    names = rows["dataset"].dropna().unique() if "dataset" in rows else []
-    return benchmark_of_meta({"name": str(names[0])} if len(names) else None).unit
+    return benchmark_of_rows(rows).unit
 
 
 def _covers_category(frame: pd.DataFrame, condition: str, category: int | str) -> bool:
@@ -268,3 +267,58 @@ def _protocols(frame: pd.DataFrame, base: str, condition: str) -> str:
         return ", ".join(sorted(frame.loc[frame["condition"] == name, "question_protocol"].dropna().astype(str).unique())) or "-"
     mine, theirs = of(base), of(condition)
     return f"same ({mine})" if mine == theirs else f"differ: {mine}; {theirs}"
+
+
+#: the columns of `accuracy_by_type` (also of an empty one)
+_BY_TYPE_COLUMNS = ("condition", "benchmark", "judge", "type", "type_name", "runs", "n", "accuracy", "ci_low", "ci_high",
+                    "interval")
+
+
+def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
+    """Another benchmark's own figure (LongMemEval's accuracy), per condition and judge: the judge's
+    accuracy per question kind, numbered and named by the benchmark record
+    (`Benchmark.category_names`), with n and its interval over the benchmark's unit; the mean of the
+    kinds where the benchmark reports one (`task_averaged`; only when every kind has questions, as
+    print_qa_metrics.py's mean of six means); overall; and each subset its question ids mark
+    (`id_marks`: LongMemEval's abstention). A question's score is its judge score (the mean over its
+    labelled passes) averaged over the condition's packs. A LoCoMo condition has no row: its
+    figures are `scores_by_category`'s."""
+    from memorybench.data.benchmarks import LOCOMO
+
+    out: list[dict[str, Any]] = []
+    judges = {judge: judged_conditions(frame, judge) for judge in judges_of(frame)}
+    runs = frame.groupby("condition", sort=False)["pack"].nunique()
+    for condition, rows in frame.groupby("condition", sort=False):
+        bench = benchmark_of_rows(rows)
+        if bench is LOCOMO:
+            continue
+        for judge, with_j in judges.items():
+            if not with_j.get(condition, False):
+                continue
+            score = judge_key("j_score", judge)
+            scores = _per_question(rows, score)
+            base = {"condition": condition, "benchmark": bench.name, "judge": judge, "runs": int(runs[condition])}
+
+            def row(kind: str, name: str, sel: pd.DataFrame) -> dict[str, Any]:
+                found = _interval(sel[score].to_numpy(), sel["sample_id"].to_numpy(), boot, bench.unit)
+                low, high = _bounds(found)
+                return {**base, "type": kind, "type_name": name, "n": found.n, "accuracy": _nan(found.estimate),
+                        "ci_low": low, "ci_high": high,
+                        "interval": found.method if found.note is None else f"{found.method}: {found.note}"}
+
+            kinds = [row(str(number), name, scores[scores["category"] == number])
+                     for number, name in bench.category_names.items()]
+            out += kinds
+            if bench.task_averaged:
+                every = all(k["n"] for k in kinds)
+                missing = ", ".join(k["type_name"] for k in kinds if not k["n"])
+                out.append({**base, "type": "task-averaged", "n": sum(k["n"] for k in kinds),
+                            "type_name": f"mean of the {len(kinds)} per-{bench.kind_word} accuracies"
+                                         + ("" if every else f" (none: no question of {missing})"),
+                            "accuracy": float(np.mean([k["accuracy"] for k in kinds])) if every else math.nan,
+                            "ci_low": math.nan, "ci_high": math.nan, "interval": None})
+            out.append(row("overall", "every judged question", scores))
+            for subset, mark in bench.id_marks.items():
+                out.append(row(subset, f"questions whose id holds {mark!r} (also in their {bench.kind_word})",
+                               scores[scores["question_id"].str.contains(mark, regex=False)]))
+    return pd.DataFrame(out, columns=list(_BY_TYPE_COLUMNS))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memorybench.data.benchmarks import LOCOMO
+from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_of_meta
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
@@ -29,6 +29,7 @@ __all__ = [
     "LENGTH_BINS",
     "answer_length",
     "OVERALLS",
+    "benchmark_of_rows",
     "blame_table",
     "category_name",
     "cost_latency",
@@ -114,9 +115,21 @@ def _per_question_cost(runs: pd.DataFrame, column: str) -> float:
     return float(costs.sum() / runs["questions"].sum())
 
 
+def benchmark_of_rows(rows: pd.DataFrame) -> Benchmark:
+    """The benchmark of a condition's rows (their `dataset` column; LoCoMo's without one)."""
+    names = rows["dataset"].dropna().unique() if "dataset" in rows else []
+    return benchmark_of_meta({"name": str(names[0])} if len(names) else None)
+
+
 def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
     """`locomo_f1_1_4` and `locomo_f1_1_5` over a condition's rows: like with like in one
-    column (1-5 is nan where category 5 was not asked)."""
+    column (1-5 is nan where category 5 was not asked). Another benchmark's rows have no
+    LoCoMo overall: their `locomo_f1` is LoCoMo's single-hop rule over every row, a lexical
+    diagnostic (`memorybench.score.rows.PLAIN_RULE`), named as one."""
+    if benchmark_of_rows(rows) is not LOCOMO:
+        from memorybench.score.rows import diagnostic_name
+
+        return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows["locomo_f1"].mean()}
     held = set(rows["category"].unique())
     return {f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(categories), "locomo_f1"].mean()
             if overall_shown(name, held) else math.nan for name, categories in OVERALLS.items()}
@@ -131,12 +144,15 @@ def overall_shown(name: str, held: set[int]) -> bool:
 
 
 def _j_columns(rows: pd.DataFrame, judges: list[str]) -> dict[str, float]:
-    """`j/<judge id>`: each judge's J over the rows' categories 1-4, where every such row has it."""
-    judged = rows[rows["category"].between(1, 4)]
+    """`j/<judge id>`: each judge's J over the rows' categories 1-4, where every such row has it.
+    Another benchmark's judge scores every kind, under that benchmark's name for its figure
+    (`longmemeval_accuracy/<judge id>`): never J, never over LoCoMo's categories 1-4."""
+    bench = benchmark_of_rows(rows)
+    judged = rows[rows["category"].between(1, 4)] if bench is LOCOMO else rows[rows["category"].map(bench.judges)]
     out = {}
     for judge in judges:
         scores = judged[judge_key("j_score", judge)]
-        out[judge_key("j", judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
+        out[judge_key(bench.figure_key, judge)] = scores.mean() if scores.notna().all() and len(scores) else math.nan
     return out
 
 
