@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memorybench.pack.walk import DIA_ID, TURN_ID, PackWalker, qa_index_of
+from memorybench.pack.walk import DIA_ID, PackWalker, evidence_ids, qa_index_of
 
 __all__ = ["BASIS_F1", "CLASSES", "CORRECT_AT", "EXAMPLE_COLUMNS", "Blame", "blame_columns", "evidence_ids", "pack_blame", "question_blame"]
 
@@ -78,16 +78,6 @@ class Blame:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def evidence_ids(evidence: Iterable[str]) -> tuple[str, ...]:
-    """The well-formed turn ids of an evidence list: LoCoMo's dia_ids (every one inside a
-    malformed string such as "D8:6; D9:17"), or another benchmark's `SESSION:N` ids as they are."""
-    out: dict[str, None] = {}
-    for e in evidence:
-        found = DIA_ID.findall(str(e))
-        out.update(dict.fromkeys(found or ([str(e)] if TURN_ID.match(str(e)) else [])))
-    return tuple(out)
 
 
 def _session_of(dia_id: str) -> str | None:

@@ -83,6 +83,16 @@ DIA_ID = re.compile(r"\bD\d+:\d+\b")
 TURN_ID = re.compile(r"^[A-Za-z0-9_.\-]+:\d+$")
 
 
+def evidence_ids(evidence: Iterable[str]) -> tuple[str, ...]:
+    """The well-formed turn ids of an evidence list: LoCoMo's dia_ids (every one inside a
+    malformed string such as "D8:6; D9:17"), or another benchmark's `SESSION:N` ids as they are."""
+    out: dict[str, None] = {}
+    for e in evidence:
+        found = DIA_ID.findall(str(e))
+        out.update(dict.fromkeys(found or ([str(e)] if TURN_ID.match(str(e)) else [])))
+    return tuple(out)
+
+
 # -- the dataset a pack names ---------------------------------------------------------
 _DATASETS: dict[tuple[str, str | None], Any] = {}
 

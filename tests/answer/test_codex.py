@@ -479,7 +479,7 @@ def test_steps_expand_globs_and_keep_only_this_conversations_dia_ids(tmp_path):
     items = [{"id": "item_1", "type": "command_execution", "status": "completed", "exit_code": 0,
               "command": "/bin/bash -c 'grep -n dog sessions/*.md /etc/passwd'",
               "aggregated_output": "sessions/session_1.md:3:[D1:2] Ben: dog\nD9:9 is not a turn of this conversation"}]
-    (step,) = steps_from_items(items, tmp_path, frozenset({"D1:1", "D1:2"}))
+    (step,) = steps_from_items(items, tmp_path, {"D1:1": "D1:1", "D1:2": "D1:2"})
     assert step["reads"] == ["sessions/session_1.md", "sessions/session_2.md", "/etc/passwd"]
     assert step["session_files"] == ["sessions/session_1.md", "sessions/session_2.md"]
     assert step["dia_ids"] == ["D1:2"] and step["outside_workspace"] is True

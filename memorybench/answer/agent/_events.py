@@ -14,7 +14,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,8 +273,9 @@ def normalize_path(path: str, workspace: Path) -> tuple[list[str], bool]:
     return out, outside
 
 
-def steps_from_items(items: list[dict[str, Any]], workspace: Path, valid_dia_ids: frozenset[str]) -> list[dict[str, Any]]:
-    """One dict per tool action (fields of `AgentStep` minus the row identity)."""
+def steps_from_items(items: list[dict[str, Any]], workspace: Path, valid_dia_ids: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One dict per tool action (fields of `AgentStep` minus the row identity). `valid_dia_ids`
+    maps each turn id the workspace shows to the turn's own id (`_workspace.shown_ids`)."""
     steps: list[dict[str, Any]] = []
     for item in items:
         kind = item.get("type")
@@ -299,7 +300,7 @@ def steps_from_items(items: list[dict[str, Any]], workspace: Path, valid_dia_ids
                 "reads": _unique(reads),
                 "writes": _unique(writes),
                 "session_files": _unique(r for r in reads if SESSION_FILE.match(r)),
-                "dia_ids": _unique(d for d in DIA_ID.findall(output) if d in valid_dia_ids),
+                "dia_ids": _unique(valid_dia_ids[d] for d in DIA_ID.findall(output) if d in valid_dia_ids),
                 "outside_workspace": outside,
             }
         elif kind == "file_change":

@@ -28,7 +28,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from memorybench.answer.agent._events import DIA_ID
 from memorybench.answer.agent._records import (
     AgentComparison,
     AgentRecall,
@@ -41,6 +40,7 @@ from memorybench.data.records import Question
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
+from memorybench.pack.walk import evidence_ids
 from memorybench.stats import spread
 
 NO_BUDGET = ("no token budget enforced: no answerer.budget limit was set, so an agent may spend many times a "
@@ -102,7 +102,7 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
     for q in questions:
         if q.question_id not in by_question:
             continue
-        evidence = list(dict.fromkeys(d for e in q.evidence for d in DIA_ID.findall(str(e))))
+        evidence = list(evidence_ids(q.evidence))
         rows = sorted(steps.get(q.question_id, []), key=lambda r: r.step)
         seen: set[str] = set()
         hop = None

@@ -6,8 +6,11 @@
     memory/notes.md          the agent's notes (notes_only, or persist on)
 
 No question, gold answer or evidence id list exists in a ConversationView, so none can
-be written here (DESIGN.md 4.1). Every turn line starts with its dia_id, so what an
-agent's command printed says which turns it read.
+be written here (DESIGN.md 4.1). Every turn line starts with an id of the form `D1:3`, so
+what an agent's command printed says which turns it read: LoCoMo's own dia_id; for a turn
+whose id says more than its place (LongMemEval's `SESSION_ID:INDEX`, where the evidence
+sessions' ids start with `answer_`), its place: `D<session>:<turn>`, 1-based (`shown_ids`
+maps them back).
 
 After the agent has run, the workspace is hostile (`_safe_fs`): the notes are read, the
 files compared and put back, without following any link the agent left; a file that
@@ -17,6 +20,7 @@ changed type (to a link, a FIFO...) is a finding (`audit`) recorded in the agent
 from __future__ import annotations
 
 import codecs
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +52,20 @@ NOTES_MAX_BYTES = 1 << 20
 FILE_MAX_BYTES = 16 << 20
 
 
+#: a turn id that says only where the turn is (LoCoMo's dia_id), shown to the agent as it is
+PLACE_ID = re.compile(r"^D\d+:\d+$")
+
+
+def shown_id(session: Session, position: int, dia_id: str) -> str:
+    """The id the agent sees for the turn at 1-based `position` of `session`."""
+    return dia_id if PLACE_ID.match(dia_id) else f"D{session.index}:{position}"
+
+
+def shown_ids(conversation: ConversationView) -> dict[str, str]:
+    """{id the agent sees: the turn's own id} for every turn of the conversation."""
+    return {shown_id(s, n, t.dia_id): t.dia_id for s in conversation.sessions for n, t in enumerate(s.turns, 1)}
+
+
 def session_relpath(session: Session) -> str:
     return f"sessions/session_{session.index}.md"
 
@@ -60,7 +78,7 @@ def render_session(session: Session, conversation: ConversationView) -> str:
         f"Speakers: {conversation.speaker_a}, {conversation.speaker_b}",
         "",
     ]
-    lines += [f"[{turn.dia_id}] {turn.render()}" for turn in session.turns]
+    lines += [f"[{shown_id(session, n, turn.dia_id)}] {turn.render()}" for n, turn in enumerate(session.turns, 1)]
     return "\n".join(lines) + "\n"
 
 

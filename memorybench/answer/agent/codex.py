@@ -76,6 +76,7 @@ from memorybench.answer.agent._workspace import (
     copy_workspace,
     read_notes,
     restore,
+    shown_ids,
     write_notes,
     write_workspace,
 )
@@ -155,7 +156,7 @@ class CodexAnswerer:
         self.traces = pack.journal(TRACES)
         self.notes_ledger = pack.journal(NOTES_LEDGER)
         self._conversation: ConversationView | None = None
-        self._valid: frozenset[str] = frozenset()
+        self._valid: dict[str, str] = {}
         self._template_dir: Path | None = None
         self._files: dict[str, str] = {}
         #: whether the question workspaces hold memory/notes.md
@@ -180,7 +181,7 @@ class CodexAnswerer:
         s = self.settings
         sid = conversation.sample_id
         self._conversation = conversation
-        self._valid = frozenset(t.dia_id for session in conversation.sessions for t in session.turns)
+        self._valid = shown_ids(conversation)
         folder = self.scratch / "conversations" / sid
         remove_tree(folder, within=self.scratch)
         notes: str | None = "" if s.persist else None
