@@ -6,8 +6,12 @@ prints the same walk for any question, with the texts in full. The walk of a rea
 names its prompt template and trace; an agent's names its task, its process, its
 trajectory and notes. The walk shows no gold and no evidence; a last section, marked
 scorer-side (after the answer, never seen by a model), gives the gold, LoCoMo's rule for the
-category and the arithmetic of the LoCoMo F1. Numbers have 4 decimals; no Python reprs of
-dicts (`show` adds the evidence).
+category and the arithmetic of the LoCoMo F1. Another benchmark's pack (LongMemEval) is
+written in its own terms: the question's kind and subsets (type, abstention), and scorer-side
+the rule its lexical score was computed by (`memorybench.score.rows.PLAIN_RULE` for every
+kind, a diagnostic named `stemmed_token_f1`, never LoCoMo F1) with its arithmetic, beside
+where the benchmark's own score comes from (its judge's accuracy, `memorybench autorater`).
+Numbers have 4 decimals; no Python reprs of dicts (`show` adds the evidence).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_of_meta
 from memorybench.errors import printable
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -159,19 +164,45 @@ def _agent(walk: Walk) -> list[str]:
     return lines
 
 
-def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
-    """The walk of one question as TRACE.md's Markdown (no gold, no evidence), then the scorer side (`_scorer_side`)."""
+def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benchmark = LOCOMO) -> str:
+    """The walk of one question as TRACE.md's Markdown (no gold, no evidence), then the scorer side
+    (`_scorer_side`; another benchmark's pack, `bench`: `_diagnostic_side`)."""
     qid, sample_id = walk.question_id, walk.sample_id
     path = data_path if data_path is not None else walk.source.data_path
+    if bench is LOCOMO:
+        source = [
+            f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == \"{sample_id}\"`, "
+            f"`qa[{walk.qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
+            f"- Question: {quoted(walk.question)}; category {walk.category}.",
+        ]
+        scores = [
+            f"- LoCoMo F1 {_num(walk.scores['locomo_f1'])} (category {walk.category} rule, worked out in section 6), "
+            f"exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])} (ours).",
+            f"- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category[\"{walk.category}\"]`.",
+        ]
+    else:
+        from memorybench.score.rows import diagnostic_name  # the scorers import nltk: only when a trace is written
+
+        task = " `locomo_f1.task_averaged`," if bench.task_averaged else ""
+        source = [
+            f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), the {bench.name} question `{qid}` "
+            f"(sample `{sample_id}`, `qa[{walk.qa_index}]`).",
+            f"- Question: {quoted(walk.question)}; {_kind(walk, bench)}.",
+        ]
+        scores = [
+            f"- Lexical diagnostics, not {bench.name}'s score (its judge's accuracy, section 6): "
+            f"{diagnostic_name('locomo_f1')} {_num(walk.scores['locomo_f1'])} (column `locomo_f1`; its rule is worked out "
+            f"in section 6), exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])}.",
+            f"- Aggregated into `{layout.METRICS}` as diagnostics: `locomo_f1.overall`,{task} "
+            f"`locomo_f1.by_category[\"{walk.category}\"]` (each labelled a lexical diagnostic there).",
+        ]
     lines = [
         f"# Trace of one answer: {qid}",
         "",
         f"Run `{walk.run_id}` (config sha256 `{walk.config_sha256}`). Every path below is relative to this pack.",
         "",
         "## 1. Source row",
-        f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == \"{sample_id}\"`, "
-        f"`qa[{walk.qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
-        f"- Question: {quoted(walk.question)}; category {walk.category}.",
+        *source,
         "- Gold and evidence stay in the source row; they reach no prompt (see `memorybench verify`).",
         "",
         *_memory(walk),
@@ -179,13 +210,20 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None) -> str:
           else _reader(walk) if walk.prompt is not None else _no_trace(walk)),
         "## 5. Scores",
         f"- `{walk.prediction_at.path}` line {walk.prediction_at.line}; `{walk.csv_at.path}` line {walk.csv_at.line}.",
-        f"- LoCoMo F1 {_num(walk.scores['locomo_f1'])} (category {walk.category} rule, worked out in section 6), "
-        f"exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])} (ours).",
-        f"- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category[\"{walk.category}\"]`.",
+        *scores,
         "",
-        *_scorer_side(walk),
+        *(_scorer_side(walk) if bench is LOCOMO else _diagnostic_side(walk, bench)),
     ]
     return "\n".join(lines)
+
+
+def _kind(walk: Walk, bench: Benchmark) -> str:
+    """`type 5 (temporal-reasoning), abstention: no ('_abs' not in its id)`: the question's kind
+    and each subset of the benchmark (`Benchmark.id_marks`), as its own scorer names them."""
+    held = bench.marks(walk.question_id)
+    marks = "".join(f", {name}: {'yes' if name in held else 'no'} ({mark!r} {'in' if name in held else 'not in'} its id)"
+                    for name, mark in bench.id_marks.items())
+    return f"{bench.kind_word} {walk.category} ({walk.source.category_name}){marks}"
 
 
 def _tokens(tokens: list[str]) -> str:
@@ -275,6 +313,39 @@ def _scorer_side(walk: Walk) -> list[str]:
     return lines + [""]
 
 
+def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
+    """Section 6 of another benchmark's pack: the gold, its kind and subsets, where its score comes
+    from (its judge), and the rule its lexical diagnostic was computed by (`PLAIN_RULE` for every
+    kind: its kind numbers are not LoCoMo's categories) with the arithmetic."""
+    from memorybench.score.rows import PLAIN_RULE, diagnostic_name
+
+    gold, prediction, name = walk.source.gold, walk.prediction, diagnostic_name("locomo_f1")
+    lines = [
+        "## 6. Scorer side (after the answer, never seen by a model)",
+        "- Everything in this section was joined after the answer was stored; no prompt held it.",
+        f"- Gold: {quoted(gold) if isinstance(gold, str) else _num(gold)} (`{walk.prediction_at.path}` line "
+        f"{walk.prediction_at.line}, field `gold`, copied from the source row).",
+        f"- Kind: {_kind(walk, bench)}.",
+        f"- {bench.name}'s score is its judge's accuracy ({bench.scored_by}), not this section's number: "
+        f"`memorybench autorater PACK judge={bench.name}`, then `memorybench show PACK {walk.question_id}` for its verdicts.",
+        f"- Rule applied (a lexical diagnostic, `{name}`, not {bench.name}'s score): every {bench.name} question, whatever its "
+        f"{bench.kind_word}, is scored by LoCoMo's single-hop rule (`memorybench.score.rows.PLAIN_RULE`, category {PLAIN_RULE}; "
+        f"no LoCoMo category rule applies, its {bench.kind_word} numbers are not LoCoMo's categories): one token F1 of the whole "
+        "prediction against the whole gold: normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), "
+        "split on spaces, Porter-stem, count the shared tokens.",
+    ]
+    if gold is None or prediction is None:
+        return lines + ["- No gold or no prediction: the rule cannot be worked out here.", ""]
+    arithmetic, computed = _f1_arithmetic(prediction, str(gold))
+    lines += arithmetic + [f"- {name} = {computed:.4f}."]
+    recorded = walk.scores.get("locomo_f1")
+    if recorded is not None and abs(recorded - computed) > 1e-9:
+        lines.append(f"- This differs from the stored score {_num(recorded)}: see `memorybench verify`.")
+    else:
+        lines.append(f"- The same as `locomo_f1` (shown as `{name}`) in `{walk.csv_at.path}` line {walk.csv_at.line}.")
+    return lines + [""]
+
+
 def _no_trace(walk: Walk) -> list[str]:
     """An answerer that keeps no trace (an imported pack): only its stored answer."""
     return ["## 3. Prompt", f"- No trace of a prompt for this question (answerer `{walk.answerer}`).", "",
@@ -287,4 +358,5 @@ def write_trace_md(pack: RunPack, data_path: Path) -> None:
     if not questions:
         pack.write_text(layout.TRACE_MD, EMPTY)
         return
-    pack.write_text(layout.TRACE_MD, render_trace_md(walker.walk(questions[0]), data_path))
+    bench = benchmark_of_meta(walker.meta.get("data"))
+    pack.write_text(layout.TRACE_MD, render_trace_md(walker.walk(questions[0]), data_path, bench))
