@@ -27,7 +27,9 @@ errors.json, `memorybench.data.gold_errors`) takes the audit's corrected evidenc
     1. `correct`: the answer is right: the pack's judge (its first in sorted order) gave
        a parsed label on at least one pass and the mean score over those passes is at
        least 0.5; without one (no autorater, category 5, every pass failed) LoCoMo F1 of
-       at least 0.5 (`blame_basis` says which);
+       at least 0.5 (`blame_basis` says which: `judge <judge id>` or `locomo_f1>=0.5`; on another
+       benchmark, whose score is its judge's, the lexical diagnostic by its own name,
+       `stemmed_token_f1>=0.5`: `f1_basis`);
     2. `not_stored`: `evidence_stored` is false (lost when the memory was written);
     3. `not_retrieved`: `evidence_given` is false (kept, but not handed to the answerer);
     4. `wrong_judged`: `answer_used_evidence` is true (the answer carries every gold stem
@@ -47,7 +49,8 @@ from typing import Any
 
 from memorybench.pack.walk import DIA_ID, PackWalker, evidence_ids, qa_index_of
 
-__all__ = ["BASIS_F1", "CLASSES", "CORRECT_AT", "EXAMPLE_COLUMNS", "Blame", "blame_columns", "evidence_ids", "pack_blame", "question_blame"]
+__all__ = ["BASIS_F1", "CLASSES", "CORRECT_AT", "EXAMPLE_COLUMNS", "Blame", "blame_columns", "evidence_ids", "f1_basis", "pack_blame",
+           "question_blame"]
 
 #: the classes, in the order they are tested after `correct`
 CLASSES = ("not_stored", "not_retrieved", "ignored", "wrong_judged", "correct")
@@ -61,7 +64,7 @@ _SESSION = re.compile(r"^D(\d+):")
 class Blame:
     question_id: str
     blame: str
-    #: what decided correctness: `judge <judge id>` or `locomo_f1>=0.5`
+    #: what decided correctness: `judge <judge id>`, else `f1_basis` (`locomo_f1>=0.5`; another benchmark's `stemmed_token_f1>=0.5`)
     basis: str
     correct: bool
     #: the gold evidence dia_ids (None: unknown)
@@ -78,6 +81,16 @@ class Blame:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def f1_basis(bench: Any) -> str:
+    """The basis of a row no judge decided, named for the pack's benchmark (a `Benchmark`): LoCoMo's
+    `locomo_f1>=0.5`; another's lexical score is a diagnostic (`score.rows.diagnostic_name`), never
+    LoCoMo F1: `stemmed_token_f1>=0.5`."""
+    from memorybench.data.benchmarks import LOCOMO
+    from memorybench.score.rows import diagnostic_name
+
+    return BASIS_F1 if bench is LOCOMO else f"{diagnostic_name('locomo_f1')}>={CORRECT_AT}"
 
 
 def _session_of(dia_id: str) -> str | None:
@@ -124,8 +137,11 @@ class _Blamer:
         from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
         from memorybench.score.rows import PLAIN_RULE
 
+        bench = benchmark_of_meta(walker.meta.get("data"))
         #: the category rule of the gold: LoCoMo's own, or the plain rule for every row of another benchmark
-        self.rule = None if benchmark_of_meta(walker.meta.get("data")) is LOCOMO else PLAIN_RULE
+        self.rule = None if bench is LOCOMO else PLAIN_RULE
+        #: the basis of a row without a judge verdict, named for the benchmark
+        self.f1_basis = f1_basis(bench)
 
     def _f1(self) -> dict[str, float]:
         import csv
@@ -159,7 +175,7 @@ class _Blamer:
         scores = [s for s in scores if s is not None]
         if scores:
             return sum(scores) / len(scores) >= CORRECT_AT, f"judge {self.judge_id}"
-        return self.f1.get(qid, 0.0) >= CORRECT_AT, BASIS_F1
+        return self.f1.get(qid, 0.0) >= CORRECT_AT, self.f1_basis
 
     def blame(self, qid: str) -> Blame:
         _, row = self.w.predictions[qid]

@@ -197,6 +197,14 @@ def _figure_line(judge_id: str, metrics: dict[str, Any], type_name: str) -> str:
             f"{type_name} {_score(block['accuracy_by_type'].get(type_name))} (n {n_type})")
 
 
+def _basis(blame: Blame, bench: Benchmark) -> str:
+    """What decided correctness (`Blame.basis`); on another benchmark without a judge verdict, said to be
+    the lexical diagnostic it is (`stemmed_token_f1>=0.5`), not the benchmark's score."""
+    if bench is LOCOMO or blame.basis.startswith("judge "):
+        return blame.basis
+    return f"{blame.basis}: no judge verdict, a lexical diagnostic, not {bench.name}'s score"
+
+
 def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: dict[str, dict[str, Any]] | None = None) -> str:
     """`--brief`: a few lines (question, answer, gold, scores, blame class); the full walk is `show` without it.
     Another benchmark's pack (`bench`): its kind, its judges' figures (`judge_figures`) and its lexical diagnostics."""
@@ -215,7 +223,7 @@ def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: d
     ]
     lines += [f"  pack:     {_figure_line(judge_id, metrics, s.category_name)}" for judge_id, metrics in (figures or {}).items()]
     lines += [
-        f"  blame:    {blame.blame} (correctness by {blame.basis})",
+        f"  blame:    {blame.blame} (correctness by {_basis(blame, bench)})",
         "  (the whole walk, memory to judges: the same command without --brief)",
     ]
     return "\n".join(lines) + "\n"
@@ -318,7 +326,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
             out += ["    " + line for line in format_longmemeval(figures[judge.judge_id])]
     if blame is not None:
         stored, given, used = _blame_facts(walk, blame, bench)
-        out += ["", "7. Blame (memorybench.compare.blame)", f"  {blame.blame} (correctness by {blame.basis})",
+        out += ["", "7. Blame (memorybench.compare.blame)", f"  {blame.blame} (correctness by {_basis(blame, bench)})",
                 f"  evidence_stored {stored}", f"  evidence_given {given}", f"  answer_used_evidence {used}"]
     return "\n".join(out) + "\n"
 

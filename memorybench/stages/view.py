@@ -38,7 +38,8 @@ from typing import Any
 from memorybench.errors import OneLineParser, UserError
 from memorybench.fs import write_atomic
 from memorybench.pack.walk import PackWalker, Walk
-from memorybench.compare.blame import CLASSES, Blame, pack_blame
+from memorybench.compare.blame import BASIS_F1, CLASSES, Blame, f1_basis, pack_blame
+from memorybench.data.benchmarks import benchmark_of_meta
 
 __all__ = ["build_view", "view_main", "view_payload"]
 
@@ -139,10 +140,11 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
         walker = PackWalker.open(location)
         blames = pack_blame(walker)
         meta = walker.meta
+        basis = f1_basis(benchmark_of_meta(meta.get("data")))  # another benchmark's: its lexical diagnostic by its name
         pack_rows.append({"label": meta.get("run_id") or walker.pack.name, "name": _pack_name(meta, i, pack_rows),
                           "uri": walker.pack.uri(),
                           "choices": meta.get("choices") or {}, "judges": sorted(walker.judges()),
-                          "calibration": _calibrations(walker)})
+                          "calibration": _calibrations(walker), **({"noJudge": basis} if basis != BASIS_F1 else {})})
         for qid in walker.question_ids():
             walk = walker.walk(qid)
             if qid not in questions:
@@ -450,7 +452,8 @@ function renderPaired(s) {
   const a = Number(s.a || 0), b = Number(s.b !== undefined && s.b !== '' ? s.b : 1);
   $('p-a').value = a; $('p-b').value = b;
   $('paired-stats').textContent = (DATA.pairs || {})[a + ',' + b] || '';
-  const basis = (i) => DATA.packs[i].judges.length ? 'judge ' + DATA.packs[i].judges[0] : 'no judge: LoCoMo F1 >= 0.5';
+  const basis = (i) => DATA.packs[i].judges.length ? 'judge ' + DATA.packs[i].judges[0] :
+    'no judge: ' + (DATA.packs[i].noJudge ? DATA.packs[i].noJudge + ' (a lexical diagnostic)' : 'LoCoMo F1 >= 0.5');
   $('paired-basis').textContent = 'A (' + DATA.packs[a].name + '): ' + basis(a) + '; B (' + DATA.packs[b].name + '): ' + basis(b) + '.';
   const left = [], right = [];
   for (const q of DATA.questions) {
