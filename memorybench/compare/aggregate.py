@@ -19,6 +19,11 @@ before anything else, as with every pack record. Beside their fixed columns they
 * per finished judge, columns named `<name>/<judge id>` (`j_score/mem0-gpt-4o-mini-1a2b3c4d`,
   `j_mean/...`): J is always keyed by the judge that gave it, never two judges in one
   column (`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`); `judges` lists a run's judges;
+* in the runs table, for another benchmark's packs (LongMemEval), its lexical diagnostic by its
+  own name, overall, task-averaged and per question type (`diagnostic_stemmed_token_f1`,
+  `diagnostic_stemmed_token_f1_temporal-reasoning`, ...: `benchmark_run_columns`), where its
+  row leaves the LoCoMo-named `locomo_f1*` columns null (its types are not LoCoMo's categories);
+  a LoCoMo row has these columns null and its own as ever;
 * in the runs table, one string column per leaf of the run's identity config
   (`cfg.memory.top_k`, `cfg.reader.seed`, `cfg.dataset.sha256`, ...: what its run id
   hashes, `memorybench.compare.summary.identity_columns`), so that `report` can tell
@@ -83,8 +88,11 @@ from memorybench.compare.collected_schemas import (
     JUDGE_EXAMPLE_COLUMNS,
     JUDGE_RUN_COLUMNS,
     RUNS_SCHEMA,
+    benchmark_run_values,
+    with_benchmarks,
     with_judges,
 )
+from memorybench.data.benchmarks import benchmark_of_meta
 from memorybench.compare.blame import blame_columns
 from memorybench.compare.summary import (
     CATEGORIES,
@@ -429,26 +437,37 @@ def _judge_column(key: str) -> bool:
     return bool(judge) and name in JUDGE_RUN_COLUMNS
 
 
+def _runs_row(location: str | os.PathLike[str] | PackReader) -> tuple[dict[str, Any], str]:
+    pack = PackReader.open(location)
+    summary = run_summary(pack)
+    bench = benchmark_of_meta(pack.meta().data)
+    # another benchmark's row: its own columns, LoCoMo's null (`benchmark_run_values`)
+    own = benchmark_run_values(bench, pack.metrics().locomo_f1 or {})
+    names = [*RUNS_SCHEMA.names, *(k for k in summary if _judge_column(k)), *(k for k in own if k not in RUNS_SCHEMA.names),
+             *(k for k in summary if k.startswith(CONFIG_PREFIX))]
+    return {name: own[name] if name in own else summary[name] for name in names}, bench.name
+
+
 def runs_row(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
     """One row of the runs table: the run summary's `RUNS_SCHEMA` columns, its judges'
-    columns (`j_mean/<judge id>`, ...), then its identity (`cfg.*`) columns."""
-    summary = run_summary(location)
-    names = [*RUNS_SCHEMA.names, *(k for k in summary if _judge_column(k)), *(k for k in summary if k.startswith(CONFIG_PREFIX))]
-    return {name: summary[name] for name in names}
+    columns (`j_mean/<judge id>`, ...), another benchmark's own columns, then its identity (`cfg.*`) columns."""
+    return _runs_row(location)[0]
 
 
-def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = ()) -> pa.Schema:
-    """`RUNS_SCHEMA`, the columns of every judge, then one string column per identity leaf
-    (`cfg.memory.top_k`, ...), sorted: the union over the packs, null where a pack has none."""
-    schema = with_judges(RUNS_SCHEMA, JUDGE_RUN_COLUMNS, judges)
+def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = (), benchmarks: Iterable[str] = ()) -> pa.Schema:
+    """`RUNS_SCHEMA`, the columns of every judge, those of every other benchmark (`with_benchmarks`),
+    then one string column per identity leaf (`cfg.memory.top_k`, ...), sorted: the union over the
+    packs, null where a pack has none."""
+    schema = with_benchmarks(with_judges(RUNS_SCHEMA, JUDGE_RUN_COLUMNS, judges), benchmarks)
     columns = [pa.field(name, pa.string()) for name in sorted(set(config_columns))]
     return pa.schema([*schema, *columns], metadata=schema.metadata)
 
 
 def runs_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
-    rows = [runs_row(p) for p in packs]
+    made = [_runs_row(p) for p in packs]
+    rows = [row for row, _ in made]
     judges = {judge for row in rows for judge in (row["judges"] or "").split(",") if judge}
-    schema = runs_schema({key for row in rows for key in row if key.startswith(CONFIG_PREFIX)}, judges)
+    schema = runs_schema({key for row in rows for key in row if key.startswith(CONFIG_PREFIX)}, judges, {b for _, b in made})
     return pa.Table.from_pylist(rows, schema=schema)
 
 

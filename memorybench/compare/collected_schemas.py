@@ -1,19 +1,24 @@
 """The schemas of `collected/`: `examples.parquet` (`EXAMPLES_SCHEMA`, one row per run and
 question) and `runs.parquet` (`RUNS_SCHEMA`, one row per run), each carrying
 `memorybench.schema` in its metadata, plus the columns every judge adds
-(`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`: `<name>/<judge id>`, `with_judges`).
+(`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`: `<name>/<judge id>`, `with_judges`), and in the
+runs table the columns of another benchmark's packs (`benchmark_run_columns`: LongMemEval's lexical
+diagnostic by its own name, per question type; such a row leaves LoCoMo's `LOCOMO_RUN_COLUMNS` null).
 What fills them is `memorybench.compare.aggregate`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
+from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_named
 
-__all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "RUNS_SCHEMA", "with_judges"]
+__all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "LOCOMO_RUN_COLUMNS", "RUNS_SCHEMA", "benchmark_run_columns",
+           "benchmark_run_values", "with_benchmarks", "with_judges"]
 
 
 def _schema(name: str, fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
@@ -150,4 +155,39 @@ JUDGE_EXAMPLE_COLUMNS: dict[str, pa.DataType] = {
 def with_judges(schema: pa.Schema, columns: dict[str, pa.DataType], judges: Iterable[str]) -> pa.Schema:
     """`schema` plus `<name>/<judge id>` columns for every judge (sorted by id)."""
     fields = [pa.field(judge_key(name, judge), kind) for judge in sorted(set(judges)) for name, kind in columns.items()]
+    return pa.schema([*schema, *fields], metadata=schema.metadata)
+
+
+#: the runs-table columns named by LoCoMo's F1, overalls and categories: null on another benchmark's
+#: row (its kinds are not LoCoMo's categories, its lexical score not LoCoMo F1: `benchmark_run_values`)
+LOCOMO_RUN_COLUMNS = ("locomo_f1", "locomo_f1_1_4", "locomo_f1_1_5", *(f"locomo_f1_cat{c}" for c in CATEGORIES))
+
+
+def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, Any]:
+    """Another benchmark's runs-table values from its metrics.json `locomo_f1` block (`f1`), named as
+    MLflow names them (`memorybench.tracking.pack_figures`): the lexical diagnostic
+    `diagnostic_stemmed_token_f1` (overall), `_task_avg` (where the benchmark reports one) and
+    `_<kind name>` for each of its kinds (LongMemEval's six types: `..._temporal-reasoning`), with
+    `LOCOMO_RUN_COLUMNS` null. Nothing for a LoCoMo pack: its row is as ever."""
+    if bench is LOCOMO:
+        return {}
+    from memorybench.score.rows import diagnostic_name
+
+    name, by_kind = f"diagnostic_{diagnostic_name('locomo_f1')}", f1.get("by_category") or {}
+    return {
+        **dict.fromkeys(LOCOMO_RUN_COLUMNS),
+        name: f1.get("overall"),
+        **({f"{name}_task_avg": f1.get("task_averaged")} if bench.task_averaged else {}),
+        **{f"{name}_{kind}": by_kind.get(str(number)) for number, kind in bench.category_names.items()},
+    }
+
+
+def benchmark_run_columns(bench: Benchmark) -> dict[str, pa.DataType]:
+    """The runs-table columns another benchmark's packs add (`benchmark_run_values`); none for LoCoMo."""
+    return {k: pa.float64() for k in benchmark_run_values(bench, {}) if k not in LOCOMO_RUN_COLUMNS}
+
+
+def with_benchmarks(schema: pa.Schema, benchmarks: Iterable[str]) -> pa.Schema:
+    """`schema` plus the columns of every benchmark named (`benchmark_run_columns`, sorted by name)."""
+    fields = [pa.field(k, kind) for name in sorted(set(benchmarks)) for k, kind in benchmark_run_columns(benchmark_named(name)).items()]
     return pa.schema([*schema, *fields], metadata=schema.metadata)
