@@ -66,7 +66,8 @@ def _figure(benchmark: str | None) -> str:
 def _interval_text(i: dict[str, Any]) -> str:
     if i["low"] is None:
         return f"no interval: {i['note']}" if i.get("note") else "no interval"
-    return f"{int(round(i['confidence'] * 100))}% interval [{_fmt(i['low'])}, {_fmt(i['high'])}] ({i['method']})"
+    how = f"{i['method']}; {i['note']}" if i.get("note") else i["method"]  # cut at [0, 1], or no width
+    return f"{int(round(i['confidence'] * 100))}% interval [{_fmt(i['low'])}, {_fmt(i['high'])}] ({how})"
 
 
 def _conditional_text(i: dict[str, Any]) -> str:

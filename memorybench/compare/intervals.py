@@ -11,12 +11,17 @@ conversation and
 
     SE^2 = G / (G - 1) * sum_g (sum_{i in g} e_i)^2 / N^2        (CR1)
 
-The interval is ``mean +/- t(1 - alpha/2, G - 1) * SE`` and a paired comparison's p-value
+The interval is ``mean +/- t(1 - alpha/2, G - 1) * SE``, cut at the scores' range [0, 1]
+(the record's note says so when it is; a mean of shares cannot leave it, the symmetric t
+interval can with few clusters), and a paired comparison's p-value
 is two-sided from t with G - 1 degrees of freedom. A paired comparison keeps each
 question's A and B together: the per-question differences B - A are formed first and
 their mean gets the same interval. With fewer than two conversations nothing about the
 spread between conversations can be estimated, and the record says so instead of
-printing an interval.
+printing an interval. Where every cluster is one question and every score is right or
+wrong (LongMemEval's accuracy: its unit is the question), the interval of the mean is the
+Wilson score interval instead: it stays inside [0, 1] and keeps a width at 0 or 1 correct,
+where a t interval has none.
 
 **Minimum detectable difference** (`minimum_detectable_difference`, `Difference.mdd`):
 the smallest true difference that this design (these conversations, these questions)
@@ -81,6 +86,8 @@ _BATCH = 1000
 _P_FLOOR = 1e-4
 
 NO_VALUES = "no values: nothing to estimate"
+#: the range of a score (F1, BLEU-1, a judge's verdict, a mean of them), where an interval of their mean is cut
+SCORE_RANGE = (0.0, 1.0)
 ONE_CONVERSATION = "one conversation: no between-conversation uncertainty can be estimated"
 
 
@@ -262,7 +269,8 @@ def mean_interval(
     values: Sequence[float], clusters: Sequence[Hashable], *, confidence: float = DEFAULT_CONFIDENCE,
     unit: str = "conversation",
 ) -> Interval:
-    """The mean of `values` (one per question) with its cluster-robust t interval.
+    """The mean of `values` (one per question) with its cluster-robust t interval, cut at
+    [0, 1] (noted); Wilson's for right/wrong scores of clusters of one question each.
 
     `clusters` gives each question's conversation (``sample_id``; `unit` names what a
     cluster is: the benchmark's resampling unit, `memorybench.data.benchmarks`). With one
@@ -277,9 +285,42 @@ def mean_interval(
     if groups < 2:
         return Interval(float(data.mean()), None, None, int(data.size), groups, confidence, method,
                         _one(unit))
+    if groups == data.size and _binary(data):
+        return _wilson(data, confidence, unit)
     mean, se = _cr1(data, codes, groups)
     half = _t_quantile((1 + confidence) / 2, groups - 1) * se
-    return Interval(mean, mean - half, mean + half, int(data.size), groups, confidence, method)
+    low, high = mean - half, mean + half
+    note = None
+    if se == 0:
+        note = f"every score is {mean:g}: no spread between {unit}s, so the t interval has no width"
+    elif _shares(data) and (low < SCORE_RANGE[0] or high > SCORE_RANGE[1]):
+        # scores in [0, 1] have their mean there: the symmetric t interval is cut at the range
+        # (differences of scores, in [-1, 1], are not shares and are left as they are)
+        low, high = max(low, SCORE_RANGE[0]), min(high, SCORE_RANGE[1])
+        note = f"clipped to the scores' range [{SCORE_RANGE[0]:g}, {SCORE_RANGE[1]:g}]"
+    return Interval(mean, low, high, int(data.size), groups, confidence, method, note)
+
+
+def _shares(data: np.ndarray) -> bool:
+    return bool(np.all((data >= SCORE_RANGE[0]) & (data <= SCORE_RANGE[1])))
+
+
+def _binary(data: np.ndarray) -> bool:
+    return bool(np.all((data == 0) | (data == 1)))
+
+
+def _wilson(data: np.ndarray, confidence: float, unit: str) -> Interval:
+    """Right/wrong scores of independent units (each its own cluster: LongMemEval's
+    questions): the Wilson score interval, which stays inside [0, 1] and keeps a width at an
+    accuracy of 0 or 1, where the t interval of a proportion has none."""
+    from scipy import stats
+
+    n, p = data.size, float(data.mean())
+    z = float(stats.norm.ppf((1 + confidence) / 2))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, n, confidence,
+                    f"Wilson score, {_plural(n, unit)} (right or wrong, independent)")
 
 
 def paired_difference(

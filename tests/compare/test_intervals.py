@@ -45,13 +45,35 @@ def test_cr1_interval_by_hand() -> None:
     # 95% interval: 5/9 -/+ t(0.975, 2 df) * SE = 0.555556 -/+ 4.302653 * 0.190060
     se = math.sqrt(237) / 81
     assert cluster_robust_se(VALUES, CLUSTERS) == pytest.approx(se, rel=1e-12)
+    # = (-0.262204, 1.373315): outside the scores' range, so the interval is cut at [0, 1] and says so
+    assert (5 / 9 - T975_2DF * se, 5 / 9 + T975_2DF * se) == pytest.approx((-0.262204, 1.373315), abs=1e-6)
     got = mean_interval(VALUES, CLUSTERS)
     assert got.estimate == pytest.approx(5 / 9)
-    assert got.low == pytest.approx(5 / 9 - T975_2DF * se, rel=1e-9)
-    assert got.high == pytest.approx(5 / 9 + T975_2DF * se, rel=1e-9)
-    assert (got.low, got.high) == pytest.approx((-0.262204, 1.373315), abs=1e-6)
-    assert (got.n, got.clusters, got.confidence, got.note) == (9, 3, 0.95, None)
+    assert (got.low, got.high) == (0.0, 1.0)
+    assert (got.n, got.clusters, got.confidence, got.note) == (9, 3, 0.95, "clipped to the scores' range [0, 1]")
     assert got.method == "cluster-robust t (CR1), 3 conversations, 2 df"
+    # at 80%: t(0.9, 2 df) = 0.8 sqrt(2 / 0.36) = 1.885618, half-width 0.358383: inside the range, not cut
+    narrow = mean_interval(VALUES, CLUSTERS, confidence=0.8)
+    half = 0.8 * math.sqrt(2 / (1 - 0.8**2)) * se
+    assert (narrow.low, narrow.high) == pytest.approx((5 / 9 - half, 5 / 9 + half), rel=1e-9) and narrow.note is None
+
+
+def test_equal_scores_give_no_width_and_the_note_says_why() -> None:
+    got = mean_interval([1.0, 1.0, 1.0, 1.0], ["c1", "c1", "c2", "c2"])
+    assert (got.estimate, got.low, got.high) == (1.0, 1.0, 1.0)
+    assert got.note == "every score is 1: no spread between conversations, so the t interval has no width"
+
+
+def test_right_or_wrong_scores_of_independent_questions_get_wilsons_interval() -> None:
+    # 4 of 4 right, z = 1.959964: Wilson's low is n / (n + z^2) = 4 / 7.841459 = 0.510109, high 1
+    got = mean_interval([1, 1, 1, 1], ["q1", "q2", "q3", "q4"], unit="question")
+    assert got.estimate == 1.0 and got.high == pytest.approx(1.0) and got.low == pytest.approx(0.510109, abs=1e-6)
+    assert got.method == "Wilson score, 4 questions (right or wrong, independent)" and got.note is None
+    # 17 of 20: p 0.85, the textbook Wilson 95% interval (0.6396, 0.9476)
+    some = mean_interval([1] * 17 + [0] * 3, [f"q{i}" for i in range(20)], unit="question")
+    assert (some.low, some.high) == pytest.approx((0.639581, 0.947631), abs=1e-6)
+    # a continuous score of the same questions keeps the t interval
+    assert mean_interval([0.5, 1, 0.25, 1], ["q1", "q2", "q3", "q4"], unit="question").method.startswith("cluster-robust")
 
 
 def test_cluster_labels_need_not_be_contiguous() -> None:

@@ -50,7 +50,9 @@ def test_the_table_is_the_judges_longmemeval_block_per_type(lme):
     assert float(rows["overall"]["accuracy"]) == pytest.approx(block["overall_accuracy"]) and int(rows["overall"]["n"]) == first["n"]
     assert float(rows["abstention"]["accuracy"]) == pytest.approx(block["abstention_accuracy"])
     assert int(rows["abstention"]["n"]) == first["abstention_n"] == 4
-    assert "20 questions, 19 df" in rows["overall"]["interval"]  # LongMemEval's unit: the question
+    # LongMemEval's unit is the question and a verdict is right or wrong: Wilson's interval, inside [0, 1]
+    assert rows["overall"]["interval"] == "Wilson score, 20 questions (right or wrong, independent)"
+    assert 0 <= float(rows["4"]["ci_low"]) <= float(rows["4"]["ci_high"]) <= 1
     assert float(rows["4"]["accuracy"]) == pytest.approx(1 / 3)  # the made pack's types differ
 
 
