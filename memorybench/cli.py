@@ -128,7 +128,7 @@ def cmd_plan(args: Sequence[str]) -> int:
 
 
 def cmd_qa(args: Sequence[str]) -> int:
-    from memorybench.plan import plan_runs
+    from memorybench.plan import check_jobs_installed, check_launcher_installed, plan_runs
 
     if _asks_completion(args):  # Hydra's completion, under the `memorybench qa` prefix
         from memorybench.completion import shell_completion
@@ -145,8 +145,11 @@ def cmd_qa(args: Sequence[str]) -> int:
     for flag in hydra_flags:
         if flag.split("=", 1)[0] not in HYDRA_FLAGS:
             raise UserError(f"unknown option {flag}; flags: -m/--multirun, --cfg job|hydra|all, --info, --resolve, --help")
+    check_launcher_installed(overrides)  # a launcher of the cloud extra: one line if it is not installed, before Hydra
     # compose and validate every job before any model call or launcher
     specs = [] if hydra_flags else plan_runs(overrides, multirun)
+    if multirun:
+        check_jobs_installed(specs, overrides)  # a single run checks its own (a finished pack needs nothing)
     from memorybench.hydra_app import qa_app
 
     sys.argv = ["memorybench qa", *args]

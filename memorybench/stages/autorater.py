@@ -61,7 +61,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memorybench.errors import ModelCallError, OneLineParser, UserError, report
-from memorybench.llm.endpoints import open_endpoint
+from memorybench.llm.endpoints import check_endpoint_installed, open_endpoint
 from memorybench.llm.sizing import estimate_tokens
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetrics, AutoraterVerdict
@@ -241,6 +241,7 @@ def run_autorater(
         done = _finished_judge(pack, judge_id, passes)  # read only: a finished judge needs no lock
         if done is not None:
             return done
+    check_endpoint_installed("judge", node)  # judge=local without the local extra: one line, nothing written
     # one writer per judge folder: a second autorater of this judge meets the lock and stops
     # with one line, having written nothing
     out.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,7 @@ from memorybench.data.benchmarks import LOCOMO
 from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG, Pin, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import ModelCallError, OneLineParser, UserError
-from memorybench.llm.endpoints import open_endpoint
+from memorybench.llm.endpoints import check_endpoint_installed, open_endpoint
 from memorybench.llm.sizing import estimate_tokens
 from memorybench.pack.autorater_schemas import AutoraterVerdict
 from memorybench.pack.journal import Journal
@@ -213,6 +213,7 @@ def run_judge_check(
         raise UserError(f"max_questions={max_questions} holds no question of categories 1-4; use a larger prefix")
     cache_root = Path(cache_dir).expanduser().resolve()
     out = calibration_folder(identity.judge_id, max_questions, cache_root)
+    check_endpoint_installed("judge", node)  # judge=local without the local extra: one line, nothing written
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out, "judge-check folder"):
         for name, template in judge.templates.items():

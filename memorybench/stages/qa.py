@@ -41,6 +41,7 @@ from memorybench.progress import CALLS, Progress, format_eta, say
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.secrets import clean_config, known_secrets, register, scrub
+from memorybench.validate import check_installed
 
 
 @dataclass
@@ -73,6 +74,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     where = PackLocation.of(cfg, rid)
     if where.is_finished():  # read only: a finished pack needs no lock
         return _finished(where)
+    check_installed(cfg)  # a missing extra (the embedded model, the offline embedder): one line, nothing written
     # a read-only or missing cache or packs folder is one line, before anything is written
     cache_dir = writable_folder(str(cfg.paths.cache), "paths.cache")
     if where.remote is None:

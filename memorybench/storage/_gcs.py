@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from memorybench.errors import UserError
+from memorybench.errors import UserError, needs_extra
 from memorybench.fs import atomic_path
 from memorybench.storage._base import (
     SUCCESS,
@@ -72,9 +72,10 @@ def _default_client(gcs: Any) -> Any:
 
 class GCSStorage(Storage):
     def __init__(self, uri: str, client: Any = None) -> None:
-        from google.cloud import storage as gcs
-
         self.bucket_name, self.prefix = parse_gs_uri(uri.rstrip("/"))
+        with needs_extra("cloud", f"{uri} needs google-cloud-storage", modules=("google.cloud.storage",)):
+            from google.cloud import storage as gcs
+
         self.root = f"gs://{self.bucket_name}" + (f"/{self.prefix}" if self.prefix else "")
         self.client = client if client is not None else _default_client(gcs)
         self.bucket = self.client.bucket(self.bucket_name)

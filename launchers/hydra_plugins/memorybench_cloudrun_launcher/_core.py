@@ -27,6 +27,7 @@ from memorybench.cloudrun.executors import (
     ExecutionReport,
     ExecutionSettings,
     SecretRef,
+    check_cloudrun_installed,
     check_local_secrets,
     execute_manifest,
     refuse_plain_secrets,
@@ -244,6 +245,8 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
 def _launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
     setup_globals()
     assert launcher.config is not None and launcher.hydra_context is not None
+    if launcher.remote:
+        check_cloudrun_installed()  # the cloud extra, before anything is composed or written
     jobs = [list(o) for o in job_overrides]
     max_jobs = launcher.conf.max_jobs
     if max_jobs is not None:

