@@ -141,3 +141,18 @@ def test_a_key_read_with_a_trailing_newline_is_sent_without_it(scripted_server):
     # httpx refuses the newline in a header, and its error quotes the whole key: the client strips it
     result = client(scripted_server, api_key=KEY + "\n").complete(request())
     assert result.attempts[-1].status == 200
+
+
+@pytest.mark.parametrize("extra", [
+    {},
+    {"seed": 7, "stop": ("\n", "Q:"), "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"enum": ["a", "b"]}}}},
+])
+def test_the_request_hash_is_over_the_fields_as_a_json_dump_gives_them(extra):
+    """canonical_json builds its dict directly (no model_dump copy): the same bytes as the dump's,
+    so every cache key and trace hash stays what it was."""
+    from memorybench.hashing import canonical_json
+    from memorybench.llm.records import ChatRequest
+
+    request = ChatRequest(model="m", messages=({"role": "system", "content": "S"}, {"role": "user", "content": "é \u2028 \"q\""}),
+                          temperature=0.0, max_tokens=32, **extra)
+    assert request.canonical_json() == canonical_json(request.model_dump(mode="json"))
