@@ -7,6 +7,7 @@ with sorted keys, no spaces, non-ASCII kept).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -21,8 +22,21 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: texts this long are hashed once per process (`_sha256_large`): a memory of a run is hashed
+#: for every question (its store, its slot in the reader's trace), the same 80 kB each time
+_MEMO_CHARS = 1 << 14
+
+
 def sha256_text(text: str) -> str:
     """sha256 of the UTF-8 bytes of `text`."""
+    if len(text) >= _MEMO_CHARS:
+        return _sha256_large(text)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256_large(text: str) -> str:
+    # keyed by the text itself (equal texts hit, whatever object holds them); 16 of them at most
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -38,6 +52,12 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 def canonical_json(data: Any) -> str:
     """JSON with sorted keys and no spaces: the same text for the same data on any machine."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_object(encoded: dict[str, str]) -> str:
+    """`canonical_json` of an object whose values are given already encoded by it: the same
+    text (keys sorted, no spaces), so a large value shared by two objects is encoded once."""
+    return "{" + ",".join(f"{canonical_json(k)}:{v}" for k, v in sorted(encoded.items())) + "}"
 
 
 def sha256_json(data: Any) -> str:

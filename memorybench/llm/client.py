@@ -23,7 +23,7 @@ import httpx2
 import openai
 
 from memorybench.errors import ModelCallError
-from memorybench.hashing import canonical_json
+from memorybench.hashing import canonical_json, canonical_object
 from memorybench.llm.cache import ResponseCache
 from memorybench.llm.pricing import call_cost
 from memorybench.llm.records import Attempt, ChatRequest, ChatResult, Usage
@@ -99,13 +99,14 @@ class ChatClient:
 
     # -- public --------------------------------------------------------------------
     def complete(self, request: ChatRequest) -> ChatResult:
-        key = request.sha256()
+        messages = request.messages_json()  # encoded once: for the hash and for the body
+        key = request.sha256(messages)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
                 record_spend(0.0)  # the progress line's "$ so far" (memorybench.progress)
                 return hit.model_copy(update={"cache_hit": True, "cost_usd": 0.0, "attempts": [], "latency_s": 0.0})
-        result = self._call_with_retries(request, key)
+        result = self._call_with_retries(request, key, self._body(request, messages))
         record_spend(result.cost_usd)
         # the phase lines' prefill speed and restored prefills (memorybench.progress.CALLS)
         record_call(result.model_answered or request.model, result.usage.prompt_tokens, result.usage.restored_tokens,
@@ -123,7 +124,7 @@ class ChatClient:
                     time.sleep(self.min_request_interval_s - gap)
             self._last_start = time.monotonic()
 
-    def _call_with_retries(self, request: ChatRequest, key: str) -> ChatResult:
+    def _call_with_retries(self, request: ChatRequest, key: str, body: bytes) -> ChatResult:
         attempts: list[Attempt] = []
         started = time.perf_counter()
         empty = 0
@@ -137,7 +138,7 @@ class ChatClient:
                 # the typed params (a no-op for plain messages) and its own JSON encoding cost
                 # about 0.3 ms a call of an 80 kB prompt (bench/harness_overhead.py); the bytes
                 # sent are the canonical JSON of the params, the same request
-                raw = self._client.post("/chat/completions", cast_to=httpx2.Response, content=self._body(request),
+                raw = self._client.post("/chat/completions", cast_to=httpx2.Response, content=body,
                                         options={"headers": {"Content-Type": "application/json"}})
                 status = raw.status_code
                 try:
@@ -181,15 +182,12 @@ class ChatClient:
         # scrubbed whole, then cut: a cut first would leave a key's first part that no longer matches it
         return scrub(redact(" ".join(text.split()), self._secrets))[:ERROR_CHARS]
 
-    @classmethod
-    def _body(cls, request: ChatRequest) -> bytes:
-        return canonical_json(cls._params(request)).encode("utf-8")
-
     @staticmethod
-    def _params(request: ChatRequest) -> dict[str, Any]:
+    def _body(request: ChatRequest, messages_json: str) -> bytes:
+        """The wire body: the canonical JSON of the call's params, around the messages as
+        `ChatRequest.messages_json` encoded them; unset options are left out."""
         params: dict[str, Any] = {
             "model": request.model,
-            "messages": [dict(m) for m in request.messages],
             "temperature": request.temperature,
             # always max_tokens: llama.cpp's server ignores max_completion_tokens
             "max_tokens": request.max_tokens,
@@ -200,7 +198,8 @@ class ChatClient:
             params["response_format"] = request.response_format
         if request.stop:
             params["stop"] = list(request.stop)
-        return params
+        encoded = {k: canonical_json(v) for k, v in params.items()}
+        return canonical_object({**encoded, "messages": messages_json}).encode("utf-8")
 
     def _result(
         self, request: ChatRequest, key: str, reply: CompletionReply, attempts: list[Attempt], latency: float,

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from pydantic import ConfigDict, Field
 
-from memorybench.hashing import canonical_json, sha256_text
+from memorybench.hashing import canonical_json, canonical_object, sha256_text
 from memorybench.records import Record
 
 
@@ -24,18 +24,25 @@ class ChatRequest(Record):
     response_format: Optional[dict[str, Any]] = None
     stop: Optional[tuple[str, ...]] = None
 
-    def canonical_json(self) -> str:
-        # the fields as model_dump(mode="json") gives them (tuples as lists), built directly:
-        # a dump copies the whole prompt first, about 0.2 ms a call of an 80 kB prompt
-        # (tests/llm/test_client.py checks the bytes against the dump's)
-        return canonical_json({
-            "model": self.model, "messages": list(self.messages), "temperature": self.temperature,
-            "max_tokens": self.max_tokens, "seed": self.seed, "response_format": self.response_format,
-            "stop": list(self.stop) if self.stop is not None else None,
+    def messages_json(self) -> str:
+        """The messages as `canonical_json` encodes them: the bulk of both the hash and the body."""
+        return canonical_json(list(self.messages))
+
+    def canonical_json(self, messages_json: str | None = None) -> str:
+        """`canonical_json(self.model_dump(mode="json"))`, built from the fields (tuples as
+        lists) around the messages encoded once (`messages_json`, reused for the wire body):
+        a dump copies the whole prompt, and a second encoding of an 80 kB prompt costs about
+        0.3 ms a call (tests/llm/test_client.py checks the bytes against the dump's)."""
+        return canonical_object({
+            "model": canonical_json(self.model),
+            "messages": self.messages_json() if messages_json is None else messages_json,
+            "temperature": canonical_json(self.temperature), "max_tokens": canonical_json(self.max_tokens),
+            "seed": canonical_json(self.seed), "response_format": canonical_json(self.response_format),
+            "stop": canonical_json(list(self.stop) if self.stop is not None else None),
         })
 
-    def sha256(self) -> str:
-        return sha256_text(self.canonical_json())
+    def sha256(self, messages_json: str | None = None) -> str:
+        return sha256_text(self.canonical_json(messages_json))
 
 
 class Usage(Record):

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memorybench.hashing import sha256_bytes
+from memorybench.hashing import sha256_bytes, sha256_text
 from memorybench.errors import UserError
 from memorybench.pack.atomic import write_atomic
 from memorybench.pack.journal import Journal
@@ -46,6 +46,8 @@ class RunPack:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._journals: dict[str, Journal] = {}
+        #: relpath -> sha256 of the text this process stored there (`store_text`)
+        self._stored: dict[str, str] = {}
         self.predictions = self.journal("predictions.jsonl")
         self.reader_traces = self.journal("reader/traces.jsonl")
         self.lineage = self.journal("memory/lineage.jsonl")
@@ -138,12 +140,15 @@ class RunPack:
 
     def store_text(self, text: str, relpath: str | None = None) -> tuple[str, str]:
         """Store a (large, repeated) string once; return (sha256, path in the pack)."""
-        data = text.encode("utf-8")
-        sha = sha256_bytes(data)
+        sha = sha256_text(text)  # a memory is stored for every question: its hash is remembered
         relpath = relpath or f"blobs/{sha}.txt"
+        if self._stored.get(relpath) == sha:  # this process wrote or found it, whole, already
+            return sha, relpath
+        data = text.encode("utf-8")
         target = self.path(relpath)
         if not (target.exists() and target.stat().st_size == len(data)):
             self.write_bytes(relpath, data)
+        self._stored[relpath] = sha
         return sha, relpath
 
     def mark_success(self) -> None:

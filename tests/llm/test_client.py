@@ -156,3 +156,36 @@ def test_the_request_hash_is_over_the_fields_as_a_json_dump_gives_them(extra):
     request = ChatRequest(model="m", messages=({"role": "system", "content": "S"}, {"role": "user", "content": "é \u2028 \"q\""}),
                           temperature=0.0, max_tokens=32, **extra)
     assert request.canonical_json() == canonical_json(request.model_dump(mode="json"))
+
+
+def test_the_body_sent_is_the_canonical_json_of_the_params(scripted_server):
+    """What the server receives: the params (options left out when unset), keys sorted, no spaces."""
+    import json
+
+    from memorybench.hashing import canonical_json
+
+    request = ChatRequest(model="scripted", messages=({"role": "user", "content": "é \\u2028 x"},), temperature=0.0,
+                          max_tokens=8, stop=("\n",))
+    client = ChatClient(base_url=scripted_server.base_url, api_key="k", max_retries=0)
+    try:
+        client.complete(request)
+    finally:
+        client.close()
+    (sent,) = scripted_server.requests
+    assert sent == {"model": "scripted", "messages": [{"role": "user", "content": "é \\u2028 x"}], "temperature": 0.0,
+                    "max_tokens": 8, "stop": ["\n"]}
+    assert ChatClient._body(request, request.messages_json()) == canonical_json(sent).encode("utf-8")
+
+
+def test_a_long_text_hashed_again_gives_its_sha256_from_the_memo_and_equal_texts_share_it():
+    import hashlib
+
+    from memorybench.hashing import _sha256_large, sha256_text
+
+    text = "é" * 20_000
+    want = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert sha256_text(text) == want
+    hits = _sha256_large.cache_info().hits
+    assert sha256_text("".join(["é" * 10_000, "é" * 10_000])) == want  # an equal text, another object
+    assert _sha256_large.cache_info().hits == hits + 1
+    assert sha256_text(text[:-1] + "e") != want
