@@ -180,7 +180,7 @@ class LocalProvider:
         specs = [LOCAL_MODELS[chosen]] if chosen in LOCAL_MODELS else list(LOCAL_MODELS.values())
         packages = [spec.package.replace("-", "_") for spec in specs if spec.gguf_path is None]
         server = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
-        remote = "judge=mem0 (OpenAI)" if group == "judge" else f"{group}=openai"  # a judge option is a protocol too
+        remote = "judge=mem0" if group == "judge" else f"{group}=openai"  # a judge option names its protocol: mem0's is on OpenAI
         require_extra("local", f"{group}=local needs the embedded model", f"use {remote} or {group}=openai_compatible",
                       modules=(*server, *packages))
 
