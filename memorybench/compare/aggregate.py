@@ -24,6 +24,10 @@ before anything else, as with every pack record. Beside their fixed columns they
   `diagnostic_stemmed_token_f1_temporal-reasoning`, ...: `benchmark_run_columns`), where its
   row leaves the LoCoMo-named `locomo_f1*` columns null (its types are not LoCoMo's categories);
   a LoCoMo row has these columns null and its own as ever;
+* and per judge of such packs, its figure by the benchmark's name from the judge's `longmemeval`
+  block (`longmemeval_accuracy/<judge id>`, `_sd`, `_task_avg`, `_abstention`, `_<type>`:
+  `benchmark_judge_columns`), with that judge's J-named `j_mean`, `j_sd`, `j_cat1..4` null on
+  its row (not Mem0's J, not LoCoMo's categories); `j_passes`, `judge_model`, ... stay;
 * in the runs table, one string column per leaf of the run's identity config
   (`cfg.memory.top_k`, `cfg.reader.seed`, `cfg.dataset.sha256`, ...: what its run id
   hashes, `memorybench.compare.summary.identity_columns`), so that `report` can tell
@@ -88,6 +92,7 @@ from memorybench.compare.collected_schemas import (
     JUDGE_EXAMPLE_COLUMNS,
     JUDGE_RUN_COLUMNS,
     RUNS_SCHEMA,
+    benchmark_judge_values,
     benchmark_run_values,
     with_benchmarks,
     with_judges,
@@ -437,28 +442,38 @@ def _judge_column(key: str) -> bool:
     return bool(judge) and name in JUDGE_RUN_COLUMNS
 
 
+def _row_judges(row: dict[str, Any]) -> list[str]:
+    return [judge for judge in (row["judges"] or "").split(",") if judge]
+
+
 def _runs_row(location: str | os.PathLike[str] | PackReader) -> tuple[dict[str, Any], str]:
     pack = PackReader.open(location)
     summary = run_summary(pack)
     bench = benchmark_of_meta(pack.meta().data)
-    # another benchmark's row: its own columns, LoCoMo's null (`benchmark_run_values`)
+    # another benchmark's row: its own columns, LoCoMo's and J's null (`benchmark_run_values`,
+    # `benchmark_judge_values`); a LoCoMo row gets none of them
     own = benchmark_run_values(bench, pack.metrics().locomo_f1 or {})
-    names = [*RUNS_SCHEMA.names, *(k for k in summary if _judge_column(k)), *(k for k in own if k not in RUNS_SCHEMA.names),
+    for judge_id in _row_judges(summary):
+        own.update(benchmark_judge_values(bench, judge_id, pack.autorater_metrics(judge_id)))
+    judged = [k for k in summary if _judge_column(k)]
+    names = [*RUNS_SCHEMA.names, *judged, *(k for k in own if k not in RUNS_SCHEMA.names and k not in judged),
              *(k for k in summary if k.startswith(CONFIG_PREFIX))]
     return {name: own[name] if name in own else summary[name] for name in names}, bench.name
 
 
 def runs_row(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
     """One row of the runs table: the run summary's `RUNS_SCHEMA` columns, its judges'
-    columns (`j_mean/<judge id>`, ...), another benchmark's own columns, then its identity (`cfg.*`) columns."""
+    columns (`j_mean/<judge id>`, ...), another benchmark's own columns (its judges' figures
+    among them), then its identity (`cfg.*`) columns."""
     return _runs_row(location)[0]
 
 
-def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = (), benchmarks: Iterable[str] = ()) -> pa.Schema:
-    """`RUNS_SCHEMA`, the columns of every judge, those of every other benchmark (`with_benchmarks`),
-    then one string column per identity leaf (`cfg.memory.top_k`, ...), sorted: the union over the
-    packs, null where a pack has none."""
-    schema = with_benchmarks(with_judges(RUNS_SCHEMA, JUDGE_RUN_COLUMNS, judges), benchmarks)
+def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = (), benchmarks: Iterable[str] = (),
+                benchmark_judges: Iterable[tuple[str, str]] = ()) -> pa.Schema:
+    """`RUNS_SCHEMA`, the columns of every judge, those of every other benchmark and of its judges
+    (`benchmark_judges`: (benchmark name, judge id) pairs; `with_benchmarks`), then one string column
+    per identity leaf (`cfg.memory.top_k`, ...), sorted: the union over the packs, null where a pack has none."""
+    schema = with_benchmarks(with_judges(RUNS_SCHEMA, JUDGE_RUN_COLUMNS, judges), benchmarks, benchmark_judges)
     columns = [pa.field(name, pa.string()) for name in sorted(set(config_columns))]
     return pa.schema([*schema, *columns], metadata=schema.metadata)
 
@@ -466,8 +481,9 @@ def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = (), bench
 def runs_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
     made = [_runs_row(p) for p in packs]
     rows = [row for row, _ in made]
-    judges = {judge for row in rows for judge in (row["judges"] or "").split(",") if judge}
-    schema = runs_schema({key for row in rows for key in row if key.startswith(CONFIG_PREFIX)}, judges, {b for _, b in made})
+    judges = {judge for row in rows for judge in _row_judges(row)}
+    schema = runs_schema({key for row in rows for key in row if key.startswith(CONFIG_PREFIX)}, judges, {b for _, b in made},
+                         {(b, judge) for row, b in made for judge in _row_judges(row)})
     return pa.Table.from_pylist(rows, schema=schema)
 
 

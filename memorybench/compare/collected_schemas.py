@@ -3,7 +3,9 @@ question) and `runs.parquet` (`RUNS_SCHEMA`, one row per run), each carrying
 `memorybench.schema` in its metadata, plus the columns every judge adds
 (`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`: `<name>/<judge id>`, `with_judges`), and in the
 runs table the columns of another benchmark's packs (`benchmark_run_columns`: LongMemEval's lexical
-diagnostic by its own name, per question type; such a row leaves LoCoMo's `LOCOMO_RUN_COLUMNS` null).
+diagnostic by its own name, per question type; such a row leaves LoCoMo's `LOCOMO_RUN_COLUMNS` null;
+`benchmark_judge_columns`: each judge's figure by the benchmark's own name, overall, task-averaged,
+per subset and question type; such a row leaves the J-named `LOCOMO_JUDGE_COLUMNS` of its judges null).
 What fills them is `memorybench.compare.aggregate`.
 """
 
@@ -17,8 +19,9 @@ import pyarrow as pa
 from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
 from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_named
 
-__all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "LOCOMO_RUN_COLUMNS", "RUNS_SCHEMA", "benchmark_run_columns",
-           "benchmark_run_values", "with_benchmarks", "with_judges"]
+__all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "LOCOMO_JUDGE_COLUMNS", "LOCOMO_RUN_COLUMNS", "RUNS_SCHEMA",
+           "benchmark_judge_columns", "benchmark_judge_values", "benchmark_run_columns", "benchmark_run_values", "with_benchmarks",
+           "with_judges"]
 
 
 def _schema(name: str, fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
@@ -187,7 +190,53 @@ def benchmark_run_columns(bench: Benchmark) -> dict[str, pa.DataType]:
     return {k: pa.float64() for k in benchmark_run_values(bench, {}) if k not in LOCOMO_RUN_COLUMNS}
 
 
-def with_benchmarks(schema: pa.Schema, benchmarks: Iterable[str]) -> pa.Schema:
-    """`schema` plus the columns of every benchmark named (`benchmark_run_columns`, sorted by name)."""
-    fields = [pa.field(k, kind) for name in sorted(set(benchmarks)) for k, kind in benchmark_run_columns(benchmark_named(name)).items()]
+#: a judge's runs-table columns named by Mem0's J (its mean and sd over the passes, LoCoMo's categories
+#: 1-4): null on another benchmark's row, whose judge's figure is not J and whose kinds are not LoCoMo's
+#: categories (`benchmark_judge_values`); j_passes, j_agreement and the judge's model, failures, calls
+#: and cost mean the same on every benchmark and stay
+LOCOMO_JUDGE_COLUMNS = ("j_mean", "j_sd", *(f"j_cat{c}" for c in JUDGED_CATEGORIES))
+
+
+def benchmark_judge_values(bench: Benchmark, judge_id: str, judge: Any = None) -> dict[str, Any]:
+    """Another benchmark's runs-table values of one judge, from its autorater_metrics.json (`judge`,
+    `memorybench.pack.autorater_schemas.AutoraterMetrics`; None: every value null), named as MLflow
+    names them (`memorybench.tracking.pack_figures.benchmark_metrics`), each `<name>/<judge id>`: the
+    benchmark's figure (`Benchmark.figure_key`: `longmemeval_accuracy`, the judge's overall accuracy)
+    from the judge's block of that benchmark (`longmemeval`), its sd over the passes (`_sd`), the
+    task-averaged figure (`_task_avg`, where the benchmark reports one), each subset's (`_abstention`:
+    `Benchmark.id_marks`) and each kind's (`_<kind name>`: `Benchmark.category_names`), with the
+    judge's `LOCOMO_JUDGE_COLUMNS` null. Nothing for a LoCoMo pack: its row is as ever."""
+    if bench is LOCOMO:
+        return {}
+    key, block = bench.figure_key, getattr(judge, bench.name, None) if judge is not None else None
+    by_kind = (block.accuracy_by_type if block is not None else None) or {}
+    figures: dict[str, Any] = {
+        key: block.overall_accuracy if block is not None else None,
+        f"{key}_sd": judge.j.sd if block is not None else None,
+        **({f"{key}_task_avg": block.task_averaged_accuracy if block is not None else None} if bench.task_averaged else {}),
+        # a subset's figure is the block's `<subset>_accuracy` (LongMemEval: abstention_accuracy), as MLflow reads it
+        **{f"{key}_{subset}": getattr(block, f"{subset}_accuracy", None) for subset in bench.id_marks},
+        **{f"{key}_{kind}": by_kind.get(kind) for kind in bench.category_names.values()},
+    }
+    return {**{judge_key(name, judge_id): None for name in LOCOMO_JUDGE_COLUMNS},
+            **{judge_key(name, judge_id): value for name, value in figures.items()}}
+
+
+def benchmark_judge_columns(bench: Benchmark, judge_id: str) -> dict[str, pa.DataType]:
+    """The runs-table columns a judge of another benchmark's packs adds (`benchmark_judge_values`); none for LoCoMo."""
+    locomo = {judge_key(name, judge_id) for name in LOCOMO_JUDGE_COLUMNS}
+    return {k: pa.float64() for k in benchmark_judge_values(bench, judge_id) if k not in locomo}
+
+
+def with_benchmarks(schema: pa.Schema, benchmarks: Iterable[str], judges: Iterable[tuple[str, str]] = ()) -> pa.Schema:
+    """`schema` plus the columns of every benchmark named (sorted by name): its own
+    (`benchmark_run_columns`), then those of each of its judges (`judges`: (benchmark name, judge id)
+    pairs, sorted by id; `benchmark_judge_columns`)."""
+    by_bench: dict[str, set[str]] = {}
+    for name, judge_id in judges:
+        by_bench.setdefault(name, set()).add(judge_id)
+    fields = [pa.field(k, kind) for name in sorted(set(benchmarks) | set(by_bench))
+              for k, kind in [*benchmark_run_columns(benchmark_named(name)).items(),
+                              *(item for judge_id in sorted(by_bench.get(name, ()))
+                                for item in benchmark_judge_columns(benchmark_named(name), judge_id).items())]]
     return pa.schema([*schema, *fields], metadata=schema.metadata)
