@@ -233,13 +233,14 @@ def _completion(args: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(USAGE.strip())
-        return 0 if args else 2
-    command, rest = args[0], args[1:]
-    if command not in COMMANDS:
-        return report(UserError(f"unknown command {command!r}. {did_you_mean(command, COMMANDS)}"))
     try:
+        if not args or args[0] in ("-h", "--help"):  # inside the handlers: `memorybench --help | head -3`
+            print(USAGE.strip())
+            sys.stdout.flush()
+            return 0 if args else 2
+        command, rest = args[0], args[1:]
+        if command not in COMMANDS:
+            return report(UserError(f"unknown command {command!r}. {did_you_mean(command, COMMANDS)}"))
         code = COMMANDS[command](rest)
         sys.stdout.flush()  # a closed pipe raises here, inside the handlers, not at exit
         return code

@@ -39,3 +39,17 @@ def test_top_level_help_lists_every_command(capsys):
     assert out.startswith("memorybench: ") and "Console entry point" not in out
     for command in COMMANDS:
         assert f"memorybench {command}" in out, command
+
+
+def test_help_into_a_closed_pipe_ends_quietly_with_sigpipes_status(tmp_path):
+    """`memorybench --help | head -3`: the usage text is printed inside the CLI's handlers too."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the child writes a byte
+    done = subprocess.run([sys.executable, "-m", "memorybench.cli", "--help"], cwd=tmp_path, stdout=write,
+                          stderr=subprocess.PIPE, timeout=120)
+    os.close(write)
+    assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()
