@@ -305,12 +305,17 @@ def _scorer_side(walk: Walk) -> list[str]:
                      "Porter-stem, count the shared tokens.")
         arithmetic, computed = _f1_arithmetic(prediction, used)
         lines += arithmetic + [f"- LoCoMo F1 = {computed:.4f}."]
+    return lines + [_against_stored(walk, computed), ""]
+
+
+def _against_stored(walk: Walk, computed: float, shown_as: str | None = None) -> str:
+    """The line that checks the arithmetic above against the stored `locomo_f1` (`shown_as`:
+    the name another benchmark's pack shows it by)."""
     recorded = walk.scores.get("locomo_f1")
     if recorded is not None and abs(recorded - computed) > 1e-9:
-        lines.append(f"- This differs from the stored score {_num(recorded)}: see `memorybench verify`.")
-    else:
-        lines.append(f"- The same as `locomo_f1` in `{walk.csv_at.path}` line {walk.csv_at.line}.")
-    return lines + [""]
+        return f"- This differs from the stored score {_num(recorded)}: see `memorybench verify`."
+    shown = f" (shown as `{shown_as}`)" if shown_as else ""
+    return f"- The same as `locomo_f1`{shown} in `{walk.csv_at.path}` line {walk.csv_at.line}."
 
 
 def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
@@ -338,12 +343,7 @@ def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
         return lines + ["- No gold or no prediction: the rule cannot be worked out here.", ""]
     arithmetic, computed = _f1_arithmetic(prediction, str(gold))
     lines += arithmetic + [f"- {name} = {computed:.4f}."]
-    recorded = walk.scores.get("locomo_f1")
-    if recorded is not None and abs(recorded - computed) > 1e-9:
-        lines.append(f"- This differs from the stored score {_num(recorded)}: see `memorybench verify`.")
-    else:
-        lines.append(f"- The same as `locomo_f1` (shown as `{name}`) in `{walk.csv_at.path}` line {walk.csv_at.line}.")
-    return lines + [""]
+    return lines + [_against_stored(walk, computed, name), ""]
 
 
 def _no_trace(walk: Walk) -> list[str]:
