@@ -236,7 +236,14 @@ class _LazyGroup(dict):  # type: ignore[type-arg]
     def __init__(self, group: str, modules: dict[str, str]) -> None:
         super().__init__()
         self._group = group
-        self._modules = {f"{name}_schema.yaml": module for name, module in modules.items()}
+        self._modules: dict[str, str] = {}
+        self.add_modules(modules)
+
+    def add_modules(self, modules: dict[str, str]) -> None:
+        """More options' modules (a plugin's `SCHEMA_MODULES`); a node stored already stays."""
+        for name, module in modules.items():
+            if not dict.__contains__(self, f"{name}_schema.yaml"):
+                self._modules.setdefault(f"{name}_schema.yaml", module)
 
     def _load(self, key: object) -> None:
         module = self._modules.pop(key, None) if isinstance(key, str) else None
@@ -264,17 +271,25 @@ class _LazyGroup(dict):  # type: ignore[type-arg]
 
 def load_component_configs() -> None:
     """Make every component's own schema node readable before Hydra composes a config: the
-    built-in ones are imported when first read (`SCHEMA_MODULES`); a plugin stores its own
-    when imported, so the plugins are imported here."""
+    built-in ones are imported when first read (`SCHEMA_MODULES`), and so are a plugin's
+    that it names in its own `SCHEMA_MODULES`; a plugin may also store its own when
+    imported, so the plugins are imported here."""
+    from memorybench.plugins import plugin_schema_modules
     from memorybench.registry import load_plugins
 
-    repo = ConfigStore.instance().repo
-    for group, modules in SCHEMA_MODULES.items():
-        if not isinstance(repo.get(group), _LazyGroup):
-            lazy = _LazyGroup(group, modules)
-            lazy.update(repo.get(group) or {})
-            repo[group] = lazy
     load_plugins()
+    groups = {group: dict(modules) for group, modules in SCHEMA_MODULES.items()}
+    for group, modules in plugin_schema_modules().items():
+        groups.setdefault(group, {}).update({k: v for k, v in modules.items() if k not in groups[group]})
+    repo = ConfigStore.instance().repo
+    for group, modules in groups.items():
+        known = repo.get(group)
+        if isinstance(known, _LazyGroup):
+            known.add_modules(modules)
+        else:
+            lazy = _LazyGroup(group, modules)
+            lazy.update(known or {})
+            repo[group] = lazy
 
 
 register_configs()

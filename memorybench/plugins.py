@@ -9,7 +9,10 @@ naming a module that registers its components when imported (`@MEMORY.register(.
 `@SCORERS.register(...)`) and may set `CONFIG_DIR`, a folder laid out like memorybench's
 `conf/` (`memory/last_session.yaml`), which Hydra searches after ours (through the
 search-path plugin in launchers/), so `memory=last_session` works with no flag. Its
-`PROMPTS_DIR`, if set, is searched for prompt files after ours.
+`PROMPTS_DIR`, if set, is searched for prompt files after ours. Its `SCHEMA_MODULES`, if
+set ({group: {option: module}}), names the modules that store its config schema nodes,
+imported when Hydra first reads the node: a command that only lists a registry (`show`,
+`verify` list the scorers) imports the plugin module and nothing it defers.
 
 Each plugin's name, distribution, version and the sha256 of its source files are
 recorded in run_meta.json and enter the run id: editing a plugin gives a new run id. A
@@ -130,6 +133,23 @@ def prompt_dirs() -> list[Path]:
 
 def plugins_meta() -> list[dict[str, Any]]:
     return [p.describe() for p in installed_plugins()]
+
+
+def plugin_schema_modules() -> dict[str, dict[str, str]]:
+    """{group: {option: module}} of the schema nodes the installed plugins name in their
+    `SCHEMA_MODULES` (imported when Hydra first reads the node, as the built-in ones are)."""
+    out: dict[str, dict[str, str]] = {}
+    for plugin in installed_plugins():
+        declared = getattr(plugin.load(), "SCHEMA_MODULES", None) or {}
+        if not isinstance(declared, dict) or not all(
+            isinstance(options, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in options.items())
+            for options in declared.values()
+        ):
+            raise UserError(f"plugin {plugin.name!r} ({plugin.module}): SCHEMA_MODULES is {{group: {{option: module}}}} "
+                            f"of strings, not {declared!r}")
+        for group, options in declared.items():
+            out.setdefault(str(group), {}).update(options)
+    return out
 
 
 

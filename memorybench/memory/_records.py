@@ -183,3 +183,24 @@ class OpenAIMemoryUpdate(Record, schema="openai_memory_update.v1"):
     added: list[str]
     removed: list[str]
     dropped_over_max_facts: int
+
+
+class LibraryEmbedCall(Record, schema="library_embed_call.v1"):
+    """`memory/<method>/embed_calls.jsonl`: one embedding request a wrapped library sent."""
+
+    sample_id: str
+    method: str
+    #: set while a question is answered (the library embeds the query); null while building
+    question_id: Optional[str] = None
+    #: 1-based position among this conversation's embedding requests
+    call: int
+    model_requested: Optional[str] = None
+    texts: list[str]
+    #: texts the embedder's cache answered (no model call)
+    cache_hits: int = 0
+    #: tokens billed by the embedder's provider (0 for a local model)
+    tokens: int = 0
+    cost_usd: Optional[float] = 0.0
+    latency_s: float = 0.0
+    dimensions: int
+    error: Optional[str] = None

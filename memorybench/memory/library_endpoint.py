@@ -47,11 +47,10 @@ from memorybench.errors import ModelCallError
 from memorybench.hashing import sha256_text
 from memorybench.llm.recording_proxy import THREAD_NAME, RecordingProxy, error_body
 from memorybench.llm.records import ChatRequest, ChatResult
-from memorybench.memory._records import WriterCall, WriterFailure, WriterRequest
+from memorybench.memory._records import LibraryEmbedCall, WriterCall, WriterFailure, WriterRequest
 from memorybench.memory._writer import bounded_json_schema, parse_json_object
 from memorybench.memory._schema_budget import fit_bounds
 from memorybench.memory.base import BuildContext
-from memorybench.records import Record
 
 #: characters of a role's system message that identify it (a library's prompt may end with variable text)
 ROLE_PREFIX_CHARS = 200
@@ -68,27 +67,6 @@ def fresh_store(ctx: BuildContext, method: str, sample_id: str) -> tuple[str, Pa
         shutil.rmtree(store)
     store.mkdir(parents=True)
     return relstore, store
-
-
-class LibraryEmbedCall(Record, schema="library_embed_call.v1"):
-    """`memory/<method>/embed_calls.jsonl`: one embedding request a wrapped library sent."""
-
-    sample_id: str
-    method: str
-    #: set while a question is answered (the library embeds the query); null while building
-    question_id: Optional[str] = None
-    #: 1-based position among this conversation's embedding requests
-    call: int
-    model_requested: Optional[str] = None
-    texts: list[str]
-    #: texts the embedder's cache answered (no model call)
-    cache_hits: int = 0
-    #: tokens billed by the embedder's provider (0 for a local model)
-    tokens: int = 0
-    cost_usd: Optional[float] = 0.0
-    latency_s: float = 0.0
-    dimensions: int
-    error: Optional[str] = None
 
 
 class LibraryEndpoint:

@@ -1,8 +1,11 @@
 """memory=graphiti: Graphiti (PyPI `graphiti-core`, Zep's open-source temporal knowledge
 graph engine) on its embedded Kùzu driver, inside memorybench's protocol.
 
-This module is what plugin discovery imports: it stays light (no graphiti import). The
-method itself is `mb_graphiti._core.GraphitiMemory`, registered lazily.
+This module is what plugin discovery imports: it stays light (memorybench's registry only:
+no graphiti import, and no Hydra). The method itself is
+`mb_graphiti._core.GraphitiMemory`, registered lazily; its config keys are
+`mb_graphiti._config.GraphitiConfig`, imported when Hydra first reads them
+(`SCHEMA_MODULES`).
 
 - `CONFIG_DIR`: `conf/memory/graphiti.yaml`, searched by Hydra after memorybench's conf/.
 - `WRAPS`: the distributions this plugin wraps; run_meta.json records their installed
@@ -11,35 +14,14 @@ method itself is `mb_graphiti._core.GraphitiMemory`, registered lazily.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from memorybench.config import store_schema
-from memorybench.memory import library_endpoint as _library_endpoint  # noqa: F401 - its record schema
-from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.registry import MEMORY
 
 CONFIG_DIR = Path(__file__).parent / "conf"
 WRAPS = ("graphiti-core", "kuzu")
-
-
-@dataclass
-class GraphitiConfig(WriterMemoryConfig):
-    #: facts (entity edges) per question, best first (Graphiti's hybrid search, RRF)
-    edge_limit: int = 20
-    #: entities (nodes, with their summaries) per question
-    node_limit: int = 10
-    #: turns per Graphiti episode (1: each message is an episode, as Zep ingests a chat)
-    turns_per_episode: int = 1
-    #: build only the first N sessions of a conversation (None: all)
-    max_sessions: Optional[int] = None
-    #: build only the first N episodes of a conversation (None: all); a smoke test
-    max_episodes: Optional[int] = None
-    #: with writer.json_schema: the bounds of Graphiti's structured replies, lowered to fit writer.max_tokens
-    json_max_items: int = 6
-    json_max_chars: int = 100
-
-
-store_schema("memory", "graphiti", GraphitiConfig)
+#: the module that stores the config schema node `memory/graphiti_schema`, imported when Hydra
+#: first reads it (a plan, a run): discovering the plugin (`show` and `verify` list the
+#: scorers) imports nothing of memorybench's config
+SCHEMA_MODULES = {"memory": {"graphiti": "mb_graphiti._config"}}
 MEMORY.add("graphiti", "mb_graphiti._core:GraphitiMemory")
