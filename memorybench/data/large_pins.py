@@ -20,8 +20,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,8 +81,14 @@ def verify_large(pin: LargePin, path: Path) -> Path:
     return path
 
 
-def fetch_large(pin: LargePin, root: Path, *, log=print, opener=urllib.request.urlopen) -> Path:
-    """The verified file under `root`, downloaded (resuming a partial one) if missing."""
+def fetch_large(pin: LargePin, root: Path, *, log=print, opener=None) -> Path:
+    """The verified file under `root`, downloaded (resuming a partial one) if missing
+    (`opener`: urllib's `urlopen` unless given)."""
+    # imported here: a command that only verifies a pinned file (show, verify) opens no URL
+    import urllib.error
+    import urllib.request
+
+    opener = opener or urllib.request.urlopen
     target = root / pin.relpath
     if target.is_file():
         return verify_large(pin, target)

@@ -9,10 +9,12 @@ observations (which we do not read), image turns.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,10 +61,17 @@ def regular_file(path: Path, *, max_bytes: int = MAX_DATASET_BYTES, expected: st
 def read_json_file(path: Path) -> Any:
     """A dataset file's JSON; a file that cannot be read, is not UTF-8 or not JSON is one
     DataError line naming the file and where."""
+    return _parse_json(path, _read_bytes(path))
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        raw_bytes = path.read_bytes()
+        return path.read_bytes()
     except OSError as e:
         raise DataError(f"dataset file {path} cannot be read ({e.strerror or os.strerror(e.errno or 0)}); check its permissions") from None
+
+
+def _parse_json(path: Path, raw_bytes: bytes) -> Any:
     try:
         return json.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -73,10 +82,29 @@ def read_json_file(path: Path) -> Any:
         raise DataError(f"dataset file {path} nests its JSON deeper than any released file (Python's limit); use the released file") from None
 
 
+#: the conversations of the files read last, by the sha256 of their bytes (the records are
+#: frozen): `show` reads the dataset for the walk and again for the gold-error overlay
+_PARSED: dict[str, tuple[Conversation, ...]] = {}
+_PARSED_LOCK = threading.Lock()
+
+
 def load_locomo(path: str | Path) -> list[Conversation]:
     """Read a LoCoMo file into `Conversation` records, in file order."""
     path = regular_file(Path(path))
-    raw = read_json_file(path)
+    raw_bytes = _read_bytes(path)
+    key = hashlib.sha256(raw_bytes).hexdigest()
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = tuple(_conversations(path, raw_bytes))
+        with _PARSED_LOCK:  # the report reads from several threads
+            while len(_PARSED) >= 2:
+                _PARSED.pop(next(iter(_PARSED)))
+            _PARSED[key] = parsed
+    return list(parsed)
+
+
+def _conversations(path: Path, raw_bytes: bytes) -> list[Conversation]:
+    raw = _parse_json(path, raw_bytes)
     if not isinstance(raw, list) or not raw:
         raise DataError(f"dataset file {path} must hold a non-empty JSON list of conversations, got {type(raw).__name__}")
     conversations = [_conversation(item, i, path) for i, item in enumerate(raw)]

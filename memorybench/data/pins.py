@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import io
 import os
-import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,6 +260,8 @@ def nltk_data_dir(configured: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _download(url: str) -> bytes:
+    import urllib.request  # here: a command that reads the pins (show, verify) downloads nothing
+
     try:
         with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 (fixed https URLs)
             return response.read()
@@ -321,6 +321,8 @@ def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, c
             downloads[pin.url] = _download(pin.url)
         source = downloads[pin.url]
         if pin.zip_member:
+            import zipfile  # here: only a fetch of punkt_tab opens a zip
+
             data = zipfile.ZipFile(io.BytesIO(source)).read(pin.zip_member)
         elif pin is MEM0_ACCURACY_PROMPT:
             data = _extract_accuracy_prompt(source)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any
 
 from memorybench.data.benchmarks import benchmark_of
 from memorybench.data.large_pins import LONGMEMEVAL_DATA, verify_large
@@ -14,6 +12,9 @@ from memorybench.data.locomo import file_sha256, regular_file
 from memorybench.hashing import sha256_file
 from memorybench.names import resolved_path
 from memorybench.data.pins import LOCOMO10, pin_path, pins_dir
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 
 def path_hint(path: Path) -> str:
