@@ -16,22 +16,41 @@ first lookup, so a new method is one module plus its `conf/memory/NAME.yaml`).
 `build_memory_method(cfg)` returns the configured method wrapped with the budget, build
 cost records, the stored build and resume (`_managed.py`); `open_build_context` gives
 it the writer and embedder it needs.
+The names below are imported from their modules on first use (PEP 562): `verify` reads the
+records of `_records` (a module of this package) without the build machinery (`_context`:
+the config schemas, Hydra).
 """
 
-from memorybench.memory._context import open_build_context
-from memorybench.memory._managed import ManagedMethod, Retrieved, build_memory_method, memory_names
-from memorybench.memory._notes import memory_notes
-from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, MemoryMethod
+from __future__ import annotations
 
-__all__ = [
-    "BuildContext",
-    "BuiltMemory",
-    "ManagedMethod",
-    "MemoryItem",
-    "MemoryMethod",
-    "Retrieved",
-    "build_memory_method",
-    "memory_names",
-    "memory_notes",
-    "open_build_context",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memorybench.memory._context import open_build_context
+    from memorybench.memory._managed import ManagedMethod, Retrieved, build_memory_method, memory_names
+    from memorybench.memory._notes import memory_notes
+    from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem, MemoryMethod
+
+_WHERE = {
+    "BuildContext": "memorybench.memory.base",
+    "BuiltMemory": "memorybench.memory.base",
+    "ManagedMethod": "memorybench.memory._managed",
+    "MemoryItem": "memorybench.memory.base",
+    "MemoryMethod": "memorybench.memory.base",
+    "Retrieved": "memorybench.memory._managed",
+    "build_memory_method": "memorybench.memory._managed",
+    "memory_names": "memorybench.memory._managed",
+    "memory_notes": "memorybench.memory._notes",
+    "open_build_context": "memorybench.memory._context",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

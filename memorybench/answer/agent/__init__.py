@@ -3,21 +3,40 @@
 Public API: `open_codex_answerer` (the factory's `codex` branch), `CodexAnswerer`,
 `validate_codex_config` (config checks before any model call), `finalize_agent_pack`
 (memory_recall, hop_to_evidence and the agent_comparison.v1 status, from a pack's files).
+
+The names below are imported from their modules on first use (PEP 562): `verify` reads the
+records of `_records` without the harness.
 """
 
-from memorybench.answer.agent._cli import CodexCli, locate_cli, pinned_version
-from memorybench.answer.agent._finalize import finalize_agent_pack
-from memorybench.answer.agent._settings import MODES, CodexSettings, validate_codex_config
-from memorybench.answer.agent.codex import CodexAnswerer, open_codex_answerer
+from __future__ import annotations
 
-__all__ = [
-    "MODES",
-    "CodexAnswerer",
-    "CodexCli",
-    "CodexSettings",
-    "finalize_agent_pack",
-    "locate_cli",
-    "open_codex_answerer",
-    "pinned_version",
-    "validate_codex_config",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memorybench.answer.agent._cli import CodexCli, locate_cli, pinned_version
+    from memorybench.answer.agent._finalize import finalize_agent_pack
+    from memorybench.answer.agent._settings import MODES, CodexSettings, validate_codex_config
+    from memorybench.answer.agent.codex import CodexAnswerer, open_codex_answerer
+
+_WHERE = {
+    "MODES": "memorybench.answer.agent._settings",
+    "CodexAnswerer": "memorybench.answer.agent.codex",
+    "CodexCli": "memorybench.answer.agent._cli",
+    "CodexSettings": "memorybench.answer.agent._settings",
+    "finalize_agent_pack": "memorybench.answer.agent._finalize",
+    "locate_cli": "memorybench.answer.agent._cli",
+    "open_codex_answerer": "memorybench.answer.agent.codex",
+    "pinned_version": "memorybench.answer.agent._cli",
+    "validate_codex_config": "memorybench.answer.agent._settings",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
