@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = ["MIN_GOLD_LENGTH", "Needles", "joint_windows", "json_strings", "model_input"]
@@ -24,7 +24,9 @@ class Needles:
     A gold string is a needle for a conversation when it is not in that conversation's
     source text. A scan first keeps the needles whose 4-grams all occur in the text, then
     confirms them with a substring test: a 70 kB memory text against ~1,400 needles takes
-    milliseconds, not the ~0.1 s of a plain substring loop.
+    milliseconds, not the ~0.1 s of a plain substring loop. A conversation's needles are
+    found when it is first scanned (`by_sample`): a pack of one conversation's questions
+    reads the other nine conversations' texts not at all.
     """
 
     def __init__(self, conversations: Sequence[Any], with_summaries: bool, instructions: str = "") -> None:
@@ -42,21 +44,35 @@ class Needles:
                     gold_of.setdefault(needle, q.question_id)
         self.gold_of = gold_of
         self.maxlen = max((len(n) for n in gold_of), default=0)
-        grams = {n: _grams(n) for n in gold_of}
-        self.by_sample: dict[str | None, list[tuple[str, frozenset[str]]]] = {}
-        absent_everywhere = set(gold_of)
-        for c in conversations:
-            text = c.text_blob()
-            if with_summaries:
-                text += "\n" + "\n".join(c.session_summaries[k] for k in sorted(c.session_summaries))
-            low = text.lower() + "\n" + instructions.lower()
-            text_grams = _grams(low)
-            needles = [(n, grams[n]) for n in gold_of if not (grams[n] <= text_grams and n in low)]
-            self.by_sample[c.sample_id] = needles
-            absent_everywhere &= {n for n, _ in needles}
-        #: for a file that belongs to no known conversation: golds in no conversation's text
-        self.by_sample[None] = [(n, grams[n]) for n in gold_of if n in absent_everywhere]
+        self._grams = {n: _grams(n) for n in gold_of}
+        self._conversations = list(conversations)
+        self._with_summaries = with_summaries
+        self._instructions = instructions.lower()
+        #: the needles of each conversation's index, found on first use
+        self._found: dict[int, list[tuple[str, frozenset[str]]]] = {}
+        #: sample id -> the needles of its conversation; None (a file that belongs to no known
+        #: conversation) -> the golds in no conversation's text
+        self.by_sample = _BySample(self, {c.sample_id: i for i, c in enumerate(self._conversations)})
         self._cache: dict[tuple[str | None, Any], tuple[str, ...]] = {}
+
+    def _needles(self, index: int) -> list[tuple[str, frozenset[str]]]:
+        """The needles of the conversation at `index`: the golds not in its source text."""
+        if index not in self._found:
+            c = self._conversations[index]
+            text = c.text_blob()
+            if self._with_summaries:
+                text += "\n" + "\n".join(c.session_summaries[k] for k in sorted(c.session_summaries))
+            low = text.lower() + "\n" + self._instructions
+            text_grams = _grams(low)
+            grams = self._grams
+            self._found[index] = [(n, grams[n]) for n in self.gold_of if not (grams[n] <= text_grams and n in low)]
+        return self._found[index]
+
+    def _absent_everywhere(self) -> list[tuple[str, frozenset[str]]]:
+        absent = set(self.gold_of)
+        for index in range(len(self._conversations)):
+            absent &= {n for n, _ in self._needles(index)}
+        return [(n, self._grams[n]) for n in self.gold_of if n in absent]
 
     def sample(self, sample_id: Any) -> str | None:
         return sample_id if isinstance(sample_id, str) and sample_id in self.by_sample else None
@@ -70,6 +86,33 @@ class Needles:
             hit = tuple(n for n, g in self.by_sample[self.sample(sample_id)] if g <= text_grams and n in text_lower)
             self._cache[cache_key] = hit
         return hit
+
+
+class _BySample(Mapping[Any, list[tuple[str, frozenset[str]]]]):
+    """`Needles.by_sample`: its keys are known up front (every sample id, then None), a value
+    is found when first read."""
+
+    def __init__(self, needles: Needles, index: dict[str, int]) -> None:
+        self._needles = needles
+        self._index = index  # a sample id -> its (last) conversation
+        self._none: list[tuple[str, frozenset[str]]] | None = None
+
+    def __getitem__(self, sample_id: Any) -> list[tuple[str, frozenset[str]]]:
+        if sample_id is None:
+            if self._none is None:
+                self._none = self._needles._absent_everywhere()
+            return self._none
+        return self._needles._needles(self._index[sample_id])
+
+    def __contains__(self, sample_id: object) -> bool:
+        return sample_id is None or sample_id in self._index
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._index
+        yield None
+
+    def __len__(self) -> int:
+        return len(self._index) + 1
 
 
 def joint_windows(texts: list[str], reach: int) -> Iterable[str]:

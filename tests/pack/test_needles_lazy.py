@@ -1,0 +1,53 @@
+"""verify's gold needles of a conversation are found when it is first scanned (issue 31): a
+pack of one conversation's questions reads no other conversation's text, and every
+conversation's needles (and those of a file of no known conversation) are what the eager
+scan found."""
+
+from __future__ import annotations
+
+from memorybench.pack.verify.needles import MIN_GOLD_LENGTH, Needles, _grams
+
+
+def _eager(conversations, with_summaries: bool, instructions: str) -> dict:
+    """The needles as verify found them before, every conversation up front."""
+    gold_of: dict[str, str] = {}
+    for c in conversations:
+        for q in c.questions:
+            for gold in q.gold_strings():
+                needle = gold.strip().lower()
+                if len(needle) >= MIN_GOLD_LENGTH:
+                    gold_of.setdefault(needle, q.question_id)
+    grams = {n: _grams(n) for n in gold_of}
+    by_sample: dict = {}
+    absent = set(gold_of)
+    for c in conversations:
+        text = c.text_blob()
+        if with_summaries:
+            text += "\n" + "\n".join(c.session_summaries[k] for k in sorted(c.session_summaries))
+        low = text.lower() + "\n" + instructions.lower()
+        text_grams = _grams(low)
+        needles = [(n, grams[n]) for n in gold_of if not (grams[n] <= text_grams and n in low)]
+        by_sample[c.sample_id] = needles
+        absent &= {n for n, _ in needles}
+    by_sample[None] = [(n, grams[n]) for n in gold_of if n in absent]
+    return by_sample
+
+
+def test_one_conversation_scanned_reads_only_its_text(conversations) -> None:
+    needles = Needles(conversations, with_summaries=False, instructions="Answer. Not mentioned.")
+    first = conversations[0]
+    gold = next(n for n, _ in needles.by_sample[first.sample_id])
+    assert gold in needles.scan(first.sample_id, f"... {gold} ...")
+    assert list(needles._found) == [0]
+    assert needles.sample(conversations[3].sample_id) == conversations[3].sample_id and needles.sample("conv-0") is None
+    assert list(needles._found) == [0]  # knowing a sample id reads nothing
+
+
+def test_the_needles_are_the_eager_scans(conversations) -> None:
+    for with_summaries in (False, True):
+        needles = Needles(conversations, with_summaries=with_summaries, instructions="Not mentioned in the conversation")
+        eager = _eager(conversations, with_summaries, "Not mentioned in the conversation")
+        assert list(needles.by_sample) == list(eager) and len(needles.by_sample) == len(eager)
+        assert needles.by_sample[None] == eager[None]  # a file of no known conversation, first: all are read
+        assert {k: needles.by_sample[k] for k in needles.by_sample} == eager
+        assert "conv-26" in needles.by_sample and None in needles.by_sample and "conv-0" not in needles.by_sample
