@@ -1,6 +1,7 @@
 """A command imports what it needs: the registries name their built-in members without
 importing them, and `memorybench plan` never loads NLTK, scipy, scikit-learn, torch, MLflow,
-matplotlib or pandas (issue 31). These test the import graph, never a time."""
+matplotlib or pandas; `show` and `verify` of a pack load neither Hydra nor numpy, nor a
+plugin's config schema or method (issue 31). These test the import graph, never a time."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import os
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+from conftest import cli_in_process, scripted_reader
 from hydra.core.config_store import ConfigStore
 
 from memorybench.config import SCHEMA_MODULES
@@ -22,16 +26,21 @@ _PROBE = """
 import json, sys
 from memorybench.cli import main
 code = main(sys.argv[1:])
-print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if "." not in m)}), file=sys.stderr)
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
 
 
-def _top_level_modules(*args: str) -> set[str]:
+def _modules(*args: str) -> set[str]:
+    """Every module `memorybench ARGS` has imported when it ends (a fresh process)."""
     env = {**os.environ}
     proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=env, timeout=120)
     result = json.loads(proc.stderr.strip().splitlines()[-1])
     assert result["code"] == 0, proc.stderr
     return set(result["modules"])
+
+
+def _top_level_modules(*args: str) -> set[str]:
+    return {m for m in _modules(*args) if "." not in m}
 
 
 def test_plan_imports_no_heavy_library() -> None:
@@ -42,6 +51,44 @@ def test_plan_imports_no_heavy_library() -> None:
 def test_help_imports_no_hydra() -> None:
     loaded = _top_level_modules("--help")
     assert not loaded & {*HEAVY, "hydra", "omegaconf", "pydantic"}
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory) -> Path:
+    """A reader pack of five LoCoMo questions, two of category 1 (the scripted server)."""
+    from memorybench.testing.scripted_server import ScriptedOpenAIServer
+
+    root = tmp_path_factory.mktemp("lazy")
+    with ScriptedOpenAIServer() as server:
+        done = cli_in_process(["qa", *scripted_reader(server.base_url), "max_questions=5", f"paths.packs={root / 'packs'}",
+                               f"paths.cache={root / 'cache'}", "name=lazy"], cwd=root)
+    assert done.returncode == 0, done.stderr
+    (found,) = (root / "packs" / "lazy" / "runs").iterdir()
+    return found
+
+
+#: what reading a pack never needs: Hydra (a plugin that stores its config schema when
+#: discovered imported it), numpy (LoCoMo's category-1 mean is `locomo.numpy_mean`), the
+#: memory methods' build machinery, the Codex harness, and a plugin's config or method
+NOT_FOR_READING = ("hydra", "numpy", "memorybench.config", "memorybench.memory._context", "memorybench.answer.agent.codex")
+
+
+def _reading_leaks(loaded: set[str]) -> list[str]:
+    plugin_parts = [m for m in loaded if m.startswith("mb_") and m.rsplit(".", 1)[-1] in ("_config", "_core")]
+    return sorted({*(loaded & {*NOT_FOR_READING, *HEAVY}), *plugin_parts})
+
+
+def test_show_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
+    qid = json.loads((pack / "predictions.jsonl").open().readline())["question_id"]
+    loaded = _modules("show", str(pack), qid)
+    assert _reading_leaks(loaded) == [] and "omegaconf" not in loaded, _reading_leaks(loaded)
+
+
+def test_verify_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
+    """verify loads OmegaConf (the config's run id) and every record schema, nothing more of a run's."""
+    loaded = _modules("verify", str(pack))
+    assert _reading_leaks(loaded) == [], _reading_leaks(loaded)
+    assert {"memorybench.memory._records", "memorybench.answer.agent._records"} <= loaded  # every schema, all the same
 
 
 def _all_modules(package: str) -> None:
