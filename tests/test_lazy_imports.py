@@ -48,6 +48,16 @@ def test_plan_imports_no_heavy_library() -> None:
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+def test_plan_imports_no_pack_records() -> None:
+    """A plan composes and checks a config: the reader's class is looked up (answer.reader
+    imports the pack's records where a call is traced) and a method's module imports its
+    config (memory._context imports the build machinery where a memory is built)."""
+    loaded = _modules("plan", "memory=session_summaries")
+    records = {"memorybench.pack.reader", "memorybench.pack.schemas", "memorybench.pack.autorater_schemas",
+               "memorybench.memory._records", "memorybench.memory._managed"}
+    assert not loaded & records, sorted(loaded & records)
+
+
 def test_help_imports_no_hydra() -> None:
     loaded = _top_level_modules("--help")
     assert not loaded & {*HEAVY, "hydra", "omegaconf", "pydantic"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from omegaconf import DictConfig
 
@@ -17,9 +17,6 @@ from memorybench.data.records import AskedQuestion, Question
 from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
 from memorybench.llm.records import ChatRequest, ModelIdentity
 from memorybench.pack import layout
-from memorybench.pack.journal import Journal
-from memorybench.pack.run_pack import RunPack
-from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 from memorybench.registry import ANSWERERS
 from memorybench.templates import (
     JinjaReaderTemplate,
@@ -29,6 +26,11 @@ from memorybench.templates import (
     locomo_cat5_answer,
     locomo_options,
 )
+
+if TYPE_CHECKING:  # a pack's records: imported where a call is traced (a plan looks the class up, no more)
+    from memorybench.pack.journal import Journal
+    from memorybench.pack.run_pack import RunPack
+    from memorybench.pack.schemas import ReaderTrace
 
 #: `reader.max_answer_chars` where a config predates it
 DEFAULT_MAX_ANSWER_CHARS = 10_000
@@ -174,6 +176,8 @@ class ReaderAnswerer:
 
     def call(self, asked: AskedQuestion, memory: str, options: dict[str, str] | None = None) -> tuple[str, ReaderTrace]:
         """One reader call: the stripped answer and its trace (not yet written)."""
+        from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue  # here: `plan` imports this module
+
         slots = {"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)}
         if self.pinned is None:
             user = fill_template(self.template.text, memory, asked.question)

@@ -9,7 +9,6 @@ from typing import Any
 from omegaconf import DictConfig
 
 from memorybench.data.records import Conversation
-from memorybench.memory._managed import build_memory_method
 from memorybench.memory.base import BuildContext
 
 #: room for a template, a saved-facts list and the chat format around a session's text
@@ -36,6 +35,10 @@ def open_build_context(
     it retrieves by vectors. Writer templates are checked and copied into the pack's
     prompts/ now (before run_meta.json hashes that folder); the writer endpoint and the
     embedding model start on first use. Call `ctx.close()` at the end of the run."""
+    # imported here: the methods import session_text from this module, and a plan that
+    # composes their config needs none of the build machinery (records, pydantic)
+    from memorybench.memory._managed import build_memory_method
+
     method = method or build_memory_method(cfg)
     ctx = BuildContext(cfg=cfg, pack=pack, cache_dir=cache_dir)
     if getattr(method, "uses_writer", False):
