@@ -17,6 +17,7 @@ change. This module imports only pydantic: the lowest layer, usable by every oth
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, ClassVar, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,17 +27,21 @@ __all__ = ["Record", "RecordT", "SchemaError", "load_json", "parse_record", "rec
 #: every declared schema id -> its record class
 _SCHEMAS: dict[str, type[Record]] = {}
 #: the modules that declare the records a pack may hold, by name (imported on first lookup,
-#: so that this lowest module imports nothing above it); a plugin's records register
-#: themselves when the plugin is loaded
+#: so that this lowest module imports nothing above it; in order, until one declares the id
+#: looked up: every pack's first, an agent's last); a plugin's records register themselves
+#: when the plugin is loaded
 SCHEMA_MODULES = (
     "memorybench.pack.schemas",
     "memorybench.pack.autorater_schemas",
     "memorybench.pack.provenance_record",
     "memorybench.memory._records",
-    "memorybench.answer.agent._records",
     "memorybench.estimate",
+    "memorybench.answer.agent._records",
 )
+#: the next of SCHEMA_MODULES to import, and whether the plugins are loaded too (all of it)
+_next_module = 0
 _loaded = False
+_LOADING = threading.RLock()
 
 RecordT = TypeVar("RecordT", bound="Record")
 
@@ -81,17 +86,28 @@ class Record(BaseModel):
 
 def load_schemas() -> None:
     """Import every module that declares pack records, and the plugins (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+    _load_until(None)
+
+
+def _load_until(schema: str | None) -> None:
+    """Import the modules of SCHEMA_MODULES in order until one declares `schema` (None: all
+    of them), then, for an id none declares, the plugins: a pack's rows of the first
+    modules' records (`verify`) do not import the Codex harness's."""
+    global _next_module, _loaded
     import importlib
 
-    for module in SCHEMA_MODULES:
-        importlib.import_module(module)
-    from memorybench.registry import load_plugins
+    with _LOADING:
+        while _next_module < len(SCHEMA_MODULES):
+            module = SCHEMA_MODULES[_next_module]
+            _next_module += 1
+            importlib.import_module(module)
+            if schema is not None and schema in _SCHEMAS:
+                return
+        if not _loaded:
+            _loaded = True
+            from memorybench.registry import load_plugins
 
-    load_plugins()
+            load_plugins()
 
 
 def schema_ids() -> list[str]:
@@ -103,7 +119,7 @@ def schema_ids() -> list[str]:
 def record_type(schema: str) -> type[Record]:
     """The record class of a schema id; SchemaError for an id no record declares."""
     if schema not in _SCHEMAS:
-        load_schemas()
+        _load_until(schema)
     try:
         return _SCHEMAS[schema]
     except KeyError:

@@ -96,10 +96,34 @@ def test_show_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
 
 
 def test_verify_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
-    """verify loads OmegaConf (the config's run id) and every record schema, nothing more of a run's."""
+    """verify loads OmegaConf (the config's run id) and the record modules up to the one that
+    declares each schema id the pack holds (records.SCHEMA_MODULES in order): a reader pack's
+    rows need no Codex record."""
     loaded = _modules("verify", str(pack))
     assert _reading_leaks(loaded) == [], _reading_leaks(loaded)
-    assert {"memorybench.memory._records", "memorybench.answer.agent._records"} <= loaded  # every schema, all the same
+    assert "memorybench.memory._records" in loaded and "memorybench.answer.agent._records" not in loaded
+
+
+def test_an_unknown_schema_id_loads_every_record_module() -> None:
+    """A row of an id no module declared so far loads the rest, and the plugins, before it is
+    called unknown (with the closest id of all of them)."""
+    probe = """
+import json, sys
+from memorybench import records
+known = records.record_type("prediction.v1").__module__
+before = "memorybench.answer.agent._records" in sys.modules
+try:
+    records.record_type("agent_traec.v1")
+except records.SchemaError as e:
+    error = str(e)
+print(json.dumps({"known": known, "before": before, "after": "memorybench.answer.agent._records" in sys.modules,
+                  "plugins": records._loaded, "error": error}))
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"known": "memorybench.pack.schemas", "before": False, "after": True, "plugins": True,
+                      "error": "unknown schema 'agent_traec.v1'"}
 
 
 def _all_modules(package: str) -> None:
