@@ -93,6 +93,7 @@ def test_show_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
     qid = json.loads((pack / "predictions.jsonl").open().readline())["question_id"]
     loaded = _modules("show", str(pack), qid)
     assert _reading_leaks(loaded) == [] and "omegaconf" not in loaded, _reading_leaks(loaded)
+    assert "memorybench.pack.autorater_schemas" not in loaded  # no judge in this pack: no judge record read
 
 
 def test_verify_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:

@@ -27,14 +27,16 @@ from pydantic import ValidationError
 from memorybench.errors import UserError
 from memorybench.fs import LinkRefused, NotRegular, read_regular
 from memorybench.pack import layout
-from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, AutoraterMetrics, AutoraterVerdict, JudgeTrace
 from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
 from memorybench.records import Record, SchemaError, load_json, parse_record
 from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
 from memorybench.storage._base import clean_relpath
 
-if TYPE_CHECKING:  # pyarrow is imported only by `table`
-    import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa  # imported only by `table`
+
+    # a judge's records: imported by the methods that read them (`show` of an unjudged pack reads none)
+    from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetrics, AutoraterVerdict, JudgeTrace
 
 T = TypeVar("T", bound=Record)
 
@@ -245,6 +247,8 @@ class PackReader:
         return self._legacy
 
     def _read_meta(self, relpath: str) -> AutoraterMeta:
+        from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1
+
         data = self.json(relpath)
         # a flat-layout meta (v1) is read as the current record, its identity computed from it
         if isinstance(data, dict) and data.get("schema") == AutoraterMetaV1.SCHEMA:
@@ -286,13 +290,19 @@ class PackReader:
         return self._read_meta(relpath) if self.exists(relpath) else None
 
     def autorater_metrics(self, judge_id: str) -> AutoraterMetrics | None:
+        from memorybench.pack.autorater_schemas import AutoraterMetrics
+
         relpath = self.judge_path(judge_id, layout.JUDGE_METRICS)
         return self.record(relpath, AutoraterMetrics) if self.exists(relpath) else None
 
     def verdicts(self, judge_id: str) -> list[AutoraterVerdict]:
+        from memorybench.pack.autorater_schemas import AutoraterVerdict
+
         return list(self.records(self.judge_path(judge_id, layout.JUDGE_VERDICTS), AutoraterVerdict))
 
     def judge_traces(self, judge_id: str) -> list[JudgeTrace]:
+        from memorybench.pack.autorater_schemas import JudgeTrace
+
         return list(self.records(self.judge_path(judge_id, layout.JUDGE_TRACES), JudgeTrace))
 
 
