@@ -52,10 +52,12 @@ def test_plan_imports_no_pack_records() -> None:
     """A plan composes and checks a config: the reader's class is looked up (answer.reader
     imports the pack's records where a call is traced) and a method's module imports its
     config (memory._context imports the build machinery where a memory is built); listing
-    the scorers compiles no LoCoMo article pattern (`regex`)."""
+    the scorers compiles no LoCoMo article pattern (`regex`); the call records (pydantic) are
+    imported where an endpoint is opened or a call made, so no pydantic model is built."""
     loaded = _modules("plan", "memory=session_summaries")
     records = {"memorybench.pack.reader", "memorybench.pack.schemas", "memorybench.pack.autorater_schemas",
-               "memorybench.memory._records", "memorybench.memory._managed", "regex"}
+               "memorybench.memory._records", "memorybench.memory._managed", "regex",
+               "memorybench.llm.records", "memorybench.records", "pydantic"}
     assert not loaded & records, sorted(loaded & records)
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from memorybench.data.records import AskedQuestion, Question, Session
-from memorybench.llm.records import ModelIdentity
+
+if TYPE_CHECKING:  # named in a signature only: plan reads answerers without the call records (pydantic)
+    from memorybench.llm.records import ModelIdentity
 
 
 @dataclass(frozen=True)

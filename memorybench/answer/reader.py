@@ -15,7 +15,6 @@ from memorybench.answer.base import Answer, AskedChoice, ConversationView
 from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, pinned_reader, reader_template
 from memorybench.data.records import AskedQuestion, Question
 from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
-from memorybench.llm.records import ChatRequest, ModelIdentity
 from memorybench.pack import layout
 from memorybench.registry import ANSWERERS
 from memorybench.templates import (
@@ -27,7 +26,8 @@ from memorybench.templates import (
     locomo_options,
 )
 
-if TYPE_CHECKING:  # a pack's records: imported where a call is traced (a plan looks the class up, no more)
+if TYPE_CHECKING:  # a pack's and a call's records: imported where a call is made (a plan looks the class up, no more)
+    from memorybench.llm.records import ModelIdentity
     from memorybench.pack.journal import Journal
     from memorybench.pack.run_pack import RunPack
     from memorybench.pack.schemas import ReaderTrace
@@ -176,7 +176,8 @@ class ReaderAnswerer:
 
     def call(self, asked: AskedQuestion, memory: str, options: dict[str, str] | None = None) -> tuple[str, ReaderTrace]:
         """One reader call: the stripped answer and its trace (not yet written)."""
-        from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue  # here: `plan` imports this module
+        from memorybench.llm.records import ChatRequest  # here: `plan` imports this module
+        from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
 
         slots = {"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)}
         if self.pinned is None:

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from memorybench.errors import UserError, did_you_mean, require_extra
-from memorybench.llm.cache import ResponseCache
-from memorybench.llm.records import ModelIdentity
 from memorybench.registry import CHAT_PROVIDERS
 from memorybench.secrets import clean_url
 
-if TYPE_CHECKING:  # the openai SDK is imported when a client is made, not by config checks
+if TYPE_CHECKING:  # the openai SDK is imported when a client is made, not by config checks;
+    # the call records (pydantic) when an endpoint is opened, not when plan checks a config
+    from memorybench.llm.cache import ResponseCache
     from memorybench.llm.client import ChatClient
+    from memorybench.llm.records import ModelIdentity
 
 
 @dataclass
@@ -102,6 +103,8 @@ def open_endpoint(
 ) -> Iterator[Endpoint]:
     """Yield a ready endpoint of the provider `node.provider` names; a local server lives
     exactly as long as the block."""
+    from memorybench.llm.cache import ResponseCache
+
     cache = ResponseCache(cache_dir / "responses") if node.get("cache") else None
     settings = ClientSettings(
         timeout_s=float(node.timeout_s),
@@ -151,6 +154,8 @@ class RemoteProvider:
     @staticmethod
     @contextlib.contextmanager
     def open(node: DictConfig, role: str, settings: ClientSettings, **_: Any) -> Iterator[Endpoint]:
+        from memorybench.llm.records import ModelIdentity
+
         client = settings.client(str(node.base_url), api_key_for(node, role))
         # the URL as recorded in run_meta.json: no userinfo, secret query values masked
         identity = ModelIdentity(
@@ -216,6 +221,8 @@ class LocalProvider:
         with LocalServer(spec, n_ctx, log_path=log_path, prefill_dir=prefill_dir) as server:
             say(f"model {spec.name} loaded in {format_eta(server.startup_s or 0)}")
             client = settings.client(server.base_url, None)
+            from memorybench.llm.records import ModelIdentity
+
             identity = ModelIdentity(
                 role=role,
                 provider="local",
