@@ -5,7 +5,8 @@ omegaconf"`) in turn (A B A B ...), and the ratio of their CPU seconds (user + s
 kernel's accounting of the finished child) is taken pair by pair; the median is printed.
 A ratio keeps the figure meaningful on a loaded machine. Commands: `memorybench --help`,
 `plan` of one run, `show` and `verify` of a 20-question pack (made first against the
-scripted server).
+scripted server). Both sides run from bytecode, as on a user's machine (the .pyc files in a
+temp folder, also where PYTHONDONTWRITEBYTECODE is set).
 
 Run: .venv/bin/python bench/cli_startup.py [PAIRS]   (default: 7)
 """
@@ -27,8 +28,8 @@ from memorybench.testing.scripted_server import ScriptedOpenAIServer
 YARDSTICK = [sys.executable, "-c", "import hydra, omegaconf"]
 
 
-def cpu_seconds(args: list[str], cwd: Path) -> float:
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+def cpu_seconds(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
         raise SystemExit(f"{' '.join(args)} failed (status {status})")
@@ -54,12 +55,18 @@ def main() -> None:
             "show (20-question pack)": [*cli, "show", str(pack), question],
             "verify (20-question pack)": [*cli, "verify", str(pack)],
         }
+        # as on a user's machine, both sides run from bytecode: where PYTHONDONTWRITEBYTECODE is
+        # set (CI machines, this one), memorybench's own modules would be compiled from source on
+        # every run while hydra's come compiled with the wheel; the .pyc files go to a temp folder
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
         yard: list[float] = []
         for name, args in commands.items():
-            cpu_seconds(args, root)  # warm-up: the file cache, .pyc files
+            cpu_seconds(args, root, env)  # warm-up: the file cache, .pyc files
+            cpu_seconds(YARDSTICK, root, env)
             ratios, seconds = [], []
             for _ in range(pairs):
-                a, b = cpu_seconds(args, root), cpu_seconds(YARDSTICK, root)
+                a, b = cpu_seconds(args, root, env), cpu_seconds(YARDSTICK, root, env)
                 ratios.append(a / b)
                 seconds.append(a)
                 yard.append(b)
