@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memorybench"
 #: layer of each top-level part of the package, low to high (docs/design.md, "Layers")
 LAYERS: dict[str, int] = {
     # 0: the ground: no memorybench imports but each other
-    "errors": 0, "records": 0, "stats": 0, "hashing": 0, "names": 0, "_process": 0, "provenance": 0, "registry": 0,
+    "errors": 0, "records": 0, "stats": 0, "hashing": 0, "names": 0, "_process": 0, "provenance": 0, "registry": 0, "lazy": 0,
     "plugins": 0, "secrets": 0, "help": 0, "progress": 0, "fs": 0, "sweep_table": 0,
     # 1: data, models, scores, packs and where they are stored
     "data": 1, "storage": 1, "templates": 1, "config": 1, "run_id": 1, "llm": 1, "score": 1, "pack": 1,

@@ -6,8 +6,9 @@ resolver (`source`: OmegaConf, the pins' downloaders)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memorybench.lazy import lazy_members
 
 if TYPE_CHECKING:
     from memorybench.data.locomo import file_sha256, iter_questions, load_locomo
@@ -29,10 +30,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_members(__name__, _WHERE)

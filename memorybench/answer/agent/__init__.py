@@ -10,8 +10,9 @@ records of `_records` without the harness.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memorybench.lazy import lazy_members
 
 if TYPE_CHECKING:
     from memorybench.answer.agent._cli import CodexCli, locate_cli, pinned_version
@@ -33,10 +34,4 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_members(__name__, _WHERE)
