@@ -160,8 +160,7 @@ OWN_RENAMES = {
     "memorybench/llm/local/models.py": "the embedded model's file, checked by sha256 before its rename",
     "memorybench/llm/local/prefill_store.py": "prefill states, no fsync on purpose (a torn one fails its checksum)",
     "memorybench/data/large_pins.py": "a resumable download: a stable .part name, renamed once its size and sha256 are right",
-    "memorybench/stages/import_results.py": "a pack built in a temp folder, renamed whole",
-    "memorybench/stages/import_longmemeval.py": "a pack built in a temp folder, renamed whole (as import_results)",
+    "memorybench/stages/importers/_pack.py": "an imported pack built in a temp folder, renamed whole (both importers)",
     "memorybench/tracking/sqlite_store.py": "a half-built MLflow store moved aside",
 }
 

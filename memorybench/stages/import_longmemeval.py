@@ -44,9 +44,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,7 +73,6 @@ from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
 from memorybench.names import resolved_path
 from memorybench.pack import layout
-from memorybench.pack.atomic import fsync_dir, write_atomic
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
@@ -85,6 +82,7 @@ from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.score.longmemeval import JudgedQuestion, authors_report, qa_metrics
 from memorybench.score.longmemeval_files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
+from memorybench.stages.importers._pack import built_whole, finished_pack, write_imported_judge
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, finite, read_bytes
 
 __all__ = ["HYPOTHESES", "JUDGED", "LONGMEMEVAL_FORMATS", "format_longmemeval_reproduction", "import_longmemeval"]
@@ -155,27 +153,15 @@ def import_longmemeval(
     }
     rid, config_sha = run_identity(cfg)
     final = pack_path(packs_root, name, rid)
-    if (final / layout.SUCCESS).is_file():
-        done = PackReader.open(final)
+    done = finished_pack(final)
+    if done is not None:
         print(f"{fmt} file already imported: {final} is finished; its table below", file=sys.stderr)
         return final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), False
-    if final.exists():
-        raise UserError(f"{final} exists but is not a finished pack (no _SUCCESS); move it aside and import again")
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{rid}.", suffix=".importing", dir=final.parent))
-    except OSError as e:
-        raise UserError(f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder") from None
-    try:
+    with built_whole(final, rid) as work:
         record = ImportSource(format=fmt, files=read, source=source, rows=len(rows), conversations={}, tie_broken=0,
                               notes=[*notes, *_partial_notes(partial)], partial=partial)
         held = [q for q in every if q.question_id in answered]
         reproduction = _write_pack(work, cfg, rid, config_sha, data_info, held, len(every), rows, record, model, listed, dataset)
-        os.replace(work, final)  # whole: a pack at its place is finished
-        fsync_dir(final.parent)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return final, record, reproduction, True
 
 
@@ -327,8 +313,6 @@ def _write_judge(root: Path, rid: str, held: Sequence[Question], row_of: dict[st
 
     Protocol `imported`, the judge model the file names, and the file's sha256 where a judge's
     prompt sha256 would be: the labels were given, not asked, so the file names this judge."""
-    from memorybench.stages.autorater_metrics import autorater_metrics
-
     results = source.files[0]
     identity = JudgeIdentity(protocol="imported", model=model, prompt_sha256=results.sha256, temperature=0.0, response_format=None)
     judge_id = identity.judge_id
@@ -350,14 +334,7 @@ def _write_judge(root: Path, rid: str, held: Sequence[Question], row_of: dict[st
             score=int(label), judge_prompt_sha256=results.sha256,
         ))
 
-    def write(name: str, text: str) -> None:
-        write_atomic(root / layout.autorater_file(judge_id, name), text.encode("utf-8"))
-
-    write(layout.JUDGE_META, meta.dump())
-    write(layout.JUDGE_VERDICTS, "".join(dump_line(v) for v in verdicts))
-    write(layout.JUDGE_TRACES, "")  # no call was made
-    write(layout.JUDGE_METRICS, autorater_metrics(PackReader.open(root), judge_id).dump())
-    write_success(root, under=layout.autorater_dir(judge_id))
+    write_imported_judge(root, meta, verdicts)
     return judge_id
 
 

@@ -42,9 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,7 +67,6 @@ from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
 from memorybench.names import path_component
 from memorybench.pack import layout
-from memorybench.pack.atomic import fsync_dir, write_atomic
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
@@ -79,6 +76,7 @@ from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.stages.import_longmemeval import LONGMEMEVAL_FORMATS, format_longmemeval_reproduction, import_longmemeval
+from memorybench.stages.importers._pack import built_whole, finished_pack, write_imported_judge
 from memorybench.stages.importers._base import finite, is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
 
@@ -169,18 +167,11 @@ def import_results(
     cfg = _config(name, fmt, released.model_key, read, packs_root, pins)
     rid, config_sha = run_identity(cfg)
     final = pack_path(packs_root, name, rid)
-    if (final / layout.SUCCESS).is_file():
-        done = PackReader.open(final)
+    done = finished_pack(final)
+    if done is not None:
         print(f"{fmt} files already imported: {final} is finished; its table below", file=sys.stderr)
         return ImportResult(final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), created=False)
-    if final.exists():
-        raise UserError(f"{final} exists but is not a finished pack (no _SUCCESS); move it aside and import again")
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{rid}.", suffix=".importing", dir=final.parent))
-    except OSError as e:
-        raise UserError(f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder") from None
-    try:
+    with built_whole(final, rid) as work:
         source_record = ImportSource(
             format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
             conversations=mapped.conversations, tie_broken=mapped.tie_broken,
@@ -191,11 +182,6 @@ def import_results(
         )
         reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids,
                                    source_record)
-        os.replace(work, final)  # whole: a pack at its place is finished
-        fsync_dir(final.parent)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return ImportResult(final, source_record, reproduction, created=True)
 
 
@@ -448,13 +434,10 @@ def _write_judge(
     sha256 where a judge's prompt sha256 would be: the labels were given, not asked, so the
     file they come from is what names this judge (two files' labels never share a folder).
     """
-    from memorybench.stages.autorater_metrics import autorater_metrics
-
     assert released.labels is not None
     results_sha = source.files[0].sha256
     identity = JudgeIdentity(protocol="imported", model=source.format, prompt_sha256=results_sha, temperature=0.0, response_format={})
     judge_id = identity.judge_id
-    folder = layout.autorater_dir(judge_id)
     field = released.labels.field
     meta = AutoraterMeta(
         judge_id=judge_id, identity=identity, run_id=rid, passes=1,
@@ -487,14 +470,7 @@ def _write_judge(
             **base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG", label_standard=True, score=score,
             **lexical,
         ))
-    def write(name: str, text: str) -> None:
-        write_atomic(root / layout.autorater_file(judge_id, name), text.encode("utf-8"))
-
-    write(layout.JUDGE_META, meta.dump())
-    write(layout.JUDGE_VERDICTS, "".join(dump_line(v) for v in verdicts))
-    write(layout.JUDGE_TRACES, "")  # no call was made
-    write(layout.JUDGE_METRICS, autorater_metrics(PackReader.open(root), judge_id).dump())
-    write_success(root, under=folder)
+    write_imported_judge(root, meta, verdicts)
     return judge_id, verdict_scores
 
 

@@ -1,0 +1,67 @@
+"""How an import writes its pack, for every importer (`import_results`, `import_longmemeval`).
+
+The pack is built in a temp folder beside its place and renamed there whole, so a pack at
+its place is always finished; an import run again finds the finished pack and writes
+nothing. A file's own judge labels become a judge folder of the autorater's records, with
+no call made (empty traces).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from memorybench.errors import UserError
+from memorybench.pack import layout
+from memorybench.pack.atomic import fsync_dir, write_atomic
+from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict
+from memorybench.pack.reader import PackReader
+from memorybench.pack.schemas import dump_line
+from memorybench.pack.success import write_success
+
+
+def finished_pack(final: Path) -> PackReader | None:
+    """The finished pack at `final` (an import run again), None where there is none yet; a
+    folder there that is not a finished pack is refused."""
+    if (final / layout.SUCCESS).is_file():
+        return PackReader.open(final)
+    if final.exists():
+        raise UserError(f"{final} exists but is not a finished pack (no _SUCCESS); move it aside and import again")
+    return None
+
+
+@contextlib.contextmanager
+def built_whole(final: Path, rid: str) -> Iterator[Path]:
+    """A new temp folder beside `final` to build the pack in: renamed to `final` whole when
+    the block ends, removed when it raises."""
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{rid}.", suffix=".importing", dir=final.parent))
+    except OSError as e:
+        raise UserError(f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder") from None
+    try:
+        yield work
+        os.replace(work, final)  # whole: a pack at its place is finished
+        fsync_dir(final.parent)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def write_imported_judge(root: Path, meta: AutoraterMeta, verdicts: Sequence[AutoraterVerdict]) -> None:
+    """`autorater/<judge id>/` of labels a file gave: meta, verdicts, no traces (no call was
+    made), the metrics computed from the verdicts, then its `_SUCCESS`."""
+    from memorybench.stages.autorater_metrics import autorater_metrics
+
+    def write(name: str, text: str) -> None:
+        write_atomic(root / layout.autorater_file(meta.judge_id, name), text.encode("utf-8"))
+
+    write(layout.JUDGE_META, meta.dump())
+    write(layout.JUDGE_VERDICTS, "".join(dump_line(v) for v in verdicts))
+    write(layout.JUDGE_TRACES, "")  # no call was made
+    write(layout.JUDGE_METRICS, autorater_metrics(PackReader.open(root), meta.judge_id).dump())
+    write_success(root, under=layout.autorater_dir(meta.judge_id))
