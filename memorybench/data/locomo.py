@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,16 +104,22 @@ def load_locomo(path: str | Path) -> list[Conversation]:
 
 
 def _conversations(path: Path, raw_bytes: bytes) -> list[Conversation]:
-    raw = _parse_json(path, raw_bytes)
+    return samples_of(path, _parse_json(path, raw_bytes), "conversations", "sample_id", _conversation)
+
+
+def samples_of(path: Path, raw: Any, items: str, id_field: str,
+               build: Callable[[Any, int, Path], Conversation]) -> list[Conversation]:
+    """A dataset file's samples: `raw` must be a non-empty JSON list of `items`, each built by
+    `build(item, index, path)`, their ids (the file's `id_field`) unique. LoCoMo's and LongMemEval's."""
     if not isinstance(raw, list) or not raw:
-        raise DataError(f"dataset file {path} must hold a non-empty JSON list of conversations, got {type(raw).__name__}")
-    conversations = [_conversation(item, i, path) for i, item in enumerate(raw)]
+        raise DataError(f"dataset file {path} must hold a non-empty JSON list of {items}, got {type(raw).__name__}")
+    samples = [build(item, i, path) for i, item in enumerate(raw)]
     seen: set[str] = set()
-    for c in conversations:
-        if c.sample_id in seen:
-            raise DataError(f"dataset file {path}: sample_id {c.sample_id!r} occurs twice; ids must be unique")
-        seen.add(c.sample_id)
-    return conversations
+    for s in samples:
+        if s.sample_id in seen:
+            raise DataError(f"dataset file {path}: {id_field} {s.sample_id!r} occurs twice; ids must be unique")
+        seen.add(s.sample_id)
+    return samples
 
 
 def iter_questions(conversations: Iterable[Conversation]) -> Iterator[Question]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.locomo import _encodable, read_json_file, regular_file
+from memorybench.data.locomo import _encodable, read_json_file, regular_file, samples_of
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 from memorybench.names import ALLOWED, unsafe_reason
@@ -46,16 +46,7 @@ ROLES = ("user", "assistant")
 def load_longmemeval(path: str | Path) -> list[Conversation]:
     """Read a LongMemEval file into one `Conversation` per question, in file order."""
     path = regular_file(Path(path), max_bytes=MAX_BYTES, expected="a LongMemEval file (longmemeval_oracle.json, ...)")
-    raw = read_json_file(path)
-    if not isinstance(raw, list) or not raw:
-        raise DataError(f"dataset file {path} must hold a non-empty JSON list of questions, got {type(raw).__name__}")
-    haystacks = [_haystack(item, i, path) for i, item in enumerate(raw)]
-    seen: set[str] = set()
-    for h in haystacks:
-        if h.sample_id in seen:
-            raise DataError(f"dataset file {path}: question_id {h.sample_id!r} occurs twice; ids must be unique")
-        seen.add(h.sample_id)
-    return haystacks
+    return samples_of(path, read_json_file(path), "questions", "question_id", _haystack)
 
 
 def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

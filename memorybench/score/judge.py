@@ -370,15 +370,14 @@ class Mem0Judge:
         return {"mem0_f1": mem0_f1(prediction, gold), "mem0_bleu1": mem0_bleu1(prediction, gold)}
 
     def prompt_info(self, stored_at: str) -> dict[str, Any]:
-        return {
-            "name": "mem0 ACCURACY_PROMPT",
-            "pin": self.pin.relpath,
-            "sha256": self.template_sha256,
-            "repository": self.pin.repository,
-            "commit": self.pin.commit,
-            "source_path": self.pin.source_path,
-            "stored_at": stored_at,
-        }
+        return pinned_prompt_info("mem0 ACCURACY_PROMPT", self.pin, self.template_sha256, stored_at)
+
+
+def pinned_prompt_info(name: str, pin: Pin, sha256: str, stored_at: str) -> dict[str, Any]:
+    """What a judge's meta records of a pinned prompt: its name, the pin and where it comes
+    from (repository, commit, file), its sha256 and where the pack stores it."""
+    return {"name": name, "pin": pin.relpath, "sha256": sha256, "repository": pin.repository, "commit": pin.commit,
+            "source_path": pin.source_path, "stored_at": stored_at}
 
 
 # -- our strict protocol ----------------------------------------------------------------------

@@ -32,7 +32,7 @@ from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.records import ChatRequest
 from memorybench.registry import JUDGES
-from memorybench.score.judge import JudgeCall, JudgedRow, JudgeParse
+from memorybench.score.judge import JudgeCall, JudgedRow, JudgeParse, pinned_prompt_info
 from memorybench.score.longmemeval import (
     ABSTENTION,
     JUDGE_MAX_TOKENS,
@@ -176,13 +176,5 @@ class LongMemEvalJudge:
 
     def prompt_info(self, stored_at: str) -> dict[str, Any]:
         """What the meta records of the prompts: the pin, one hash over them, and each stored file."""
-        return {
-            "name": "LongMemEval get_anscheck_prompt",
-            "pin": self.pin.relpath,
-            "sha256": self.template_sha256,
-            "repository": self.pin.repository,
-            "commit": self.pin.commit,
-            "source_path": self.pin.source_path,
-            "stored_at": stored_at,
-            "files": {name: sha256_text(text) for name, text in self.templates.items()},
-        }
+        return {**pinned_prompt_info("LongMemEval get_anscheck_prompt", self.pin, self.template_sha256, stored_at),
+                "files": {name: sha256_text(text) for name, text in self.templates.items()}}
