@@ -170,8 +170,22 @@ def _mem0_answer_graph_variables(slots: Mapping[str, str]) -> dict[str, str]:
     return {**_mem0_answer_variables(slots), "speaker_1_graph_memories": relations, "speaker_2_graph_memories": relations}
 
 
+class _PinnedSlots:
+    """The slots of a pinned reader prompt: `memory`, `question` and its `extra_slots`."""
+
+    extra_slots: tuple[str, ...]
+
+    @property
+    def slots(self) -> frozenset[str]:
+        return frozenset({"memory", "question", *self.extra_slots})
+
+    def slot_names(self, values: Mapping[str, Any]) -> frozenset[str]:
+        """The slots a trace of this template holds (the same for every question)."""
+        return self.slots
+
+
 @dataclass(frozen=True)
-class JinjaReaderTemplate:
+class JinjaReaderTemplate(_PinnedSlots):
     """A pinned reader prompt (`reader.prompt=NAME`), rendered with jinja2 as its authors do."""
 
     name: str
@@ -188,14 +202,6 @@ class JinjaReaderTemplate:
     #: the role of the rendered message when there is no system message: Mem0's search script
     #: sends its prompt as the only, system, message
     message_role: Literal["system", "user"] = "system"
-
-    @property
-    def slots(self) -> frozenset[str]:
-        return frozenset({"memory", "question", *self.extra_slots})
-
-    def slot_names(self, values: Mapping[str, Any]) -> frozenset[str]:
-        """The slots a trace of this template holds (the same for every question)."""
-        return self.slots
 
     def text(self, pins: str | os.PathLike[str] | None = None) -> str:
         return pin_path(self.pin, pins).read_bytes().decode("utf-8")
@@ -335,7 +341,7 @@ def locomo_cat5_answer(reply: str, options: Mapping[str, str]) -> Cat5Answer:
 
 
 @dataclass(frozen=True)
-class LocomoReaderTemplate:
+class LocomoReaderTemplate(_PinnedSlots):
     """`reader.prompt=locomo`: LoCoMo's own question prompts, posed as its gpt_utils.py poses them.
 
     The pack's prompt file `locomo` holds the three pinned literals as a JSON object (keys
@@ -351,10 +357,6 @@ class LocomoReaderTemplate:
     extra_slots: tuple[str, ...] = ("speaker_1", "speaker_2", "category")
     choice_slots: tuple[str, ...] = ("option_a", "option_b")
     message_role: Literal["system", "user"] = "user"
-
-    @property
-    def slots(self) -> frozenset[str]:
-        return frozenset({"memory", "question", *self.extra_slots})
 
     def slot_names(self, values: Mapping[str, Any]) -> frozenset[str]:
         """The slots of a trace: the options too for a category-5 question."""
@@ -399,7 +401,7 @@ LOCOMO_READER = LocomoReaderTemplate()
 
 
 @dataclass(frozen=True)
-class LongMemEvalReaderTemplate:
+class LongMemEvalReaderTemplate(_PinnedSlots):
     """`reader.prompt=longmemeval_con` (the authors' default: step by step) or
     `longmemeval_direct`: LongMemEval's reader prompt as its run_generation.py
     `prepare_prompt` builds it (`memorybench.data.longmemeval_reader`), the template taken
@@ -413,13 +415,6 @@ class LongMemEvalReaderTemplate:
     memories: tuple[str, ...] | None = None
     extra_slots: tuple[str, ...] = ("question_date",)
     message_role: Literal["system", "user"] = "user"
-
-    @property
-    def slots(self) -> frozenset[str]:
-        return frozenset({"memory", "question", *self.extra_slots})
-
-    def slot_names(self, values: Mapping[str, Any]) -> frozenset[str]:
-        return self.slots
 
     def text(self, pins: str | os.PathLike[str] | None = None) -> str:
         from memorybench.data.longmemeval_reader import reader_template
