@@ -82,7 +82,7 @@ from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.score.longmemeval import JudgedQuestion, authors_report, qa_metrics
 from memorybench.score.longmemeval_files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
-from memorybench.stages.importers._pack import built_whole, finished_pack, write_imported_judge
+from memorybench.stages.importers._pack import built_whole, finished_pack, trace_head, write_imported_judge
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, finite, read_bytes
 
 __all__ = ["HYPOTHESES", "JUDGED", "LONGMEMEVAL_FORMATS", "format_longmemeval_reproduction", "import_longmemeval"]
@@ -390,12 +390,7 @@ def _trace_md(rid: str, source: ImportSource, first: ImportedRow, predictions: S
     line = predictions.index(first.question_id) + 1
     where = f"item {first.file_index + 1}" if listed else f"line {first.file_index + 1}"
     lines = [
-        f"# Trace of one imported answer: {first.question_id}",
-        "",
-        f"Run `{rid}`: imported from `{results.name}` (format `{source.format}`, sha256 `{results.sha256}`"
-        + (f", published at {source.source.repository}@{source.source.commit}:{source.source.path}" if source.source else "")
-        + "). No model call was made here. Every path below is relative to this pack.",
-        "",
+        *trace_head(rid, source, first.question_id),
         "## 1. Released row",
         f"- `{results.name}` {where}: question_id `{first.question_id}`, hypothesis {first.prediction!r}"
         + (f", autoeval_label.label {json.dumps(first.reported_label)}." if judge_id else "."),

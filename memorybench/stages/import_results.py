@@ -76,7 +76,7 @@ from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.stages.import_longmemeval import LONGMEMEVAL_FORMATS, format_longmemeval_reproduction, import_longmemeval
-from memorybench.stages.importers._pack import built_whole, finished_pack, write_imported_judge
+from memorybench.stages.importers._pack import built_whole, finished_pack, trace_head, write_imported_judge
 from memorybench.stages.importers._base import finite, is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
 
@@ -485,12 +485,7 @@ def _trace_md(pack: PackReader, rid: str, data_path: Path, source: ImportSource,
     results = source.files[0]
     qa_index = first.question_id.rsplit("-q-", 1)[1]
     lines = [
-        f"# Trace of one imported answer: {first.question_id}",
-        "",
-        f"Run `{rid}`: imported from `{results.name}` (format `{source.format}`, sha256 `{results.sha256}`"
-        + (f", published at {source.source.repository}@{source.source.commit}:{source.source.path}" if source.source else "")
-        + "). No model call was made here. Every path below is relative to this pack.",
-        "",
+        *trace_head(rid, source, first.question_id),
         "## 1. Released row",
         f"- `{results.name}`, conversation key `{first.file_key}`, row {first.file_index}: prediction {first.prediction!r}.",
         "",

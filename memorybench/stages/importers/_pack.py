@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from memorybench.answer.imported import ImportSource
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.atomic import fsync_dir, write_atomic
@@ -65,3 +66,16 @@ def write_imported_judge(root: Path, meta: AutoraterMeta, verdicts: Sequence[Aut
     write(layout.JUDGE_TRACES, "")  # no call was made
     write(layout.JUDGE_METRICS, autorater_metrics(PackReader.open(root), meta.judge_id).dump())
     write_success(root, under=layout.autorater_dir(meta.judge_id))
+
+
+def trace_head(rid: str, source: ImportSource, question_id: str) -> list[str]:
+    """The first lines of an imported pack's TRACE.md: which answer, from which file, no call."""
+    results = source.files[0]
+    published = f", published at {source.source.repository}@{source.source.commit}:{source.source.path}" if source.source else ""
+    return [
+        f"# Trace of one imported answer: {question_id}",
+        "",
+        f"Run `{rid}`: imported from `{results.name}` (format `{source.format}`, sha256 `{results.sha256}`{published}). "
+        "No model call was made here. Every path below is relative to this pack.",
+        "",
+    ]
