@@ -34,12 +34,14 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from omegaconf import DictConfig
 from pydantic import Field
 
 from memorybench.records import Record
+
+if TYPE_CHECKING:  # a type only: verify reads an estimate.json's record without OmegaConf
+    from omegaconf import DictConfig
 
 #: the pack file of a run's estimate (beside metrics.json, whose schema it leaves as it is)
 ESTIMATE = "estimate.json"

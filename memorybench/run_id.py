@@ -22,15 +22,16 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
+from typing import TYPE_CHECKING, Any
 
 from memorybench.hashing import sha256_file, sha256_json
 from memorybench.plugins import installed_plugins
 from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS
 from memorybench.errors import UserError
 from memorybench.secrets import clean_config, contains_secret, looks_like_key
+
+if TYPE_CHECKING:  # a pack's config read as plain data (verify) needs no OmegaConf
+    from omegaconf import DictConfig
 
 # the judge belongs to the autorater stage: qa never calls it, so it is not part of a qa run's identity
 EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher", "judge"})
@@ -173,7 +174,12 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
     An explicit `dataset.path` is machine-specific: the identity holds the file's sha256
     instead (the pinned default has no path and is identified by its pin).
     """
-    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
+    if isinstance(cfg, dict):
+        data = dict(cfg)
+    else:
+        from omegaconf import OmegaConf
+
+        data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
     # endpoint URLs as the pack records them (no userinfo, secret query values masked): the
     # credential is not the experiment, and never enters a hash; a URL without one is unchanged

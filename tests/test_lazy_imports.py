@@ -99,11 +99,14 @@ def test_show_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
 
 
 def test_verify_imports_no_hydra_numpy_or_plugin_config(pack: Path) -> None:
-    """verify loads OmegaConf (the config's run id) and the record modules up to the one that
-    declares each schema id the pack holds (records.SCHEMA_MODULES in order): a reader pack's
-    rows need no Codex record."""
+    """verify loads the record modules up to the one that declares each schema id the pack
+    holds (records.SCHEMA_MODULES in order): a reader pack's rows need no Codex record. It
+    recomputes the run id from config.resolved.yaml read as plain data
+    (`pack.resolved_config`), and looks the answerer and memory classes up with their modules
+    naming OmegaConf's types only: no OmegaConf."""
     loaded = _modules("verify", str(pack))
     assert _reading_leaks(loaded) == [], _reading_leaks(loaded)
+    assert "omegaconf" not in loaded
     assert "memorybench.memory._records" in loaded and "memorybench.answer.agent._records" not in loaded
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING
 
 from memorybench.answer.base import Answerer
 from memorybench.pack.run_pack import RunPack
 from memorybench.registry import ANSWERERS
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 def prompt_chars(cfg: DictConfig) -> int:

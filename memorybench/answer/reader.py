@@ -7,8 +7,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from omegaconf import DictConfig
-
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 from memorybench.answer.base import Answer, AskedChoice, ConversationView
@@ -27,6 +25,8 @@ from memorybench.templates import (
 )
 
 if TYPE_CHECKING:  # a pack's and a call's records: imported where a call is made (a plan looks the class up, no more)
+    from omegaconf import DictConfig  # a type only: verify reads the class's files without OmegaConf
+
     from memorybench.llm.records import ModelIdentity
     from memorybench.pack.journal import Journal
     from memorybench.pack.run_pack import RunPack

@@ -10,13 +10,14 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any
 
 from memorybench.embed._base import Embedder
 from memorybench.errors import UserError, did_you_mean
 from memorybench.registry import EMBEDDERS
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 @EMBEDDERS.register("hashing")

@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
-
 from memorybench.errors import UserError, did_you_mean, require_extra
 from memorybench.registry import CHAT_PROVIDERS
 from memorybench.secrets import clean_url
 
 if TYPE_CHECKING:  # the openai SDK is imported when a client is made, not by config checks;
-    # the call records (pydantic) when an endpoint is opened, not when plan checks a config
+    # the call records (pydantic) when an endpoint is opened, not when plan checks a config;
+    # OmegaConf names the nodes' type only (verify looks a provider up without it)
+    from omegaconf import DictConfig
+
     from memorybench.llm.cache import ResponseCache
     from memorybench.llm.client import ChatClient
     from memorybench.llm.records import ModelIdentity

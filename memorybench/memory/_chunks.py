@@ -11,14 +11,15 @@ turns' dia_ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Optional
 
 from memorybench.config import MemoryConfig
 from memorybench.data.records import Conversation
 from memorybench.errors import UserError
 from memorybench.memory.base import MemoryItem
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 @dataclass

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any
 
 from memorybench.data.records import Conversation
 from memorybench.memory.base import BuildContext
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 #: room for a template, a saved-facts list and the chat format around a session's text
 _PROMPT_MARGIN_TOKENS = 1024

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._failures import check_failed_share, failed_share_limit, writer_tally
@@ -34,6 +32,9 @@ from memorybench.memory._records import BuildCost, RetrievalV2, StoredMemory
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.pack import layout
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 @dataclass

@@ -26,9 +26,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig
 from pydantic import BaseModel, ValidationError
 
 from memorybench.hashing import sha256_text
@@ -46,6 +45,9 @@ REPAIR = (
     "That reply could not be used ({error}). Reply again with only one JSON object in the "
     "format asked for, and nothing else."
 )
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 EMPTY_REPAIR = "That reply was empty. Reply again with the text asked for."
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from memorybench.data.records import AskedQuestion, Conversation
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,14 @@ LongMemEval haystack as its authors' reader shows it (`authors_history`)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, ClassVar
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 def render_sessions(conversation: Conversation) -> list[MemoryItem]:

@@ -11,9 +11,8 @@ text: entities, then relations in the order they were first seen, with session d
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
-from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memorybench.config import store_schema
@@ -22,6 +21,9 @@ from memorybench.memory._context import session_text
 from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 
 store_schema("memory", "graph", WriterMemoryConfig)  # no keys of its own beyond the writer bound

@@ -22,10 +22,9 @@ their times, as Mem0's evaluation shows them ("Memories for SPEAKER:" blocks).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Optional
 
 import numpy as np
-from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from memorybench.config import store_schema
@@ -36,6 +35,9 @@ from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 CLONE_OF = "Mem0 (Chhikara et al., 2025): extraction and update phases, vector memory per speaker"
 

@@ -23,10 +23,9 @@ obsolete ones marked as such.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import numpy as np
-from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from memorybench.config import store_schema
@@ -38,6 +37,9 @@ from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.graph import GraphReply, norm
 from memorybench.memory.mem0 import Mem0, Mem0Config, pairs, render_messages
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 @dataclass
 class Mem0gConfig(Mem0Config):

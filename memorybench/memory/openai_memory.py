@@ -14,9 +14,7 @@ unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation
@@ -26,6 +24,9 @@ from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.mem0 import FactsReply
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 CLONE_OF = "ChatGPT saved memories (the Mem0 paper's OpenAI baseline): a bounded fact list per speaker"
 

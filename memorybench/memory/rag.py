@@ -7,10 +7,9 @@ question is embedded at question time as the query and never stored in the index
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from omegaconf import DictConfig
 
 from memorybench.hashing import sha256_bytes
 from memorybench.data.records import AskedQuestion, Conversation
@@ -20,6 +19,9 @@ from memorybench.memory._chunks import ChunksConfig, chunk_settings, make_chunks
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 JOINER = "\n<->\n"
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, ClassVar
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.config import store_schema
@@ -21,6 +19,9 @@ from memorybench.memory._chunks import ChunksConfig, chunk_settings, make_chunks
 from memorybench.memory._managed import Retrieved
 from memorybench.memory.base import BuildContext, BuiltMemory
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 _WORD = re.compile(r"\w+")
 JOINER = "\n\n"

@@ -11,9 +11,7 @@ writer model. The reader's template is the same for both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from memorybench.config import store_schema
 from memorybench.data.records import AskedQuestion, Conversation
@@ -22,6 +20,9 @@ from memorybench.memory._context import session_text
 from memorybench.memory._failures import WriterMemoryConfig
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 SOURCES = ("released", "writer")
 

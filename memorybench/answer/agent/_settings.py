@@ -5,15 +5,16 @@ into `CodexSettings`, and the checks made before any model call (one line each, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, Optional
 
 from memorybench.answer.agent._accounting import BUDGET_KEYS, AuditConfig, BudgetConfig
 from memorybench.answer.agent._isolation import NETWORKS
 from memorybench.config import AnswererConfig, store_schema
 from memorybench.errors import UserError, did_you_mean
 from memorybench.memory.agent_workspace import AGENT_MEMORIES
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 MODES = ("workspace_files", "notes_only", "prompt_injected")
 PROVIDERS = ("openai", "openai_compatible")

@@ -45,9 +45,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorybench import PROJECT_ROOT
 from memorybench.hashing import sha256_text
@@ -90,6 +88,9 @@ from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import SlotValue
 from memorybench.registry import ANSWERERS
 from memorybench.templates import PromptTemplate
+
+if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
+    from omegaconf import DictConfig
 
 WORKSPACE_TEMPLATE = "agents/codex_workspace_v1.txt"
 INGEST_TEMPLATE = "agents/codex_ingest_v1.txt"

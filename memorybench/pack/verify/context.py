@@ -100,6 +100,7 @@ class Context:
     #: the rows of each KNOWN_JSONL file that match their schema: (line, row)
     rows: dict[str, list[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     # -- provenance ----------------------------------------------------------------------
+    #: config.resolved.yaml as plain data (`pack.resolved_config`)
     cfg: Any = None
     memory_name: str | None = None
     #: the dataset's conversations (None: not available, or its hash is wrong)

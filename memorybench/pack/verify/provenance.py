@@ -28,18 +28,17 @@ def _config(ctx: Context, out: Findings) -> Any:
     relpath = "config.resolved.yaml"
     if not (ctx.root / relpath).is_file():
         return None
-    from omegaconf import OmegaConf
-
+    from memorybench.pack.resolved_config import load_resolved_config
     from memorybench.run_id import HEX_DIGITS, code_identity, run_identity
 
     try:
-        cfg = OmegaConf.load(ctx.root / relpath)
+        cfg = load_resolved_config(ctx.root / relpath)  # plain data, as OmegaConf reads it
         # the code the run named as run_meta.json records it (its prompts' sha256, its
         # plugins), so a pack verifies the same on any machine; that the prompt files still
         # hash to those values is check_prompts' finding
         meta = ctx.meta if isinstance(ctx.meta, dict) else None
         code = code_identity(
-            OmegaConf.to_container(cfg, resolve=True),
+            cfg,
             prompt_sha256=dict(meta.get("prompts") or {}) if meta else None,
             plugins=list(meta.get("plugins") or []) if meta else None,
         )
@@ -83,11 +82,9 @@ def check_cloudrun_provenance(ctx: Context, out: Findings) -> None:
                 if record[field] != ctx.meta[field]:
                     out.add("hash.config", relpath, f"{field} {record[field]!r} is not run_meta.json's {ctx.meta[field]!r}")
         if ctx.cfg is not None:
-            from omegaconf import OmegaConf
-
             from memorybench.hashing import canonical_json
 
-            resolved = sha256_bytes(canonical_json(OmegaConf.to_container(ctx.cfg, resolve=True)).encode("utf-8"))
+            resolved = sha256_bytes(canonical_json(ctx.cfg).encode("utf-8"))
             if record["resolved_sha256"] != resolved:
                 out.add(
                     "hash.config",
