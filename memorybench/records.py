@@ -61,7 +61,7 @@ class SchemaError(ValueError):
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     #: the schema id of this record class (None for parts of records)
     SCHEMA: ClassVar[Optional[str]] = None
