@@ -13,7 +13,8 @@ for the same (prediction, gold, category), quirks included (DESIGN.md 5.1):
 
 Two things are taken from the same libraries on purpose rather than rewritten: the
 article regex runs on the third-party ``regex`` module (as the release does; its ``\\b``
-treats combining marks as word characters, unlike ``re``), and the category-1 mean is
+treats combining marks as word characters, unlike ``re``; text where the two agree, such as
+ASCII, runs it on ``re``: `SAME_WORDNESS`), and the category-1 mean is
 ``numpy.mean``'s (its pairwise summation differs from ``sum()/n`` in the last bit from
 eight gold parts on), reproduced bit for bit by ``numpy_mean`` so that scoring a row does
 not import numpy. ``regex`` comes with ``nltk``.
@@ -26,10 +27,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import string
 import sys
 import threading
 import types
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
@@ -55,6 +58,19 @@ ABSTENTION_PHRASES: tuple[str, ...] = ("no information available", "not mentione
 _PUNCTUATION = frozenset(string.punctuation)
 #: the article pattern, compiled by `regex` on first use (a plan lists the scorers, never normalizes)
 _ARTICLES: Any = None
+_ARTICLES_PATTERN = r"\b(a|an|the|and)\b"
+#: the same pattern on `re`, for text where both modules' `\b` fall in the same places
+#: (`_same_boundaries`): importing `regex` costs more than a small pack's whole `verify`
+_ARTICLES_RE = re.compile(_ARTICLES_PATTERN)
+#: Unicode categories whose every character is a word character for both `re` and `regex`
+#: (letters, decimal digits) or for neither (spaces, punctuation but the connector kind, and
+#: symbols but `So`, which holds letter-like signs): `\b` is where a word character meets a
+#: non-word one, so over text of these only the two modules agree everywhere. Not here:
+#: marks (word characters for `regex` only), other numbers such as `²` (for `re` only),
+#: connector punctuation, format characters (the joiners), `So` and unassigned code points.
+#: tests/score/test_locomo.py checks every code point of these categories against `regex`.
+SAME_WORDNESS = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Zs", "Zl", "Zp", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm",
+                           "Sc", "Sk"})
 
 
 _PORTER_LOCK = threading.Lock()
@@ -109,8 +125,13 @@ def _articles() -> Any:
     global _ARTICLES
     import regex  # the release's module (its \b differs from re's); imported when first scored
 
-    _ARTICLES = regex.compile(r"\b(a|an|the|and)\b")
+    _ARTICLES = regex.compile(_ARTICLES_PATTERN)
     return _ARTICLES
+
+
+def _same_boundaries(text: str) -> bool:
+    """Whether `re` and the release's `regex` see the same word boundaries in `text`."""
+    return text.isascii() or all(ch.isascii() or unicodedata.category(ch) in SAME_WORDNESS for ch in text)
 
 
 def normalize_answer(text: str) -> str:
@@ -122,7 +143,8 @@ def normalize_answer(text: str) -> str:
     text = text.replace(",", "")
     text = text.lower()
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
-    text = (_ARTICLES or _articles()).sub(" ", text)
+    articles = _ARTICLES_RE if _same_boundaries(text) else _ARTICLES or _articles()
+    text = articles.sub(" ", text)
     return " ".join(text.split())
 
 

@@ -61,6 +61,37 @@ def test_articles_use_unicode_word_boundaries_of_the_regex_module() -> None:
     assert normalize_answer("the\u00b2") == "\u00b2"
 
 
+def test_re_stands_in_for_regex_only_where_both_place_the_same_word_boundaries() -> None:
+    """`normalize_answer` runs the article pattern on `re` for text of SAME_WORDNESS's
+    categories: for every code point of them, with an article on either side, `re` removes
+    the article exactly where the release's `regex` does; and text holding any other
+    character (a mark, `²`, a joiner) is normalized by `regex` itself."""
+    import re
+    import sys
+    import unicodedata
+
+    import regex
+
+    from memorybench.score import locomo
+
+    pattern = r"\b(a|an|the|and)\b"
+    ours, theirs = re.compile(pattern), regex.compile(pattern)
+    checked, differ = 0, []
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        if unicodedata.category(ch) not in locomo.SAME_WORDNESS:
+            continue
+        checked += 1
+        for text in (f"the{ch}", f"{ch}the", f"a {ch} an"):
+            if ours.sub(" ", text) != theirs.sub(" ", text):
+                differ.append(f"U+{code:04X}")
+                break
+    assert checked > 100_000 and differ == []
+    for text in ("the\u0301 end", "the\u00b2", "the\u200dend", "\u24b6the", "the\u203fend"):
+        assert not locomo._same_boundaries(text)
+        assert locomo.normalize_answer(text) == " ".join(theirs.sub(" ", text.lower()).split())
+
+
 # --- token F1 and category rules ----------------------------------------------------
 
 
