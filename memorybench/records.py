@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from typing import Any, ClassVar, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,6 +55,13 @@ def load_json(data: str | bytes) -> Any:
         return json.loads(data)
     except RecursionError:
         raise ValueError("JSON nested deeper than Python's parser allows") from None
+
+
+def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line) of every non-blank line of a JSONL file, split on `\\n` only."""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            yield number, line
 
 
 class SchemaError(ValueError):

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from memorybench.llm.records import ModelIdentity
 from memorybench.pack import layout
-from memorybench.pack.reader import jsonl_lines
-from memorybench.records import load_json
+from memorybench.records import jsonl_lines, load_json
 
 __all__ = ["with_answered_from_journals"]
 

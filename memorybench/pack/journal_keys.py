@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorybench.pack import layout
-from memorybench.pack.reader import PackReader
+
+if TYPE_CHECKING:  # a type only: verify reads the keys without the storage layer
+    from memorybench.pack.reader import PackReader
 
 __all__ = ["JOURNAL_KEYS", "JUDGE_JOURNAL_KEYS", "Repeat", "inconsistency", "repeated_rows"]
 

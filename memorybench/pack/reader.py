@@ -28,7 +28,7 @@ from memorybench.errors import UserError
 from memorybench.fs import LinkRefused, NotRegular, read_regular
 from memorybench.pack import layout
 from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
-from memorybench.records import Record, SchemaError, load_json, parse_record
+from memorybench.records import Record, SchemaError, jsonl_lines, load_json, parse_record
 from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
 from memorybench.storage._base import clean_relpath
 
@@ -46,13 +46,6 @@ LEGACY_JUDGE = "legacy"
 
 class PackError(UserError):
     """A pack file that is missing, not JSON, or not of its schema."""
-
-
-def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line) of every non-blank line, split on `\\n` only."""
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if line.strip():
-            yield number, line
 
 
 class PackReader:

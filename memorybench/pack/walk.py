@@ -34,7 +34,7 @@ from typing import Any
 from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
 from memorybench.errors import UserError
 from memorybench.pack import layout
-from memorybench.pack.reader import PackError, PackReader, jsonl_lines
+from memorybench.pack.reader import PackError, PackReader
 from memorybench.pack.walk_records import (
     AgentAction,
     AgentProcess,
@@ -52,7 +52,7 @@ from memorybench.pack.walk_records import (
     Walk,
 )
 from memorybench.templates import PINNED_READERS
-from memorybench.records import SchemaError, load_json, parse_record, record_type
+from memorybench.records import SchemaError, jsonl_lines, load_json, parse_record, record_type
 
 __all__ = [
     "CATEGORY_NAMES",

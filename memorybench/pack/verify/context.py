@@ -22,7 +22,6 @@ from pydantic import BaseModel
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.provenance_record import CloudRunProvenance
-from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, ReaderTrace, ReferencePin, RunMeta
 from memorybench.pack.verify.needles import Needles
 from memorybench.secrets import MIN_SECRET_LENGTH  # shorter values are not searched for: they would match anywhere
@@ -42,7 +41,7 @@ REQUIRED_FILES = (
     "memory/lineage.jsonl",
 )
 #: Files whose presence makes a folder a pack at all.
-PACK_MARKERS = (layout.RUN_META, "predictions.jsonl", "config.resolved.yaml", SUCCESS)
+PACK_MARKERS = (layout.RUN_META, "predictions.jsonl", "config.resolved.yaml", layout.SUCCESS)
 KNOWN_JSONL: dict[str, type[BaseModel]] = {
     "predictions.jsonl": Prediction,
     "reader/traces.jsonl": ReaderTrace,

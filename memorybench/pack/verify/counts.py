@@ -17,11 +17,9 @@ from typing import Any
 
 from memorybench.pack import layout
 from memorybench.pack.journal_keys import JOURNAL_KEYS, JUDGE_JOURNAL_KEYS, repeated_rows
-from memorybench.pack.reader import jsonl_lines
-from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.verify.context import NOT_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
-from memorybench.records import load_json
+from memorybench.records import jsonl_lines, load_json
 
 __all__ = ["check_counts", "check_journal_keys"]
 
@@ -168,7 +166,7 @@ def _check_sequence(ctx: Context, out: Findings, relpath: str, ids: list[str], *
             "count",
             relpath,
             f"{len(missing)} of the run's {len(ids)} questions have no row (first: {missing[0]}); "
-            f"{'rerun `memorybench qa` to resume' if not (ctx.root / SUCCESS).exists() else 'rows were lost'}",
+            f"{'rerun `memorybench qa` to resume' if not (ctx.root / layout.SUCCESS).exists() else 'rows were lost'}",
         )
 
 

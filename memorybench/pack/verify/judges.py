@@ -21,10 +21,9 @@ from typing import Any
 
 from memorybench.hashing import sha256_bytes, sha256_text
 from memorybench.pack import layout
-from memorybench.pack.reader import jsonl_lines
 from memorybench.pack.verify.context import NOT_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
-from memorybench.records import load_json
+from memorybench.records import jsonl_lines, load_json
 from memorybench.registry import JUDGES
 
 __all__ = ["check_judge_traces"]

@@ -14,10 +14,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from memorybench.pack.reader import jsonl_lines
 from memorybench.pack.verify.context import KNOWN_JSON, KNOWN_JSONL, NOT_RECORDS, PROVENANCE_RECORDS, Context
 from memorybench.pack.verify.findings import Findings
-from memorybench.records import SchemaError, load_json, parse_record, record_type, schema_ids
+from memorybench.records import SchemaError, jsonl_lines, load_json, parse_record, record_type, schema_ids
 
 __all__ = ["UNDECLARED_SCHEMAS", "check_every_row"]
 

@@ -13,7 +13,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from memorybench.pack import layout, success
-from memorybench.pack.run_pack import SUCCESS
 from memorybench.pack.schemas import Success
 from memorybench.pack.verify.context import (
     KNOWN_JSON,
@@ -52,7 +51,7 @@ def check_success(ctx: Context, out: Findings) -> None:
     present = [rel for rel in ctx.rel.values() if not rel.endswith(".part") and posixpath.basename(rel) != layout.LOCK_FILE]
     folders = success.marker_folders(present)
     if "" not in folders:
-        out.add("success.missing", SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
+        out.add("success.missing", layout.SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
     for under in sorted(folders):  # the pack's own marker first
         record = _marker_record(ctx, out, under)
         if record is not None:
