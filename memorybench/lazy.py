@@ -3,7 +3,8 @@
 A package lists each public name with the module that defines it; importing the package
 imports none of those modules, so a command pays only for the modules it uses (`verify`
 reads the agent's records without the Codex harness, `show` the dataset records without the
-resolver). `memorybench.data`, `memorybench.memory` and `memorybench.answer.agent` do this.
+resolver). `memorybench.data`, `memorybench.memory`, `memorybench.answer.agent` and
+`memorybench.llm.local` do this.
 """
 
 from __future__ import annotations

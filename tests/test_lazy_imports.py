@@ -59,6 +59,8 @@ def test_plan_imports_no_pack_records() -> None:
                "memorybench.memory._records", "memorybench.memory._managed", "regex",
                "memorybench.llm.records", "memorybench.records", "pydantic"}
     assert not loaded & records, sorted(loaded & records)
+    # `auto` resolves from the local models' specs: the server's process and HTTP code wait for a run
+    assert "memorybench.llm.local.server" not in loaded and "urllib.request" not in loaded
 
 
 def test_help_imports_no_hydra() -> None:

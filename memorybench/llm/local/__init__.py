@@ -16,32 +16,47 @@ completion format for base models), `prefix_reuse` (answers independent of quest
 order while reusing the KV cache).
 """
 
-from memorybench.llm.local.models import (
-    AUTO_ORDER,
-    AUTO_REASON,
-    COMPLETION_CHAT_FORMAT,
-    LOCAL_MODELS,
-    LocalModelError,
-    LocalModelSpec,
-    choose_local_model,
-    context_size,
-    count_tokens,
-)
-from memorybench.llm.local.server import LocalServer, free_port, stop_all
-from memorybench.llm.sizing import estimate_tokens
+from __future__ import annotations
 
-__all__ = [
-    "AUTO_ORDER",
-    "AUTO_REASON",
-    "COMPLETION_CHAT_FORMAT",
-    "LOCAL_MODELS",
-    "LocalModelError",
-    "LocalModelSpec",
-    "LocalServer",
-    "choose_local_model",
-    "context_size",
-    "count_tokens",
-    "estimate_tokens",
-    "free_port",
-    "stop_all",
-]
+from typing import TYPE_CHECKING
+
+from memorybench.lazy import lazy_members
+
+if TYPE_CHECKING:
+    from memorybench.llm.local.models import (
+        AUTO_ORDER,
+        AUTO_REASON,
+        COMPLETION_CHAT_FORMAT,
+        LOCAL_MODELS,
+        LocalModelError,
+        LocalModelSpec,
+        choose_local_model,
+        context_size,
+        count_tokens,
+    )
+    from memorybench.llm.local.server import LocalServer, free_port, stop_all
+    from memorybench.llm.sizing import estimate_tokens
+
+# members imported on first use: a plan resolves `auto` from `models` without the server's
+# process and HTTP machinery (urllib)
+_MODELS = "memorybench.llm.local.models"
+_SERVER = "memorybench.llm.local.server"
+_WHERE = {
+    "AUTO_ORDER": _MODELS,
+    "AUTO_REASON": _MODELS,
+    "COMPLETION_CHAT_FORMAT": _MODELS,
+    "LOCAL_MODELS": _MODELS,
+    "LocalModelError": _MODELS,
+    "LocalModelSpec": _MODELS,
+    "LocalServer": _SERVER,
+    "choose_local_model": _MODELS,
+    "context_size": _MODELS,
+    "count_tokens": _MODELS,
+    "estimate_tokens": "memorybench.llm.sizing",
+    "free_port": _SERVER,
+    "stop_all": _SERVER,
+}
+
+__all__ = sorted(_WHERE)
+
+__getattr__ = lazy_members(__name__, _WHERE)
