@@ -145,13 +145,12 @@ def _strip_seeds(data: Any) -> Any:
 
 
 def _config_of(pack: PackReader, root: Path) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
+    from memorybench.pack.resolved_config import resolved_config_of
     from memorybench.run_id import identity_config
 
     if not pack.exists(layout.CONFIG):
         raise UserError(f"pack {root} has no {layout.CONFIG}; pass a finished pack folder")
-    identity = identity_config(OmegaConf.create(pack.read_text(layout.CONFIG)))
+    identity = identity_config(resolved_config_of(pack.read_text(layout.CONFIG)))
     return _strip_seeds({k: v for k, v in identity.items() if k not in _IGNORED_KEYS})
 
 

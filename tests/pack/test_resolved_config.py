@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from memorybench import CONF_DIR
 from memorybench.config import load_component_configs
-from memorybench.pack.resolved_config import load_resolved_config
+from memorybench.pack.resolved_config import load_resolved_config, resolved_config_of
 from memorybench.plan import compose_spec
 from memorybench.secrets import clean_config
 
@@ -89,3 +89,13 @@ def test_yaml_whose_reading_could_differ(tmp_path: Path, text: str) -> None:
     except Exception as e:  # noqa: BLE001
         got = ("error", f"{type(e).__name__}: {e}")
     assert got == expected
+    # the text as `compare` reads it through a pack's storage, against OmegaConf.create's reading
+    try:
+        created = ("ok", json.dumps(_typed(OmegaConf.to_container(OmegaConf.create(text), resolve=True)), default=repr))
+    except Exception as e:  # noqa: BLE001  (the message names no file here: the error's type is compared)
+        created = ("error", type(e).__name__)
+    try:
+        of_text = ("ok", json.dumps(_typed(resolved_config_of(text)), default=repr))
+    except Exception as e:  # noqa: BLE001
+        of_text = ("error", type(e).__name__)
+    assert of_text == created
