@@ -79,8 +79,56 @@ _PORTER_LOCK = threading.Lock()
 @lru_cache(maxsize=1)
 def _stemmer():  # type: ignore[no-untyped-def]
     """NLTK's Porter stemmer (`nltk.stem.porter.PorterStemmer`, the class LoCoMo's scorer
-    uses), imported on first use without the rest of NLTK (`porter_class`)."""
-    return porter_class()()
+    uses), imported on first use without the rest of NLTK (`porter_class`), with its
+    consonant test as a loop (`without_recursion`)."""
+    return without_recursion(porter_class())()
+
+
+def without_recursion(porter: type) -> type:
+    """NLTK's `PorterStemmer` whose consonant test walks back over a run of `y` instead of
+    recursing once per letter: the same stems, for any token length.
+
+    Porter's rule: `y` is a consonant at the start of a word or after a vowel, a vowel after
+    a consonant. NLTK's `_is_consonant` asks the letter before each `y` by recursion, so a
+    token of 1,000 `y` (a small model that loops) raises RecursionError and no row of the
+    pack can be scored; and `_measure`, which asks every position, is quadratic in a run of
+    `y`. Here a run of `y` alternates from its first letter, decided by the letter before
+    the run, and `_measure` and `_contains_vowel` read one pass of those flags. Every other
+    rule is NLTK's own code. Where NLTK returns, the stems are equal
+    (tests/score/test_porter_loop.py: every token of locomo10.json, random words rich in
+    `y`); where it raises, the stem is the one NLTK's code gives with a stack deep enough
+    (the same test runs it so), which is the value the released scorer defines."""
+
+    class PorterWithoutRecursion(porter):  # type: ignore[misc, valid-type]
+        def _is_consonant(self, word: str, i: int) -> bool:
+            letter = word[i]
+            if letter in self.vowels:
+                return False
+            if letter != "y":
+                return True
+            start = i
+            while start > 0 and word[start - 1] == "y":
+                start -= 1
+            # the run's first y: a consonant at the word's start or after a vowel
+            first = start == 0 or word[start - 1] in self.vowels
+            return first if (i - start) % 2 == 0 else not first
+
+        def _consonant_flags(self, word: str) -> list[bool]:
+            flags: list[bool] = []
+            previous = False  # as if after a vowel: a leading y is a consonant
+            for letter in word:
+                previous = False if letter in self.vowels else (not previous if letter == "y" else True)
+                flags.append(previous)
+            return flags
+
+        def _measure(self, stem: str) -> int:
+            return "".join("c" if c else "v" for c in self._consonant_flags(stem)).count("vc")
+
+        def _contains_vowel(self, stem: str) -> bool:
+            return not all(self._consonant_flags(stem))
+
+    PorterWithoutRecursion.__qualname__ = f"{porter.__qualname__}WithoutRecursion"
+    return PorterWithoutRecursion
 
 
 def porter_class() -> type:

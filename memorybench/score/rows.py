@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memorybench.data.benchmarks import LOCOMO, Benchmark
+from memorybench.errors import UserError
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.scorers import scorers
 from memorybench.stats import mean
@@ -58,7 +59,19 @@ def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str
     """Every qa-stage scorer's score of one prediction row."""
     if benchmark is not LOCOMO:
         row = {**row, "category": PLAIN_RULE}
-    return {s.name: s(row) for s in scorers("qa")}
+    scores = {}
+    for scorer in scorers("qa"):
+        try:
+            scores[scorer.name] = scorer(row)
+        except (UserError, KeyError, TypeError, ValueError):
+            raise  # a row that does not match its schema (a category, a gold): the caller's one-line error
+        except Exception as e:  # noqa: BLE001 - a scorer that cannot score this text: one line naming the row
+            raise UserError(
+                f"question {row.get('question_id')!r}: scorer {scorer.name} could not score its stored answer "
+                f"({len(str(row.get('prediction', '')))} characters; {type(e).__name__}: {str(e)[:120]}); every answer "
+                "is kept in predictions.jsonl; rerun after upgrading memorybench, or report this answer as a scorer bug"
+            ) from None
+    return scores
 
 
 def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, Any]:
