@@ -376,3 +376,29 @@ def test_the_embedded_model_says_it_is_loading_and_when_it_is_loaded(monkeypatch
         pass
     assert capfd.readouterr().err.splitlines() == [
         "loading the model gemma-3-270m for the reader (n_ctx 8192)", "(started)", "model gemma-3-270m loaded in 42s"]
+
+
+def test_a_memory_build_shows_its_writer_calls_failures_and_time_a_call(tmp_path, capfd, monkeypatch):
+    """Issue 40, item 4: a build that makes many writer calls before the next question said the
+    same `qa conv-26 (building memory) 0/3 questions` for ten minutes; the line now counts the
+    build's writer calls, how many failed and the mean seconds a call, as they happen."""
+    from memorybench.cli import main
+    from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
+
+    def slow_prose(body) -> Reply:
+        time.sleep(0.25)
+        return Reply(text="Sure! Here are the entities and relations you asked for.")
+
+    monkeypatch.setenv("MEMORYBENCH_PROGRESS_EVERY_S", "0.1")
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=slow_prose) as writer:
+        args = ["qa", *scripted_reader(reader.base_url), "memory=graph", "writer=openai_compatible",
+                f"writer.base_url={writer.base_url}", "writer.model=scripted-writer", "writer.max_retries=0",
+                "memory.max_failed_share=1.0", "max_questions=2", f"dataset.path={MINI}",
+                f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]
+        assert main(args) == 0
+    building = [line for line in capfd.readouterr().err.splitlines() if "building memory" in line]
+    counted = [re.search(r"building memory: (\d+) writer calls?, (\d+) failed, (\d+\.\d) s a call\)", line) for line in building]
+    seen = [(int(m.group(1)), int(m.group(2)), float(m.group(3))) for m in counted if m]
+    assert seen, building
+    assert max(calls for calls, _, _ in seen) >= 2 and all(failed <= calls for calls, failed, _ in seen)
+    assert any(failed >= 1 for _, failed, _ in seen) and all(s >= 0.2 for _, _, s in seen)

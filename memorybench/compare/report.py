@@ -402,6 +402,12 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         notes.append("Some packs are prefix runs (max_questions): smoke tests, not benchmark results.")
     if scan.unfinished:
         notes.append(f"{len(scan.unfinished)} unfinished pack(s) (no _SUCCESS) were left out.")
+    failed = runs.groupby("condition", sort=False)["memory_failed_tasks"].sum(min_count=1).dropna()
+    if (failed > 0).any():  # a writer's or a wrapped library's failed tasks: the memory lacks their inputs
+        shown = "; ".join(f"{c}: {int(n)}" for c, n in failed.items() if n > 0)
+        notes.append(f"Writer tasks failed ({shown}): a reply that did not parse, or one the wrapped library itself "
+                     "reported it could not use; the memory lacks what they would have written (each pack's "
+                     "memory/writer/failures.jsonl).")
     notes.append(overlay.note + ("" if overlay.errors is None else ": `scores_by_category` shows LoCoMo F1 on all questions "
                                  "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."))
     for judge in judges_of(frame):  # what each judge accepts (`memorybench judge-check`), beside its J

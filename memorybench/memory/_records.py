@@ -204,3 +204,32 @@ class LibraryEmbedCall(Record, schema="library_embed_call.v1"):
     latency_s: float = 0.0
     dimensions: int
     error: Optional[str] = None
+
+
+class LibraryReport(Record, schema="library_report.v1"):
+    """`memory/<method>/library_reports.jsonl`: what a wrapped library reported itself (a log
+    record at WARNING or above from its own loggers, or a line it printed) while
+    memorybench's recording endpoint served it. The endpoint's check of a reply is not the
+    library's parse: a reply can be valid JSON to us and refused by the library (a raw
+    control character inside a string, for a library that parses strictly), and only the
+    library says so."""
+
+    sample_id: str
+    method: str
+    #: set while a question is answered; null while building
+    question_id: Optional[str] = None
+    #: the conversation's writer call the report came after (0: before any call of the scope)
+    call: int
+    #: that call's task (`<method>:<task>`), null before any call
+    role: Optional[str] = None
+    #: where the library said it: `log <logger> <LEVEL>` or `stdout`
+    source: str
+    #: the library's own words (with its exception's, where the record carried one)
+    message: str
+    #: a failure of the library's work (a record at or above its logger's failure level, a
+    #: printed line), or a remark (a warning below it: an optional package missing, say)
+    failure: bool
+    #: whether this report made that writer task count as failed: the first report of a
+    #: build call that had not already failed (a task counts once, however many lines it
+    #: causes; a question-time report is journaled, never a writer task)
+    counted: bool

@@ -24,6 +24,15 @@ writer failure (`memory/writer/failures.jsonl`), never a silent empty memory. A 
 endpoint cannot express (tool calls, images) is refused with an error the library sees and
 counted the same way.
 
+A reply counts as parsed only if the library parsed it: inside a scope the endpoint listens
+to the library's own loggers (`loggers`) and, for a library that prints, its stdout
+(`library_reports.reports_of`). Each report is journaled in
+`memory/<method>/library_reports.jsonl` (`library_report.v1`) with the call it followed; the
+first report of a build call that had not failed already makes that task a counted writer
+failure, with the library's own message (`memory/writer/failures.jsonl`), and that call's
+row in `calls.jsonl` says `ok: false` with the message (a call's row is written when the
+next call starts or the scope ends, so that what the library says of its reply is on it).
+
 Calls are attributed to the conversation (and question) set by `scope(...)`; a request that
 arrives outside a scope is refused. The handlers run on one worker thread of the endpoint's
 own (whatever HTTP thread received the request): the embedder's SQLite cache, like any
@@ -35,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
@@ -47,10 +57,13 @@ from memorybench.errors import ModelCallError
 from memorybench.hashing import sha256_text
 from memorybench.llm.recording_proxy import THREAD_NAME, RecordingProxy, error_body
 from memorybench.llm.records import ChatRequest, ChatResult
-from memorybench.memory._records import LibraryEmbedCall, WriterCall, WriterFailure, WriterRequest
+from memorybench.memory._records import LibraryEmbedCall, LibraryReport, WriterCall, WriterFailure, WriterRequest
 from memorybench.memory._writer import bounded_json_schema, parse_json_object
 from memorybench.memory._schema_budget import fit_bounds
 from memorybench.memory.base import BuildContext
+from memorybench.pack import layout
+from memorybench.memory.library_reports import reports_of
+from memorybench.secrets import scrub
 
 #: characters of a role's system message that identify it (a library's prompt may end with variable text)
 ROLE_PREFIX_CHARS = 200
@@ -73,13 +86,24 @@ class LibraryEndpoint:
     """The recording endpoint of one run of a wrapped library (a context manager).
 
     `roles` maps a task name to the start of the system message the library sends for it
-    (its own prompt); `reply_schemas` maps a task name to the JSON Schema of its reply."""
+    (its own prompt); `reply_schemas` maps a task name to the JSON Schema of its reply;
+    `loggers` maps each of the library's loggers to the level from which its records are
+    failures (below it, down to WARNING, they are journaled remarks), and `prints` says that
+    the library also reports failures by printing to stdout."""
 
     def __init__(self, ctx: BuildContext, *, method: str, roles: Mapping[str, str] | None = None,
                  reply_schemas: Mapping[str, Mapping[str, Any]] | None = None,
-                 max_items: int = 8, max_chars: int = 120) -> None:
+                 max_items: int = 8, max_chars: int = 120, loggers: Mapping[str, int] | None = None,
+                 prints: bool = False) -> None:
         self.ctx = ctx
         self.method = method
+        self.loggers, self.prints = dict(loggers or {}), prints
+        #: the last writer call of the open scope, its row not yet written, and whether it failed
+        self._held: WriterCall | None = None
+        self._held_failed = False
+        self._lock = threading.Lock()
+        #: library reports journaled, and those that counted a writer task as failed
+        self.reports = {"journaled": 0, "counted": 0}
         self.roles = {name: " ".join(text.split())[:ROLE_PREFIX_CHARS] for name, text in (roles or {}).items()}
         self.reply_schemas = {k: dict(v) for k, v in (reply_schemas or {}).items()}
         self.max_items, self.max_chars = max_items, max_chars
@@ -122,11 +146,13 @@ class LibraryEndpoint:
         self.sample_id, self.question_id = sample_id, question_id
         errors_before = len(self.proxy.errors)
         try:
-            yield
+            with reports_of(self.report, self.loggers, stdout=self.prints):
+                yield
         except Exception:
             self._raise_cause(errors_before)
             raise
         finally:
+            self._flush()
             self.sample_id = self.question_id = None
             if self.ctx.embedder is not None:
                 # its SQLite cache was opened on the worker thread: closed there (it reopens on
@@ -135,6 +161,56 @@ class LibraryEndpoint:
 
                 self.in_worker(Embedder.close, self.ctx.embedder)
         self._raise_cause(errors_before)
+
+    # -- what the library reports ---------------------------------------------------------
+    def report(self, source: str, message: str, failure: bool = True) -> None:
+        """What the library reported (`library_reports.reports_of` calls this): journaled with
+        the call it followed; the first failure for a build call that had not failed counts
+        that writer task as failed, with the library's own message (a remark only is journaled)."""
+        sid = self.sample_id
+        if sid is None:
+            return  # outside a scope nothing is attributed (the handlers are attached only inside one)
+        message = scrub(" ".join(str(message).split()))
+        with self._lock:
+            call = self._calls.get(sid, 0)
+            last = self._held if self._held is not None and self._held.call == call else None
+            held = last if failure else None
+            # a task counts once, and only a build call's: a report before any call, or at question time, is journaled
+            counted = self.question_id is None and held is not None and not self._held_failed
+            if held is not None:
+                said = f"the library reported: {message[:300]}"
+                self._held = held.model_copy(update={"ok": False, "error": f"{held.error}; {said}" if held.error else said})
+                self._held_failed = True
+            self.ctx.pack.journal(layout.library_reports(self.method)).append(LibraryReport(
+                sample_id=sid, method=self.method, question_id=self.question_id, call=call,
+                role=last.role if last is not None else None, source=source, message=message, failure=failure,
+                counted=counted,
+            ))
+            self.reports["journaled"] += 1
+            if counted and held is not None:
+                self.reports["counted"] += 1
+                writer = self.ctx.writer
+                writer.usage.failures += 1
+                writer.failures.append(WriterFailure(
+                    sample_id=sid, method=self.method, role=held.role, error=message[:500],
+                    action=(f"reported by the library ({source}) after writer call {call} of {sid}; the library went on "
+                            f"without what that reply should have given it ({layout.library_reports(self.method)})"),
+                ))
+
+    def _hold(self, row: WriterCall, failed: bool) -> None:
+        """Keep a call's row until the next call or the scope's end: a report may still mark it."""
+        with self._lock:
+            self._flush_locked()
+            self._held, self._held_failed = row, failed
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._held is not None:
+            self.ctx.writer.calls.append(self._held)
+        self._held, self._held_failed = None, False
 
     def _raise_cause(self, errors_before: int) -> None:
         for error in self.proxy.errors[errors_before:]:
@@ -198,14 +274,14 @@ class LibraryEndpoint:
             error = "empty reply"
         self._calls[sample_id] = self._calls.get(sample_id, 0) + 1
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
-        writer.calls.append(WriterCall(
+        self._hold(WriterCall(
             sample_id=sample_id, method=self.method, role=f"{self.method}:{role}", call=self._calls[sample_id],
             attempt="first", **self._template(role, system),
             request=WriterRequest(model=request.model, messages=[dict(m) for m in request.messages],
                                   temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
                                   response_format=request.response_format),
             response=result, ok=error is None, error=error,
-        ))
+        ), failed=error is not None)
         self.rows["chat"] += 1
         if error is not None:
             writer.usage.failures += 1

@@ -14,7 +14,7 @@ import yaml
 from memorybench.data.benchmarks import benchmark_of_meta
 from memorybench.errors import UserError
 from memorybench.llm.usage import agent_usage, build_usage, total_usage, usage_summary
-from memorybench.pack.writer_tally import writer_tally
+from memorybench.pack.writer_tally import library_reported, writer_tally
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import Prediction
@@ -44,6 +44,9 @@ def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, An
     tally = writer_tally(builds or [])
     if tally is not None:  # a memory a writer model wrote: how many of its tasks failed
         metrics["memory"] = tally.metrics()
+        reports = layout.library_reports(str((meta.get("choices") or {}).get("memory")))
+        if pack.exists(reports):  # a wrapped library that reported failures of its own
+            metrics["memory"]["library_reported"] = library_reported(pack.rows(reports), reports)
     return rows, metrics
 
 

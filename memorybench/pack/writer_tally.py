@@ -13,7 +13,7 @@ from typing import Any
 
 from memorybench.pack import layout
 
-__all__ = ["WriterTally", "writer_tally"]
+__all__ = ["WriterTally", "library_reported", "writer_tally"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,11 @@ def writer_tally(build_costs: Iterable[Mapping[str, Any]]) -> WriterTally | None
         tasks += int(writer.get("calls", 0)) - int(writer.get("repairs", 0))
         failed += int(writer.get("failures", 0))
     return WriterTally(tasks, failed) if seen else None
+
+
+def library_reported(reports: Iterable[Mapping[str, Any]], file: str) -> dict[str, Any]:
+    """metrics.json's `memory.library_reported`, from a wrapped library's report rows
+    (`layout.library_reports`): how many it made, and how many counted a writer task as failed
+    (those are inside `failed` already)."""
+    rows = list(reports)
+    return {"reports": len(rows), "failed_tasks": sum(1 for r in rows if r.get("counted")), "file": file}

@@ -151,7 +151,7 @@ def _write(
                 todo = [q for q in conversation.questions if q.question_id in index_of and q.question_id not in answered]
                 if not todo:
                     continue
-                bar.set_label(f"{conversation.sample_id} (building memory)")
+                bar.set_label(f"{conversation.sample_id} (building memory)", detail=build_detail(ctx.writer))
                 memory = memories.get(conversation.sample_id) or method.build(conversation, ctx)
                 bar.set_label(conversation.sample_id)
                 if conversation.sample_id not in built:
@@ -189,6 +189,24 @@ def _write(
     pack.mark_success()
     where.publish()
     return QaResult(pack.root, metrics, answered_now, where.uri)
+
+
+def build_detail(writer: Any) -> Any:
+    """How far a memory build has got, for its progress line: the writer calls of this build,
+    how many failed (the writer's own count, a wrapped library's reports included) and the
+    mean seconds a call; None for a method without a writer, or before its first call."""
+    if writer is None:
+        return None
+    start = (writer.usage.calls, writer.usage.failures, writer.usage.latency_s)
+
+    def detail() -> str | None:
+        usage = writer.usage
+        calls, failed, seconds = usage.calls - start[0], usage.failures - start[1], usage.latency_s - start[2]
+        if calls <= 0:
+            return None
+        return f"{calls} writer call{'s' if calls != 1 else ''}, {failed} failed, {seconds / calls:.1f} s a call"
+
+    return detail
 
 
 class PrefillNotes:

@@ -144,5 +144,8 @@ def cost_lines(metrics: dict[str, Any]) -> list[str]:
     memory = metrics.get("memory")
     if memory:
         where = f"; skipped, listed in {memory['failures_file']}" if memory["failed"] else ""
-        lines.append(f"memory: {memory['failed']} of {memory['tasks']} writer tasks failed{where}")
+        library = memory.get("library_reported")
+        said = (f" ({library['failed_tasks']} of them by the library's own report; {library['reports']} reports in "
+                f"{library['file']})") if library else ""
+        lines.append(f"memory: {memory['failed']} of {memory['tasks']} writer tasks failed{said}{where}")
     return lines

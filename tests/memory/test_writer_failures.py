@@ -79,6 +79,18 @@ def test_within_the_bound_the_failures_are_counted_printed_and_verified(tmp_path
     assert findings[0].message.startswith("4 of 4 writer tasks failed and were skipped")
 
 
+def test_verify_is_an_error_when_the_failures_exceed_the_run_s_own_bound(tmp_path):
+    """Issue 40, item 1: a warning with the count within the run's memory.max_failed_share,
+    an error beyond it (here the config is edited afterwards, as a hand-made pack might be)."""
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=never_json) as writer:
+        assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0") == 0
+    pack = only_pack(tmp_path)
+    config = pack / "config.resolved.yaml"
+    config.write_text(config.read_text("utf-8").replace("max_failed_share: 1.0", "max_failed_share: 0.5"), "utf-8")
+    codes = [(f.code, f.warning) for f in verify_pack(pack)]
+    assert ("memory.writer_failures_over_limit", False) in codes and ("memory.writer_failures", True) not in codes
+
+
 def test_a_memory_without_a_writer_has_no_memory_entry(tmp_path):
     with ScriptedOpenAIServer() as reader:
         args = ["qa", *scripted_reader(reader.base_url), "memory=session_summaries", f"dataset.path={MINI}",

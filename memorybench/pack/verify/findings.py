@@ -54,7 +54,8 @@ CODES: dict[str, str] = {
     ),
     "gold.leak": "a gold string that is not in the conversation's source text appears in a prompt, memory or workspace file (memory that the writer model wrote itself, from inputs scanned clean, may hold it)",
     "secret": "a secret-looking string (API key, token, private key, a credential's value) is stored in the pack",
-    "memory.writer_failures": "a warning: writer tasks failed twice and were skipped (memory/writer/failures.jsonl), so the memory lacks their inputs",
+    "memory.writer_failures": "a warning: writer tasks failed (a reply that did not parse twice, or one the wrapped library reported it could not use), so the memory lacks their inputs (memory/writer/failures.jsonl)",
+    "memory.writer_failures_over_limit": "more writer tasks failed than the run's memory.max_failed_share allows: the scores are over a memory that lacks too much of its inputs",
     "reply.empty": "a warning: reader replies had no text when asked twice and are stored as empty answers",
     "reply.cut": "a warning: answers longer than reader.max_answer_chars are stored cut",
 }

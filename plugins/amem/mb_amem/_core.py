@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -438,8 +439,11 @@ class AMem:
     def endpoint(self, ctx: BuildContext) -> AMemEndpoint:
         if self._endpoint is None:
             import_amem()
+            # A-MEM reports its failures in log records of agentic_memory ("Error in memory
+            # evolution: ...") and by printing ("Error analyzing content: ..."): each counts its task
             self._endpoint = AMemEndpoint(ctx, method=METHOD, roles=ROLES, max_items=self.json_max_items,
-                                          max_chars=self.json_max_chars).__enter__()
+                                          max_chars=self.json_max_chars, loggers={"agentic_memory": logging.WARNING},
+                                          prints=True).__enter__()
         return self._endpoint
 
     def embedding_function(self, ctx: BuildContext) -> Any:

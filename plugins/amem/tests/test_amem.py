@@ -213,6 +213,55 @@ def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
     assert len(stored["items"]) == 5 and all("memory context: " in i["text"] for i in stored["items"])
 
 
+def test_a_reply_amem_refuses_counts_as_a_failed_task_with_amem_s_message(tmp_path):
+    """Issue 40, item 1: the first evolution reply holds a raw newline inside a JSON string.
+    The recording endpoint reads it (it parses leniently); A-MEM's json.loads refuses it and
+    logs `Error in memory evolution: Invalid control character ...`, then goes on without
+    the evolution. That task is a counted writer failure with A-MEM's own words."""
+    broken: list[int] = []
+
+    def control_character_once(body: dict[str, Any]) -> Reply:
+        reply = amem_responder(body)
+        if not broken and EVOLVE in user_of(body):
+            broken.append(1)
+            data = json.loads(reply.text)
+            data["tags_to_update"] = ["first line\nsecond line"]
+            return Reply(text=json.dumps(data).replace("\\n", "\n"))  # a raw newline inside the string
+        return reply
+
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=control_character_once) as writer:
+        assert qa(tmp_path, reader, writer, "memory.max_failed_share=0.5") == 0
+    assert broken
+    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    bad = [c for c in calls if not c["ok"]]
+    assert len(bad) == 1 and bad[0]["role"] == "amem:evolve" and "Invalid control character" in bad[0]["error"]
+    (failure,) = rows(pack / "memory/writer/failures.jsonl")
+    assert "Error in memory evolution" in failure["error"] and "Invalid control character" in failure["error"]
+    assert "reported by the library (log agentic_memory" in failure["action"]
+    reports = [r for r in rows(pack / "memory/amem/library_reports.jsonl") if r["failure"]]
+    assert [r["counted"] for r in reports] == [True] and reports[0]["call"] == bad[0]["call"]
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["failures"] == 1
+    findings = verify_pack(pack)
+    assert [(f.code, f.path) for f in findings] == [("memory.writer_failures", "memory/writer/failures.jsonl")]
+    assert "1 of them reported by the wrapped library itself" in findings[0].message
+
+
+def test_what_amem_prints_is_a_report_too(tmp_path):
+    """A-MEM prints `Error analyzing content: ...` where it drops an analysis: each printed
+    line is journaled (here beside the endpoint's own count of the reply: one failure per task)."""
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(
+        responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
+    ) as writer:
+        assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0") == 0
+    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    printed = [r for r in rows(pack / "memory/amem/library_reports.jsonl") if r["source"] == "stdout"]
+    assert len(printed) == 5 and all(r["message"].startswith("Error analyzing content") for r in printed)
+    assert not any(r["counted"] for r in printed)  # the endpoint had counted each of those replies already
+    assert len(rows(pack / "memory/writer/failures.jsonl")) == 5
+
+
 AUTHORS_SRC = os.environ.get("MEMORYBENCH_AMEM_AUTHORS_SRC")
 
 

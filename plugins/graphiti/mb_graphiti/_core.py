@@ -143,8 +143,10 @@ class GraphitiMemory:
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
         if self._endpoint is None:
             import_graphiti()
+            # Graphiti's own failures (a reply its strict json.loads refused, a retry, an edge it
+            # could not date) are log records of graphiti_core: each counts its task as failed
             self._endpoint = endpoint = LibraryEndpoint(ctx, method=METHOD, max_items=self.json_max_items,
-                                                        max_chars=self.json_max_chars).__enter__()
+                                                        max_chars=self.json_max_chars, loggers={"graphiti_core": logging.WARNING}).__enter__()
             ctx.closers.append(lambda: endpoint.__exit__(None, None, None))
         return self._endpoint
 

@@ -175,6 +175,53 @@ def test_a_reply_that_is_not_json_stops_with_its_count(tmp_path, monkeypatch):
     assert len(failures) == 4 and all("JSON" in f["error"] or "json" in f["error"] for f in failures)
 
 
+def test_a_reply_graphiti_refuses_counts_as_a_failed_task_with_graphiti_s_message(tmp_path, monkeypatch, capsys):
+    """Issue 40, item 1: the first fact extraction's reply holds a raw newline inside a JSON
+    string. The recording endpoint reads it (it parses leniently); Graphiti's strict
+    json.loads refuses it, logs `Invalid control character`, and retries. That task is a
+    counted writer failure with Graphiti's own words: in failures.jsonl, on the call's row
+    (ok false), in library_reports.jsonl, in metrics.json, in the run's summary and in verify."""
+    import tenacity
+    from graphiti_core.llm_client.client import LLMClient
+
+    monkeypatch.setattr(LLMClient._generate_response_with_retry.retry, "wait", tenacity.wait_none())
+    broken: list[int] = []
+
+    def control_character_once(body: dict[str, Any]) -> Reply:
+        reply = graphiti_responder(body)
+        fmt = body.get("response_format") or {}
+        if not broken and fmt.get("type") == "json_schema" and fmt["json_schema"]["name"] == "ExtractedEdges":
+            data = json.loads(reply.text)
+            if data["edges"]:
+                broken.append(1)
+                data["edges"][0]["fact"] = "first line\nsecond line"
+                return Reply(text=json.dumps(data).replace("\\n", "\n"))  # a raw newline inside the string
+        return reply
+
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=control_character_once) as writer:
+        assert qa(tmp_path, reader, writer, "memory.max_failed_share=0.5") == 0
+    assert broken
+    (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    bad = [c for c in calls if not c["ok"]]
+    assert len(bad) == 1 and bad[0]["role"] == "graphiti:ExtractedEdges" and "Invalid control character" in bad[0]["error"]
+    (failure,) = rows(pack / "memory/writer/failures.jsonl")
+    assert "Invalid control character" in failure["error"] and "reported by the library" in failure["action"]
+    reports = rows(pack / "memory/graphiti/library_reports.jsonl")
+    assert [r["counted"] for r in reports].count(True) == 1 and all(r["call"] == bad[0]["call"] for r in reports)
+    assert reports[0]["source"].startswith("log graphiti_core")
+    metrics = json.loads((pack / "metrics.json").read_text("utf-8"))
+    assert metrics["memory"]["failed"] == 1 and metrics["memory"]["library_reported"]["failed_tasks"] == 1
+    findings = verify_pack(pack)
+    assert [(f.code, f.path) for f in findings] == [("memory.writer_failures", "memory/writer/failures.jsonl")]
+    assert "reported by the wrapped library itself" in findings[0].message
+    # the run's summary and the report say it too
+    out = capsys.readouterr().out
+    assert "writer tasks failed (1 of them by the library's own report" in out, out
+    assert main(["report", "--packs", str(tmp_path / "packs"), "--out", str(tmp_path / "report")]) == 0
+    assert "Writer tasks failed (" in (tmp_path / "report" / "report.md").read_text("utf-8")
+
+
 def test_a_resumed_run_reopens_the_committed_database_for_search(tmp_path):
     """The reader fails on the second question: the conversation's graph is committed; the
     rerun builds nothing and searches the reopened Kùzu database."""

@@ -22,6 +22,7 @@ and mem0's home folder (`MEM0_DIR`) is the run's cache folder, never ~/.mem0.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 from typing import Any, ClassVar
 
@@ -112,6 +113,9 @@ class Mem0Lib:
                 ctx, method=METHOD, roles={"extract": prompts.ADDITIVE_EXTRACTION_PROMPT},
                 reply_schemas={"extract": EXTRACT_REPLY_SCHEMA},
                 max_items=self.json_max_items, max_chars=self.json_max_chars,
+                # mem0's failures ("Error parsing extraction response: ...") are ERROR records; its
+                # warnings say that an optional package (fastembed, spaCy) is missing: remarks
+                loggers={"mem0": logging.ERROR},
             ).__enter__()
         return self._endpoint
 

@@ -136,3 +136,32 @@ def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
     assert failures and len(failures) == len(calls) and not any(c["ok"] for c in calls)
     (cost,) = rows(pack / "memory/build_cost.jsonl")
     assert cost["writer"]["failures"] == len(calls)
+
+
+def test_a_control_character_mem0_reads_is_no_failure_and_its_warnings_are_remarks(tmp_path):
+    """Issue 40, item 1, from mem0's side: a reply counts as parsed when the library parsed it.
+    mem0 reads its extraction with `json.loads(..., strict=False)`, so a raw newline inside a
+    string is no failure of mem0's (the memory holds the text); its WARNING records (an
+    optional package such as fastembed or spaCy missing) are journaled as remarks, never a
+    failed task. Its ERROR records are failures (`loggers={"mem0": logging.ERROR}`)."""
+
+    def control_character(body: dict[str, Any]) -> Reply:
+        reply = mem0_responder(body)
+        if EXTRACTOR in body["messages"][0]["content"]:
+            data = json.loads(reply.text)
+            for memory in data["memory"]:
+                memory["text"] += "\nthen more"
+            return Reply(text=json.dumps(data).replace("\\n", "\n"))  # raw newlines inside strings
+        return reply
+
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=control_character) as writer:
+        assert qa(tmp_path, reader, writer) == 0
+    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    assert verify_pack(pack) == []
+    assert all(c["ok"] for c in rows(pack / "memory/writer/calls.jsonl"))
+    assert not rows(pack / "memory/writer/failures.jsonl")
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    stored = json.loads((pack / f"memory/mem0_lib/{cost['sample_id']}.json").read_text("utf-8"))
+    assert stored["items"] and all("then more" in i["text"] for i in stored["items"])
+    reports = rows(pack / "memory/mem0_lib/library_reports.jsonl")
+    assert all(not r["failure"] and not r["counted"] and r["source"].endswith("WARNING") for r in reports)
