@@ -57,16 +57,21 @@ def cmd_fetch(args: Sequence[str]) -> int:
                              "longmemeval_m (2.7 GB); streamed, resumable, size and sha256 checked")
     ns = parser.parse_args(args)
     if ns.dataset:
-        from memorybench.data.large_pins import LONGMEMEVAL_DATA
+        from memorybench.benchmark import datasets
 
-        unknown = [d for d in ns.dataset if d not in LONGMEMEVAL_DATA]
+        large = {name: d for name, d in datasets().items() if d.large}
+        unknown = [d for d in ns.dataset if d not in large]
         if unknown:
-            raise UserError(f"--dataset {unknown[0]!r} is not a large pinned dataset; choose one of {', '.join(LONGMEMEVAL_DATA)}")
-    root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers)
-    for name in ns.dataset:
-        from memorybench.data.large_pins import LONGMEMEVAL_DATA, fetch_large
+            raise UserError(f"--dataset {unknown[0]!r} is not a large pinned dataset; choose one of {', '.join(large)}")
+    from memorybench.benchmark import benchmarks
 
-        fetch_large(LONGMEMEVAL_DATA[name], root)
+    # each benchmark's own pinned files and its small datasets (a large one only with --dataset)
+    extra = tuple(p for b in benchmarks().values() for p in (*(d.pinned() for d in b.datasets if not d.large), *b.own_pins()))
+    root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers, extra=extra)
+    for name in ns.dataset:
+        from memorybench.data.large_pins import fetch_large
+
+        fetch_large(large[name].pinned(), root)
     print(f"pins verified in {root}" + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else "")
           + (f"; datasets: {', '.join(ns.dataset)}" if ns.dataset else ""))
     return 0

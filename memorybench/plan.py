@@ -227,17 +227,14 @@ def check_files(cfg: DictConfig) -> None:
     """Every file the run reads, there now: the dataset (an explicit file, or the pin
     verified by its sha256) and every prompt template the run reads (`prompt_relpaths`:
     the reader's, the writer's, the memory's, the answerer's own; a pinned one verified)."""
-    from memorybench.data.source import resolve_dataset
+    from memorybench.benchmarks.source import resolve_dataset
     from memorybench.templates import find_prompt
 
     if cfg.dataset.get("path"):
-        from memorybench.data.large_pins import LONGMEMEVAL_DATA
-        from memorybench.data.locomo import MAX_DATASET_BYTES, regular_file
+        from memorybench.benchmark import dataset_named
 
         # a missing file, a folder, a FIFO, a device or a symlink loop: the line qa would give
-        large = str(cfg.dataset.name) in LONGMEMEVAL_DATA
-        regular_file(resolved_path(str(cfg.dataset.path), "dataset.path"), max_bytes=3 << 30 if large else MAX_DATASET_BYTES,
-                     expected="a LongMemEval file" if large else "locomo10.json")
+        dataset_named(str(cfg.dataset.name)).checked(resolved_path(str(cfg.dataset.path), "dataset.path"))
     else:
         resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     from memorybench.plan_questions import check_memory_fits

@@ -39,7 +39,7 @@ class QuestionRow:
 
 
 def _samples(cfg: DictConfig) -> list:
-    from memorybench.data.source import load_dataset, resolve_dataset
+    from memorybench.benchmarks.source import load_dataset, resolve_dataset
 
     path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     return load_dataset(path, str(cfg.dataset.name))
@@ -47,7 +47,7 @@ def _samples(cfg: DictConfig) -> list:
 
 def question_rows(cfg: DictConfig) -> list[QuestionRow]:
     """One row per question of the run (file order; `max_questions` honoured)."""
-    from memorybench.data.benchmarks import benchmark_of
+    from memorybench.benchmark import benchmark_of
     from memorybench.llm.sizing import estimate_tokens
     from memorybench.memory._context import session_text
 
@@ -73,7 +73,7 @@ def format_questions(rows: list[QuestionRow]) -> list[str]:
 def check_memory_fits(cfg: DictConfig) -> None:
     """With the embedded reader and a whole-haystack memory on a benchmark other than LoCoMo:
     every haystack of the run fits the local model's context, else one UserError line."""
-    from memorybench.data.benchmarks import LOCOMO, benchmark_of
+    from memorybench.benchmark import LOCOMO, benchmark_of
 
     if benchmark_of(str(cfg.dataset.name)) is LOCOMO or str(cfg.reader.get("provider")) != "local":
         return

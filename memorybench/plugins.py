@@ -152,6 +152,16 @@ def plugin_schema_modules() -> dict[str, dict[str, str]]:
     return out
 
 
+def plugin_benchmarks() -> list[tuple[str, Any]]:
+    """(plugin name, what it declares in `BENCHMARKS`) of each installed plugin that declares
+    benchmarks (`memorybench.benchmark` checks that each is a `Benchmark` record)."""
+    out = []
+    for plugin in installed_plugins():
+        declared = getattr(plugin.load(), "BENCHMARKS", None)
+        if declared is not None:
+            out.append((f"{plugin.name} ({plugin.module})", declared))
+    return out
+
 
 def plugin_config_error(error: BaseException) -> UserError | None:
     """A plugin's code that reads a config key its schema does not declare fails deep in

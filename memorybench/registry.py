@@ -70,7 +70,8 @@ def _owner(target: Any) -> str:
 class Registry(Generic[T]):
     """Named components of one kind; `package` holds the built-in ones."""
 
-    def __init__(self, kind: str, option: str, package: str | None = None, builtins: dict[str, str] | None = None) -> None:
+    def __init__(self, kind: str, option: str, package: str | None = None, builtins: dict[str, str] | None = None,
+                 more_builtins: str | None = None) -> None:
         #: what a component is, in words ("memory method")
         self.kind = kind
         #: how a user selects one ("memory", "reader.provider")
@@ -79,6 +80,9 @@ class Registry(Generic[T]):
         #: the built-in components of a package by name, as lazy "module:attr": their names are
         #: known without importing their modules (tests/test_registry_builtins.py keeps it whole)
         self.builtins = dict(builtins or {})
+        #: "module:function" returning more built-in {name: "module:attr"} (the benchmarks' own judge
+        #: protocols), asked by name through importlib when the registry is first read
+        self.more_builtins = more_builtins
         self._entries: dict[str, _Entry] = {}
         self._discovered = False
 
@@ -118,8 +122,12 @@ class Registry(Generic[T]):
             return
         self._discovered = True
         if self.builtins:
+            more: dict[str, str] = {}
+            if self.more_builtins:
+                module, _, function = self.more_builtins.partition(":")
+                more = getattr(importlib.import_module(module), function)()
             # names known up front: each module is imported when its component is first got
-            for name, target in self.builtins.items():
+            for name, target in {**self.builtins, **more}.items():
                 if name not in self._entries:  # a module imported already registered its own
                     self._entries[name] = _Entry(target, target.split(":", 1)[0])
         elif self.package:
@@ -201,7 +209,8 @@ _JUDGE_BUILTINS = {
     "strict": "memorybench.score.judge:StrictJudge",
     "longmemeval": "memorybench.score.longmemeval_judge:LongMemEvalJudge",
 }
-JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", builtins=_JUDGE_BUILTINS)
+JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", builtins=_JUDGE_BUILTINS,
+                                 more_builtins="memorybench.benchmark:judge_protocols")
 SCORERS: Registry[Any] = Registry("scorer", "scorer", package="memorybench.score.scorers")
 STAGES: Registry[Any] = Registry("wave stage", "memorybench wave STAGE", package="memorybench.cloudrun.waves")
 

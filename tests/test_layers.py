@@ -20,8 +20,8 @@ LAYERS: dict[str, int] = {
     # 0: the ground: no memorybench imports but each other
     "errors": 0, "records": 0, "stats": 0, "hashing": 0, "names": 0, "_process": 0, "provenance": 0, "registry": 0, "lazy": 0,
     "plugins": 0, "secrets": 0, "help": 0, "progress": 0, "fs": 0, "sweep_table": 0,
-    # 1: data, models, scores, packs and where they are stored
-    "data": 1, "storage": 1, "templates": 1, "config": 1, "run_id": 1, "llm": 1, "score": 1, "pack": 1,
+    # 1: data and the benchmarks it belongs to, models, scores, packs and where they are stored
+    "data": 1, "benchmark": 1, "benchmarks": 1, "storage": 1, "templates": 1, "config": 1, "run_id": 1, "llm": 1, "score": 1, "pack": 1,
     "testing": 1,
     # 2: what a run is made of
     "memory": 2, "embed": 2, "answer": 2, "validate": 2,
@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "cli": 4, "hydra_app": 4, "tracking": 4, "cloudrun": 4, "completion": 4,
 }
 #: within layer 1, the order of the bottom rooms (an import may only point to an equal or lower one)
-BOTTOM = ["data", "storage", "templates", "config", "run_id", "llm", "score", "pack", "testing"]
+BOTTOM = ["data", "benchmark", "storage", "templates", "config", "run_id", "llm", "score", "benchmarks", "pack", "testing"]
 
 
 def part_of(module: str) -> str:

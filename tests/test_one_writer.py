@@ -371,7 +371,7 @@ def test_two_tracks_on_one_fresh_store_both_succeed_and_log_each_pack_once(tmp_p
     args = cli("track", str(two_packs), "--uri", uri, "--experiment", "mini", "--parent", "mini sweep", "--no-artifacts")
     procs = [subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for proc, (out, err) in zip(procs, outs):
+    for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
     runs = _runs(uri)
     nested = [r for r in runs if r.data.tags.get("memorybench.kind") == "run"]

@@ -40,7 +40,7 @@ def _checkout(tmp_path: Path, pip_fails: bool = False) -> tuple[Path, dict[str, 
 
 def _main_command() -> str:
     """README's main command, as its first code block gives it."""
-    (line,) = [l for l in (REPO / "README.md").read_text("utf-8").splitlines() if "# main job" in l]
+    (line,) = [row for row in (REPO / "README.md").read_text("utf-8").splitlines() if "# main job" in row]
     return line.split("#", 1)[0].strip()
 
 
@@ -49,7 +49,7 @@ def test_setup_prints_a_line_per_step_and_ends_with_the_main_command(tmp_path):
     result = subprocess.run(["bash", "setup.sh"], cwd=root, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = (result.stdout + result.stderr).strip().splitlines()
-    assert len(lines) <= 8 and all(l.startswith("setup.sh: ") for l in lines), lines
+    assert len(lines) <= 8 and all(row.startswith("setup.sh: ") for row in lines), lines
     assert "BuildBackendWarning" not in result.stdout + result.stderr
     assert lines[-1] == f"setup.sh: done. The main command: {_main_command()}"
     assert "BuildBackendWarning" in (root / ".venv" / "setup.log").read_text("utf-8")  # kept, not lost

@@ -97,7 +97,7 @@ from memorybench.compare.collected_schemas import (
     with_benchmarks,
     with_judges,
 )
-from memorybench.data.benchmarks import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_meta
 from memorybench.compare.blame import blame_columns
 from memorybench.compare.summary import (
     CATEGORIES,

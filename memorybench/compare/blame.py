@@ -43,11 +43,11 @@ errors.json, `memorybench.data.gold_errors`) takes the audit's corrected evidenc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memorybench.pack.walk import DIA_ID, PackWalker, evidence_ids, qa_index_of
+from memorybench.pack.walk import PackWalker, evidence_ids, qa_index_of
 
 __all__ = ["BASIS_F1", "CLASSES", "CORRECT_AT", "EXAMPLE_COLUMNS", "Blame", "blame_columns", "evidence_ids", "f1_basis", "pack_blame",
            "question_blame"]
@@ -87,10 +87,9 @@ def f1_basis(bench: Any) -> str:
     """The basis of a row no judge decided, named for the pack's benchmark (a `Benchmark`): LoCoMo's
     `locomo_f1>=0.5`; another's lexical score is a diagnostic (`score.rows.diagnostic_name`), never
     LoCoMo F1: `stemmed_token_f1>=0.5`."""
-    from memorybench.data.benchmarks import LOCOMO
     from memorybench.score.rows import diagnostic_name
 
-    return BASIS_F1 if bench is LOCOMO else f"{diagnostic_name('locomo_f1')}>={CORRECT_AT}"
+    return BASIS_F1 if bench.own_lexical_rules else f"{diagnostic_name('locomo_f1')}>={CORRECT_AT}"
 
 
 def _session_of(dia_id: str) -> str | None:
@@ -134,12 +133,11 @@ class _Blamer:
         self.verdicts = judge["verdicts"] if judge else {}
         self.f1 = self._f1()
         self.gold_errors = _gold_errors(walker)
-        from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
-        from memorybench.score.rows import PLAIN_RULE
+        from memorybench.benchmark import benchmark_of_meta
 
         bench = benchmark_of_meta(walker.meta.get("data"))
         #: the category rule of the gold: LoCoMo's own, or the plain rule for every row of another benchmark
-        self.rule = None if bench is LOCOMO else PLAIN_RULE
+        self.rule = None if bench.own_lexical_rules else bench.lexical_rule
         #: the basis of a row without a judge verdict, named for the benchmark
         self.f1_basis = f1_basis(bench)
 
@@ -241,7 +239,7 @@ class _Blamer:
         return not missing, missing
 
     def _used(self, qid: str, row: dict[str, Any]) -> tuple[bool | None, tuple[str, ...], tuple[str, ...]]:
-        gold = _gold(row["category"] if self.rule is None else self.rule, row.get("gold"))
+        gold = _gold(row["category"] if self.rule is None else self.rule(row["category"]), row.get("gold"))
         if gold is None:
             return None, (), ()
         if self._agent_files(qid):

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
-from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_named
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named
 
 __all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "LOCOMO_JUDGE_COLUMNS", "LOCOMO_RUN_COLUMNS", "RUNS_SCHEMA",
            "benchmark_judge_columns", "benchmark_judge_values", "benchmark_run_columns", "benchmark_run_values", "with_benchmarks",
@@ -172,7 +172,7 @@ def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, A
     `diagnostic_stemmed_token_f1` (overall), `_task_avg` (where the benchmark reports one) and
     `_<kind name>` for each of its kinds (LongMemEval's six types: `..._temporal-reasoning`), with
     `LOCOMO_RUN_COLUMNS` null. Nothing for a LoCoMo pack: its row is as ever."""
-    if bench is LOCOMO:
+    if bench.own_lexical_rules:
         return {}
     from memorybench.score.rows import diagnostic_name
 

@@ -46,7 +46,7 @@ def _p(d: dict[str, Any]) -> str:
 def _metric_name(metric: str, covers: str, benchmark: str | None = None) -> str:
     """A metric's name in the printed lines: its benchmark's judge figure ("J", or LongMemEval's
     accuracy), and a lexical F1 on another benchmark labelled a diagnostic."""
-    from memorybench.data.benchmarks import benchmark_named
+    from memorybench.benchmark import benchmark_named
 
     bench = benchmark_named(benchmark)
     if bench.name == "locomo":
@@ -58,7 +58,7 @@ def _metric_name(metric: str, covers: str, benchmark: str | None = None) -> str:
 
 
 def _figure(benchmark: str | None) -> str:
-    from memorybench.data.benchmarks import benchmark_named
+    from memorybench.benchmark import benchmark_named
 
     return benchmark_named(benchmark).judge_figure
 

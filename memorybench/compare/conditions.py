@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 
 from memorybench.answer.prompt import question_protocol
-from memorybench.data.benchmarks import benchmark_named, benchmark_of_meta
+from memorybench.benchmark import benchmark_named, benchmark_of_meta
 from memorybench.compare.intervals import (
     Resampling,
     mean_interval,
@@ -106,7 +106,7 @@ class PackScores:
     #: the pack's own reported numbers (metrics.json and autorater_metrics.json)
     reported: dict[str, float | None] = field(default_factory=dict)
     judge_identity: dict[str, Any] | None = None
-    #: the resampling unit of the pack's benchmark (memorybench.data.benchmarks): what a sample is
+    #: the resampling unit of the pack's benchmark (memorybench.benchmark): what a sample is
     unit: str = "conversation"
     #: the pack's benchmark (its judged kinds and labels)
     benchmark: str = "locomo"
@@ -207,12 +207,12 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
     judge_id = _judge_of(pack, judge)
     meta = pack.autorater_meta(judge_id) if judge_id else None
     if judge_id and meta is not None:
-        parsed: dict[str, list[int]] = {}
-        failed: dict[str, list[int]] = {}
+        parsed: dict[str, list[float]] = {}
+        failed: dict[str, list[float]] = {}
         for verdict in pack.verdicts(judge_id):
             if verdict.status in ("CORRECT", "WRONG"):
-                parsed.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
-                failed.setdefault(verdict.question_id, []).append(int(verdict.score))  # type: ignore[arg-type]
+                parsed.setdefault(verdict.question_id, []).append(verdict.score)  # type: ignore[arg-type]
+                failed.setdefault(verdict.question_id, []).append(verdict.score)  # type: ignore[arg-type]
             elif verdict.status == "FAILED":
                 scores.judge_failures += 1
                 failed.setdefault(verdict.question_id, []).append(0)
@@ -425,7 +425,8 @@ def _corrected(packs: Sequence[PackScores], q: str, overlay: Overlay, per_questi
 
 
 def seed_summary(
-    packs: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(), check_config: bool = True,
+    packs: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
+    check_config: bool = True,
     categories: frozenset[int] | None = None, corrected_gold: bool = False,
 ) -> dict[str, Any]:
     """Several packs of one config with different seeds: mean ± sd and the intervals of the mean."""
@@ -490,7 +491,7 @@ def common_questions(
 
 
 def paired_difference(
-    a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),
+    a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
     categories: frozenset[int] | None = None,
 ) -> dict[str, Any]:
     """Condition B minus condition A over the questions both hold, paired by question id

@@ -273,7 +273,7 @@ def mean_interval(
     [0, 1] (noted); Wilson's for right/wrong scores of clusters of one question each.
 
     `clusters` gives each question's conversation (``sample_id``; `unit` names what a
-    cluster is: the benchmark's resampling unit, `memorybench.data.benchmarks`). With one
+    cluster is: the benchmark's resampling unit, `memorybench.benchmark`). With one
     cluster the interval is None and `note` says why.
     """
     _check_confidence(confidence)

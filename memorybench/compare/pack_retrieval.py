@@ -33,7 +33,7 @@ def _turn_key(dia_id: str) -> tuple[str, int] | None:
 def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retrieval_metrics.py") -> Any:
     """The authors' retrieval averages over a LongMemEval pack's retrievals (a
     `RetrievalAverage`), or None when the pack's method retrieves nothing per question."""
-    from memorybench.data.benchmarks import LONGMEMEVAL, benchmark_of_meta
+    from memorybench.benchmark import LONGMEMEVAL, benchmark_of_meta
     from memorybench.pack.walk import dataset_of
     from memorybench.score.longmemeval_retrieval import QuestionRetrieval, average_metrics, build_corpus, question_metrics, \
         ranking_from_keys
@@ -78,12 +78,12 @@ def retrieval_table(frame: Any) -> Any:
     they average; LoCoMo packs and methods that retrieve nothing are left out."""
     import pandas as pd
 
-    from memorybench.data.benchmarks import benchmark_of
+    from memorybench.benchmark import LONGMEMEVAL, benchmark_of
 
     out = []
     for condition, rows in frame.groupby("condition", sort=False):
         datasets = set(rows["dataset"].dropna()) if "dataset" in rows else set()
-        if not datasets or any(benchmark_of(str(d)).name != "longmemeval" for d in datasets):
+        if not datasets or any(benchmark_of(str(d)) is not LONGMEMEVAL for d in datasets):  # its authors' metrics
             continue
         found = [a for a in (pack_retrieval(p) for p in rows["pack"].unique()) if a is not None]
         if not found:

@@ -23,7 +23,7 @@ Tables (`TABLES`):
   question's score is its mean over the condition's packs (seeds).
 * `accuracy_by_type`: another benchmark's own figure (LongMemEval's judge accuracy), per
   condition and judge: accuracy per question type (number and name from the benchmark record,
-  `memorybench.data.benchmarks`) with n and its interval over the benchmark's unit, the
+  `memorybench.benchmark`) with n and its interval over the benchmark's unit, the
   task-averaged accuracy, overall, and abstention (`memorybench.compare.report_scores`); no
   row for a LoCoMo condition.
 * `paired_differences`: every condition minus the first (or the design's `pairs`, each
@@ -98,7 +98,7 @@ from memorybench.compare.report_tables import (
 from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
 from memorybench.compare.summary import CONFIG_PREFIX, judge_key
-from memorybench.data.benchmarks import benchmark_of
+from memorybench.benchmark import benchmark_of, benchmark_of_meta
 from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.fs import atomic_path, write_atomic
 from memorybench.pack import layout
@@ -397,7 +397,10 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
 
     notes = []
     if runs["local_model"].fillna(False).astype(bool).any():
-        notes.append("Some answers come from the embedded local model: not comparable with published LoCoMo numbers.")
+        local = runs[runs["local_model"].fillna(False).astype(bool)]
+        named = local["dataset"].dropna().astype(str) if "dataset" in local else []
+        titles = " or ".join(dict.fromkeys(benchmark_of_meta({"name": d}).title for d in [*named] or [None]))
+        notes.append(f"Some answers come from the embedded local model: not comparable with published {titles} numbers.")
     if runs["is_prefix"].fillna(False).astype(bool).any():
         notes.append("Some packs are prefix runs (max_questions): smoke tests, not benchmark results.")
     if scan.unfinished:
@@ -442,14 +445,15 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         "retrieval": lambda: retrieval_table(frame),
     }
     tables, figure_names = list(design.tables), list(design.figures)
-    other = sorted({str(d) for d in frame["dataset"].dropna()} - {"locomo10"}) if "dataset" in frame else []
+    datasets = sorted({str(d) for d in frame["dataset"].dropna()}) if "dataset" in frame else []
+    other = [d for d in datasets if not benchmark_of(d).own_lexical_rules]
     if other:
         # LoCoMo's categories, overalls and J run through these tables: another benchmark's
         # figures are its own (compare, autorater_metrics.json), never LoCoMo-labelled ones
         kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES + OWN_BENCHMARK_TABLES]
         notes.append(f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
                      f"made ({', '.join(kept) or 'none'}); their own figure, the judge's accuracy per question type, is "
-                     "`accuracy_by_type` (docs/longmemeval.md).")
+                     f"`accuracy_by_type` ({', '.join(sorted({f'docs/{benchmark_of(d).name}.md' for d in other}))}).")
         tables, figure_names = kept, []
     needed = list(dict.fromkeys([*tables, *(["scores_by_category"] if figure_names else []),
                                  *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(figure_names) else [])]))

@@ -283,14 +283,12 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     (`id_marks`: LongMemEval's abstention). A question's score is its judge score (the mean over its
     labelled passes) averaged over the condition's packs. A LoCoMo condition has no row: its
     figures are `scores_by_category`'s."""
-    from memorybench.data.benchmarks import LOCOMO
-
     out: list[dict[str, Any]] = []
     judges = {judge: judged_conditions(frame, judge) for judge in judges_of(frame)}
     runs = frame.groupby("condition", sort=False)["pack"].nunique()
     for condition, rows in frame.groupby("condition", sort=False):
         bench = benchmark_of_rows(rows)
-        if bench is LOCOMO:
+        if bench.own_lexical_rules:
             continue
         for judge, with_j in judges.items():
             if not with_j.get(condition, False):
@@ -299,7 +297,8 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             scores = _per_question(rows, score)
             base = {"condition": condition, "benchmark": bench.name, "judge": judge, "runs": int(runs[condition])}
 
-            def row(kind: str, name: str, sel: pd.DataFrame) -> dict[str, Any]:
+            def row(kind: str, name: str, sel: pd.DataFrame, score: str = score, bench: Any = bench,
+                    base: dict[str, Any] = base) -> dict[str, Any]:
                 found = _interval(sel[score].to_numpy(), sel["sample_id"].to_numpy(), boot, bench.unit)
                 low, high = _bounds(found)
                 return {**base, "type": kind, "type_name": name, "n": found.n, "accuracy": _nan(found.estimate),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_meta
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
@@ -46,7 +46,7 @@ __all__ = [
     "stems",
 ]
 
-#: LoCoMo's category names (one table: memorybench.data.benchmarks)
+#: LoCoMo's category names (one table: memorybench.benchmark)
 CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
 JUDGED = (1, 2, 3, 4)
 
@@ -126,7 +126,7 @@ def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
     column (1-5 is nan where category 5 was not asked). Another benchmark's rows have no
     LoCoMo overall: their `locomo_f1` is LoCoMo's single-hop rule over every row, a lexical
     diagnostic (`memorybench.score.rows.PLAIN_RULE`), named as one."""
-    if benchmark_of_rows(rows) is not LOCOMO:
+    if not benchmark_of_rows(rows).own_lexical_rules:
         from memorybench.score.rows import diagnostic_name
 
         return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows["locomo_f1"].mean()}
@@ -148,7 +148,7 @@ def _j_columns(rows: pd.DataFrame, judges: list[str]) -> dict[str, float]:
     Another benchmark's judge scores every kind, under that benchmark's name for its figure
     (`longmemeval_accuracy/<judge id>`): never J, never over LoCoMo's categories 1-4."""
     bench = benchmark_of_rows(rows)
-    judged = rows[rows["category"].between(1, 4)] if bench is LOCOMO else rows[rows["category"].map(bench.judges)]
+    judged = rows[rows["category"].between(1, 4)] if bench.own_lexical_rules else rows[rows["category"].map(bench.judges)]
     out = {}
     for judge in judges:
         scores = judged[judge_key("j_score", judge)]

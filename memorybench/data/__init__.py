@@ -1,8 +1,7 @@
-"""Benchmark records, loaders and pinned files (LoCoMo; LongMemEval).
+"""Records, loaders and pinned files of the benchmarks' data (LoCoMo; LongMemEval).
 
-The names below are imported from their modules on first use (PEP 562): a command that
-only reads `memorybench.data.benchmarks` (`show`, `verify`) does not import the dataset
-resolver (`source`: OmegaConf, the pins' downloaders)."""
+Which benchmark a dataset belongs to, and which file a run reads, is `memorybench.benchmark`
+(`benchmarks.source`). The names below are imported from their modules on first use (PEP 562)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from memorybench.lazy import lazy_members
 if TYPE_CHECKING:
     from memorybench.data.locomo import file_sha256, iter_questions, load_locomo
     from memorybench.data.records import AskedQuestion, Conversation, Question, Session, Turn
-    from memorybench.data.source import load_dataset, resolve_dataset
 
 _WHERE = {
     "AskedQuestion": "memorybench.data.records",
@@ -23,9 +21,7 @@ _WHERE = {
     "Turn": "memorybench.data.records",
     "file_sha256": "memorybench.data.locomo",
     "iter_questions": "memorybench.data.locomo",
-    "load_dataset": "memorybench.data.source",
     "load_locomo": "memorybench.data.locomo",
-    "resolve_dataset": "memorybench.data.source",
 }
 
 __all__ = sorted(_WHERE)

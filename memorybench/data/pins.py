@@ -302,13 +302,14 @@ def _extract_literal(source: bytes, literal: str, url: str) -> bytes:
 
 
 def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, cache: Path | None = None,
-               peers: bool = False) -> Path:
+               peers: bool = False, extra: tuple[Pin, ...] = ()) -> Path:
     """Download every pinned file that is missing, verify all of them, return the folder.
 
     With `cache` (the CLI passes `user_pins_dir()`) and a folder other than it, every verified
     file is copied there too, so later commands need neither `--pins` nor $MEMORYBENCH_PINS.
-    With `peers`, the peers' released results (`PEER_PINS`) too."""
-    pins = (*ALL_PINS, *PEER_PINS) if peers else ALL_PINS
+    With `peers`, the peers' released results (`PEER_PINS`) too; `extra`, the benchmarks' own
+    pins (the CLI passes every benchmark's: `memorybench.benchmark`)."""
+    pins = tuple(dict.fromkeys((*ALL_PINS, *extra, *(PEER_PINS if peers else ()))))
     root = pins_dir(configured)
     #: each source downloaded once (punkt_tab's zip, rag.py for two pins, gpt_utils.py for three)
     downloads: dict[str, bytes] = {}

@@ -75,7 +75,7 @@ def make_chunks(conversation: Conversation, chunk_tokens: int, overlap: int) -> 
         while j < len(lines) and lines[j][2] <= chunk_tokens and used + lines[j][2] <= chunk_tokens:
             used += lines[j][2]
             j += 1
-        pieces.append(([d for d, _, _ in lines[i:j]], [l for _, l, _ in lines[i:j]]))
+        pieces.append(([d for d, _, _ in lines[i:j]], [text for _, text, _ in lines[i:j]]))
         if j >= len(lines):
             break
         k, back = j, 0

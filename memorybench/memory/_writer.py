@@ -210,7 +210,7 @@ class Writer:
                 raise UserError(f"memory.prompts.{role} is not set for memory={method}; add memory.prompts.{role}=writers/FILE.txt")
             self.templates[role] = load_template(role, str(relpath), slots)
         if not node.get("prompt"):
-            raise UserError(f"writer.prompt (the writer's system message file) is not set; add writer.prompt=writers/system_v1.txt")
+            raise UserError("writer.prompt (the writer's system message file) is not set; add writer.prompt=writers/system_v1.txt")
         self.system = load_template("system", str(node.prompt), frozenset())
         for template in (self.system, *self.templates.values()):
             pack.write_text(f"prompts/{template.relpath}", template.text)

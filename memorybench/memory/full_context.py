@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from memorybench.benchmark import benchmark_of
+from memorybench.benchmark import imported
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
@@ -51,8 +53,9 @@ class FullContext:
         self.cfg = cfg
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
-        if str(self.cfg.dataset.name).startswith("longmemeval"):
-            return authors_history(conversation, self.cfg.paths.get("pins"))
+        history = benchmark_of(str(self.cfg.dataset.name)).history
+        if history is not None:  # the benchmark's own rendering of a whole history (LongMemEval's authors')
+            return imported(history)(conversation, self.cfg.paths.get("pins"))
         items = render_sessions(conversation)
         return BuiltMemory(conversation.sample_id, items, text="\n".join(i.text for i in items))
 

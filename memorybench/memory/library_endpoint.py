@@ -51,7 +51,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import Field
 
 from memorybench.errors import ModelCallError
 from memorybench.hashing import sha256_text

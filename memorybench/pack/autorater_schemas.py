@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, model_serializer
 
@@ -41,8 +41,9 @@ class AutoraterVerdict(Record, schema="autorater_verdict.v1"):
     label_raw: Optional[str] = None
     #: true when label_raw is exactly CORRECT or WRONG
     label_standard: Optional[bool] = None
-    #: Mem0's score: 1 only for exactly CORRECT; null when skipped or failed
-    score: Optional[int] = None
+    #: the protocol's score: Mem0's 1 only for exactly CORRECT (LoCoMo-Plus's: 1, 0.5 for partial,
+    #: 0); null when skipped or failed
+    score: Optional[Union[int, float]] = None
     #: `parse` (the reply had no readable label) or `model_call` (no reply after retries)
     failure: Optional[Literal["parse", "model_call"]] = None
     error: Optional[str] = None

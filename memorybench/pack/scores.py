@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from memorybench.data.benchmarks import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_meta
 from memorybench.errors import UserError
 from memorybench.llm.usage import agent_usage, build_usage, total_usage, usage_summary
 from memorybench.pack.writer_tally import library_reported, writer_tally

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_meta
 from memorybench.errors import printable
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -169,7 +169,7 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
     (`_scorer_side`; another benchmark's pack, `bench`: `_diagnostic_side`)."""
     qid, sample_id = walk.question_id, walk.sample_id
     path = data_path if data_path is not None else walk.source.data_path
-    if bench is LOCOMO:
+    if bench.own_lexical_rules:
         source = [
             f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == \"{sample_id}\"`, "
             f"`qa[{walk.qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
@@ -212,7 +212,7 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
         f"- `{walk.prediction_at.path}` line {walk.prediction_at.line}; `{walk.csv_at.path}` line {walk.csv_at.line}.",
         *scores,
         "",
-        *(_scorer_side(walk) if bench is LOCOMO else _diagnostic_side(walk, bench)),
+        *(_scorer_side(walk) if bench.own_lexical_rules else _diagnostic_side(walk, bench)),
     ]
     return "\n".join(lines)
 
@@ -325,6 +325,17 @@ def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
     from memorybench.score.rows import PLAIN_RULE, diagnostic_name
 
     gold, prediction, name = walk.source.gold, walk.prediction, diagnostic_name("locomo_f1")
+    rule = bench.lexical_rule(walk.category)
+    whose = (f"every {bench.name} question, whatever its {bench.kind_word}," if bench.lexical_rules is None
+             else f"a {bench.name} question of {bench.kind_word} {walk.category}")
+    if rule == PLAIN_RULE:
+        applied = (f"{whose} is scored by LoCoMo's single-hop rule (`memorybench.score.rows.PLAIN_RULE`, category "
+                   f"{PLAIN_RULE}; no LoCoMo category rule applies, its {bench.kind_word} numbers are not LoCoMo's "
+                   "categories): one token F1 of the whole prediction against the whole gold: normalise (commas and ASCII "
+                   "punctuation dropped, lowercase, a/an/the/and removed), split on spaces, Porter-stem, count the shared tokens.")
+    else:
+        applied = (f"a {bench.name} question of {bench.kind_word} {walk.category} is scored by LoCoMo's category {rule} "
+                   f"rule (`Benchmark.lexical_rules`), as LoCoMo's own question is.")
     lines = [
         "## 6. Scorer side (after the answer, never seen by a model)",
         "- Everything in this section was joined after the answer was stored; no prompt held it.",
@@ -333,12 +344,15 @@ def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
         f"- Kind: {_kind(walk, bench)}.",
         f"- {bench.name}'s score is its judge's accuracy ({bench.scored_by}), not this section's number: "
         f"`memorybench autorater PACK judge={bench.name}`, then `memorybench show PACK {walk.question_id}` for its verdicts.",
-        f"- Rule applied (a lexical diagnostic, `{name}`, not {bench.name}'s score): every {bench.name} question, whatever its "
-        f"{bench.kind_word}, is scored by LoCoMo's single-hop rule (`memorybench.score.rows.PLAIN_RULE`, category {PLAIN_RULE}; "
-        f"no LoCoMo category rule applies, its {bench.kind_word} numbers are not LoCoMo's categories): one token F1 of the whole "
-        "prediction against the whole gold: normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), "
-        "split on spaces, Porter-stem, count the shared tokens.",
+        f"- Rule applied (a lexical diagnostic, `{name}`, not {bench.name}'s score): {applied}",
     ]
+    if rule not in (2, PLAIN_RULE):  # a rule beyond one token F1 (commas, semicolons, refusal phrases)
+        from memorybench.score.locomo import locomo_score
+
+        computed = locomo_score(prediction or "", gold, rule) if rule == 5 or gold is not None else None
+        if computed is None:
+            return lines + ["- No gold: the rule cannot be worked out here.", ""]
+        return lines + [f"- {name} = {computed:.4f}.", _against_stored(walk, computed, name), ""]
     if gold is None or prediction is None:
         return lines + ["- No gold or no prediction: the rule cannot be worked out here.", ""]
     arithmetic, computed = _f1_arithmetic(prediction, str(gold))

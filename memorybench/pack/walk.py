@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, benchmark_of_meta
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackError, PackReader
@@ -107,14 +107,15 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     """(conversations, path, note) of the dataset run_meta.json's `data` names: the pin (in
     the pins folder) or its path, checked against the recorded sha256; conversations None
     and a note saying why when the file is not here or not the one the pack was run on."""
-    from memorybench.data import file_sha256, load_dataset
-    from memorybench.hashing import sha256_file
-    from memorybench.data.pins import LOCOMO10, pins_dir
+    from memorybench.benchmark import benchmark_of_meta
+    from memorybench.benchmarks.source import load_dataset
+    from memorybench.data.pins import pins_dir
 
+    dataset = benchmark_of_meta(data).dataset(str(data.get("name") or benchmark_of_meta(data).dataset_names[0]))
     if data_path is not None:
         path: Path | None = Path(data_path)
     elif data.get("pinned"):
-        path = pins_dir() / str(data.get("pin") or LOCOMO10.relpath)
+        path = pins_dir() / str(data.get("pin") or dataset.pinned().relpath)
     else:
         path = Path(str(data["path"])).expanduser() if data.get("path") else None
     if path is None:
@@ -125,7 +126,7 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     expected = data.get("sha256")
     key = (str(path), expected)
     if key not in _DATASETS:
-        actual = sha256_file(path) if data.get("name") not in (None, "locomo10") else file_sha256(path)
+        actual = dataset.sha256(path)
         if expected and actual != expected:
             return None, path, f"dataset file {path} has sha256 {actual[:12]}…, the pack was run on {str(expected)[:12]}…"
         _DATASETS[key] = {c.sample_id: c for c in load_dataset(path, data.get("name"))}

@@ -8,9 +8,9 @@ from __future__ import annotations
 from memorybench.score.lexical import mem0_bleu1, mem0_f1
 from memorybench.score.locomo import exact_match, locomo_score, token_f1
 
-from memorybench.data.benchmarks import LOCOMO
+from memorybench.benchmark import LOCOMO
 
-#: LoCoMo's category numbers as its own scorer names them (one table: memorybench.data.benchmarks)
+#: LoCoMo's category numbers as its own scorer names them (one table: memorybench.benchmark)
 CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
 
 __all__ = [

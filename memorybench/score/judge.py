@@ -262,7 +262,7 @@ class JudgeProtocol(Protocol):
     """A judge protocol: the autorater's loop asks it what to judge, what to send, how to read."""
 
     name: ClassVar[str]
-    #: the benchmark whose packs it judges (`memorybench.data.benchmarks`): its categories are that benchmark's kinds
+    #: the benchmark whose packs it judges (`memorybench.benchmark`): its categories are that benchmark's kinds
     benchmark: ClassVar[str]
     #: what its labels are compared with when the judge is the published one ("Mem0's published J")
     published: ClassVar[str]

@@ -3,7 +3,7 @@
 the reply, as the authors' evaluate_qa.py does (`memorybench.score.longmemeval`).
 
 - Every question is judged (no kind is skipped): the question's type is its category's name
-  (`memorybench.data.benchmarks.LONGMEMEVAL.category_names`), and an abstention question
+  (`memorybench.benchmark.LONGMEMEVAL.category_names`), and an abstention question
   (`'_abs' in question_id`) takes the abstention prompt whatever its type.
 - The message is the pinned `get_anscheck_prompt(type, question, answer, response,
   abstention)` itself (`anscheck_prompt`), one user message; no system message, no JSON mode
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from memorybench.data.benchmarks import LONGMEMEVAL
+from memorybench.benchmark import LONGMEMEVAL
 from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA, Pin
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text

@@ -12,7 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memorybench.data.benchmarks import LOCOMO, Benchmark
+from memorybench.benchmark import LOCOMO, Benchmark
+from memorybench.benchmark import PLAIN_RULE as SPEC_PLAIN_RULE
 from memorybench.errors import UserError
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.scorers import scorers
@@ -43,8 +44,9 @@ def covers_label(categories: Sequence[int]) -> str:
 
 
 #: another benchmark's rows are scored lexically by LoCoMo's single-hop rule (normalised
-#: token F1, no category rules): a diagnostic beside the benchmark's own judge, never its score
-PLAIN_RULE = 4
+#: token F1, no category rules) where it names no rule of a LoCoMo category for a kind
+#: (`Benchmark.lexical_rules`): a diagnostic beside the benchmark's own judge, never its score
+PLAIN_RULE = SPEC_PLAIN_RULE
 #: what such a diagnostic is called where a LoCoMo pack's column says `locomo_f1`: the single-hop
 #: rule is a normalised, Porter-stemmed token F1, and on another benchmark it is not LoCoMo F1
 DIAGNOSTIC_NAMES = {"locomo_f1": "stemmed_token_f1"}
@@ -57,8 +59,8 @@ def diagnostic_name(metric: str) -> str:
 
 def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, float]:
     """Every qa-stage scorer's score of one prediction row."""
-    if benchmark is not LOCOMO:
-        row = {**row, "category": PLAIN_RULE}
+    if not benchmark.own_lexical_rules:
+        row = {**row, "category": benchmark.lexical_rule(row["category"])}
     scores = {}
     for scorer in scorers("qa"):
         try:
@@ -76,7 +78,7 @@ def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str
 
 def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, Any]:
     """`metrics.json` without usage, from scored rows (each a prediction row plus `score_row`)."""
-    if benchmark is not LOCOMO:
+    if not benchmark.own_lexical_rules:
         return _other_metrics(rows, meta, benchmark)
     metrics: dict[str, Any] = {
         "schema": "metrics.v1",
@@ -128,8 +130,10 @@ def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], b
     for metric in (s.name for s in scorers("qa")):
         by_category = {str(c): mean([r[metric] for r in rows if r["category"] == c]) for c in names}
         held = [v for v in by_category.values() if v is not None]
-        metrics[metric] = {"overall": mean([r[metric] for r in rows]), "task_averaged": mean(held) if held else None,
-                           "by_category": by_category}
+        metrics[metric] = {"overall": mean([r[metric] for r in rows]), "by_category": by_category}
+        if benchmark.task_averaged:  # LongMemEval's mean of its per-kind figures (another reports none)
+            metrics[metric] = {"overall": metrics[metric]["overall"], "task_averaged": mean(held) if held else None,
+                               "by_category": by_category}
     if meta.get("partial"):  # a partial import (RunMeta.partial), as for LoCoMo
         metrics["partial"] = meta["partial"]
     return metrics

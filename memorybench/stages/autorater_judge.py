@@ -20,7 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_named, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named, benchmark_of_meta
 from memorybench.errors import ModelCallError, UserError
 from memorybench.llm.endpoints import validate_endpoint
 from memorybench.pack import layout

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memorybench.data.benchmarks import LONGMEMEVAL
+from memorybench.benchmark import LONGMEMEVAL
 from memorybench.pack.autorater_schemas import (
     AutoraterVerdict,
     JudgeSummary,

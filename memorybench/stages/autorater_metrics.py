@@ -24,7 +24,7 @@ from typing import Any
 from memorybench.errors import UserError
 from memorybench.llm.usage import usage_summary
 from memorybench.pack import layout
-from memorybench.data.benchmarks import LOCOMO, LONGMEMEVAL, Benchmark
+from memorybench.benchmark import LOCOMO, LONGMEMEVAL, Benchmark
 from memorybench.pack.autorater_schemas import (
     Agreement,
     AutoraterCounts,
@@ -87,6 +87,12 @@ def _judged_categories(protocol: str, benchmark: Benchmark) -> tuple[int, ...]:
     return JUDGED_CATEGORIES if benchmark.name == LOCOMO.name else tuple(sorted(benchmark.category_names))
 
 
+def _labels(protocol: str) -> dict[str, str] | None:
+    """What a protocol's figures mean, where it says so itself (`labels`: a benchmark's own judge)."""
+    labels = getattr(JUDGES.get(protocol), "labels", None) if protocol in JUDGES else None
+    return dict(labels) if labels else None
+
+
 def autorater_metrics(
     pack_root: str | os.PathLike[str] | PackReader,
     judge_id: str | None = None,
@@ -115,7 +121,7 @@ def autorater_metrics(
     order = {row.question_id: i for i, row in enumerate(rows)}
     judged_rows = [row for row in rows if row.category in categories]
 
-    scores: dict[tuple[str, int], int] = {}
+    scores: dict[tuple[str, int], float] = {}
     by_pass = []
     j_passes: list[float | None] = []
     j_passes_by_category: list[dict[str, float | None]] = []
@@ -123,7 +129,7 @@ def autorater_metrics(
         these = [v for v in verdicts if v.pass_ == n]
         parsed = [v for v in these if v.status in PARSED]
         for v in parsed:
-            scores[(v.question_id, n)] = int(v.score)  # type: ignore[arg-type]
+            scores[(v.question_id, n)] = v.score  # type: ignore[assignment]
         by_pass.append(PassCounts(
             pass_=n,
             judged=len(parsed),
@@ -222,7 +228,7 @@ def autorater_metrics(
             by_category=_category_means([(c, b) for c, _, b in lexical_rows], categories),  # type: ignore[misc]
         ),
         usage={"judge": usage} if usage else {},
-        labels=LONGMEMEVAL_LABELS if lme else LABELS,
+        labels=_labels(meta.identity.protocol) or (LONGMEMEVAL_LABELS if lme else LABELS),
         notes=meta.notes,
         benchmark=None if locomo else benchmark.name,
         longmemeval=longmemeval_scores(verdicts, passes, meta.identity.protocol, summary) if lme else None,
@@ -246,7 +252,8 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
     )
     if metrics.get("longmemeval") is not None:
         return "\n".join(lines + format_longmemeval(metrics) + _usage_lines(metrics))
-    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
+    locomo = metrics.get("benchmark") is None  # Mem0's J over LoCoMo's categories 1-4; another benchmark's own figure
+    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J' if locomo else 'score':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
     lines += [header, "-" * len(header)]
 
     def fmt(v: float | None) -> str:
@@ -257,15 +264,17 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
     for key in metrics["category_names"]:
         c = int(key)
         lines.append(
-            f"{c:<4}{CATEGORY_NAMES[c]:<13}{in_j[key]:>5}  {fmt(metrics['j']['by_category'][key]):>7}  "
+            f"{c:<4}{(CATEGORY_NAMES[c] if locomo else metrics['category_names'][key]):<13}{in_j[key]:>5}  "
+            f"{fmt(metrics['j']['by_category'][key]):>7}  "
             f"{fmt(metrics['mem0_f1']['by_category'][key]):>8}  {fmt(metrics['mem0_bleu1']['by_category'][key]):>8}"
         )
     lines.append("-" * len(header))
     lines.append(
-        f"{'1-4':<17}{sum(in_j.values()):>5}  {fmt(metrics['j']['overall']):>7}  "
+        f"{'1-4' if locomo else 'overall':<17}{sum(in_j.values()):>5}  {fmt(metrics['j']['overall']):>7}  "
         f"{fmt(metrics['mem0_f1']['overall']):>8}  {fmt(metrics['mem0_bleu1']['overall']):>8}"
     )
-    lines.append(f"5 (adversarial) skipped: {counts['skipped_rows']} rows, no judge request")
+    if locomo:
+        lines.append(f"5 (adversarial) skipped: {counts['skipped_rows']} rows, no judge request")
     j = metrics["j"]
     if metrics["passes"] > 1:
         sd = "-" if j["sd"] is None else f"{j['sd']:.4f}"
@@ -304,10 +313,18 @@ def judge_accounting(metrics: Mapping[str, Any]) -> str:
     if counts["failed"]:
         ids = counts["failed_question_ids"]
         shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
-        parts.append(f"{counts['failed']} unreadable, excluded from J: {shown}")
+        parts.append(f"{counts['failed']} unreadable, excluded from {'J' if metrics.get('benchmark') is None else 'the figure'}: {shown}")
     else:
         parts.append("0 unreadable")
     judge = metrics["judge"]
+    if metrics.get("benchmark") is not None:  # another benchmark's own judge: its figure, every kind judged
+        from memorybench.benchmark import benchmark_named
+
+        bench = benchmark_named(metrics["benchmark"])
+        published = judge.get("name") == bench.judge and not judge.get("local")
+        label = "" if published else f"; not comparable with {bench.title}'s published figures (that is judge={bench.judge})"
+        return (f"judge accounting: {counts['judged_rows']} rows{per_pass}: {'; '.join(parts)}; "
+                f"{bench.judge_figure} over {in_j} rows{label}")
     comparable = (not judge.get("local") and judge.get("name") == "mem0"
                   and str(judge.get("model_requested")) in MEM0_JUDGE_MODELS)
     label = "" if comparable else (

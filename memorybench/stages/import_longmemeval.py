@@ -66,8 +66,9 @@ from memorybench.answer.imported import (
     SourceFile,
     SourceRef,
 )
-from memorybench.data import Question, iter_questions, load_dataset, resolve_dataset
-from memorybench.data.benchmarks import LONGMEMEVAL
+from memorybench.benchmarks.source import load_dataset, resolve_dataset
+from memorybench.data import Question, iter_questions
+from memorybench.benchmark import LONGMEMEVAL
 from memorybench.errors import UserError, did_you_mean
 from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
@@ -181,12 +182,12 @@ def _judge_model(rows: Sequence[Row], path: Path) -> str:
 
 
 def _dataset(dataset: str | None, dataset_path: str | os.PathLike[str] | None, pins: Any, fmt: str) -> tuple[Path, dict[str, Any]]:
-    names = ", ".join(LONGMEMEVAL.datasets)
+    names = ", ".join(LONGMEMEVAL.dataset_names)
     if dataset is None:
         raise UserError(f"a {fmt} import needs --dataset NAME, the LongMemEval file the answers were made over ({names}); "
                         "add --dataset-path FILE for a local copy of it")
-    if dataset not in LONGMEMEVAL.datasets:
-        raise UserError(f"--dataset {dataset!r} is not a LongMemEval dataset. {did_you_mean(dataset, LONGMEMEVAL.datasets)}")
+    if dataset not in LONGMEMEVAL.dataset_names:
+        raise UserError(f"--dataset {dataset!r} is not a LongMemEval dataset. {did_you_mean(dataset, LONGMEMEVAL.dataset_names)}")
     if dataset_path is not None and not resolved_path(dataset_path, "--dataset-path").is_file():
         raise UserError(f"--dataset-path {dataset_path} is not a file; pass the {dataset} file the answers were made over")
     return resolve_dataset(OmegaConf.create({"name": dataset, "path": None if dataset_path is None else str(dataset_path)}), pins)

@@ -61,7 +61,8 @@ from memorybench.answer.imported import (
     SourceFile,
     SourceRef,
 )
-from memorybench.data import Conversation, Question, iter_questions, load_locomo, resolve_dataset
+from memorybench.benchmarks.source import resolve_dataset
+from memorybench.data import Conversation, Question, iter_questions, load_locomo
 from memorybench.errors import OneLineParser, UserError, did_you_mean, printable
 from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity

@@ -40,7 +40,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from memorybench.compare.intervals import DEFAULT_CONFIDENCE, mean_interval
 from memorybench.data import iter_questions, load_locomo
-from memorybench.data.benchmarks import LOCOMO
+from memorybench.benchmark import LOCOMO
 from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG, Pin, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import ModelCallError, OneLineParser, UserError

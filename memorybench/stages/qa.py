@@ -24,7 +24,8 @@ from memorybench.names import writable_folder
 from memorybench.hashing import sha256_file
 from memorybench.answer.base import AskedChoice, ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
-from memorybench.data import Conversation, Question, iter_questions, load_dataset, resolve_dataset
+from memorybench.benchmarks.source import load_dataset, resolve_dataset
+from memorybench.data import Conversation, Question, iter_questions
 from memorybench.llm.sizing import estimate_tokens, longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context
 from memorybench.memory.base import BuildContext, BuiltMemory
@@ -370,9 +371,12 @@ def _choices(cfg: DictConfig) -> dict[str, str]:
 
 
 def _notes(cfg: DictConfig, local: bool, n: int, total: int) -> list[str]:
+    from memorybench.benchmark import benchmark_of
+
     notes = []
     if local:
-        notes.append("Answers from the embedded local model: not comparable with published LoCoMo numbers.")
+        title = benchmark_of(str(cfg.dataset.name)).title
+        notes.append(f"Answers from the embedded local model: not comparable with published {title} numbers.")
     if n < total:
         notes.append(f"Prefix run: the first {n} of {total} questions in file order (max_questions={cfg.max_questions}).")
     return notes
@@ -383,12 +387,9 @@ def print_summary(result: QaResult) -> None:
 
     print(format_table(result.metrics))
     print(f"pack: {result.pack_uri}")
-    if result.metrics.get("benchmark") == "longmemeval":
-        print(f"accuracy (LongMemEval's judge, the authors' per-type prompts): memorybench autorater {result.pack_uri} "
-              "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; docs/longmemeval.md)")
-        return
-    print(f"J (Mem0's LLM judge, categories 1-4): memorybench autorater {result.pack_uri}  "
-          "(judge=mem0, gpt-4o-mini, needs OPENAI_API_KEY; judge=local for the embedded model, not comparable)")
+    from memorybench.benchmark import benchmark_named
+
+    print(benchmark_named(result.metrics.get("benchmark")).judge_hint.format(pack=result.pack_uri))
 
 
 __all__ = ["QaResult", "print_summary", "run_qa", "select_questions"]

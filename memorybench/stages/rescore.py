@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.benchmarks import benchmark_named
+from memorybench.benchmark import benchmark_named
 from memorybench.pack import layout
 from memorybench.pack.lock import folder_lock
 from memorybench.pack.run_pack import RunPack
@@ -45,8 +45,7 @@ def format_table(metrics: dict[str, Any]) -> str:
     """The results table printed at the end of a run: category number beside its name."""
     lines = []
     if metrics.get("local_model"):
-        published = "LongMemEval" if metrics.get("benchmark") == "longmemeval" else "LoCoMo"
-        lines.append(f"Embedded local model: not comparable with published {published} numbers.")
+        lines.append(f"Embedded local model: not comparable with published {benchmark_named(metrics.get('benchmark')).title} numbers.")
     if metrics.get("is_prefix"):
         lines.append(f"Smoke test: the first {metrics['questions']} questions only (max_questions).")
     partial = metrics.get("partial")
@@ -103,8 +102,9 @@ def _other_table(metrics: dict[str, Any], fmt: Any) -> list[str]:
     lines.append("-" * len(header))
     lines.append(f"{'overall':<30}{metrics['counts']['total']:>5}  {fmt(metrics['token_f1']['overall']):>7}  "
                  f"{fmt(metrics['exact_match']['overall']):>7}")
-    lines.append(f"{'task-averaged':<30}{'':>5}  {fmt(metrics['token_f1']['task_averaged']):>7}  "
-                 f"{fmt(metrics['exact_match']['task_averaged']):>7}")
+    if "task_averaged" in metrics["token_f1"]:
+        lines.append(f"{'task-averaged':<30}{'':>5}  {fmt(metrics['token_f1']['task_averaged']):>7}  "
+                     f"{fmt(metrics['exact_match']['task_averaged']):>7}")
     return lines
 
 

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memorybench.data.benchmarks import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import imported
 from memorybench.errors import OneLineParser, printable
 from memorybench.pack import layout
 from memorybench.pack.walk import AgentProcess, ModelCall, PackWalker, SourceRow, Walk
@@ -143,7 +144,7 @@ def _blame_facts(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO) -> tuple[s
     given_why = no_evidence or ("no memory manifest for this conversation" if m.manifest is None
                                 else "no retrieval row for this question" if m.question_dependent and m.retrieval is None
                                 else "the memory text given or the dataset file is not here")
-    used_why = ("category 5 has no gold answer" if walk.category == 5 and bench is LOCOMO else "no gold answer" if s.gold is None
+    used_why = ("category 5 has no gold answer" if walk.category == 5 and bench.own_lexical_rules else "no gold answer" if s.gold is None
                 else "no gold stem was in what the answerer was given (or that text is not in the pack)")
     stored = _fact(blame.evidence_stored, stored_why) + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else "")
     given = _fact(blame.evidence_given, given_why) + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else "")
@@ -177,7 +178,7 @@ def judge_figures(walker: PackWalker, bench: Benchmark) -> dict[str, dict[str, A
     metrics hold that benchmark's own block (`longmemeval`); none for a LoCoMo pack (its J is
     each verdict's mean, as ever)."""
     out: dict[str, dict[str, Any]] = {}
-    for judge_id in walker.judges() if bench is not LOCOMO else ():
+    for judge_id in walker.judges() if not bench.own_lexical_rules else ():
         path = walker.pack.judge_path(judge_id, layout.JUDGE_METRICS)
         metrics = walker.pack.json(path) if walker.pack.exists(path) else {}
         if isinstance(metrics.get(bench.name), dict):
@@ -200,7 +201,7 @@ def _figure_line(judge_id: str, metrics: dict[str, Any], type_name: str) -> str:
 def _basis(blame: Blame, bench: Benchmark) -> str:
     """What decided correctness (`Blame.basis`); on another benchmark without a judge verdict, said to be
     the lexical diagnostic it is (`stemmed_token_f1>=0.5`), not the benchmark's score."""
-    if bench is LOCOMO or blame.basis.startswith("judge "):
+    if bench.own_lexical_rules or blame.basis.startswith("judge "):
         return blame.basis
     return f"{blame.basis}: no judge verdict, a lexical diagnostic, not {bench.name}'s score"
 
@@ -210,7 +211,7 @@ def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: d
     Another benchmark's pack (`bench`): its kind, its judges' figures (`judge_figures`) and its lexical diagnostics."""
     s = walk.source
     judges = "; ".join(f"judge {j.judge_id} mean {_score(j.mean_score)}" for j in walk.judges)
-    if bench is LOCOMO:
+    if bench.own_lexical_rules:
         scores = ", ".join(f"{name} {_score(v)}" for name, v in walk.scores.items()) + (f"; {judges}" if judges else "")
     else:
         scores = (f"{judges}; " if judges else "no judge; ") + _lexical(walk, bench, _score)
@@ -244,6 +245,10 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         f"  {bench.kind_word}: {s.category} ({_kind(walk, bench)})",
         f"  gold: {s.gold!r}" + (f"; adversarial answer: {s.adversarial_answer!r}" if s.adversarial_answer else ""),
     ]
+    if bench.sample_note is not None:  # how the benchmark built this sample (LoCoMo-Plus: its stitching)
+        note = imported(bench.sample_note)(s.sample_id)
+        if note:
+            out.append(f"  built: {note}")
     if s.evidence is None:
         out.append(f"  evidence: unknown ({s.note})")
     else:
@@ -301,11 +306,11 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
             f"  reply {walk.reply!r} -> prediction {walk.prediction!r} ({walk.prediction_at.path} line {walk.prediction_at.line}; "
             f"{walk.csv_at.path} line {walk.csv_at.line})",
             "  " + (", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
-                    + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)" if bench is LOCOMO
+                    + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)" if bench.own_lexical_rules
                     else _lexical(walk, bench)),
             "", "6. Judges"]
     if not walk.judges:
-        out.append("  no finished judge (run `memorybench autorater PACK`)" if bench is LOCOMO
+        out.append("  no finished judge (run `memorybench autorater PACK`)" if bench.own_lexical_rules
                    else f"  no finished judge, so no {bench.name} score (run `memorybench autorater PACK judge={bench.name}`)")
     figures = judge_figures(walker, bench)
     for judge in walk.judges:
@@ -313,7 +318,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         for v in judge.verdicts:
             extra = f", {v.failure}: {v.error}" if v.failure else ""
             # Mem0's lexical F1 and BLEU-1 are LoCoMo's (Mem0's protocol): another benchmark's judge has none
-            lexical = f"mem0 F1 {v.mem0_f1}, BLEU-1 {v.mem0_bleu1}; " if bench is LOCOMO else ""
+            lexical = f"mem0 F1 {v.mem0_f1}, BLEU-1 {v.mem0_bleu1}; " if bench.own_lexical_rules else ""
             out.append(f"    pass {v.pass_}: {v.status} (label {v.label_raw!r}, score {v.score}{extra}; {lexical}"
                        f"{v.where.path} line {v.where.line})")
         for call in judge.calls:

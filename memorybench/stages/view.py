@@ -39,7 +39,7 @@ from memorybench.errors import OneLineParser, UserError
 from memorybench.fs import write_atomic
 from memorybench.pack.walk import PackWalker, Walk
 from memorybench.compare.blame import BASIS_F1, CLASSES, Blame, f1_basis, pack_blame
-from memorybench.data.benchmarks import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_meta
 
 __all__ = ["build_view", "view_main", "view_payload"]
 

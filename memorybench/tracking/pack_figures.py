@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memorybench.compare.summary import judge_key
-from memorybench.data.benchmarks import LOCOMO, benchmark_of_meta
+from memorybench.benchmark import benchmark_of_meta
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
@@ -83,7 +83,7 @@ def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mappin
 
     reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
     bench = benchmark_of_meta(reader.meta().data)
-    if bench is LOCOMO:
+    if bench.own_lexical_rules:
         return dict(metrics)
     out = {k: v for k, v in metrics.items() if not _LOCOMO_NAMED.match(k)}
     local = reader.json(layout.METRICS)

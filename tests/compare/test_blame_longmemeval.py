@@ -10,7 +10,7 @@ from tracking.pack_factory import make_longmemeval_pack
 
 from memorybench.compare.aggregate import pack_examples
 from memorybench.compare.blame import BASIS_F1, f1_basis, pack_blame
-from memorybench.data.benchmarks import LOCOMO, LONGMEMEVAL
+from memorybench.benchmark import LOCOMO, LONGMEMEVAL
 from memorybench.pack.walk import PackWalker
 from memorybench.stages.show import show
 from memorybench.stages.view import view_payload

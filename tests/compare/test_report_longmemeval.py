@@ -16,8 +16,8 @@ from tracking.pack_factory import make_longmemeval_pack, make_packs
 
 from memorybench.compare.report import AnalysisDesign, run_report
 from memorybench.compare.report_scores import Bootstrap, accuracy_by_type
-from memorybench.data import benchmarks
-from memorybench.data.benchmarks import LONGMEMEVAL, Benchmark
+from memorybench import benchmark as benchmarks
+from memorybench.benchmark import LONGMEMEVAL, Benchmark, Dataset
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +92,10 @@ def test_a_locomo_report_has_no_such_table(tmp_path):
 
 
 def test_a_third_benchmark_takes_its_kinds_from_its_record(monkeypatch):
-    toy = Benchmark(name="toy", datasets=("toy_small",), unit="question", category_names={1: "recall", 2: "update"},
-                    loader="toy:load", figure_key="toy_accuracy", task_averaged=True, id_marks={"unanswerable": "_na"})
-    monkeypatch.setitem(benchmarks.BENCHMARKS, "toy", toy)
+    toy = Benchmark(name="toy", datasets=(Dataset("toy_small", pin="toy:PIN"),), unit="question",
+                    category_names={1: "recall", 2: "update"}, loader="toy:load", figure_key="toy_accuracy",
+                    task_averaged=True, id_marks={"unanswerable": "_na"})
+    monkeypatch.setitem(benchmarks._builtins(), "toy", toy)
     judge = "toy-judge-00000000"
     frame = pd.DataFrame({
         "condition": "c", "dataset": "toy_small", "pack": "p",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from memorybench.compare.intervals import mean_interval, paired_difference
-from memorybench.data.benchmarks import LOCOMO, benchmark_of, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, benchmark_of, benchmark_of_meta
 from memorybench.errors import UserError
 
 

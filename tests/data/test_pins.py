@@ -86,8 +86,13 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
     wrong hash; the network replaced by the shared pins folder's copies."""
     from memorybench.cli import main
 
+    from memorybench.benchmark import benchmarks
+
     shared = pins.pins_dir()
     by_url = {pin.url: (shared / pin.relpath).read_bytes() for pin in pins.PEER_PINS}
+    # the benchmarks' own pins (LoCoMo-Plus's files) come with every fetch: whole files, as the peers
+    own = {p for b in benchmarks().values() for p in b.own_pins()}
+    by_url.update({pin.url: (shared / pin.relpath).read_bytes() for pin in own})
     fetched: list[str] = []
 
     def download(url: str) -> bytes:
@@ -95,7 +100,9 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         return by_url[url]
 
     monkeypatch.setattr(pins, "_download", download)
-    monkeypatch.setattr(pins, "ALL_PINS", ())
+    monkeypatch.setattr(pins, "ALL_PINS", (pins.LOCOMO10,))
+    (tmp_path / "pins" / pins.LOCOMO10.relpath).parent.mkdir(parents=True)
+    (tmp_path / "pins" / pins.LOCOMO10.relpath).write_bytes((shared / pins.LOCOMO10.relpath).read_bytes())  # there already
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["fetch", "--peers", "--pins", str(tmp_path / "pins")]) == 0
     assert sorted(fetched) == sorted(by_url)
@@ -106,6 +113,7 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         assert (tmp_path / "cache" / "memorybench" / "pins" / pin.relpath).is_file()
     assert "the peers' released results in" in capsys.readouterr().out
     monkeypatch.setattr(pins, "_download", lambda url: b"[]")
+    monkeypatch.setattr(pins, "ALL_PINS", ())
     (tmp_path / "other").mkdir()
     with pytest.raises(UserError, match="has sha256 .* expected 171489e7"):
         pins.fetch_pins(tmp_path / "other", peers=True)

@@ -160,7 +160,6 @@ def test_the_request_hash_is_over_the_fields_as_a_json_dump_gives_them(extra):
 
 def test_the_body_sent_is_the_canonical_json_of_the_params(scripted_server):
     """What the server receives: the params (options left out when unset), keys sorted, no spaces."""
-    import json
 
     from memorybench.hashing import canonical_json
 

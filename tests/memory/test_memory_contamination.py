@@ -85,7 +85,7 @@ def test_no_question_or_gold_reaches_a_writer_or_an_index(tmp_path, conversation
             inputs: list[str] = []
             if ctx.embedder is not None:  # record what the index embeds at build time
                 embed = ctx.embedder.embed
-                ctx.embedder.embed = lambda texts, embed=embed: (inputs.extend(texts), embed(texts))[1]
+                ctx.embedder.embed = lambda texts, embed=embed, inputs=inputs: (inputs.extend(texts), embed(texts))[1]
             for conv in pair:
                 if sessions is not None:
                     conv = dataclasses.replace(conv, sessions=conv.sessions[:sessions])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tracking.pack_factory import make_longmemeval_pack
 
-from memorybench.data.benchmarks import LONGMEMEVAL
+from memorybench.benchmark import LONGMEMEVAL
 from memorybench.pack.trace_md import render_trace_md
 from memorybench.pack.walk import PackWalker
 

@@ -47,7 +47,7 @@ def _entry(seed: int) -> dict:
     if n > 2:
         dates[2] = dates[0]
     sessions = []
-    for s in range(n):
+    for _ in range(n):
         turns = []
         for t in range(rng.randint(1, 5)):
             text = rng.choice(["I adopted a beagle named {Rex}.", "  Caf\u00e9 visits \u201924 \n", "Sure \u2014 here's a plan:\n1. {}\n2. \"x\"",

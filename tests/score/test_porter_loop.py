@@ -47,7 +47,7 @@ def test_nltk_itself_recurses_on_a_run_of_y() -> None:
 def test_every_token_of_locomo_stems_as_nltk_does(locomo_raw: list[dict]) -> None:
     tokens: set[str] = set()
     for sample in locomo_raw:
-        for key, value in sample["conversation"].items():
+        for value in sample["conversation"].values():
             if isinstance(value, list):
                 for turn in value:
                     tokens.update(re.findall(r"[a-z]+", str(turn.get("text", "")).lower()))

@@ -479,12 +479,12 @@ def test_one_accounting_line_and_a_table_whose_n_is_what_j_is_over(pack):
     with ScriptedOpenAIServer(responder=labeller(replies)) as server:
         metrics = run_autorater(pack, judge_node(server))
     table = format_autorater_table(metrics)
-    (line,) = [l for l in table.splitlines() if l.startswith("judge accounting:")]
+    (line,) = [row for row in table.splitlines() if row.startswith("judge accounting:")]
     assert line == (
         "judge accounting: 8 rows of categories 1-4: 5 labelled; 1 of them non-standard ('correct' x1), scored WRONG "
         "as Mem0 does; 3 unreadable, excluded from J: mini-1-q-2, mini-2-q-1, mini-2-q-3; J over 5 rows; "
         "not comparable with Mem0's published J (that is judge=mem0 with gpt-4o-mini)")
-    (total,) = [l for l in table.splitlines() if l.startswith("1-4 ")]
+    (total,) = [row for row in table.splitlines() if row.startswith("1-4 ")]
     assert total.split()[1] == "5" and sum(metrics["counts"]["in_j_by_category"].values()) == 5
     assert "judge failures" not in table and "answered, 0 failed" not in table
     assert "judge usage: 8 calls (0 without a reply" in table

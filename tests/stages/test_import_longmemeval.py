@@ -22,7 +22,7 @@ from make_longmemeval import make_longmemeval  # noqa: E402
 
 from memorybench.answer.imported import REPRODUCTION, Reproduction  # noqa: E402
 from memorybench.cli import main  # noqa: E402
-from memorybench.data.benchmarks import LONGMEMEVAL  # noqa: E402
+from memorybench.benchmark import LONGMEMEVAL  # noqa: E402
 from memorybench.data.pins import LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.hashing import sha256_file  # noqa: E402

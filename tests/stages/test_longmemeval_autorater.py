@@ -23,7 +23,7 @@ from longmemeval_authors import load as load_authors  # noqa: E402
 from make_longmemeval import make_longmemeval  # noqa: E402
 
 from memorybench.cli import main  # noqa: E402
-from memorybench.data.benchmarks import LONGMEMEVAL  # noqa: E402
+from memorybench.benchmark import LONGMEMEVAL  # noqa: E402
 from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.hashing import sha256_text  # noqa: E402

@@ -11,7 +11,7 @@ import json
 import pytest
 from tracking.pack_factory import add_autorater, make_longmemeval_pack, make_packs
 
-from memorybench.data.benchmarks import LONGMEMEVAL
+from memorybench.benchmark import LONGMEMEVAL
 from memorybench.tracking import default_tracking_uri, log_packs, pack_metrics
 
 

@@ -26,7 +26,7 @@ def check_metrics(ctx: Context, out: Findings) -> None:
         out.add("metrics", "predictions.jsonl", f"cannot be rescored ({' '.join(str(e).split())[:200]})")
         return
     csv_path = ctx.root / "predictions.csv"
-    from memorybench.data.benchmarks import benchmark_named
+    from memorybench.benchmark import benchmark_named
 
     expected_csv = predictions_csv(rows, benchmark_named(metrics.get("benchmark")))
     if csv_path.is_file() and csv_path.read_bytes().decode("utf-8", errors="replace") != expected_csv:

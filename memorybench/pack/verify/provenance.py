@@ -102,7 +102,7 @@ _DATASETS: dict[tuple[str, str], Any] = {}
 def _load_dataset(path: Path, sha: str, name: str | None = None) -> Any:
     """The dataset as its benchmark reads it, cached per (path, sha256): verifying many packs
     reads the file once."""
-    from memorybench.data import load_dataset
+    from memorybench.benchmarks.source import load_dataset
 
     key = (str(path), sha)
     if key not in _DATASETS:
@@ -118,17 +118,15 @@ def check_dataset(ctx: Context, out: Findings) -> None:
 def _dataset(ctx: Context, out: Findings) -> Any:
     if ctx.meta is None:
         return None
-    from memorybench.data import file_sha256
-    from memorybench.data.pins import LOCOMO10
+    from memorybench.benchmark import benchmark_of_meta
     from memorybench.data.pins import pins_dir as resolve_pins
-
-    from memorybench.data.large_pins import LONGMEMEVAL_DATA
-    from memorybench.hashing import sha256_file
 
     data = ctx.meta.get("data") or {}
     _check_data_claim(ctx, data, out)
-    name = str(data.get("name") or "locomo10")
-    pinned = LONGMEMEVAL_DATA[name] if name in LONGMEMEVAL_DATA else LOCOMO10
+    bench = benchmark_of_meta(data)
+    name = str(data.get("name") or bench.dataset_names[0])  # a pack made before datasets were named: LoCoMo's
+    dataset = bench.dataset(name) if name in bench.dataset_names else bench.datasets[0]
+    pinned = dataset.pinned()
     if data.get("pinned"):
         path = resolve_pins(ctx.pins_dir) / pinned.relpath
         expected = pinned.sha256
@@ -149,7 +147,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     if not path.is_file():
         out.add("data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
         return None
-    actual = sha256_file(path) if name in LONGMEMEVAL_DATA else file_sha256(path)
+    actual = dataset.sha256(path)
     if actual != expected:
         out.add(
             "hash.data",

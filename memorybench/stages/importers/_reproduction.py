@@ -177,7 +177,7 @@ def format_reproduction(rep: Reproduction) -> str:
                      f"absent: {sum(p.absent_by_category.values())} (by category "
                      + ", ".join(f"{c}: {n}" for c, n in p.absent_by_category.items()) + "); "
                      "figures published for the whole set are not comparable with these")
-    for name, metric in rep.metrics.items():
+    for metric in rep.metrics.values():
         lines.append("")
         if metric.rows is None:
             lines.append(f"{metric.label}: the file has no per-row value; ours only")

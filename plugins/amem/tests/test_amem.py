@@ -333,7 +333,8 @@ def test_amem_smoke_on_the_embedded_model(tmp_path):
     ], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     (pack,) = (tmp_path / "packs" / "amem-smoke" / "runs").iterdir()
-    assert verify_pack(pack) == []
+    findings = verify_pack(pack)  # a warning at most: the small writer's failed tasks, counted (issue 40)
+    assert all(f.warning for f in findings), [f.format() for f in findings]
     (cost,) = rows(pack / "memory/build_cost.jsonl")
     stored = json.loads((pack / f"memory/amem/{cost['sample_id']}.json").read_text("utf-8"))
     assert len(stored["items"]) == 6
@@ -343,5 +344,7 @@ def test_amem_smoke_on_the_embedded_model(tmp_path):
     assert stored["metadata"]["library"]["endpoint_rows"]["embed"] == len([e for e in embeds if e["question_id"] is None])
     predictions = rows(pack / "predictions.jsonl")
     assert len(predictions) == 3 and all(p["prediction"].strip() for p in predictions)
-    print(f"amem smoke: {time.perf_counter() - started:.0f} s, {len(stored['items'])} notes, {len(calls)} chat calls, "
-          f"{len(embeds)} embedding requests")
+    failed = [c for c in calls if not c["ok"]]
+    assert cost["writer"]["failures"] == len(failed) == len(rows(pack / "memory/writer/failures.jsonl"))
+    print(f"amem smoke: {time.perf_counter() - started:.0f} s, {len(stored['items'])} notes, {len(calls)} chat calls "
+          f"({len(failed)} failed), {len(embeds)} embedding requests")

@@ -300,9 +300,9 @@ def render_prompt_library() -> str:
     for group, versions in PROMPT_LIBRARY_IMPL.items():
         if group == "eval":
             continue
-        for version, make in versions.items():
+        for variant, make in versions.items():
             for message in make(_Blank()):
-                parts.append(f"## {group}.{version} ({message.role})\n{message.content}")
+                parts.append(f"## {group}.{variant} ({message.role})\n{message.content}")
     parts.append(f"## every system message ends with\n{get_extraction_language_instruction(None).strip()}")
     return "\n\n".join(parts) + "\n"
 

@@ -1,0 +1,291 @@
+"""What a benchmark is to the rest of memorybench, and which benchmark a run or a pack is.
+
+The core (run, pack, verify, compare, report) asks a benchmark through the `Benchmark` record
+and never compares a benchmark's name. Each benchmark is a package of `memorybench/benchmarks/`
+(`locomo`, `longmemeval`, `locomo_plus`, ...) whose `__init__.py` holds its `BENCHMARK`; a plugin
+adds one the same way (its module names `BENCHMARKS`, a tuple of records: docs/extending.md).
+The record says
+
+- which datasets it has, each with its pinned file and how that file is checked (`Dataset`);
+- how its file is read (`loader`: the file -> `Conversation` records, each a sample of memory
+  with the questions asked over it);
+- what its question kinds are called, and which unit intervals resample (`unit`: the
+  cluster a question sits in, a row's `sample_id`);
+- how its lexical scores relate to its own figure (`own_lexical_rules`, `lexical_rules`),
+  which kinds its judge scores, what its judge's figure is called, whether it reports a task
+  average, which judge protocols it owns;
+- what it owns beside that: the reader prompts pinned for it (`reader_prompts`), how a
+  memory renders its whole history (`history`), its own pins, the words a run ends with.
+
+Hooks that need code name it as "module:function", imported on first use; the packages are
+found by name through importlib, as the registry finds components (no import arrow points from
+this low module up to a benchmark's code). Which benchmark a run or pack is comes from here
+only: `benchmark_of(dataset)` for a dataset name, `benchmark_named(name)` for a benchmark's own
+name (metrics.json's `benchmark`), `benchmark_of_meta(data)` for run_meta.json's `data` (a pack
+imported or made before datasets were named is LoCoMo's, the first benchmark).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memorybench.errors import UserError
+
+__all__ = ["PLAIN_RULE", "Benchmark", "Dataset", "benchmark_named", "benchmark_of",
+           "benchmark_of_meta", "benchmarks", "dataset_named", "datasets", "imported", "judge_protocols"]
+
+#: LoCoMo's single-hop rule (normalised, Porter-stemmed token F1, no category rule): the
+#: lexical diagnostic of a kind that has no LoCoMo rule of its own
+PLAIN_RULE = 4
+
+
+def imported(target: str) -> Any:
+    """The object a "module:name" string names, imported now; `module:TABLE.key` is a key of
+    a mapping the module holds."""
+    module, _, path = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in path.split("."):
+        found = found[part] if isinstance(found, Mapping) else getattr(found, part)
+    return found
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One dataset of a benchmark (conf/dataset/<name>.yaml): the file a run reads."""
+
+    name: str
+    #: "module:NAME" of its pin (`memorybench.data.pins.Pin`, or `large_pins.LargePin` for a
+    #: file fetched on request by `memorybench fetch --dataset NAME`)
+    pin: str
+    #: whether the pin is a large file (streamed, resumable, fetched on request)
+    large: bool = False
+    #: the largest local copy (`dataset.path`) memorybench reads
+    max_bytes: int = 256 * 1024 * 1024
+    #: what a user should point dataset.path at, in words
+    expected: str = "the dataset file"
+    #: "module:function" that reads its file, where not its benchmark's `loader` (a subset)
+    loader: str | None = None
+
+    def pinned(self) -> Any:
+        return imported(self.pin)
+
+    def pinned_path(self, pins: Any) -> Path:
+        """The pinned file, verified (a missing or altered file is one line)."""
+        from memorybench.data.pins import pin_path, pins_dir
+
+        if self.large:
+            from memorybench.data.large_pins import verify_large
+
+            pin = self.pinned()
+            return verify_large(pin, pins_dir(pins) / pin.relpath)
+        return pin_path(self.pinned(), pins)
+
+    def provenance(self) -> dict[str, Any]:
+        """run_meta.json's `data` fields of the pinned file (beside `name` and `path`)."""
+        pin = self.pinned()
+        return {"pin": pin.relpath, "sha256": pin.sha256, "pinned": True, "repository": pin.repository,
+                "commit": getattr(pin, "commit", None) or getattr(pin, "revision", None), "source_path": pin.source_path}
+
+    def checked(self, path: Path) -> Path:
+        """`path` when it is a regular file of a sane size for this dataset, else one line."""
+        from memorybench.data.locomo import regular_file
+
+        return regular_file(Path(path), max_bytes=self.max_bytes, expected=self.expected)
+
+    def sha256(self, path: Path) -> str:
+        """A local copy's sha256, streamed, after the same checks."""
+        from memorybench.hashing import sha256_file
+
+        return sha256_file(self.checked(path))
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    #: its datasets, in the order `plan` and the docs list them
+    datasets: tuple[Dataset, ...]
+    #: the unit of resampling, singular ("conversation", "question"): what a row's sample_id is
+    unit: str
+    #: question kind number -> name, as the benchmark's own scorer names them
+    category_names: Mapping[int, str]
+    #: "module:function" that reads a dataset file into Conversation records
+    loader: str
+    #: how it is called in a sentence ("LoCoMo", "LongMemEval")
+    title: str = ""
+    #: what a published figure on this benchmark is scored by (for labels)
+    scored_by: str = ""
+    #: whether its rows' lexical scores are its published score (LoCoMo's category F1); else
+    #: they are a diagnostic beside its judge's figure, never its score
+    own_lexical_rules: bool = False
+    #: the LoCoMo F1 rule (a LoCoMo category) each of its kinds is scored by; None: every kind
+    #: by LoCoMo's single-hop rule (`score.rows.PLAIN_RULE`: normalised, stemmed token F1)
+    lexical_rules: Mapping[int, int] | None = None
+    #: the question kinds its judge scores (LoCoMo: Mem0's J skips category 5; None: every kind)
+    judged: tuple[int, ...] | None = None
+    #: what its judge's figure is called in tables
+    judge_figure: str = "J"
+    #: the judge option (`judge=NAME`) that gives its own figure
+    judge: str = "mem0"
+    #: what a question kind is called in labels ("categories 1-4", "types 1-6")
+    kind_word: str = "category"
+    #: its judge's figure in metric names and table columns: LoCoMo's is Mem0's J; another
+    #: benchmark's figure keeps its own name, so no table or MLflow run calls it J
+    figure_key: str = "j"
+    #: whether it reports the mean of its per-kind figures beside the overall (LongMemEval's
+    #: "task-averaged accuracy": a small kind weighs as much as a large one)
+    task_averaged: bool = False
+    #: question subsets reported beside the kinds, each marked in the question id: name -> the
+    #: substring an id holds (LongMemEval's abstention questions: evaluate_qa.py's `'_abs' in question_id`)
+    id_marks: Mapping[str, str] = field(default_factory=dict)
+    #: the pinned reader prompts (`reader.prompt=NAME`) written for this benchmark alone
+    #: (LongMemEval's show each question's date): another benchmark's run refuses them
+    reader_prompts: tuple[str, ...] = ()
+    #: "module:function(conversation, pins) -> BuiltMemory" that renders a conversation's whole
+    #: history as the benchmark's authors do (`memory=full_context`); None: memorybench's lines
+    history: str | None = None
+    #: the line a finished qa run ends with: how to get the benchmark's own figure
+    #: (`{pack}` is the pack's address)
+    judge_hint: str = ""
+    #: "module:NAME" of a tuple of `data.pins.Pin`: the benchmark's own pinned files beside its
+    #: datasets (its judge's templates...), which `memorybench fetch` downloads and verifies
+    pins: str | None = None
+    #: "module:function(sample_id) -> str | None": how the benchmark built a sample, for `show`
+    #: (LoCoMo-Plus: which conversation an item was stitched into, where, when)
+    sample_note: str | None = None
+    #: the judge protocols it owns (`judge.protocol=NAME` -> "module:Class"), registered with the
+    #: built-in ones (`memorybench.registry.JUDGES`)
+    judge_protocols: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = field(default=())
+
+    def load(self, path: str | Path, dataset: str | None = None) -> list[Any]:
+        """The samples of a file of `dataset` (None: its first), read by that dataset's loader."""
+        loader = self.dataset(dataset).loader if dataset in self.dataset_names else None
+        return imported(loader or self.loader)(path)
+
+    def dataset(self, name: str) -> Dataset:
+        return next(d for d in self.datasets if d.name == name)
+
+    @property
+    def dataset_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.datasets)
+
+    def lexical_rule(self, category: int) -> int:
+        """The LoCoMo category whose F1 rule scores a row of this kind."""
+        return self.lexical_rules.get(int(category), PLAIN_RULE) if self.lexical_rules is not None else PLAIN_RULE
+
+    def own_pins(self) -> tuple[Any, ...]:
+        """Its pinned files beside its datasets' (`pins`)."""
+        return tuple(imported(self.pins)) if self.pins else ()
+
+    def judges(self, category: int) -> bool:
+        """Whether the benchmark's judge scores a question of this kind."""
+        return self.judged is None or category in self.judged
+
+    def marks(self, question_id: str) -> tuple[str, ...]:
+        """The subsets (`id_marks`) a question belongs to: ("abstention",) for a LongMemEval `_abs` id."""
+        return tuple(name for name, mark in self.id_marks.items() if mark in question_id)
+
+    def units(self, count: int) -> str:
+        """`10 conversations`, `1 question`."""
+        return f"{count} {self.unit}" + ("" if count == 1 else "s")
+
+
+#: LoCoMo is the default dataset's benchmark (a pack without a dataset name is LoCoMo's)
+DEFAULT = "locomo"
+#: the package whose packages are the built-in benchmarks
+PACKAGE = "memorybench.benchmarks"
+_LOCK = threading.Lock()
+_BUILTIN: dict[str, Benchmark] = {}
+_ALL: dict[str, Benchmark] = {}
+
+
+def _builtins() -> dict[str, Benchmark]:
+    """This folder's benchmarks (LoCoMo first): no plugin is loaded to find them."""
+    with _LOCK:
+        if not _BUILTIN:
+            package = importlib.import_module(PACKAGE)
+            found = [importlib.import_module(f"{PACKAGE}.{info.name}").BENCHMARK
+                     for info in pkgutil.iter_modules(package.__path__) if info.ispkg]
+            _BUILTIN.update((b.name, b) for b in sorted(found, key=lambda b: (b.name != DEFAULT, b.name)))
+        return _BUILTIN
+
+
+def benchmarks() -> dict[str, Benchmark]:
+    """Every benchmark by name: this folder's packages (LoCoMo first), then the plugins'."""
+    builtin = _builtins()
+    with _LOCK:
+        if not _ALL:
+            from memorybench.plugins import plugin_benchmarks
+
+            found = dict(builtin)
+            for plugin, declared in plugin_benchmarks():
+                if not isinstance(declared, (tuple, list)) or not all(isinstance(b, Benchmark) for b in declared):
+                    raise UserError(f"plugin {plugin}: BENCHMARKS is a tuple of memorybench.benchmark.Benchmark "
+                                    f"records, not {declared!r}")
+                for benchmark in declared:
+                    if benchmark.name in found:
+                        raise UserError(f"benchmark {benchmark.name!r} is declared twice; rename the one of plugin {plugin}")
+                    found[benchmark.name] = benchmark
+            _ALL.update(found)
+        return dict(_ALL)
+
+
+def judge_protocols() -> dict[str, str]:
+    """The judge protocols the built-in benchmarks own, by name (`memorybench.registry.JUDGES`
+    asks this by name; a plugin's protocols register themselves when it is loaded)."""
+    return {name: target for b in _builtins().values() for name, target in b.judge_protocols.items()}
+
+
+def datasets() -> dict[str, Dataset]:
+    """Every dataset of every benchmark, by its config name (conf/dataset/<name>.yaml)."""
+    return {d.name: d for b in benchmarks().values() for d in b.datasets}
+
+
+def benchmark_of(dataset: str | None) -> Benchmark:
+    """The benchmark a dataset config name belongs to (None: LoCoMo, the default dataset)."""
+    if dataset is None:
+        return _builtins()[DEFAULT]
+    for found in (_builtins, benchmarks):  # a plugin is loaded only for a dataset no built-in has
+        for benchmark in found().values():
+            if dataset in benchmark.dataset_names:
+                return benchmark
+    known = ", ".join(datasets())
+    raise UserError(f"dataset {dataset!r} belongs to no benchmark memorybench knows ({known}); "
+                    "choose one with dataset=NAME (conf/dataset/)")
+
+
+def dataset_named(name: str) -> Dataset:
+    """A dataset by its config name; one line naming the known ones otherwise."""
+    return benchmark_of(name).dataset(name)
+
+
+def benchmark_of_meta(data: Mapping[str, Any] | None) -> Benchmark:
+    """The benchmark of a pack, from run_meta.json's `data` (an imported or older pack
+    without a dataset name is LoCoMo's)."""
+    name = (data or {}).get("name")
+    try:
+        return benchmark_of(str(name) if name else None)
+    except UserError:
+        return _builtins()[DEFAULT]
+
+
+def benchmark_named(name: str | None) -> Benchmark:
+    """A benchmark by its own name (metrics.json's `benchmark`; absent: LoCoMo)."""
+    builtin = _builtins()
+    if (name or DEFAULT) in builtin:
+        return builtin[name or DEFAULT]
+    return benchmarks().get(str(name), builtin[DEFAULT])
+
+
+def __getattr__(name: str) -> Benchmark:
+    """`LOCOMO`, `LONGMEMEVAL`: the built-in benchmarks' records, for the modules of their own
+    packages and the tests (the core asks `benchmark_of*` and the record's fields)."""
+    if name in ("LOCOMO", "LONGMEMEVAL"):
+        return _builtins()[name.lower()]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

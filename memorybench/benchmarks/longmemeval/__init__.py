@@ -1,0 +1,37 @@
+"""LongMemEval (Wu et al., ICLR 2025): 500 questions, each over a haystack of its own.
+
+Each question has its own haystack, so its sample id is its question id and the unit of
+resampling is the question (the same cluster-robust code then gives the ordinary interval
+over independent questions). Its own figure is its authors' judge's accuracy per question
+type, task-averaged and overall, with the abstention questions (`_abs` ids) beside them.
+"""
+
+from __future__ import annotations
+
+from memorybench.benchmark import Benchmark, Dataset
+
+_LARGE = {"large": True, "max_bytes": 3 << 30, "expected": "a LongMemEval file"}
+
+BENCHMARK = Benchmark(
+    name="longmemeval",
+    title="LongMemEval",
+    datasets=tuple(Dataset(name, pin=f"memorybench.data.large_pins:LONGMEMEVAL_DATA.{name}", **_LARGE)  # type: ignore[arg-type]
+                   for name in ("longmemeval_oracle", "longmemeval_s", "longmemeval_m")),
+    # each question has a haystack of its own: its sample id is its question id
+    unit="question",
+    # the question types, numbered in the order of the authors' README (memorybench.data.longmemeval.TYPES)
+    category_names={1: "single-session-user", 2: "single-session-assistant", 3: "single-session-preference",
+                    4: "multi-session", 5: "temporal-reasoning", 6: "knowledge-update"},
+    loader="memorybench.data.longmemeval:load_longmemeval",
+    scored_by="the authors' per-type judge prompts (gpt-4o-2024-08-06); accuracy per type, task-averaged, overall, abstention",
+    judge_figure="accuracy (LongMemEval's judge)",
+    judge="longmemeval",
+    kind_word="type",
+    figure_key="longmemeval_accuracy",
+    task_averaged=True,
+    id_marks={"abstention": "_abs"},
+    reader_prompts=("longmemeval_con", "longmemeval_direct"),
+    history="memorybench.memory.full_context:authors_history",
+    judge_hint=("accuracy (LongMemEval's judge, the authors' per-type prompts): memorybench autorater {pack} "
+                "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; docs/longmemeval.md)"),
+)

@@ -1,0 +1,49 @@
+"""Which dataset file a run reads, and its provenance for run_meta.json: the one place.
+
+A dataset config names its dataset (`dataset=locomo10`); its benchmark's `Dataset` record
+says which file is pinned for it and how a local copy (`dataset.path`) is checked, so the
+run, `plan`, `verify` and the walk all read the same file the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memorybench.benchmark import benchmark_of, dataset_named
+from memorybench.names import resolved_path
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+__all__ = ["load_dataset", "path_hint", "resolve_dataset"]
+
+
+def path_hint(path: Path) -> str:
+    """A file's path as a pack records it: a hint for a reader on the same machine, with the
+    home folder written `~` (no user name in a shared pack); the data is named by its pin or
+    sha256, never by where it lay."""
+    home = Path.home()
+    try:
+        return str(Path("~") / path.relative_to(home))
+    except ValueError:
+        return str(path)
+
+
+def resolve_dataset(dataset: DictConfig, pins: str | os.PathLike[str] | None) -> tuple[Path, dict[str, Any]]:
+    """The dataset file and its provenance: the verified pin, or an explicit path and its hash."""
+    name = str(dataset.name)
+    record = dataset_named(name)  # an unknown dataset name is one line naming the known ones
+    if dataset.get("path"):
+        path = resolved_path(str(dataset.path), "dataset.path")
+        sha = record.sha256(path) if path.is_file() else None
+        return path, {"name": name, "path": path_hint(path), "sha256": sha, "pinned": False}
+    path = record.pinned_path(pins)
+    provenance = record.provenance()
+    return path, {"name": name, "path": path_hint(path), **provenance}
+
+
+def load_dataset(path: str | os.PathLike[str], dataset: str | None) -> list[Any]:
+    """The dataset file's samples (`Conversation` records) as its benchmark reads them."""
+    return benchmark_of(dataset).load(Path(path), dataset)
