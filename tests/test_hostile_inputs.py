@@ -69,7 +69,7 @@ CASES: list[Case] = [
     Case("data-fifo", qa("dataset.path={root}/fifo"), "is a FIFO, not a regular file"),
     Case("data-nested", qa("dataset.path={root}/nested.json"), "nests its JSON deeper than any released file"),
     Case("data-surrogate-question", qa("dataset.path={root}/surrogate-question.json"),
-         "sample mini-1 qa[0]: key 'question' holds a lone surrogate '\\ud800' at character 13"),
+         "surrogate-question.json[0].qa[0].question: key 'question' holds a lone surrogate '\\ud800' at character 13"),
     Case("data-surrogate-turn", qa("dataset.path={root}/surrogate-turn.json"), "key 'text' holds a lone surrogate"),
     # folders the run writes
     Case("packs-symlink-loop", qa(f"dataset.path={MINI}", "paths.packs={root}/loop-a"), "paths.packs={root}/loop-a cannot be followed"),

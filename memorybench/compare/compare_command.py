@@ -25,6 +25,7 @@ from memorybench.compare.conditions import (
     parse_categories,
     seed_summary,
 )
+from memorybench.benchmark import benchmark_named
 from memorybench.compare.intervals import Resampling, format_p
 from memorybench.errors import OneLineParser, UserError, printable, report
 from memorybench.fs import write_atomic
@@ -198,8 +199,10 @@ def compare_main(argv: Sequence[str]) -> int:
     if not 0 < ns.confidence < 1:
         raise UserError(f"--confidence {ns.confidence} must be between 0 and 1 (e.g. 0.95)")
     resampling = Resampling(resamples=ns.resamples, seed=ns.seed, confidence=ns.confidence)
-    categories = parse_categories(ns.categories)
+    parse_categories(ns.categories, range(1, 100), "any benchmark's")  # a typo, before any pack is read
     a = _load_all(ns.packs, ns.judge)
+    bench = benchmark_named(a[0].benchmark)
+    categories = parse_categories(ns.categories, bench.category_names, f"{bench.title}'s")
     result: dict[str, Any] = {"schema": "compare.v2", "categories": sorted(categories) if categories else None}
     if ns.vs:
         b = _load_all(ns.vs, ns.judge)
@@ -219,7 +222,10 @@ def compare_main(argv: Sequence[str]) -> int:
         return 0
     print(printable(format_compare(result)))
     if ns.json_out:
-        write_atomic(Path(ns.json_out), text)
+        try:
+            write_atomic(Path(ns.json_out), text)
+        except OSError as e:
+            raise UserError(f"--json {ns.json_out}: cannot write there ({e.strerror or e}); name a file in a writable folder") from None
     return 0
 
 

@@ -256,19 +256,28 @@ def length_warning(a: dict[str, float | None], b: dict[str, float | None]) -> st
 
 
 # -- selection -------------------------------------------------------------------------------
-def parse_categories(text: str | None) -> frozenset[int] | None:
-    """`1-4`, `1,2,5` or `5` as a set of LoCoMo categories; None for all. One line on a typo."""
+def parse_categories(text: str | None, kinds: Iterable[int] = (1, 2, 3, 4, 5), what: str = "LoCoMo's") -> frozenset[int] | None:
+    """`1-4`, `1,2,5` or `5` as a set of question kinds (LoCoMo's categories, or `kinds` of
+    another benchmark, named `what`); None for all. One line on a typo, a reversed range or a
+    kind outside `kinds`, each bound checked before any range is built."""
     if text is None or str(text).strip() in ("", "all"):
         return None
+    allowed = sorted(int(k) for k in kinds)
+    span = f"{allowed[0]}-{allowed[-1]}"
     found: set[int] = set()
-    try:
-        for part in str(text).split(","):
-            low, _, high = part.strip().partition("-")
-            found.update(range(int(low), int(high or low) + 1))
-    except ValueError:
-        raise UserError(f"--categories {text!r} is not a category list; write e.g. 1-4, or 1,2,5") from None
-    if not found or not found <= {1, 2, 3, 4, 5}:
-        raise UserError(f"--categories {text!r} names categories outside LoCoMo's 1-5; write e.g. 1-4")
+    for part in str(text).split(","):
+        low, _, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high or low)
+        except ValueError:
+            raise UserError(f"--categories {text!r} is not a category list; write e.g. 1-4, or 1,2,5") from None
+        if first > last:
+            raise UserError(f"--categories {text!r}: the range {part.strip()} runs backwards; write e.g. 1-4")
+        if first < allowed[0] or last > allowed[-1]:
+            raise UserError(f"--categories {text!r} names categories outside {what} {span}; write e.g. {span}")
+        found.update(range(first, last + 1))
+    if not found <= set(allowed):
+        raise UserError(f"--categories {text!r} names categories outside {what} {span}; write e.g. {span}")
     return frozenset(found)
 
 
@@ -279,7 +288,7 @@ def _selected(scores: PackScores, categories: frozenset[int] | None) -> list[str
 def _covers(scores: PackScores, ids: Iterable[str]) -> str:
     held = sorted({scores.categories[q] for q in ids})
     bench = benchmark_named(scores.benchmark)
-    if bench.name != "locomo":  # LoCoMo's labels name its categories 1-5
+    if not bench.own_lexical_rules:  # LoCoMo's labels name its categories 1-5
         kinds = sorted(bench.category_names)
         return f"{bench.kind_word}s {held[0]}-{held[-1]}" if held == kinds else f"{bench.kind_word}s " + ", ".join(map(str, held))
     return covers_label(held)

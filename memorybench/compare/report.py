@@ -101,6 +101,7 @@ from memorybench.compare.summary import CONFIG_PREFIX, judge_key
 from memorybench.benchmark import benchmark_of, benchmark_of_meta
 from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.fs import atomic_path, write_atomic
+from memorybench.names import ALLOWED, unsafe_reason
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
@@ -534,6 +535,10 @@ def report_main(argv: Sequence[str]) -> int:
         base = design.model_dump() if design is not None else {}
         design = AnalysisDesign.model_validate({**base, **flags})
     parse_categories(ns.categories)
+    reason = unsafe_reason(design.name) if ns.out is None else None
+    if reason is not None:  # the default folder is outputs/reports/<name>: a name is one folder name, as a run's
+        raise UserError(f"report name {design.name!r} cannot be a folder name ({reason}); use {ALLOWED}, or name the "
+                        "output folder with --out DIR")
     out = ns.out or os.path.join("outputs", "reports", design.name)
     report = run_report(design if flags else ns.design, out, categories=ns.categories)
     print(printable(f"report: {report.markdown}", newlines=False))

@@ -116,6 +116,10 @@ def fetch_large(pin: LargePin, root: Path, *, log=print, opener=None) -> Path:
             if have and not resumed:
                 log(f"resume   {pin.relpath}: the server sent the whole file; starting over")
                 have = 0
+            announced = _content_length(response)
+            if announced is not None and announced > pin.size - have:  # refused before a byte is written
+                raise UserError(f"{pin.url} announces {announced:,} bytes where {pin.size - have:,} are left of the pinned "
+                                f"{pin.size:,}; refusing the download (copy {pin.source_path} into {target.parent} instead)")
             _stream(response, part, have, pin, log)
     size = part.stat().st_size
     if size != pin.size:
@@ -135,7 +139,11 @@ def _stream(response, part: Path, have: int, pin: LargePin, log) -> None:
     """Append the response's bytes to `part` (from `have`), with a progress line every few seconds."""
     done, last = have, 0.0
     with open(part, "ab" if have else "wb") as out:
-        for piece in iter(lambda: response.read(_CHUNK), b""):
+        # never past the pinned size: a server that sends more (or never stops) gets read no further
+        while done < pin.size:
+            piece = response.read(min(_CHUNK, pin.size - done))
+            if not piece:
+                break
             out.write(piece)
             done += len(piece)
             now = time.monotonic()
@@ -144,6 +152,16 @@ def _stream(response, part: Path, have: int, pin: LargePin, log) -> None:
                 print(f"fetch {pin.relpath}: {done / 1e6:,.0f} of {pin.size / 1e6:,.0f} MB", file=sys.stderr, flush=True)
         out.flush()
         os.fsync(out.fileno())
+
+
+def _content_length(response) -> int | None:
+    """The response's Content-Length, or None when it gives none (or none that is a number)."""
+    headers = getattr(response, "headers", None)
+    value = headers.get("Content-Length") if headers is not None else None
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _name_of(pin: LargePin) -> str:

@@ -83,7 +83,7 @@ from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.score.longmemeval import JudgedQuestion, authors_report, qa_metrics
 from memorybench.score.longmemeval_files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
-from memorybench.stages.importers._pack import built_whole, finished_pack, trace_head, write_imported_judge
+from memorybench.stages.importers._pack import AlreadyImported, built_whole, finished_pack, trace_head, write_imported_judge
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, finite, read_bytes
 
 __all__ = ["HYPOTHESES", "JUDGED", "LONGMEMEVAL_FORMATS", "format_longmemeval_reproduction", "import_longmemeval"]
@@ -158,11 +158,18 @@ def import_longmemeval(
     if done is not None:
         print(f"{fmt} file already imported: {final} is finished; its table below", file=sys.stderr)
         return final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), False
-    with built_whole(final, rid) as work:
-        record = ImportSource(format=fmt, files=read, source=source, rows=len(rows), conversations={}, tie_broken=0,
-                              notes=[*notes, *_partial_notes(partial)], partial=partial)
-        held = [q for q in every if q.question_id in answered]
-        reproduction = _write_pack(work, cfg, rid, config_sha, data_info, held, len(every), rows, record, model, listed, dataset)
+    try:
+        with built_whole(final, rid) as work:
+            record = ImportSource(format=fmt, files=read, source=source, rows=len(rows), conversations={}, tie_broken=0,
+                                  notes=[*notes, *_partial_notes(partial)], partial=partial)
+            held = [q for q in every if q.question_id in answered]
+            reproduction = _write_pack(work, cfg, rid, config_sha, data_info, held, len(every), rows, record, model, listed,
+                                       dataset)
+    except AlreadyImported:  # another import of the same file finished first: its pack, as a rerun finds it
+        done = PackReader.open(final)
+        print(f"{fmt} file already imported: {final} is finished (by another import at the same time); its table below",
+              file=sys.stderr)
+        return final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), False
     return final, record, reproduction, True
 
 

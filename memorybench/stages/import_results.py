@@ -77,7 +77,7 @@ from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.stages.import_longmemeval import LONGMEMEVAL_FORMATS, format_longmemeval_reproduction, import_longmemeval
-from memorybench.stages.importers._pack import built_whole, finished_pack, trace_head, write_imported_judge
+from memorybench.stages.importers._pack import AlreadyImported, built_whole, finished_pack, trace_head, write_imported_judge
 from memorybench.stages.importers._base import finite, is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
 
@@ -172,17 +172,23 @@ def import_results(
     if done is not None:
         print(f"{fmt} files already imported: {final} is finished; its table below", file=sys.stderr)
         return ImportResult(final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), created=False)
-    with built_whole(final, rid) as work:
-        source_record = ImportSource(
-            format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
-            conversations=mapped.conversations, tie_broken=mapped.tie_broken,
-            absent={str(c): n for c, n in sorted(Counter(q.category for q in dropped).items())},
-            absent_question_ids=[q.question_id for q in dropped],
-            notes=[*released.notes, *_absent_notes(dropped, fmt), *_partial_notes(partial, fmt)],
-            partial=partial,
-        )
-        reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids,
-                                   source_record)
+    try:
+        with built_whole(final, rid) as work:
+            source_record = ImportSource(
+                format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
+                conversations=mapped.conversations, tie_broken=mapped.tie_broken,
+                absent={str(c): n for c, n in sorted(Counter(q.category for q in dropped).items())},
+                absent_question_ids=[q.question_id for q in dropped],
+                notes=[*released.notes, *_absent_notes(dropped, fmt), *_partial_notes(partial, fmt)],
+                partial=partial,
+            )
+            reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released,
+                                       mapped.question_ids, source_record)
+    except AlreadyImported:  # another import of the same files finished first: its pack, as a rerun finds it
+        done = PackReader.open(final)
+        print(f"{fmt} files already imported: {final} is finished (by another import at the same time); its table below",
+              file=sys.stderr)
+        return ImportResult(final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), created=False)
     return ImportResult(final, source_record, reproduction, created=True)
 
 

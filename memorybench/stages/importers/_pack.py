@@ -25,6 +25,14 @@ from memorybench.pack.schemas import dump_line
 from memorybench.pack.success import write_success
 
 
+class AlreadyImported(Exception):
+    """The same import finished at `final` while this one was writing (two imports at once)."""
+
+    def __init__(self, final: Path) -> None:
+        super().__init__(str(final))
+        self.final = final
+
+
 def finished_pack(final: Path) -> PackReader | None:
     """The finished pack at `final` (an import run again), None where there is none yet; a
     folder there that is not a finished pack is refused."""
@@ -46,7 +54,13 @@ def built_whole(final: Path, rid: str) -> Iterator[Path]:
         raise UserError(f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder") from None
     try:
         yield work
-        os.replace(work, final)  # whole: a pack at its place is finished
+        try:
+            os.replace(work, final)  # whole: a pack at its place is finished
+        except OSError as e:
+            if (final / layout.SUCCESS).is_file():  # another import of the same files finished first
+                raise AlreadyImported(final) from None
+            raise UserError(f"cannot put the imported pack at {final} ({e.strerror}); move what is there aside and "
+                            "import again") from None
         fsync_dir(final.parent)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

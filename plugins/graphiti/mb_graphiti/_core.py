@@ -50,6 +50,8 @@ METHOD = "graphiti"
 JOINER = "\n"
 #: a LoCoMo session date: "1:56 pm on 8 May, 2023"
 LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
+#: the session dates each benchmark writes: LoCoMo's (and LoCoMo-Plus's), LongMemEval's "2023/05/11 (Thu) 17:50"
+SESSION_DATES = (LOCOMO_DATE, "%Y/%m/%d (%a) %H:%M")
 #: Graphiti's prompts are long (instructions, the previous episodes, the graph's candidates):
 #: the embedded writer's context is sized to hold the longest one seen in Graphiti 0.31
 PROMPT_TOKENS = 6144
@@ -85,13 +87,16 @@ def import_graphiti() -> dict[str, Any]:
 
 
 def session_time(session: Session) -> datetime:
-    """A session's date as Graphiti's reference time (UTC); a date LoCoMo does not write in
-    its usual form is refused, never guessed."""
-    try:
-        return datetime.strptime(session.date_time.strip(), LOCOMO_DATE).replace(tzinfo=timezone.utc)
-    except ValueError:
-        raise UserError(f"memory=graphiti: session {session.index}'s date {session.date_time!r} is not of the form "
-                        f"'1:56 pm on 8 May, 2023'; Graphiti needs each episode's time") from None
+    """A session's date as Graphiti's reference time (UTC), in any benchmark's form
+    (`SESSION_DATES`); a date in none of them is refused, never guessed."""
+    for form in SESSION_DATES:
+        try:
+            return datetime.strptime(session.date_time.strip(), form).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    raise UserError(f"memory=graphiti: session {session.index}'s date {session.date_time!r} is not of the form "
+                    "'1:56 pm on 8 May, 2023' (LoCoMo) or '2023/05/11 (Thu) 17:50' (LongMemEval); Graphiti needs each "
+                    "episode's time")
 
 
 class GraphitiMemory:
@@ -117,6 +122,11 @@ class GraphitiMemory:
                             "(node_limit at least 0)")
         self._endpoint: LibraryEndpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        from memorybench.benchmark import benchmark_of
+
+        dataset = cfg.get("dataset")
+        #: how an episode's source is described to Graphiti ("LoCoMo conversation")
+        self.source = f"{benchmark_of(str(dataset.name) if dataset is not None else None).title} conversation"
 
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
@@ -217,7 +227,7 @@ class GraphitiMemory:
                 try:
                     result = self.run(graph.add_episode(
                         name=",".join(t.dia_id for t in turns), episode_body="\n".join(t.render() for t in turns),
-                        source_description=f"LoCoMo conversation, session {session.index}", reference_time=when,
+                        source_description=f"{self.source}, session {session.index}", reference_time=when,
                         source=g["EpisodeType"].message,
                     ))
                 except (UserError, ModelCallError):
@@ -247,10 +257,20 @@ class GraphitiMemory:
 
     def dump(self, graph: Any, sample_id: str) -> tuple[list[Any], list[Any]]:
         """What Graphiti remembered of a conversation: its entities and facts, oldest first."""
+        from graphiti_core.errors import GroupsEdgesNotFoundError, GroupsNodesNotFoundError
+
         g = import_graphiti()
         group = [g["default_group"](graph.driver.provider)]
-        nodes = self.run(g["EntityNode"].get_by_group_ids(graph.driver, group))
-        edges = self.run(g["EntityEdge"].get_by_group_ids(graph.driver, group))
+        # a writer that found no entity or no relation (a small one, a short session) leaves a graph
+        # without nodes or edges: Graphiti says so with an error; the memory is empty, not broken
+        try:
+            nodes = self.run(g["EntityNode"].get_by_group_ids(graph.driver, group))
+        except GroupsNodesNotFoundError:
+            nodes = []
+        try:
+            edges = self.run(g["EntityEdge"].get_by_group_ids(graph.driver, group))
+        except GroupsEdgesNotFoundError:
+            edges = []
         return (sorted(nodes, key=lambda n: (str(n.created_at), n.uuid)),
                 sorted(edges, key=lambda e: (str(e.created_at), e.uuid)))
 

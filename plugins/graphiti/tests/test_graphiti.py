@@ -278,3 +278,49 @@ def test_graphiti_on_the_embedded_model(tmp_path, monkeypatch):
     assert cost["writer"]["failures"] == len(failed) == len(rows(pack / "memory/writer/failures.jsonl"))
     reported = {r["call"] for r in rows(pack / "memory/graphiti/library_reports.jsonl") if r["counted"]}
     assert all(c["error"] for c in failed) and reported <= {c["call"] for c in failed}
+
+
+def test_a_writer_that_finds_no_relation_builds_an_empty_graph(tmp_path):
+    """Issue 39, item 3: valid but empty extractions (what a small writer gives a short session)
+    made `dump` raise Graphiti's GroupsEdgesNotFoundError, so the conversation could never build."""
+
+    def nothing(body: dict[str, Any]) -> Reply:
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") != "json_schema":
+            return echo_responder(body)
+        schema = fmt["json_schema"]["schema"]
+        return Reply(text=json.dumps(smallest(schema, schema)))
+
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=nothing) as writer:
+        assert qa(tmp_path, reader, writer, "memory.max_episodes=2") == 0
+    (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+    assert verify_pack(pack) == []
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    stored = json.loads((pack / f"memory/graphiti/{cost['sample_id']}.json").read_text("utf-8"))
+    assert stored["metadata"]["library"]["facts"] == 0 and len(rows(pack / "predictions.jsonl")) == 3
+
+
+def test_graphiti_runs_longmemeval_with_its_dates(tmp_path):
+    """Issue 39, item 3: LongMemEval's session dates ('2023/05/11 (Thu) 17:50') were refused."""
+    import sys
+
+    sys.path.insert(0, str(FIXTURES))
+    from make_longmemeval import make_longmemeval
+
+    data = make_longmemeval(tmp_path / "lme.json", questions=2)
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
+        try:
+            code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", "reader=openai_compatible",
+                         f"reader.base_url={reader.base_url}", "reader.model=scripted", "memory=graphiti",
+                         "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
+                         "embedder=hashing", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}",
+                         "name=glme", "memory.max_episodes=2", "memory.max_failed_share=1.0"])
+        except SystemExit as e:
+            code = int(e.code or 0)
+    assert code == 0
+    (pack,) = (tmp_path / "packs" / "glme" / "runs").iterdir()
+    assert verify_pack(pack) == [] or all(f.warning for f in verify_pack(pack))
+    assert len(rows(pack / "predictions.jsonl")) == 2
+    assert rows(pack / "memory/writer/calls.jsonl")
+    stored = json.loads((pack / "memory/graphiti/lme000.json").read_text("utf-8"))
+    assert stored["metadata"]["library"]["episodes"] == 2

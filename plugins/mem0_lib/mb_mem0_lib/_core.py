@@ -59,7 +59,8 @@ def import_mem0(home: str) -> Any:
     """mem0's modules, imported with telemetry off and its home folder under `home`
     (both are read once, at import time)."""
     os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", home)
+    # the run's own folder, not a user's exported MEM0_DIR: mem0 writes its config.json there
+    os.environ["MEM0_DIR"] = home
     os.makedirs(os.environ["MEM0_DIR"], exist_ok=True)
     try:
         import mem0
