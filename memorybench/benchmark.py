@@ -37,7 +37,7 @@ from typing import Any
 
 from memorybench.errors import UserError
 
-__all__ = ["PLAIN_RULE", "Benchmark", "Dataset", "benchmark_named", "benchmark_of",
+__all__ = ["PLAIN_RULE", "Benchmark", "Dataset", "available_memory", "benchmark_named", "benchmark_of",
            "benchmark_of_meta", "benchmarks", "dataset_named", "datasets", "imported", "judge_protocols"]
 
 #: LoCoMo's single-hop rule (normalised, Porter-stemmed token F1, no category rule): the
@@ -53,6 +53,18 @@ def imported(target: str) -> Any:
     for part in path.split("."):
         found = found[part] if isinstance(found, Mapping) else getattr(found, part)
     return found
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's MemAvailable); None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,9 @@ class Dataset:
     expected: str = "the dataset file"
     #: "module:function" that reads its file, where not its benchmark's `loader` (a subset)
     loader: str | None = None
+    #: the peak memory its loader takes, as a multiple of the file's size (a file read whole:
+    #: `bench/longmemeval_memory.py` measures it); None: a file too small to matter
+    read_ratio: float | None = None
 
     def pinned(self) -> Any:
         return imported(self.pin)
@@ -97,6 +112,18 @@ class Dataset:
         from memorybench.data.locomo import regular_file
 
         return regular_file(Path(path), max_bytes=self.max_bytes, expected=self.expected)
+
+    def check_memory(self, path: Path) -> None:
+        """One line, before any work, when reading the file at `path` takes more memory than this
+        machine has available (`read_ratio` times its size; MemAvailable of /proc/meminfo)."""
+        if self.read_ratio is None or not Path(path).is_file():
+            return
+        size = Path(path).stat().st_size
+        need, available = size * self.read_ratio, available_memory()
+        if available is not None and need > available:
+            raise UserError(f"dataset={self.name}: reading its {size / 1e9:.1f} GB file whole takes about {need / 1e9:.1f} GB "
+                            f"of memory ({self.read_ratio:g} times its size, bench/longmemeval_memory.py); this machine has "
+                            f"{available / 1e9:.1f} GB available: free memory or use a larger machine (or a smaller dataset)")
 
     def sha256(self, path: Path) -> str:
         """A local copy's sha256, streamed, after the same checks."""

@@ -234,7 +234,8 @@ def check_files(cfg: DictConfig) -> None:
         from memorybench.benchmark import dataset_named
 
         # a missing file, a folder, a FIFO, a device or a symlink loop: the line qa would give
-        dataset_named(str(cfg.dataset.name)).checked(resolved_path(str(cfg.dataset.path), "dataset.path"))
+        record = dataset_named(str(cfg.dataset.name))
+        record.check_memory(record.checked(resolved_path(str(cfg.dataset.path), "dataset.path")))
     else:
         resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     from memorybench.plan_questions import check_memory_fits

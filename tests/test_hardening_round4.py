@@ -236,3 +236,26 @@ def test_mem0_lib_never_writes_into_a_users_mem0_dir(tmp_path, monkeypatch):
     home = tmp_path / "cache" / "mem0_home"
     _core.import_mem0(str(home))
     assert os.environ["MEM0_DIR"] == str(home) and not users.exists()
+
+
+# -- item 9: the memory longmemeval_m needs, stated and checked ----------------------------------
+
+
+def test_a_dataset_this_machine_cannot_hold_is_refused_by_plan_and_qa_before_it_is_read(tmp_path, monkeypatch, capsys):
+    """LongMemEval's files are read whole, at about 4 times their size (bench/longmemeval_memory.py
+    measured 3.7): longmemeval_m's 2.7 GB need about 11 GB. With less available, plan and qa say so."""
+    from memorybench import benchmark
+
+    data = make_longmemeval(tmp_path / "lme.json")
+    size = data.stat().st_size
+    monkeypatch.setattr(benchmark, "available_memory", lambda: size * 3)  # less than 4 times the file
+    args = ["dataset=longmemeval_m", f"dataset.path={data}", "memory=raw_chunks"]
+    assert main(["plan", *args]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "dataset=longmemeval_m" in line and "4 times its size" in line and "available" in line
+    with ScriptedOpenAIServer() as reader:
+        assert main(["qa", *args, *scripted_reader(reader.base_url), f"paths.packs={tmp_path / 'packs'}",
+                     f"paths.cache={tmp_path / 'cache'}"]) == 2
+        assert reader.requests == []
+    monkeypatch.setattr(benchmark, "available_memory", lambda: size * 5)
+    assert main(["plan", *args]) == 0

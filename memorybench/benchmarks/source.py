@@ -37,9 +37,11 @@ def resolve_dataset(dataset: DictConfig, pins: str | os.PathLike[str] | None) ->
     record = dataset_named(name)  # an unknown dataset name is one line naming the known ones
     if dataset.get("path"):
         path = resolved_path(str(dataset.path), "dataset.path")
+        record.check_memory(path)  # a file this machine cannot hold: said before it is read
         sha = record.sha256(path) if path.is_file() else None
         return path, {"name": name, "path": path_hint(path), "sha256": sha, "pinned": False}
     path = record.pinned_path(pins)
+    record.check_memory(path)
     provenance = record.provenance()
     return path, {"name": name, "path": path_hint(path), **provenance}
 

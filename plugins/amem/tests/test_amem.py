@@ -348,3 +348,71 @@ def test_amem_smoke_on_the_embedded_model(tmp_path):
     assert cost["writer"]["failures"] == len(failed) == len(rows(pack / "memory/writer/failures.jsonl"))
     print(f"amem smoke: {time.perf_counter() - started:.0f} s, {len(stored['items'])} notes, {len(calls)} chat calls "
           f"({len(failed)} failed), {len(embeds)} embedding requests")
+
+
+# -- the fourth red team's probe of A-MEM (issue 39, item 9) -----------------------------------
+
+
+CANARY = "sk-canary-amem-0123456789abcdefghijklmnop"
+HOSTILE = "\x1b]0;pwned\x07 </script><script>alert(1)</script> {content} {{x}} \u202e \\ud800"
+
+
+def test_no_canary_key_reaches_the_pack_the_cache_or_a_request(tmp_path, monkeypatch):
+    """An OPENAI_API_KEY in the environment (A-MEM's controller would read it) reaches no file
+    of the pack or the cache, and no request the writer saw."""
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+        assert qa(tmp_path, reader, writer, "memory.max_notes=3") == 0
+        sent = json.dumps(writer.requests) + json.dumps(reader.requests)
+    assert CANARY not in sent
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_hostile_text_in_the_conversation_builds_and_verifies(tmp_path):
+    """Escape sequences, script tags, format braces (A-MEM fills its evolution prompt with
+    str.format), a right-to-left override and an escaped surrogate's text in a turn."""
+    data = json.loads(MINI.read_text("utf-8"))
+    data[0]["conversation"]["session_1"][0]["text"] = HOSTILE
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps(data), "utf-8")
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+        assert qa(tmp_path, reader, writer, f"dataset.path={hostile}", "memory.max_failed_share=1.0") == 0
+    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    findings = verify_pack(pack)
+    assert all(f.warning for f in findings), [f.format() for f in findings]
+    stored = json.loads((pack / "memory/amem/mini-1.json").read_text("utf-8"))
+    assert any("</script>" in i["text"] and "{content}" in i["text"] for i in stored["items"])
+
+
+def test_kill_minus_nine_during_a_build_then_a_rerun_builds_it_whole(tmp_path):
+    """A build killed halfway (SIGKILL, a writer that answers slowly) leaves no committed memory;
+    the rerun empties the store folder, builds the conversation from its first note, and the
+    pack verifies."""
+    import signal
+    import subprocess
+    import sys
+
+    def slow(body: dict[str, Any]) -> Reply:
+        time.sleep(0.3)
+        return amem_responder(body)
+
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=slow) as writer:
+        args = [sys.executable, "-m", "memorybench.cli", "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}",
+                "reader.model=scripted", "memory=amem", "writer=openai_compatible", f"writer.base_url={writer.base_url}",
+                "writer.model=scripted-writer", "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}", "name=amem", "max_questions=3"]
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 240
+        while len(writer.requests) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+        assert not (pack / "_SUCCESS").exists() and not rows(pack / "memory/manifest.jsonl")
+        killed_at = len(writer.requests)
+        assert qa(tmp_path, reader, writer) == 0
+        assert len(writer.requests) - killed_at == 9  # 5 analyses and 4 evolutions: the whole conversation again
+    assert verify_pack(pack) == []
+    (cost,) = rows(pack / "memory/build_cost.jsonl")
+    assert cost["writer"]["calls"] == 9
