@@ -107,12 +107,25 @@ def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _value(value: Any) -> str:
+    """A setting's value as a comparison line shows it (`-` for none)."""
+    return "-" if value is None else json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+
+
 def _difference_lines(difference: dict[str, Any]) -> list[str]:
     d0 = difference
     left = [f"{d0['only_a']} of A's" if d0["only_a"] else "", f"{d0['only_b']} of B's" if d0["only_b"] else ""]
     left_text = f" ({' and '.join(x for x in left if x)} questions held by one side only left out)" if any(left) else ""
     unit = "conversation(s)" if d0.get("benchmark", "locomo") == "locomo" else "haystack(s)"
     lines = [f"B minus A, paired over {d0['questions']} questions in {d0['conversations']} {unit}{left_text}:"]
+    differences = d0.get("config_differences") or []
+    if differences:  # what else B changes besides the factor meant: each one named, never silently compared
+        shown = "; ".join(f"{d['key']} {_value(d['a'])} -> {_value(d['b'])}" for d in differences[:12])
+        more = f"; and {len(differences) - 12} more (--json lists them)" if len(differences) > 12 else ""
+        lines.append(f"  A and B differ in {len(differences)} setting(s): {shown}{more}")
+        if len({d["key"].split(".", 1)[0] for d in differences}) > 1:
+            lines.append("  warning: more than one group of settings differs: a difference below is theirs together, "
+                         "not one factor's")
     if d0.get("protocols_differ"):
         lines.append(f"  question protocols differ (A {', '.join(d0['protocols']['a'])}; B {', '.join(d0['protocols']['b'])}): "
                      "category 2 and 5 were not asked alike")

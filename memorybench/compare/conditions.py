@@ -133,7 +133,25 @@ def condition_name(scores: PackScores) -> str:
     model = reader.get("model") if reader else None
     if scores.protocol == "imported" or not memory:
         return f"{scores.experiment or scores.run_id} (imported)" if scores.protocol == "imported" else str(scores.run_id)
+    writer = scores.config.get("writer") if isinstance(scores.config.get("writer"), dict) else {}
+    if writer and writer.get("provider") not in (None, "none") and writer.get("model"):  # a memory a model wrote
+        memory = f"{memory} (writer {writer['model']})"
     return f"{memory} / {model}" if model else str(memory)
+
+
+def config_differences(a: PackScores, b: PackScores) -> list[dict[str, Any]]:
+    """Every setting of the two packs' identity configs (seeds left out) that differs, as dotted
+    keys with A's and B's values (`writer.model`, `memory.max_sessions`), in key order: what a
+    comparison of A and B compares besides the factor a user meant."""
+    left, right = dict(_leaves(a.config)), dict(_leaves(b.config))
+    return [{"key": key, "a": left.get(key), "b": right.get(key)}
+            for key in sorted(set(left) | set(right)) if left.get(key) != right.get(key)]
+
+
+def _leaves(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(data, dict) and data:
+        return [leaf for k, v in data.items() for leaf in _leaves(v, f"{prefix}.{k}" if prefix else str(k))]
+    return [(prefix, data)]
 
 
 def _strip_seeds(data: Any) -> Any:
@@ -519,6 +537,7 @@ def paired_difference(
         "benchmark": first.benchmark,
     }
     result["protocols_differ"] = result["protocols"]["a"] != result["protocols"]["b"]
+    result["config_differences"] = config_differences(first, sb[0])
     overlay = load_overlay(p.data_sha256 for p in [*sa, *sb])
     result["gold_errors"] = overlay.note
     metrics = _metrics_of([*sa, *sb], result)

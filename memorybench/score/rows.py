@@ -131,8 +131,9 @@ def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], b
         by_category = {str(c): mean([r[metric] for r in rows if r["category"] == c]) for c in names}
         held = [v for v in by_category.values() if v is not None]
         metrics[metric] = {"overall": mean([r[metric] for r in rows]), "by_category": by_category}
-        if benchmark.task_averaged:  # LongMemEval's mean of its per-kind figures (another reports none)
-            metrics[metric] = {"overall": metrics[metric]["overall"], "task_averaged": mean(held) if held else None,
+        if benchmark.task_averaged:  # LongMemEval's mean of its per-kind figures, only where every kind has questions
+            every = len(held) == len(names)
+            metrics[metric] = {"overall": metrics[metric]["overall"], "task_averaged": mean(held) if every else None,
                                "by_category": by_category}
     if meta.get("partial"):  # a partial import (RunMeta.partial), as for LoCoMo
         metrics["partial"] = meta["partial"]

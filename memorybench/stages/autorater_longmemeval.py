@@ -70,7 +70,8 @@ def comparability(protocol: str, judge: JudgeSummary) -> tuple[bool, str]:
     if str(judge.model_requested) != JUDGE_MODEL:
         reasons.append(f"the judge model is {judge.model_requested}, not {JUDGE_MODEL}")
     if judge.provider != "openai" or not str(judge.base_url or OPENAI_API).startswith(OPENAI_API):
-        reasons.append(f"served by {judge.provider} at {judge.base_url}, not OpenAI's API")
+        where = f" at {judge.base_url}" if judge.base_url else " (on this machine)" if judge.local else ""
+        reasons.append(f"served by {judge.provider}{where}, not OpenAI's API")
     other = [m for m in judge.models_answered if m != JUDGE_MODEL]
     if other:
         reasons.append(f"answered by {', '.join(other)}")

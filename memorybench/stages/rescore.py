@@ -55,7 +55,7 @@ def format_table(metrics: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"
 
-    if metrics.get("benchmark") not in (None, "locomo"):
+    if not benchmark_named(metrics.get("benchmark")).own_lexical_rules:
         return "\n".join(lines + _other_table(metrics, fmt)) + "\n" + "\n".join(_usage_lines(metrics))
     header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
     lines += [header, "-" * len(header)]

@@ -269,3 +269,34 @@ def test_j_carries_what_its_judge_accepts_once_calibrated(packs, capsys):
     assert result["judge_calibration"] == calibration.summary() and "of vague wrong answers" in result["judge_calibration"]
     assert compare_main([str(packs["seed0"]), "--resamples", "100"]) == 0
     assert f"J's judge: Mem0's pinned judge prompt, model judge-x; {calibration.summary()}" in capsys.readouterr().out
+
+
+def test_compare_lists_every_setting_that_differs_besides_the_factor_and_names_the_writer(tmp_path, capsys):
+    """Issue 40, item 3: two conditions that differ in the writer model and in a reader setting
+    list both, with each side's value, and warn that more than one group differs; a
+    condition's label names its writer."""
+    from conftest import FIXTURES, scripted_reader
+
+    from memory.memtest import writer_responder
+
+    from memorybench.cli import main
+    from memorybench.testing.scripted_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=writer_responder) as writer:
+        for name, model, tokens in (("a", "writer-small", "64"), ("b", "writer-big", "96")):
+            assert main(["qa", *scripted_reader(reader.base_url), "memory=graph", "writer=openai_compatible",
+                         f"writer.base_url={writer.base_url}", f"writer.model={model}", "writer.max_retries=0",
+                         f"reader.max_tokens={tokens}", f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                         f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", f"name={name}"]) == 0
+    (a,) = (tmp_path / "packs" / "a" / "runs").iterdir()
+    (b,) = (tmp_path / "packs" / "b" / "runs").iterdir()
+    capsys.readouterr()
+    assert main(["compare", str(a), "--vs", str(b), "--json", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "A and B differ in 2 setting(s): reader.max_tokens 64 -> 96; writer.model writer-small -> writer-big" in out
+    assert "warning: more than one group of settings differs" in out
+    assert "graph (writer writer-small) / scripted" in out and "graph (writer writer-big) / scripted" in out
+    import json
+
+    saved = json.loads((tmp_path / "c.json").read_text("utf-8"))["difference"]["config_differences"]
+    assert [d["key"] for d in saved] == ["reader.max_tokens", "writer.model"]

@@ -286,3 +286,15 @@ def _node(server, **extra):
             "retry_max_wait_s": 1.0, "min_request_interval_s": 0.0, "cache": False}
     node.update(extra)
     return OmegaConf.create(node)
+
+
+def test_the_embedded_judge_is_said_to_be_served_on_this_machine_not_at_none():
+    """Issue 40, item 6: the comparability line said "served by local at None"."""
+    from memorybench.pack.autorater_schemas import JudgeSummary
+    from memorybench.stages.autorater_longmemeval import comparability
+
+    judge = JudgeSummary(name="local", provider="local", model_requested="smollm2-135m", model_configured="auto",
+                         models_answered=["smollm2-135m"], base_url=None, temperature=0.0, max_tokens=10, seed=None,
+                         response_format=None, local=True, weights=None)
+    comparable, why = comparability("longmemeval", judge)
+    assert not comparable and "served by local (on this machine)" in why and "None" not in why

@@ -111,3 +111,21 @@ def test_compare_resamples_questions_and_names_the_diagnostic(pack, tmp_path, ca
     out = capsys.readouterr().out
     assert "20 questions in 20 haystack(s)" in out and "token F1 (diagnostic) (types 1-6)" in out
     assert "20 questions, 19 df" in out and "conversation" not in out.replace("conversations", "")
+
+
+def test_a_prefix_of_some_types_has_no_task_average_in_any_table(tmp_path, capsys):
+    """Issue 40, item 6: the qa table printed "task-averaged" over 3 of 6 types while the judge's
+    table printed "-" and the docs say it exists only over all six: one rule, everywhere."""
+    data = make_longmemeval(tmp_path / "lme.json")
+    with ScriptedOpenAIServer(responder=answer_from_memory) as server:
+        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
+                     "max_questions=3", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"])
+    assert code == 0
+    out = capsys.readouterr().out
+    (pack,) = (tmp_path / "packs").glob("*/runs/*")
+    metrics = json.loads((pack / "metrics.json").read_text())
+    held = [k for k, n in metrics["counts"]["by_category"].items() if n]
+    assert 0 < len(held) < 6 and metrics["token_f1"]["task_averaged"] is None
+    (line,) = [row for row in out.splitlines() if row.startswith("task-averaged")]
+    assert line.split()[1:] == ["-", "-"]
+    assert "offline: judge=local judge.protocol=longmemeval" in out

@@ -39,5 +39,6 @@ BENCHMARK = Benchmark(
     sample_note="memorybench.benchmarks.locomo_plus.data:stitch_note",
     judge_protocols={"locomo_plus": "memorybench.benchmarks.locomo_plus.judge:LocomoPlusJudge"},
     judge_hint=("score (LoCoMo-Plus's judge, the authors' per-category templates): memorybench autorater {pack} "
-                "judge=locomo_plus  (gpt-4o-mini, needs OPENAI_API_KEY; docs/locomo_plus.md)"),
+                "judge=locomo_plus  (gpt-4o-mini, needs OPENAI_API_KEY; offline: judge=local judge.protocol=locomo_plus, "
+                "the embedded model, not comparable; docs/locomo_plus.md)"),
 )

@@ -35,5 +35,6 @@ BENCHMARK = Benchmark(
     reader_prompts=("longmemeval_con", "longmemeval_direct"),
     history="memorybench.memory.full_context:authors_history",
     judge_hint=("accuracy (LongMemEval's judge, the authors' per-type prompts): memorybench autorater {pack} "
-                "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; docs/longmemeval.md)"),
+                "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; offline: judge=local judge.protocol=longmemeval, "
+                "the embedded model, not comparable; docs/longmemeval.md)"),
 )
