@@ -148,6 +148,11 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
             lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
                          f"{_fmt(clean['difference'])}" + (f" [{_fmt(clean['low'])}, {_fmt(clean['high'])}], p "
                          f"{_p(clean)}" if clean["low"] is not None else ""))
+        fixed = d.get("corrected_gold")
+        if fixed and fixed["difference"] is not None:
+            lines.append(f"    B minus A with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
+                         f"{_fmt(fixed['difference'])}" + (f" [{_fmt(fixed['low'])}, {_fmt(fixed['high'])}], p "
+                         f"{_p(fixed)}" if fixed["low"] is not None else ""))
         c = d["conditional"]
         if c["low"] is not None:
             lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {_p(c)}")
@@ -223,7 +228,8 @@ def compare_main(argv: Sequence[str]) -> int:
         keep = set(common_questions(a, b, categories)[0])
         result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
         result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
-        result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories)
+        result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories,
+                                                 corrected_gold=ns.corrected_gold)
         warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
         result["warnings"] = [warning] if warning else []
     else:

@@ -519,10 +519,11 @@ def common_questions(
 
 def paired_difference(
     a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
-    categories: frozenset[int] | None = None,
+    categories: frozenset[int] | None = None, corrected_gold: bool = False,
 ) -> dict[str, Any]:
     """Condition B minus condition A over the questions both hold, paired by question id
-    (each condition one or more seeds)."""
+    (each condition one or more seeds); with `corrected_gold`, LoCoMo F1's difference also with
+    the audit's corrected answers where a gold answer is known wrong (each side rescored alike)."""
     sa = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in a]
     sb = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in b]
     if not sa or not sb:
@@ -560,6 +561,10 @@ def paired_difference(
             result[metric]["without_gold_errors"] = {"removed": len(wrong), **paired_test(
                 [x[i] for i in clean], [y[i] for i in clean], [clusters[i] for i in clean],
                 confidence=resampling.confidence).as_dict()}
+            if corrected_gold and metric == "locomo_f1":
+                cx, cy = [_corrected(sa, q, overlay, qa) for q in common], [_corrected(sb, q, overlay, qb) for q in common]
+                result[metric]["corrected_gold"] = {"rescored": sum(1 for q in common if q in wrong), **paired_test(
+                    cx, cy, clusters, confidence=resampling.confidence, unit=first.unit).as_dict()}
     result["j_available"] = "j" in metrics
     return result
 

@@ -222,6 +222,11 @@ def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: d
         f"  gold:     {s.gold!r}" + (f"; adversarial answer: {s.adversarial_answer!r}" if s.adversarial_answer else ""),
         "  scores:   " + scores,
     ]
+    e = s.gold_error
+    if e is not None:  # the audit's finding, as the full walk prints it (section 1)
+        lines.append(f"  gold error: KNOWN {'GOLD' if e.kind == 'answer' else 'CITATION'} ERROR (dial481/locomo-audit "
+                     f"errors.json {e.audit_id}, {e.error_type})"
+                     + (f": corrected answer {e.corrected_answer!r}" if e.kind == "answer" else ": the gold answer stands"))
     lines += [f"  pack:     {_figure_line(judge_id, metrics, s.category_name)}" for judge_id, metrics in (figures or {}).items()]
     lines += [
         f"  blame:    {blame.blame} (correctness by {_basis(blame, bench)})",

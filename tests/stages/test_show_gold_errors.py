@@ -83,3 +83,32 @@ def test_the_viewer_filters_and_flags_known_gold_errors(pack, tmp_path):
     panel = dom(page, "open=conv-26-q-5").panel_text
     assert "Known gold error: the gold answer is wrong (locomo_0_qa5, TEMPORAL_ERROR)" in panel
     assert "The Saturday before 25 May 2023 (approximately May 20, 2023)" in panel and "explicitly says 'Saturday'" in panel
+
+
+def test_brief_flags_a_known_gold_error_as_the_full_walk_does(pack, capsys):
+    """Issue 40, item 7: `show --brief` left out the finding the full walk prints."""
+    assert main(["show", str(pack), "conv-26-q-5", "--brief"]) == 0
+    out = capsys.readouterr().out
+    assert ("gold error: KNOWN GOLD ERROR (dial481/locomo-audit errors.json locomo_0_qa5, TEMPORAL_ERROR): corrected answer "
+            "'The Saturday before 25 May 2023 (approximately May 20, 2023)'") in out
+    assert main(["show", str(pack), "conv-26-q-1", "--brief"]) == 0
+    assert "KNOWN CITATION ERROR" in capsys.readouterr().out
+    assert main(["show", str(pack), "conv-26-q-0", "--brief"]) == 0
+    assert "gold error" not in capsys.readouterr().out
+
+
+def test_compare_corrected_gold_corrects_the_paired_difference_too(pack, tmp_path_factory, capsys):
+    """Issue 40, item 7: --corrected-gold corrected each condition's figure, not their difference."""
+    root = tmp_path_factory.mktemp("vague")
+    data = json.loads((PINS / "locomo-audit" / "ap_v2_vague_wrong_scored.json").read_text("utf-8"))
+    data["detailed_results"] = {"locomo_exp_user_0": data["detailed_results"]["locomo_exp_user_0"]}
+    path = root / "conv26_vague.json"
+    path.write_text(json.dumps(data), "utf-8")
+    other = import_results([path], "memos_eval", name="vague", packs=root / "packs", allow_partial=True).pack_root
+    capsys.readouterr()
+    out_json = root / "c.json"
+    assert main(["compare", str(pack), "--vs", str(other), "--corrected-gold", "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    fixed = json.loads(out_json.read_text("utf-8"))["difference"]["locomo_f1"]["corrected_gold"]
+    assert fixed["rescored"] > 0 and fixed["difference"] is not None
+    assert f"B minus A with the audit's {fixed['rescored']} corrected answers (n {fixed['n']})" in out
