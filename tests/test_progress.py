@@ -402,3 +402,20 @@ def test_a_memory_build_shows_its_writer_calls_failures_and_time_a_call(tmp_path
     assert seen, building
     assert max(calls for calls, _, _ in seen) >= 2 and all(failed <= calls for calls, failed, _ in seen)
     assert any(failed >= 1 for _, failed, _ in seen) and all(s >= 0.2 for _, _, s in seen)
+
+
+def test_a_haystack_of_one_question_says_its_question_not_the_first(monkeypatch):
+    """Issue 40, item 9: a LongMemEval run said "first question answered" for every question."""
+    from memorybench.progress import CALLS
+    from memorybench.stages.qa import PrefillNotes
+
+    said: list[str] = []
+    notes = PrefillNotes(said.append, "phase-test-one", question_dependent=False)
+    notes.before("lme000", "x" * 2800, 1)
+    CALLS.record("phase-test-one", 1100, None, 20.0)
+    notes.after("lme000")
+    notes.before("lme001", "x" * 2800, 1)
+    CALLS.record("phase-test-one", 1100, 1024, 1.5)
+    notes.after("lme001")
+    assert said[1] == "lme000: memory prefilled and its question answered in 20s"
+    assert said[3] == "lme001: prefill of 1024 tokens restored from disk; its answer in 2s"

@@ -307,7 +307,7 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
 
             kinds = [row(str(number), name, scores[scores["category"] == number])
                      for number, name in bench.category_names.items()]
-            out += kinds
+            out += [k for k in kinds if k["n"]]  # a kind without questions has no row (the task average names it)
             if bench.task_averaged:
                 every = all(k["n"] for k in kinds)
                 missing = ", ".join(k["type_name"] for k in kinds if not k["n"])

@@ -165,7 +165,7 @@ def _write(
                 answerer.start_conversation(
                     ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
                 )
-                prefill.before(conversation.sample_id, memory.text)
+                prefill.before(conversation.sample_id, memory.text, len(todo))
                 for question in todo:
                     _answer(pack, method, ctx, answerer, memory, question, index_of[question.question_id])
                     prefill.after(conversation.sample_id)
@@ -219,10 +219,12 @@ class PrefillNotes:
     def __init__(self, note: Any, model: str | None, question_dependent: bool) -> None:
         self.note, self.model = note, (None if question_dependent else model)
         self._waiting: str | None = None
+        self._first = "first question"
 
-    def before(self, sample_id: str, text: str | None) -> None:
+    def before(self, sample_id: str, text: str | None, questions: int = 2) -> None:
         if self.model is None or not text:
             return
+        self._first = "first question" if questions > 1 else "its question"  # LongMemEval: one question a haystack
         tokens = estimate_tokens(text)
         rate = CALLS.prefill_rate(self.model)
         expected = f", expected {format_eta(tokens / rate)}" if rate else ""
@@ -238,10 +240,11 @@ class PrefillNotes:
         if call is None:  # answered from the response cache: nothing was prefilled
             return
         if call.restored_tokens:
-            self.note(f"{sample_id}: prefill of {call.restored_tokens} tokens restored from disk; first answer in "
+            answer = "first answer" if self._first == "first question" else "its answer"
+            self.note(f"{sample_id}: prefill of {call.restored_tokens} tokens restored from disk; {answer} in "
                       f"{format_eta(call.latency_s)}")
         else:
-            self.note(f"{sample_id}: memory prefilled and first question answered in {format_eta(call.latency_s)}")
+            self.note(f"{sample_id}: memory prefilled and {self._first} answered in {format_eta(call.latency_s)}")
 
 
 def _local_model(models: Sequence[Any]) -> str | None:

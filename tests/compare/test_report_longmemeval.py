@@ -111,3 +111,20 @@ def test_a_third_benchmark_takes_its_kinds_from_its_record(monkeypatch):
     table = accuracy_by_type(frame[frame["category"] == 1], Bootstrap())
     average = table[table["type"] == "task-averaged"].iloc[0]
     assert math.isnan(average["accuracy"]) and "no question of update" in average["type_name"]
+
+
+def test_a_kind_without_questions_has_no_row(monkeypatch):
+    """Issue 40, item 9: a report of a prefix printed a row per empty kind, each 'no values:
+    nothing to estimate'; the task average still says which kind it lacks."""
+    toy = Benchmark(name="toy", datasets=(Dataset("toy_small", pin="toy:PIN"),), unit="question",
+                    category_names={1: "recall", 2: "update", 3: "abstain"}, loader="toy:load", figure_key="toy_accuracy",
+                    task_averaged=True)
+    monkeypatch.setitem(benchmarks._builtins(), "toy", toy)
+    judge = "toy-judge-00000000"
+    frame = pd.DataFrame({"condition": "c", "dataset": "toy_small", "pack": "p", "question_id": ["a", "b"],
+                          "sample_id": ["a", "b"], "category": [1, 1], f"j_score/{judge}": [1.0, 0.0],
+                          f"j_passes/{judge}": [1, 1]})
+    table = accuracy_by_type(frame, Bootstrap())
+    assert list(table["type"]) == ["1", "task-averaged", "overall"]
+    assert "no question of update, abstain" in table[table["type"] == "task-averaged"].iloc[0]["type_name"]
+    assert not table["interval"].fillna("").str.contains("nothing to estimate").any()
