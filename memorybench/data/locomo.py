@@ -82,16 +82,34 @@ def _parse_json(path: Path, raw_bytes: bytes) -> Any:
         raise DataError(f"dataset file {path} nests its JSON deeper than any released file (Python's limit); use the released file") from None
 
 
-#: a JSON escape of a UTF-16 surrogate (`\\ud800`): the only way a lone surrogate gets into a file's text
+#: a JSON escape of a UTF-16 surrogate (`\\ud800`), high or low
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate_escape(raw_bytes: bytes) -> bool:
+    """Whether the file's text holds a surrogate escape that is not half of a pair (a high one
+    right before a low one: an emoji as `json.dumps` escapes it, which files written with
+    ensure_ascii hold many of). Only such a file is worth walking string by string."""
+    pending = None  # where a high escape without its low one yet ended
+    for m in _SURROGATE_ESCAPE.finditer(raw_bytes):
+        high = raw_bytes[m.start() + 3] in b"89abAB"
+        if pending is not None and (high or m.start() != pending):
+            return True  # the high one before this is alone
+        if high:
+            pending = m.end()
+        elif pending is None:
+            return True  # a low one without its high one
+        else:
+            pending = None
+    return pending is not None
 
 
 def _text_only(path: Path, raw_bytes: bytes, value: Any) -> Any:
     """`value` when no string in it (a key, a value, at any depth) holds a lone surrogate, which
     no UTF-8 file can hold and which fails the first hash or JSON line of a pack: else one
     DataError naming the place. Every string of every benchmark's file is checked here, where
-    it is read; a file with no surrogate escape at all (every released one) is not walked."""
-    if not _SURROGATE_ESCAPE.search(raw_bytes):
+    it is read; a file with no lone surrogate escape (every released one) is not walked."""
+    if not _lone_surrogate_escape(raw_bytes):
         return value
     stack: list[tuple[Any, str]] = [(value, path.name)]
     while stack:
