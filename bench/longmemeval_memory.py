@@ -24,7 +24,7 @@ from _common import report
 # that wrote the file would show through)
 CHILD = """
 import sys
-from memorybench.data.longmemeval import load_longmemeval
+from memorybench.benchmarks.longmemeval.data import load_longmemeval
 
 def peak():
     with open("/proc/self/status") as f:

@@ -10,7 +10,8 @@ import time
 
 from _common import report
 
-from memorybench.data import iter_questions, load_locomo
+from memorybench.benchmarks.locomo.data import load_locomo
+from memorybench.data import iter_questions
 from memorybench.data.pins import LOCOMO10, pin_path
 from memorybench.score import locomo_score, mem0_bleu1, mem0_f1
 

@@ -90,28 +90,11 @@ class Dataset:
     def pinned(self) -> Any:
         return imported(self.pin)
 
-    def pinned_path(self, pins: Any) -> Path:
-        """The pinned file, verified (a missing or altered file is one line)."""
-        from memorybench.data.pins import pin_path, pins_dir
-
-        if self.large:
-            from memorybench.data.large_pins import verify_large
-
-            pin = self.pinned()
-            return verify_large(pin, pins_dir(pins) / pin.relpath)
-        return pin_path(self.pinned(), pins)
-
     def provenance(self) -> dict[str, Any]:
         """run_meta.json's `data` fields of the pinned file (beside `name` and `path`)."""
         pin = self.pinned()
         return {"pin": pin.relpath, "sha256": pin.sha256, "pinned": True, "repository": pin.repository,
                 "commit": getattr(pin, "commit", None) or getattr(pin, "revision", None), "source_path": pin.source_path}
-
-    def checked(self, path: Path) -> Path:
-        """`path` when it is a regular file of a sane size for this dataset, else one line."""
-        from memorybench.data.locomo import regular_file
-
-        return regular_file(Path(path), max_bytes=self.max_bytes, expected=self.expected)
 
     def check_memory(self, path: Path) -> None:
         """One line, before any work, when reading the file at `path` takes more memory than this
@@ -125,11 +108,16 @@ class Dataset:
                             f"of memory ({self.read_ratio:g} times its size, bench/longmemeval_memory.py); this machine has "
                             f"{available / 1e9:.1f} GB available: free memory or use a larger machine (or a smaller dataset)")
 
-    def sha256(self, path: Path) -> str:
-        """A local copy's sha256, streamed, after the same checks."""
-        from memorybench.hashing import sha256_file
 
-        return sha256_file(self.checked(path))
+@dataclass(frozen=True)
+class OwnTable:
+    """A report table of one benchmark's own (`memorybench report`, `tables:` in a design)."""
+
+    #: "module:function(frame) -> pandas.DataFrame" over the report's examples frame; an empty
+    #: frame when no pack of the report is this benchmark's
+    builder: str
+    #: what the table holds, for the report's notes
+    about: str
 
 
 @dataclass(frozen=True)
@@ -188,7 +176,29 @@ class Benchmark:
     #: the judge protocols it owns (`judge.protocol=NAME` -> "module:Class"), registered with the
     #: built-in ones (`memorybench.registry.JUDGES`)
     judge_protocols: Mapping[str, str] = field(default_factory=dict)
+    #: "module:function(prompt, pins) -> str": the template of a `reader.prompt` of `reader_prompts`,
+    #: taken out of the benchmark's pinned files (`memorybench.templates`)
+    reader_template: str | None = None
+    #: the module of its judge's own figures (`autorater_metrics.json`): it defines `LABELS` (what
+    #: each figure is), `scores(verdicts, passes, protocol, judge)` and `lines(metrics)` (printed);
+    #: None: Mem0's J per kind is its figure
+    judge_figures: str | None = None
+    #: the tables of its own that `memorybench report` can make: table name -> `OwnTable`
+    report_tables: Mapping[str, OwnTable] = field(default_factory=dict)
+    #: the released formats (`memorybench import --format NAME`) its `importer` module reads
+    released_formats: tuple[str, ...] = ()
+    #: the module that imports its released files: it defines `FORMATS` (name -> shape),
+    #: `import_released(paths, fmt, *, dataset, dataset_path, name, source, packs, pins,
+    #: allow_partial)` and `format_reproduction(reproduction)`
+    importer: str | None = None
     notes: tuple[str, ...] = field(default=())
+
+    def own(self, hook: str, name: str) -> Any:
+        """`name` of the module its field `hook` names (`judge_figures`, `importer`)."""
+        module = getattr(self, hook)
+        if module is None:
+            raise UserError(f"benchmark {self.name!r} has no {hook}; its record (memorybench/benchmarks/{self.name}) names none")
+        return imported(f"{module}:{name}")
 
     def load(self, path: str | Path, dataset: str | None = None) -> list[Any]:
         """The samples of a file of `dataset` (None: its first), read by that dataset's loader."""
@@ -267,6 +277,16 @@ def judge_protocols() -> dict[str, str]:
     """The judge protocols the built-in benchmarks own, by name (`memorybench.registry.JUDGES`
     asks this by name; a plugin's protocols register themselves when it is loaded)."""
     return {name: target for b in _builtins().values() for name, target in b.judge_protocols.items()}
+
+
+def own_tables() -> dict[str, OwnTable]:
+    """Every benchmark's own report tables, by table name."""
+    return {name: table for b in benchmarks().values() for name, table in b.report_tables.items()}
+
+
+def benchmark_of_format(fmt: str) -> Benchmark | None:
+    """The benchmark whose importer reads released format `fmt` (None: LoCoMo's importers)."""
+    return next((b for b in benchmarks().values() if fmt in b.released_formats), None)
 
 
 def datasets() -> dict[str, Dataset]:

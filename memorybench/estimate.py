@@ -259,7 +259,7 @@ def _scratch_context(cfg: DictConfig) -> Iterator[Any]:
 
 def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
     """What `qa` will ask for `cfg` (see the module docstring), with no model call."""
-    from memorybench.benchmarks.source import load_dataset, resolve_dataset
+    from memorybench.data.source import load_dataset, resolve_dataset
     from memorybench.data import iter_questions
 
     path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))

@@ -227,7 +227,7 @@ def check_files(cfg: DictConfig) -> None:
     """Every file the run reads, there now: the dataset (an explicit file, or the pin
     verified by its sha256) and every prompt template the run reads (`prompt_relpaths`:
     the reader's, the writer's, the memory's, the answerer's own; a pinned one verified)."""
-    from memorybench.benchmarks.source import resolve_dataset
+    from memorybench.data.source import checked, resolve_dataset
     from memorybench.templates import find_prompt
 
     if cfg.dataset.get("path"):
@@ -235,7 +235,7 @@ def check_files(cfg: DictConfig) -> None:
 
         # a missing file, a folder, a FIFO, a device or a symlink loop: the line qa would give
         record = dataset_named(str(cfg.dataset.name))
-        record.check_memory(record.checked(resolved_path(str(cfg.dataset.path), "dataset.path")))
+        record.check_memory(checked(record, resolved_path(str(cfg.dataset.path), "dataset.path")))
     else:
         resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     from memorybench.plan_questions import check_memory_fits

@@ -39,7 +39,7 @@ class QuestionRow:
 
 
 def _samples(cfg: DictConfig) -> list:
-    from memorybench.benchmarks.source import load_dataset, resolve_dataset
+    from memorybench.data.source import load_dataset, resolve_dataset
 
     path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     return load_dataset(path, str(cfg.dataset.name))

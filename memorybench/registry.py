@@ -207,7 +207,6 @@ CHAT_PROVIDERS: Registry[Any] = Registry("chat provider", "reader.provider", pac
 _JUDGE_BUILTINS = {
     "mem0": "memorybench.score.judge:Mem0Judge",
     "strict": "memorybench.score.judge:StrictJudge",
-    "longmemeval": "memorybench.score.longmemeval_judge:LongMemEvalJudge",
 }
 JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", builtins=_JUDGE_BUILTINS,
                                  more_builtins="memorybench.benchmark:judge_protocols")

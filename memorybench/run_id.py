@@ -51,7 +51,7 @@ HEX_DIGITS = 12
 
 
 def _data_file_sha256(path: str) -> str | None:
-    from memorybench.data.locomo import file_sha256
+    from memorybench.data.files import file_sha256
 
     p = Path(path).expanduser()
     return file_sha256(p) if p.is_file() else None

@@ -404,7 +404,7 @@ LOCOMO_READER = LocomoReaderTemplate()
 class LongMemEvalReaderTemplate(_PinnedSlots):
     """`reader.prompt=longmemeval_con` (the authors' default: step by step) or
     `longmemeval_direct`: LongMemEval's reader prompt as its run_generation.py
-    `prepare_prompt` builds it (`memorybench.data.longmemeval_reader`), the template taken
+    `prepare_prompt` builds it (its record's `reader_template`), the template taken
     out of the pinned file. Its three `{}` slots are the history, the question's date and
     the question; the history is the memory (full_context renders a LongMemEval haystack in
     the authors' json history format). The only message, a user message."""
@@ -417,9 +417,10 @@ class LongMemEvalReaderTemplate(_PinnedSlots):
     message_role: Literal["system", "user"] = "user"
 
     def text(self, pins: str | os.PathLike[str] | None = None) -> str:
-        from memorybench.data.longmemeval_reader import reader_template
+        from memorybench.benchmark import benchmarks, imported
 
-        return reader_template(self.step_by_step, pins)
+        owner = next(b for b in benchmarks().values() if self.name in b.reader_prompts and b.reader_template)
+        return str(imported(str(owner.reader_template))(self.name, pins))
 
     def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
         return None

@@ -39,7 +39,7 @@ def locomo_raw(locomo_path: Path) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def conversations(locomo_path: Path):
-    from memorybench.data import load_locomo
+    from memorybench.benchmarks.locomo.data import load_locomo
 
     return load_locomo(locomo_path)
 

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import FIXTURES, CliOutcome, cli_in_process, scripted_reader
 
 MINI = FIXTURES / "mini_locomo.json"
@@ -338,7 +337,7 @@ def test_the_corpus_is_large_and_unique():
 
 @pytest.mark.parametrize("variant", DATA_VARIANTS, ids=[v.name for v in DATA_VARIANTS])
 def test_every_data_variant_is_one_data_error(variant: DataVariant, tmp_path):
-    from memorybench.data import load_locomo
+    from memorybench.benchmarks.locomo.data import load_locomo
     from memorybench.errors import DataError
 
     path = tmp_path / f"{variant.name}.json"
@@ -349,7 +348,7 @@ def test_every_data_variant_is_one_data_error(variant: DataVariant, tmp_path):
 
 
 def test_a_folder_as_dataset_is_a_data_error(tmp_path):
-    from memorybench.data import load_locomo
+    from memorybench.benchmarks.locomo.data import load_locomo
     from memorybench.errors import DataError
 
     with pytest.raises(DataError, match="folder"):

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+
 from memorybench.cli import COMMANDS, main
 from memorybench.completion import completion_script, hydra_line
 from memorybench.help import config_groups

@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-
 from conftest import FIXTURES, run_cli, scripted_reader
+
 from memorybench.cli import main
 from memorybench.estimate import (
     CACHE_MIN_TOKENS,

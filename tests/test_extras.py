@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import scripted_reader
+
 from memorybench.errors import MissingExtra, missing_extra, needs_extra, require_extra
 
 HIDER = '''

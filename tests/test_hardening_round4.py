@@ -110,7 +110,7 @@ def test_a_report_name_that_is_not_one_folder_name_is_refused_and_writes_nothing
 def test_an_import_that_loses_the_race_says_already_imported(tmp_path, monkeypatch, capsys):
     """The second import of a file finishes while the first is still writing: the first's
     rename then finds the finished pack and says so, as a sequential rerun does."""
-    from memorybench.stages import import_longmemeval
+    from memorybench.benchmarks.longmemeval import importer as import_longmemeval
 
     data = make_longmemeval(tmp_path / "lme.json")
     hyp = tmp_path / "hyp.jsonl"

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, CliOutcome, cli_in_process, scripted_reader
 
 MINI = FIXTURES / "mini_locomo.json"

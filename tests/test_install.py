@@ -19,7 +19,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, PINS, REPO, scripted_reader
 
 PROBE = "Installed-package probe: this template exists only in the installed wheel."

@@ -23,15 +23,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, run_cli, scripted_reader
+
 from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.lock import LOCK_FILE, LockBusy, WriterLock, folder_lock
 from memorybench.pack.success import reclose
 from memorybench.pack.verify import verify_pack
-from memorybench.storage import _base as storage_base, local_files
+from memorybench.storage import _base as storage_base
+from memorybench.storage import local_files
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder
 from memorybench.tracking.sqlite_store import prepare_sqlite_store
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES, run_cli
+
 from memorybench.errors import UserError
 from memorybench.plan import plan_runs
 from memorybench.run_id import config_sha256, identity_config

@@ -11,8 +11,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.errors import UserError
 from memorybench.progress import Progress, Spend, format_eta, progress_enabled, progress_every_s
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import FIXTURES, cli_in_process, scripted_reader
 
 MINI = FIXTURES / "mini_locomo.json"

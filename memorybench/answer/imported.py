@@ -194,7 +194,7 @@ class LongMemEvalReproduction(Record):
 
     #: the dataset the question types come from (print_qa_metrics.py reads them from its reference file)
     dataset: str
-    #: what print_qa_metrics.py prints over the file's labels (`memorybench.score.longmemeval.authors_report`)
+    #: what print_qa_metrics.py prints over the file's labels (`memorybench.benchmarks.longmemeval.score.authors_report`)
     authors_report: str
     #: the pack's: the judge folder's `longmemeval.passes[0].report`
     report: str

@@ -77,7 +77,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
 from memorybench.compare.report_latency import latency_tokens
-from memorybench.compare.pack_retrieval import retrieval_table
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
 from memorybench.compare.report_scores import Bootstrap, accuracy_by_type, bootstrap_interval, paired_differences, scores_by_category
 from memorybench.compare.report_tables import (
@@ -98,7 +97,7 @@ from memorybench.compare.report_tables import (
 from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
 from memorybench.compare.summary import CONFIG_PREFIX, judge_key
-from memorybench.benchmark import benchmark_of, benchmark_of_meta
+from memorybench.benchmark import benchmark_of, benchmark_of_meta, imported, own_tables
 from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.fs import atomic_path, write_atomic
 from memorybench.names import ALLOWED, unsafe_reason
@@ -126,7 +125,7 @@ TABLES: tuple[str, ...] = ("scores_by_category", "accuracy_by_type", "paired_dif
                            "gold_token_drop", "refusals", "answer_length", "blame", "retrieval")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 #: the tables that read no LoCoMo category: made for another benchmark's packs too
-BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget", "retrieval")
+BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget")
 #: the tables of another benchmark's own figures (none for LoCoMo packs: scores_by_category is theirs)
 OWN_BENCHMARK_TABLES = ("accuracy_by_type",)
 RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
@@ -299,10 +298,6 @@ DEFINITIONS = {
                      "judge's J. Mem0's judge counts an answer CORRECT \"as long as it touches on the same topic\": a J that "
                      "rises with length where F1 does not is the judge rewarding length. `compare` warns when two "
                      "conditions' mean lengths differ by more than 2x.",
-    "retrieval": "LongMemEval's retrieval metrics (the authors' eval_utils.py, averaged as print_retrieval_metrics.py "
-                 "averages: abstention questions skipped): what a retrieving method handed the reader, its items' turns in "
-                 "hit order, scored against the has_answer turns at turn level and, by the authors' conversion, at session "
-                 "level; recall_all and ndcg_any at 5 and 10. LoCoMo packs and methods that retrieve nothing are left out.",
     "blame": "Where each answer was lost (memorybench.compare.blame), as the share of the condition's rows (replicates "
              "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
              "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
@@ -443,15 +438,16 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         "refusals": lambda: refusals(frame),
         "answer_length": lambda: answer_length(frame),
         "blame": lambda: blame_table(frame),
-        "retrieval": lambda: retrieval_table(frame),
     }
+    # the benchmarks' own tables (LongMemEval's retrieval metrics): empty where no pack is theirs
+    builders.update({name: (lambda t=t: imported(t.builder)(frame)) for name, t in own_tables().items()})
     tables, figure_names = list(design.tables), list(design.figures)
     datasets = sorted({str(d) for d in frame["dataset"].dropna()}) if "dataset" in frame else []
     other = [d for d in datasets if not benchmark_of(d).own_lexical_rules]
     if other:
         # LoCoMo's categories, overalls and J run through these tables: another benchmark's
         # figures are its own (compare, autorater_metrics.json), never LoCoMo-labelled ones
-        kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES + OWN_BENCHMARK_TABLES]
+        kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES + OWN_BENCHMARK_TABLES or t in own_tables()]
         notes.append(f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
                      f"made ({', '.join(kept) or 'none'}); their own figure, the judge's accuracy per question type, is "
                      f"`accuracy_by_type` ({', '.join(sorted({f'docs/{benchmark_of(d).name}.md' for d in other}))}).")
@@ -464,7 +460,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         if name == "judge_passes" and table.empty:
             notes.append("No autorater in these packs: no judge tables.")
             continue
-        if name == "retrieval" and table.empty:
+        if name in own_tables() and table.empty:
             continue
         if name == "accuracy_by_type" and table.empty:
             if other:  # LoCoMo packs have no such table; another benchmark's unjudged packs have no figure yet
@@ -504,7 +500,8 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
     lines.append("")
     boot = design.bootstrap
     for name, table in report.tables.items():
-        lines += [f"## {name}", "", DEFINITIONS[name].format(conf=boot.confidence, resamples=boot.resamples, seed=boot.seed), "",
+        about = own_tables()[name].about if name in own_tables() else DEFINITIONS[name]
+        lines += [f"## {name}", "", about.format(conf=boot.confidence, resamples=boot.resamples, seed=boot.seed), "",
                   markdown_table(table), "", f"CSV: `tables/{name}.csv`", ""]
     for name, path in report.figures.items():
         lines += [f"## Figure: {name}", "", f"![{name}](figures/{path.name})", ""]

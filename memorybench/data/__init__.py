@@ -1,7 +1,7 @@
-"""Records, loaders and pinned files of the benchmarks' data (LoCoMo; LongMemEval).
+"""Records, dataset files and pinned files: what every benchmark's data is made of.
 
 Which benchmark a dataset belongs to, and which file a run reads, is `memorybench.benchmark`
-(`benchmarks.source`). The names below are imported from their modules on first use (PEP 562)."""
+(`data.source`). The names below are imported from their modules on first use (PEP 562)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from memorybench.lazy import lazy_members
 
 if TYPE_CHECKING:
-    from memorybench.data.locomo import file_sha256, iter_questions, load_locomo
+    from memorybench.data.files import file_sha256, iter_questions
     from memorybench.data.records import AskedQuestion, Conversation, Question, Session, Turn
 
 _WHERE = {
@@ -19,9 +19,8 @@ _WHERE = {
     "Question": "memorybench.data.records",
     "Session": "memorybench.data.records",
     "Turn": "memorybench.data.records",
-    "file_sha256": "memorybench.data.locomo",
-    "iter_questions": "memorybench.data.locomo",
-    "load_locomo": "memorybench.data.locomo",
+    "file_sha256": "memorybench.data.files",
+    "iter_questions": "memorybench.data.files",
 }
 
 __all__ = sorted(_WHERE)

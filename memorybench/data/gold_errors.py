@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memorybench.data.locomo import load_locomo
+from memorybench.benchmark import LOCOMO
 from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_ERRORS, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import DataError
@@ -150,7 +150,7 @@ def _load(errors_path: Path, data_path: Path) -> tuple[tuple[str, GoldError], ..
         raise DataError(f"gold-error overlay {errors_path} has sha256 {actual}, expected {LOCOMO_AUDIT_ERRORS.sha256} "
                         "(dial481/locomo-audit errors.json); use the pinned file (`memorybench fetch`)")
     findings = json.loads(raw_bytes.decode("utf-8"))
-    conversations = load_locomo(data_path)
+    conversations = LOCOMO.load(data_path)
     out: dict[str, GoldError] = {}
     for n, item in enumerate(findings):
         error = _join(item, n, conversations, errors_path)

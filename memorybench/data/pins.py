@@ -163,7 +163,7 @@ LOCOMO_AUDIT_PINS = (LOCOMO_AUDIT_ERRORS, LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_A
 
 # LongMemEval's evaluation code (xiaowu0162/LongMemEval, MIT), whole files at one commit: the
 # judge's per-type prompts and label rule, the QA and retrieval metrics, the reader prompts.
-# memorybench.score.longmemeval* read them (parsed, never imported); the data files are pinned
+# memorybench.benchmarks.longmemeval.score* read them (parsed, never imported); the data files are pinned
 # with the dataset configs
 _LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 

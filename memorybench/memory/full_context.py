@@ -1,12 +1,11 @@
-"""`full_context`: every turn, one line each: `DATE | SPEAKER: TEXT [image: CAPTION]`; a
-LongMemEval haystack as its authors' reader shows it (`authors_history`)."""
+"""`full_context`: every turn, one line each: `DATE | SPEAKER: TEXT [image: CAPTION]`; or the
+whole history as the benchmark's authors render it, where its record names a `history`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from memorybench.benchmark import benchmark_of
-from memorybench.benchmark import imported
+from memorybench.benchmark import benchmark_of, imported
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.registry import MEMORY
@@ -28,21 +27,6 @@ def render_sessions(conversation: Conversation) -> list[MemoryItem]:
     ]
 
 
-def authors_history(conversation: Conversation, pins: str | None = None) -> BuiltMemory:
-    """A LongMemEval haystack as its authors' reader sees it: every session, sorted by date,
-    in run_generation.py's json history format (`memorybench.data.longmemeval_reader`); one
-    item per session (its turns as the json the history holds), the text the whole history."""
-    import json
-
-    from memorybench.data.longmemeval_reader import HistorySession, render_history
-
-    sessions = [HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns))
-                for s in conversation.sessions]
-    items = [MemoryItem(item_id=f"session_{s.index}", text=json.dumps([dict(t) for t in h.turns]),
-                        sources=tuple(t.dia_id for t in s.turns)) for s, h in zip(conversation.sessions, sessions) if s.turns]
-    return BuiltMemory(conversation.sample_id, items, text=render_history(sessions, pins=pins))
-
-
 @MEMORY.register("full_context")
 class FullContext:
     name: ClassVar[str]
@@ -54,7 +38,7 @@ class FullContext:
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
         history = benchmark_of(str(self.cfg.dataset.name)).history
-        if history is not None:  # the benchmark's own rendering of a whole history (LongMemEval's authors')
+        if history is not None:  # the benchmark's own rendering of a whole history
             return imported(history)(conversation, self.cfg.paths.get("pins"))
         items = render_sessions(conversation)
         return BuiltMemory(conversation.sample_id, items, text="\n".join(i.text for i in items))

@@ -126,7 +126,7 @@ class JudgeIdentity(Record, schema="judge_identity.v1"):
     #: the model as configured (`judge.model`; for provider=local `auto` or a registry name)
     model: str
     #: sha256 of the judge template (for mem0: the pinned ACCURACY_PROMPT; for longmemeval: one
-    #: hash over its templates, `memorybench.score.longmemeval.anscheck_templates_sha256`)
+    #: hash over its templates, `memorybench.benchmarks.longmemeval.score.anscheck_templates_sha256`)
     prompt_sha256: str
     temperature: float
     #: null when the protocol asks for no response format
@@ -324,7 +324,7 @@ class LongMemEvalTypeAccuracy(Record):
 
 class LongMemEvalPass(Record):
     """print_qa_metrics.py's numbers over one pass's labelled verdicts
-    (`memorybench.score.longmemeval.QaMetrics`), and the text it prints for them."""
+    (`memorybench.benchmarks.longmemeval.score.QaMetrics`), and the text it prints for them."""
 
     pass_: int = Field(alias="pass")
     #: the six question types in the script's order

@@ -108,7 +108,7 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     the pins folder) or its path, checked against the recorded sha256; conversations None
     and a note saying why when the file is not here or not the one the pack was run on."""
     from memorybench.benchmark import benchmark_of_meta
-    from memorybench.benchmarks.source import load_dataset
+    from memorybench.data.source import dataset_sha256, load_dataset
     from memorybench.data.pins import pins_dir
 
     dataset = benchmark_of_meta(data).dataset(str(data.get("name") or benchmark_of_meta(data).dataset_names[0]))
@@ -126,7 +126,7 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     expected = data.get("sha256")
     key = (str(path), expected)
     if key not in _DATASETS:
-        actual = dataset.sha256(path)
+        actual = dataset_sha256(dataset, path)
         if expected and actual != expected:
             return None, path, f"dataset file {path} has sha256 {actual[:12]}…, the pack was run on {str(expected)[:12]}…"
         _DATASETS[key] = {c.sample_id: c for c in load_dataset(path, data.get("name"))}

@@ -8,7 +8,7 @@ what to judge (`skips`), the request (`request`), how a reply is read (`verdict`
 the per-row lexical scores Mem0 reports beside J (`row_scores`). The `autorater` stage
 only runs the resumable loop around it; another judge protocol is one more class
 registered under its own name, with the same methods (`JudgeProtocol`): LongMemEval's,
-`longmemeval` (`memorybench.score.longmemeval_judge`; the registry names each protocol's
+`longmemeval` (`memorybench.benchmarks.longmemeval.judge`; the registry names each protocol's
 module, `memorybench.registry.JUDGES`).
 
 A port of mem0 ``evaluation/metrics/llm_judge.py`` and ``mem0/memory/utils.py``

@@ -5,7 +5,7 @@ the reader. What is asked and how a reply is read is the judge protocol, a regis
 judge (`memorybench.registry.JUDGES`; `judge.protocol`, default `mem0`: Mem0's pinned
 ACCURACY_PROMPT, one user message, temperature 0, JSON mode, CORRECT-only scoring,
 category 5 skipped; `memorybench.score.judge.Mem0Judge`; or `longmemeval` on a LongMemEval
-pack: the authors' per-type prompts, `memorybench.score.longmemeval_judge`). This module is the loop
+pack: the authors' per-type prompts, `memorybench.benchmarks.longmemeval.judge`). This module is the loop
 around it: what to judge, resuming, journalling verdicts and traces, metrics at the
 end. A skipped row gets no request, only a SKIPPED verdict. Nothing the `qa` stage wrote
 is touched.

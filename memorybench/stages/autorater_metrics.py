@@ -9,7 +9,7 @@ J of a pass is the mean of the parsed verdicts' scores over the judged rows (fai
 excluded); with several passes, J is the mean of the passes' J, with their sample
 standard deviation and the share of rows whose passes all agree. Mem0's F1 and BLEU-1
 are means over every judged row, not means of category means. A LongMemEval pack's judge
-also gets the authors' QA metrics (`memorybench.stages.autorater_longmemeval`); its
+also gets the authors' QA metrics (`memorybench.benchmarks.longmemeval.autorater`); its
 categories are the question types, all judged.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 from memorybench.errors import UserError
 from memorybench.llm.usage import usage_summary
 from memorybench.pack import layout
-from memorybench.benchmark import LOCOMO, LONGMEMEVAL, Benchmark
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named
 from memorybench.pack.autorater_schemas import (
     Agreement,
     AutoraterCounts,
@@ -40,7 +40,6 @@ from memorybench.registry import JUDGES
 from memorybench.score import CATEGORY_NAMES
 from memorybench.score.judge import Mem0Judge
 from memorybench.stages.autorater_judge import pack_benchmark
-from memorybench.stages.autorater_longmemeval import LONGMEMEVAL_LABELS, format_longmemeval, longmemeval_scores
 
 __all__ = ["JUDGED_CATEGORIES", "LABELS", "autorater_metrics", "compute_autorater_metrics", "format_autorater_table", "one_judge"]
 
@@ -103,7 +102,7 @@ def autorater_metrics(
 
     A LongMemEval pack (metrics.json's `benchmark`, else run_meta's dataset) also gets
     `longmemeval`: what print_qa_metrics.py gives over the verdicts, and whether the judge is
-    the one the authors' figures come from (`memorybench.stages.autorater_longmemeval`)."""
+    the one the authors' figures come from (`memorybench.benchmarks.longmemeval.autorater`)."""
     pack = PackReader.open(pack_root)
     judge_id = one_judge(pack, judge_id)
     rows = pack.predictions()
@@ -115,7 +114,8 @@ def autorater_metrics(
     traces = list(pack.rows(pack.judge_path(judge_id, layout.JUDGE_TRACES)))  # dicts: what usage_summary sums
     passes = meta.passes
     benchmark = pack_benchmark(pack)
-    locomo, lme = benchmark.name == LOCOMO.name, benchmark.name == LONGMEMEVAL.name
+    # a benchmark with figures of its own (LongMemEval's print_qa_metrics.py) gets them beside the per-kind means
+    locomo, own = benchmark.name == LOCOMO.name, benchmark.judge_figures is not None
     categories = tuple(judged_categories) if judged_categories is not None else _judged_categories(meta.identity.protocol, benchmark)
     names = CATEGORY_NAMES if locomo else benchmark.category_names
     order = {row.question_id: i for i, row in enumerate(rows)}
@@ -228,10 +228,10 @@ def autorater_metrics(
             by_category=_category_means([(c, b) for c, _, b in lexical_rows], categories),  # type: ignore[misc]
         ),
         usage={"judge": usage} if usage else {},
-        labels=_labels(meta.identity.protocol) or (LONGMEMEVAL_LABELS if lme else LABELS),
+        labels=_labels(meta.identity.protocol) or (benchmark.own("judge_figures", "LABELS") if own else LABELS),
         notes=meta.notes,
         benchmark=None if locomo else benchmark.name,
-        longmemeval=longmemeval_scores(verdicts, passes, meta.identity.protocol, summary) if lme else None,
+        longmemeval=benchmark.own("judge_figures", "scores")(verdicts, passes, meta.identity.protocol, summary) if own else None,
     )
 
 
@@ -251,7 +251,8 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
         f" answered by {', '.join(judge['models_answered']) or '-'}; prompt sha256 {metrics['judge_prompt_sha256'][:12]}"
     )
     if metrics.get("longmemeval") is not None:
-        return "\n".join(lines + format_longmemeval(metrics) + _usage_lines(metrics))
+        own_lines = benchmark_named(metrics.get("benchmark")).own("judge_figures", "lines")
+        return "\n".join(lines + own_lines(metrics) + _usage_lines(metrics))
     locomo = metrics.get("benchmark") is None  # Mem0's J over LoCoMo's categories 1-4; another benchmark's own figure
     header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J' if locomo else 'score':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
     lines += [header, "-" * len(header)]

@@ -35,7 +35,7 @@ pack at its place is always finished; importing the same files again finds it an
 its table. Every later stage reads it: rescore, autorater with our own judge (another
 folder under autorater/), compare, aggregate, report, track, verify. The LongMemEval authors'
 files (`--format longmemeval_hypotheses|longmemeval_judged --dataset NAME [--dataset-path DATA]`)
-are imported by `memorybench.stages.import_longmemeval` into the same layout.
+are imported by `memorybench.benchmarks.longmemeval.importer` into the same layout.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ from memorybench.answer.imported import (
     SourceFile,
     SourceRef,
 )
-from memorybench.benchmarks.source import resolve_dataset
-from memorybench.data import Conversation, Question, iter_questions, load_locomo
+from memorybench.benchmark import LOCOMO, benchmark_of_format, benchmarks
+from memorybench.data.source import resolve_dataset
+from memorybench.data import Conversation, Question, iter_questions
 from memorybench.errors import OneLineParser, UserError, did_you_mean, printable
 from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
@@ -76,7 +77,6 @@ from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
-from memorybench.stages.import_longmemeval import LONGMEMEVAL_FORMATS, format_longmemeval_reproduction, import_longmemeval
 from memorybench.stages.importers._pack import AlreadyImported, built_whole, finished_pack, trace_head, write_imported_judge
 from memorybench.stages.importers._base import finite, is_finite_number
 from memorybench.stages.importers import FORMATS, Released, build_reproduction, format_reproduction, map_rows, released_format
@@ -134,30 +134,34 @@ def import_results(
 
     A file without a row for some questions its format holds is refused unless
     `allow_partial`: then the pack holds the questions it answers, labelled partial. The
-    LongMemEval formats (`memorybench.stages.import_longmemeval`) name their `dataset` (and
-    `dataset_path` for a local copy); the LoCoMo formats map onto the pinned locomo10."""
-    if fmt not in FORMATS and fmt not in LONGMEMEVAL_FORMATS:
-        raise UserError(f"unknown --format {fmt!r}. {did_you_mean(fmt, [*FORMATS, *LONGMEMEVAL_FORMATS])}")
+    formats of another benchmark (its record's `released_formats`, read by its `importer`) name
+    their `dataset` (and `dataset_path` for a local copy); the LoCoMo formats map onto the
+    pinned locomo10."""
+    owner = benchmark_of_format(fmt)
+    if fmt not in FORMATS and owner is None:
+        raise UserError(f"unknown --format {fmt!r}. {did_you_mean(fmt, [*FORMATS, *_other_formats()])}")
     name = path_component(name, "experiment name", "pass --name NAME")
     ref = parse_source(source) if isinstance(source, str) or source is None else source
     paths = [Path(f).expanduser().absolute() for f in files]  # not resolved: a link given as FILE is refused, not followed
     if not paths:
         raise UserError("memorybench import needs the released file(s) to import")
-    if fmt in LONGMEMEVAL_FORMATS:
+    if owner is not None:
         if model_key is not None:
             raise UserError(f"--model {model_key} is for locomo_task_eval files, which hold several models; a {fmt} file holds one")
-        root, record, rep, created = import_longmemeval(paths, fmt, dataset=dataset, dataset_path=dataset_path, name=name, source=ref,
-                                                        packs=packs, pins=pins, allow_partial=allow_partial)
+        root, record, rep, created = owner.own("importer", "import_released")(
+            paths, fmt, dataset=dataset, dataset_path=dataset_path, name=name, source=ref, packs=packs, pins=pins,
+            allow_partial=allow_partial)
         return ImportResult(root, record, rep, created=created)
     if dataset is not None or dataset_path is not None:
-        raise UserError(f"--dataset and --dataset-path are for the longmemeval formats; a {fmt} file maps onto the pinned locomo10")
+        raise UserError(f"--dataset and --dataset-path are for {', '.join(_other_formats())}; a {fmt} file maps onto the "
+                        "pinned locomo10")
     reader = released_format(fmt)
     released = _answers_bounded(_finite_only(reader.read(paths, model_key)))
     if not released.rows:
         raise UserError(f"{paths[0]} holds no answered row; nothing to import")
     results_path = released.files[0][1]
     data_path, data_info = resolve_dataset(OmegaConf.create({"name": "locomo10", "path": None}), pins)
-    conversations = load_locomo(data_path)
+    conversations = LOCOMO.load(data_path)
     mapped = map_rows(released.rows, conversations, results_path)
     dropped = [q for q in mapped.absent if q.category in released.drops]  # the format never holds them: not partial
     partial = _partial(mapped.absent, released, conversations, results_path, fmt, allow_partial)
@@ -511,8 +515,13 @@ def _trace_md(pack: PackReader, rid: str, data_path: Path, source: ImportSource,
 
 
 # -- command line -----------------------------------------------------------------------
+def _other_formats() -> dict[str, str]:
+    """The released formats other benchmarks' importers read: name -> shape."""
+    return {name: shape for b in benchmarks().values() if b.importer for name, shape in b.own("importer", "FORMATS").items()}
+
+
 def _parser() -> OneLineParser:
-    shapes = {**{name: cls.shape for name, cls in FORMATS.items()}, **LONGMEMEVAL_FORMATS}
+    shapes = {**{name: cls.shape for name, cls in FORMATS.items()}, **_other_formats()}
     parser = OneLineParser(
         prog="memorybench import",
         description="Import another project's released LoCoMo results, or the LongMemEval authors' hypothesis or judged file, "
@@ -547,7 +556,8 @@ def import_main(argv: Sequence[str]) -> int:
         set_nltk_data_dir(nltk_data_dir(ns.pins))
     result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins,
                             allow_partial=ns.allow_partial, dataset=ns.dataset, dataset_path=ns.dataset_path)
-    table = format_longmemeval_reproduction if ns.fmt in LONGMEMEVAL_FORMATS else format_reproduction
+    owner = benchmark_of_format(ns.fmt)
+    table = owner.own("importer", "format_reproduction") if owner is not None else format_reproduction
     # the table quotes the file's answers and notes: no control character reaches the terminal
     print(printable(result.reproduction.dump() if ns.json else table(result.reproduction)), end="" if ns.json else "\n")
     print(f"pack: {result.pack_root}", file=sys.stderr if ns.json else sys.stdout)

@@ -39,7 +39,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from memorybench.compare.intervals import DEFAULT_CONFIDENCE, mean_interval
-from memorybench.data import iter_questions, load_locomo
+from memorybench.data import iter_questions
 from memorybench.benchmark import LOCOMO
 from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG, Pin, pin_path
 from memorybench.data.records import Question
@@ -127,7 +127,7 @@ def audit_answers(pin: Pin, questions: Mapping[tuple[int, int], Question], pins:
 def calibration_rows(pins: Any = None, max_questions: int | None = None) -> dict[str, list[CheckRow]]:
     """The answers to judge, per set, in LoCoMo's file order: the questions of categories 1-4
     among the first `max_questions` questions (all of them with None)."""
-    conversations = load_locomo(pin_path(LOCOMO10, pins))
+    conversations = LOCOMO.load(pin_path(LOCOMO10, pins))
     by_index = {(c, q.qa_index): q for c, conv in enumerate(conversations) for q in conv.questions}
     every = list(iter_questions(conversations))
     asked = [q for q in every[:max_questions] if q.category in CHECKED_CATEGORIES]

@@ -24,7 +24,7 @@ from memorybench.names import writable_folder
 from memorybench.hashing import sha256_file
 from memorybench.answer.base import AskedChoice, ConversationView
 from memorybench.answer.factory import open_answerer, prompt_chars
-from memorybench.benchmarks.source import load_dataset, resolve_dataset
+from memorybench.data.source import load_dataset, resolve_dataset
 from memorybench.data import Conversation, Question, iter_questions
 from memorybench.llm.sizing import estimate_tokens, longest_prompt_tokens
 from memorybench.memory import build_memory_method, memory_notes, open_build_context

@@ -329,11 +329,9 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         for call in judge.calls:
             out += ["  " + line for line in _call(call)]
         if judge.judge_id in figures:
-            from memorybench.stages.autorater_longmemeval import format_longmemeval
-
             where = walker.pack.judge_path(judge.judge_id, layout.JUDGE_METRICS)
             out.append(f"  over the whole pack, by this judge ({where}):")
-            out += ["    " + line for line in format_longmemeval(figures[judge.judge_id])]
+            out += ["    " + line for line in bench.own("judge_figures", "lines")(figures[judge.judge_id])]
     if blame is not None:
         stored, given, used = _blame_facts(walk, blame, bench)
         out += ["", "7. Blame (memorybench.compare.blame)", f"  {blame.blame} (correctness by {_basis(blame, bench)})",

@@ -15,15 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench import PROJECT_ROOT
 from memorybench.answer.agent import finalize_agent_pack, locate_cli, open_codex_answerer, pinned_version
 from memorybench.answer.agent._events import classify, steps_from_items, unwrap_shell
 from memorybench.answer.agent._isolation import Isolation
 from memorybench.answer.base import ConversationView
+from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.cli import main
-from memorybench.data import iter_questions, load_locomo
+from memorybench.data import iter_questions
 from memorybench.errors import ModelCallError, UserError
 from memorybench.pack.run_pack import RunPack
 from memorybench.plan import plan_runs

@@ -21,17 +21,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, LOCOMO, scripted_reader
 from test_codex import agent, codex_overrides, only_pack, rows, view_of
+
 from memorybench.answer.agent.gateway import GatewayProcess
 from memorybench.cli import main
+from memorybench.compare.aggregate import pack_examples, runs_table
+from memorybench.compare.report import run_report
 from memorybench.pack.verify import verify_pack
 from memorybench.pack.verify.findings import failures
 from memorybench.plan import plan_runs
 from memorybench.records import parse_record
-from memorybench.compare.aggregate import pack_examples, runs_table
-from memorybench.compare.report import run_report
 from memorybench.testing.scripted_responses import (
     Hang,
     Message,

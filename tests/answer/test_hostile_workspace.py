@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_codex import MINI, agent, rows, view_of
 
 from memorybench.answer.agent._records import AgentTrace, AgentTraceV1
 from memorybench.answer.agent._safe_fs import remove_tree, walk
@@ -31,11 +32,17 @@ from memorybench.answer.agent._workspace import (
     write_notes,
     write_workspace,
 )
-from memorybench.data import load_locomo
+from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.errors import UserError
 from memorybench.records import parse_record
-from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer, Shell, function_outputs, is_follow_up, last_user_text
-from test_codex import MINI, agent, rows, view_of
+from memorybench.testing.scripted_responses import (
+    Message,
+    ScriptedResponsesServer,
+    Shell,
+    function_outputs,
+    is_follow_up,
+    last_user_text,
+)
 
 GOLD = "GOLD-7f3a Caroline researched adoption agencies in Zurich"
 

@@ -20,8 +20,9 @@ import yaml
 from conftest import FIXTURES, PINS, scripted_reader
 
 from memorybench.answer.prompt import question_protocol
+from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.cli import main
-from memorybench.data import load_locomo, pins
+from memorybench.data import pins
 from memorybench.errors import UserError
 from memorybench.pack.success import reclose
 from memorybench.pack.verify import verify_pack

@@ -16,8 +16,9 @@ import jinja2
 import pytest
 from conftest import FIXTURES, PINS, scripted_reader
 
+from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.cli import main
-from memorybench.data import load_locomo, pins
+from memorybench.data import pins
 from memorybench.errors import UserError
 from memorybench.pack.verify import verify_pack
 from memorybench.plan import plan_runs

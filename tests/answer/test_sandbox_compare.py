@@ -11,7 +11,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="compares the wrappers as root (as in containers and CI)")

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
 
-from memorybench.errors import UserError
-from memorybench.score import CATEGORY_NAMES
 from memorybench.compare.aggregate import (
     CATEGORIES,
     EXAMPLES_SCHEMA,
@@ -23,8 +22,9 @@ from memorybench.compare.aggregate import (
     scan_packs,
     with_judges,
 )
+from memorybench.errors import UserError
 from memorybench.pack.reader import PackReader
-from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
+from memorybench.score import CATEGORY_NAMES
 
 
 @pytest.fixture(scope="module")

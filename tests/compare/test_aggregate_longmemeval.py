@@ -16,9 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 from tracking.pack_factory import add_autorater, make_longmemeval_pack, make_packs
 
-from memorybench.compare.aggregate import RUNS_SCHEMA, aggregate, runs_table
-from memorybench.compare.collected_schemas import LOCOMO_JUDGE_COLUMNS, LOCOMO_RUN_COLUMNS, benchmark_judge_columns, benchmark_run_columns
 from memorybench.benchmark import LOCOMO, LONGMEMEVAL
+from memorybench.compare.aggregate import RUNS_SCHEMA, aggregate, runs_table
+from memorybench.compare.collected_schemas import (
+    LOCOMO_JUDGE_COLUMNS,
+    LOCOMO_RUN_COLUMNS,
+    benchmark_judge_columns,
+    benchmark_run_columns,
+)
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.tracking.pack_figures import benchmark_metrics

@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from tracking.pack_factory import add_autorater, make_packs
 
-from memorybench.pack.walk import PackWalker
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, aggregate
 from memorybench.compare.blame import BASIS_F1, CLASSES, evidence_ids, pack_blame
 from memorybench.compare.report import run_report
+from memorybench.pack.walk import PackWalker
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +152,7 @@ def test_a_miscited_question_of_the_pinned_locomo_takes_the_audits_corrected_evi
     """conv-26-q-1 cites D1:12; the outside audit (errors.json) corrects it to D1:14. On the
     pinned locomo10.json blame checks the corrected turn, and on other data the cited one."""
     from conftest import scripted_reader
+
     from memorybench.cli import main
     from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from tracking.pack_factory import make_longmemeval_pack
 
+from memorybench.benchmark import LOCOMO, LONGMEMEVAL
 from memorybench.compare.aggregate import pack_examples
 from memorybench.compare.blame import BASIS_F1, f1_basis, pack_blame
-from memorybench.benchmark import LOCOMO, LONGMEMEVAL
 from memorybench.pack.walk import PackWalker
 from memorybench.stages.show import show
 from memorybench.stages.view import view_payload

@@ -31,13 +31,14 @@ pytest.importorskip("mb_mem0_lib", reason="the mem0_lib plugin is not installed:
 pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: .venv/bin/pip install -e plugins/graphiti")
 
 from conftest import FIXTURES, REPO, scripted_reader  # noqa: E402
+from memory.memtest import writer_responder  # noqa: E402
+
 from memorybench import CONF_DIR  # noqa: E402
 from memorybench.cli import main  # noqa: E402
 from memorybench.compare.report import run_report  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
 from memorybench.plan import hydra_context, sweep_jobs  # noqa: E402
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer  # noqa: E402
-from memory.memtest import writer_responder  # noqa: E402
 
 MINI = FIXTURES / "mini_locomo.json"
 DESIGN = CONF_DIR / "analysis" / "clone_vs_real.yaml"

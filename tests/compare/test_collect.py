@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from memorybench.errors import UserError
-from memorybench.compare.collect import collect_full, collect_main, restore_collected
 from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
+
+from memorybench.compare.collect import collect_full, collect_main, restore_collected
+from memorybench.errors import UserError
 
 
 @pytest.fixture(scope="module")

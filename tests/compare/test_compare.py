@@ -9,10 +9,9 @@ import statistics
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
-from memorybench.errors import UserError
 from memorybench.compare.compare_command import compare_main, format_compare
 from memorybench.compare.conditions import (
     load_pack_scores,
@@ -21,6 +20,7 @@ from memorybench.compare.conditions import (
     seed_summary,
 )
 from memorybench.compare.intervals import Resampling
+from memorybench.errors import UserError
 from memorybench.stages.autorater import run_autorater
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
@@ -253,6 +253,7 @@ def test_j_carries_what_its_judge_accepts_once_calibrated(packs, capsys):
     """Before `judge-check`: "not calibrated"; after it (a prefix, into the runs' paths.cache),
     the same judge's J carries the rates the check measured."""
     from conftest import cli_in_process
+
     from memorybench.pack.judge_calibration import load_calibration
 
     result = seed_summary([packs["seed0"]], resampling=Resampling(resamples=100))
@@ -276,7 +277,6 @@ def test_compare_lists_every_setting_that_differs_besides_the_factor_and_names_t
     list both, with each side's value, and warn that more than one group differs; a
     condition's label names its writer."""
     from conftest import FIXTURES, scripted_reader
-
     from memory.memtest import writer_responder
 
     from memorybench.cli import main

@@ -14,11 +14,11 @@ from conftest import scripted_reader
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from make_longmemeval import make_longmemeval  # noqa: E402
 
+from memorybench.benchmarks.longmemeval.data import load_longmemeval  # noqa: E402
+from memorybench.benchmarks.longmemeval.pack_retrieval import pack_retrieval  # noqa: E402
+from memorybench.benchmarks.longmemeval.retrieval import build_corpus, evaluate_retrieval, ranking_from_keys  # noqa: E402
 from memorybench.cli import main  # noqa: E402
-from memorybench.compare.pack_retrieval import pack_retrieval  # noqa: E402
-from memorybench.data.longmemeval import load_longmemeval  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
-from memorybench.score.longmemeval_retrieval import build_corpus, evaluate_retrieval, ranking_from_keys  # noqa: E402
 from memorybench.testing.scripted_server import ScriptedOpenAIServer  # noqa: E402
 
 

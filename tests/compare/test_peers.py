@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import PINS, scripted_reader
+
 from memorybench.cli import main
 from memorybench.compare.compare_command import compare_main, format_compare
 from memorybench.compare.conditions import paired_difference, parse_categories

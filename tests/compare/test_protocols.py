@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
 from memorybench.compare.compare_command import format_compare
 from memorybench.compare.conditions import paired_difference

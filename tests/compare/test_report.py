@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from tracking.pack_factory import add_autorater, make_packs
 
 from memorybench import CONF_DIR
+from memorybench.compare.report import FIGURES, TABLES, bootstrap_interval, load_design, report_main, run_report, stems
 from memorybench.errors import UserError
 from memorybench.score.locomo import normalize_answer
-from memorybench.compare.report import FIGURES, TABLES, bootstrap_interval, load_design, report_main, run_report, stems
-from tracking.pack_factory import add_autorater, make_packs
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -178,8 +178,8 @@ def test_bad_designs_fail_with_one_line(tmp_path, packs):
 
 
 def test_category_names_are_locomos():
-    from memorybench.score import CATEGORY_NAMES
     from memorybench.compare import report
+    from memorybench.score import CATEGORY_NAMES
 
     assert report.CATEGORY_NAMES == CATEGORY_NAMES
 

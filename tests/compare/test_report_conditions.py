@@ -9,14 +9,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from conftest import scripted_reader
+from tracking.pack_factory import MINI, lookup_responder
 
-from memorybench.errors import UserError
+from memorybench.cli import main
 from memorybench.compare.aggregate import aggregate
 from memorybench.compare.report import run_report
-from conftest import scripted_reader
-from memorybench.cli import main
+from memorybench.errors import UserError
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
-from tracking.pack_factory import MINI, lookup_responder
 
 
 @pytest.fixture(scope="module")

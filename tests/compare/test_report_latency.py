@@ -12,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+from memory.memtest import writer_responder
+
 from memorybench.cli import main
 from memorybench.compare.report import AnalysisDesign, run_report
 from memorybench.compare.report_latency import LATENCY_COLUMNS, pack_latency
 from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
-from memory.memtest import writer_responder
 
 MINI = FIXTURES / "mini_locomo.json"
 METHODS = ("full_context", "rag", "mem0")

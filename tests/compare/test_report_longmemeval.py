@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from tracking.pack_factory import make_longmemeval_pack, make_packs
 
-from memorybench.compare.report import AnalysisDesign, run_report
-from memorybench.compare.report_scores import Bootstrap, accuracy_by_type
 from memorybench import benchmark as benchmarks
 from memorybench.benchmark import LONGMEMEVAL, Benchmark, Dataset
+from memorybench.compare.report import AnalysisDesign, run_report
+from memorybench.compare.report_scores import Bootstrap, accuracy_by_type
 
 
 @pytest.fixture(scope="module")

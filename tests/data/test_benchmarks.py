@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memorybench.compare.intervals import mean_interval, paired_difference
 from memorybench.benchmark import LOCOMO, benchmark_of, benchmark_of_meta
+from memorybench.compare.intervals import mean_interval, paired_difference
 from memorybench.errors import UserError
 
 

@@ -12,7 +12,6 @@ from memorybench.data.gold_errors import evidence_for, known_gold_errors, overla
 from memorybench.data.pins import LOCOMO_AUDIT_ERRORS
 from memorybench.errors import DataError
 from memorybench.hashing import sha256_file
-
 from tests.conftest import PINS
 
 ERRORS = PINS / LOCOMO_AUDIT_ERRORS.relpath

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memorybench.data import iter_questions, load_locomo
+from memorybench.benchmarks.locomo.data import load_locomo
+from memorybench.data import iter_questions
 from memorybench.errors import DataError
 
 

@@ -13,9 +13,9 @@ from omegaconf import OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from make_longmemeval import make_longmemeval  # noqa: E402
 
-from memorybench.benchmarks.source import load_dataset, resolve_dataset  # noqa: E402
 from memorybench.benchmark import LONGMEMEVAL, benchmark_of  # noqa: E402
-from memorybench.data.longmemeval import TYPES, load_longmemeval  # noqa: E402
+from memorybench.benchmarks.longmemeval.data import TYPES, load_longmemeval  # noqa: E402
+from memorybench.data.source import load_dataset, resolve_dataset  # noqa: E402
 from memorybench.errors import DataError  # noqa: E402
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from memorybench.data.pins import LOCOMO10
-from memorybench.benchmarks.source import path_hint, resolve_dataset
+from memorybench.data.source import path_hint, resolve_dataset
 from memorybench.pack.walk import dataset_of
 
 MINI = Path(__file__).resolve().parents[1] / "fixtures" / "mini_locomo.json"
@@ -30,7 +30,7 @@ def test_the_pinned_dataset_is_named_by_its_pin(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     pins = tmp_path / ".cache" / "pins"
     # the pin's bytes are not the point here (pin_path checks them): where it lies is
-    monkeypatch.setattr("memorybench.data.pins.pin_path", lambda pin, folder: Path(folder) / pin.relpath)
+    monkeypatch.setattr("memorybench.data.source.pin_path", lambda pin, folder: Path(folder) / pin.relpath)
     _, info = resolve_dataset(OmegaConf.create({"name": "locomo10", "path": None}), pins)
     assert info["pin"] == LOCOMO10.relpath and info["sha256"] == LOCOMO10.sha256 and info["pinned"] is True
     assert info["path"] == f"~/.cache/pins/{LOCOMO10.relpath}"

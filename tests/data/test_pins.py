@@ -84,9 +84,8 @@ def test_peer_pins_match_the_shared_pins_folder():
 def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tmp_path, monkeypatch, capsys):
     """`memorybench fetch --peers`: each peer file from its repository at its commit, refused on a
     wrong hash; the network replaced by the shared pins folder's copies."""
-    from memorybench.cli import main
-
     from memorybench.benchmark import benchmarks
+    from memorybench.cli import main
 
     shared = pins.pins_dir()
     by_url = {pin.url: (shared / pin.relpath).read_bytes() for pin in pins.PEER_PINS}

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from conftest import FIXTURES, scripted_reader
+
+from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.cli import main
-from memorybench.data import iter_questions, load_locomo
+from memorybench.data import iter_questions
 from memorybench.testing.scripted_server import Action, ScriptedOpenAIServer, echo_responder
 
 MINI = FIXTURES / "mini_locomo.json"

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import run_cli, scripted_reader
 from faultkit import (
     MINI,
@@ -31,6 +30,7 @@ from faultkit import (
     rows,
     undisturbed_run,
 )
+
 from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.pack.journal import DiskFullError, Journal

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from faultkit import (
     FAST_RETRIES,
     MINI_IDS,
@@ -25,6 +24,7 @@ from faultkit import (
     run_qa,
     undisturbed_run,
 )
+
 from memorybench.testing.scripted_server import Drop, Hang, ScriptedOpenAIServer, Stall, Status
 
 

@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
-from faultkit import MINI, MINI_IDS, PerQuestion
 from conftest import scripted_reader
+from faultkit import MINI, MINI_IDS, PerQuestion
+
 from memorybench.cli import main
 from memorybench.secrets import CREDENTIAL_ENV
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status

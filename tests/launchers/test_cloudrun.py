@@ -348,7 +348,6 @@ def test_a_wave_runs_only_on_finished_packs_and_publishes_what_it_adds(sweep, gc
 def test_a_wave_stage_that_is_not_installed_fails_before_starting(monkeypatch, standin, tmp_path):
     from memorybench.cloudrun import waves
     from memorybench.errors import UserError
-
     from memorybench.registry import STAGES
 
     STAGES.add("ghost", waves.WaveStage("ghost", "memorybench.stages.ghost:ghost_main", "design", ("{packs}",), "j"))

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
 from memorybench.errors import ModelCallError
 from memorybench.llm.client import ChatClient

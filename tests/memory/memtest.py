@@ -100,9 +100,8 @@ def base_cfg() -> Any:
 
 def cfg_for(method: str, writer_url: str | None = None, **memory: Any) -> Any:
     """The base config with `memory=method` (its YAML, plus `memory` overrides) and the writer at `writer_url`."""
-    from omegaconf import OmegaConf
-
     from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
 
     from memorybench import CONF_DIR
     from memorybench.config import MemoryConfig, load_component_configs

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+from memtest import jrows, writer_responder
+
 from memorybench.cli import main
 from memorybench.llm.usage import agent_usage, build_usage, total_usage
 from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
-from memtest import jrows, writer_responder
 
 MINI = FIXTURES / "mini_locomo.json"
 #: USD per 1M tokens for the scripted models, so every cost is known

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from memtest import writer_responder
 
 from memorybench.cli import main
 from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
-from memtest import writer_responder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from make_longmemeval import make_longmemeval  # noqa: E402

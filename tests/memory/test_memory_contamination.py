@@ -18,8 +18,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from memorybench.testing.scripted_server import ScriptedOpenAIServer
 from memtest import cfg_for, open_method, writer_responder
+
+from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 METHODS: dict[str, tuple[dict[str, Any], int | None]] = {  # memory overrides, sessions kept (None: all)
     "session_summaries": ({"source": "writer"}, None),

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+from memtest import writer_responder
+
 from memorybench.cli import main
 from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import ScriptedOpenAIServer, Status, echo_responder
-from memtest import writer_responder
 
 MINI = FIXTURES / "mini_locomo.json"
 #: method -> extra overrides

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+from memtest import jrows
+
 from memorybench.cli import main
 from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
-from memtest import jrows
 
 #: small bounds keep each call short on 2 cores (one item per list, so a graph reply is at most
 #: ~270 tokens; openai_memory keeps its max_facts=20 items, ~870); max_tokens holds every

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from memtest import cfg_for, conversation, jrows, open_method
 
 from memorybench.data.records import AskedQuestion
 from memorybench.memory._chunks import make_chunks, turn_lines
 from memorybench.memory._managed import cap_text, fits
 from memorybench.memory._tokens import count_tokens, encoding
-from memtest import cfg_for, conversation, jrows, open_method
 
 
 def test_cl100k_base_loads_offline_from_the_package():

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from memtest import cfg_for, conversation, jrows, open_method
 
 from memorybench.data.records import AskedQuestion
 from memorybench.memory._writer import parse_json_object
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
-from memtest import cfg_for, conversation, jrows, open_method
 
 
 def J(payload) -> Reply:

@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+from memtest import jrows
+
 from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.memory._failures import WriterTally, check_failed_share, failed_share_limit, writer_tally
 from memorybench.pack.verify import verify_pack
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
-from memtest import jrows
 
 MINI = FIXTURES / "mini_locomo.json"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import FIXTURES, REPO, scripted_reader
+
 from memorybench.cli import main
 
 GOLDEN = Path(__file__).resolve().parent / "golden_mini_pack"

@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
 from tracking.pack_factory import lookup_responder
 

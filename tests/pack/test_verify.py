@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.pack.success import reclose, write_success

@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
+from memorybench.compare.collect import collect_main
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_file
 from memorybench.pack.success import closes, reclose, write_success
 from memorybench.pack.verify import Finding, verify_main, verify_pack
-from memorybench.compare.collect import collect_main
 from memorybench.stages.rescore import rescore
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 

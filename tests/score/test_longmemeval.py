@@ -15,14 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from score.longmemeval_authors import load
 
-from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_CODE_PINS, LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, Pin
-from memorybench.errors import UserError
-from memorybench.hashing import sha256_bytes
-from memorybench.data.pinned_source import function_node, pinned_function
-from memorybench.score.longmemeval import (
+from memorybench.benchmarks.longmemeval.score import (
     ABSTENTION,
     JUDGE_MAX_TOKENS,
     JUDGE_MODEL,
@@ -39,6 +33,12 @@ from memorybench.score.longmemeval import (
     judge_request,
     qa_metrics,
 )
+from memorybench.data import pins
+from memorybench.data.pinned_source import function_node, pinned_function
+from memorybench.data.pins import LONGMEMEVAL_CODE_PINS, LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, Pin
+from memorybench.errors import UserError
+from memorybench.hashing import sha256_bytes
+from score.longmemeval_authors import load
 from tests.conftest import PINS
 
 

@@ -10,11 +10,7 @@ import sys
 
 import pytest
 
-from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_PRINT_QA_METRICS
-from memorybench.errors import DataError, UserError
-from memorybench.score.longmemeval import JUDGE_MODEL, QUESTION_TYPES, authors_report, qa_metrics
-from memorybench.score.longmemeval_files import (
+from memorybench.benchmarks.longmemeval.files import (
     Hypothesis,
     check_authors_judge,
     judge_models,
@@ -24,6 +20,10 @@ from memorybench.score.longmemeval_files import (
     read_hypotheses,
     read_judged,
 )
+from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, authors_report, qa_metrics
+from memorybench.data import pins
+from memorybench.data.pins import LONGMEMEVAL_PRINT_QA_METRICS
+from memorybench.errors import DataError, UserError
 
 
 def _jsonl(rows) -> bytes:

@@ -11,12 +11,8 @@ import random
 from types import SimpleNamespace
 
 import pytest
-from score.longmemeval_authors import ScriptedTokenizer, load
 
-from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
-from memorybench.errors import UserError
-from memorybench.data.longmemeval_reader import (
+from memorybench.benchmarks.longmemeval.reader import (
     DEFAULT_HISTORY_FORMAT,
     DEFAULT_READING_METHOD,
     NOTE_MAX_TOKENS,
@@ -28,6 +24,10 @@ from memorybench.data.longmemeval_reader import (
     reader_template,
     render_history,
 )
+from memorybench.data import pins
+from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
+from memorybench.errors import UserError
+from score.longmemeval_authors import ScriptedTokenizer, load
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from score.longmemeval_authors import load_eval_utils
 
-from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_EVAL_UTILS, LONGMEMEVAL_PRINT_RETRIEVAL_METRICS, LONGMEMEVAL_RUN_RETRIEVAL
-from memorybench.errors import UserError
-from memorybench.score.longmemeval_retrieval import (
+from memorybench.benchmarks.longmemeval.retrieval import (
     KS,
     PRINTED,
     QuestionRetrieval,
@@ -30,6 +26,10 @@ from memorybench.score.longmemeval_retrieval import (
     question_metrics,
     ranking_from_keys,
 )
+from memorybench.data import pins
+from memorybench.data.pins import LONGMEMEVAL_EVAL_UTILS, LONGMEMEVAL_PRINT_RETRIEVAL_METRICS, LONGMEMEVAL_RUN_RETRIEVAL
+from memorybench.errors import UserError
+from score.longmemeval_authors import load_eval_utils
 
 
 @pytest.fixture(scope="module")

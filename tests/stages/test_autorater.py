@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
 from memorybench.data import iter_questions
 from memorybench.data.pins import MEM0_ACCURACY_PROMPT, pin_path

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from memorybench.errors import UserError
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
+from memorybench.errors import UserError
 from memorybench.plan import plan_runs
 from memorybench.run_id import identity_config
 from memorybench.testing.scripted_server import ScriptedOpenAIServer, Status, echo_responder
@@ -95,9 +94,9 @@ def test_codex_id_holds_no_memory_it_does_not_read():
 def test_a_codex_pack_names_no_memory_condition_it_does_not_read(tmp_path):
     from omegaconf import OmegaConf
 
+    from memorybench.compare.summary import run_keys
     from memorybench.pack.reader import PackReader
     from memorybench.pack.schemas import RunMeta
-    from memorybench.compare.summary import run_keys
 
     choices = {"dataset": "locomo10", "memory": "full_context", "reader": "local", "writer": "none", "answerer": "codex"}
     for mode, memory in (("workspace_files", None), ("prompt_injected", "full_context")):

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import PINS
+
 from memorybench.answer.imported import REPRODUCTION, ROWS, SOURCE, ImportedRow, ImportSource, Reproduction
 from memorybench.cli import main
 from memorybench.errors import UserError

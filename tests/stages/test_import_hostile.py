@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import PINS
+
 from memorybench.answer.imported import REPRODUCTION, ROWS
 from memorybench.errors import UserError
 from memorybench.pack.verify import failures, verify_pack

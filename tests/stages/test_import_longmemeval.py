@@ -21,14 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from make_longmemeval import make_longmemeval  # noqa: E402
 
 from memorybench.answer.imported import REPRODUCTION, Reproduction  # noqa: E402
-from memorybench.cli import main  # noqa: E402
 from memorybench.benchmark import LONGMEMEVAL  # noqa: E402
+from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, JudgedQuestion, authors_report, qa_metrics  # noqa: E402
+from memorybench.cli import main  # noqa: E402
 from memorybench.data.pins import LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.hashing import sha256_file  # noqa: E402
 from memorybench.pack.reader import PackReader  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.score.longmemeval import JUDGE_MODEL, JudgedQuestion, authors_report, qa_metrics  # noqa: E402
 from memorybench.stages.import_results import import_results  # noqa: E402
 
 HYPOTHESES, JUDGED = "longmemeval_hypotheses", "longmemeval_judged"
@@ -245,7 +245,7 @@ def test_the_dataset_is_named_and_only_for_these_formats(made, tmp_path):
     assert "needs --dataset NAME" in _refused(made, tmp_path, made["judged_rows"], dataset=None)
     assert "Did you mean 'longmemeval_s'" in _refused(made, tmp_path, made["judged_rows"], dataset="longmemeval_S")
     assert "is not a file" in _refused(made, tmp_path, made["judged_rows"], dataset_path=tmp_path / "none.json")
-    with pytest.raises(UserError, match="--dataset and --dataset-path are for the longmemeval formats"):
+    with pytest.raises(UserError, match="--dataset and --dataset-path are for longmemeval_hypotheses, longmemeval_judged"):
         import_results([made["judged"]], "mem0_evals", dataset=DATASET)
     with pytest.raises(UserError, match="Did you mean 'longmemeval_judged'"):
         import_results([made["judged"]], "longmemeval_judge")

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import PINS
+
 from memorybench.answer.imported import SOURCE, ImportSource
 from memorybench.cli import main
 from memorybench.errors import UserError

@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import PINS
-from memorybench.answer.imported import ImportSource, Reproduction, SOURCE, REPRODUCTION
+
+from memorybench.answer.imported import REPRODUCTION, SOURCE, ImportSource, Reproduction
 from memorybench.cli import main
 from memorybench.errors import UserError
 from memorybench.pack.reader import PackReader

@@ -10,8 +10,8 @@ import re
 from collections import defaultdict
 
 import pytest
-
 from conftest import PINS, cli_in_process
+
 from memorybench.compare.intervals import mean_interval
 from memorybench.errors import UserError
 from memorybench.pack.autorater_schemas import JudgeIdentity
@@ -274,6 +274,7 @@ def test_every_audit_row_maps_to_our_question_of_the_same_text(conversations):
 
 def test_autorater_judges_a_pack_with_the_strict_protocol_in_a_folder_of_its_own(tmp_path):
     from conftest import FIXTURES, scripted_reader
+
     from memorybench.cli import main
     from memorybench.stages.autorater import run_autorater
 

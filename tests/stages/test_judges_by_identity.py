@@ -15,16 +15,16 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
+from memorybench.compare.summary import run_summary
 from memorybench.errors import ModelCallError, UserError
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterMetaV1, JudgeIdentity
 from memorybench.pack.reader import LEGACY_JUDGE, PackReader
 from memorybench.pack.verify import verify_pack
 from memorybench.stages.autorater import autorater_main, judge_id_of, run_autorater, wave_marker
-from memorybench.compare.summary import run_summary
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
 
 MINI = FIXTURES / "mini_locomo.json"

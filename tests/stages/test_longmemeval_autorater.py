@@ -22,14 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "score"))
 from longmemeval_authors import load as load_authors  # noqa: E402
 from make_longmemeval import make_longmemeval  # noqa: E402
 
-from memorybench.cli import main  # noqa: E402
 from memorybench.benchmark import LONGMEMEVAL  # noqa: E402
-from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
-from memorybench.errors import UserError  # noqa: E402
-from memorybench.hashing import sha256_text  # noqa: E402
-from memorybench.pack.autorater_schemas import JudgeSummary  # noqa: E402
-from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.score.longmemeval import (  # noqa: E402
+from memorybench.benchmarks.longmemeval.autorater import comparability  # noqa: E402
+from memorybench.benchmarks.longmemeval.score import (  # noqa: E402
     JUDGE_MODEL,
     QUESTION_TYPES,
     JudgedQuestion,
@@ -39,8 +34,13 @@ from memorybench.score.longmemeval import (  # noqa: E402
     is_abstention,
     qa_metrics,
 )
+from memorybench.cli import main  # noqa: E402
+from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
+from memorybench.errors import UserError  # noqa: E402
+from memorybench.hashing import sha256_text  # noqa: E402
+from memorybench.pack.autorater_schemas import JudgeSummary  # noqa: E402
+from memorybench.pack.verify import verify_pack  # noqa: E402
 from memorybench.stages.autorater import autorater_main, compute_autorater_metrics, run_autorater  # noqa: E402
-from memorybench.stages.autorater_longmemeval import comparability  # noqa: E402
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer  # noqa: E402
 
 CITIES = ("Lisbon", "Oslo", "Quito", "Hanoi", "Perth", "Tunis", "Lima", "Riga")
@@ -290,8 +290,8 @@ def _node(server, **extra):
 
 def test_the_embedded_judge_is_said_to_be_served_on_this_machine_not_at_none():
     """Issue 40, item 6: the comparability line said "served by local at None"."""
+    from memorybench.benchmarks.longmemeval.autorater import comparability
     from memorybench.pack.autorater_schemas import JudgeSummary
-    from memorybench.stages.autorater_longmemeval import comparability
 
     judge = JudgeSummary(name="local", provider="local", model_requested="smollm2-135m", model_configured="auto",
                          models_answered=["smollm2-135m"], base_url=None, temperature=0.0, max_tokens=10, seed=None,

@@ -14,8 +14,8 @@ from conftest import scripted_reader
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from make_longmemeval import make_longmemeval  # noqa: E402
 
+from memorybench.benchmarks.longmemeval.data import TYPES  # noqa: E402
 from memorybench.cli import main  # noqa: E402
-from memorybench.data.longmemeval import TYPES  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer  # noqa: E402
 
@@ -72,8 +72,8 @@ def test_gold_and_has_answer_never_reach_the_reader(pack):
 def test_the_authors_reader_prompt_is_sent_byte_for_byte_and_the_pack_verifies(tmp_path):
     """reader.prompt=longmemeval_con: the user message is prepare_prompt's (con, json history,
     sessions sorted by date) for each question, with its question date; verify rebuilds it."""
-    from memorybench.data.longmemeval import load_longmemeval
-    from memorybench.data.longmemeval_reader import HistorySession, reader_prompt
+    from memorybench.benchmarks.longmemeval.data import load_longmemeval
+    from memorybench.benchmarks.longmemeval.reader import HistorySession, reader_prompt
 
     data = make_longmemeval(tmp_path / "lme.json", questions=6)
     with ScriptedOpenAIServer() as server:

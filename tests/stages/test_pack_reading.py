@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tracking.pack_factory import add_autorater, make_packs
 
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterVerdict
 from memorybench.pack.journal import Journal
 from memorybench.pack.reader import PackError, PackReader
-from tracking.pack_factory import add_autorater, make_packs
 
 #: Unicode line separators a journal writes raw inside JSON strings; `str.splitlines` cuts at each
 SEPARATORS = "\u2028\u2029\x85\x1c\x0b\x0c"

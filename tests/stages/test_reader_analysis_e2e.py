@@ -12,8 +12,8 @@ import json
 
 import pytest
 import yaml
-
 from conftest import FIXTURES, scripted_reader
+
 from memorybench import PROJECT_ROOT
 from memorybench.cli import main
 from memorybench.pack.reader import PackReader

@@ -19,8 +19,8 @@ from conftest import LOCOMO
 from tracking.pack_factory import add_autorater, make_packs
 
 from memorybench.cli import main
-from memorybench.pack.walk import PackWalker
 from memorybench.compare.blame import pack_blame
+from memorybench.pack.walk import PackWalker
 from memorybench.stages.view import build_view
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 

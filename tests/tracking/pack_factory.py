@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from conftest import FIXTURES, scripted_reader
+
 from memorybench.cli import main
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 

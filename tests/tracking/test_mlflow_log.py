@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,8 +13,9 @@ import time
 import urllib.request
 
 import pytest
-
 from conftest import scripted_reader
+from tracking.pack_factory import MINI, add_autorater, make_packs, unfinished_copy
+
 from memorybench.cli import main
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 from memorybench.tracking import (
@@ -26,7 +27,6 @@ from memorybench.tracking import (
     tracking_uri_from_config,
 )
 from memorybench.tracking.mlflow_log import _param_value
-from tracking.pack_factory import MINI, add_autorater, make_packs, unfinished_copy
 
 SECRET = "sk-test-Zq9mB4xT7wP2kR8vN1cY6uH3"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from tracking.pack_factory import MINI, add_autorater, make_packs
 
 from memorybench.tracking import default_tracking_uri, log_packs, log_run_specs, track_main
-from tracking.pack_factory import MINI, add_autorater, make_packs
 
 
 def _run(uri: str, run_id: str):

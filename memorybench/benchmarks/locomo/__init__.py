@@ -19,7 +19,7 @@ BENCHMARK = Benchmark(
     # LoCoMo's category numbers as its own scorer names them. Mem0's paper uses other names
     # for the same numbers, so tables print the number beside the name.
     category_names={1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"},
-    loader="memorybench.data.locomo:load_locomo",
+    loader="memorybench.benchmarks.locomo.data:load_locomo",
     scored_by="LoCoMo's category F1; Mem0's LLM judge (J) over categories 1-4",
     own_lexical_rules=True,
     lexical_rules={c: c for c in (1, 2, 3, 4, 5)},

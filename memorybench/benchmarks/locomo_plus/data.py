@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.benchmarks.locomo_plus.stitch import Stitch, cue_evidence, parse_ab_dialogue, stitch
-from memorybench.data.locomo import _encodable, load_locomo, read_json_file, regular_file
+from memorybench.benchmarks.locomo.data import load_locomo
+from memorybench.data.files import encodable, read_json_file, regular_file
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 
@@ -79,7 +80,7 @@ def _check_item(item: Any, where: str) -> None:
     for key in FIELDS:
         if not isinstance(item.get(key), str):
             raise DataError(f"{where}: key {key!r} must be a string; the file is not LoCoMo-Plus's locomo_plus.json")
-        _encodable(item[key], key, where)
+        encodable(item[key], key, where)
     for key in ("cue_dialogue", "trigger_query"):
         if not parse_ab_dialogue(item[key]):
             raise DataError(f"{where}: {key} has no line starting `A:` or `B:`; the file is not LoCoMo-Plus's")

@@ -102,7 +102,7 @@ _DATASETS: dict[tuple[str, str], Any] = {}
 def _load_dataset(path: Path, sha: str, name: str | None = None) -> Any:
     """The dataset as its benchmark reads it, cached per (path, sha256): verifying many packs
     reads the file once."""
-    from memorybench.benchmarks.source import load_dataset
+    from memorybench.data.source import load_dataset
 
     key = (str(path), sha)
     if key not in _DATASETS:
@@ -120,6 +120,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
         return None
     from memorybench.benchmark import benchmark_of_meta
     from memorybench.data.pins import pins_dir as resolve_pins
+    from memorybench.data.source import dataset_sha256
 
     data = ctx.meta.get("data") or {}
     _check_data_claim(ctx, data, out)
@@ -147,7 +148,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     if not path.is_file():
         out.add("data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
         return None
-    actual = dataset.sha256(path)
+    actual = dataset_sha256(dataset, path)
     if actual != expected:
         out.add(
             "hash.data",

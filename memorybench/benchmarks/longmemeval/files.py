@@ -15,7 +15,7 @@ the authors' scripts would count it twice). Keys other than these are kept (`ext
 
 `judged_questions` joins judged rows with the dataset's question types (print_qa_metrics.py
 takes the type from the reference file, never from the judged file) for
-`memorybench.score.longmemeval.qa_metrics`.
+`memorybench.benchmarks.longmemeval.score.qa_metrics`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import DataError
-from memorybench.score.longmemeval import JUDGE_MODEL, JudgedQuestion
+from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, JudgedQuestion
 
 __all__ = [
     "Hypothesis",

@@ -1,7 +1,7 @@
 """LongMemEval's QA metrics of a judge, in its `autorater_metrics.json`, and their printed table.
 
 From a judge's stored verdicts only: per pass, what the authors' print_qa_metrics.py gives
-(`memorybench.score.longmemeval.qa_metrics`: accuracy per question type, task-averaged,
+(`memorybench.benchmarks.longmemeval.score.qa_metrics`: accuracy per question type, task-averaged,
 overall, abstention) and the text it prints (`authors_report`); each accuracy's mean over the
 passes. A verdict's type is its category's name (`LONGMEMEVAL.category_names`), its label its
 score (1: the judge said yes by the authors' rule). FAILED verdicts (no reply, or a reply
@@ -28,15 +28,15 @@ from memorybench.pack.autorater_schemas import (
     LongMemEvalScores,
     LongMemEvalTypeAccuracy,
 )
-from memorybench.score.longmemeval import JUDGE_MODEL, QUESTION_TYPES, JudgedQuestion, authors_report, qa_metrics
+from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, JudgedQuestion, authors_report, qa_metrics
 
-__all__ = ["LONGMEMEVAL_LABELS", "OPENAI_API", "comparability", "format_longmemeval", "longmemeval_scores"]
+__all__ = ["LABELS", "OPENAI_API", "comparability", "lines", "scores"]
 
 #: where OpenAI's own API is served (a provider=openai judge with another base URL is not OpenAI)
 OPENAI_API = "https://api.openai.com/"
 _PARSED = ("CORRECT", "WRONG")
 
-LONGMEMEVAL_LABELS = {
+LABELS = {
     "j": ("LongMemEval judge accuracy: share of judged rows the judge labelled yes ('yes' in the lower-cased "
           "reply, as evaluate_qa.py reads it), failures excluded; by_category is per question type; with several "
           "passes, the mean of the per-pass accuracies and their sample standard deviation (n-1)"),
@@ -101,7 +101,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(values) / len(values)  # type: ignore[arg-type]
 
 
-def longmemeval_scores(verdicts: Sequence[AutoraterVerdict], passes: int, protocol: str,
+def scores(verdicts: Sequence[AutoraterVerdict], passes: int, protocol: str,
                        judge: JudgeSummary) -> LongMemEvalScores:
     """LongMemEval's QA metrics of a judge's verdicts, per pass and their means, with its comparability."""
     per_pass = [_pass_metrics(verdicts, n) for n in range(1, passes + 1)]
@@ -119,7 +119,7 @@ def longmemeval_scores(verdicts: Sequence[AutoraterVerdict], passes: int, protoc
     )
 
 
-def format_longmemeval(metrics: Mapping[str, Any]) -> list[str]:
+def lines(metrics: Mapping[str, Any]) -> list[str]:
     """The printed lines of a LongMemEval judge: per type, task-averaged, overall, abstention; failures; comparability."""
     lme = metrics["longmemeval"]
 

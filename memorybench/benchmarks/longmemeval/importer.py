@@ -3,7 +3,7 @@
     memorybench import FILE --format longmemeval_hypotheses|longmemeval_judged --dataset NAME [--dataset-path DATA]
                        [--name NAME] [--allow-partial] [--source REPOSITORY@COMMIT:PATH] [--packs DIR] [--pins DIR] [--json]
 
-The two files the authors' code writes (`memorybench.score.longmemeval_files` reads them): a
+The two files the authors' code writes (`memorybench.benchmarks.longmemeval.files` reads them): a
 hypothesis file, JSON lines of `question_id` and `hypothesis` (run_generation.py's output,
 evaluate_qa.py's input), and evaluate_qa.py's judged output, each line with `autoeval_label:
 {model, label}` added. The file is read as every released file is (`importers._base.read_bytes`:
@@ -66,7 +66,7 @@ from memorybench.answer.imported import (
     SourceFile,
     SourceRef,
 )
-from memorybench.benchmarks.source import load_dataset, resolve_dataset
+from memorybench.data.source import load_dataset, resolve_dataset
 from memorybench.data import Question, iter_questions
 from memorybench.benchmark import LONGMEMEVAL
 from memorybench.errors import UserError, did_you_mean
@@ -81,17 +81,17 @@ from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, Re
 from memorybench.pack.success import write_success
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
-from memorybench.score.longmemeval import JudgedQuestion, authors_report, qa_metrics
-from memorybench.score.longmemeval_files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
+from memorybench.benchmarks.longmemeval.score import JudgedQuestion, authors_report, qa_metrics
+from memorybench.benchmarks.longmemeval.files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
 from memorybench.stages.importers._pack import AlreadyImported, built_whole, finished_pack, trace_head, write_imported_judge
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, finite, read_bytes
 
-__all__ = ["HYPOTHESES", "JUDGED", "LONGMEMEVAL_FORMATS", "format_longmemeval_reproduction", "import_longmemeval"]
+__all__ = ["FORMATS", "HYPOTHESES", "JUDGED", "format_reproduction", "import_released"]
 
 HYPOTHESES = "longmemeval_hypotheses"
 JUDGED = "longmemeval_judged"
 #: every LongMemEval format `--format` takes, with its shape for the help text and errors
-LONGMEMEVAL_FORMATS = {
+FORMATS = {
     HYPOTHESES: 'JSON lines {"question_id", "hypothesis"} (the LongMemEval authors\' hypothesis file; needs --dataset)',
     JUDGED: 'JSON lines {"question_id", "hypothesis", "autoeval_label": {"model", "label"}} (evaluate_qa.py\'s output; '
             "needs --dataset)",
@@ -103,7 +103,7 @@ LABEL_FIELD = "autoeval_label.label"
 Row = Hypothesis | JudgedHypothesis
 
 
-def import_longmemeval(
+def import_released(
     paths: Sequence[Path],
     fmt: str,
     *,
@@ -420,7 +420,7 @@ def _trace_md(rid: str, source: ImportSource, first: ImportedRow, predictions: S
     return "\n".join(lines) + "\n"
 
 
-def format_longmemeval_reproduction(rep: Reproduction) -> str:
+def format_reproduction(rep: Reproduction) -> str:
     """What `memorybench import` prints for a LongMemEval file: the per-type table and the authors' text."""
     lines = [f"import ({rep.format}, results sha256 {rep.results_sha256[:12]})"]
     if rep.partial is not None:

@@ -11,13 +11,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memorybench.benchmark import benchmark_of, dataset_named
+from memorybench.benchmark import Dataset, benchmark_of, dataset_named
+from memorybench.data.files import regular_file
+from memorybench.data.pins import pin_path, pins_dir
+from memorybench.hashing import sha256_file
 from memorybench.names import resolved_path
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-__all__ = ["load_dataset", "path_hint", "resolve_dataset"]
+__all__ = ["checked", "dataset_sha256", "load_dataset", "path_hint", "pinned_path", "resolve_dataset"]
 
 
 def path_hint(path: Path) -> str:
@@ -38,12 +41,32 @@ def resolve_dataset(dataset: DictConfig, pins: str | os.PathLike[str] | None) ->
     if dataset.get("path"):
         path = resolved_path(str(dataset.path), "dataset.path")
         record.check_memory(path)  # a file this machine cannot hold: said before it is read
-        sha = record.sha256(path) if path.is_file() else None
+        sha = dataset_sha256(record, path) if path.is_file() else None
         return path, {"name": name, "path": path_hint(path), "sha256": sha, "pinned": False}
-    path = record.pinned_path(pins)
+    path = pinned_path(record, pins)
     record.check_memory(path)
     provenance = record.provenance()
     return path, {"name": name, "path": path_hint(path), **provenance}
+
+
+def checked(record: Dataset, path: Path) -> Path:
+    """`path` when it is a regular file of a sane size for this dataset, else one line."""
+    return regular_file(Path(path), max_bytes=record.max_bytes, expected=record.expected)
+
+
+def dataset_sha256(record: Dataset, path: Path) -> str:
+    """A local copy's sha256, streamed, after the same checks."""
+    return sha256_file(checked(record, path))
+
+
+def pinned_path(record: Dataset, pins: str | os.PathLike[str] | None) -> Path:
+    """A dataset's pinned file, verified (a missing or altered file is one line)."""
+    if record.large:
+        from memorybench.data.large_pins import verify_large
+
+        pin = record.pinned()
+        return verify_large(pin, pins_dir(pins) / pin.relpath)
+    return pin_path(record.pinned(), pins)
 
 
 def load_dataset(path: str | os.PathLike[str], dataset: str | None) -> list[Any]:

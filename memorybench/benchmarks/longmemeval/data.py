@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memorybench.data.locomo import _encodable, read_json_file, regular_file, samples_of
+from memorybench.data.files import encodable, read_json_file, regular_file, samples_of
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 from memorybench.names import ALLOWED, unsafe_reason
@@ -76,7 +76,7 @@ def _haystack(item: Any, position: int, path: Path) -> Conversation:
     if isinstance(answer, float):
         answer = int(answer) if answer.is_integer() else str(answer)
     if isinstance(answer, str):
-        _encodable(answer, "answer", where)
+        encodable(answer, "answer", where)
     ids = _field(item, "haystack_session_ids", list, where)
     dates = _field(item, "haystack_dates", list, where)
     sessions_raw = _field(item, "haystack_sessions", list, where)

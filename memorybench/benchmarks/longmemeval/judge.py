@@ -1,6 +1,6 @@
 """LongMemEval's judge as a registered judge protocol (`judge.protocol=longmemeval`, class
 `LongMemEvalJudge`): what the `autorater` stage asks for each stored answer, and how it reads
-the reply, as the authors' evaluate_qa.py does (`memorybench.score.longmemeval`).
+the reply, as the authors' evaluate_qa.py does (`memorybench.benchmarks.longmemeval.score`).
 
 - Every question is judged (no kind is skipped): the question's type is its category's name
   (`memorybench.benchmark.LONGMEMEVAL.category_names`), and an abstention question
@@ -33,7 +33,7 @@ from memorybench.hashing import sha256_text
 from memorybench.llm.records import ChatRequest
 from memorybench.registry import JUDGES
 from memorybench.score.judge import JudgeCall, JudgedRow, JudgeParse, pinned_prompt_info
-from memorybench.score.longmemeval import (
+from memorybench.benchmarks.longmemeval.score import (
     ABSTENTION,
     JUDGE_MAX_TOKENS,
     JUDGE_MODEL,

@@ -51,9 +51,11 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
-from memorybench.errors import UserError
 from memorybench.data.pinned_source import function_node, string_constants
+from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
+from memorybench.data.records import Conversation
+from memorybench.errors import UserError
+from memorybench.memory.base import BuiltMemory, MemoryItem
 
 __all__ = [
     "DEFAULT_HISTORY_FORMAT",
@@ -191,3 +193,20 @@ def chain_of_note_prompt(session: HistorySession, question: str, question_date: 
     """The `con-separate` note request for one session (one user message to the reader model)."""
     return chain_of_note_template(pins).format(session.date, json.dumps(_turns(session, user_only)), question_date,
                                                question)
+
+
+def authors_history(conversation: Conversation, pins: str | None = None) -> BuiltMemory:
+    """A LongMemEval haystack as its authors' reader sees it: every session, sorted by date,
+    in run_generation.py's json history format (`render_history`); one
+    item per session (its turns as the json the history holds), the text the whole history."""
+    sessions = [HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns))
+                for s in conversation.sessions]
+    items = [MemoryItem(item_id=f"session_{s.index}", text=json.dumps([dict(t) for t in h.turns]),
+                        sources=tuple(t.dia_id for t in s.turns)) for s, h in zip(conversation.sessions, sessions) if s.turns]
+    return BuiltMemory(conversation.sample_id, items, text=render_history(sessions, pins=pins))
+
+
+def template_of(prompt: str, pins: str | os.PathLike[str] | None = None) -> str:
+    """The template of `reader.prompt=longmemeval_con` (step by step, the authors' default) or
+    `longmemeval_direct` (the record's `reader_template`)."""
+    return reader_template(prompt == "longmemeval_con", pins)

@@ -5,7 +5,7 @@ it handed the reader, best first (`memory/<method>/retrievals.jsonl`: `hits`), a
 item's source turns (`memory/lineage.jsonl`: `SESSION_ID:N` on LongMemEval). A question's
 ranking is those turns in hit order (an item's turns in their own order, a turn ranked twice
 kept at its first rank), read at turn level against the authors' corpus of user turns
-(`memorybench.score.longmemeval_retrieval.build_corpus`): turn metrics, and session metrics
+(`memorybench.benchmarks.longmemeval.retrieval.build_corpus`): turn metrics, and session metrics
 by the authors' turn-to-session conversion. The correct documents come from the dataset's
 `has_answer` turns (scorer-side: joined here, after answering). The averages are the two
 scripts' (`average_metrics`): abstention questions skipped, and, for run_retrieval.py, the
@@ -35,7 +35,7 @@ def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retri
     `RetrievalAverage`), or None when the pack's method retrieves nothing per question."""
     from memorybench.benchmark import LONGMEMEVAL, benchmark_of_meta
     from memorybench.pack.walk import dataset_of
-    from memorybench.score.longmemeval_retrieval import QuestionRetrieval, average_metrics, build_corpus, question_metrics, \
+    from memorybench.benchmarks.longmemeval.retrieval import QuestionRetrieval, average_metrics, build_corpus, question_metrics, \
         ranking_from_keys
 
     pack = PackReader.open(pack_root)

@@ -19,8 +19,8 @@ Where the script has no number (a type without rows; no abstention question) it 
 `nan`; `QaMetrics` holds None there, and its task-averaged accuracy is None unless all six
 types have rows, as the script's mean over six means would be nan.
 
-The retrieval metrics are `memorybench.score.longmemeval_retrieval`, the reader prompts
-`memorybench.score.longmemeval_reader`, the authors' files `memorybench.score.longmemeval_files`.
+The retrieval metrics are `memorybench.benchmarks.longmemeval.retrieval`, the reader prompts
+`memorybench.benchmarks.longmemeval.reader`, the authors' files `memorybench.benchmarks.longmemeval.files`.
 """
 
 from __future__ import annotations
