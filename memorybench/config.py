@@ -11,10 +11,15 @@ import dataclasses
 import importlib
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
+
+from memorybench import CONF_DIR
+from memorybench.errors import UserError
+from memorybench.registry import MODULE_ENTRY, import_named
 
 
 @dataclass
@@ -212,50 +217,115 @@ def register_configs() -> None:
     ConfigStore.instance().store(name="config_schema", node=Config)
 
 
-#: the module that stores each built-in component's schema node (`store_schema`), by group
-#: and option: Hydra imports it when it first reads that node, so composing `memory=rag`
-#: imports rag's module and no other (tests/test_registry_builtins.py keeps it whole)
-SCHEMA_MODULES: dict[str, dict[str, str]] = {
-    "memory": {
-        "graph": "memorybench.memory.graph",
-        "mem0": "memorybench.memory.mem0",
-        "mem0g": "memorybench.memory.mem0g",
-        "openai_memory": "memorybench.memory.openai_memory",
-        "rag": "memorybench.memory.rag",
-        "raw_chunks": "memorybench.memory.raw_chunks",
-        "session_summaries": "memorybench.memory.session_summaries",
-    },
-    "answerer": {"codex": "memorybench.answer.agent._settings"},
-}
+# -- the modules the options' YAMLs name, for Hydra -------------------------------------------
+#
+# An option's YAML names its module as an entry of its defaults list (`conf/memory/rag.yaml`:
+# `defaults: [memorybench.memory.rag, _self_]`): that entry is a node of Hydra's ConfigStore,
+# `<group>/<module>`, which Hydra reads before the YAML's own values. Where the option selects
+# the component (`memory`, `answerer`: its node is the component's config), reading the entry
+# imports the module, and the node is the schema the module stored for the option
+# (`store_schema`), or empty for a component with no keys of its own: composing `memory=rag`
+# imports rag's module and no other. Where a value selects the component (`judge.protocol`,
+# `embedder.provider`), the group's keys are its type's alone: the node is empty and nothing is
+# imported (the registry imports the module when the component is first got). A defaults entry
+# adds nothing to the composed config, so naming the module changes no run id.
+
+
+def _registry_groups() -> dict[str, bool]:
+    """{config group whose YAMLs name their modules: whether reading such an entry imports the
+    module}: yes where the option's name is the component's (`memorybench.registry`)."""
+    from memorybench.registry import all_registries
+
+    return {r.group: r.key == "name" for r in all_registries().values() if r.group}
+
+
+def schema_modules(conf_dirs: list[Path] | None = None) -> dict[str, dict[str, str]]:
+    """{group: {option: module}}: the module an option's YAML names, in the groups where Hydra
+    imports it to read the option's schema node (`<option>_schema`, if the module stores one),
+    from the YAMLs of `conf_dirs` (default: memorybench's conf/). Derived, never kept by hand."""
+    from memorybench import CONF_DIR
+    from memorybench.registry import configured_options
+
+    out: dict[str, dict[str, str]] = {}
+    for group, imports in _registry_groups().items():
+        if imports:
+            for conf_dir in conf_dirs if conf_dirs is not None else [CONF_DIR]:
+                for found in configured_options(Path(conf_dir), group):
+                    out.setdefault(group, {}).setdefault(found.option, found.module)
+    return out
 
 
 class _LazyGroup(dict):  # type: ignore[type-arg]
-    """A ConfigStore group whose built-in schema nodes are stored by importing their module
-    on the first read of the node (Hydra reads through `in`, `[]`, `get` and `keys`)."""
+    """A ConfigStore group whose options' nodes are made on the first read of the node (Hydra
+    reads through `in`, `[]`, `get` and `keys`): a module entry (`<module>.yaml`) and an
+    option's schema node (`<option>_schema.yaml`), by importing the module that stores it."""
 
-    def __init__(self, group: str, modules: dict[str, str]) -> None:
+    def __init__(self, group: str, imports: bool = True) -> None:
         super().__init__()
         self._group = group
+        #: whether reading a module entry imports the module (see above)
+        self._imports = imports
+        #: "<option>_schema.yaml" -> the module that stores it
         self._modules: dict[str, str] = {}
-        self.add_modules(modules)
+        #: "<module>.yaml" -> (module, the options whose YAML names it, where it is named)
+        self._named: dict[str, tuple[str, tuple[str, ...], str]] = {}
 
     def add_modules(self, modules: dict[str, str]) -> None:
-        """More options' modules (a plugin's `SCHEMA_MODULES`); a node stored already stays."""
+        """More options' schema modules (a plugin's `SCHEMA_MODULES`); a node stored already stays."""
         for name, module in modules.items():
             if not dict.__contains__(self, f"{name}_schema.yaml"):
                 self._modules.setdefault(f"{name}_schema.yaml", module)
 
+    def add_options(self, options: Any) -> None:
+        """The module entries of these options' YAMLs (`registry.ConfiguredOption`)."""
+        from memorybench.registry import shown_path
+
+        for found in options:
+            key = f"{found.module}.yaml"
+            if dict.__contains__(self, key):
+                continue
+            module, names, where = self._named.get(key, (found.module, (), shown_path(found.path)))
+            if found.option not in names:
+                self._named[key] = (module, (*names, found.option), where)
+
+    def _take(self, key: str) -> bool:
+        """Whether `key` is stored: Hydra's initialize contexts read a copy of the store, so a
+        node a module stored into the live store is taken from there."""
+        live = ConfigStore.instance().repo.get(self._group)
+        if live is not self and isinstance(live, dict) and not dict.__contains__(self, key) and dict.__contains__(live, key):
+            dict.__setitem__(self, key, dict.__getitem__(live, key))
+        return dict.__contains__(self, key)
+
     def _load(self, key: object) -> None:
-        module = self._modules.pop(key, None) if isinstance(key, str) else None
-        if module is not None and not dict.__contains__(self, key):
-            importlib.import_module(module)
-            # Hydra's initialize contexts read a copy of the store: take the node from the live one
+        if not isinstance(key, str) or dict.__contains__(self, key):
+            return
+        if key in self._modules:
+            importlib.import_module(self._modules.pop(key))
+            self._take(key)
+        elif key in self._named:
+            from hydra.core.config_store import ConfigNode
+
+            module, options, where = self._named.pop(key)
+            nodes = []
+            if self._imports:
+                import_named(module, where)
+                for schema in (f"{option}_schema.yaml" for option in options):
+                    self._load(schema)
+                    if self._take(schema):
+                        nodes.append(dict.__getitem__(self, schema).node)
+            if nodes and len(options) > 1:  # the entry is the module's: one option's keys would type another's
+                raise UserError(f"module {module} stores a config schema and is named by the YAMLs of {len(options)} "
+                                f"{self._group} options ({', '.join(options)}); give each option with keys of its own a "
+                                "module of its own")
+            node = ConfigNode(name=key, node=nodes[0] if nodes else OmegaConf.create({}), group=self._group, package=None,
+                              provider="memorybench")
             live = ConfigStore.instance().repo.get(self._group)
-            if live is not self and isinstance(live, dict) and dict.__contains__(live, key):
-                dict.__setitem__(self, key, dict.__getitem__(live, key))
+            for group in (self, live) if isinstance(live, dict) and live is not self else (self,):
+                if not dict.__contains__(group, key):
+                    dict.__setitem__(group, key, node)
 
     def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or key in self._modules
+        return dict.__contains__(self, key) or key in self._modules or key in self._named
 
     def __getitem__(self, key: Any) -> Any:
         self._load(key)
@@ -266,33 +336,47 @@ class _LazyGroup(dict):  # type: ignore[type-arg]
         return dict.get(self, key, default)
 
     def keys(self) -> Any:
-        return [*dict.keys(self), *(k for k in self._modules if not dict.__contains__(self, k))]
+        """The group's options and schema nodes; a module entry is no option to list."""
+        known = [*dict.keys(self), *(k for k in self._modules if not dict.__contains__(self, k))]
+        return [k for k in known if not MODULE_ENTRY.fullmatch(str(k).removesuffix(".yaml"))]
+
+
+def _lazy_group(group: str, imports: bool = True) -> _LazyGroup:
+    repo = ConfigStore.instance().repo
+    known = repo.get(group)
+    if isinstance(known, _LazyGroup):
+        return known
+    lazy = _LazyGroup(group, imports)
+    lazy.update(known or {})
+    repo[group] = lazy
+    return lazy
+
+
+def _add_configured(conf_dirs: list[Path]) -> None:
+    """The module entries of the YAMLs in `conf_dirs`, readable by Hydra."""
+    from memorybench.registry import configured_options
+
+    for group, imports in _registry_groups().items():
+        _lazy_group(group, imports).add_options(o for d in conf_dirs for o in configured_options(Path(d), group))
 
 
 def load_component_configs() -> None:
-    """Make every component's own schema node readable before Hydra composes a config: the
-    built-in ones are imported when first read (`SCHEMA_MODULES`), and so are a plugin's
-    that it names in its own `SCHEMA_MODULES`; a plugin may also store its own when
-    imported, so the plugins are imported here."""
-    from memorybench.plugins import plugin_schema_modules
+    """Make every option's module entry and schema node readable before Hydra composes a
+    config: memorybench's own are from the import of this module; the plugins' are added here
+    (the modules their YAMLs name, and the older `SCHEMA_MODULES` a plugin may still set), so
+    the plugins are imported here."""
+    from memorybench.plugins import config_dirs, plugin_schema_modules
     from memorybench.registry import load_plugins
 
     load_plugins()
-    groups = {group: dict(modules) for group, modules in SCHEMA_MODULES.items()}
+    _add_configured(config_dirs())
+    imports = _registry_groups()
     for group, modules in plugin_schema_modules().items():
-        groups.setdefault(group, {}).update({k: v for k, v in modules.items() if k not in groups[group]})
-    repo = ConfigStore.instance().repo
-    for group, modules in groups.items():
-        known = repo.get(group)
-        if isinstance(known, _LazyGroup):
-            known.add_modules(modules)
-        else:
-            lazy = _LazyGroup(group, modules)
-            lazy.update(known or {})
-            repo[group] = lazy
+        _lazy_group(group, imports.get(group, True)).add_modules(modules)
 
 
 register_configs()
+_add_configured([CONF_DIR])
 
 
 def shown_override(line: str) -> str:

@@ -5,14 +5,21 @@ A plugin package declares, in its pyproject.toml,
     [project.entry-points."memorybench.plugins"]
     my_methods = "my_methods"
 
-naming a module that registers its components when imported (`@MEMORY.register(...)`,
-`@SCORERS.register(...)`) and may set `CONFIG_DIR`, a folder laid out like memorybench's
-`conf/` (`memory/last_session.yaml`), which Hydra searches after ours (through the
-search-path plugin in launchers/), so `memory=last_session` works with no flag. Its
-`PROMPTS_DIR`, if set, is searched for prompt files after ours. Its `SCHEMA_MODULES`, if
-set ({group: {option: module}}), names the modules that store its config schema nodes,
-imported when Hydra first reads the node: a command that only lists a registry (`show`,
-`verify` list the scorers) imports the plugin module and nothing it defers.
+naming a module that the plugins' loading imports, and that may set `CONFIG_DIR`, a folder
+laid out like memorybench's `conf/` (`memory/last_turns.yaml`), which Hydra searches after
+ours (through the search-path plugin in launchers/), so `memory=last_turns` works with no
+flag. Its `PROMPTS_DIR`, if set, is searched for prompt files after ours.
+
+A component is registered where it is configured, as memorybench's own are: a YAML of
+`CONFIG_DIR` names the module of its component in its defaults list
+(`defaults: [mb_last_turns.method, _self_]`), so the registry knows the name from the YAML
+and imports that module when the component is first got, and Hydra imports it when it
+composes the option (its config schema node, `store_schema`). The entry-point module may also
+register components itself when imported (`@MEMORY.register(...)`, `@SCORERS.register(...)`:
+a scorer has no YAML). A command that only lists a registry (`show`, `verify` list the
+scorers) imports the entry-point module and nothing its YAMLs name. An older plugin's
+`SCHEMA_MODULES` ({group: {option: module}}), naming the modules that store the schema nodes
+its YAMLs name as `<option>_schema`, is still read.
 
 Each plugin's name, distribution, version and the sha256 of its source files are
 recorded in run_meta.json and enter the run id: editing a plugin gives a new run id. A
@@ -137,7 +144,8 @@ def plugins_meta() -> list[dict[str, Any]]:
 
 def plugin_schema_modules() -> dict[str, dict[str, str]]:
     """{group: {option: module}} of the schema nodes the installed plugins name in their
-    `SCHEMA_MODULES` (imported when Hydra first reads the node, as the built-in ones are)."""
+    `SCHEMA_MODULES` (imported when Hydra first reads the node): the older form of what a
+    YAML that names its module says (`memorybench.config`)."""
     out: dict[str, dict[str, str]] = {}
     for plugin in installed_plugins():
         declared = getattr(plugin.load(), "SCHEMA_MODULES", None) or {}

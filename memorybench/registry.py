@@ -1,23 +1,36 @@
 """One registry for every extension point: memory methods, answerers, chat providers,
 embedders, judges, scorers and wave stages.
 
-A component registers itself under the option name a user types (`memory=rag` finds
-the `rag` entry of `MEMORY`), from its own module:
+A component registers itself under the name a user types (`memory=rag` finds the `rag`
+entry of `MEMORY`), from its own module:
 
     from memorybench.registry import MEMORY
 
     @MEMORY.register("last_session")
     class LastSession: ...
 
-An entry may also be a lazy `"module:attr"` string, imported on first use. Built-in
-components live in the registry's own package (`memorybench.memory`, ...): the memory
-methods and answerers are listed by name here (`builtins`, lazy entries, so a command
-imports only the component it uses); for the other registries every public module of the
-package is imported before the first lookup. Components of other installed packages come through the
-`memorybench.plugins` entry-point group (`memorybench.plugins`): each entry names a
-module that registers its components when imported (see docs/extending.md).
-An unknown name is a one-line `UserError`: "unknown memory method 'ragg'. Did you
-mean 'rag'? Choices: ...".
+An option is registered where it is configured. The registries of the config groups
+(`memory`, `answerer`, `judge`, `embedder`) learn their members' names from the YAMLs of
+those groups, without importing anything: an option's YAML names its module as an entry of
+its defaults list (`conf/memory/rag.yaml`: `defaults: [memorybench.memory.rag, _self_]`),
+and the registry imports that module when the component is first got (the module's
+`@MEMORY.register` then fills the entry). So a command imports only the components it uses,
+and a new component is its module plus its YAML: no list here to keep. `configured_options`
+reads the YAMLs (once per process: one small `yaml` load per file); `memorybench.config`
+reads the same entries for Hydra (tests/test_lazy_imports.py and tests/test_extending.py
+keep both whole).
+
+A group's YAML gives the component's name in `key`: the option's own `name` where the option
+selects the component (`memory=rag`), else the value that selects it (`judge.protocol`,
+`embedder.provider`); a module may register more values than its YAMLs use
+(`openai_compatible` beside `openai`), so such a registry imports its YAMLs' modules before
+it calls a value unknown. The registries without a group (chat providers, scorers, wave
+stages) import every public module of their package before the first lookup. Components of
+other installed packages come through the `memorybench.plugins` entry-point group: each
+entry names a module that registers its components when imported, and the YAMLs of its
+`CONFIG_DIR` name modules as ours do (see docs/extending.md). An entry may also be a lazy
+`"module:attr"` string, imported on first use. An unknown name is a one-line `UserError`:
+"unknown memory method 'ragg'. Did you mean 'rag'? Choices: ...".
 """
 
 from __future__ import annotations
@@ -25,8 +38,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from memorybench.errors import UserError, did_you_mean
@@ -39,12 +55,69 @@ __all__ = [
     "EMBEDDERS",
     "JUDGES",
     "MEMORY",
+    "MODULE_ENTRY",
     "SCORERS",
     "STAGES",
+    "ConfiguredOption",
     "Registry",
     "all_registries",
+    "configured_options",
+    "import_named",
     "load_plugins",
+    "shown_path",
 ]
+
+
+# -- the YAMLs that name their modules --------------------------------------------------------
+
+#: a defaults-list entry that names a module: a dotted Python path (`memorybench.memory.rag`,
+#: `mb_last_turns.method`); a config's own entries (`_self_`, `rag_schema`) have no dot
+MODULE_ENTRY = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+@dataclass(frozen=True)
+class ConfiguredOption:
+    """One YAML of a config group whose defaults list names its module."""
+
+    group: str
+    #: the option: the YAML's file name without `.yaml`
+    option: str
+    #: the module its defaults list names
+    module: str
+    #: its top-level plain values (`name`, `protocol`, `provider`, ...)
+    values: Mapping[str, Any]
+    path: Path
+
+
+@lru_cache(maxsize=None)
+def configured_options(conf_dir: Path, group: str) -> tuple[ConfiguredOption, ...]:
+    """The options of `conf_dir/group/` whose YAML names a module, by file name: each YAML is
+    read once per process (a plain `yaml` load; nothing is imported)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    found = []
+    for path in sorted((Path(conf_dir) / group).glob("*.yaml")):
+        text = path.read_text("utf-8")
+        if "defaults" not in text:
+            continue
+        try:
+            data = yaml.load(text, Loader=loader)  # a safe loader
+        except yaml.YAMLError as e:
+            raise UserError(f"{path} is not YAML: {' '.join(str(e).split())}") from None
+        defaults = data.get("defaults") if isinstance(data, dict) else None
+        modules = [e for e in defaults if isinstance(e, str) and MODULE_ENTRY.fullmatch(e)] if isinstance(defaults, list) else []
+        if len(modules) > 1:
+            raise UserError(f"{path} names {len(modules)} modules in its defaults list ({', '.join(modules)}); "
+                            "an option names one, the module that registers its component")
+        if modules:
+            values = {str(k): v for k, v in data.items() if isinstance(v, (str, int, float, bool))}
+            found.append(ConfiguredOption(group, path.stem, modules[0], values, path))
+    return tuple(found)
+
+
+def _root(module: str) -> str:
+    return module.split(".", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -52,6 +125,9 @@ class _Entry:
     target: Any
     #: the module that registered it (for run metadata and error messages)
     module: str
+    #: a name known before its module is imported: where it is named (a YAML); `target` is the
+    #: module to import, which registers the component itself
+    named_by: str | None = None
 
 
 def _owner(target: Any) -> str:
@@ -68,23 +144,33 @@ def _owner(target: Any) -> str:
 
 
 class Registry(Generic[T]):
-    """Named components of one kind; `package` holds the built-in ones."""
+    """Named components of one kind.
 
-    def __init__(self, kind: str, option: str, package: str | None = None, builtins: dict[str, str] | None = None,
-                 more_builtins: str | None = None) -> None:
+    `group`: the config group whose YAMLs name the components' modules (`memory`), and `key`,
+    the value of such a YAML that is the component's name (`name`: the option selects the
+    component; `protocol`, `provider`: a value of the option selects it). `package`: where
+    the built-in components live (a registry without a group imports all its public modules).
+    `unlisted`: the built-in components no option selects, by name and module (the answerer
+    of the packs `memorybench import` writes). `more_builtins`: "module:function" returning
+    more {name: "module:attr"} (the benchmarks' own judge protocols, which their records
+    declare), asked by name through importlib when the registry is first read."""
+
+    def __init__(self, kind: str, option: str, package: str | None = None, *, group: str | None = None,
+                 key: str = "name", unlisted: Mapping[str, str] | None = None, more_builtins: str | None = None) -> None:
         #: what a component is, in words ("memory method")
         self.kind = kind
         #: how a user selects one ("memory", "reader.provider")
         self.option = option
         self.package = package
-        #: the built-in components of a package by name, as lazy "module:attr": their names are
-        #: known without importing their modules (tests/test_registry_builtins.py keeps it whole)
-        self.builtins = dict(builtins or {})
-        #: "module:function" returning more built-in {name: "module:attr"} (the benchmarks' own judge
-        #: protocols), asked by name through importlib when the registry is first read
+        self.group = group
+        self.key = key
+        self.unlisted = dict(unlisted or {})
         self.more_builtins = more_builtins
         self._entries: dict[str, _Entry] = {}
         self._discovered = False
+        #: the modules the group's YAMLs name, and where each is named first
+        self._named_modules: dict[str, str] = {}
+        self._completed = False
 
     # -- adding ------------------------------------------------------------------------
     def add(self, name: str, target: T | str, *, module: str | None = None) -> None:
@@ -93,9 +179,11 @@ class Registry(Generic[T]):
             raise ValueError(f"a {self.kind} needs a non-empty name, not {name!r}")
         owner = module or _owner(target)
         known = self._entries.get(name)
-        if known is not None and known.module != owner:
+        # a name a YAML gave is filled by its module's package (which may point on to another module of it)
+        if known is not None and known.module != owner and not (known.named_by and _root(known.module) == _root(owner)):
+            first = f"{known.module} (named by {known.named_by})" if known.named_by else known.module
             raise UserError(
-                f"{self.kind} {name!r} is registered twice: by {known.module} and by {owner}; "
+                f"{self.kind} {name!r} is registered twice: by {first} and by {owner}; "
                 "rename one of them (the option name is the component's identity)"
             )
         self._entries[name] = _Entry(target, owner)
@@ -117,19 +205,42 @@ class Registry(Generic[T]):
         return decorate
 
     # -- finding ---------------------------------------------------------------------
+    def configured(self, conf_dirs: list[Path] | None = None) -> dict[str, ConfiguredOption]:
+        """{component name: the YAML that names its module} of the group's YAMLs in `conf_dirs`
+        (default: memorybench's conf/); one name named by two modules is an error."""
+        from memorybench import CONF_DIR
+
+        out: dict[str, ConfiguredOption] = {}
+        for conf_dir in conf_dirs if conf_dirs is not None else [CONF_DIR]:
+            for found in configured_options(Path(conf_dir), self.group) if self.group else ():
+                name = found.values.get(self.key, found.option if self.key == "name" else None)
+                if name is None:
+                    continue
+                known = out.get(str(name))
+                if known is not None and known.module != found.module:
+                    raise UserError(f"{self.kind} {name!r} is named by {known.path} (module {known.module}) and by "
+                                    f"{found.path} (module {found.module}); one component has one module")
+                out.setdefault(str(name), found)
+        return out
+
+    def _place(self, named: Mapping[str, tuple[str, str]]) -> None:
+        """Names known before their modules are imported: {name: (module, where it is named)}."""
+        for name, (module, where) in named.items():
+            self._named_modules.setdefault(module, where)
+            if name not in self._entries:  # a module imported already registered its own
+                self._entries[name] = _Entry(module, module, named_by=where)
+
     def _discover(self) -> None:
         if self._discovered:
             return
         self._discovered = True
-        if self.builtins:
-            more: dict[str, str] = {}
+        if self.group:
+            self._place({name: (o.module, shown_path(o.path)) for name, o in self.configured().items()})
+            self._place({name: (module, f"{__name__}'s unlisted {self.kind}s") for name, module in self.unlisted.items()})
             if self.more_builtins:
                 module, _, function = self.more_builtins.partition(":")
-                more = getattr(importlib.import_module(module), function)()
-            # names known up front: each module is imported when its component is first got
-            for name, target in {**self.builtins, **more}.items():
-                if name not in self._entries:  # a module imported already registered its own
-                    self._entries[name] = _Entry(target, target.split(":", 1)[0])
+                for name, target in getattr(importlib.import_module(module), function)().items():
+                    self.add(name, target)  # fills the name a YAML gave, from the same package
         elif self.package:
             # a package: every public module of it; a plain module: itself
             package = importlib.import_module(self.package)
@@ -137,13 +248,29 @@ class Registry(Generic[T]):
                 if not info.name.startswith("_"):
                     importlib.import_module(f"{self.package}.{info.name}")
         load_plugins()
+        if self.group:
+            from memorybench.plugins import config_dirs
+
+            self._place({name: (o.module, shown_path(o.path)) for name, o in self.configured(config_dirs()).items()})
+
+    def _complete(self) -> None:
+        """A registry whose names are values (`judge.protocol`): import the modules its YAMLs
+        name, which may register values no YAML uses (`embedder.provider=openai_compatible`)."""
+        self._discover()
+        if self._completed or self.key == "name":
+            return
+        self._completed = True
+        for module, where in sorted(self._named_modules.items()):
+            import_named(module, where)
 
     def names(self) -> list[str]:
-        self._discover()
+        self._complete()
         return sorted(self._entries)
 
     def __contains__(self, name: object) -> bool:
         self._discover()
+        if name not in self._entries:
+            self._complete()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
@@ -151,65 +278,63 @@ class Registry(Generic[T]):
 
     def module_of(self, name: str) -> str:
         """The module that registers `name` (a lazy entry is not imported for it)."""
-        self._discover()
-        if name not in self._entries:
+        if name not in self:
             self.get(name)  # the one-line error for an unknown name
         return self._entries[name].module
 
     def get(self, name: str) -> T:
-        self._discover()
-        entry = self._entries.get(str(name))
-        if entry is None:
-            raise UserError(f"unknown {self.kind} {str(name)!r} ({self.option}={name}). {did_you_mean(str(name), self._entries)}")
+        name = str(name)
+        if name not in self:
+            raise UserError(f"unknown {self.kind} {name!r} ({self.option}={name}). {did_you_mean(name, self._entries)}")
+        entry = self._entries[name]
+        if entry.named_by is not None:
+            import_named(entry.target, entry.named_by)  # it registers the component under `name`
+            entry = self._entries[name]
+            if entry.named_by is not None:
+                raise UserError(f"{entry.named_by} names module {entry.target}, which registers no {self.kind} {name!r}; "
+                                f"register it there under that name, or name the module that does")
         if isinstance(entry.target, str):
             module, _, attr = entry.target.partition(":")
             obj: Any = importlib.import_module(module)
             for part in attr.split(".") if attr else ():
                 obj = getattr(obj, part)
-            self._entries[str(name)] = entry = _Entry(obj, entry.module)
+            self._entries[name] = entry = _Entry(obj, entry.module)
         return entry.target
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._entries)} entries)"
 
 
-#: `package` is where the built-in components register themselves
-#: the built-in memory methods, answerers and embedders, named without importing their modules (a
-#: plan or a `show` imports only the one it uses); a new one is added here and by its module
-_MEMORY_BUILTINS = {
-    "full_context": "memorybench.memory.full_context:FullContext",
-    "graph": "memorybench.memory.graph:GraphMemory",
-    "mem0": "memorybench.memory.mem0:Mem0",
-    "mem0g": "memorybench.memory.mem0g:Mem0G",
-    "notes_only": "memorybench.memory.agent_workspace:NotesOnly",
-    "openai_memory": "memorybench.memory.openai_memory:OpenAIMemory",
-    "rag": "memorybench.memory.rag:Rag",
-    "raw_chunks": "memorybench.memory.raw_chunks:RawChunks",
-    "session_summaries": "memorybench.memory.session_summaries:SessionSummaries",
-    "workspace_files": "memorybench.memory.agent_workspace:WorkspaceFiles",
-}
-_ANSWERER_BUILTINS = {
-    "codex": "memorybench.answer.agent.codex:CodexAnswerer",
-    "imported": "memorybench.answer.imported:ImportedAnswerer",
-    "reader": "memorybench.answer.reader:ReaderAnswerer",
-}
-_EMBEDDER_BUILTINS = {
-    "hashing": "memorybench.embed._factory:_hashing",
-    "openai": "memorybench.embed._factory:_openai",
-    "openai_compatible": "memorybench.embed._factory:_openai",
-    "sentence_transformers": "memorybench.embed._factory:_sentence_transformers",
-}
-MEMORY: Registry[Any] = Registry("memory method", "memory", package="memorybench.memory", builtins=_MEMORY_BUILTINS)
-ANSWERERS: Registry[Any] = Registry("answerer", "answerer", package="memorybench.answer", builtins=_ANSWERER_BUILTINS)
-EMBEDDERS: Registry[Any] = Registry("embedder provider", "embedder.provider", package="memorybench.embed._factory", builtins=_EMBEDDER_BUILTINS)
+def import_named(module: str, where: str) -> None:
+    """Import the module a YAML names; one that is not there is one line naming the YAML (a
+    module that imports something missing keeps its own traceback)."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module == e.name or module.startswith(f"{e.name}.")):
+            raise
+        raise UserError(f"{where} names module {module}, which is not found ({e}); "
+                        "name the module that registers the option's component by its full dotted path") from None
+
+
+def shown_path(path: Path) -> str:
+    """A YAML's path as an error shows it: `conf/memory/rag.yaml` for memorybench's own."""
+    from memorybench import CONF_DIR
+
+    try:
+        return f"conf/{path.relative_to(CONF_DIR).as_posix()}"
+    except ValueError:
+        return str(path)
+
+
+MEMORY: Registry[Any] = Registry("memory method", "memory", package="memorybench.memory", group="memory")
+ANSWERERS: Registry[Any] = Registry("answerer", "answerer", package="memorybench.answer", group="answerer",
+                                    unlisted={"imported": "memorybench.answer.imported"})
+EMBEDDERS: Registry[Any] = Registry("embedder provider", "embedder.provider", package="memorybench.embed._factory",
+                                    group="embedder", key="provider")
 CHAT_PROVIDERS: Registry[Any] = Registry("chat provider", "reader.provider", package="memorybench.llm.endpoints")
-#: the judge protocols by name: each module is imported when its protocol is first got
-_JUDGE_BUILTINS = {
-    "mem0": "memorybench.score.judge:Mem0Judge",
-    "strict": "memorybench.score.judge:StrictJudge",
-}
-JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", builtins=_JUDGE_BUILTINS,
-                                 more_builtins="memorybench.benchmark:judge_protocols")
+JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", group="judge",
+                                 key="protocol", more_builtins="memorybench.benchmark:judge_protocols")
 SCORERS: Registry[Any] = Registry("scorer", "scorer", package="memorybench.score.scorers")
 STAGES: Registry[Any] = Registry("wave stage", "memorybench wave STAGE", package="memorybench.cloudrun.waves")
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import cli_in_process, scripted_reader
 from hydra.core.config_store import ConfigStore
 
-from memorybench.config import SCHEMA_MODULES
-from memorybench.registry import ANSWERERS, EMBEDDERS, MEMORY
+from memorybench.config import schema_modules
+from memorybench.registry import ANSWERERS, EMBEDDERS, JUDGES, MEMORY
 
 HEAVY = ("nltk", "scipy", "sklearn", "torch", "mlflow", "matplotlib", "pandas", "pyarrow", "openai", "numpy")
 
@@ -141,30 +141,38 @@ def _all_modules(package: str) -> None:
         importlib.import_module(info.name)
 
 
-def test_builtin_lists_name_every_registered_component() -> None:
-    """Each registry's `builtins` (and config.SCHEMA_MODULES) is what importing every module
-    of its package registers: a new module that is not listed fails here."""
-    for registry in (MEMORY, ANSWERERS, EMBEDDERS):
-        _all_modules(registry.package.rsplit("._", 1)[0])
-        registered = {
-            name: f"{getattr(e.target, '__module__', '')}:{getattr(e.target, '__qualname__', '')}"
-            for name, e in registry._entries.items()
-            if e.module.startswith("memorybench.")
-        }
-        for name in registered:
-            registry.get(name)  # a lazy entry imported
-        registered = {
-            name: f"{e.target.__module__}:{e.target.__qualname__}"
-            for name, e in registry._entries.items()
-            if e.module.startswith("memorybench.")
-        }
-        assert registered == registry.builtins, registry.kind
+#: the packages whose modules register each group's built-in components
+_PACKAGES = {"memory": ("memorybench.memory",), "answerer": ("memorybench.answer",), "embedder": ("memorybench.embed",),
+             "judge": ("memorybench.score", "memorybench.benchmarks")}
+
+
+def test_every_registered_component_is_named_by_its_yaml() -> None:
+    """The registries of the config groups and the schema nodes Hydra reads are derived from
+    the YAMLs (each names its module in its defaults list), never kept by hand: each YAML's
+    module registers the component its YAML names, and importing every module of the
+    packages registers no component and stores no schema node that no YAML names (a module
+    without its YAML fails here). A registry whose names are values (`embedder.provider`) may
+    hold more values than its YAMLs use, registered by a module its YAMLs name."""
+    for registry in (MEMORY, ANSWERERS, EMBEDDERS, JUDGES):
+        configured = {name: found.module for name, found in registry.configured().items()}
+        assert configured, registry.kind
+        for name in configured:
+            registry.get(name)  # the module the YAML names is imported and registers `name`
+            assert registry.module_of(name).split(".")[0] == "memorybench", (registry.kind, name)
+        for package in _PACKAGES[registry.group]:
+            _all_modules(package)
+        registered = {name: e.module for name, e in registry._entries.items() if e.module.startswith("memorybench.")}
+        unnamed = set(registered) - set(configured) - set(registry.unlisted)
+        if registry.key == "name":
+            assert not unnamed, f"{registry.kind}s registered with no conf/{registry.group}/ YAML: {sorted(unnamed)}"
+        else:
+            assert {registered[n] for n in unnamed} <= set(configured.values()), (registry.kind, sorted(unnamed))
     repo = ConfigStore.instance().repo
-    builtin_nodes = {
-        group: sorted(k for k in repo[group].keys() if _node_module(group, k).startswith("memorybench."))
-        for group in SCHEMA_MODULES
-    }
-    assert builtin_nodes == {g: sorted(f"{n}_schema.yaml" for n in SCHEMA_MODULES[g]) for g in SCHEMA_MODULES}
+    derived = schema_modules()
+    for group in ("memory", "answerer"):
+        stored = {k.removesuffix("_schema.yaml") for k in repo[group].keys()
+                  if k.endswith("_schema.yaml") and _node_module(group, k).startswith("memorybench.")}
+        assert stored and stored <= set(derived[group]), (group, sorted(stored - set(derived[group])))
 
 
 def _node_module(group: str, key: str) -> str:
