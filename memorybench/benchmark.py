@@ -69,15 +69,20 @@ def available_memory() -> int | None:
 
 @dataclass(frozen=True)
 class Dataset:
-    """One dataset of a benchmark (conf/dataset/<name>.yaml): the file a run reads."""
+    """One dataset of a benchmark (conf/dataset/<name>.yaml): the file or folder a run reads."""
 
     name: str
-    #: "module:NAME" of its pin (`memorybench.data.pins.Pin`, or `large_pins.LargePin` for a
-    #: file fetched on request by `memorybench fetch --dataset NAME`)
-    pin: str
+    #: "module:NAME" of its pin (`memorybench.data.pins.Pin`; `large_pins.LargePin` for a file
+    #: fetched on request by `memorybench fetch --dataset NAME`; `data.folders.FolderPin` for a
+    #: folder of pinned files); None: no pin can be stated, and a run reads a local copy only
+    #: (`dataset.path`), recorded with its sha256
+    pin: str | None
     #: whether the pin is a large file (streamed, resumable, fetched on request)
     large: bool = False
-    #: the largest local copy (`dataset.path`) memorybench reads
+    #: whether the dataset is a folder of files (`data.folders`): its pin a `FolderPin`, verified
+    #: as a whole, `dataset.path` a folder, its sha256 that of the folder's `sha256sum` manifest
+    folder: bool = False
+    #: the largest local copy (`dataset.path`) memorybench reads (a folder: all its files together)
     max_bytes: int = 256 * 1024 * 1024
     #: what a user should point dataset.path at, in words
     expected: str = "the dataset file"
@@ -86,15 +91,31 @@ class Dataset:
     #: the peak memory its loader takes, as a multiple of the file's size (a file read whole:
     #: `bench/longmemeval_memory.py` measures it); None: a file too small to matter
     read_ratio: float | None = None
+    #: where its files are published, in words: what a dataset without a pin says it lacks
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.large and self.folder:
+            raise ValueError(f"dataset {self.name!r}: a large file or a folder, not both")
 
     def pinned(self) -> Any:
+        if self.pin is None:
+            lie = f"its files lie in {self.source}, " if self.source else ""
+            raise UserError(f"dataset={self.name} has no pin memorybench can verify ({lie}with no sha256 published that "
+                            f"we could check): set dataset.path to {self.expected}; the pack records its sha256")
         return imported(self.pin)
 
     def provenance(self) -> dict[str, Any]:
-        """run_meta.json's `data` fields of the pinned file (beside `name` and `path`)."""
+        """run_meta.json's `data` fields of the pinned file or folder (beside `name` and `path`)."""
         pin = self.pinned()
         return {"pin": pin.relpath, "sha256": pin.sha256, "pinned": True, "repository": pin.repository,
                 "commit": getattr(pin, "commit", None) or getattr(pin, "revision", None), "source_path": pin.source_path}
+
+    @property
+    def fetched_with_pins(self) -> bool:
+        """Whether `memorybench fetch` downloads and verifies its pin with the others (a file, or a
+        folder's files): not a large file (fetched on request), not a dataset without a pin."""
+        return self.pin is not None and not self.large
 
     def check_memory(self, path: Path) -> None:
         """One line, before any work, when reading the file at `path` takes more memory than this
@@ -113,7 +134,8 @@ class Dataset:
 class OwnTable:
     """A report table of one benchmark's own (`memorybench report`, `tables:` in a design)."""
 
-    #: "module:function(frame) -> pandas.DataFrame" over the report's examples frame; an empty
+    #: "module:function(frame, bootstrap) -> pandas.DataFrame" over the report's examples frame
+    #: (`bootstrap`: the design's interval settings); an empty
     #: frame when no pack of the report is this benchmark's
     builder: str
     #: what the table holds, for the report's notes
@@ -191,6 +213,10 @@ class Benchmark:
     #: `import_released(paths, fmt, *, dataset, dataset_path, name, source, packs, pins,
     #: allow_partial)` and `format_reproduction(reproduction)`
     importer: str | None = None
+    #: "module:function(path) -> {question_id: {column: text}}" over a dataset's file or folder:
+    #: columns of its own that `plan --questions` lists after each question's kind (BEAM: its
+    #: difficulty); None: none
+    question_columns: str | None = None
     notes: tuple[str, ...] = field(default=())
 
     def own(self, hook: str, name: str) -> Any:

@@ -54,24 +54,28 @@ def cmd_fetch(args: Sequence[str]) -> int:
                         help="also the peers' released results (Memobase, Zep, Honcho) into peers/, pinned like the data")
     parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
                         help="also a large dataset file by its pin: longmemeval_oracle (15 MB), longmemeval_s (277 MB), "
-                             "longmemeval_m (2.7 GB); streamed, resumable, size and sha256 checked")
+                             "longmemeval_m (2.7 GB); streamed, resumable, size and sha256 checked. A dataset fetched "
+                             "with the other pins (locomo10, beam_128k's folder of 40 files) is verified as a whole")
     ns = parser.parse_args(args)
-    if ns.dataset:
-        from memorybench.benchmark import datasets
+    from memorybench.benchmark import benchmarks, datasets
 
-        large = {name: d for name, d in datasets().items() if d.large}
-        unknown = [d for d in ns.dataset if d not in large]
-        if unknown:
-            raise UserError(f"--dataset {unknown[0]!r} is not a large pinned dataset; choose one of {', '.join(large)}")
-    from memorybench.benchmark import benchmarks
-
-    # each benchmark's own pinned files and its small datasets (a large one only with --dataset)
-    extra = tuple(p for b in benchmarks().values() for p in (*(d.pinned() for d in b.datasets if not d.large), *b.own_pins()))
-    root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers, extra=extra)
+    known = datasets()
+    pinned = {name: d for name, d in known.items() if d.pin is not None}
     for name in ns.dataset:
-        from memorybench.data.large_pins import fetch_large
+        if name not in known:
+            raise UserError(f"--dataset {name!r} is not a dataset memorybench knows; choose one of {', '.join(pinned)}")
+        known[name].pinned()  # a dataset without a pin: one line naming dataset.path
+    # each benchmark's own pinned files and its datasets' (a folder's files, the folder verified as a
+    # whole; a large file only with --dataset)
+    extra = tuple(p for b in benchmarks().values()
+                  for p in (*(d.pinned() for d in b.datasets if d.fetched_with_pins and not d.folder), *b.own_pins()))
+    folders = tuple(dict.fromkeys(d.pinned() for d in known.values() if d.fetched_with_pins and d.folder))
+    root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers, extra=extra, folders=folders)
+    for name in ns.dataset:
+        if known[name].large:
+            from memorybench.data.large_pins import fetch_large
 
-        fetch_large(large[name].pinned(), root)
+            fetch_large(known[name].pinned(), root)
     print(f"pins verified in {root}" + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else "")
           + (f"; datasets: {', '.join(ns.dataset)}" if ns.dataset else ""))
     return 0

@@ -42,7 +42,8 @@ class EndpointConfig:
     #: name of the environment variable holding the key (never the key itself)
     api_key_env: Optional[str] = None
     temperature: float = 0.0
-    max_tokens: int = 64
+    #: null: none sent (a judge whose authors send none: BEAM's)
+    max_tokens: Optional[int] = 64
     seed: Optional[int] = 0
     #: prompt template file under prompts/ (readers and writers)
     prompt: Optional[str] = None

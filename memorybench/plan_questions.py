@@ -1,7 +1,8 @@
 """What `plan` says about a run's questions before any call: their kinds and their memory's size.
 
 `memorybench plan --questions OVERRIDES` lists each question a run would ask, in file
-order: its id, its kind (LoCoMo's category, LongMemEval's type, with the abstention flag),
+order: its id, its kind (LoCoMo's category, LongMemEval's type, with the abstention flag;
+BEAM's ability), the benchmark's own columns (`Benchmark.question_columns`: BEAM's difficulty),
 and the size of its sample: sessions, turns, and the tokens of the whole haystack (the
 memory `full_context` hands the reader; estimated high, `llm.sizing.estimate_tokens`).
 
@@ -36,13 +37,18 @@ class QuestionRow:
     sessions: int
     turns: int
     haystack_tokens: int
+    #: the benchmark's own columns (`Benchmark.question_columns`: BEAM's difficulty), in order
+    columns: tuple[tuple[str, str], ...] = ()
 
 
-def _samples(cfg: DictConfig) -> list:
+def _samples(cfg: DictConfig) -> tuple[list, dict[str, dict[str, str]]]:
+    """The run's samples, and the benchmark's own columns of each question (none for most)."""
+    from memorybench.benchmark import benchmark_of, imported
     from memorybench.data.source import load_dataset, resolve_dataset
 
     path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
-    return load_dataset(path, str(cfg.dataset.name))
+    hook = benchmark_of(str(cfg.dataset.name)).question_columns
+    return load_dataset(path, str(cfg.dataset.name)), (dict(imported(hook)(path)) if hook else {})
 
 
 def question_rows(cfg: DictConfig) -> list[QuestionRow]:
@@ -53,20 +59,29 @@ def question_rows(cfg: DictConfig) -> list[QuestionRow]:
 
     names = benchmark_of(str(cfg.dataset.name)).category_names
     rows = []
-    for sample in _samples(cfg):
+    samples, own = _samples(cfg)
+    for sample in samples:
         tokens = estimate_tokens("\n".join(f"{s.date_time}\n{session_text(s)}" for s in sample.sessions))
         turns = sum(len(s.turns) for s in sample.sessions)
         for q in sample.questions:
             kind = f"{q.category} {names.get(q.category, '?')}"
-            rows.append(QuestionRow(q.question_id, kind, q.abstention, len(sample.sessions), turns, tokens))
+            rows.append(QuestionRow(q.question_id, kind, q.abstention, len(sample.sessions), turns, tokens,
+                                    tuple(own.get(q.question_id, {}).items())))
     limit = cfg.get("max_questions")
     return rows[: int(limit)] if limit else rows
 
 
 def format_questions(rows: list[QuestionRow]) -> list[str]:
-    lines = ["question_id\tkind\tabstention\tsessions\tturns\thaystack_tokens"]
-    lines += [f"{r.question_id}\t{r.kind}\t{'yes' if r.abstention else 'no'}\t{r.sessions}\t{r.turns}\t{r.haystack_tokens}"
-              for r in rows]
+    """A header and one tab-separated line per question; a benchmark's own columns (BEAM's
+    difficulty) stand after the kind, where it has any."""
+    names = list(dict.fromkeys(name for r in rows for name, _ in r.columns))
+    own = "".join(f"\t{name}" for name in names)
+    lines = [f"question_id\tkind{own}\tabstention\tsessions\tturns\thaystack_tokens"]
+    for r in rows:
+        values = dict(r.columns)
+        cells = "".join(f"\t{values.get(name, '-')}" for name in names)
+        lines.append(f"{r.question_id}\t{r.kind}{cells}\t{'yes' if r.abstention else 'no'}\t{r.sessions}\t{r.turns}"
+                     f"\t{r.haystack_tokens}")
     return lines
 
 
@@ -93,9 +108,13 @@ def check_memory_fits(cfg: DictConfig) -> None:
     except LocalModelError:
         pass
     longest = max(r.haystack_tokens for r in too_long)
+    from memorybench.benchmark import benchmark_of
+
+    smallest = benchmark_of(str(cfg.dataset.name)).datasets[0].name  # each benchmark lists its smallest first
+    smaller = f", or dataset={smallest}" if smallest != str(cfg.dataset.name) else ""
     raise UserError(
         f"memory={cfg.memory.name} hands the reader whole haystacks: {len(too_long)} of {len(rows)} questions' haystacks "
         f"(the longest about {longest:,} tokens) do not fit the local reader's context ({largest:,} tokens); "
-        "nothing is cut silently: choose memory=rag or raw_chunks, a server reader (reader=openai or "
-        "openai_compatible), or dataset=longmemeval_oracle"
+        "nothing is cut silently: choose memory=rag or raw_chunks, or a server reader (reader=openai or "
+        f"openai_compatible){smaller}"
     )

@@ -51,9 +51,15 @@ HEX_DIGITS = 12
 
 
 def _data_file_sha256(path: str) -> str | None:
+    """A local copy's sha256: a file's, or a folder's (BEAM's tiers: that of its `sha256sum`
+    manifest, `memorybench.data.folders`); None when nothing is there."""
     from memorybench.data.files import file_sha256
 
     p = Path(path).expanduser()
+    if p.is_dir():
+        from memorybench.data.folders import folder_sha256
+
+        return folder_sha256(p)
     return file_sha256(p) if p.is_file() else None
 
 

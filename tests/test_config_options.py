@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import PINS
 from hydra import initialize_config_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
@@ -37,6 +38,10 @@ DEAD = "http://127.0.0.1:9/v1"
 _LME_DIR = tempfile.mkdtemp(prefix="memorybench-lme-")
 atexit.register(shutil.rmtree, _LME_DIR, True)
 _LONGMEMEVAL = make_longmemeval(Path(_LME_DIR) / "lme.json", questions=6)
+#: BEAM's tiers without a pin read a local copy only: the pinned 128K tier's first conversation,
+#: in a folder of each tier's name
+_BEAM = {tier: shutil.copytree(PINS / "beam" / "chats" / "100K" / "1", Path(_LME_DIR) / tier / "1").parent
+         for tier in ("500K", "1M", "10M")}
 
 NEEDS: dict[str, list[str]] = {
     "reader=openai_compatible": [f"reader.base_url={DEAD}", "reader.model=m"],
@@ -55,6 +60,9 @@ NEEDS: dict[str, list[str]] = {
     # a stitched LoCoMo-Plus conversation is longer than the embedded reader's context: plan refuses
     # full_context there before any call (tests/benchmarks/test_locomo_plus.py), so a retriever here
     **{f"dataset={d}": ["memory=raw_chunks"] for d in ("locomo_plus", "locomo_plus_cognitive")},
+    # so is a BEAM conversation (128K tokens and more); the tiers without a pin read a local copy
+    "dataset=beam_128k": ["memory=raw_chunks"],
+    **{f"dataset=beam_{tier.lower()}": ["memory=raw_chunks", f"dataset.path={path}"] for tier, path in _BEAM.items()},
 }
 
 #: experiments that sweep a plugin's memory: the plugin packages they need (skipped without them)

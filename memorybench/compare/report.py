@@ -72,7 +72,7 @@ from typing import Literal
 
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
@@ -118,11 +118,9 @@ __all__ = [
     "stems",
 ]
 
-TableName = Literal["scores_by_category", "accuracy_by_type", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement", "gold_token_drop",
-                    "refusals", "answer_length", "blame", "retrieval"]
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
 TABLES: tuple[str, ...] = ("scores_by_category", "accuracy_by_type", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
-                           "gold_token_drop", "refusals", "answer_length", "blame", "retrieval")
+                           "gold_token_drop", "refusals", "answer_length", "blame")
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 #: the tables that read no LoCoMo category: made for another benchmark's packs too
 BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget")
@@ -156,7 +154,8 @@ class AnalysisDesign(BaseModel):
     #: identity leaves that may vary inside one condition (its replicates, reported as mean and
     #: sd over runs); any other identity leaf that varies inside a condition stops the report
     replicates: list[str] = Field(default_factory=lambda: list(DEFAULT_REPLICATES))
-    tables: list[TableName] = Field(default_factory=lambda: list(TABLES))
+    #: core tables (`TABLES`) and the benchmarks' own (`memorybench.benchmark.own_tables`)
+    tables: list[str] = Field(default_factory=lambda: list(all_tables()))
     figures: list[FigureName] = Field(default_factory=lambda: list(FIGURES))
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
     #: LoCoMo categories to report, e.g. "1-4" to put an own run beside a Mem0-format peer
@@ -168,6 +167,19 @@ class AnalysisDesign(BaseModel):
     #: also score LoCoMo F1 against the audit's corrected answers where a gold answer is
     #: known wrong (`f1_corrected_gold`); the figures without those questions are always shown
     corrected_gold: bool = False
+
+    @field_validator("tables")
+    @classmethod
+    def _known_tables(cls, tables: list[str]) -> list[str]:
+        unknown = [t for t in tables if t not in all_tables()]
+        if unknown:
+            raise ValueError(f"unknown table {', '.join(unknown)}")
+        return tables
+
+
+def all_tables() -> tuple[str, ...]:
+    """Every table a design may name: the core's, then each benchmark's own."""
+    return (*TABLES, *own_tables())
 
 
 def load_design(path: str | os.PathLike[str]) -> AnalysisDesign:
@@ -181,7 +193,7 @@ def load_design(path: str | os.PathLike[str]) -> AnalysisDesign:
         raise UserError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'design'}: {err['msg']}" for err in e.errors())
-        raise UserError(f"{path}: {problems}. Tables: {', '.join(TABLES)}; figures: {', '.join(FIGURES)}") from None
+        raise UserError(f"{path}: {problems}. Tables: {', '.join(all_tables())}; figures: {', '.join(FIGURES)}") from None
 
 
 @dataclass
@@ -440,7 +452,7 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         "blame": lambda: blame_table(frame),
     }
     # the benchmarks' own tables (LongMemEval's retrieval metrics): empty where no pack is theirs
-    builders.update({name: (lambda t=t: imported(t.builder)(frame)) for name, t in own_tables().items()})
+    builders.update({name: (lambda t=t: imported(t.builder)(frame, design.bootstrap)) for name, t in own_tables().items()})
     tables, figure_names = list(design.tables), list(design.figures)
     datasets = sorted({str(d) for d in frame["dataset"].dropna()}) if "dataset" in frame else []
     other = [d for d in datasets if not benchmark_of(d).own_lexical_rules]

@@ -14,6 +14,7 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -302,14 +303,16 @@ def _extract_literal(source: bytes, literal: str, url: str) -> bytes:
 
 
 def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, cache: Path | None = None,
-               peers: bool = False, extra: tuple[Pin, ...] = ()) -> Path:
+               peers: bool = False, extra: tuple[Pin, ...] = (), folders: tuple[Any, ...] = ()) -> Path:
     """Download every pinned file that is missing, verify all of them, return the folder.
 
     With `cache` (the CLI passes `user_pins_dir()`) and a folder other than it, every verified
     file is copied there too, so later commands need neither `--pins` nor $MEMORYBENCH_PINS.
     With `peers`, the peers' released results (`PEER_PINS`) too; `extra`, the benchmarks' own
-    pins (the CLI passes every benchmark's: `memorybench.benchmark`)."""
-    pins = tuple(dict.fromkeys((*ALL_PINS, *extra, *(PEER_PINS if peers else ()))))
+    pins (the CLI passes every benchmark's: `memorybench.benchmark`); `folders`, pinned folders
+    (`data.folders.FolderPin`, a folder dataset's): their members fetched with the rest, then
+    each folder verified as a whole (no member missing or altered, no other file in it)."""
+    pins = tuple(dict.fromkeys((*ALL_PINS, *extra, *(m for f in folders for m in f.members), *(PEER_PINS if peers else ()))))
     root = pins_dir(configured)
     #: each source downloaded once (punkt_tab's zip, rag.py for two pins, gpt_utils.py for three)
     downloads: dict[str, bytes] = {}
@@ -336,6 +339,9 @@ def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, c
             raise UserError(f"downloaded {pin.url} has sha256 {actual}, expected {pin.sha256}; refusing to store it")
         write_atomic(target, data)
         log(f"fetched  {pin.relpath}")
+    for folder in folders:
+        folder.verify(root)
+        log(f"ok       {folder.relpath}/ ({len(folder.members)} files, verified as a whole: sha256 {folder.sha256[:12]}…)")
     if cache is not None and Path(cache).resolve() != root.resolve():
         _copy_into(root, Path(cache), pins, log=log)
     return root

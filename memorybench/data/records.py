@@ -68,6 +68,10 @@ class Question:
     question_type: str | None = None
     abstention: bool = False
     answer_session_ids: tuple[str, ...] = ()
+    #: every other gold-like string of the question, beside `answer` (BEAM: its rubric items
+    #: and the answer-bearing fields of its ability): scorer-side, like the gold, and scanned as
+    #: gold by verify's contamination check; empty for a benchmark whose gold is its answer
+    other_gold: tuple[str, ...] = ()
 
     def asked(self) -> AskedQuestion:
         return AskedQuestion(self.question_id, self.sample_id, self.category, self.question, self.question_date)
@@ -77,6 +81,7 @@ class Question:
         golds = [str(self.answer)] if self.answer is not None else []
         if self.adversarial_answer:
             golds.append(self.adversarial_answer)
+        golds.extend(g for g in self.other_gold if g not in golds)
         return tuple(golds)
 
 

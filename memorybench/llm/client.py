@@ -189,9 +189,9 @@ class ChatClient:
         params: dict[str, Any] = {
             "model": request.model,
             "temperature": request.temperature,
-            # always max_tokens: llama.cpp's server ignores max_completion_tokens
-            "max_tokens": request.max_tokens,
         }
+        if request.max_tokens is not None:  # max_tokens, not max_completion_tokens: llama.cpp's server ignores that
+            params["max_tokens"] = request.max_tokens
         if request.seed is not None:
             params["seed"] = request.seed
         if request.response_format is not None:

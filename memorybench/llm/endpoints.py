@@ -60,13 +60,17 @@ def api_key_for(node: DictConfig, role: str) -> str | None:
     return key or None
 
 
+#: the reply room an embedded model is sized for when the request sends no max_tokens
+UNLIMITED_REPLY_TOKENS = 1024
+
+
 def validate_endpoint(group: str, node: DictConfig) -> None:
     """Checks every chat endpoint (reader, writer, judge) passes before any model call."""
     provider = CHAT_PROVIDERS.get(str(node.provider)) if node.provider in CHAT_PROVIDERS else None
     if provider is None:
         raise UserError(f"{group}.provider={node.provider!r} is unknown. {did_you_mean(str(node.provider), CHAT_PROVIDERS.names())}")
     provider.check(group, node)
-    if int(node.max_tokens) < 1:
+    if node.get("max_tokens") is not None and int(node.max_tokens) < 1:  # null: no limit sent (BEAM's judge)
         raise UserError(f"{group}.max_tokens={node.max_tokens} must be at least 1")
     if node.get("max_answer_chars") is not None and int(node.max_answer_chars) < 1:
         raise UserError(f"{group}.max_answer_chars={node.max_answer_chars} must be at least 1 (characters of an answer kept)")
@@ -209,7 +213,9 @@ class LocalProvider:
         # heavy imports only when the embedded model is used
         from memorybench.llm.local import LocalServer, choose_local_model
 
-        spec, n_ctx, reason = choose_local_model(longest_prompt_tokens + int(node.max_tokens), str(node.model or "auto"))
+        # a judge that sends no limit (BEAM's) is sized for a reply of UNLIMITED_REPLY_TOKENS
+        reply = UNLIMITED_REPLY_TOKENS if node.get("max_tokens") is None else int(node.max_tokens)
+        spec, n_ctx, reason = choose_local_model(longest_prompt_tokens + reply, str(node.model or "auto"))
         if node.get("n_ctx"):
             n_ctx = int(node.n_ctx)
         weights = spec.path()

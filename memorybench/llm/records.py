@@ -19,7 +19,8 @@ class ChatRequest(Record):
     model: str
     messages: tuple[dict[str, str], ...]
     temperature: float
-    max_tokens: int
+    #: None: no limit is sent (the server's own)
+    max_tokens: Optional[int]
     seed: Optional[int] = None
     response_format: Optional[dict[str, Any]] = None
     stop: Optional[tuple[str, ...]] = None

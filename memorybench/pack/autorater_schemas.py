@@ -66,7 +66,8 @@ class JudgeRequest(Record):
 
     model: str
     temperature: float
-    max_tokens: int
+    #: null: none sent (BEAM's judge, as the authors' langchain client sends none)
+    max_tokens: Optional[int]
     seed: Optional[int] = None
     #: the response format asked for; null when the protocol asks for none (LongMemEval's judge)
     response_format: Optional[dict[str, Any]] = None
@@ -80,6 +81,15 @@ class JudgeRequest(Record):
     #: generated_answer; LongMemEval: question, answer, response); the protocol's `fill`
     #: rebuilds the message from the template and these
     slots: dict[str, str]
+    #: the system message sent before the user message (BEAM's alignment call); absent when none
+    system: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _without_system(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)  # a request with one user message keeps the bytes it has always had
+        if data.get("system") is None:
+            data.pop("system", None)
+        return data
 
 
 class JudgeTrace(Record, schema="judge_trace.v1"):
@@ -98,6 +108,16 @@ class JudgeTrace(Record, schema="judge_trace.v1"):
     #: the failed call's error and every attempt (a successful call keeps them in `response`)
     error: Optional[str] = None
     attempts: Optional[list[Attempt]] = None
+    #: which call of a question judged by several (BEAM: `rubric 0`, `align 2 3`, `facts ...`);
+    #: absent for a one-call judge
+    part: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _without_part(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("part") is None:
+            data.pop("part", None)
+        return data
 
 
 #: the protocol of a judge identity that names none (what `judge.protocol` defaults to)
@@ -386,12 +406,15 @@ class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
     benchmark: Optional[str] = None
     #: LongMemEval's QA metrics (a LongMemEval pack only)
     longmemeval: Optional[LongMemEvalScores] = None
+    #: another benchmark's own figures, as its record's `judge_figures` module makes them (BEAM's
+    #: two profiles: `schema` beam_figures.v1)
+    figures: Optional[dict[str, Any]] = None
 
     @model_serializer(mode="wrap")
     def _without_absent(self, handler: Any) -> dict[str, Any]:
         # a LoCoMo judge's file keeps the bytes it has always had
         data = handler(self)
-        for key in ("benchmark", "longmemeval"):
+        for key in ("benchmark", "longmemeval", "figures"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data

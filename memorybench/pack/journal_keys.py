@@ -42,7 +42,8 @@ JOURNAL_KEYS: dict[str, tuple[str, ...]] = {
 #: and at most one trace, per (question, pass)
 JUDGE_JOURNAL_KEYS: dict[str, tuple[str, ...]] = {
     layout.JUDGE_VERDICTS: ("question_id", "pass"),
-    layout.JUDGE_TRACES: ("question_id", "pass"),
+    # a question judged by several calls (BEAM) has a trace per call, each naming its `part`
+    layout.JUDGE_TRACES: ("question_id", "pass", "part"),
 }
 #: what qa reads before it calls a finished pack complete: the journals it commits by and
 #: the traces of its answers (the agent's event and step journals, the largest, are left

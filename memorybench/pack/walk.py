@@ -108,7 +108,7 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
     the pins folder) or its path, checked against the recorded sha256; conversations None
     and a note saying why when the file is not here or not the one the pack was run on."""
     from memorybench.benchmark import benchmark_of_meta
-    from memorybench.data.source import dataset_sha256, load_dataset
+    from memorybench.data.source import dataset_sha256, is_present, load_dataset
     from memorybench.data.pins import pins_dir
 
     dataset = benchmark_of_meta(data).dataset(str(data.get("name") or benchmark_of_meta(data).dataset_names[0]))
@@ -120,7 +120,7 @@ def dataset_of(data: dict[str, Any], data_path: str | os.PathLike[str] | None = 
         path = Path(str(data["path"])).expanduser() if data.get("path") else None
     if path is None:
         return None, None, "run_meta.json names no dataset file"
-    if not path.is_file():
+    if not is_present(dataset, path):
         hint = "run `memorybench fetch` (or set MEMORYBENCH_PINS)" if data.get("pinned") else "put the file back at that path"
         return None, path, f"dataset file {path} is not here; {hint} to join the gold evidence"
     expected = data.get("sha256")
@@ -524,7 +524,8 @@ class PackWalker:
                 for number, row in judge["verdicts"].get(question_id, [])
             )
             calls = tuple(
-                _call("judge", f"pass {row.get('pass')}", Located(judge["traces_path"], number), row.get("response"),
+                _call("judge", f"pass {row.get('pass')}" + (f", {row['part']}" if row.get("part") else ""),
+                      Located(judge["traces_path"], number), row.get("response"),
                       requested=row.get("model_requested"), error=row.get("error"), attempts=row.get("attempts"))
                 for number, row in judge["traces"].get(question_id, [])
             )

@@ -256,6 +256,8 @@ class JudgeCall:
     #: the template file (under the judge folder's prompts/) the message is filled from, and its sha256
     template_file: str = ""
     template_sha256: str = ""
+    #: the system message sent before it, if any (BEAM's alignment call); its text is the protocol's
+    system: str | None = None
 
 
 class JudgeProtocol(Protocol):

@@ -76,6 +76,7 @@ from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.stages.autorater_judge import (
     _judge_one,
+    _judge_several,
     _validate_judge,
     check_benchmark,
     configured_judge,
@@ -228,6 +229,8 @@ def run_autorater(
     judge_cfg, judge, replaced = configured_judge(node, pins)
     _validate_judge(node, passes)
     check_benchmark(judge, pack_benchmark(pack), str(root))
+    if hasattr(judge, "bind"):  # a judge that reads scorer-side gold beyond the rows' (BEAM's rubrics)
+        judge.bind(_dataset_path(pack))
     identity = judge_identity(judge_cfg, judge)
     settings = judge_settings(judge_cfg)
     judge_id = identity.judge_id
@@ -345,8 +348,14 @@ def run_autorater(
                             else:
                                 if row.question_id not in row_scores:
                                     row_scores[row.question_id] = judge.row_scores(row)
-                                trace, verdict = _judge_one(endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id])
-                                traces.append(trace)
+                                if getattr(judge, "several_calls", False):  # BEAM: a call per rubric item
+                                    several, verdict = _judge_several(endpoint, judge, row, n, judge_cfg, base,
+                                                                      row_scores[row.question_id])
+                                    for trace in several:
+                                        traces.append(trace)
+                                else:
+                                    trace, verdict = _judge_one(endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id])
+                                    traces.append(trace)
                                 verdicts.append(verdict)
                                 if verdict.failure == "model_call":
                                     streak.append(key)
@@ -383,6 +392,17 @@ def run_autorater(
         write_atomic(meta_path, meta.model_copy(update={"judge": identity_done, "ended_at": utc_now()}).dump().encode("utf-8"))
         _write_success(root, judge_id)
         return metrics.model_dump(mode="json", by_alias=True)
+
+
+def _dataset_path(pack: PackReader) -> Path:
+    """The dataset the pack was run on, here and unchanged (one line otherwise)."""
+    from memorybench.pack.walk import dataset_of
+
+    data = pack.meta().data if pack.exists(layout.RUN_META) else None
+    _, path, note = dataset_of(dict(data or {}))
+    if note is not None or path is None:
+        raise UserError(f"{pack.local_root}: this judge reads the rubrics of the dataset the pack was run on, and {note}")
+    return path
 
 
 class _EndpointDown(Exception):

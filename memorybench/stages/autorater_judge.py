@@ -22,6 +22,7 @@ from omegaconf.errors import MissingMandatoryValue
 
 from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named, benchmark_of_meta
 from memorybench.errors import ModelCallError, UserError
+from memorybench.hashing import sha256_text
 from memorybench.llm.endpoints import validate_endpoint
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterVerdict, JudgeIdentity, JudgeRequest, JudgeTrace
@@ -200,3 +201,51 @@ def _judge_one(
         model_answered=result.model_answered,
     )
     return trace, verdict
+
+
+def _judge_several(
+    endpoint: Any,
+    judge: Any,
+    row: Prediction,
+    n: int,
+    judge_cfg: Mapping[str, Any],
+    base: dict[str, Any],
+    row_scores: Mapping[str, float],
+) -> tuple[list[JudgeTrace], AutoraterVerdict]:
+    """A question judged by several calls (`judge.several_calls`: BEAM's rubric items and
+    alignments): one trace per call, in order, each naming its `part`; one verdict whose hashes
+    are over all of its calls. A call without a reply ends the question FAILED (model_call)."""
+    traces: list[JudgeTrace] = []
+
+    def ask(call: Any, part: str) -> str:
+        request = call.request
+        stored = JudgeRequest(
+            model=request.model, temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
+            response_format=None if judge.response_format is None else dict(judge.response_format),
+            template=f"{layout.JUDGE_PROMPTS}/{call.template_file}", template_sha256=call.template_sha256,
+            slots=call.slots, system=call.system,
+        )
+        common = dict(question_id=row.question_id, pass_=n, judge_prompt_sha256=judge.template_sha256, part=part,
+                      judge_payload_sha256=call.payload_sha256, request_sha256=request.sha256(), model_requested=request.model)
+        try:
+            result = endpoint.client.complete(request)
+        except ModelCallError as e:
+            traces.append(JudgeTrace(**common, request=stored, error=e.message, attempts=list(e.attempts)))
+            raise
+        traces.append(JudgeTrace(**common, model_answered=result.model_answered, request=stored, response=result))
+        return str(result.text or "")
+
+    try:
+        outcome = judge.judge_question(row, ask, model=endpoint.model, sampling=judge_cfg)
+        failure, error = (None, None) if outcome.score is not None else ("parse", outcome.error)
+    except ModelCallError as e:
+        outcome, failure, error = None, "model_call", e.message
+    ids = dict(judge_payload_sha256=sha256_text("".join(t.judge_payload_sha256 for t in traces)),
+               request_sha256=sha256_text("".join(t.request_sha256 for t in traces)),
+               model_requested=endpoint.model)
+    answered = next((t.model_answered for t in reversed(traces) if t.model_answered), None)
+    if outcome is None:
+        return traces, AutoraterVerdict(**base, status="FAILED", failure="model_call", error=error, **row_scores, **ids)
+    return traces, AutoraterVerdict(**base, status=outcome.status, label_raw=outcome.label,  # type: ignore[arg-type]
+                                    score=outcome.score, failure=failure, error=error, **row_scores, **ids,
+                                    model_answered=answered)

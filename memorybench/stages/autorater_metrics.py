@@ -231,7 +231,8 @@ def autorater_metrics(
         labels=_labels(meta.identity.protocol) or (benchmark.own("judge_figures", "LABELS") if own else LABELS),
         notes=meta.notes,
         benchmark=None if locomo else benchmark.name,
-        longmemeval=benchmark.own("judge_figures", "scores")(verdicts, passes, meta.identity.protocol, summary) if own else None,
+        **({benchmark.own("judge_figures", "FIELD"): benchmark.own("judge_figures", "scores")(
+            verdicts, passes, meta.identity.protocol, summary, traces=traces)} if own else {}),
     )
 
 
@@ -250,7 +251,7 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
         f"judge: {judge['name']} ({judge['provider']}), model {judge['model_requested']}"
         f" answered by {', '.join(judge['models_answered']) or '-'}; prompt sha256 {metrics['judge_prompt_sha256'][:12]}"
     )
-    if metrics.get("longmemeval") is not None:
+    if metrics.get("longmemeval") is not None or metrics.get("figures") is not None:  # the benchmark's own figures
         own_lines = benchmark_named(metrics.get("benchmark")).own("judge_figures", "lines")
         return "\n".join(lines + own_lines(metrics) + _usage_lines(metrics))
     locomo = metrics.get("benchmark") is None  # Mem0's J over LoCoMo's categories 1-4; another benchmark's own figure

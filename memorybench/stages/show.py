@@ -178,12 +178,27 @@ def judge_figures(walker: PackWalker, bench: Benchmark) -> dict[str, dict[str, A
     metrics hold that benchmark's own block (`longmemeval`); none for a LoCoMo pack (its J is
     each verdict's mean, as ever)."""
     out: dict[str, dict[str, Any]] = {}
-    for judge_id in walker.judges() if not bench.own_lexical_rules else ():
+    field = bench.own("judge_figures", "FIELD") if bench.judge_figures else None
+    for judge_id in walker.judges() if field else ():
         path = walker.pack.judge_path(judge_id, layout.JUDGE_METRICS)
         metrics = walker.pack.json(path) if walker.pack.exists(path) else {}
-        if isinstance(metrics.get(bench.name), dict):
+        if isinstance(metrics.get(field), dict):
             out[judge_id] = metrics
     return out
+
+
+def _own_question_lines(walker: PackWalker, bench: Benchmark, judge_id: str, question_id: str, walk_category: int) -> list[str]:
+    """The benchmark's own reading of one question's judge calls (BEAM: each rubric item's
+    verdict under both profiles), where its figures module has one (`question_lines`)."""
+    if not bench.judge_figures:
+        return []
+    try:
+        reading = bench.own("judge_figures", "question_lines")
+    except AttributeError:
+        return []
+    path = walker.pack.judge_path(judge_id, layout.JUDGE_TRACES)
+    rows = [r for r in walker.pack.rows(path) if r.get("question_id") == question_id] if walker.pack.exists(path) else []
+    return list(reading(walk_category, rows))
 
 
 def _figure_line(judge_id: str, metrics: dict[str, Any], type_name: str) -> str:
@@ -328,6 +343,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
                        f"{v.where.path} line {v.where.line})")
         for call in judge.calls:
             out += ["  " + line for line in _call(call)]
+        out += ["  " + line for line in _own_question_lines(walker, bench, judge.judge_id, walk.question_id, walk.category)]
         if judge.judge_id in figures:
             where = walker.pack.judge_path(judge.judge_id, layout.JUDGE_METRICS)
             out.append(f"  over the whole pack, by this judge ({where}):")

@@ -12,7 +12,7 @@ import yaml
 from tracking.pack_factory import add_autorater, make_packs
 
 from memorybench import CONF_DIR
-from memorybench.compare.report import FIGURES, TABLES, bootstrap_interval, load_design, report_main, run_report, stems
+from memorybench.compare.report import FIGURES, TABLES, all_tables, bootstrap_interval, load_design, report_main, run_report, stems
 from memorybench.errors import UserError
 from memorybench.score.locomo import normalize_answer
 
@@ -94,6 +94,19 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
     assert int(f1["questions"]) == 10 and f1["conversations"] == "2" and f1["protocols"] == "same (open-ended)"
     assert float(f1["difference"]) == pytest.approx(float(f1["b"]) - float(f1["a"]))
     assert ("locomo_f1", "1-4") in paired and not any(m.startswith("j/") for m, _ in paired)  # J: one side unjudged
+    # an overall is one test; the categories are a family, their p Holm-adjusted over it (by hand)
+    assert f1["family"] == "one test (an overall): not adjusted" and f1["p_adjusted"] == f1["p"]
+    cats = [paired[("locomo_f1", str(c))] for c in range(1, 6)]
+    assert {r["family"] for r in cats} == {"Holm over the 5 category tests of locomo_f1, full_context / scripted vs "
+                                           "session_summaries / scripted"}
+    ps = [float(r["p"]) for r in cats]
+    order = sorted(range(5), key=lambda i: ps[i])
+    running, holm_p = 0.0, {}
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (5 - rank) * ps[i]))
+        holm_p[i] = running
+    assert [float(r["p_adjusted"]) for r in cats] == pytest.approx([holm_p[i] for i in range(5)], rel=1e-5)
+    assert "the true difference it detects with 80% power" in text and "noise" not in text
 
     refusals = {r["condition"]: r for r in _csv(report.table_files["refusals"])}
     for pack, condition in ((full, "full_context / scripted"), (summaries, "session_summaries / scripted")):
@@ -103,10 +116,19 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
         rest = [x for x, r in zip(refused, rows) if r["category"] != "5"]
         assert float(refusals[condition]["cat5_refusal_rate"]) == pytest.approx(np.mean(cat5))
         assert float(refusals[condition]["cat1_4_refusal_rate"]) == pytest.approx(np.mean(rest))
+        # each a rate: an interval inside [0, 1] over the conversations, with a width even at 0 or 1
+        for name in ("cat5", "cat1_4"):
+            row = refusals[condition]
+            low, high = float(row[f"{name}_ci_low"]), float(row[f"{name}_ci_high"])
+            assert 0 <= low <= float(row[f"{name}_refusal_rate"]) <= high <= 1 and high > low
+            assert row[f"{name}_interval"].startswith(("Korn-Graubard", "Wilson score"))  # Wilson: one question a conversation
 
     passes = _csv(report.table_files["judge_passes"])
     assert [(r["condition"], r["judge"]) for r in passes] == [("full_context / scripted", j) for j in sorted((lenient, strict))]
     assert all(r["passes"] == "2" and r["failed_rows"] == "1" for r in passes)
+    # J's sd over passes never stands alone: its interval over the conversations is beside it
+    for r in passes:
+        assert 0 <= float(r["j_ci_low"]) <= float(r["j_ci_high"]) <= 1 and "2 conversations" in r["interval"]
 
     # two judges on the same rows: pass 1's labels, by hand
     labels = [(float(r["locomo_f1"]) > 0, float(r["locomo_f1"]) > 0.5) for r in _scores(full) if r["category"] != "5"]
@@ -115,6 +137,10 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
     assert {both["judge_a"], both["judge_b"]} == {lenient, strict} and int(both["rows"]) == len(labels) == 8
     assert float(both["equal_share"]) == pytest.approx(np.mean([a == b for a, b in labels]))
     assert set(agreement) == {"1", "2", "3", "4", "all"}
+    # kappa with its leave-one-conversation-out interval (or none, said why)
+    assert both["interval"].startswith("leave-one-conversation-out jackknife, t 1 df, 2 conversations")
+    if both["kappa_ci_low"]:
+        assert -1 <= float(both["kappa_ci_low"]) <= float(both["kappa"]) <= float(both["kappa_ci_high"]) <= 1
 
 
 def test_gold_token_drop_counts_stems_in_memory_but_not_in_the_answer(packs, tmp_path):
@@ -167,7 +193,7 @@ def test_bad_designs_fail_with_one_line(tmp_path, packs):
     root = packs[0] / "packs"
     with pytest.raises(UserError, match="does not exist"):
         load_design(tmp_path / "missing.yaml")
-    with pytest.raises(UserError, match="tables.0: Input should be .*Tables: scores_by_category"):
+    with pytest.raises(UserError, match="tables: Value error, unknown table score_by_cat. Tables: scores_by_category"):
         load_design(write_design(tmp_path / "a.yaml", root, tables=["score_by_cat"]))
     with pytest.raises(UserError, match="colour: Extra inputs are not permitted"):
         load_design(write_design(tmp_path / "b.yaml", root, colour="red"))
@@ -194,7 +220,7 @@ def test_every_shipped_design_is_valid(path):
 
 def test_example_design_is_valid():
     design = load_design(CONF_DIR / "analysis" / "example.yaml")
-    assert design.name == "example" and set(design.tables) == set(TABLES) and set(design.figures) == set(FIGURES)
+    assert design.name == "example" and set(design.tables) == set(all_tables()) and set(design.figures) == set(FIGURES)
 
 
 def test_report_main(packs, tmp_path, capsys):

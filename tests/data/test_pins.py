@@ -91,6 +91,9 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
     by_url = {pin.url: (shared / pin.relpath).read_bytes() for pin in pins.PEER_PINS}
     # the benchmarks' own pins (LoCoMo-Plus's files) come with every fetch: whole files, as the peers
     own = {p for b in benchmarks().values() for p in b.own_pins()}
+    # and their datasets fetched with the pins (a folder's files: BEAM's 128K tier)
+    own |= {m for b in benchmarks().values() for d in b.datasets if d.fetched_with_pins
+            for m in (d.pinned().members if d.folder else (d.pinned(),))} - {pins.LOCOMO10}  # that one is there already
     by_url.update({pin.url: (shared / pin.relpath).read_bytes() for pin in own})
     fetched: list[str] = []
 

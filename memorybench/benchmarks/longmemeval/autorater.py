@@ -30,11 +30,14 @@ from memorybench.pack.autorater_schemas import (
 )
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, JudgedQuestion, authors_report, qa_metrics
 
-__all__ = ["LABELS", "OPENAI_API", "comparability", "lines", "scores"]
+__all__ = ["FIELD", "LABELS", "OPENAI_API", "comparability", "lines", "scores"]
 
 #: where OpenAI's own API is served (a provider=openai judge with another base URL is not OpenAI)
 OPENAI_API = "https://api.openai.com/"
 _PARSED = ("CORRECT", "WRONG")
+
+#: the key of autorater_metrics.json that holds its figures
+FIELD = "longmemeval"
 
 LABELS = {
     "j": ("LongMemEval judge accuracy: share of judged rows the judge labelled yes ('yes' in the lower-cased "
@@ -102,7 +105,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def scores(verdicts: Sequence[AutoraterVerdict], passes: int, protocol: str,
-                       judge: JudgeSummary) -> LongMemEvalScores:
+           judge: JudgeSummary, *, traces: Sequence[Any] = ()) -> LongMemEvalScores:
     """LongMemEval's QA metrics of a judge's verdicts, per pass and their means, with its comparability."""
     per_pass = [_pass_metrics(verdicts, n) for n in range(1, passes + 1)]
     comparable, why = comparability(protocol, judge)

@@ -71,7 +71,7 @@ def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retri
     return average_metrics(rows, script=script)
 
 
-def retrieval_table(frame: Any) -> Any:
+def retrieval_table(frame: Any, boot: Any = None) -> Any:
     """The report's `retrieval` table: per condition of LongMemEval packs whose method
     retrieves, the mean of each pack's print_retrieval_metrics.py averages (its printed
     cut: recall_all and ndcg_any at 5 and 10, session and turn level) and how many questions

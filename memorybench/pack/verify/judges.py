@@ -83,7 +83,16 @@ def check_judge_traces(ctx: Context, out: Findings) -> None:
                 break
             template = _template(ctx, out, folder, template_rel, request.get("template_sha256"), templates, relpath, line)
             row = predictions.get(qid)
-            if row is not None:
+            if row is not None and getattr(kind, "several_calls", False):
+                # a question judged by several calls (BEAM): each call's template is one of the
+                # protocol's, and its slots hold the stored row's answer (and question, if any)
+                stored = SimpleNamespace(**row)
+                name_of = PurePosixPath(str(template_rel)).name
+                why = kind.slots_fit(stored, name_of, slots) if name_of in kind.template_files() else (
+                    f"names {template_rel}, no template of the {name} protocol")
+                if why is not None:
+                    out.grouped(CODE, relpath, line, f"the judge call {trace.get('part')!r} of {qid}: {why}", "slots")
+            elif row is not None:
                 stored = SimpleNamespace(**row)
                 expected = f"{layout.JUDGE_PROMPTS}/{kind.template_file(stored)}"
                 if template_rel != expected:

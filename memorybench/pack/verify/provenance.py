@@ -120,15 +120,19 @@ def _dataset(ctx: Context, out: Findings) -> Any:
         return None
     from memorybench.benchmark import benchmark_of_meta
     from memorybench.data.pins import pins_dir as resolve_pins
-    from memorybench.data.source import dataset_sha256
+    from memorybench.data.source import dataset_sha256, is_present
 
     data = ctx.meta.get("data") or {}
     _check_data_claim(ctx, data, out)
     bench = benchmark_of_meta(data)
     name = str(data.get("name") or bench.dataset_names[0])  # a pack made before datasets were named: LoCoMo's
     dataset = bench.dataset(name) if name in bench.dataset_names else bench.datasets[0]
-    pinned = dataset.pinned()
+    if data.get("pinned") and dataset.pin is None:
+        out.add("hash.data", layout.RUN_META, f"data.pinned is true, but dataset {name} has no pin; counts, rows and gold "
+                                              "were not checked")
+        return None
     if data.get("pinned"):
+        pinned = dataset.pinned()
         path = resolve_pins(ctx.pins_dir) / pinned.relpath
         expected = pinned.sha256
         if data.get("sha256") != pinned.sha256:
@@ -145,7 +149,7 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     if not str(data.get("path") or "") and not data.get("pinned"):
         out.add("data.missing", layout.RUN_META, "data.path is empty; counts, rows and gold were not checked")
         return None
-    if not path.is_file():
+    if not is_present(dataset, path):
         out.add("data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
         return None
     actual = dataset_sha256(dataset, path)
