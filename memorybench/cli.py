@@ -120,9 +120,9 @@ def cmd_plan(args: Sequence[str]) -> int:
         # the overrides as typed, less any credential (a key in a URL's userinfo or query)
         print(scrub(f"{i}\t{spec.name}\t{spec.run_id}\t{' '.join(shown_override(o) for o in spec.overrides)}"))
         if questions:
-            from memorybench.plan_questions import format_questions, question_rows
+            from memorybench.plan_questions import question_table
 
-            print("\n".join(scrub(line) for line in format_questions(question_rows(spec.cfg))))
+            print("\n".join(scrub(line) for line in question_table(spec.cfg)))
         if estimate:
             from memorybench.estimate import estimate_run, format_estimate
 
@@ -223,9 +223,9 @@ COMMANDS = {
     "aggregate": _stage("memorybench.compare.aggregate", "aggregate_main"),
     "collect-full": _stage("memorybench.compare.collect", "collect_main"),
     "report": _stage("memorybench.compare.report", "report_main"),
-    "ls": _stage("memorybench.stages.ls", "ls_main"),
-    "show": _stage("memorybench.stages.show", "show_main"),
-    "view": _stage("memorybench.stages.view", "view_main"),
+    "ls": _stage("memorybench.viewers.ls", "ls_main"),
+    "show": _stage("memorybench.viewers.show", "show_main"),
+    "view": _stage("memorybench.viewers.view", "view_main"),
     "track": _stage("memorybench.tracking", "track_main"),
     "pull": _stage("memorybench.stages.pull", "pull_main"),
     "import": _stage("memorybench.stages.import_results", "import_main"),

@@ -139,6 +139,16 @@ class BudgetConfig:
 
 
 @dataclass
+class QuestionSampleConfig:
+    """`question_sample`: a seeded stratified sample of the questions (memorybench.data.selection)."""
+
+    #: questions of each kind (LoCoMo's category, LongMemEval's type, ...); null: no sample
+    per_kind: Optional[int] = None
+    #: the draw: the same seed picks the same questions on any machine
+    seed: int = 0
+
+
+@dataclass
 class PathsConfig:
     #: where packs are written: <packs>/<name>/runs/<run_id>/
     packs: str = "outputs/packs"
@@ -177,6 +187,12 @@ class Config:
     name: str = "default"
     #: keep the first N questions of the file-order list (a smoke test; the pack says so)
     max_questions: Optional[int] = None
+    #: answer only these questions (ids as `plan --questions` lists them), in file order;
+    #: left out of config.resolved.yaml and the run id when null (memorybench.data.selection)
+    question_ids: Optional[list[str]] = None
+    #: a seeded sample of `per_kind` questions of each kind, in file order; left out when
+    #: `per_kind` is null. At most one of max_questions, question_ids, question_sample
+    question_sample: QuestionSampleConfig = field(default_factory=QuestionSampleConfig)
     #: price per 1M tokens by model id: {input, cached_input, output}
     pricing: dict[str, Any] = field(default_factory=dict)
     #: caps on what memory hands the reader (recorded in the pack)
@@ -378,6 +394,27 @@ def load_component_configs() -> None:
 
 register_configs()
 _add_configured([CONF_DIR])
+
+
+def recorded_config(cfg: Any) -> Any:
+    """A resolved config as a pack's config.resolved.yaml records it: without the question
+    selection keys left unset (`memorybench.data.selection.without_unset`), so a run that
+    selects nothing writes the file it wrote before those keys existed."""
+    from omegaconf import DictConfig, open_dict
+
+    from memorybench.data.selection import SELECTION_KEYS, without_unset
+
+    if not isinstance(cfg, DictConfig):
+        return without_unset(cfg)
+    present = [k for k in SELECTION_KEYS if k in cfg]
+    drop = [k for k in present if k not in without_unset({k: cfg.get(k) for k in present})]
+    if not drop:
+        return cfg
+    out = cfg.copy()
+    with open_dict(out):
+        for key in drop:
+            out.pop(key)
+    return out
 
 
 def shown_override(line: str) -> str:

@@ -264,8 +264,10 @@ def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
 
     path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
     conversations = load_dataset(path, str(cfg.dataset.name))
-    questions = list(iter_questions(conversations))  # as qa selects them: the first max_questions in file order
-    questions = questions[: cfg.max_questions] if cfg.max_questions else questions
+    from memorybench.data.selection import select_questions
+
+    # as qa selects them: all, the first max_questions, question_ids or question_sample, in file order
+    questions = select_questions(list(iter_questions(conversations)), cfg)
     notes: list[str] = []
     answerer = str(cfg.answerer.name)
     if answerer == "reader":

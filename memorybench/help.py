@@ -22,6 +22,8 @@ NOT_RUN_GROUPS = frozenset({"analysis", "local"})
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("name", "default", "experiment name: packs go to <paths.packs>/<name>/runs/<run id>/"),
     ("max_questions", "null", "answer only the first N questions in file order (a prefix run, labelled so)"),
+    ("question_ids", "null", "answer only these questions ([ID,...] as `plan --questions` lists them), in file order"),
+    ("question_sample.per_kind / .seed", "null / 0", "a seeded sample of N questions of each kind (category, type)"),
     ("reader.model", "auto", "the reader's model (reader=local: `auto` picks the embedded model by memory length)"),
     ("reader.base_url", "null", "an OpenAI-compatible server (reader=openai_compatible)"),
     ("reader.prompt", "readers/qa_v1.txt", "the reader template; mem0_rag, mem0_answer, mem0_answer_graph, qa_mem0_v1: Mem0's"),

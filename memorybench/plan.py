@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -225,8 +226,9 @@ def check_implementations(cfg: DictConfig) -> None:
 
 def check_files(cfg: DictConfig) -> None:
     """Every file the run reads, there now: the dataset (an explicit file, or the pin
-    verified by its sha256) and every prompt template the run reads (`prompt_relpaths`:
-    the reader's, the writer's, the memory's, the answerer's own; a pinned one verified)."""
+    verified by its sha256), every id `question_ids` lists in it, and every prompt template
+    the run reads (`prompt_relpaths`: the reader's, the writer's, the memory's, the
+    answerer's own; a pinned one verified)."""
     from memorybench.data.source import checked, resolve_dataset
     from memorybench.templates import find_prompt
 
@@ -241,6 +243,16 @@ def check_files(cfg: DictConfig) -> None:
     from memorybench.plan_questions import check_memory_fits
 
     check_memory_fits(cfg)  # a haystack the embedded reader cannot hold: said now, not at the first call
+    from memorybench.memory._writer_fit import check_build
+
+    check_build(cfg)  # memory.max_sessions, and a writer prompt the embedded writer cannot hold: named now
+    if cfg.get("question_ids") is not None:  # an id the dataset does not have: one line now, not at qa
+        from memorybench.data import iter_questions
+        from memorybench.data.selection import select_questions
+        from memorybench.data.source import load_dataset, resolve_dataset
+
+        path, _ = resolve_dataset(cfg.dataset, cfg.paths.get("pins"))
+        select_questions(list(iter_questions(load_dataset(path, str(cfg.dataset.name)))), cfg)
     data = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(data, dict)
     for relpath in prompt_relpaths(data):
@@ -253,12 +265,27 @@ def sweep_jobs(overrides: list[str]) -> list[list[str]]:
     try:
         parsed = parser.parse_overrides(overrides)
         fixed = [o.input_line for o in parsed if not o.is_sweep_override()]
-        base = compose(config_name="config", overrides=fixed, return_hydra_config=True)
-        params = base.hydra.sweeper.get("params") or {}
+        params = _sweep_params(fixed)
         lines = [f"{k}={v}" for k, v in params.items()] + list(overrides)
         return BasicSweeper.split_arguments(parser.parse_overrides(lines), None)[0]
     except (HydraException, OmegaConfBaseException, ValueError) as e:
         raise _explain(e, list(overrides)) from None
+
+
+def _sweep_params(fixed: list[str]) -> Any:
+    """`hydra.sweeper.params` of the config `fixed` composes. A key of a group the sweep
+    chooses (`memory.max_sessions=1` beside the experiment's `memory: mem0,graph`) may not
+    exist in that group's default option: then the params are read with the group
+    selections and `hydra.` keys alone (they cannot change under a key's value), and each
+    job is composed, and checked, with every override."""
+    try:
+        base = compose(config_name="config", overrides=fixed, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException):
+        selections = [o for o in fixed if "." not in o.lstrip("+~").partition("=")[0] or o.lstrip("+~").startswith("hydra.")]
+        if len(selections) == len(fixed):
+            raise
+        base = compose(config_name="config", overrides=selections, return_hydra_config=True)
+    return base.hydra.sweeper.get("params") or {}
 
 
 @contextlib.contextmanager

@@ -1,9 +1,10 @@
 """What `plan` says about a run's questions before any call: their kinds and their memory's size.
 
-`memorybench plan --questions OVERRIDES` lists each question a run would ask, in file
-order: its id, its kind (LoCoMo's category, LongMemEval's type, with the abstention flag;
-BEAM's ability), the benchmark's own columns (`Benchmark.question_columns`: BEAM's difficulty),
-and the size of its sample: sessions, turns, and the tokens of the whole haystack (the
+`memorybench plan --questions OVERRIDES` says which questions a run would ask (all, a
+`max_questions` prefix, the listed `question_ids` or a seeded `question_sample`, with its
+count of each kind) and lists each of them, in file order: its id, its kind (LoCoMo's
+category, LongMemEval's type, with the abstention flag; BEAM's ability), the benchmark's own
+columns (`Benchmark.question_columns`: BEAM's difficulty), and the size of its sample: sessions, turns, and the tokens of the whole haystack (the
 memory `full_context` hands the reader; estimated high, `llm.sizing.estimate_tokens`).
 
 `check_memory_fits` is what `plan` checks for every run on a benchmark whose haystacks can
@@ -52,13 +53,20 @@ def _samples(cfg: DictConfig) -> tuple[list, dict[str, dict[str, str]]]:
 
 
 def question_rows(cfg: DictConfig) -> list[QuestionRow]:
-    """One row per question of the run (file order; `max_questions` honoured)."""
+    """One row per question of the run, in file order: all of them, the first `max_questions`,
+    the listed `question_ids` or a seeded `question_sample` (memorybench.data.selection)."""
+    return _rows(cfg)[0]
+
+
+def _rows(cfg: DictConfig) -> tuple[list[QuestionRow], list, list]:
+    """The run's rows, its questions, and every question of the dataset (file order)."""
     from memorybench.benchmark import benchmark_of
+    from memorybench.data.selection import select_questions
     from memorybench.llm.sizing import estimate_tokens
     from memorybench.memory._context import session_text
 
     names = benchmark_of(str(cfg.dataset.name)).category_names
-    rows = []
+    rows, every = [], []
     samples, own = _samples(cfg)
     for sample in samples:
         tokens = estimate_tokens("\n".join(f"{s.date_time}\n{session_text(s)}" for s in sample.sessions))
@@ -67,8 +75,34 @@ def question_rows(cfg: DictConfig) -> list[QuestionRow]:
             kind = f"{q.category} {names.get(q.category, '?')}"
             rows.append(QuestionRow(q.question_id, kind, q.abstention, len(sample.sessions), turns, tokens,
                                     tuple(own.get(q.question_id, {}).items())))
-    limit = cfg.get("max_questions")
-    return rows[: int(limit)] if limit else rows
+            every.append(q)
+    chosen = select_questions(every, cfg)
+    asked = {q.question_id for q in chosen}
+    return [r for r in rows if r.question_id in asked], chosen, every
+
+
+def question_table(cfg: DictConfig) -> list[str]:
+    """What `plan --questions` prints for one run: a line saying which questions it asks (of
+    how many; for a selection, how chosen and how many of each kind), then `format_questions`."""
+    from memorybench.benchmark import benchmark_of
+    from memorybench.data.selection import selection_of
+
+    rows, chosen, every = _rows(cfg)
+    selection = selection_of(cfg)
+    if selection is not None:
+        names = benchmark_of(str(cfg.dataset.name)).category_names
+        held: dict[int, list[int]] = {}
+        for q in every:
+            held.setdefault(q.category, [0, 0])[1] += 1
+        for q in chosen:
+            held[q.category][0] += 1
+        kinds = ", ".join(f"{k} {names.get(k, '?')} {a}/{n}" for k, (a, n) in sorted(held.items()))
+        head = f"questions: {len(chosen)} of {len(every)}, {selection.describe()}, in file order; by kind (asked/of): {kinds}"
+    elif len(chosen) < len(every):
+        head = f"questions: the first {len(chosen)} of {len(every)} in file order (max_questions={cfg.get('max_questions')})"
+    else:
+        head = f"questions: all {len(every)} in file order"
+    return [head, *format_questions(rows)]
 
 
 def format_questions(rows: list[QuestionRow]) -> list[str]:

@@ -5,8 +5,10 @@ paths, storage, tracking, the price table, the experiment name, per-endpoint
 operational settings (timeouts, retries, pacing, cache), where an endpoint is served
 (`base_url`: the same model on another port or host is the same experiment, so a
 restarted local server resumes its pack; run_meta.json records the address), the
-memory's failure bound (`max_failed_share`), and every part of the config the run's
-answerer does not read (`answerer_reads`: answerer=codex outside `prompt_injected` reads
+memory's failure bound (`max_failed_share`), its session prefix left unset
+(`max_sessions: null`), the question selection keys left unset
+(`question_ids`, `question_sample`: `memorybench.data.selection`), and every part of the
+config the run's answerer does not read (`answerer_reads`: answerer=codex outside `prompt_injected` reads
 no memory, reader, writer, embedder or budget). A local model requested as `auto` is
 identified by the model it resolves to (`resolved_model`), where that is known before the
 run. It takes in what the config only names: the sha256 of every prompt file the run
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memorybench.data.selection import for_identity as selection_identity
 from memorybench.hashing import sha256_file, sha256_json
 from memorybench.plugins import installed_plugins
 from memorybench.registry import ANSWERERS, CHAT_PROVIDERS, EMBEDDERS, MEMORY, SCORERS
@@ -47,6 +50,9 @@ ANSWERER_OPERATIONAL_KEYS = frozenset(
 ADDRESS_KEYS = frozenset({"base_url"})
 #: how much failure a run tolerates, not what it asks: raising it resumes the same pack
 MEMORY_OPERATIONAL_KEYS = frozenset({"max_failed_share"})
+#: memory keys whose null is the run as it was before they existed: in the id only when set
+#: (`memory.max_sessions`, the session prefix a writer builds from: memorybench.memory._prefix)
+MEMORY_UNSET_KEYS = frozenset({"max_sessions"})
 HEX_DIGITS = 12
 
 
@@ -192,6 +198,8 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
     data = clean_config(data)
     code = code_identity(data) if code is None else code
     out = {k: v for k, v in used_config(data).items() if k not in EXCLUDED_TOP_LEVEL}
+    # question_ids / question_sample enter only when set (a config from before them keeps its id)
+    out = selection_identity(out)
     for group in ENDPOINT_GROUPS:
         if isinstance(out.get(group), dict):
             node = {k: v for k, v in out[group].items() if k not in OPERATIONAL_KEYS | ADDRESS_KEYS}
@@ -200,7 +208,8 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
                 node["model"] = resolved
             out[group] = node
     if isinstance(out.get("memory"), dict):
-        out["memory"] = {k: v for k, v in out["memory"].items() if k not in MEMORY_OPERATIONAL_KEYS}
+        out["memory"] = {k: v for k, v in out["memory"].items()
+                         if k not in MEMORY_OPERATIONAL_KEYS and not (k in MEMORY_UNSET_KEYS and v is None)}
     answerer = out.get("answerer")
     if isinstance(answerer, dict):
         out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS | ADDRESS_KEYS}

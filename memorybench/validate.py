@@ -37,6 +37,9 @@ def validate_config(cfg: DictConfig) -> None:
     path_component(cfg.name, "experiment name", "set name=NAME")  # a folder under the packs root
     if cfg.max_questions is not None and int(cfg.max_questions) < 1:
         raise UserError(f"max_questions={cfg.max_questions} must be at least 1 (or null for every question)")
+    from memorybench.data.selection import check_selection
+
+    check_selection(cfg)  # question_ids / question_sample: alone, no id twice, per_kind >= 1
     components = (ANSWERERS.get(str(cfg.answerer.name)), MEMORY.get(str(cfg.memory.name)))  # their schemas are stored on import
     for group in sorted(known):
         node = cfg.get(group)

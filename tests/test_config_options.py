@@ -57,6 +57,9 @@ NEEDS: dict[str, list[str]] = {
     # LongMemEval's files are not fetched on our machines (PINS.md): a file in its format instead
     **{f"dataset=longmemeval_{n}": [f"dataset.path={_LONGMEMEVAL}"] for n in ("oracle", "s", "m")},
     "experiment=longmemeval": [f"dataset.path={_LONGMEMEVAL}"],
+    # mem0's own prompt does not fit the embedded default writer (SmolLM2, 8k): plan refuses
+    # memory=mem0_lib with it, naming the writer (tests/memory/test_max_sessions.py)
+    "experiment=clone_vs_real": ["writer.model=gemma3-270m"],
     # a stitched LoCoMo-Plus conversation is longer than the embedded reader's context: plan refuses
     # full_context there before any call (tests/benchmarks/test_locomo_plus.py), so a retriever here
     **{f"dataset={d}": ["memory=raw_chunks"] for d in ("locomo_plus", "locomo_plus_cognitive")},

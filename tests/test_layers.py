@@ -25,8 +25,8 @@ LAYERS: dict[str, int] = {
     "testing": 1,
     # 2: what a run is made of
     "memory": 2, "embed": 2, "answer": 2, "validate": 2,
-    # 3: stages, and the comparison layer they read (stages/view and show import compare/blame)
-    "compare": 3, "stages": 3, "plan": 3, "plan_questions": 3, "estimate": 3,
+    # 3: stages, the viewers, and the comparison layer they read (viewers/view and show import compare/blame)
+    "compare": 3, "stages": 3, "viewers": 3, "plan": 3, "plan_questions": 3, "estimate": 3,
     # 4: the top: command line, Hydra app, tracking, the cloud
     "cli": 4, "hydra_app": 4, "tracking": 4, "cloudrun": 4, "completion": 4,
     # 5: the benchmarks, a package each: they may use all of the above, and nothing imports

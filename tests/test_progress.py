@@ -368,7 +368,7 @@ def test_the_embedded_model_says_it_is_loading_and_when_it_is_loaded(monkeypatch
         def __exit__(self, *exc):
             return None
 
-    monkeypatch.setattr(local, "choose_local_model", lambda tokens, model: (spec, 8192, "fits"))
+    monkeypatch.setattr(local, "choose_local_model", lambda tokens, model, role="reader": (spec, 8192, "fits"))
     monkeypatch.setattr(local, "LocalServer", FakeServer)
     node = OmegaConf.create({"model": "auto", "max_tokens": 32})
     settings = ClientSettings(timeout_s=5, max_retries=0, retry_max_wait_s=0, min_request_interval_s=0, cache=None, prices={})

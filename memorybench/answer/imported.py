@@ -220,12 +220,17 @@ class Reproduction(Record, schema="reproduction.v1"):
     partial: Optional[Coverage] = None
     #: a LongMemEval judged file (`--format longmemeval_judged`): its per-type table as the authors' script prints it
     longmemeval: Optional[LongMemEvalReproduction] = None
+    #: a benchmark's own table beside `metrics`, as its importer writes it (a record of that
+    #: importer's, dumped with its own `schema`; its `format_reproduction` reads and prints it:
+    #: BEAM's runs and stated figures); null for a file whose table `metrics` holds whole
+    own: Optional[dict[str, Any]] = None
 
     @model_serializer(mode="wrap")
     def _without_longmemeval(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        if data.get("longmemeval") is None:  # a LoCoMo file's record reads and serializes as before
-            data.pop("longmemeval", None)
+        for key in ("longmemeval", "own"):  # a LoCoMo file's record reads and serializes as before
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 

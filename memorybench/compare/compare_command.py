@@ -16,6 +16,7 @@ from memorybench.compare.conditions import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    ADJUSTMENTS,
     METRICS,
     PackScores,
     common_questions,
@@ -26,7 +27,7 @@ from memorybench.compare.conditions import (
     seed_summary,
 )
 from memorybench.benchmark import benchmark_named
-from memorybench.compare.intervals import Resampling, format_p
+from memorybench.compare.intervals import Resampling, format_p, mdd_sentence
 from memorybench.errors import OneLineParser, UserError, printable, report
 from memorybench.fs import write_atomic
 
@@ -75,6 +76,25 @@ def _conditional_text(i: dict[str, Any]) -> str:
     if i["low"] is None:
         return ""
     return f"; {i['method']}: [{_fmt(i['low'])}, {_fmt(i['high'])}]"
+
+
+def _signed(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.4f}"
+
+
+def _category_lines(tests: dict[str, Any], unit: str) -> list[str]:
+    """The per-category tests of one metric: difference, interval, p and the family's adjusted p."""
+    adjusted = "Holm p" if tests["adjust"] == "holm" else "p (unadjusted)"
+    lines = [f"    by {tests['kind_word']} ({tests['family']}):"]
+    for t in tests["tests"]:
+        head = f"      {t['category']} {t['name']:<13} {_signed(t['difference'])} (n {t['n']}"
+        if t["low"] is None:
+            lines.append(f"{head}); no interval: {t.get('note') or 'none'}")
+            continue
+        p_adj = "n/a" if t["p_adjusted"] is None else format_p(t["p_adjusted"], None)
+        lines.append(f"{head}, {t['clusters']} {unit}s) [{_fmt(t['low'])}, {_fmt(t['high'])}], p {_p(t)}, "
+                     f"{adjusted} {p_adj}")
+    return lines
 
 
 def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
@@ -141,8 +161,8 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
                      f"p {_p(d)} ({d['method']})")
         lines.append(line)
         if d.get("mdd") is not None:
-            lines.append(f"    a difference below {d['mdd']:.4f} cannot be told from noise on these {unit.removesuffix('(s)')}s "
-                         "(minimum detectable difference, 80% power, alpha 0.05)")
+            lines.append("    " + mdd_sentence(d["difference"], d["p_two_sided"], d["mdd"], d["clusters"],
+                                             unit=unit.removesuffix("(s)"), alpha=round(1 - d["confidence"], 10)))
         clean = d.get("without_gold_errors")
         if clean and clean["difference"] is not None:
             lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
@@ -154,8 +174,10 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
                          f"{_fmt(fixed['difference'])}" + (f" [{_fmt(fixed['low'])}, {_fmt(fixed['high'])}], p "
                          f"{_p(fixed)}" if fixed["low"] is not None else ""))
         c = d["conditional"]
-        if c["low"] is not None:
-            lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}], p {_p(c)}")
+        if c["low"] is not None:  # an interval only: a test over questions as if independent is no test here
+            lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}] (an interval only, no p-value)")
+        if d.get("by_category"):
+            lines.extend(_category_lines(d["by_category"], unit.removesuffix("(s)")))
     if "j_left_out" in d0:
         lines.append(f"  {_figure(d0.get('benchmark'))} left out: {d0['j_left_out']}")
     return lines
@@ -209,6 +231,9 @@ def compare_main(argv: Sequence[str]) -> int:
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="interval coverage (default 0.95)")
     parser.add_argument("--corrected-gold", action="store_true",
                         help="also score LoCoMo F1 against the audit's corrected answers where a gold answer is known wrong")
+    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm",
+                        help="with --vs: how the per-category p-values of each metric are adjusted over that family "
+                             "(default holm: Holm's step-down method; none: unadjusted)")
     parser.add_argument("--judge", help="the judge id whose J is compared, when a pack has several (autorater/<judge id>/)")
     parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file ('-' for stdout)")
     ns = parser.parse_args(list(argv))
@@ -229,7 +254,7 @@ def compare_main(argv: Sequence[str]) -> int:
         result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
         result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
         result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories,
-                                                 corrected_gold=ns.corrected_gold)
+                                                 corrected_gold=ns.corrected_gold, adjust=ns.adjust)
         warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
         result["warnings"] = [warning] if warning else []
     else:

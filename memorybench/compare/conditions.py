@@ -28,7 +28,14 @@ pack's own value, their mean and sd (n-1), and the intervals of the mean.
 **Two conditions** (`paired_difference`): condition B minus condition A over the
 questions both hold (after `categories`), paired by question id. Reported: the mean
 difference, its interval, the two-sided p-value, and the minimum detectable difference
-(80% power, alpha 0.05) of this design. J is compared only under one judge; when the two
+(80% power, alpha 0.05) of this design; then, where the compared questions span several
+categories, the same per category (`by_category`) with Holm-adjusted p-values over that
+family (the category tests of one metric; `adjust="none"` leaves them unadjusted). The
+question-level bootstrap gives an interval only, labelled conditional, never a p-value.
+
+**A metric's kind decides its interval** (`metric_kind`): J is a rate (the share of
+CORRECT verdicts) and so is LoCoMo's category-5 F1 (a refusal is 1, else 0); their
+intervals stay inside [0, 1] (`memorybench.compare.rates`). Every other F1 is a score. J is compared only under one judge; when the two
 sides were judged differently (an imported peer's grader against Mem0's prompt) J is left
 out with the reason, and LoCoMo F1 is still compared. Runs whose question protocols
 differ (`reader.prompt=locomo` against an open-ended prompt) are marked.
@@ -46,6 +53,7 @@ import yaml
 
 from memorybench.answer.prompt import question_protocol
 from memorybench.benchmark import benchmark_named, benchmark_of_meta
+from memorybench.compare.category_tests import by_category, metric_kind
 from memorybench.compare.intervals import (
     Resampling,
     mean_interval,
@@ -68,6 +76,7 @@ __all__ = [
     "PackScores",
     "answer_tokens",
     "load_pack_scores",
+    "metric_kind",
     "paired_difference",
     "parse_categories",
     "seed_summary",
@@ -77,6 +86,8 @@ DEFAULT_RESAMPLES = Resampling().resamples
 DEFAULT_SEED = Resampling().seed
 DEFAULT_CONFIDENCE = Resampling().confidence
 METRICS = ("locomo_f1", "j", "j_failed_wrong")
+#: how the p-values of a family of tests (a comparison's category tests of one metric) are adjusted
+ADJUSTMENTS = ("holm", "none")
 #: top-level config keys that do not make two packs different experiments here
 _IGNORED_KEYS = frozenset({"judge"})
 
@@ -433,12 +444,14 @@ def _gold_columns(packs: Sequence[PackScores], metric: str, kept: Sequence[str],
     first = packs[0]
     wrong = overlay.wrong_gold(kept)
     clean = [q for q in kept if q not in wrong]
+    kind = metric_kind(metric, first.benchmark, {first.categories[q] for q in kept})
     out = {"without_gold_errors": {"removed": len(wrong), **mean_interval(
-        [per_question[q] for q in clean], [first.conversations[q] for q in clean], confidence=confidence).as_dict()}}
+        [per_question[q] for q in clean], [first.conversations[q] for q in clean], confidence=confidence,
+        kind=kind).as_dict()}}
     if corrected and metric == "locomo_f1":
         values = [_corrected(packs, q, overlay, per_question) for q in kept]
         out["corrected_gold"] = {"rescored": len(wrong), **mean_interval(
-            values, [first.conversations[q] for q in kept], confidence=confidence).as_dict()}
+            values, [first.conversations[q] for q in kept], confidence=confidence, kind=kind).as_dict()}
     return out
 
 
@@ -492,7 +505,9 @@ def seed_summary(
             "covers": covers,
             **_spread(reported),
             "estimate": sum(values) / len(values) if values else None,
-            "interval": mean_interval(values, clusters, confidence=resampling.confidence, unit=scores[0].unit).as_dict(),
+            "kind": (kind := metric_kind(metric, scores[0].benchmark, {scores[0].categories[q] for q in kept})),
+            "interval": mean_interval(values, clusters, confidence=resampling.confidence, unit=scores[0].unit,
+                                      kind=kind).as_dict(),
             "conditional": question_bootstrap_interval(values, clusters, resampling, metric, covers,
                                                        unit=scores[0].unit).as_dict(),
             **_gold_columns(scores, metric, kept, overlay, corrected_gold, per_question, resampling.confidence),
@@ -519,11 +534,15 @@ def common_questions(
 
 def paired_difference(
     a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
-    categories: frozenset[int] | None = None, corrected_gold: bool = False,
+    categories: frozenset[int] | None = None, corrected_gold: bool = False, adjust: str = "holm",
 ) -> dict[str, Any]:
     """Condition B minus condition A over the questions both hold, paired by question id
     (each condition one or more seeds); with `corrected_gold`, LoCoMo F1's difference also with
-    the audit's corrected answers where a gold answer is known wrong (each side rescored alike)."""
+    the audit's corrected answers where a gold answer is known wrong (each side rescored alike).
+    Where the questions span several categories, each metric's `by_category` tests them one by
+    one, their p-values adjusted over that family by `adjust` (Holm's method, or none)."""
+    if adjust not in ADJUSTMENTS:
+        raise UserError(f"adjust={adjust!r}: choose one of {', '.join(ADJUSTMENTS)}")
     sa = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in a]
     sb = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in b]
     if not sa or not sb:
@@ -555,6 +574,9 @@ def paired_difference(
             "conditional": question_paired_bootstrap(x, y, clusters, resampling, metric, covers, "difference",
                                                      unit=first.unit).as_dict(),
         }
+        tests = by_category(first, metric, common, x, y, clusters, resampling.confidence, adjust)
+        if tests:
+            result[metric]["by_category"] = tests
         if overlay.errors is not None:
             wrong = overlay.wrong_gold(common)
             clean = [i for i, q in enumerate(common) if q not in wrong]

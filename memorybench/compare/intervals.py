@@ -18,21 +18,30 @@ is two-sided from t with G - 1 degrees of freedom. A paired comparison keeps eac
 question's A and B together: the per-question differences B - A are formed first and
 their mean gets the same interval. With fewer than two conversations nothing about the
 spread between conversations can be estimated, and the record says so instead of
-printing an interval. Where every cluster is one question and every score is right or
-wrong (LongMemEval's accuracy: its unit is the question), the interval of the mean is the
-Wilson score interval instead: it stays inside [0, 1] and keeps a width at 0 or 1 correct,
-where a t interval has none.
+printing an interval. **A rate** (`kind="rate"`: a judge's verdicts, an acceptance or
+refusal share; chosen by the metric, never by the values seen) gets an interval that stays
+inside [0, 1] and keeps a width at 0 or 1: Wilson's for independent questions
+(LongMemEval), Korn-Graubard's (Clopper-Pearson with a design effect) for questions in
+conversations (`memorybench.compare.rates`).
 
 **Minimum detectable difference** (`minimum_detectable_difference`, `Difference.mdd`):
-the smallest true difference that this design (these conversations, these questions)
-detects with the given power at the given two-sided alpha, from the observed
+the true difference that this design (these conversations, these questions) detects with
+the given power (80%) at the given two-sided alpha, from the observed
 between-conversation variance of the differences:
-``MDD = (t(1 - alpha/2, G - 1) + t(power, G - 1)) * SE_diff``.
+``MDD = (t(1 - alpha/2, G - 1) + t(power, G - 1)) * SE_diff``. It is a statement about
+power, not a threshold of significance: an observed difference below it can be
+significant (it is then detected, by a design that would often miss it), and one above it
+can fail to be (`mdd_sentence` says which, in words).
+
+**Several tests in one table** (`holm`): where a table tests several categories, their
+p-values are adjusted by Holm's step-down method over that family (the tests of one
+metric in one comparison), and the table says which family it covers.
 
 **Alternatives, labelled as such.** A question-level percentile bootstrap
 (`question_bootstrap_interval`, `question_paired_bootstrap`) treats the questions as
 independent; it describes these N conversations only and its label says "conditional on
-these N conversations". A conversation-level percentile bootstrap
+these N conversations". It gives an interval only, never a p-value (a test that ignores
+the conversations rejects a true null far too often). A conversation-level percentile bootstrap
 (`cluster_bootstrap_interval`, `cluster_paired_bootstrap`) resamples whole conversations;
 with 10 conversations it is too narrow (a percentile interval over 10 clusters), so it
 serves the coverage bench (``bench/interval_coverage.py``), not the tables.
@@ -50,13 +59,13 @@ functions that need it so importing this module stays cheap.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from memorybench.compare.interval_math import Interval, _codes, _cr1, _plural, _t_quantile, _values
 from memorybench.errors import UserError
 
 __all__ = [
@@ -67,8 +76,10 @@ __all__ = [
     "cluster_paired_bootstrap",
     "cluster_robust_se",
     "format_p",
+    "holm",
     "key_digest",
     "mean_interval",
+    "mdd_sentence",
     "minimum_detectable_difference",
     "p_as_json",
     "paired_difference",
@@ -112,28 +123,6 @@ class Resampling:
 
 
 @dataclass(frozen=True)
-class Interval:
-    """A mean with its interval; `low`/`high` are None where no interval can be estimated."""
-
-    #: the mean over questions (None with no values)
-    estimate: float | None
-    low: float | None
-    high: float | None
-    #: questions
-    n: int
-    #: conversations (clusters) the questions sit in
-    clusters: int
-    confidence: float
-    #: how the interval was made, with the number of conversations
-    method: str
-    #: why an interval is missing or what limits it; None when there is nothing to say
-    note: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class Difference:
     """B minus A, paired by question: the mean difference, its interval, p-value and MDD."""
 
@@ -174,26 +163,6 @@ def _check_power(power: float) -> None:
         raise UserError(f"power={power} must be between 0 and 1 (e.g. 0.8)")
 
 
-def _values(values: Sequence[float], name: str = "values") -> np.ndarray:
-    data = np.asarray(list(values), dtype=np.float64)
-    if data.ndim != 1:
-        raise ValueError(f"{name} must be one score per question, got shape {data.shape}")
-    bad = int(np.count_nonzero(~np.isfinite(data)))
-    if bad:
-        raise ValueError(f"{name} hold {bad} missing or non-finite scores; leave those questions out first")
-    return data
-
-
-def _codes(clusters: Sequence[Hashable], n: int) -> tuple[np.ndarray, int]:
-    """Cluster labels -> integer codes 0..G-1 (in order of first appearance) and G."""
-    labels = list(clusters)
-    if len(labels) != n:
-        raise ValueError(f"clusters has {len(labels)} labels for {n} values; give one per question")
-    index: dict[Hashable, int] = {}
-    codes = np.fromiter((index.setdefault(label, len(index)) for label in labels), dtype=np.intp, count=n)
-    return codes, len(index)
-
-
 def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     x, y = _values(a, "a"), _values(b, "b")
     if x.shape != y.shape:
@@ -201,28 +170,9 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndar
     return x, y
 
 
-def _plural(count: int, unit: str = "conversation") -> str:
-    return f"{count} {unit}" + ("" if count == 1 else "s")
-
-
 def _one(unit: str) -> str:
     """The note of an interval over one cluster: ONE_CONVERSATION for LoCoMo's unit."""
     return ONE_CONVERSATION if unit == "conversation" else f"one {unit}: no between-{unit} uncertainty can be estimated"
-
-
-def _cr1(data: np.ndarray, codes: np.ndarray, groups: int) -> tuple[float, float]:
-    """(mean, CR1 standard error) of `data` in `groups` clusters; needs groups >= 2."""
-    n = data.size
-    mean = float(data.mean())
-    per_cluster = np.bincount(codes, weights=data - mean, minlength=groups)
-    variance = groups / (groups - 1) * float(np.dot(per_cluster, per_cluster)) / (n * n)
-    return mean, math.sqrt(variance)
-
-
-def _t_quantile(q: float, df: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(q, df))
 
 
 def key_digest(*key: Any) -> int:
@@ -265,28 +215,41 @@ def _main_label(groups: int, unit: str = "conversation") -> str:
     return f"cluster-robust t (CR1), {_plural(groups, unit)}, {groups - 1} df"
 
 
+#: what a metric is, which decides its interval: a `score` (F1, BLEU-1, a diagnostic, a mean of
+#: scores) gets the cluster-robust t interval; a `rate` (the share of a yes/no event: a judge's
+#: verdicts, an acceptance or refusal share) one that stays in [0, 1] (`memorybench.compare.rates`)
+KINDS = ("score", "rate")
+
+
 def mean_interval(
     values: Sequence[float], clusters: Sequence[Hashable], *, confidence: float = DEFAULT_CONFIDENCE,
-    unit: str = "conversation",
+    unit: str = "conversation", kind: str = "score",
 ) -> Interval:
-    """The mean of `values` (one per question) with its cluster-robust t interval, cut at
-    [0, 1] (noted); Wilson's for right/wrong scores of clusters of one question each.
+    """The mean of `values` (one per question) with its interval: for a `score`, the
+    cluster-robust t interval, cut at [0, 1] (noted); for a `rate`, Wilson's (independent
+    questions) or Korn-Graubard's (questions in conversations), by the metric's kind and never
+    by the values seen.
 
     `clusters` gives each question's conversation (``sample_id``; `unit` names what a
     cluster is: the benchmark's resampling unit, `memorybench.benchmark`). With one
-    cluster the interval is None and `note` says why.
+    cluster the interval is None and `note` says why (a rate of one independent question
+    still has Wilson's).
     """
     _check_confidence(confidence)
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: a metric is one of {', '.join(KINDS)}")
     data = _values(values)
     codes, groups = _codes(clusters, data.size)
     method = _main_label(groups, unit)
     if data.size == 0:
         return Interval(None, None, None, 0, 0, confidence, method, NO_VALUES)
+    if kind == "rate" and (groups >= 2 or groups == data.size):
+        from memorybench.compare.rates import clustered_rate_interval
+
+        return clustered_rate_interval(data, clusters, confidence=confidence, unit=unit)
     if groups < 2:
         return Interval(float(data.mean()), None, None, int(data.size), groups, confidence, method,
                         _one(unit))
-    if groups == data.size and _binary(data):
-        return _wilson(data, confidence, unit)
     mean, se = _cr1(data, codes, groups)
     half = _t_quantile((1 + confidence) / 2, groups - 1) * se
     low, high = mean - half, mean + half
@@ -303,24 +266,6 @@ def mean_interval(
 
 def _shares(data: np.ndarray) -> bool:
     return bool(np.all((data >= SCORE_RANGE[0]) & (data <= SCORE_RANGE[1])))
-
-
-def _binary(data: np.ndarray) -> bool:
-    return bool(np.all((data == 0) | (data == 1)))
-
-
-def _wilson(data: np.ndarray, confidence: float, unit: str) -> Interval:
-    """Right/wrong scores of independent units (each its own cluster: LongMemEval's
-    questions): the Wilson score interval, which stays inside [0, 1] and keeps a width at an
-    accuracy of 0 or 1, where the t interval of a proportion has none."""
-    from scipy import stats
-
-    n, p = data.size, float(data.mean())
-    z = float(stats.norm.ppf((1 + confidence) / 2))
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, n, confidence,
-                    f"Wilson score, {_plural(n, unit)} (right or wrong, independent)")
 
 
 def paired_difference(
@@ -415,13 +360,13 @@ def question_paired_bootstrap(
     a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any,
     unit: str = "conversation",
 ) -> Difference:
-    """B minus A, question ids resampled with each question's A and B together; interval and
-    p-value conditional on these conversations (no MDD: that needs the between-conversation
-    variance)."""
+    """B minus A, question ids resampled with each question's A and B together: an interval
+    conditional on these conversations, and no p-value (a test over questions as if
+    independent rejects a true null far too often on clustered data) and no MDD (that needs
+    the between-conversation variance)."""
     x, y = _paired(a, b)
     _, groups = _codes(clusters, x.size)
     method = _question_label(resampling, groups, paired=True, unit=unit)
-    resolution = 1 / resampling.resamples
     if x.size == 0:
         return Difference(None, None, None, None, None, None, None, None, 0, 0, resampling.confidence, method,
                           NO_VALUES)
@@ -432,7 +377,7 @@ def question_paired_bootstrap(
     else:
         means = _question_means(diff, resampling, key)
     low, high = _percentile(means, resampling.confidence)
-    return Difference(float(x.mean()), float(y.mean()), d_mean, low, high, _tail_p(means), resolution, None,
+    return Difference(float(x.mean()), float(y.mean()), d_mean, low, high, None, None, None,
                       int(x.size), groups, resampling.confidence, method, "one question" if x.size == 1 else None)
 
 
@@ -493,6 +438,37 @@ def cluster_paired_bootstrap(
     low, high = _percentile(means, resampling.confidence)
     return Difference(a_mean, b_mean, d_mean, low, high, _tail_p(means), 1 / resampling.resamples, None,
                       int(x.size), groups, resampling.confidence, method)
+
+
+# -- several tests, and what the MDD says -------------------------------------------------------
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values of one family of tests (None stays None and is not
+    counted): the i-th smallest of m is multiplied by m - i + 1, made non-decreasing, capped
+    at 1. A test is rejected at alpha exactly when its adjusted p is below alpha."""
+    present = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m = len(present)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def mdd_sentence(difference: float | None, p: float | None, mdd: float, clusters: int, *, unit: str = "conversation",
+                 alpha: float = 0.05, power: float = DEFAULT_POWER) -> str:
+    """What the MDD is, in words, and how the observed difference stands to it: never calls a
+    significant difference noise, nor a non-significant one evidence of no difference."""
+    what = (f"minimum detectable difference {mdd:.4f}: the true difference this design ({_plural(clusters, unit)}) "
+            f"detects with {power:.0%} power at two-sided alpha {alpha:g}")
+    if difference is None or p is None:
+        return what
+    if p < alpha:
+        if abs(difference) < mdd:
+            return f"{what}; this difference is significant although smaller than it"
+        return f"{what}; this difference is significant"
+    return (f"{what}; this difference is not significant, which does not show there is none "
+            f"(a true difference below the MDD is detected with less than {power:.0%} power)")
 
 
 # -- printing p-values ------------------------------------------------------------------------

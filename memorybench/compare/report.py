@@ -27,9 +27,11 @@ Tables (`TABLES`):
   task-averaged accuracy, overall, and abstention (`memorybench.compare.report_scores`); no
   row for a LoCoMo condition.
 * `paired_differences`: every condition minus the first (or the design's `pairs`, each
-  `[baseline, condition]`), paired by question over the questions both hold: difference, interval and p over conversations, the minimum
-  detectable difference, the question-level interval conditional on these conversations
-  (seeded by the design's seed and the metric's key, as `compare`), and the protocols.
+  `[baseline, condition]`), paired by question over the questions both hold, per overall and
+  per category: difference, interval and p over conversations, Holm-adjusted p over each
+  metric's category tests (`family`), the minimum detectable difference, the question-level
+  interval conditional on these conversations (seeded by the design's seed and the
+  metric's key, as `compare`; no p-value), and the protocols.
 * `cost_latency`: accuracy against cost (USD per question when every call's price is
   known, else tokens per question) and latency (p50/p95 of uncached calls).
 * `latency_tokens`: the columns of Mem0's Table 2 beside accuracy: search p50/p95 (the
@@ -252,7 +254,9 @@ DEFINITIONS = {
                           "the condition never asked category 5, as a Mem0-, Zep- or CORE-format peer pack). The {conf:.0%} "
                           "interval resamples conversations, not questions: a cluster-robust t interval over the questions' "
                           "conversations (CR1, conversations-1 degrees of freedom; `interval` names the method and the number "
-                          "of conversations); a one-conversation run has none. A question answered by several runs "
+                          "of conversations); a one-conversation run has none. J and category 5's F1 (a refusal is 1, "
+                          "else 0) are rates: their interval stays in [0, 1] (Korn-Graubard: Clopper-Pearson on the "
+                          "effective size after the design effect, t on conversations-1 df). A question answered by several runs "
                           "(replicates) counts once, with its mean score; `f1_sd_runs`: sd over the runs of each run's mean. "
                           "`j/<judge id>`: J (categories 1-4) by that judge under its own protocol (the id starts with it: "
                           "`mem0-...` Mem0's pinned judge prompt, a peer's id its own grader), when every pack of the "
@@ -263,19 +267,24 @@ DEFINITIONS = {
                         "comparable with the authors' figures only for judge=longmemeval, see its autorater_metrics.json): "
                         "accuracy per question `type` (its number and `type_name` from the benchmark record) with `n`; "
                         "`task-averaged`, the mean of the per-type accuracies (a small type weighs as much as a large one; "
-                        "none unless every type has questions); `overall`, every judged question; `abstention`, the "
+                        "none unless every type has questions; its interval is Wilson's on the effective size of that "
+                        "mean of rates); `overall`, every judged question; `abstention`, the "
                         "questions whose id marks them (also counted in their type). A question's score is the mean over "
                         "its labelled passes, then over the condition's packs. The {conf:.0%} interval resamples the "
                         "benchmark's unit (`interval` names it: LongMemEval's questions are independent). Lexical scores "
                         "of these packs are diagnostics and are not shown here.",
     "paired_differences": "Every condition minus the first (the baseline), or each pair the design names (`pairs`: "
                           "baseline, condition), paired by question over the questions both "
-                          "hold, per overall (1-4; 1-5 where both asked category 5) and metric: the mean difference, its "
-                          "{conf:.0%} interval and two-sided p over conversations (cluster-robust t, as above), `mdd` the "
-                          "minimum detectable difference of this design (80% power, alpha 0.05: a difference below it "
-                          "cannot be told from noise on these conversations), and a question-level percentile bootstrap "
-                          "interval conditional on these conversations ({resamples} resamples, seed {seed}). `protocols` "
-                          "says whether the two posed their questions alike.",
+                          "hold, per overall (1-4; 1-5 where both asked category 5), then per category, and metric: the "
+                          "mean difference, its {conf:.0%} interval and two-sided p over conversations (cluster-robust t, "
+                          "as above), `mdd` the minimum detectable difference of this design (the true difference it "
+                          "detects with 80% power at alpha 0.05; an observed difference below it can still be "
+                          "significant, and one that is not significant does not show there is none), and a "
+                          "question-level percentile bootstrap interval conditional on these conversations ({resamples} "
+                          "resamples, seed {seed}; an interval only, no p-value). `p_adjusted`: a category row's p "
+                          "adjusted over the family `family` names (Holm's step-down method over the category tests of "
+                          "one metric in one pair, the design's `bootstrap.adjust`); an overall row is one test, not "
+                          "adjusted. `protocols` says whether the two posed their questions alike.",
     "cost_latency": "Accuracy against cost and latency. Cost per answered question in USD: building the memory (writer, "
                     "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
                     "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
@@ -297,14 +306,21 @@ DEFINITIONS = {
                        "(agent/comparison.json), `no` with `why_not`, `reader` for the one-call reader.",
     "judge_passes": "Per condition and judge: passes, J mean and sd over passes (from autorater_metrics.json), and the share "
                     "of category 1-4 rows with at least two parsed passes whose passes all gave the same score; rows and "
-                    "verdicts whose judge reply had no readable label (never counted as WRONG).",
+                    "verdicts whose judge reply had no readable label (never counted as WRONG). The sd over passes "
+                    "says how much the judge wavers, not how J would move on other conversations: `j_ci_low`, "
+                    "`j_ci_high` are J's {conf:.0%} interval over the benchmark's unit (`interval` names it; a rate's "
+                    "interval, inside [0, 1]), usually about ten times as wide.",
     "judge_agreement": "Two judges on the same rows (pass 1, categories 1-4): the rows both labelled, the share with equal "
-                       "labels and Cohen's kappa (chance-corrected; empty when both gave one label to every row).",
+                       "labels and Cohen's kappa (chance-corrected; empty when both gave one label to every row) with its "
+                       "{conf:.0%} interval (`kappa_ci_low`, `kappa_ci_high`: leave-one-conversation-out jackknife, "
+                       "t on conversations-1 degrees of freedom, cut at [-1, 1]).",
     "gold_token_drop": "Of the gold stems that were in the memory given to the answerer, the share missing from the answer "
                        "(`drop_rate`). Stems are LoCoMo's tokens: normalize_answer, whitespace split, Porter stem; category 3 "
                        "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
     "refusals": "Share of answers containing 'not mentioned' or 'no information available' (LoCoMo's category-5 rule): on "
-                "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss).",
+                "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss), each a rate with its "
+                "{conf:.0%} interval over conversations (`*_interval`: Korn-Graubard, Clopper-Pearson on the effective "
+                "size after the conversations' design effect; it stays in [0, 1] and keeps a width at 0 or 1).",
     "answer_length": "Answer length as a control (categories 1-4): each answer's length in whitespace tokens, the mean and "
                      "p95 (nearest rank) per condition, then per length bin the answers in it, their LoCoMo F1 and each "
                      "judge's J. Mem0's judge counts an answer CORRECT \"as long as it touches on the same topic\": a J that "
@@ -444,10 +460,10 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         "cost_latency": lambda: cost_latency(frame, runs),
         "latency_tokens": lambda: latency_tokens(frame),
         "requests_budget": lambda: requests_budget(frame, runs),
-        "judge_passes": lambda: judge_passes(frame, runs),
-        "judge_agreement": lambda: judge_agreement(frame),
+        "judge_passes": lambda: judge_passes(frame, runs, design.bootstrap.confidence),
+        "judge_agreement": lambda: judge_agreement(frame, design.bootstrap.confidence),
         "gold_token_drop": lambda: gold_token_drop(frame),
-        "refusals": lambda: refusals(frame),
+        "refusals": lambda: refusals(frame, design.bootstrap.confidence),
         "answer_length": lambda: answer_length(frame),
         "blame": lambda: blame_table(frame),
     }

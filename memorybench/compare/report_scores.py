@@ -3,15 +3,18 @@ with the two overalls, every condition against the first, paired by question, an
 benchmark's own figure per question kind (`accuracy_by_type`: LongMemEval's accuracy).
 
 Every interval and test is `memorybench.compare.intervals`'s, as in `compare`: the main
-one resamples conversations (cluster-robust t), and the question-level bootstrap beside
-it is labelled conditional on these conversations.
+one resamples conversations (cluster-robust t for a score; for a rate, J or category 5's
+refusal F1, an interval that stays in [0, 1]: `metric_kind`), and the question-level
+bootstrap beside it is labelled conditional on these conversations and gives no p-value.
+`paired_differences` tests each category too, its p-values Holm-adjusted over the category
+tests of one metric in one pair (`Bootstrap.adjust`), and names that family in `family`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -21,6 +24,7 @@ from memorybench.compare.intervals import (
     Interval,
     Resampling,
     format_p,
+    holm,
     mean_interval,
     paired_difference,
     question_bootstrap_interval,
@@ -36,6 +40,8 @@ from memorybench.compare.report_tables import (
     judges_of,
     overall_shown,
 )
+from memorybench.compare.category_tests import metric_kind
+from memorybench.compare.rates import stratified_rate_interval
 from memorybench.compare.summary import judge_key
 from memorybench.score.rows import covers_label
 
@@ -53,6 +59,9 @@ class Bootstrap(BaseModel):
     resamples: int = Field(10_000, ge=100)
     seed: int = 0
     confidence: float = Field(0.95, gt=0, lt=1)
+    #: how `paired_differences` adjusts the p-values of its category tests, over the family of
+    #: one metric's category tests in one pair: Holm's step-down method, or none
+    adjust: Literal["holm", "none"] = "holm"
 
     def resampling(self) -> Resampling:
         return Resampling(resamples=self.resamples, seed=self.seed, confidence=self.confidence)
@@ -70,9 +79,11 @@ def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[
     return float(found.low), float(found.high)  # type: ignore[arg-type]
 
 
-def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap, unit: str = "conversation") -> Interval:
-    """The main interval of a mean: cluster-robust t over the questions' clusters (`unit`)."""
-    return mean_interval(values, clusters, confidence=boot.confidence, unit=unit)
+def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap, unit: str = "conversation",
+              kind: str = "score") -> Interval:
+    """The main interval of a mean over the questions' clusters (`unit`): cluster-robust t for a
+    score, one that stays in [0, 1] for a rate (`intervals.mean_interval`)."""
+    return mean_interval(values, clusters, confidence=boot.confidence, unit=unit, kind=kind)
 
 
 def unit_of(rows: pd.DataFrame) -> str:
@@ -150,14 +161,16 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             row: dict[str, Any] = {"condition": condition, "category": category, "category_name": category_name(category)}
             shown = _covers_category(frame, condition, category)
             sel = f1[(f1["condition"] == condition) & in_category(f1, category)] if shown else f1.iloc[0:0]
-            found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel))
+            kind = metric_kind("locomo_f1", benchmark_of_rows(frame).name, [category] if category not in OVERALLS else [])
+            found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel), kind)
             low, high = _bounds(found)
             row.update({"runs": int(runs[condition]), "n": found.n, "conversations": found.clusters,
                         "locomo_f1": found.estimate if found.estimate is not None else math.nan,
                         "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category) if shown else math.nan,
                         "f1_ci_low": low, "f1_ci_high": high})
             if "wrong_gold" in frame.columns:  # the known gold errors' overlay applies to these packs
-                row.update(_gold_columns(sel, corrected.get(condition) if corrected is not None else None, category, boot))
+                row.update(_gold_columns(sel, corrected.get(condition) if corrected is not None else None, category, boot,
+                                         kind))
             for judge, (with_j, metrics, rows) in judged.items():
                 for name, per_question in metrics.items():
                     score = per_question.columns[-1]
@@ -165,7 +178,7 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                         jsel = per_question.iloc[0:0]
                     else:
                         jsel = per_question[(per_question["condition"] == condition) & in_category(per_question, category)]
-                    jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot, unit_of(jsel))
+                    jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot, unit_of(jsel), "rate")
                     jl, jh = _bounds(jfound)
                     row.update({judge_key(f"{name}_n" if name != "j" else "j_n", judge): jfound.n,
                                 judge_key(name, judge): jfound.estimate if jfound.estimate is not None else math.nan,
@@ -178,12 +191,13 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: int | str, boot: Bootstrap) -> dict[str, Any]:
+def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: int | str, boot: Bootstrap,
+                  kind: str = "score") -> dict[str, Any]:
     """LoCoMo F1 on the questions without a known wrong gold answer (`n_no_gold_error`,
     `f1_no_gold_error` and its interval), and with the audit's corrected answers scored by
     LoCoMo's rules where the design asks (`f1_corrected_gold`)."""
     clean = sel[~sel["wrong_gold"]]
-    found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot, unit_of(clean))
+    found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot, unit_of(clean), kind)
     low, high = _bounds(found)
     out: dict[str, Any] = {"n_no_gold_error": found.n, "f1_no_gold_error": _nan(found.estimate),
                            "f1_no_gold_error_ci_low": low, "f1_no_gold_error_ci_high": high}
@@ -196,10 +210,13 @@ def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: i
 def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Every condition against the first (the baseline), or each (baseline, condition) of
     `pairs` (condition labels the frame holds), paired by question over the
-    questions both hold, per overall (1-4, and 1-5 where both asked category 5) and metric
-    (LoCoMo F1; J of each judge both conditions have): the mean difference, its interval
-    and p-value over conversations, the minimum detectable difference (80% power, alpha
-    0.05), and the question-level interval conditional on these conversations."""
+    questions both hold, per overall (1-4, and 1-5 where both asked category 5) and then per
+    category, and per metric (LoCoMo F1; J of each judge both conditions have): the mean
+    difference, its interval and p-value over conversations, the minimum detectable difference
+    (80% power, alpha 0.05), and the question-level interval conditional on these
+    conversations (no p-value). The category rows' `p_adjusted` is Holm's over the category
+    tests of that metric and pair (`boot.adjust`), named in `family`; an overall row is one
+    test, not adjusted."""
     conditions = list(frame["condition"].unique())
     out: list[dict[str, Any]] = []
     if pairs is None:
@@ -218,40 +235,56 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tup
             per_question = _per_question(frame, column)
             a = per_question[per_question["condition"] == base].set_index("question_id")
             b = per_question[per_question["condition"] == condition].set_index("question_id")
+            unit = unit_of(frame[frame["condition"] == base])
+            common = [q for q in a.index if q in b.index]
             for overall, categories in OVERALLS.items():
                 if judge is not None and overall == "1-5":
                     continue
                 if not (_covers_category(frame, base, overall) and _covers_category(frame, condition, overall)):
                     continue
-                ids = [q for q in a.index if q in b.index and a.at[q, "category"] in categories]
-                x, y = a.loc[ids, column].to_numpy(float), b.loc[ids, column].to_numpy(float)
-                clusters = a.loc[ids, "sample_id"].to_numpy()
-                unit = unit_of(frame[frame["condition"] == base])
-                found = paired_difference(x, y, clusters, confidence=boot.confidence, unit=unit)
-                conditional = None
-                if len(ids) >= 2:
-                    # keyed as `compare` keys it (metric, what it covers), so both print one interval
-                    covers = covers_label(sorted({int(c) for c in a.loc[ids, "category"]}))
-                    key = "j" if judge is not None else metric
-                    conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), key, covers, "difference",
-                                                            unit=unit)
-                out.append({
-                    "baseline": base, "condition": condition, "metric": metric, "categories": overall,
-                    "questions": len(ids), "conversations": found.clusters,
-                    "a": _nan(found.a), "b": _nan(found.b), "difference": _nan(found.difference),
-                    "ci_low": _nan(found.low), "ci_high": _nan(found.high), "p": _nan(found.p_two_sided),
-                    "p_text": format_p(found.p_two_sided, found.p_resolution),
-                    "mdd": _nan(found.mdd),
-                    "conditional_ci_low": _nan(conditional.low) if conditional else math.nan,
-                    "conditional_ci_high": _nan(conditional.high) if conditional else math.nan,
-                    "method": found.method if found.note is None else f"{found.method}: {found.note}",
-                    "protocols": _protocols(frame, base, condition),
-                })
+                ids = [q for q in common if a.at[q, "category"] in categories]
+                row = _paired_row(a, b, ids, column, metric, judge, unit, boot)
+                out.append({"baseline": base, "condition": condition, "metric": metric, "categories": overall, **row,
+                            "p_adjusted": row["p"], "family": "one test (an overall): not adjusted",
+                            "protocols": _protocols(frame, base, condition)})
+            held = sorted({int(a.at[q, "category"]) for q in common if judge is None or a.at[q, "category"] in OVERALLS["1-4"]})
+            rows = [_paired_row(a, b, [q for q in common if a.at[q, "category"] == c], column, metric, judge, unit, boot)
+                    for c in held]
+            ps = [None if math.isnan(r["p"]) else r["p"] for r in rows]
+            adjusted = holm(ps) if boot.adjust == "holm" else ps
+            family = (f"Holm over the {len(rows)} category tests of {metric}, {base} vs {condition}"
+                      if boot.adjust == "holm" else f"unadjusted ({len(rows)} category tests of {metric})")
+            for category, row, p in zip(held, rows, adjusted):
+                out.append({"baseline": base, "condition": condition, "metric": metric, "categories": str(category), **row,
+                            "p_adjusted": _nan(p), "family": family, "protocols": _protocols(frame, base, condition)})
     return pd.DataFrame(out, columns=_PAIRED_COLUMNS)
 
 
+def _paired_row(a: pd.DataFrame, b: pd.DataFrame, ids: list[str], column: str, metric: str, judge: str | None, unit: str,
+                boot: Bootstrap) -> dict[str, Any]:
+    """One paired test over `ids`: B minus A with its interval, p and MDD over the clusters, and
+    the question-level interval conditional on them (keyed as `compare` keys it)."""
+    x, y = a.loc[ids, column].to_numpy(float), b.loc[ids, column].to_numpy(float)
+    clusters = a.loc[ids, "sample_id"].to_numpy()
+    found = paired_difference(x, y, clusters, confidence=boot.confidence, unit=unit)
+    conditional = None
+    if len(ids) >= 2:
+        # keyed as `compare` keys it (metric, what it covers), so both print one interval
+        covers = covers_label(sorted({int(c) for c in a.loc[ids, "category"]}))
+        key = "j" if judge is not None else metric
+        conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), key, covers, "difference", unit=unit)
+    return {"questions": len(ids), "conversations": found.clusters,
+            "a": _nan(found.a), "b": _nan(found.b), "difference": _nan(found.difference),
+            "ci_low": _nan(found.low), "ci_high": _nan(found.high), "p": _nan(found.p_two_sided),
+            "p_text": format_p(found.p_two_sided, found.p_resolution), "mdd": _nan(found.mdd),
+            "conditional_ci_low": _nan(conditional.low) if conditional else math.nan,
+            "conditional_ci_high": _nan(conditional.high) if conditional else math.nan,
+            "method": found.method if found.note is None else f"{found.method}: {found.note}"}
+
+
 _PAIRED_COLUMNS = ["baseline", "condition", "metric", "categories", "questions", "conversations", "a", "b", "difference",
-                   "ci_low", "ci_high", "p", "p_text", "mdd", "conditional_ci_low", "conditional_ci_high", "method", "protocols"]
+                   "ci_low", "ci_high", "p", "p_text", "p_adjusted", "family", "mdd", "conditional_ci_low",
+                   "conditional_ci_high", "method", "protocols"]
 
 
 def _nan(value: float | None) -> float:
@@ -299,7 +332,7 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
 
             def row(kind: str, name: str, sel: pd.DataFrame, score: str = score, bench: Any = bench,
                     base: dict[str, Any] = base) -> dict[str, Any]:
-                found = _interval(sel[score].to_numpy(), sel["sample_id"].to_numpy(), boot, bench.unit)
+                found = _interval(sel[score].to_numpy(), sel["sample_id"].to_numpy(), boot, bench.unit, "rate")
                 low, high = _bounds(found)
                 return {**base, "type": kind, "type_name": name, "n": found.n, "accuracy": _nan(found.estimate),
                         "ci_low": low, "ci_high": high,
@@ -311,11 +344,16 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             if bench.task_averaged:
                 every = all(k["n"] for k in kinds)
                 missing = ", ".join(k["type_name"] for k in kinds if not k["n"])
+                typed = scores[scores["category"].isin(list(bench.category_names))]
+                averaged = (stratified_rate_interval(typed[score].to_numpy(), typed["category"].to_numpy(),
+                                                     confidence=boot.confidence, unit=bench.unit) if every else None)
                 out.append({**base, "type": "task-averaged", "n": sum(k["n"] for k in kinds),
                             "type_name": f"mean of the {len(kinds)} per-{bench.kind_word} accuracies"
                                          + ("" if every else f" (none: no question of {missing})"),
-                            "accuracy": float(np.mean([k["accuracy"] for k in kinds])) if every else math.nan,
-                            "ci_low": math.nan, "ci_high": math.nan, "interval": None})
+                            "accuracy": _nan(averaged.estimate) if averaged else math.nan,
+                            "ci_low": _nan(averaged.low) if averaged else math.nan,
+                            "ci_high": _nan(averaged.high) if averaged else math.nan,
+                            "interval": averaged.method if averaged else None})
             out.append(row("overall", "every judged question", scores))
             for subset, mark in bench.id_marks.items():
                 out.append(row(subset, f"questions whose id holds {mark!r} (also in their {bench.kind_word})",

@@ -242,8 +242,21 @@ def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- judges ---------------------------------------------------------------------------
-def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Per condition and judge: its passes, J mean and sd over passes, the share of rows whose
+def _rate_interval(values: pd.Series, clusters: pd.Series, unit: str, confidence: float) -> tuple[float, float, str]:
+    """(low, high, method) of a rate's interval over its clusters (`intervals.mean_interval`,
+    kind rate); nan bounds where there is none, the method saying why."""
+    from memorybench.compare.intervals import mean_interval
+
+    found = mean_interval(values.to_numpy(float), clusters.to_numpy(), confidence=confidence, unit=unit, kind="rate")
+    method = found.method if found.note is None else f"{found.method}: {found.note}"
+    return (math.nan, math.nan, method) if found.low is None else (float(found.low), float(found.high), method)
+
+
+def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per condition and judge: its passes, J mean and sd over passes, and beside them J's
+    interval over the benchmark's unit (`j_ci_low`, `j_ci_high`, `interval`: a question's J is
+    its mean over passes and packs; the sd over passes says how the judge wavers, the interval
+    how J would move on other conversations, about ten times as much), the share of rows whose
     parsed passes all agree, and the rows and verdicts with no readable label."""
     out = []
     for judge in judges_of(frame):
@@ -257,6 +270,12 @@ def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             failed = judged[judge_key("j_failed", judge)].fillna(0)
             passes = run_rows[judge_key("j_passes", judge)]
             sd = run_rows[judge_key("j_sd", judge)]
+            bench = benchmark_of_rows(rows)
+            scored = (judged if bench.own_lexical_rules else rows[rows["category"].map(bench.judges)]).dropna(
+                subset=[judge_key("j_score", judge)])
+            per_question = scored.groupby(["question_id", "sample_id"], sort=False)[judge_key("j_score", judge)].mean()
+            low, high, method = _rate_interval(per_question, per_question.index.get_level_values("sample_id").to_series(),
+                                               bench.unit, confidence)
             out.append({
                 "condition": condition,
                 "judge": judge,
@@ -264,13 +283,14 @@ def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                 "passes": int(passes.max()) if passes.notna().any() else 0,
                 "j_mean": run_rows[judge_key("j_mean", judge)].mean(),
                 "j_sd": sd.mean() if sd.notna().any() else math.nan,
+                "j_ci_low": low, "j_ci_high": high, "interval": method,
                 "rows_compared": len(compared),
                 "agreement": compared.astype(bool).mean() if len(compared) else math.nan,
                 "failed_rows": int((failed > 0).sum()),
                 "failed_verdicts": int(failed.sum()),
             })
-    return pd.DataFrame(out, columns=["condition", "judge", "runs", "passes", "j_mean", "j_sd", "rows_compared", "agreement",
-                                      "failed_rows", "failed_verdicts"])
+    return pd.DataFrame(out, columns=["condition", "judge", "runs", "passes", "j_mean", "j_sd", "j_ci_low", "j_ci_high",
+                                      "interval", "rows_compared", "agreement", "failed_rows", "failed_verdicts"])
 
 
 def _label(value: Any) -> str | None:
@@ -278,9 +298,13 @@ def _label(value: Any) -> str | None:
     return value if value in ("CORRECT", "WRONG") else None
 
 
-def judge_agreement(frame: pd.DataFrame) -> pd.DataFrame:
+def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     """Two judges on the same rows: per condition, judge pair and category (1-4 and all),
-    the rows both labelled (pass 1), the share with equal labels and Cohen's kappa."""
+    the rows both labelled (pass 1), the share with equal labels and Cohen's kappa with its
+    interval over the benchmark's unit (leave-one-conversation-out jackknife,
+    `memorybench.compare.rates.kappa_interval`)."""
+    from memorybench.compare.rates import kappa_interval
+
     judges = judges_of(frame)
     out = []
     for i, a in enumerate(judges):
@@ -291,15 +315,21 @@ def judge_agreement(frame: pd.DataFrame) -> pd.DataFrame:
                 for category in [*JUDGED, "all"]:
                     sel = rows[in_category(rows, category)]
                     result = agreement_of([_label(x) for x in sel[va]], [_label(x) for x in sel[vb]])
+                    labelled = sel[sel[va].map(_label).notna() & sel[vb].map(_label).notna()]
+                    found = kappa_interval(labelled[va] == "CORRECT", labelled[vb] == "CORRECT", labelled["sample_id"],
+                                           confidence=confidence, unit=benchmark_of_rows(rows).unit)
                     out.append({
                         "condition": condition, "judge_a": a, "judge_b": b, "category": category,
                         "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "all" else "1-4",
                         "rows": result.rows, "unlabelled": result.unlabelled,
                         "equal_share": math.nan if result.share is None else result.share,
                         "kappa": math.nan if result.kappa is None else result.kappa,
+                        "kappa_ci_low": math.nan if found.low is None else found.low,
+                        "kappa_ci_high": math.nan if found.high is None else found.high,
+                        "interval": found.method if found.note is None else f"{found.method}: {found.note}",
                     })
     return pd.DataFrame(out, columns=["condition", "judge_a", "judge_b", "category", "category_name", "rows", "unlabelled",
-                                      "equal_share", "kappa"])
+                                      "equal_share", "kappa", "kappa_ci_low", "kappa_ci_high", "interval"])
 
 
 # -- answers --------------------------------------------------------------------------
@@ -385,21 +415,22 @@ def _refuses(prediction: str) -> bool:
     return any(phrase in lowered for phrase in ABSTENTION_PHRASES)
 
 
-def refusals(frame: pd.DataFrame) -> pd.DataFrame:
+def refusals(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per condition the share of answers that refuse (LoCoMo's category-5 phrases) on category 5
+    and on categories 1-4, each a rate with its interval over conversations (stays in [0, 1])."""
     out = []
     for condition, rows in frame.groupby("condition", sort=False):
         # a question's refusal rate over its replicates; each question counts once
         refused = rows.assign(refused=rows["prediction"].map(_refuses).astype(float)).groupby(
-            ["question_id", "category"], sort=False)["refused"].mean().reset_index()
-        adversarial = refused[refused["category"] == 5]["refused"]
-        answerable = refused[refused["category"].between(1, 4)]["refused"]
-        out.append({
-            "condition": condition,
-            "cat5_n": len(adversarial),
-            "cat5_refusal_rate": adversarial.mean() if len(adversarial) else math.nan,
-            "cat1_4_n": len(answerable),
-            "cat1_4_refusal_rate": answerable.mean() if len(answerable) else math.nan,
-        })
+            ["question_id", "sample_id", "category"], sort=False)["refused"].mean().reset_index()
+        row: dict[str, Any] = {"condition": condition}
+        unit = benchmark_of_rows(rows).unit
+        for name, sel in (("cat5", refused[refused["category"] == 5]), ("cat1_4", refused[refused["category"].between(1, 4)])):
+            low, high, method = (_rate_interval(sel["refused"], sel["sample_id"], unit, confidence) if len(sel)
+                                 else (math.nan, math.nan, "-"))
+            row.update({f"{name}_n": len(sel), f"{name}_refusal_rate": sel["refused"].mean() if len(sel) else math.nan,
+                        f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_interval": method})
+        out.append(row)
     return pd.DataFrame(out)
 
 

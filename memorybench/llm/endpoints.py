@@ -215,7 +215,7 @@ class LocalProvider:
 
         # a judge that sends no limit (BEAM's) is sized for a reply of UNLIMITED_REPLY_TOKENS
         reply = UNLIMITED_REPLY_TOKENS if node.get("max_tokens") is None else int(node.max_tokens)
-        spec, n_ctx, reason = choose_local_model(longest_prompt_tokens + reply, str(node.model or "auto"))
+        spec, n_ctx, reason = choose_local_model(longest_prompt_tokens + reply, str(node.model or "auto"), role=role)
         if node.get("n_ctx"):
             n_ctx = int(node.n_ctx)
         weights = spec.path()

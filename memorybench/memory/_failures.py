@@ -16,7 +16,7 @@ conversations it loaded from the pack as well as those it built.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from memorybench.config import MemoryConfig
 from memorybench.errors import UserError
@@ -36,6 +36,10 @@ class WriterMemoryConfig(MemoryConfig):
     #: the largest share (0..1) of failed writer tasks a run goes on with; above it qa stops
     #: before the reader sees that memory (1.0: never stop)
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
+    #: build from only the first N sessions of each conversation (None: all of them): the
+    #: sessions fed to the writer, the same setting and meaning for our clones and the
+    #: wrapped libraries (`memorybench.memory._prefix`); in the run id only when set
+    max_sessions: Optional[int] = None
 
 
 def failed_share_limit(memory: Any) -> float | None:

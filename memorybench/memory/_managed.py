@@ -15,6 +15,9 @@
   from there instead of building again: a resumed run pays for no writer call twice.
   Methods that qa.py builds up front by software alone (full_context, released
   summaries) are rebuilt instead: they write nothing and cost nothing;
+- builds from the first `memory.max_sessions` sessions of each conversation when that is
+  set (`_prefix.py`: one setting for every method, clone or wrapped library), and records
+  the prefix in the built memory's metadata;
 - stops the run (`check_writer_failures`, called by qa.py once a conversation's memory is
   committed and before any question over it) when more than `memory.max_failed_share`
   of the writer tasks failed (`_failures.py`).
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._failures import check_failed_share, failed_share_limit, writer_tally
+from memorybench.memory._prefix import max_sessions, prefix_record, session_prefix
 from memorybench.memory._records import BuildCost, RetrievalV2, StoredMemory
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.pack import layout
@@ -105,6 +109,8 @@ class ManagedMethod:
         self.max_memory_tokens = budget_of(cfg)
         #: the most writer tasks that may fail, as a share (None: the method has no writer bound)
         self.max_failed_share = failed_share_limit(cfg.memory)
+        #: build from only the first N sessions of each conversation (None: all; `_prefix.py`)
+        self.max_sessions = max_sessions(cfg.memory)
         #: "local clone of ...", for packs and tables (None for our own methods)
         self.clone_of: str | None = getattr(inner, "clone_of", None)
 
@@ -128,6 +134,7 @@ class ManagedMethod:
 
     # -- build -------------------------------------------------------------------------
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
+        whole, conversation = conversation, session_prefix(conversation, self.max_sessions)
         sid = conversation.sample_id
         committed = {row["sample_id"] for row in ctx.pack.memory_manifest.rows()}
         if sid in committed:
@@ -151,6 +158,8 @@ class ManagedMethod:
         cost = None if any(c is None for c in costs) else round(sum(costs), 10)
         memory_tokens = built.metadata.get("memory_tokens") if built.text is not None else None
         built.metadata.update(self._labels(ctx))
+        if self.max_sessions is not None:
+            built.metadata["prefix"] = prefix_record(self.max_sessions, conversation, whole)
         if built.text is None and self.max_memory_tokens is not None:
             built.metadata["budget"] = {"max_memory_tokens": self.max_memory_tokens,
                                         "applied": f"per question: memory/{self.name}/retrievals.jsonl"}

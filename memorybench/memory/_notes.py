@@ -25,6 +25,9 @@ def memory_notes(cfg: DictConfig) -> list[str]:
         notes.append(f"memory={name} is a local clone of {clone_of}; not the original implementation.")
     own = getattr(cls, "run_notes", None)
     notes += own(cfg) if own is not None else []
+    from memorybench.memory._prefix import prefix_note
+
+    notes += prefix_note(cfg.memory)
     if writes_memory(cls, cfg):
         writer = cfg.writer
         what = getattr(cls, "written_what", "Memory was")

@@ -189,6 +189,25 @@ class Coverage(Record):
     absent_question_ids: list[str]
 
 
+class QuestionSelection(Record):
+    """How a run chose its questions, other than a prefix (`RunMeta.selection`): the listed
+    `question_ids`, or a seeded `question_sample` of each kind (`memorybench.data.selection`).
+
+    The run's questions are `question_ids`, in file order; `is_prefix` is true when they are
+    fewer than the dataset's, as for a `max_questions` prefix: a part, not the benchmark.
+    """
+
+    #: the config key that chose them: "question_ids" or "question_sample"
+    by: str
+    #: question_sample: questions of each kind, and the seed of the draw (null for question_ids)
+    per_kind: Optional[int] = None
+    seed: Optional[int] = None
+    #: the questions asked, in file order
+    question_ids: list[str]
+    #: per kind (category number as a string): [asked, of the kind's questions in the dataset]
+    by_kind: dict[str, list[int]]
+
+
 class RunMeta(Record, schema="run_meta.v1"):
     run_id: str
     name: str
@@ -220,6 +239,9 @@ class RunMeta(Record, schema="run_meta.v1"):
     #: the plugins whose components the run used: name, module, distribution, version,
     #: source_sha256 (they enter the run id); left out of the file when there are none
     plugins: list[dict[str, Any]] = Field(default_factory=list)
+    #: the questions chosen by `question_ids` or `question_sample` (`QuestionSelection`);
+    #: omitted for every question and for a `max_questions` prefix
+    selection: Optional[QuestionSelection] = None
 
     @model_serializer(mode="wrap")
     def _without_empty_plugins(self, handler: Any) -> dict[str, Any]:
@@ -230,6 +252,8 @@ class RunMeta(Record, schema="run_meta.v1"):
             data.pop("categories", None)
         if data.get("partial") is None:
             data.pop("partial", None)
+        if data.get("selection") is None:
+            data.pop("selection", None)
         return data
 
 

@@ -106,6 +106,8 @@ def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], be
         metrics["counts"]["by_category"][str(category)] = sum(1 for r in rows if r["category"] == category)
     if meta.get("partial"):  # a partial import (RunMeta.partial): what it holds and what is absent
         metrics["partial"] = meta["partial"]
+    if meta.get("selection"):  # questions chosen by id or by a seeded sample (RunMeta.selection)
+        metrics["selection"] = meta["selection"]
     return metrics
 
 
@@ -137,6 +139,8 @@ def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], b
                                "by_category": by_category}
     if meta.get("partial"):  # a partial import (RunMeta.partial), as for LoCoMo
         metrics["partial"] = meta["partial"]
+    if meta.get("selection"):  # questions chosen by id or by a seeded sample, as for LoCoMo
+        metrics["selection"] = meta["selection"]
     return metrics
 
 

@@ -12,8 +12,10 @@ The two wrong sets come from the LoCoMo audit dial481/locomo-audit (pinned files
 Their rows `locomo_{conversation index}_qa{qa index}` (both 0-based in file order) join our
 question ids `{sample_id}-q-{qa index}`; every row's question and gold answer are checked
 against the pinned locomo10.json. The stage reports, per category and over 1-4, the share
-of each set the judge accepts (labels CORRECT) with a conversation-level interval
-(`memorybench.compare.intervals.mean_interval`), and writes a calibration record keyed by
+of each set the judge accepts (labels CORRECT) with a conversation-level interval for a rate
+(`memorybench.compare.intervals.mean_interval(kind="rate")`: Korn-Graubard's, Clopper-Pearson
+on the effective size after the conversations' design effect, so an acceptance near 0 or 1
+keeps an interval inside [0, 1] that covers), and writes a calibration record keyed by
 the judge's identity (`memorybench.pack.judge_calibration`) beside the response cache:
 
     <paths.cache>/judge_check/<judge id>/<scope>/calibration.json   judge_calibration.v1
@@ -150,7 +152,8 @@ def calibration_rows(pins: Any = None, max_questions: int | None = None) -> dict
 # -- the rates ----------------------------------------------------------------------------
 def _rate(verdicts: Sequence[AutoraterVerdict], confidence: float) -> Rate:
     judged = [v for v in verdicts if v.score is not None]
-    interval = mean_interval([float(v.score or 0) for v in judged], [v.sample_id for v in judged], confidence=confidence)
+    interval = mean_interval([float(v.score or 0) for v in judged], [v.sample_id for v in judged], confidence=confidence,
+                             kind="rate")
     return Rate(rate=interval.estimate, low=interval.low, high=interval.high, accepted=sum(v.score or 0 for v in judged),
                 judged=len(judged), failed=len(verdicts) - len(judged), conversations=interval.clusters,
                 method=interval.method, note=interval.note)

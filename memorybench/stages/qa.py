@@ -18,7 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memorybench.config import shown_override
+from memorybench.config import recorded_config, shown_override
 from memorybench.errors import UserError
 from memorybench.names import writable_folder
 from memorybench.hashing import sha256_file
@@ -36,7 +36,7 @@ from memorybench.pack.location import PackLocation
 from memorybench.pack.lock import folder_lock
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
-from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, RunMeta
+from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, QuestionSelection, RunMeta
 from memorybench.pack.trace_md import write_trace_md
 from memorybench.progress import CALLS, Progress, format_eta, say
 from memorybench.provenance import git_state, package_versions, utc_now
@@ -55,9 +55,12 @@ class QaResult:
     pack_uri: str
 
 
-def select_questions(conversations: Sequence[Conversation], max_questions: int | None) -> list[Question]:
-    questions = list(iter_questions(conversations))
-    return questions[:max_questions] if max_questions else questions
+def select_questions(conversations: Sequence[Conversation], cfg: Any) -> list[Question]:
+    """The run's questions in file order: all, the first `max_questions`, the listed
+    `question_ids` or a seeded `question_sample` (memorybench.data.selection)."""
+    from memorybench.data.selection import select_questions as select
+
+    return select(list(iter_questions(conversations)), cfg)
 
 
 def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True) -> QaResult:
@@ -71,7 +74,7 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     rid, sha = run_identity(cfg)
     data_path, data_info = resolve_dataset(cfg.dataset, cfg.paths.pins)
     conversations = load_dataset(data_path, str(cfg.dataset.name))
-    questions = select_questions(conversations, cfg.max_questions)
+    questions = select_questions(conversations, cfg)
     where = PackLocation.of(cfg, rid)
     if where.is_finished():  # read only: a finished pack needs no lock
         return _finished(where)
@@ -134,14 +137,15 @@ def _write(
     if method.software_only and not method.question_dependent:
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
     longest = longest_prompt_tokens((m.text or "" for m in memories.values()), prompt_chars(cfg), method.memory_tokens_bound(needed))
-    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(clean_config(cfg)))  # URLs as the run id hashes them
+    # URLs as the run id hashes them; an unset question selection left out (as before it existed)
+    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(recorded_config(clean_config(cfg))))
     from memorybench.estimate import write_estimate
 
     write_estimate(cfg, rid, pack)  # calls, tokens and cost as counted before the first call (estimate.json)
 
     with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
         meta = _run_meta(cfg, rid, sha, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
-                         total=sum(len(c.questions) for c in conversations), overrides=overrides, choices=choices)
+                         every=list(iter_questions(conversations)), overrides=overrides, choices=choices)
         pack.write_json(layout.RUN_META, meta)
         bar = Progress("qa", len(questions), initial=len(answered), enabled=progress)
         prefill = PrefillNotes(bar.note, _local_model(answerer.models), method.question_dependent)
@@ -296,11 +300,17 @@ def _run_meta(
     data_info: dict[str, Any],
     questions: list[Question],
     *,
-    total: int,
+    every: list[Question],
     overrides: Sequence[str],
     choices: dict[str, str] | None,
 ) -> RunMeta:
-    """run_meta.json of this run; a resumed run keeps its first start time and counts the resume."""
+    """run_meta.json of this run; a resumed run keeps its first start time and counts the resume.
+    A run of fewer questions than the dataset's is a prefix (`is_prefix`), whether the first
+    `max_questions` or a selection (`selection`: which ids, and how they were chosen)."""
+    from memorybench.data.selection import selection_record
+
+    total = len(every)
+    selection = selection_record(cfg, every, questions)
     started_at, resumed = utc_now(), 0
     if pack.path(layout.RUN_META).is_file():
         previous = PackReader.open(pack.root).meta()
@@ -324,8 +334,9 @@ def _run_meta(
         is_prefix=len(questions) < total,
         max_questions=cfg.max_questions,
         local_model=local,
-        notes=_notes(cfg, local, len(questions), total) + memory_notes(cfg),
+        notes=_notes(cfg, local, len(questions), total, selection) + memory_notes(cfg),
         resumed=resumed,
+        selection=QuestionSelection.model_validate(selection) if selection is not None else None,
         plugins=plugins_used(OmegaConf.to_container(cfg, resolve=True)),
     )
 
@@ -373,16 +384,29 @@ def _choices(cfg: DictConfig) -> dict[str, str]:
     return {g: str(cfg[g].name) for g in ("dataset", "memory", "reader", "writer", "answerer", "judge") if g in cfg}
 
 
-def _notes(cfg: DictConfig, local: bool, n: int, total: int) -> list[str]:
+def _notes(cfg: DictConfig, local: bool, n: int, total: int, selection: dict[str, Any] | None = None) -> list[str]:
     from memorybench.benchmark import benchmark_of
 
     notes = []
     if local:
         title = benchmark_of(str(cfg.dataset.name)).title
         notes.append(f"Answers from the embedded local model: not comparable with published {title} numbers.")
-    if n < total:
+    if selection is not None:
+        notes.append(selection_note(selection, total))
+    elif n < total:
         notes.append(f"Prefix run: the first {n} of {total} questions in file order (max_questions={cfg.max_questions}).")
     return notes
+
+
+def selection_note(selection: dict[str, Any], total: int) -> str:
+    """run_meta's note on a selected subset (RunMeta.selection), labelled as a prefix is: a part, not the benchmark."""
+    n = len(selection["question_ids"])
+    if selection["by"] == "question_ids":
+        return f"Subset run: {n} of {total} questions chosen by id (question_ids), asked in file order."
+    short = [k for k, (_, of) in selection["by_kind"].items() if of < selection["per_kind"]]
+    fewer = f"; every question of kind {', '.join(short)} (fewer than {selection['per_kind']})" if short else ""
+    return (f"Sample run: {n} of {total} questions, up to {selection['per_kind']} of each of {len(selection['by_kind'])} "
+            f"kinds drawn with seed {selection['seed']} (question_sample){fewer}, asked in file order.")
 
 
 def print_summary(result: QaResult) -> None:

@@ -41,12 +41,25 @@ def write_scores(pack_root: Path) -> dict[str, Any]:
     return metrics
 
 
+def selection_label(selection: dict[str, Any]) -> str:
+    """The line a results table gives a run of selected questions (RunMeta.selection)."""
+    n = len(selection.get("question_ids") or ())
+    if selection.get("by") == "question_sample":
+        how = f"a sample of up to {selection.get('per_kind')} per kind, seed {selection.get('seed')} (question_sample)"
+    else:
+        how = "chosen by id (question_ids)"
+    return f"Subset: {n} questions, {how}; not the whole benchmark."
+
+
 def format_table(metrics: dict[str, Any]) -> str:
     """The results table printed at the end of a run: category number beside its name."""
     lines = []
     if metrics.get("local_model"):
         lines.append(f"Embedded local model: not comparable with published {benchmark_named(metrics.get('benchmark')).title} numbers.")
-    if metrics.get("is_prefix"):
+    selection = metrics.get("selection")
+    if selection:  # question_ids or question_sample (RunMeta.selection): a part, labelled as a prefix is
+        lines.append(selection_label(selection))
+    elif metrics.get("is_prefix"):
         lines.append(f"Smoke test: the first {metrics['questions']} questions only (max_questions).")
     partial = metrics.get("partial")
     if partial:  # a partial import (import --allow-partial): not a prefix, some conversations or rows

@@ -12,8 +12,8 @@ from memorybench.benchmark import LOCOMO, LONGMEMEVAL
 from memorybench.compare.aggregate import pack_examples
 from memorybench.compare.blame import BASIS_F1, f1_basis, pack_blame
 from memorybench.pack.walk import PackWalker
-from memorybench.stages.show import show
-from memorybench.stages.view import view_payload
+from memorybench.viewers.show import show
+from memorybench.viewers.view import view_payload
 
 DIAGNOSTIC = "stemmed_token_f1>=0.5"
 

@@ -224,10 +224,41 @@ def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
     assert "condition A (full_context / scripted): 10 questions" in text  # what A and B are, in words
     assert "condition B (session_summaries / scripted)" in text and "sd over 1" not in text
     assert "LoCoMo F1 (categories 1-5)" in text and "J (categories 1-4 (category 5 not asked))" in text
-    assert "cluster-robust t (CR1), 2 conversations, 1 df" in text and "cannot be told from noise" in text
+    assert "cluster-robust t (CR1), 2 conversations, 1 df" in text and "noise" not in text
     assert "conditional on these 2 conversations" in text
     result = json.loads(out.read_text())
     assert result["schema"] == "compare.v2" and "200 resamples" in result["difference"]["locomo_f1"]["conditional"]["method"]
+    f1 = result["difference"]["locomo_f1"]
+    # what the MDD is, in words: never "cannot be told from noise"
+    verdict = ("this difference is significant" + (" although smaller than it" if abs(f1["difference"]) < f1["mdd"] else "")
+               if f1["p_two_sided"] < 0.05 else "this difference is not significant, which does not show there is none "
+               "(a true difference below the MDD is detected with less than 80% power)")
+    assert (f"    minimum detectable difference {f1['mdd']:.4f}: the true difference this design (2 conversations) "
+            f"detects with 80% power at two-sided alpha 0.05; {verdict}\n") in text
+    # the question-level bootstrap: an interval only, labelled conditional, no p-value
+    c = f1["conditional"]
+    assert (f"    paired question-level percentile bootstrap (200 resamples), conditional on these 2 conversations: "
+            f"[{c['low']:.4f}, {c['high']:.4f}] (an interval only, no p-value)\n") in text and c["p_two_sided"] is None
+    # per category, Holm over the five category tests of LoCoMo F1 (by hand: sorted p times 5, 4, ... made monotone)
+    family = f1["by_category"]
+    assert family["family"] == "Holm over the 5 category tests of LoCoMo F1 in this comparison"
+    assert "    by category (Holm over the 5 category tests of LoCoMo F1 in this comparison):\n" in text
+    tests = family["tests"]
+    order = sorted(range(len(tests)), key=lambda i: tests[i]["p_two_sided"])
+    expected, running = {}, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(tests) - rank) * tests[i]["p_two_sided"]))
+        expected[i] = running
+    for i, t in enumerate(tests):
+        assert t["p_adjusted"] == pytest.approx(expected[i]) and t["p_adjusted"] >= t["p_two_sided"]
+        line = (f"      {t['category']} {t['name']:<13} {t['difference']:+.4f} (n {t['n']}, 2 conversations) "
+                f"[{t['low']:.4f}, {t['high']:.4f}], p {t['p_text']}, Holm p {expected[i]:.4f}\n")
+        assert line in text, line
+    assert [t["category"] for t in tests] == [1, 2, 3, 4, 5]
+    assert compare_main([str(packs["seed0"]), "--vs", str(packs["summaries"]), "--adjust", "none", "--json", "-"]) == 0
+    unadjusted = json.loads(capsys.readouterr().out)["difference"]["locomo_f1"]["by_category"]
+    assert unadjusted["family"].startswith("unadjusted: 5 category tests")
+    assert all(t["p_adjusted"] == t["p_two_sided"] for t in unadjusted["tests"])
     assert compare_main([str(packs["seed0"]), "--resamples", "200", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["questions"] == 10
     assert compare_main([str(packs["seed0"]), "--vs", str(packs["summaries"]), "--categories", "1-4", "--json", "-"]) == 0

@@ -15,8 +15,10 @@ from memorybench.compare.intervals import (
     cluster_paired_bootstrap,
     cluster_robust_se,
     format_p,
+    holm,
     key_digest,
     mean_interval,
+    mdd_sentence,
     minimum_detectable_difference,
     p_as_json,
     paired_difference,
@@ -64,16 +66,54 @@ def test_equal_scores_give_no_width_and_the_note_says_why() -> None:
     assert got.note == "every score is 1: no spread between conversations, so the t interval has no width"
 
 
-def test_right_or_wrong_scores_of_independent_questions_get_wilsons_interval() -> None:
+def test_a_rate_of_independent_questions_gets_wilsons_interval() -> None:
     # 4 of 4 right, z = 1.959964: Wilson's low is n / (n + z^2) = 4 / 7.841459 = 0.510109, high 1
-    got = mean_interval([1, 1, 1, 1], ["q1", "q2", "q3", "q4"], unit="question")
+    got = mean_interval([1, 1, 1, 1], ["q1", "q2", "q3", "q4"], unit="question", kind="rate")
     assert got.estimate == 1.0 and got.high == pytest.approx(1.0) and got.low == pytest.approx(0.510109, abs=1e-6)
     assert got.method == "Wilson score, 4 questions (right or wrong, independent)" and got.note is None
     # 17 of 20: p 0.85, the textbook Wilson 95% interval (0.6396, 0.9476)
-    some = mean_interval([1] * 17 + [0] * 3, [f"q{i}" for i in range(20)], unit="question")
+    some = mean_interval([1] * 17 + [0] * 3, [f"q{i}" for i in range(20)], unit="question", kind="rate")
     assert (some.low, some.high) == pytest.approx((0.639581, 0.947631), abs=1e-6)
-    # a continuous score of the same questions keeps the t interval
+    # one question is still a rate with an interval: 1 of 1, low 1 / (1 + z^2) = 0.206549
+    one = mean_interval([1], ["q1"], unit="question", kind="rate")
+    assert (one.low, one.high) == pytest.approx((0.206549, 1.0), abs=1e-6)
+
+
+def test_the_interval_follows_the_metrics_kind_not_the_values_seen() -> None:
+    # a diagnostic F1 that was 0 on 20 questions is a score: the t interval (no width, said so), never Wilson's
+    zeros = mean_interval([0.0] * 20, [f"q{i}" for i in range(20)], unit="question")
+    assert zeros.method.startswith("cluster-robust") and zeros.note is not None and "no width" in zeros.note
+    assert mean_interval([0.0] * 20, [f"q{i}" for i in range(20)], unit="question", kind="rate").method.startswith("Wilson")
     assert mean_interval([0.5, 1, 0.25, 1], ["q1", "q2", "q3", "q4"], unit="question").method.startswith("cluster-robust")
+    with pytest.raises(ValueError, match="kind='share'"):
+        mean_interval([0, 1], ["a", "b"], kind="share")
+
+
+def test_a_clustered_rate_gets_korn_graubards_interval_by_hand() -> None:
+    from scipy import stats
+
+    # 0 of 150 wrong answers accepted in 10 conversations: no variance seen, design effect 1;
+    # n* = 150 (z / t(0.975, 9))^2 = 150 (1.959964 / 2.262157)^2 = 112.60; Clopper-Pearson's high for
+    # 0 of n* is 1 - 0.025^(1/n*) = 0.032230
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, 9)
+    n_star = 150 * (z / t) ** 2
+    assert n_star == pytest.approx(112.60, abs=0.01)
+    got = mean_interval([0.0] * 150, [f"conv-{i % 10}" for i in range(150)], kind="rate")
+    assert (got.estimate, got.low) == (0.0, 0.0) and got.high == pytest.approx(1 - 0.025 ** (1 / n_star), rel=1e-9)
+    assert got.high == pytest.approx(0.032230, abs=1e-6)
+    assert got.method == "Korn-Graubard (Clopper-Pearson, design effect 1.00, t 9 df), 10 conversations (a rate)"
+    # the VALUES example: p 5/9 of 9 in 3 conversations, CR1 variance 237/6561, binomial 20/729:
+    # deff = (237/6561) / (20/729) = 237/180 = 1.316667; n* = 9 / deff * (z / t(0.975, 2))^2
+    deff = (237 / 6561) / ((5 / 9) * (4 / 9) / 9)
+    assert deff == pytest.approx(237 / 180)
+    n_star = 9 / deff * (z / stats.t.ppf(0.975, 2)) ** 2
+    x = 5 / 9 * n_star
+    low, high = stats.beta.ppf(0.025, x, n_star - x + 1), stats.beta.ppf(0.975, x + 1, n_star - x)
+    rate = mean_interval(VALUES, CLUSTERS, kind="rate")
+    assert (rate.low, rate.high) == pytest.approx((low, high), rel=1e-9)
+    assert 0 < rate.low < 5 / 9 < rate.high < 1 and "design effect 1.32, t 2 df" in rate.method
+    # one conversation: still no between-conversation uncertainty
+    assert mean_interval([0, 1, 1], ["c"] * 3, kind="rate").low is None
 
 
 def test_cluster_labels_need_not_be_contiguous() -> None:
@@ -219,7 +259,8 @@ def test_question_bootstrap_is_the_plain_percentile_bootstrap() -> None:
     assert (got.low, got.high) == (float(low), float(high))
     paired = question_paired_bootstrap(np.zeros(301), values, clusters, resampling, "A", "f1")
     assert (paired.low, paired.high) == (float(low), float(high))
-    assert paired.p_two_sided == 0.0 and paired.p_resolution == 1 / 2500
+    # an interval only: no p-value from questions resampled as if independent
+    assert paired.p_two_sided is None and paired.p_resolution is None
 
 
 def test_question_level_label_says_conditional() -> None:
@@ -230,7 +271,7 @@ def test_question_level_label_says_conditional() -> None:
     assert "question-level" in got.method
     paired = question_paired_bootstrap([0, 1, 0] * 10, [0, 1, 1] * 10, clusters, resampling)
     assert "conditional on these 10 conversations" in paired.method
-    assert paired.mdd is None and paired.p_resolution == 1 / 100
+    assert paired.mdd is None and paired.p_two_sided is None
     assert "conditional" not in mean_interval([0, 1, 1] * 10, clusters).method
     assert "conditional" not in cluster_bootstrap_interval([0, 1, 1] * 10, clusters, resampling).method
 
@@ -292,7 +333,7 @@ def test_p_in_json_is_never_zero_for_a_resampled_p() -> None:
     assert p_as_json(0.25, 1 / 10000)["p_two_sided"] == 0.25
     assert p_as_json(1e-9, None) == {"p_two_sided": 1e-9, "p_upper_bound": False, "p_resolution": None,
                                      "p_text": "< 0.0001"}
-    diff = question_paired_bootstrap([0] * 40, [1] * 40, ["a", "b"] * 20, Resampling(resamples=1000))
+    diff = cluster_paired_bootstrap([0] * 40, [1] * 40, ["a", "b"] * 20, Resampling(resamples=1000))
     assert diff.p_two_sided == 0.0
     data = diff.as_dict()
     assert data["p_two_sided"] == 1 / 1000 and data["p_upper_bound"] and data["p_text"] == "< 1/1000"
@@ -321,3 +362,25 @@ def test_bad_inputs() -> None:
         mean_interval([0, 1], ["a", "b"], confidence=95)
     with pytest.raises(UserError, match="resamples=0"):
         Resampling(resamples=0)
+
+
+def test_holm_by_hand() -> None:
+    # the audit's two category results at p 0.0225 and 0.03 among four categories: 4 x 0.0225 = 0.09,
+    # 3 x 0.03 = 0.09 (never below the one before), then 2 x 0.2 = 0.4 and 1 x 0.5
+    assert holm([0.0225, 0.03, 0.5, 0.2]) == pytest.approx([0.09, 0.09, 0.5, 0.4])
+    # monotone and capped at 1; a missing p is left out of the family
+    assert holm([0.01, 0.04, 0.03, 0.9]) == pytest.approx([0.04, 0.09, 0.09, 0.9])
+    assert holm([0.6, None, 0.7]) == pytest.approx([1.0, None, 1.0]) and holm([]) == []
+    assert holm([0.0225]) == [0.0225]  # a family of one is the test itself
+
+
+def test_the_mdd_says_what_it_is_and_never_calls_a_significant_difference_noise() -> None:
+    # memobase 0709 -> 0710, category 1 (the outside audit): +0.0481, p 0.0225, MDD 0.0545
+    text = mdd_sentence(0.0481, 0.0225, 0.0545, 10)
+    assert text == ("minimum detectable difference 0.0545: the true difference this design (10 conversations) detects "
+                    "with 80% power at two-sided alpha 0.05; this difference is significant although smaller than it")
+    assert "noise" not in text and "cannot be told" not in text
+    assert mdd_sentence(0.08, 0.001, 0.0545, 10).endswith("; this difference is significant")
+    assert "does not show there is none" in mdd_sentence(0.01, 0.4, 0.0545, 10)
+    assert mdd_sentence(None, None, 0.03, 500, unit="question").endswith("(500 questions) detects with 80% power at "
+                                                                         "two-sided alpha 0.05")

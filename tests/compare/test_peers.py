@@ -52,7 +52,14 @@ def test_memobase_against_zep_compares_locomo_f1_and_says_why_j_is_left_out(peer
     assert "j" not in result and result["j_available"] is False
     assert "different judges" in result["j_left_out"]
     text = format_compare({"difference": result})
-    assert "J left out: judged by different judges" in text and "cannot be told from noise" in text
+    assert "J left out: judged by different judges" in text and "noise" not in text
+    assert (f"minimum detectable difference {f1['mdd']:.4f}: the true difference this design (10 conversations) detects "
+            "with 80% power at two-sided alpha 0.05; this difference is significant") in text
+    # each category 1-4 tested too, Holm-adjusted over that family of four
+    family = f1["by_category"]
+    assert family["family"] == "Holm over the 4 category tests of LoCoMo F1 in this comparison"
+    assert [t["category"] for t in family["tests"]] == [1, 2, 3, 4]
+    assert all(t["p_adjusted"] >= t["p_two_sided"] for t in family["tests"])
     # the conversation-level interval is wider than the question-level one, conditional on these conversations
     conditional = f1["conditional"]
     assert "conditional on these 10 conversations" in conditional["method"]

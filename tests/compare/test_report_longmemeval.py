@@ -54,6 +54,10 @@ def test_the_table_is_the_judges_longmemeval_block_per_type(lme):
     assert rows["overall"]["interval"] == "Wilson score, 20 questions (right or wrong, independent)"
     assert 0 <= float(rows["4"]["ci_low"]) <= float(rows["4"]["ci_high"]) <= 1
     assert float(rows["4"]["accuracy"]) == pytest.approx(1 / 3)  # the made pack's types differ
+    # the task average has its interval too: Wilson's on the effective size of a mean of six rates
+    average = rows["task-averaged"]
+    assert 0 <= float(average["ci_low"]) <= float(average["accuracy"]) <= float(average["ci_high"]) <= 1
+    assert average["interval"].startswith("Wilson score on the effective size") and "in 6 strata" in average["interval"]
 
 
 def test_the_markdown_shows_it_and_no_locomo_f1_or_j(lme):

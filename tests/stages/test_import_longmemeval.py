@@ -245,7 +245,7 @@ def test_the_dataset_is_named_and_only_for_these_formats(made, tmp_path):
     assert "needs --dataset NAME" in _refused(made, tmp_path, made["judged_rows"], dataset=None)
     assert "Did you mean 'longmemeval_s'" in _refused(made, tmp_path, made["judged_rows"], dataset="longmemeval_S")
     assert "is not a file" in _refused(made, tmp_path, made["judged_rows"], dataset_path=tmp_path / "none.json")
-    with pytest.raises(UserError, match="--dataset and --dataset-path are for longmemeval_hypotheses, longmemeval_judged"):
+    with pytest.raises(UserError, match="--dataset and --dataset-path are for .*longmemeval_hypotheses, longmemeval_judged"):
         import_results([made["judged"]], "mem0_evals", dataset=DATASET)
     with pytest.raises(UserError, match="Did you mean 'longmemeval_judged'"):
         import_results([made["judged"]], "longmemeval_judge")

@@ -107,10 +107,12 @@ def test_rates_per_category_equal_the_rule_applied_to_the_pinned_files(checked):
             assert (got.accepted, got.judged, got.failed) == (sum(a for _, a in pairs), len(pairs), 0), (name, category)
             assert got.rate == pytest.approx(sum(a for _, a in pairs) / len(pairs))
         every = [p for pairs in by_category.values() for p in pairs]
-        interval = mean_interval([a for _, a in every], [c for c, _ in every])
+        # an acceptance is a rate: Korn-Graubard's interval, inside [0, 1] and with a width at 0 or 1
+        interval = mean_interval([a for _, a in every], [c for c, _ in every], kind="rate")
         assert rates.overall.rate == pytest.approx(interval.estimate)
         assert (rates.overall.low, rates.overall.high) == pytest.approx((interval.low, interval.high))
         assert rates.overall.conversations == 2 and rates.overall.low <= rates.overall.rate <= rates.overall.high
+        assert 0 <= rates.overall.low < rates.overall.high <= 1 and rates.overall.method.startswith("Korn-Graubard")
         if name != "gold":
             assert rates.overall.low < rates.overall.rate < rates.overall.high
     assert calibration.gold_accepted == 1.0  # the rule accepts every gold answer against itself

@@ -17,7 +17,7 @@ from tracking.pack_factory import lookup_responder
 from memorybench.cli import main
 from memorybench.pack.walk import PackWalker
 from memorybench.stages.autorater import autorater_main
-from memorybench.stages.show import show
+from memorybench.viewers.show import show
 from memorybench.testing.scripted_responses import (
     Message,
     ScriptedResponsesServer,

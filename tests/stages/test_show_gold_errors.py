@@ -13,8 +13,8 @@ from test_view import dom, needs_chromium
 from memorybench.cli import main
 from memorybench.data.gold_errors import known_gold_errors
 from memorybench.stages.import_results import import_results
-from memorybench.stages.show import show
-from memorybench.stages.view import build_view, view_payload
+from memorybench.viewers.show import show
+from memorybench.viewers.view import build_view, view_payload
 
 SCORED = PINS / "locomo-audit" / "ap_v1_specific_wrong_scored.json"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tracking.pack_factory import make_longmemeval_pack
 
-from memorybench.stages.show import show
+from memorybench.viewers.show import show
 
 
 @pytest.fixture(scope="module")

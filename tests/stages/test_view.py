@@ -21,7 +21,7 @@ from tracking.pack_factory import add_autorater, make_packs
 from memorybench.cli import main
 from memorybench.compare.blame import pack_blame
 from memorybench.pack.walk import PackWalker
-from memorybench.stages.view import build_view
+from memorybench.viewers.view import build_view
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)

@@ -70,6 +70,9 @@ BENCHMARK = Benchmark(
     kind_word="ability",
     pins="memorybench.benchmarks.beam.pins:PINS",
     question_columns="memorybench.benchmarks.beam.data:question_columns",
+    # others' BEAM results: Cognee's runs on the 128K tier, AMB's output files (`importer.py`)
+    released_formats=("cognee_beam", "amb_beam"),
+    importer="memorybench.benchmarks.beam.importer",
     judge_hint=("score (BEAM's rubric judge, both profiles, beam_official and beam_paper, from one pass): memorybench "
                 "autorater {pack} judge=beam_official  (the pinned compute_metrics.py's requests; judge=beam: ours, the "
                 "question filled in; gpt-4.1-mini, needs OPENAI_API_KEY; offline: judge=local judge.protocol=beam, the "

@@ -267,6 +267,7 @@ def choose_local_model(
     *,
     answer_tokens: int = DEFAULT_ANSWER_TOKENS,
     models: dict[str, LocalModelSpec] | None = None,
+    role: str = "reader",
 ) -> tuple[LocalModelSpec, int, str]:
     """(spec, n_ctx, reason) for a run whose longest prompt has `prompt_tokens` tokens.
 
@@ -279,13 +280,14 @@ def choose_local_model(
     `requested` is a model name or ``"auto"``: the first model of `AUTO_ORDER` whose
     context holds prompt + answer + margin. n_ctx is prompt + `answer_tokens` + 256,
     rounded up to a multiple of 1024 and capped at the model's maximum. A prompt too long
-    for every candidate raises `LocalModelError` with the numbers and the ways out.
+    for every candidate raises `LocalModelError` with the numbers and the ways out, naming
+    the `role` the model serves (the reader, the writer, the judge).
     """
     if isinstance(prompt_tokens, str):
         text = prompt_tokens
-        return _choose(lambda spec: count_tokens(text, spec), requested, answer_tokens, models)
+        return _choose(lambda spec: count_tokens(text, spec), requested, answer_tokens, models, role)
     count = int(prompt_tokens)
-    return _choose(lambda spec: count, requested, answer_tokens, models)
+    return _choose(lambda spec: count, requested, answer_tokens, models, role)
 
 
 def _choose(
@@ -293,8 +295,12 @@ def _choose(
     requested: str,
     answer_tokens: int,
     models: dict[str, LocalModelSpec] | None,
+    role: str = "reader",
 ) -> tuple[LocalModelSpec, int, str]:
     models = LOCAL_MODELS if models is None else models
+    # the reader's way out is a smaller memory; a writer's or a judge's prompt is its task's own
+    smaller = "use memory=session_summaries or a retrieval memory, or " if role == "reader" else ""
+    server = f"{role}=openai, or {role}=openai_compatible {role}.base_url=... {role}.model=..."
 
     def need(tokens: int) -> str:
         return (
@@ -309,10 +315,10 @@ def _choose(
         tokens = tokens_for(spec)
         if not _fits(tokens, spec, answer_tokens):
             longer = [s.name for s in models.values() if s is not spec and _fits(tokens_for(s), s, answer_tokens)]
-            hint = f"use a local model with a longer context ({', '.join(longer)}), " if longer else ""
+            hint = f"use a local model with a longer context ({', '.join(f'{role}.model={n}' for n in longer)}), " if longer else ""
             raise LocalModelError(
-                f"{need(tokens)} but local model {spec.name} holds {spec.max_context}; {hint}"
-                "use memory=session_summaries or a retrieval memory, or a reader with a longer context"
+                f"{need(tokens)} but the {role}'s local model {spec.name} holds {spec.max_context}; {hint}"
+                f"{smaller}a {role} with a longer context: {server}"
             )
         n_ctx = context_size(tokens, spec, answer_tokens)
         return spec, n_ctx, f"requested {spec.name}; n_ctx {n_ctx} for a {tokens}-token prompt"
@@ -330,6 +336,6 @@ def _choose(
     biggest = max(models.values(), key=lambda s: s.max_context)
     raise LocalModelError(
         f"{need(counts[biggest.name])} but the largest local model ({biggest.name}) holds "
-        f"{biggest.max_context}; use memory=session_summaries or a retrieval memory, or a reader with "
-        "a longer context (an API model or your own OpenAI-compatible server)"
+        f"{biggest.max_context}; {smaller}a {role} with a longer context (an API model or your own "
+        f"OpenAI-compatible server): {server}"
     )

@@ -26,10 +26,11 @@ dataset) and the `Findings` collector; one module per concern:
   by sha256); every prompts/ file hashes to run_meta.prompts;
 - `rows`: every row of every other record file validates against the schema it names
   (the registry of `memorybench.records`);
-- `counts`: the predictions are exactly the first `question_count` questions of the
-  dataset in file order (no duplicate, no gap, `index` = position), run_meta's
-  question_count / questions_total / is_prefix / max_questions agree with the dataset;
-  traces, memory manifest and lineage agree with them;
+- `counts`: the predictions are exactly the run's questions in file order (the first
+  `question_count`, or those `question_ids` / `question_sample` choose, drawn again), with
+  no duplicate, no gap, `index` = position; run_meta's question_count / questions_total /
+  is_prefix / max_questions / selection agree with the dataset; traces, memory manifest and
+  lineage agree with them;
 - `hashes`: REFERENCE_PIN files and memory files hash to their keys;
 - `traces`: each reader message rebuilt from its parts hashes to its trace and
   prediction row, and the rows agree;

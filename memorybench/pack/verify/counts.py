@@ -1,7 +1,10 @@
 """Counts and order: the pack's rows are exactly the run's questions of the dataset, in file order.
 
 The run's questions are the first `max_questions` of the dataset in file order (of its
-`categories` only, when run_meta names some: an import of a file without category 5); run_meta
+`categories` only, when run_meta names some: an import of a file without category 5), or
+those a selection chose (`question_ids`, `question_sample`: drawn again here from
+config.resolved.yaml and the dataset, and run_meta's `selection` checked against the draw),
+in file order; a part of the dataset's questions is labelled `is_prefix` either way. run_meta
 and metrics.json count them, predictions and traces hold one row each (no duplicate, no
 gap, `index` = position), and memory has one manifest row per conversation of the run,
 with as many lineage rows as its items. Every other journal holds each of its keys once
@@ -15,6 +18,7 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
+from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.journal_keys import JOURNAL_KEYS, JUDGE_JOURNAL_KEYS, repeated_rows
 from memorybench.pack.verify.context import NOT_RECORDS, Context
@@ -52,18 +56,22 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
         absent = set(partial.get("absent_question_ids") or ())
         selected = [q for q in selected if q.question_id not in absent]
     max_q = meta["max_questions"]
-    expected = selected[:max_q] if max_q else selected
+    chosen = _selected(ctx, out, selected)
+    expected = chosen if chosen is not None else selected[:max_q] if max_q else selected
     n = len(expected)
     if meta["questions_total"] != total:
         out.add("count", layout.RUN_META, f"questions_total={meta['questions_total']}, the dataset has {total}")
     of = f"the {len(selected)} questions of categories {categories}" if categories else f"the dataset's {total} questions"
     if partial:
         of = f"the {len(selected)} questions its partial file holds"
+    how = _how(ctx) if chosen is not None else f"max_questions={max_q}"
     if meta["question_count"] != n:
-        out.add("count", layout.RUN_META, f"question_count={meta['question_count']}, but max_questions={max_q} over {of} gives {n}")
+        out.add("count", layout.RUN_META, f"question_count={meta['question_count']}, but {how} over {of} gives {n}")
+    # a selection of fewer questions than the dataset's is labelled as a prefix is: a part, not the benchmark
     prefix = n < len(selected)
     if meta["is_prefix"] != prefix:
-        out.add("count", layout.RUN_META, f"is_prefix={meta['is_prefix']} but {n} of {of} is {'' if prefix else 'not '}a prefix")
+        what = "a part (is_prefix)" if chosen is not None else "a prefix"
+        out.add("count", layout.RUN_META, f"is_prefix={meta['is_prefix']} but {n} of {of} is {'' if prefix else 'not '}{what}")
     if ctx.metrics_doc is not None:
         if ctx.metrics_doc.get("questions") != n or ctx.metrics_doc.get("is_prefix") != prefix:
             out.add(
@@ -74,7 +82,8 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
             )
 
     ids = [q.question_id for q in expected]
-    _check_sequence(ctx, out, "predictions.jsonl", ids, check_index=True)
+    run_questions = f"chosen by {how}, in file order" if chosen is not None else f"the first {len(ids)} in file order"
+    _check_sequence(ctx, out, "predictions.jsonl", ids, check_index=True, run_questions=run_questions)
     by_id = {q.question_id: q for q in expected}
     for line, row in ctx.rows["predictions.jsonl"]:
         q = by_id.get(row["question_id"])
@@ -93,7 +102,7 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
                     "row.mismatch", "predictions.jsonl", line, f"{field} of {q.question_id} is {got!r}, the dataset row has {want!r}", field
                 )
     if (ctx.root / "reader/traces.jsonl").is_file():
-        _check_sequence(ctx, out, "reader/traces.jsonl", ids, check_index=False)
+        _check_sequence(ctx, out, "reader/traces.jsonl", ids, check_index=False, run_questions=run_questions)
     _check_memory_rows(ctx, out, [q.sample_id for q in expected])
     return expected
 
@@ -133,8 +142,57 @@ def _decoded(path: Path) -> list[tuple[int, Any]]:
     return rows
 
 
-def _check_sequence(ctx: Context, out: Findings, relpath: str, ids: list[str], *, check_index: bool) -> None:
+def _selected(ctx: Context, out: Findings, questions: list[Any]) -> list[Any] | None:
+    """The questions a selection chose (`question_ids` or `question_sample`, memorybench.data.selection),
+    drawn again from the dataset by config.resolved.yaml, and run_meta's `selection` checked
+    against that draw; None for a run without a selection (every question, or a prefix)."""
+    from memorybench.data.selection import selection_of, selection_record, select_questions
+
+    meta = ctx.meta or {}
+    recorded = meta.get("selection")
+    cfg = ctx.cfg if hasattr(ctx.cfg, "get") else None
+    if cfg is None:  # no config to draw from (its own finding): run_meta's list, checked against the dataset
+        if not recorded:
+            return None
+        known = {q.question_id: q for q in questions}
+        return [known[qid] for qid in dict.fromkeys(recorded.get("question_ids") or ()) if qid in known] or None
+    if selection_of(cfg) is None:
+        if recorded:
+            out.add("count", layout.RUN_META, f"selection by {recorded.get('by')} but config.resolved.yaml sets neither "
+                                              "question_ids nor question_sample.per_kind")
+        return None
+    try:
+        chosen = select_questions(questions, cfg)
+    except UserError as e:
+        out.add("count", "config.resolved.yaml", f"its question selection cannot be drawn from the dataset: {e}")
+        return None
+    want = selection_record(cfg, questions, chosen)
+    if recorded != want:
+        got = recorded.get("question_ids") if isinstance(recorded, dict) else None
+        differ = "no selection" if not recorded else (
+            f"{len(got or ())} question ids" if got != (want or {}).get("question_ids") else "other counts or settings")
+        out.add("count", layout.RUN_META, f"selection records {differ}; {_how(ctx)} over the dataset gives "
+                                          f"{len(chosen)} questions (first: {chosen[0].question_id if chosen else '-'})")
+    return chosen
+
+
+def _how(ctx: Context) -> str:
+    """The run's selection as its config says it (`Selection.describe`)."""
+    from memorybench.data.selection import selection_of
+
+    cfg = ctx.cfg if hasattr(ctx.cfg, "get") else None
+    selection = selection_of(cfg) if cfg is not None else None
+    if selection is not None:
+        return selection.describe()
+    recorded = (ctx.meta or {}).get("selection") or {}
+    return f"the selection by {recorded.get('by')} run_meta records"
+
+
+def _check_sequence(
+    ctx: Context, out: Findings, relpath: str, ids: list[str], *, check_index: bool, run_questions: str = ""
+) -> None:
     """Rows are exactly `ids`, in that order: duplicates, strangers, order, gaps."""
+    run_questions = run_questions or f"the first {len(ids)} in file order"
     position = {qid: i for i, qid in enumerate(ids)}
     seen: dict[str, int] = {}
     present: list[tuple[int, str]] = []
@@ -146,7 +204,7 @@ def _check_sequence(ctx: Context, out: Findings, relpath: str, ids: list[str], *
         seen[qid] = line
         if qid not in position:
             out.grouped(
-                "count", relpath, line, f"{qid} is not among the run's {len(ids)} questions (the first {len(ids)} in file order)", "stranger"
+                "count", relpath, line, f"{qid} is not among the run's {len(ids)} questions ({run_questions})", "stranger"
             )
             continue
         if check_index and row.get("index") != position[qid]:

@@ -15,7 +15,7 @@ CODES: dict[str, str] = {
     "file.partial": "a temporary *.part file left behind by an interrupted write",
     "json": "a JSON file or a JSONL line does not parse (or is not UTF-8)",
     "schema": "a record's `schema` is not a known version, the record does not match its schema, or a JSON file has no schema",
-    "count": "row counts disagree with the dataset or run_meta (question_count, questions_total, is_prefix, max_questions, gaps)",
+    "count": "row counts disagree with the dataset or run_meta (question_count, questions_total, is_prefix, max_questions, selection, gaps)",
     "order": "rows are not in the dataset's file order, or a row's `index` is not its position",
     "duplicate.row": "a question, or a conversation's memory, has two rows",
     "row.mismatch": (

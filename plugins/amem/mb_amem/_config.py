@@ -14,8 +14,8 @@ from memorybench.memory._failures import WriterMemoryConfig
 class AMemConfig(WriterMemoryConfig):
     #: notes per question (the authors' LoCoMo evaluation: retrieve_k=10), each followed by the notes it links to
     top_k: int = 10
-    #: build only the first N sessions of a conversation (None: all)
-    max_sessions: Optional[int] = None
+    # max_sessions (the first N sessions of each conversation; None: all) is every writer
+    # method's key: WriterMemoryConfig
     #: build only the first N turns (notes) of a conversation (None: all); a smoke test
     max_notes: Optional[int] = None
     #: with writer.json_schema: the bounds of A-MEM's JSON replies, lowered to fit writer.max_tokens

@@ -402,10 +402,9 @@ class AMem:
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory
         self.top_k = int(node.top_k)
-        self.max_sessions = int(node.max_sessions) if node.get("max_sessions") is not None else None
         self.max_notes = int(node.max_notes) if node.get("max_notes") is not None else None
         self.json_max_items, self.json_max_chars = int(node.json_max_items), int(node.json_max_chars)
-        for key, value in (("top_k", self.top_k), ("max_sessions", self.max_sessions), ("max_notes", self.max_notes)):
+        for key, value in (("top_k", self.top_k), ("max_notes", self.max_notes)):
             if value is not None and value < 1:
                 raise UserError(f"memory=amem: memory.{key}={value} must be at least 1")
         self._endpoint: AMemEndpoint | None = None
@@ -420,9 +419,8 @@ class AMem:
         notes = [f"memory=amem ran {dist['label']}; its model and embedding calls went through memorybench's recording "
                  "endpoint to writer= and embedder=; questions search the notes with the question itself (the authors' "
                  "evaluation first rewrites it into keywords with an LLM call)"]
-        for key in ("max_sessions", "max_notes"):
-            if cfg.memory.get(key) is not None:
-                notes.append(f"memory.{key}={cfg.memory[key]}: only a prefix of each conversation was built")
+        if cfg.memory.get("max_notes") is not None:  # memory.max_sessions has its note for every method
+            notes.append(f"memory.max_notes={cfg.memory.max_notes}: only a prefix of each conversation was built")
         return notes
 
     @classmethod
@@ -480,8 +478,8 @@ class AMem:
 
     # -- build -------------------------------------------------------------------------
     def turns(self, conversation: Conversation) -> list[tuple[Any, Turn]]:
-        sessions = conversation.sessions[: self.max_sessions] if self.max_sessions else conversation.sessions
-        out = [(session, turn) for session in sessions for turn in session.turns]
+        # the first memory.max_sessions sessions when set (ManagedMethod cut the conversation)
+        out = [(session, turn) for session in conversation.sessions for turn in session.turns]
         return out[: self.max_notes] if self.max_notes else out
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
@@ -517,7 +515,7 @@ class AMem:
             "vector_store": "chromadb (persistent folder; embeddings through the recording endpoint)", "store": relstore,
             "notes": len(items), "notes_added": len(order), "evolutions": int(getattr(system, "evo_cnt", 0)),
             "links": sum(len(notes[n].get("links") or []) for n in notes),
-            "turns": len(turns), "sessions_built": sessions, "sessions": len(conversation.sessions),
+            "turns": len(turns), "sessions_built": sessions,
             "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
         }
         if endpoint.json_bounds:

@@ -18,8 +18,8 @@ class GraphitiConfig(WriterMemoryConfig):
     node_limit: int = 10
     #: turns per Graphiti episode (1: each message is an episode, as Zep ingests a chat)
     turns_per_episode: int = 1
-    #: build only the first N sessions of a conversation (None: all)
-    max_sessions: Optional[int] = None
+    # max_sessions (the first N sessions of each conversation; None: all) is every writer
+    # method's key: WriterMemoryConfig
     #: build only the first N episodes of a conversation (None: all); a smoke test
     max_episodes: Optional[int] = None
     #: with writer.json_schema: the bounds of Graphiti's structured replies, lowered to fit writer.max_tokens

@@ -106,16 +106,19 @@ class GraphitiMemory:
     uses_writer: ClassVar[bool] = True
     uses_embedder: ClassVar[bool] = True
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {}
+    #: the longest writer prompt Graphiti makes: `plan` refuses a local writer whose context
+    #: cannot hold it with the reply, naming the writer
+    WRITER_PROMPT_TOKENS: ClassVar[int] = PROMPT_TOKENS
+    WRITER_PROMPT_NOTE: ClassVar[str] = "Graphiti's longest prompt (instructions, the previous episodes, the graph's candidates)"
 
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory
         self.edge_limit, self.node_limit = int(node.edge_limit), int(node.node_limit)
         self.turns_per_episode = int(node.turns_per_episode)
-        self.max_sessions = int(node.max_sessions) if node.get("max_sessions") is not None else None
         self.max_episodes = int(node.max_episodes) if node.get("max_episodes") is not None else None
         self.json_max_items, self.json_max_chars = int(node.json_max_items), int(node.json_max_chars)
         counts = {"edge_limit": self.edge_limit, "turns_per_episode": self.turns_per_episode,
-                  "max_sessions": self.max_sessions, "max_episodes": self.max_episodes}
+                  "max_episodes": self.max_episodes}
         bad = {k: v for k, v in counts.items() if v is not None and v < 1}
         if bad or self.node_limit < 0:
             raise UserError(f"memory=graphiti: {bad or {'node_limit': self.node_limit}}: each must be at least 1 "
@@ -133,9 +136,8 @@ class GraphitiMemory:
         notes = ["memory=graphiti runs Graphiti (graphiti-core, Zep's open-source engine) on embedded Kuzu, not a clone; its "
                  "model and embedding calls went through memorybench's recording endpoint to writer= and embedder=; "
                  "search is hybrid with RRF (no cross-encoder reranking)"]
-        for key in ("max_sessions", "max_episodes"):
-            if cfg.memory.get(key) is not None:
-                notes.append(f"memory.{key}={cfg.memory[key]}: only a prefix of each conversation was built")
+        if cfg.memory.get("max_episodes") is not None:  # memory.max_sessions has its note for every method
+            notes.append(f"memory.max_episodes={cfg.memory.max_episodes}: only a prefix of each conversation was built")
         return notes
 
     @classmethod
@@ -207,8 +209,8 @@ class GraphitiMemory:
 
     # -- build -------------------------------------------------------------------------
     def episodes(self, conversation: Conversation) -> list[tuple[Session, tuple[Any, ...]]]:
-        sessions = conversation.sessions[: self.max_sessions] if self.max_sessions else conversation.sessions
-        out = [(s, s.turns[i : i + self.turns_per_episode]) for s in sessions for i in range(0, len(s.turns), self.turns_per_episode)]
+        # the first memory.max_sessions sessions when set (ManagedMethod cut the conversation)
+        out = [(s, s.turns[i : i + self.turns_per_episode]) for s in conversation.sessions for i in range(0, len(s.turns), self.turns_per_episode)]
         return out[: self.max_episodes] if self.max_episodes else out
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
@@ -248,7 +250,7 @@ class GraphitiMemory:
         built.metadata["library"] = {
             "distribution": "graphiti-core", "version": g["version"], "class": "graphiti_core.Graphiti",
             "driver": "kuzu (embedded)", "store": relstore, "episodes": len(episodes), "entities": len(nodes),
-            "facts": len(edges), "sessions_built": sessions, "sessions": len(conversation.sessions),
+            "facts": len(edges), "sessions_built": sessions,
             "search": "hybrid BM25 + cosine, RRF", "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
         }
         if endpoint.json_bounds:

@@ -4,7 +4,6 @@ plugin's `SCHEMA_MODULES`, imported when Hydra first reads the node)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from memorybench.config import store_schema
 from memorybench.memory._failures import WriterMemoryConfig
@@ -16,8 +15,8 @@ class Mem0LibConfig(WriterMemoryConfig):
     top_k: int = 10
     #: turns per Memory.add call
     batch_size: int = 2
-    #: build only the first N sessions of a conversation (None: all)
-    max_sessions: Optional[int] = None
+    # max_sessions (the first N sessions of each conversation; None: all) is every writer
+    # method's key: WriterMemoryConfig
     #: with writer.json_schema: the bounds of mem0's extraction reply, lowered to fit writer.max_tokens
     json_max_items: int = 8
     json_max_chars: int = 120

@@ -53,6 +53,12 @@ EXTRACT_REPLY_SCHEMA: dict[str, Any] = {
     "required": ["memory"],
     "additionalProperties": False,
 }
+#: mem0ai 2.2.1's ADDITIVE_EXTRACTION_PROMPT in tokens, by SmolLM2's tokenizer (Gemma 3's
+#: counts 8,131): `count_tokens` of prompts/library/mem0_lib/mem0ai-2.2.1_additive_extraction.txt
+EXTRACTION_PROMPT_TOKENS = 8530
+#: what every extraction call adds to mem0's prompt besides the new messages: the chat
+#: format and mem0's headings (1024), the last 10 messages and up to 10 memories (60 each)
+CALL_TOKENS = 1024 + 10 * 60
 
 
 def import_mem0(home: str) -> Any:
@@ -82,25 +88,25 @@ class Mem0Lib:
     uses_writer: ClassVar[bool] = True
     uses_embedder: ClassVar[bool] = True
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {"extract": frozenset()}
+    #: the least every writer call holds (mem0's prompt and what each call adds), before the
+    #: new messages: `plan` refuses a local writer whose context cannot hold it, naming the writer
+    WRITER_PROMPT_TOKENS: ClassVar[int] = EXTRACTION_PROMPT_TOKENS + CALL_TOKENS
+    WRITER_PROMPT_NOTE: ClassVar[str] = (f"mem0's own extraction prompt ({EXTRACTION_PROMPT_TOKENS:,}) and what each call "
+                                         f"adds to it (the last 10 messages, up to 10 memories: {CALL_TOKENS:,})")
 
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory
         self.top_k = int(node.top_k)
         self.batch_size = int(node.batch_size)
-        self.max_sessions = int(node.max_sessions) if node.get("max_sessions") is not None else None
         self.json_max_items, self.json_max_chars = int(node.json_max_items), int(node.json_max_chars)
-        if self.top_k < 1 or self.batch_size < 1 or (self.max_sessions is not None and self.max_sessions < 1):
-            raise UserError(f"memory=mem0_lib: top_k={self.top_k}, batch_size={self.batch_size} and max_sessions="
-                            f"{self.max_sessions} must each be at least 1")
+        if self.top_k < 1 or self.batch_size < 1:
+            raise UserError(f"memory=mem0_lib: top_k={self.top_k} and batch_size={self.batch_size} must each be at least 1")
         self._endpoint: LibraryEndpoint | None = None
 
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
-        notes = ["memory=mem0_lib runs mem0's own library (mem0ai), not a clone; its model and embedding calls went "
-                 "through memorybench's recording endpoint to writer= and embedder="]
-        if cfg.memory.get("max_sessions") is not None:
-            notes.append(f"memory.max_sessions={cfg.memory.max_sessions}: only a prefix of each conversation was built")
-        return notes
+        return ["memory=mem0_lib runs mem0's own library (mem0ai), not a clone; its model and embedding calls went "
+                "through memorybench's recording endpoint to writer= and embedder="]
 
     # -- the endpoint and the library --------------------------------------------------
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
@@ -134,7 +140,7 @@ class Mem0Lib:
         spec = LOCAL_MODELS.get(str(writer.node.model))
         batches = [s.turns[i : i + self.batch_size] for s in sessions for i in range(0, len(s.turns), self.batch_size)]
         longest = max((estimate_tokens("\n".join(t.render() for t in b)) for b in batches), default=0)
-        need = count_tokens(prompts.ADDITIVE_EXTRACTION_PROMPT, spec) + 2 * longest + 1024 + 10 * 60
+        need = count_tokens(prompts.ADDITIVE_EXTRACTION_PROMPT, spec) + 2 * longest + CALL_TOKENS
         writer.longest_prompt_tokens = max(writer.longest_prompt_tokens, need)
 
     def open_memory(self, ctx: BuildContext, store: Any) -> Any:
@@ -172,7 +178,7 @@ class Mem0Lib:
         users = {speaker: _user_id(sid, n) for n, speaker in enumerate(speakers)}
         sources: dict[str, set[str]] = {}
         adds = 0
-        sessions = conversation.sessions[: self.max_sessions] if self.max_sessions else conversation.sessions
+        sessions = conversation.sessions  # the first memory.max_sessions of them when set (ManagedMethod)
         self.size_local_writer(ctx, sessions)
         with endpoint.scope(sid):
             memory = self.open_memory(ctx, store)
@@ -200,7 +206,7 @@ class Mem0Lib:
         built.metadata["library"] = {
             "distribution": "mem0ai", "version": mem0.__version__ if hasattr(mem0, "__version__") else None,
             "class": "mem0.Memory", "vector_store": "qdrant (local folder)", "store": relstore,
-            "add_calls": adds, "sessions_built": len(sessions), "sessions": len(conversation.sessions),
+            "add_calls": adds, "sessions_built": len(sessions),
             "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
         }
         if endpoint.json_bounds:

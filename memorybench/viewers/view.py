@@ -188,7 +188,7 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, s
     """Per ordered pair `"a,b"`: B minus A in LoCoMo F1 over the questions both answered,
     with `compare`'s interval over conversations, p-value and minimum detectable difference
     (`memorybench.compare.intervals.paired_difference`), in one line."""
-    from memorybench.compare.intervals import format_p, paired_difference
+    from memorybench.compare.intervals import format_p, mdd_sentence, paired_difference
 
     out = {}
     for a in range(packs):
@@ -206,8 +206,8 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, s
                 out[f"{a},{b}"] = line + f"{d.difference:+.4f}; no interval: {d.note}"
             else:
                 out[f"{a},{b}"] = (line + f"{d.difference:+.4f}, {round(d.confidence * 100)}% interval [{d.low:.4f}, "
-                                   f"{d.high:.4f}], p {format_p(d.p_two_sided, d.p_resolution)} ({d.method}); a difference "
-                                   f"below {d.mdd:.4f} cannot be told from noise on these conversations")
+                                   f"{d.high:.4f}], p {format_p(d.p_two_sided, d.p_resolution)} ({d.method}); "
+                                   + mdd_sentence(d.difference, d.p_two_sided, d.mdd, d.clusters))
     return out
 
 
