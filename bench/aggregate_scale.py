@@ -6,6 +6,14 @@ scripted server (running in this process), then copied 100 times under new run i
 its peak RSS is its own; the import time of the stage is reported apart from the work.
 Also reports collect-full on the same packs (stored bytes against the originals).
 
+The yardstick, measured in the same run (issue 45): a plain Python loop in a process of its
+own that reads the same per-question files of every pack (`predictions.jsonl` and
+`reader/traces.jsonl` line by line with `json.loads`, `predictions.csv` with `csv.reader`)
+and keeps nothing: the least that reading those rows costs. Runs alternate yardstick and
+`aggregate`; `aggregate / plain read` is taken pair by pair, in CPU seconds (all threads:
+aggregate reads packs in a thread pool, so its wall time falls with the cores, its CPU does
+not) and in wall seconds. Peak memory is a size, not a time: it is quoted as it is.
+
 Run: .venv/bin/python bench/aggregate_scale.py [--packs 100] [--repeat 3] [--pack EXISTING_PACK]
 """
 
@@ -21,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import report
+from _common import report, spread
 
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
@@ -46,6 +54,26 @@ t0 = time.perf_counter()
 r = collect_full([sys.argv[1]], sys.argv[2])
 print(json.dumps({"collect_s": time.perf_counter() - t0, "files": r.files, "original_bytes": r.original_bytes,
                   "stored_bytes": r.stored_bytes, "blobs": r.blobs}))
+"""
+
+
+#: the yardstick: the same rows read by a plain loop, nothing kept (user + system seconds of the process)
+PLAIN_READ = r"""
+import csv, json, resource, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+rows = 0
+for pack in sorted(Path(sys.argv[1]).rglob("_SUCCESS")):
+    pack = pack.parent
+    for name in ("predictions.jsonl", "reader/traces.jsonl"):
+        with open(pack / name, "rb") as f:
+            for line in f:
+                json.loads(line)
+                rows += 1
+    with open(pack / "predictions.csv", newline="", encoding="utf-8") as f:
+        rows += sum(1 for _ in csv.reader(f))
+r = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"read_s": time.perf_counter() - t0, "read_cpu_s": r.ru_utime + r.ru_stime, "rows": rows}))
 """
 
 
@@ -123,12 +151,23 @@ def main() -> None:
         figures["all_packs_bytes"] = dir_size(packs)
         runs = []
         for i in range(ns.repeat):
+            plain, _, _ = run_child(PLAIN_READ, str(packs))
             out = root / f"out{i}"
             result, wall, rss = run_child(CHILD, str(packs), str(out))
             runs.append({"aggregate_s": round(result["aggregate_s"], 3), "aggregate_cpu_s": round(result["aggregate_cpu_s"], 3),
                          "import_s": round(result["import_s"], 3),
-                         "process_wall_s": round(wall, 3), "peak_rss_mib": round(rss / 1024, 1)})
+                         "process_wall_s": round(wall, 3), "peak_rss_mib": round(rss / 1024, 1),
+                         "plain_read_s": round(plain["read_s"], 3), "plain_read_cpu_s": round(plain["read_cpu_s"], 3),
+                         "ratio_cpu": round(result["aggregate_cpu_s"] / plain["read_cpu_s"], 3),
+                         "ratio_wall": round(result["aggregate_s"] / plain["read_s"], 3)})
+            print(f"round {i + 1}: aggregate {result['aggregate_s']:.2f} s ({result['aggregate_cpu_s']:.2f} s CPU), plain read "
+                  f"{plain['read_s']:.2f} s ({plain['read_cpu_s']:.2f} s CPU): {runs[-1]['ratio_cpu']:.2f}x CPU", flush=True)
             assert result["rows"] == ns.packs * rows_per_pack and result["packs"] == ns.packs
+        figures["yardstick"] = ("a plain loop reading the same per-question files (json.loads a line, csv.reader), "
+                                "nothing kept, in a process of its own")
+        figures["ratio_to_plain_read (cpu)"] = spread([r["ratio_cpu"] for r in runs], 2)
+        figures["ratio_to_plain_read (wall)"] = spread([r["ratio_wall"] for r in runs], 2)
+        figures["plain_read_cpu_s"] = spread([r["plain_read_cpu_s"] for r in runs], 2)
         best = min(runs, key=lambda r: r["aggregate_s"])
         figures["aggregate_s (best of runs)"] = best["aggregate_s"]
         # CPU seconds (user + sys, all threads): what the work costs whatever else the machine runs
@@ -146,9 +185,6 @@ def main() -> None:
         figures["collect_full_original_bytes"] = collect["original_bytes"]
         figures["collect_full_stored_bytes"] = collect["stored_bytes"]
         figures["collect_full_stored_over_original"] = round(collect["stored_bytes"] / collect["original_bytes"], 4)
-        figures["cpus"] = os.cpu_count()
-        # wall times above are only meaningful with a low load average (2 cores)
-        figures["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
     report("aggregate_scale", figures)
 
 

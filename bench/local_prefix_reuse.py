@@ -10,8 +10,9 @@ Renders the first LoCoMo conversation's memory the way memorybench does (full_co
 one ``DATE | SPEAKER: TEXT [image: CAPTION]`` line per turn; session_summaries:
 ``[Session N]`` blocks of the released summaries), fills ``prompts/readers/qa_v1.txt``,
 and asks the first questions in order through the openai SDK (max_tokens 32,
-temperature 0). Prints the first question's latency, the median of the rest and their
-ratio (target: at least 20x), the server's start time and memory, and writes the
+temperature 0). The first question, which pays the prefill, is the yardstick measured in
+the same server (issue 45): prints its latency, the median of the rest and their ratio
+(target: at least 20x), the server's start time and memory, and writes the
 figures to ``bench/results/local_prefix_reuse.json``.
 
 ``--compare-models`` also asks the first N questions of that conversation (categories
@@ -27,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import sys
@@ -40,6 +40,10 @@ import openai
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import machine  # noqa: E402
 
 from memorybench.llm.local import LOCAL_MODELS, LocalServer, choose_local_model, count_tokens  # noqa: E402
 
@@ -202,10 +206,8 @@ def main() -> None:
     results: dict[str, Any] = {
         "schema": "bench.local_prefix_reuse.v1",
         "sample_id": sample["sample_id"],
-        "machine": {"cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                    "platform": platform.platform(), "python": platform.python_version(),
-                    # other work on the machine slows every figure: keep the load beside them
-                    "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]},
+        # other work on the machine slows every figure: the load (at the start) beside them
+        "machine": machine(),
         "runs": [],
     }
     for memory_name in args.memory:

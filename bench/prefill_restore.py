@@ -8,8 +8,8 @@ Renders the first LoCoMo conversation's memory as bench/local_prefix_reuse.py do
 starts the embedded server three times on one fresh prefill folder and asks the first
 question each time: cold (no state: evaluated and kept), restored (a new process), and
 restored again; then a second question in the last process (in-memory reuse from the
-restored state). Prints each first-question time, the ratio restored / cold (target: at
-most 0.1x), whether the answers are identical, the state file's size, and writes
+restored state). The cold first question is the yardstick (issue 45): prints each
+first-question time, the ratio restored / cold (target: at most 0.1x), whether the answers are identical, the state file's size, and writes
 ``bench/results/prefill_restore.json``. A benchmark, not a test: it never fails on time.
 """
 
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -31,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from _common import machine  # noqa: E402
 from local_prefix_reuse import MEMORIES, SYSTEM, ask, locomo_path, user_message  # noqa: E402
 
 from memorybench.llm.local import LocalServer, choose_local_model, count_tokens  # noqa: E402
@@ -78,9 +77,7 @@ def main() -> None:
     out = {
         "schema": "bench.prefill_restore.v1", "sample_id": sample["sample_id"], "memory": args.memory,
         "model": spec.name, "n_ctx": n_ctx, "memory_tokens": count_tokens(memory, spec),
-        "machine": {"cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                    "platform": platform.platform(), "python": platform.python_version(),
-                    "load_avg": [round(x, 2) for x in os.getloadavg()]},
+        "machine": machine(),
         "cold_first_question_s": cold, "restored_first_question_s": restored,
         "ratio_restored_to_cold": round(ratio, 4) if ratio else None, "answers_identical": identical,
         "state_mib": round(state_bytes / 2**20, 1), "runs": rows, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),

@@ -66,3 +66,22 @@ def test_the_main_command_and_the_test_command_are_the_ones_ci_runs():
     (test_line,) = [line for line in README.splitlines() if "# the whole test suite" in line]
     command = test_line.split("#", 1)[0].strip()
     assert command in ci and "bash setup.sh" in ci
+
+
+def _benchmark_rows() -> list[list[str]]:
+    section = README.split("\n## Benchmarks", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in table[2:]]
+
+
+def test_every_benchmark_figure_is_a_ratio_to_a_yardstick_or_says_why_not():
+    """Issue 45: an absolute time says as much about the machine as the code. Each row of the
+    benchmarks table names its yardstick (measured in the same run) and quotes a ratio to it
+    ("12.3x"), or its ratio cell says why the figure cannot be one ("none: ...")."""
+    rows = _benchmark_rows()
+    assert len(rows) >= 10
+    for row in rows:
+        assert len(row) == 4, row[:1]
+        bench, yardstick, ratio, _absolute = row
+        assert yardstick, bench
+        assert re.search(r"\d[\d.,]*x\b", ratio) or ratio.startswith("none: "), bench
