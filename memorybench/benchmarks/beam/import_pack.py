@@ -9,7 +9,6 @@ again finds the finished packs and writes nothing.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -46,7 +45,7 @@ from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, Re
 from memorybench.pack.success import write_success
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
-from memorybench.stages.importers._base import finite
+from memorybench.stages.importers._base import bounded_rows
 from memorybench.stages.importers._pack import built_whole, finished_pack, trace_head, write_imported_judge
 
 __all__ = ["write_all"]
@@ -121,28 +120,8 @@ def _judge_identity(plan: ImportPlan, sha: str) -> JudgeIdentity:
 
 
 def _clean(rows: Sequence[BeamRow]) -> tuple[list[BeamRow], list[str]]:
-    """Other fields with NaN or Infinity made null (strict JSON holds neither), answers cut to
-    reader.max_answer_chars as a qa answer is; a note for each kind of change."""
-    from memorybench.answer.reader import DEFAULT_MAX_ANSWER_CHARS
-
-    out, held, cut = [], [], []
-    for row in rows:
-        extra, bad = finite(dict(row.extra))
-        if bad:
-            held.append(row.file_id)
-            row = dataclasses.replace(row, extra=extra)
-        if len(row.prediction) > DEFAULT_MAX_ANSWER_CHARS:
-            cut.append((row.file_id, len(row.prediction)))
-            row = dataclasses.replace(row, prediction=row.prediction[:DEFAULT_MAX_ANSWER_CHARS])
-        out.append(row)
-    notes = []
-    if held:
-        notes.append(f"{len(held)} rows hold NaN or Infinity in other fields, kept as null (no value): {', '.join(held[:10])}"
-                     + (f" and {len(held) - 10} more" if len(held) > 10 else ""))
-    if cut:
-        notes.append(f"{len(cut)} answers longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa "
-                     f"answer) were cut to it; first {cut[0][0]} of {cut[0][1]:,} characters")
-    return out, notes
+    """Other fields with NaN or Infinity made null, answers cut to reader.max_answer_chars (`bounded_rows`)."""
+    return bounded_rows(rows, id_field="file_id", answer_field="prediction")
 
 
 def _write_pack(root: Path, plan: ImportPlan, run: ImportRun, sha: str, cfg: dict[str, Any], rid: str, config_sha: str,

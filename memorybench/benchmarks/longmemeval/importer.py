@@ -84,7 +84,7 @@ from memorybench.run_id import plugins_used, run_identity
 from memorybench.benchmarks.longmemeval.score import JudgedQuestion, authors_report, qa_metrics
 from memorybench.benchmarks.longmemeval.files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
 from memorybench.stages.importers._pack import AlreadyImported, built_whole, finished_pack, trace_head, write_imported_judge
-from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, finite, read_bytes
+from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, bounded_rows, depth_at_most, read_bytes
 
 __all__ = ["FORMATS", "HYPOTHESES", "JUDGED", "format_reproduction", "import_released"]
 
@@ -234,32 +234,12 @@ def _partial_notes(partial: Coverage | None) -> list[str]:
 def _cleaned(rows: list[Row], path: Path, listed: bool) -> tuple[list[Row], list[str]]:
     """The rows a pack can hold: other fields nested at most MAX_RELEASED_DEPTH deep, NaN and
     Infinity made null (strict JSON holds neither), each hypothesis cut to reader.max_answer_chars
-    as a qa answer is; a note for each kind of change."""
-    import dataclasses
-
-    from memorybench.answer.reader import DEFAULT_MAX_ANSWER_CHARS
-
-    out, held, cut = [], [], []
+    as a qa answer is (`bounded_rows`); a note for each kind of change."""
     for row in rows:
         if not depth_at_most(dict(row.extra)):
             raise UserError(f"{_where(path, row.line, listed)}: question {row.question_id} nests its other fields more than "
                             f"{MAX_RELEASED_DEPTH} deep; pass the file as written")
-        extra, bad = finite(dict(row.extra))
-        if bad:
-            held.append(row.question_id)
-            row = dataclasses.replace(row, extra=extra)
-        if len(row.hypothesis) > DEFAULT_MAX_ANSWER_CHARS:
-            cut.append((row.question_id, len(row.hypothesis)))
-            row = dataclasses.replace(row, hypothesis=row.hypothesis[:DEFAULT_MAX_ANSWER_CHARS])
-        out.append(row)
-    notes = []
-    if held:
-        notes.append(f"{len(held)} rows hold NaN or Infinity in other fields, kept as null (no value): {', '.join(held[:10])}"
-                     + (f" and {len(held) - 10} more" if len(held) > 10 else ""))
-    if cut:
-        notes.append(f"{len(cut)} hypotheses longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa "
-                     f"answer) were cut to it; first {cut[0][0]} of {cut[0][1]:,} characters")
-    return out, notes
+    return bounded_rows(rows, id_field="question_id", answer_field="hypothesis", answers="hypotheses")
 
 
 def _write_pack(root: Path, cfg: dict[str, Any], rid: str, config_sha: str, data_info: dict[str, Any], held: Sequence[Question],

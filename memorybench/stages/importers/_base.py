@@ -14,6 +14,7 @@ import json
 import math
 import os
 import stat
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,34 @@ def finite(value: Any) -> tuple[Any, bool]:
         items = [finite(v) for v in value]
         return [v for v, _ in items], any(hit for _, hit in items)
     return (None, True) if not is_finite_number(value) else (value, False)
+
+
+def bounded_rows(rows: Sequence[Any], *, id_field: str, answer_field: str, answers: str = "answers") -> tuple[list[Any], list[str]]:
+    """Released rows (dataclasses with `extra`) a pack can hold: NaN and Infinity in their other
+    fields made null (strict JSON holds neither), each answer (`answer_field`) cut to
+    reader.max_answer_chars as a qa answer is; a note for each kind of change, naming rows by
+    `id_field` and the answers by `answers` ("hypotheses" for LongMemEval's)."""
+    from memorybench.answer.reader import DEFAULT_MAX_ANSWER_CHARS
+
+    out, held, cut = [], [], []
+    for row in rows:
+        extra, bad = finite(dict(row.extra))
+        if bad:
+            held.append(getattr(row, id_field))
+            row = dataclasses.replace(row, extra=extra)
+        text = getattr(row, answer_field)
+        if len(text) > DEFAULT_MAX_ANSWER_CHARS:
+            cut.append((getattr(row, id_field), len(text)))
+            row = dataclasses.replace(row, **{answer_field: text[:DEFAULT_MAX_ANSWER_CHARS]})
+        out.append(row)
+    notes = []
+    if held:
+        notes.append(f"{len(held)} rows hold NaN or Infinity in other fields, kept as null (no value): {', '.join(held[:10])}"
+                     + (f" and {len(held) - 10} more" if len(held) > 10 else ""))
+    if cut:
+        notes.append(f"{len(cut)} {answers} longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa "
+                     f"answer) were cut to it; first {cut[0][0]} of {cut[0][1]:,} characters")
+    return out, notes
 
 
 def shape_error(path: Path, fmt: str, shape: str, found: str) -> UserError:
