@@ -36,22 +36,39 @@ def _cpu_model() -> str:
 def machine() -> dict[str, Any]:
     """What gave the absolute figures: cores this process may use, CPU model, load (1, 5, 15 min)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"python": sys.version.split()[0], "cpus": cpus, "cpu_model": _cpu_model(), "platform": platform.platform(),
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "python": sys.version.split()[0],
+        "cpus": cpus,
+        "cpu_model": _cpu_model(),
+        "platform": platform.platform(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def spread(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
     """Median, min, max and (max - min) / median in percent: how far one run may be from another."""
     median = statistics.median(values)
-    return {"median": round(median, digits), "min": round(min(values), digits), "max": round(max(values), digits),
-            "spread_pct": round(100 * (max(values) - min(values)) / median, 1) if median else None, "n": len(values)}
+    return {
+        "median": round(median, digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "spread_pct": round(100 * (max(values) - min(values)) / median, 1) if median else None,
+        "n": len(values),
+    }
 
 
 #: the set-up yardstick (issue 45): these exact wheels, no dependencies, no build, into a new venv.
 #: A fixed set (114 MB of cp311 wheels), so that on any machine it measures what that machine's
 #: pip, disk and network make of installing wheels; set-up and install times are quoted over it.
-WHEEL_SET = ("numpy==2.4.6", "scipy==1.17.1", "pyarrow==25.0.1", "pandas==3.1.1", "pydantic-core==2.50.5",
-             "regex==2026.12.2", "PyYAML==6.0.4")
+WHEEL_SET = (
+    "numpy==2.4.6",
+    "scipy==1.17.1",
+    "pyarrow==25.0.1",
+    "pandas==3.1.1",
+    "pydantic-core==2.50.5",
+    "regex==2026.12.2",
+    "PyYAML==6.0.4",
+)
 
 
 def wheel_set_install(root: Path, cache: Path | None) -> dict[str, float]:
@@ -63,8 +80,12 @@ def wheel_set_install(root: Path, cache: Path | None) -> dict[str, float]:
     venv = Path(root) / f"wheel-set-venv-{time.monotonic_ns()}"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env)
     before, t0 = os.times(), time.perf_counter()
-    done = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--only-binary", ":all:",
-                           *WHEEL_SET], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--no-deps", "--only-binary", ":all:", *WHEEL_SET],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall, after = time.perf_counter() - t0, os.times()
     shutil.rmtree(venv, ignore_errors=True)
     if done.returncode != 0:

@@ -89,8 +89,18 @@ def make_full_pack(root: Path) -> Path:
 
 def _make_full_pack_here(root: Path) -> None:
     with ScriptedOpenAIServer() as server:
-        args = [sys.executable, "-m", "memorybench.cli", "qa", "reader=openai_compatible", f"reader.base_url={server.base_url}",
-                "reader.model=scripted", f"paths.packs={root / 'source'}", f"paths.cache={root / 'cache'}", "name=source"]
+        args = [
+            sys.executable,
+            "-m",
+            "memorybench.cli",
+            "qa",
+            "reader=openai_compatible",
+            f"reader.base_url={server.base_url}",
+            "reader.model=scripted",
+            f"paths.packs={root / 'source'}",
+            f"paths.cache={root / 'cache'}",
+            "name=source",
+        ]
         done = subprocess.run(args, cwd=root, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"qa failed: {done.stderr[-2000:]}")
@@ -154,17 +164,29 @@ def main() -> None:
             plain, _, _ = run_child(PLAIN_READ, str(packs))
             out = root / f"out{i}"
             result, wall, rss = run_child(CHILD, str(packs), str(out))
-            runs.append({"aggregate_s": round(result["aggregate_s"], 3), "aggregate_cpu_s": round(result["aggregate_cpu_s"], 3),
-                         "import_s": round(result["import_s"], 3),
-                         "process_wall_s": round(wall, 3), "peak_rss_mib": round(rss / 1024, 1),
-                         "plain_read_s": round(plain["read_s"], 3), "plain_read_cpu_s": round(plain["read_cpu_s"], 3),
-                         "ratio_cpu": round(result["aggregate_cpu_s"] / plain["read_cpu_s"], 3),
-                         "ratio_wall": round(result["aggregate_s"] / plain["read_s"], 3)})
-            print(f"round {i + 1}: aggregate {result['aggregate_s']:.2f} s ({result['aggregate_cpu_s']:.2f} s CPU), plain read "
-                  f"{plain['read_s']:.2f} s ({plain['read_cpu_s']:.2f} s CPU): {runs[-1]['ratio_cpu']:.2f}x CPU", flush=True)
+            runs.append(
+                {
+                    "aggregate_s": round(result["aggregate_s"], 3),
+                    "aggregate_cpu_s": round(result["aggregate_cpu_s"], 3),
+                    "import_s": round(result["import_s"], 3),
+                    "process_wall_s": round(wall, 3),
+                    "peak_rss_mib": round(rss / 1024, 1),
+                    "plain_read_s": round(plain["read_s"], 3),
+                    "plain_read_cpu_s": round(plain["read_cpu_s"], 3),
+                    "ratio_cpu": round(result["aggregate_cpu_s"] / plain["read_cpu_s"], 3),
+                    "ratio_wall": round(result["aggregate_s"] / plain["read_s"], 3),
+                }
+            )
+            print(
+                f"round {i + 1}: aggregate {result['aggregate_s']:.2f} s ({result['aggregate_cpu_s']:.2f} s CPU), plain read "
+                f"{plain['read_s']:.2f} s ({plain['read_cpu_s']:.2f} s CPU): {runs[-1]['ratio_cpu']:.2f}x CPU",
+                flush=True,
+            )
             assert result["rows"] == ns.packs * rows_per_pack and result["packs"] == ns.packs
-        figures["yardstick"] = ("a plain loop reading the same per-question files (json.loads a line, csv.reader), "
-                                "nothing kept, in a process of its own")
+        figures["yardstick"] = (
+            "a plain loop reading the same per-question files (json.loads a line, csv.reader), "
+            "nothing kept, in a process of its own"
+        )
         figures["ratio_to_plain_read (cpu)"] = spread([r["ratio_cpu"] for r in runs], 2)
         figures["ratio_to_plain_read (wall)"] = spread([r["ratio_wall"] for r in runs], 2)
         figures["plain_read_cpu_s"] = spread([r["plain_read_cpu_s"] for r in runs], 2)

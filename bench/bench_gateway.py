@@ -36,8 +36,13 @@ LINES = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 
 def body(n: int) -> bytes:
     text = f"question {n} " + "memory line " * LINES
-    return json.dumps({"model": "scripted", "stream": True, "input": [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}).encode()
+    return json.dumps(
+        {
+            "model": "scripted",
+            "stream": True,
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+        }
+    ).encode()
 
 
 def timed(port: int, count: int, offset: int) -> list[float]:
@@ -64,8 +69,7 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 400
     events = int(sys.argv[2]) if len(sys.argv) > 2 else 40
     answer = " ".join(f"word{i}" for i in range(events))
-    with ScriptedResponsesServer(responder=lambda _b: Message(answer)) as server, \
-            GatewayProcess(server.base_url) as gateway:
+    with ScriptedResponsesServer(responder=lambda _b: Message(answer)) as server, GatewayProcess(server.base_url) as gateway:
         gateway.begin("bench", "bench", "answer")
         timed(server.port, WARMUP, 0)
         timed(gateway.port, WARMUP, 0)
@@ -78,21 +82,28 @@ def main() -> None:
         rows = gateway.end().rows
     added = [v - d for v, d in zip(sorted(via), sorted(direct))]
     reply_bytes = statistics.mean(r["reply_bytes"] for r in rows)
-    report("bench_gateway", {
-        "requests_each": len(direct),
-        "reply_bytes_mean": round(reply_bytes),
-        "request_bytes_mean": round(statistics.mean(r["request_bytes"] for r in rows)),
-        "direct_ms": {"p50": ms(direct, 0.5), "p95": ms(direct, 0.95), "mean": round(1000 * statistics.mean(direct), 3)},
-        "gateway_ms": {"p50": ms(via, 0.5), "p95": ms(via, 0.95), "mean": round(1000 * statistics.mean(via), 3)},
-        "added_ms_per_request": {"p50": round(ms(via, 0.5) - ms(direct, 0.5), 3),
-                                 "p95": round(ms(via, 0.95) - ms(direct, 0.95), 3),
-                                 "mean": round(1000 * (statistics.mean(via) - statistics.mean(direct)), 3),
-                                 "quantile_matched_median": round(1000 * statistics.median(added), 3)},
-        "ratio_to_direct": {"p50": round(ms(via, 0.5) / ms(direct, 0.5), 2),
-                            "mean": round(statistics.mean(via) / statistics.mean(direct), 2)},
-        "target_ms": 2.0,
-        "rows_accounted": len(rows),
-    })
+    report(
+        "bench_gateway",
+        {
+            "requests_each": len(direct),
+            "reply_bytes_mean": round(reply_bytes),
+            "request_bytes_mean": round(statistics.mean(r["request_bytes"] for r in rows)),
+            "direct_ms": {"p50": ms(direct, 0.5), "p95": ms(direct, 0.95), "mean": round(1000 * statistics.mean(direct), 3)},
+            "gateway_ms": {"p50": ms(via, 0.5), "p95": ms(via, 0.95), "mean": round(1000 * statistics.mean(via), 3)},
+            "added_ms_per_request": {
+                "p50": round(ms(via, 0.5) - ms(direct, 0.5), 3),
+                "p95": round(ms(via, 0.95) - ms(direct, 0.95), 3),
+                "mean": round(1000 * (statistics.mean(via) - statistics.mean(direct)), 3),
+                "quantile_matched_median": round(1000 * statistics.median(added), 3),
+            },
+            "ratio_to_direct": {
+                "p50": round(ms(via, 0.5) / ms(direct, 0.5), 2),
+                "mean": round(statistics.mean(via) / statistics.mean(direct), 2),
+            },
+            "target_ms": 2.0,
+            "rows_accounted": len(rows),
+        },
+    )
 
 
 if __name__ == "__main__":

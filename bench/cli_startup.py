@@ -43,9 +43,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAIServer() as server:
         root = Path(tmp)
         subprocess.run(
-            [*cli, "qa", "reader=openai_compatible", f"reader.base_url={server.base_url}", "reader.model=scripted",
-             "max_questions=20", f"paths.packs={root / 'packs'}", "name=cli"],
-            check=True, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                *cli,
+                "qa",
+                "reader=openai_compatible",
+                f"reader.base_url={server.base_url}",
+                "reader.model=scripted",
+                "max_questions=20",
+                f"paths.packs={root / 'packs'}",
+                "name=cli",
+            ],
+            check=True,
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         (pack,) = (root / "packs" / "cli" / "runs").iterdir()
         question = json.loads((pack / "predictions.jsonl").open().readline())["question_id"]

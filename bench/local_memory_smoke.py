@@ -37,9 +37,19 @@ SELECT = {"session_summaries": ["memory.source=writer"]}
 
 def run_method(method: str, args: argparse.Namespace, packs: Path) -> dict[str, Any]:
     command = [
-        sys.executable, "-m", "memorybench.cli", "qa", f"memory={method}", *SELECT.get(method, []),
-        "writer=local", "embedder=minilm", f"max_questions={args.questions}", f"name=smoke-{method}",
-        f"paths.packs={packs}", f"paths.cache={packs / 'cache'}", *args.extra,
+        sys.executable,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        f"memory={method}",
+        *SELECT.get(method, []),
+        "writer=local",
+        "embedder=minilm",
+        f"max_questions={args.questions}",
+        f"name=smoke-{method}",
+        f"paths.packs={packs}",
+        f"paths.cache={packs / 'cache'}",
+        *args.extra,
     ]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=args.timeout)
@@ -53,8 +63,9 @@ def run_method(method: str, args: argparse.Namespace, packs: Path) -> dict[str, 
     builds = [json.loads(line) for line in (pack / "memory/build_cost.jsonl").read_text().splitlines() if line]
     writer = [b["writer"] for b in builds if b.get("writer")]
     metrics = json.loads((pack / "metrics.json").read_text())
-    verify = subprocess.run([sys.executable, "-m", "memorybench.cli", "verify", str(pack)], cwd=REPO,
-                            capture_output=True, text=True)
+    verify = subprocess.run(
+        [sys.executable, "-m", "memorybench.cli", "verify", str(pack)], cwd=REPO, capture_output=True, text=True
+    )
     lineage = pack / "memory/lineage.jsonl"
     out.update(
         pack=str(pack),

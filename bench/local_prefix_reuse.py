@@ -56,9 +56,7 @@ def locomo_path() -> Path:
 
 
 def session_numbers(conv: dict[str, Any]) -> list[int]:
-    return sorted(
-        int(m.group(1)) for k, v in conv.items() if (m := re.fullmatch(r"session_(\d+)", k)) and isinstance(v, list)
-    )
+    return sorted(int(m.group(1)) for k, v in conv.items() if (m := re.fullmatch(r"session_(\d+)", k)) and isinstance(v, list))
 
 
 def full_context(sample: dict[str, Any]) -> str:
@@ -107,15 +105,24 @@ def prefix_hits(log: Path) -> list[int]:
     return [int(m.group(1)) for m in re.finditer(r"Llama\.generate: (\d+) prefix-match hit", text)]
 
 
-def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_questions: int, template: str,
-                     results_dir: Path, prefix_reuse: str = "exact") -> dict[str, Any]:
+def run_prefix_reuse(
+    sample: dict[str, Any],
+    memory_name: str,
+    model: str,
+    n_questions: int,
+    template: str,
+    results_dir: Path,
+    prefix_reuse: str = "exact",
+) -> dict[str, Any]:
     memory = MEMORIES[memory_name](sample)
     questions = [q["question"] for q in sample["qa"][:n_questions]]
     longest = max((user_message(template, memory, q) for q in questions), key=len)
     spec, n_ctx, reason = choose_local_model(SYSTEM + "\n\n" + longest, model)
     log = Path(tempfile.gettempdir()) / f"local_prefix_reuse.{memory_name}.{prefix_reuse}.server.log"
     log.unlink(missing_ok=True)
-    print(f"\n== {memory_name}, prefix_reuse={prefix_reuse}: {len(memory)} chars, {count_tokens(memory, spec)} {spec.name} tokens; {reason}")
+    print(
+        f"\n== {memory_name}, prefix_reuse={prefix_reuse}: {len(memory)} chars, {count_tokens(memory, spec)} {spec.name} tokens; {reason}"
+    )
     rows = []
     with LocalServer(spec, n_ctx, log_path=log, prefix_reuse=prefix_reuse) as server:
         print(f"server up in {server.startup_s:.1f}s (pid {server.pid}, {server.base_url})")
@@ -123,9 +130,15 @@ def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_que
         client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=1800)
         for i, q in enumerate(questions):
             latency, answer, usage = ask(client, server.model_id, user_message(template, memory, q))
-            rows.append({"question": q, "latency_s": round(latency, 3), "answer": answer,
-                         "prompt_tokens": usage.prompt_tokens if usage else None,
-                         "completion_tokens": usage.completion_tokens if usage else None})
+            rows.append(
+                {
+                    "question": q,
+                    "latency_s": round(latency, 3),
+                    "answer": answer,
+                    "prompt_tokens": usage.prompt_tokens if usage else None,
+                    "completion_tokens": usage.completion_tokens if usage else None,
+                }
+            )
             print(f"  q{i}: {latency:7.2f}s  {usage.prompt_tokens if usage else '?'} prompt tok  {q!r} -> {answer!r}")
         rss_after = server.rss_bytes()
         startup = server.startup_s
@@ -133,8 +146,10 @@ def run_prefix_reuse(sample: dict[str, Any], memory_name: str, model: str, n_que
     rest = statistics.median(r["latency_s"] for r in rows[1:]) if len(rows) > 1 else None
     ratio = first / rest if rest else None
     hits = prefix_hits(log)
-    print(f"first {first:.2f}s, median of the rest {rest:.2f}s, ratio {ratio:.1f}x; "
-          f"server RSS {rss_after / 2**20:.0f} MiB; prefix-match hits {hits}")
+    print(
+        f"first {first:.2f}s, median of the rest {rest:.2f}s, ratio {ratio:.1f}x; "
+        f"server RSS {rss_after / 2**20:.0f} MiB; prefix-match hits {hits}"
+    )
     return {
         "memory": memory_name,
         "prefix_reuse": prefix_reuse,
@@ -179,9 +194,15 @@ def compare_models(sample: dict[str, Any], n_questions: int, template: str, memo
                 scores.append(locomo_score(answer, q["answer"], int(q["category"])))
         f1 = statistics.mean(scores)
         print(f"{name}: LoCoMo F1 {f1:.3f} over {len(qa)} questions ({time.perf_counter() - t0:.0f}s)")
-        out["models"][name] = {"locomo_f1": round(f1, 4), "n_ctx": n_ctx, "seconds": round(time.perf_counter() - t0, 1),
-                               "answers": [{"q": q["question"], "gold": str(q["answer"]), "pred": a, "f1": round(s, 3)}
-                                           for q, a, s in zip(qa, answers, scores)]}
+        out["models"][name] = {
+            "locomo_f1": round(f1, 4),
+            "n_ctx": n_ctx,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "answers": [
+                {"q": q["question"], "gold": str(q["answer"]), "pred": a, "f1": round(s, 3)}
+                for q, a, s in zip(qa, answers, scores)
+            ],
+        }
     return out
 
 
@@ -190,8 +211,13 @@ def main() -> None:
     p.add_argument("--memory", nargs="*", choices=sorted(MEMORIES), default=["session_summaries", "full_context"])
     p.add_argument("--model", default="auto", help="auto or one of: " + ", ".join(LOCAL_MODELS))
     p.add_argument("--questions", type=int, default=6)
-    p.add_argument("--prefix-reuse", nargs="+", choices=["exact", "token"], default=["exact"],
-                   help="LocalServer(prefix_reuse=...): exact (default) and/or token")
+    p.add_argument(
+        "--prefix-reuse",
+        nargs="+",
+        choices=["exact", "token"],
+        default=["exact"],
+        help="LocalServer(prefix_reuse=...): exact (default) and/or token",
+    )
     p.add_argument("--conversation", type=int, default=0)
     p.add_argument("--compare-models", action="store_true")
     p.add_argument("--compare-questions", type=int, default=40)
@@ -220,9 +246,12 @@ def main() -> None:
         args.out.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nwrote {args.out}")
     if args.compare_models:
-        quality = {"schema": "bench.local_model_quality.v1", "sample_id": sample["sample_id"],
-                   "machine": results["machine"],
-                   **compare_models(sample, args.compare_questions, template, args.compare_memory)}
+        quality = {
+            "schema": "bench.local_model_quality.v1",
+            "sample_id": sample["sample_id"],
+            "machine": results["machine"],
+            **compare_models(sample, args.compare_questions, template, args.compare_memory),
+        }
         quality_out = args.out.with_name("local_model_quality.json")
         quality_out.write_text(json.dumps(quality, indent=2) + "\n")
         print(f"wrote {quality_out}")

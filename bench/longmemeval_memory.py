@@ -45,15 +45,27 @@ def make(path: Path, megabytes: int) -> int:
     items = []
     for n in range(500):
         ids = [f"s{n}_{k}" for k in range(sessions_per_question)]
-        items.append({
-            "question_id": f"q{n:03d}", "question_type": "multi-session", "question": "What did I buy?",
-            "answer": "apples", "question_date": "2023/05/30 (Tue) 10:00",
-            "haystack_session_ids": ids, "haystack_dates": ["2023/05/11 (Thu) 17:50"] * len(ids),
-            "haystack_sessions": [[{"role": "user", "content": f"{short} ({k}.{t})"} if t % 2 == 0 else
-                                   {"role": "assistant", "content": f"{long} ({k}.{t})"} for t in range(12)]
-                                  for k in range(len(ids))],
-            "answer_session_ids": ids[:1],
-        })
+        items.append(
+            {
+                "question_id": f"q{n:03d}",
+                "question_type": "multi-session",
+                "question": "What did I buy?",
+                "answer": "apples",
+                "question_date": "2023/05/30 (Tue) 10:00",
+                "haystack_session_ids": ids,
+                "haystack_dates": ["2023/05/11 (Thu) 17:50"] * len(ids),
+                "haystack_sessions": [
+                    [
+                        {"role": "user", "content": f"{short} ({k}.{t})"}
+                        if t % 2 == 0
+                        else {"role": "assistant", "content": f"{long} ({k}.{t})"}
+                        for t in range(12)
+                    ]
+                    for k in range(len(ids))
+                ],
+                "answer_session_ids": ids[:1],
+            }
+        )
     path.write_text(json.dumps(items), "utf-8")
     return path.stat().st_size
 
@@ -65,11 +77,17 @@ def main() -> None:
         size = make(path, megabytes)
         out = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, check=True)
     before, after, samples = (int(x) for x in out.stdout.split())
-    report("longmemeval_memory", {
-        "file_bytes": size, "samples": samples, "peak_rss_bytes": after, "rss_before_bytes": before,
-        "peak_over_file": round((after - before) / size, 2),
-        "longmemeval_m_need_gb_at_this_ratio": round(2_737_100_077 * (after - before) / size / 1e9, 1),
-    })
+    report(
+        "longmemeval_memory",
+        {
+            "file_bytes": size,
+            "samples": samples,
+            "peak_rss_bytes": after,
+            "rss_before_bytes": before,
+            "peak_over_file": round((after - before) / size, 2),
+            "longmemeval_m_need_gb_at_this_ratio": round(2_737_100_077 * (after - before) / size / 1e9, 1),
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -57,30 +57,46 @@ def main() -> None:
             with LocalServer(spec, n_ctx, prefill_dir=store) as server:
                 client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0, timeout=3600)
                 latency, answer, usage = ask(client, server.model_id, users[0])
-                row = {"run": run, "server_start_s": round(server.startup_s or 0.0, 2),
-                       "first_question_s": round(latency, 3), "answer": answer,
-                       "prompt_tokens": usage.prompt_tokens if usage else None,
-                       "restored_tokens": (usage.model_extra or {}).get("restored_tokens") if usage else None}
+                row = {
+                    "run": run,
+                    "server_start_s": round(server.startup_s or 0.0, 2),
+                    "first_question_s": round(latency, 3),
+                    "answer": answer,
+                    "prompt_tokens": usage.prompt_tokens if usage else None,
+                    "restored_tokens": (usage.model_extra or {}).get("restored_tokens") if usage else None,
+                }
                 if run == "restored again":
                     latency2, answer2, _ = ask(client, server.model_id, users[1])
                     row["second_question_s"] = round(latency2, 3)
                 rows.append(row)
-            print(f"  {run:15s} first question {row['first_question_s']:7.2f}s  restored {row['restored_tokens']} "
-                  f"of {row['prompt_tokens']} tokens  -> {answer!r}")
+            print(
+                f"  {run:15s} first question {row['first_question_s']:7.2f}s  restored {row['restored_tokens']} "
+                f"of {row['prompt_tokens']} tokens  -> {answer!r}"
+            )
         state_bytes = sum(f.stat().st_size for f in store.glob("*.kv"))
     cold, restored = rows[0]["first_question_s"], rows[1]["first_question_s"]
     ratio = restored / cold if cold else None
     identical = len({r["answer"] for r in rows}) == 1
-    print(f"cold {cold:.2f}s, restored {restored:.2f}s: {ratio:.3f}x of cold (target <= 0.1x); "
-          f"answers identical: {identical}; state on disk {state_bytes / 2**20:.1f} MiB; "
-          f"second question after a restore {rows[2].get('second_question_s')}s")
+    print(
+        f"cold {cold:.2f}s, restored {restored:.2f}s: {ratio:.3f}x of cold (target <= 0.1x); "
+        f"answers identical: {identical}; state on disk {state_bytes / 2**20:.1f} MiB; "
+        f"second question after a restore {rows[2].get('second_question_s')}s"
+    )
     out = {
-        "schema": "bench.prefill_restore.v1", "sample_id": sample["sample_id"], "memory": args.memory,
-        "model": spec.name, "n_ctx": n_ctx, "memory_tokens": count_tokens(memory, spec),
+        "schema": "bench.prefill_restore.v1",
+        "sample_id": sample["sample_id"],
+        "memory": args.memory,
+        "model": spec.name,
+        "n_ctx": n_ctx,
+        "memory_tokens": count_tokens(memory, spec),
         "machine": machine(),
-        "cold_first_question_s": cold, "restored_first_question_s": restored,
-        "ratio_restored_to_cold": round(ratio, 4) if ratio else None, "answers_identical": identical,
-        "state_mib": round(state_bytes / 2**20, 1), "runs": rows, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "cold_first_question_s": cold,
+        "restored_first_question_s": restored,
+        "ratio_restored_to_cold": round(ratio, 4) if ratio else None,
+        "answers_identical": identical,
+        "state_mib": round(state_bytes / 2**20, 1),
+        "runs": rows,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")

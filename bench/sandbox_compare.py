@@ -52,8 +52,19 @@ def bwrap_wrapper(bwrap: str, isolation: Isolation, *, drop_first: bool) -> Wrap
     bound read-only, the visible ones writable, every namespace new, all capabilities dropped."""
 
     def wrap(argv: Sequence[str], *, cwd: Path, visible: Sequence[Path] = (), readonly: Sequence[Path] = ()) -> list[str]:
-        line = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(AGENT_ID), "--gid", str(AGENT_ID),
-                "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        line = [
+            bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            str(AGENT_ID),
+            "--gid",
+            str(AGENT_ID),
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+        ]
         for root in system_roots():
             line += ["--ro-bind", str(root), str(root)]
         for link in SYSTEM_LINKS:
@@ -68,8 +79,17 @@ def bwrap_wrapper(bwrap: str, isolation: Isolation, *, drop_first: bool) -> Wrap
             line += ["--bind", str(path), str(path)]
         line += ["--chdir", str(cwd.resolve()), "--", *argv]
         if drop_first and os.geteuid() == 0:
-            line = ["setpriv", f"--reuid={AGENT_ID}", f"--regid={AGENT_ID}", "--clear-groups", "--bounding-set=-all",
-                    "--inh-caps=-all", "--no-new-privs", "--", *line]
+            line = [
+                "setpriv",
+                f"--reuid={AGENT_ID}",
+                f"--regid={AGENT_ID}",
+                "--clear-groups",
+                "--bounding-set=-all",
+                "--inh-caps=-all",
+                "--no-new-privs",
+                "--",
+                *line,
+            ]
         return line
 
     return wrap
@@ -100,8 +120,7 @@ def compare(scratch: Path) -> dict[str, Any]:
                 workspace = scratch / name.replace(" ", "").replace("+", "_")
                 workspace.mkdir(parents=True)
                 try:
-                    results[name] = isolation.findings([], cwd=workspace, visible=[workspace], binary=cli.binary,
-                                                       wrap=wrap)
+                    results[name] = isolation.findings([], cwd=workspace, visible=[workspace], binary=cli.binary, wrap=wrap)
                 except UserError as e:
                     results[name] = [f"could not start: {e}"]
         finally:

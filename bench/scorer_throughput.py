@@ -57,9 +57,11 @@ def main() -> None:
         gold = q.answer if q.answer is not None else q.adversarial_answer
         for prediction in (str(gold), "Not mentioned in the conversation"):
             rows.append((prediction, q.answer, q.category, str(gold)))
-    figures: dict[str, object] = {"rows": len(rows), "rounds": ns.rounds,
-                                  "yardstick": "a plain loop over the same rows: token F1 of lowercased whitespace "
-                                               "tokens (Counter overlap)"}
+    figures: dict[str, object] = {
+        "rows": len(rows),
+        "rounds": ns.rounds,
+        "yardstick": "a plain loop over the same rows: token F1 of lowercased whitespace tokens (Counter overlap)",
+    }
 
     def plain(p: str, g: object, c: int, s: str) -> float:
         return plain_f1(p, s)

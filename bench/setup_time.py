@@ -35,8 +35,9 @@ from _common import REPO, WHEEL_SET, report, wheel_set_install
 
 def timed_setup(root: Path, env: dict[str, str]) -> list[tuple[str, float]]:
     """(step, seconds) of each `setup.sh: ` line of a run of setup.sh in `root`."""
-    proc = subprocess.Popen(["bash", "setup.sh"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1)
+    proc = subprocess.Popen(
+        ["bash", "setup.sh"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
     steps: list[tuple[str, float]] = []
     last = time.perf_counter()
     current = "starting"
@@ -45,7 +46,7 @@ def timed_setup(root: Path, env: dict[str, str]) -> list[tuple[str, float]]:
         now = time.perf_counter()
         if line.startswith("setup.sh: "):
             steps.append((current, round(now - last, 1)))
-            current, last = line[len("setup.sh: "):].strip(), now
+            current, last = line[len("setup.sh: ") :].strip(), now
     if proc.wait() != 0:
         raise SystemExit(f"setup.sh failed during: {current} (see {root / '.venv' / 'setup.log'})")
     steps.append((current, round(time.perf_counter() - last, 1)))
@@ -63,8 +64,9 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
         # the machine's pip cache, found before XDG_CACHE_HOME moves: pip's default cache lives under it,
         # so --warm would otherwise start from an empty cache (and compile llama.cpp)
-        machine_cache = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True,
-                                       check=True).stdout.strip()
+        machine_cache = subprocess.run(
+            [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True, check=True
+        ).stdout.strip()
         env["XDG_CACHE_HOME"] = str(top / "user-cache")
         env["PIP_CACHE_DIR"] = machine_cache if ns.warm else str(top / "pip-cache")
         if ns.warm:
@@ -80,8 +82,13 @@ def main() -> None:
     figures["yardstick"] = f"pip install --no-deps --only-binary :all: {' '.join(WHEEL_SET)} into a new venv, same cache state"
     figures["yardstick runs (before, after)"] = yard
     figures["yardstick_s (mean)"] = round(unit, 2)
-    figures.update({f"phase: {step}": f"{seconds} s, {seconds / unit:.2f}x the wheel set"
-                    for step, seconds in steps if step != "starting" or seconds >= 1})
+    figures.update(
+        {
+            f"phase: {step}": f"{seconds} s, {seconds / unit:.2f}x the wheel set"
+            for step, seconds in steps
+            if step != "starting" or seconds >= 1
+        }
+    )
     figures["total"] = f"{total} s, {total / unit:.2f}x the wheel set"
     figures["ratio_total_to_wheel_set"] = round(total / unit, 2)
     # CPU seconds of setup.sh and all it ran, over the wheel set's: the work, whatever else the machine runs

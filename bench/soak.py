@@ -64,9 +64,19 @@ class FlakyResponder:
 
 def qa_command(server: ScriptedOpenAIServer, root: Path, name: str, questions: int) -> list[str]:
     return [
-        sys.executable, "-m", "memorybench.cli", "qa", "reader=openai_compatible", f"reader.base_url={server.base_url}",
-        "reader.model=scripted", "reader.max_retries=8", "reader.retry_max_wait_s=0.05", f"max_questions={questions}",
-        f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}", f"name={name}",
+        sys.executable,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "reader=openai_compatible",
+        f"reader.base_url={server.base_url}",
+        "reader.model=scripted",
+        "reader.max_retries=8",
+        "reader.retry_max_wait_s=0.05",
+        f"max_questions={questions}",
+        f"paths.packs={root / 'packs'}",
+        f"paths.cache={root / 'cache'}",
+        f"name={name}",
     ]
 
 
@@ -98,9 +108,15 @@ def main() -> None:  # noqa: C901 (a linear script)
     parser.add_argument("--cycles", type=int, default=12, help="at most this many start+kill cycles")
     parser.add_argument("--seconds", type=float, default=240.0, help="time budget for the cycles")
     parser.add_argument("--fault-rate", type=float, default=0.1, help="share of requests answered 429 or 500")
-    parser.add_argument("--kill-after", type=float, nargs=2, default=None, metavar=("MIN", "MAX"),
-                        help="seconds after a start at which the kill lands (uniform; default: 0.3 to 1.1 times"
-                             " the undisturbed run's wall time, so kills land in start-up, answers and the end)")
+    parser.add_argument(
+        "--kill-after",
+        type=float,
+        nargs=2,
+        default=None,
+        metavar=("MIN", "MAX"),
+        help="seconds after a start at which the kill lands (uniform; default: 0.3 to 1.1 times"
+        " the undisturbed run's wall time, so kills land in start-up, answers and the end)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     ns = parser.parse_args()
     chance = random.Random(ns.seed)
@@ -151,29 +167,33 @@ def main() -> None:  # noqa: C901 (a linear script)
         attempts = [a for t in traces for a in t["response"]["attempts"]]
         findings = verify_pack(pack)
         meta = json.loads((pack / "run_meta.json").read_text())
-        figures.update({
-            "cycles": cycles,
-            "kills": kills,
-            "kills_with_a_torn_last_line": torn,
-            "rows_at_each_kill": rows_at_kill,
-            "kills_after_new_rows": sum(1 for before, after in zip([0, *rows_at_kill], rows_at_kill) if after > before),
-            "finished_within_cycles": finished_in_cycles,
-            "resumes_recorded_in_run_meta": meta.get("resumed"),
-            "rows": len(ids),
-            "rows_expected": len(expected),
-            "lost": len(set(expected) - set(ids)),
-            "duplicated": sum(n - 1 for n in counts.values() if n > 1),
-            "order_equal": ids == expected,
-            "files_differing_from_undisturbed": [n for n in SAME_BYTES if (pack / n).read_bytes() != (undisturbed / n).read_bytes()],
-            "injected_429": flaky.injected[429],
-            "injected_500": flaky.injected[500],
-            "requests_served": requests,
-            "attempts_in_kept_traces": len(attempts),
-            "failed_attempts_in_kept_traces": sum(1 for a in attempts if a.get("status") != 200),
-            "verify_findings": [f.format() for f in findings],
-            "total_wall_s": round(time.perf_counter() - started, 2),
-            "soak_over_undisturbed (wall)": round(figures["soak_wall_s"] / figures["undisturbed_wall_s"], 2),
-        })
+        figures.update(
+            {
+                "cycles": cycles,
+                "kills": kills,
+                "kills_with_a_torn_last_line": torn,
+                "rows_at_each_kill": rows_at_kill,
+                "kills_after_new_rows": sum(1 for before, after in zip([0, *rows_at_kill], rows_at_kill) if after > before),
+                "finished_within_cycles": finished_in_cycles,
+                "resumes_recorded_in_run_meta": meta.get("resumed"),
+                "rows": len(ids),
+                "rows_expected": len(expected),
+                "lost": len(set(expected) - set(ids)),
+                "duplicated": sum(n - 1 for n in counts.values() if n > 1),
+                "order_equal": ids == expected,
+                "files_differing_from_undisturbed": [
+                    n for n in SAME_BYTES if (pack / n).read_bytes() != (undisturbed / n).read_bytes()
+                ],
+                "injected_429": flaky.injected[429],
+                "injected_500": flaky.injected[500],
+                "requests_served": requests,
+                "attempts_in_kept_traces": len(attempts),
+                "failed_attempts_in_kept_traces": sum(1 for a in attempts if a.get("status") != 200),
+                "verify_findings": [f.format() for f in findings],
+                "total_wall_s": round(time.perf_counter() - started, 2),
+                "soak_over_undisturbed (wall)": round(figures["soak_wall_s"] / figures["undisturbed_wall_s"], 2),
+            }
+        )
     report("soak", figures)
 
 

@@ -37,8 +37,20 @@ from typing import Any
 
 from memorybench.errors import UserError
 
-__all__ = ["PLAIN_RULE", "Benchmark", "Dataset", "available_memory", "benchmark_named", "benchmark_of",
-           "benchmark_of_meta", "benchmarks", "dataset_named", "datasets", "imported", "judge_protocols"]
+__all__ = [
+    "PLAIN_RULE",
+    "Benchmark",
+    "Dataset",
+    "available_memory",
+    "benchmark_named",
+    "benchmark_of",
+    "benchmark_of_meta",
+    "benchmarks",
+    "dataset_named",
+    "datasets",
+    "imported",
+    "judge_protocols",
+]
 
 #: LoCoMo's single-hop rule (normalised, Porter-stemmed token F1, no category rule): the
 #: lexical diagnostic of a kind that has no LoCoMo rule of its own
@@ -101,15 +113,23 @@ class Dataset:
     def pinned(self) -> Any:
         if self.pin is None:
             lie = f"its files lie in {self.source}, " if self.source else ""
-            raise UserError(f"dataset={self.name} has no pin memorybench can verify ({lie}with no sha256 published that "
-                            f"we could check): set dataset.path to {self.expected}; the pack records its sha256")
+            raise UserError(
+                f"dataset={self.name} has no pin memorybench can verify ({lie}with no sha256 published that "
+                f"we could check): set dataset.path to {self.expected}; the pack records its sha256"
+            )
         return imported(self.pin)
 
     def provenance(self) -> dict[str, Any]:
         """run_meta.json's `data` fields of the pinned file or folder (beside `name` and `path`)."""
         pin = self.pinned()
-        return {"pin": pin.relpath, "sha256": pin.sha256, "pinned": True, "repository": pin.repository,
-                "commit": getattr(pin, "commit", None) or getattr(pin, "revision", None), "source_path": pin.source_path}
+        return {
+            "pin": pin.relpath,
+            "sha256": pin.sha256,
+            "pinned": True,
+            "repository": pin.repository,
+            "commit": getattr(pin, "commit", None) or getattr(pin, "revision", None),
+            "source_path": pin.source_path,
+        }
 
     @property
     def fetched_with_pins(self) -> bool:
@@ -125,9 +145,11 @@ class Dataset:
         size = Path(path).stat().st_size
         need, available = size * self.read_ratio, available_memory()
         if available is not None and need > available:
-            raise UserError(f"dataset={self.name}: reading its {size / 1e9:.1f} GB file whole takes about {need / 1e9:.1f} GB "
-                            f"of memory ({self.read_ratio:g} times its size, bench/longmemeval_memory.py); this machine has "
-                            f"{available / 1e9:.1f} GB available: free memory or use a larger machine (or a smaller dataset)")
+            raise UserError(
+                f"dataset={self.name}: reading its {size / 1e9:.1f} GB file whole takes about {need / 1e9:.1f} GB "
+                f"of memory ({self.read_ratio:g} times its size, bench/longmemeval_memory.py); this machine has "
+                f"{available / 1e9:.1f} GB available: free memory or use a larger machine (or a smaller dataset)"
+            )
 
 
 @dataclass(frozen=True)
@@ -273,8 +295,11 @@ def _builtins() -> dict[str, Benchmark]:
     with _LOCK:
         if not _BUILTIN:
             package = importlib.import_module(PACKAGE)
-            found = [importlib.import_module(f"{PACKAGE}.{info.name}").BENCHMARK
-                     for info in pkgutil.iter_modules(package.__path__) if info.ispkg]
+            found = [
+                importlib.import_module(f"{PACKAGE}.{info.name}").BENCHMARK
+                for info in pkgutil.iter_modules(package.__path__)
+                if info.ispkg
+            ]
             _BUILTIN.update((b.name, b) for b in sorted(found, key=lambda b: (b.name != DEFAULT, b.name)))
         return _BUILTIN
 
@@ -289,8 +314,9 @@ def benchmarks() -> dict[str, Benchmark]:
             found = dict(builtin)
             for plugin, declared in plugin_benchmarks():
                 if not isinstance(declared, (tuple, list)) or not all(isinstance(b, Benchmark) for b in declared):
-                    raise UserError(f"plugin {plugin}: BENCHMARKS is a tuple of memorybench.benchmark.Benchmark "
-                                    f"records, not {declared!r}")
+                    raise UserError(
+                        f"plugin {plugin}: BENCHMARKS is a tuple of memorybench.benchmark.Benchmark records, not {declared!r}"
+                    )
                 for benchmark in declared:
                     if benchmark.name in found:
                         raise UserError(f"benchmark {benchmark.name!r} is declared twice; rename the one of plugin {plugin}")
@@ -329,8 +355,9 @@ def benchmark_of(dataset: str | None) -> Benchmark:
             if dataset in benchmark.dataset_names:
                 return benchmark
     known = ", ".join(datasets())
-    raise UserError(f"dataset {dataset!r} belongs to no benchmark memorybench knows ({known}); "
-                    "choose one with dataset=NAME (conf/dataset/)")
+    raise UserError(
+        f"dataset {dataset!r} belongs to no benchmark memorybench knows ({known}); choose one with dataset=NAME (conf/dataset/)"
+    )
 
 
 def dataset_named(name: str) -> Dataset:

@@ -1,26 +1,26 @@
 """Console entry point: thin. Parse, compose, call a stage; user errors print one line.
 
-    memorybench fetch                     download and verify the pinned files
-    memorybench qa [-m] [OVERRIDES...]    run QA (Hydra; -m sweeps)
-    memorybench plan [-m] [OVERRIDES...]  list the run specs and ids a run or sweep would make
-    memorybench rescore PACK              recompute predictions.csv and metrics.json
-    memorybench autorater PACK [--passes N] [judge=...]   Mem0's LLM judge over stored answers
-    memorybench judge-check [judge=...] [max_questions=N]  a judge's acceptance of known-wrong answers and of gold
-    memorybench compare ...               seeds: mean, sd, bootstrap CI; paired differences
-    memorybench verify PACK [--json]      check a pack: schemas, counts, hashes, gold, secrets
-    memorybench import FILE --format F    another project's released results as a pack; its table reproduced
-    memorybench aggregate PACKS...        collected/examples.parquet and a per-run table
-    memorybench collect-full PACKS...     one collected pack, repeated strings stored once
-    memorybench report DESIGN             tables and figures from conf/analysis/DESIGN.yaml
-    memorybench ls [PACKS...]             the runs: id, memory, reader, questions, F1, J, cost, status (`latest` names the newest)
-    memorybench show PACK QUESTION_ID     one question's walk: row, memory, prompt, calls, scores, verdicts, blame
-    memorybench view PACKS... [--out F]   one self-contained HTML file to browse packs question by question
-    memorybench track PACKS...            log finished packs to MLflow
-    memorybench pull GS_URI DIR           copy a finished pack from a bucket to a local folder
-    memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
-    memorybench wave STAGE --root ROOT    run a later stage over every finished pack
-    memorybench completion bash|zsh|fish  a shell completion script: commands, config groups, options, keys
-    memorybench dev cloud-emulators       fake-gcs-server and the Cloud Run stand-in on 127.0.0.1; prints the env to export
+memorybench fetch                     download and verify the pinned files
+memorybench qa [-m] [OVERRIDES...]    run QA (Hydra; -m sweeps)
+memorybench plan [-m] [OVERRIDES...]  list the run specs and ids a run or sweep would make
+memorybench rescore PACK              recompute predictions.csv and metrics.json
+memorybench autorater PACK [--passes N] [judge=...]   Mem0's LLM judge over stored answers
+memorybench judge-check [judge=...] [max_questions=N]  a judge's acceptance of known-wrong answers and of gold
+memorybench compare ...               seeds: mean, sd, bootstrap CI; paired differences
+memorybench verify PACK [--json]      check a pack: schemas, counts, hashes, gold, secrets
+memorybench import FILE --format F    another project's released results as a pack; its table reproduced
+memorybench aggregate PACKS...        collected/examples.parquet and a per-run table
+memorybench collect-full PACKS...     one collected pack, repeated strings stored once
+memorybench report DESIGN             tables and figures from conf/analysis/DESIGN.yaml
+memorybench ls [PACKS...]             the runs: id, memory, reader, questions, F1, J, cost, status (`latest` names the newest)
+memorybench show PACK QUESTION_ID     one question's walk: row, memory, prompt, calls, scores, verdicts, blame
+memorybench view PACKS... [--out F]   one self-contained HTML file to browse packs question by question
+memorybench track PACKS...            log finished packs to MLflow
+memorybench pull GS_URI DIR           copy a finished pack from a bucket to a local folder
+memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
+memorybench wave STAGE --root ROOT    run a later stage over every finished pack
+memorybench completion bash|zsh|fish  a shell completion script: commands, config groups, options, keys
+memorybench dev cloud-emulators       fake-gcs-server and the Cloud Run stand-in on 127.0.0.1; prints the env to export
 """
 
 from __future__ import annotations
@@ -32,15 +32,38 @@ from collections.abc import Sequence
 from memorybench.errors import OneLineParser, UserError, did_you_mean, report
 
 #: `memorybench --help`: the commands, one line each (the docstring less its first line, which is for us)
-USAGE = "memorybench: reproducible long-term conversational memory experiments on LoCoMo\n\ncommands:\n" + (
-    (__doc__ or "").split("\n", 1)[-1].strip("\n")
-) + "\n\n`memorybench COMMAND --help` explains one; `memorybench qa --help` lists the config groups and settings."
+USAGE = (
+    "memorybench: reproducible long-term conversational memory experiments on LoCoMo\n\ncommands:\n"
+    + ((__doc__ or "").split("\n", 1)[-1].strip("\n"))
+    + "\n\n`memorybench COMMAND --help` explains one; `memorybench qa --help` lists the config groups and settings."
+)
 MULTIRUN_FLAGS = ("-m", "--multirun")
 #: flags Hydra's own command line defines (anything else is refused in one line)
 HYDRA_FLAGS = (
-    "-m", "--multirun", "--cfg", "-c", "--info", "-i", "--resolve", "--package", "-p", "--help", "-h",
-    "--hydra-help", "--run", "-r", "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd",
-    "--shell-completion", "-sc", "--version", "--experimental-rerun",
+    "-m",
+    "--multirun",
+    "--cfg",
+    "-c",
+    "--info",
+    "-i",
+    "--resolve",
+    "--package",
+    "-p",
+    "--help",
+    "-h",
+    "--hydra-help",
+    "--run",
+    "-r",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--config-dir",
+    "-cd",
+    "--shell-completion",
+    "-sc",
+    "--version",
+    "--experimental-rerun",
 )
 
 
@@ -48,14 +71,25 @@ def cmd_fetch(args: Sequence[str]) -> int:
     from memorybench.data.pins import fetch_pins, user_pins_dir
 
     parser = OneLineParser(prog="memorybench fetch", description="Download and verify the pinned files.")
-    parser.add_argument("--pins", help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir); "
-                        "its verified files are also copied into the user cache dir")
-    parser.add_argument("--peers", action="store_true",
-                        help="also the peers' released results (Memobase, Zep, Honcho) into peers/, pinned like the data")
-    parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
-                        help="also a large dataset file by its pin: longmemeval_oracle (15 MB), longmemeval_s (277 MB), "
-                             "longmemeval_m (2.7 GB); streamed, resumable, size and sha256 checked. A dataset fetched "
-                             "with the other pins (locomo10, beam_128k's folder of 40 files) is verified as a whole")
+    parser.add_argument(
+        "--pins",
+        help="pins folder (default: $MEMORYBENCH_PINS or the user cache dir); "
+        "its verified files are also copied into the user cache dir",
+    )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also the peers' released results (Memobase, Zep, Honcho) into peers/, pinned like the data",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also a large dataset file by its pin: longmemeval_oracle (15 MB), longmemeval_s (277 MB), "
+        "longmemeval_m (2.7 GB); streamed, resumable, size and sha256 checked. A dataset fetched "
+        "with the other pins (locomo10, beam_128k's folder of 40 files) is verified as a whole",
+    )
     ns = parser.parse_args(args)
     from memorybench.benchmark import benchmarks, datasets
 
@@ -67,8 +101,11 @@ def cmd_fetch(args: Sequence[str]) -> int:
         known[name].pinned()  # a dataset without a pin: one line naming dataset.path
     # each benchmark's own pinned files and its datasets' (a folder's files, the folder verified as a
     # whole; a large file only with --dataset)
-    extra = tuple(p for b in benchmarks().values()
-                  for p in (*(d.pinned() for d in b.datasets if d.fetched_with_pins and not d.folder), *b.own_pins()))
+    extra = tuple(
+        p
+        for b in benchmarks().values()
+        for p in (*(d.pinned() for d in b.datasets if d.fetched_with_pins and not d.folder), *b.own_pins())
+    )
     folders = tuple(dict.fromkeys(d.pinned() for d in known.values() if d.fetched_with_pins and d.folder))
     root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers, extra=extra, folders=folders)
     for name in ns.dataset:
@@ -76,8 +113,11 @@ def cmd_fetch(args: Sequence[str]) -> int:
             from memorybench.data.large_pins import fetch_large
 
             fetch_large(known[name].pinned(), root)
-    print(f"pins verified in {root}" + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else "")
-          + (f"; datasets: {', '.join(ns.dataset)}" if ns.dataset else ""))
+    print(
+        f"pins verified in {root}"
+        + (f"; the peers' released results in {user_pins_dir() / 'peers'}" if ns.peers else "")
+        + (f"; datasets: {', '.join(ns.dataset)}" if ns.dataset else "")
+    )
     return 0
 
 

@@ -86,9 +86,11 @@ _memorybench_completion()
 complete -o nospace -o default -F _memorybench_completion memorybench
 """
 
-_ZSH = "# memorybench completion (zsh), through zsh's bash completion layer.\n" \
-       "# Load it: source <(memorybench completion zsh)\n" \
-       "autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n"
+_ZSH = (
+    "# memorybench completion (zsh), through zsh's bash completion layer.\n"
+    "# Load it: source <(memorybench completion zsh)\n"
+    "autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n"
+)
 
 _FISH = r"""# memorybench completion (fish): commands; for qa and plan, Hydra's config groups, options and keys.
 # Load it: memorybench completion fish | source
@@ -139,8 +141,10 @@ def shell_completion(args: Sequence[str], commands: Sequence[str]) -> int:
     words = [a for a in args if a not in FLAGS]
     action = next((w for w in words if w.split("=", 1)[0] in ("install", "uninstall", "query")), None)
     if action is None:
-        raise UserError("--shell-completion needs install=bash|zsh|fish (or query=SHELL); "
-                        "to load completion run `source <(memorybench completion bash)`")
+        raise UserError(
+            "--shell-completion needs install=bash|zsh|fish (or query=SHELL); "
+            "to load completion run `source <(memorybench completion bash)`"
+        )
     what, _, shell = action.partition("=")
     if shell not in SHELLS:
         raise UserError(f"{action}: no completion for shell {shell!r}; choose one of: {', '.join(SHELLS)}")
@@ -171,9 +175,9 @@ def completion_main(argv: Sequence[str], commands: Sequence[str]) -> int:
     parser = OneLineParser(
         prog="memorybench completion",
         description="Print a shell completion script: commands, and for qa/plan the config groups, options and keys "
-                    "(Hydra's completion of the qa app).",
+        "(Hydra's completion of the qa app).",
         epilog="bash: source <(memorybench completion bash); zsh: source <(memorybench completion zsh); "
-               "fish: memorybench completion fish | source",
+        "fish: memorybench completion fish | source",
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     ns = parser.parse_args(list(argv))

@@ -207,7 +207,8 @@ def recorded_choices(choices: Any) -> dict[str, str]:
     """Hydra's runtime choices as a run records them: Hydra's own groups (`hydra/...`) and
     the machine's local override left out."""
     return {
-        str(k): str(v) for k, v in choices.items()
+        str(k): str(v)
+        for k, v in choices.items()
         if not str(k).startswith("hydra/") and str(k) not in MACHINE_GROUPS and v is not None
     }
 
@@ -331,11 +332,18 @@ class _LazyGroup(dict):  # type: ignore[type-arg]
                     if self._take(schema):
                         nodes.append(dict.__getitem__(self, schema).node)
             if nodes and len(options) > 1:  # the entry is the module's: one option's keys would type another's
-                raise UserError(f"module {module} stores a config schema and is named by the YAMLs of {len(options)} "
-                                f"{self._group} options ({', '.join(options)}); give each option with keys of its own a "
-                                "module of its own")
-            node = ConfigNode(name=key, node=nodes[0] if nodes else OmegaConf.create({}), group=self._group, package=None,
-                              provider="memorybench")
+                raise UserError(
+                    f"module {module} stores a config schema and is named by the YAMLs of {len(options)} "
+                    f"{self._group} options ({', '.join(options)}); give each option with keys of its own a "
+                    "module of its own"
+                )
+            node = ConfigNode(
+                name=key,
+                node=nodes[0] if nodes else OmegaConf.create({}),
+                group=self._group,
+                package=None,
+                provider="memorybench",
+            )
             live = ConfigStore.instance().repo.get(self._group)
             for group in (self, live) if isinstance(live, dict) and live is not self else (self,):
                 if not dict.__contains__(group, key):

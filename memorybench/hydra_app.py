@@ -35,7 +35,15 @@ from memorybench import CONF_DIR
 from memorybench.config import load_component_configs, recorded_choices
 from memorybench.errors import UserError, error_line, report
 from memorybench.fs import write_atomic
-from memorybench.secrets import CREDENTIAL_ENV, contains_secret, known_secrets, looks_like_key, register, scrub_yaml, scrubbed_stdio
+from memorybench.secrets import (
+    CREDENTIAL_ENV,
+    contains_secret,
+    known_secrets,
+    looks_like_key,
+    register,
+    scrub_yaml,
+    scrubbed_stdio,
+)
 
 
 class QAJobFailed(UserError, CompactHydraException):
@@ -84,15 +92,25 @@ def _launcher_env_secrets(config: DictConfig) -> list[str]:
     except Exception:  # noqa: BLE001 - a node that does not resolve here holds no value to register
         return []
     assert isinstance(values, dict)
-    return [str(v) for k, v in values.items()
-            if isinstance(v, str) and (CREDENTIAL_ENV.search(str(k).upper()) or looks_like_key(v) or contains_secret(v))]
+    return [
+        str(v)
+        for k, v in values.items()
+        if isinstance(v, str) and (CREDENTIAL_ENV.search(str(k).upper()) or looks_like_key(v) or contains_secret(v))
+    ]
 
 
 def _register(config: DictConfig) -> None:
     """The credentials of a job's config (its `hydra` node left out: it resolves only inside a
     job) and of its launcher's task environment (`_launcher_env_secrets`)."""
-    register(known_secrets({k: OmegaConf.to_container(v, resolve=True) if isinstance(v, DictConfig) else v
-                            for k, v in config.items() if k != "hydra"}))
+    register(
+        known_secrets(
+            {
+                k: OmegaConf.to_container(v, resolve=True) if isinstance(v, DictConfig) else v
+                for k, v in config.items()
+                if k != "hydra"
+            }
+        )
+    )
     register(_launcher_env_secrets(config))
 
 

@@ -63,5 +63,7 @@ def writable_folder(value: str | os.PathLike[str], setting: str) -> Path:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".memorybench-probe-"):
             pass
     except OSError as e:
-        raise UserError(f"{setting}={folder} is not a writable folder ({e.strerror or e}); set {setting} to one you can write") from None
+        raise UserError(
+            f"{setting}={folder} is not a writable folder ({e.strerror or e}); set {setting} to one you can write"
+        ) from None
     return folder

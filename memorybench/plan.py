@@ -42,7 +42,11 @@ _LAUNCHERS_PACKAGE = f"{_CLOUD} && pip install --no-deps -e launchers/ --config-
 LAUNCHER_EXTRAS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "submitit_local": ("hydra_plugins.hydra_submitit_launcher", _CLOUD, ("submitit",)),
     "submitit_slurm": ("hydra_plugins.hydra_submitit_launcher", _CLOUD, ("submitit",)),
-    "cloudrun": ("hydra_plugins.memorybench_cloudrun_launcher", _LAUNCHERS_PACKAGE, ("google.cloud.run_v2", "google.cloud.storage")),
+    "cloudrun": (
+        "hydra_plugins.memorybench_cloudrun_launcher",
+        _LAUNCHERS_PACKAGE,
+        ("google.cloud.run_v2", "google.cloud.storage"),
+    ),
     "cloudrun_local": ("hydra_plugins.memorybench_cloudrun_launcher", _LAUNCHERS_PACKAGE, ()),
 }
 
@@ -115,8 +119,10 @@ def _unknown_key(key: str, overrides: list[str]) -> UserError | None:
         keys = {f.name for f in dataclasses.fields(Config)} | set(GROUPS)
         if leaf in keys:
             return None
-        return UserError(f"unknown config group or key {key!r} ({override}). "
-                         f"{did_you_mean(leaf, keys, label='groups and top-level keys')}; fix the spelling")
+        return UserError(
+            f"unknown config group or key {key!r} ({override}). "
+            f"{did_you_mean(leaf, keys, label='groups and top-level keys')}; fix the spelling"
+        )
     try:
         others = [o for o in overrides if o.lstrip("+~").partition("=")[0] != key]
         node = compose(config_name="config", overrides=others)
@@ -128,8 +134,10 @@ def _unknown_key(key: str, overrides: list[str]) -> UserError | None:
     group = parent.split(".")[0]
     option = node.get("name") if parent == group else None
     label = f"{parent} keys" + (f" ({group}={option})" if option else "")
-    return UserError(f"unknown key {key!r} ({override}). {did_you_mean(leaf, [str(k) for k in node.keys()], label=label)}; "
-                     f"fix the spelling (a {group} takes only the keys its schema declares)")
+    return UserError(
+        f"unknown key {key!r} ({override}). {did_you_mean(leaf, [str(k) for k in node.keys()], label=label)}; "
+        f"fix the spelling (a {group} takes only the keys its schema declares)"
+    )
 
 
 def check_launcher_installed(overrides: list[str]) -> None:
@@ -139,7 +147,10 @@ def check_launcher_installed(overrides: list[str]) -> None:
         key, _, value = override.lstrip("+~").partition("=")
         if key == "hydra/launcher" and value in LAUNCHER_EXTRAS:
             plugin, fix, imports = LAUNCHER_EXTRAS[value]
-            what = (f"hydra/launcher={value} needs its launcher plugin", "drop hydra/launcher: the basic launcher runs the jobs here")
+            what = (
+                f"hydra/launcher={value} needs its launcher plugin",
+                "drop hydra/launcher: the basic launcher runs the jobs here",
+            )
             require_extra("cloud", *what, modules=(plugin,), fix=fix)
             if imports:
                 require_extra("cloud", *what, modules=imports)
@@ -174,7 +185,11 @@ def compose_spec(overrides: list[str]) -> RunSpec:
 
 
 #: what a stage calls on each kind of component (a registered name without them fails at run time)
-REQUIRED_METHODS: dict[str, tuple[str, ...]] = {"memory": ("build", "for_question"), "answerer": ("open",), "chat_provider": ("open",)}
+REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
+    "memory": ("build", "for_question"),
+    "answerer": ("open",),
+    "chat_provider": ("open",),
+}
 
 
 def implementation(registry: Registry, name: str, kind: str, option: str | None = None) -> object:
@@ -188,12 +203,16 @@ def implementation(registry: Registry, name: str, kind: str, option: str | None 
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001  (a lazy entry whose module or attribute is broken)
-        raise UserError(f"{registry.kind} {name!r} ({option}={name}) cannot be loaded: "
-                        f"{type(e).__name__}: {' '.join(str(e).split())}; fix its module or choose another") from None
+        raise UserError(
+            f"{registry.kind} {name!r} ({option}={name}) cannot be loaded: "
+            f"{type(e).__name__}: {' '.join(str(e).split())}; fix its module or choose another"
+        ) from None
     missing = [m for m in REQUIRED_METHODS.get(kind, ()) if not callable(getattr(target, m, None))]
     if missing:
-        raise UserError(f"{registry.kind} {name!r} ({option}={name}) does not implement {', '.join(missing)}; "
-                        f"implement it in {registry.module_of(name)} or choose another. {did_you_mean(name, registry.names())}")
+        raise UserError(
+            f"{registry.kind} {name!r} ({option}={name}) does not implement {', '.join(missing)}; "
+            f"implement it in {registry.module_of(name)} or choose another. {did_you_mean(name, registry.names())}"
+        )
     return target
 
 

@@ -73,8 +73,17 @@ def _rows(cfg: DictConfig) -> tuple[list[QuestionRow], list, list]:
         turns = sum(len(s.turns) for s in sample.sessions)
         for q in sample.questions:
             kind = f"{q.category} {names.get(q.category, '?')}"
-            rows.append(QuestionRow(q.question_id, kind, q.abstention, len(sample.sessions), turns, tokens,
-                                    tuple(own.get(q.question_id, {}).items())))
+            rows.append(
+                QuestionRow(
+                    q.question_id,
+                    kind,
+                    q.abstention,
+                    len(sample.sessions),
+                    turns,
+                    tokens,
+                    tuple(own.get(q.question_id, {}).items()),
+                )
+            )
             every.append(q)
     chosen = select_questions(every, cfg)
     asked = {q.question_id for q in chosen}
@@ -114,8 +123,9 @@ def format_questions(rows: list[QuestionRow]) -> list[str]:
     for r in rows:
         values = dict(r.columns)
         cells = "".join(f"\t{values.get(name, '-')}" for name in names)
-        lines.append(f"{r.question_id}\t{r.kind}{cells}\t{'yes' if r.abstention else 'no'}\t{r.sessions}\t{r.turns}"
-                     f"\t{r.haystack_tokens}")
+        lines.append(
+            f"{r.question_id}\t{r.kind}{cells}\t{'yes' if r.abstention else 'no'}\t{r.sessions}\t{r.turns}\t{r.haystack_tokens}"
+        )
     return lines
 
 
@@ -132,8 +142,13 @@ def check_memory_fits(cfg: DictConfig) -> None:
 
     rows = question_rows(cfg)
     requested = str(cfg.reader.get("model") or "auto")
-    largest = max(spec.max_context for spec in LOCAL_MODELS.values()) if requested == "auto" else \
-        LOCAL_MODELS[requested].max_context if requested in LOCAL_MODELS else None
+    largest = (
+        max(spec.max_context for spec in LOCAL_MODELS.values())
+        if requested == "auto"
+        else LOCAL_MODELS[requested].max_context
+        if requested in LOCAL_MODELS
+        else None
+    )
     too_long = [r for r in rows if largest is not None and r.haystack_tokens + _MARGIN_TOKENS > largest]
     if not too_long:
         return

@@ -153,8 +153,10 @@ def plugin_schema_modules() -> dict[str, dict[str, str]]:
             isinstance(options, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in options.items())
             for options in declared.values()
         ):
-            raise UserError(f"plugin {plugin.name!r} ({plugin.module}): SCHEMA_MODULES is {{group: {{option: module}}}} "
-                            f"of strings, not {declared!r}")
+            raise UserError(
+                f"plugin {plugin.name!r} ({plugin.module}): SCHEMA_MODULES is {{group: {{option: module}}}} "
+                f"of strings, not {declared!r}"
+            )
         for group, options in declared.items():
             out.setdefault(str(group), {}).update(options)
     return out
@@ -192,5 +194,7 @@ def plugin_config_error(error: BaseException) -> UserError | None:
         return None
     plugin, file, line = where
     key = getattr(error, "full_key", None) or str(getattr(error, "key", None) or "?")
-    return UserError(f"plugin {plugin.name} reads config key {key!r} ({file}:{line}), which its config does not declare; "
-                     f"add it with a default to the plugin's schema dataclass and its conf/ yaml, or read it with .get()")
+    return UserError(
+        f"plugin {plugin.name} reads config key {key!r} ({file}:{line}), which its config does not declare; "
+        f"add it with a default to the plugin's schema dataclass and its conf/ yaml, or read it with .get()"
+    )

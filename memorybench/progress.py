@@ -31,8 +31,23 @@ from typing import IO, Any, TypeVar
 
 from memorybench.errors import UserError
 
-__all__ = ["CALLS", "EVERY_ENV", "PROGRESS_ENV", "SPEND", "Calls", "LastCall", "Progress", "Spend", "format_eta", "format_line",
-           "progress_enabled", "progress_every_s", "record_call", "record_spend", "say"]
+__all__ = [
+    "CALLS",
+    "EVERY_ENV",
+    "PROGRESS_ENV",
+    "SPEND",
+    "Calls",
+    "LastCall",
+    "Progress",
+    "Spend",
+    "format_eta",
+    "format_line",
+    "progress_enabled",
+    "progress_every_s",
+    "record_call",
+    "record_spend",
+    "say",
+]
 
 #: off (0, off, false, no): no progress at all, bar or line (a script that reads stderr; the test suite)
 PROGRESS_ENV = "MEMORYBENCH_PROGRESS"
@@ -170,8 +185,16 @@ def _format_rate(rate: float) -> str:
     return f"{rate:.0f}" if rate >= 10 else f"{rate:.1f}" if rate >= 1 else f"{rate:.2f}"
 
 
-def format_line(stage: str, label: str | None, done: int, total: int | None, unit: str, rate_unit: str,
-                rate: float | None, cost_usd: float | None) -> str:
+def format_line(
+    stage: str,
+    label: str | None,
+    done: int,
+    total: int | None,
+    unit: str,
+    rate_unit: str,
+    rate: float | None,
+    cost_usd: float | None,
+) -> str:
     """`qa conv-30 412/1986 questions, 2.1 q/s, eta 12m, $0.31 so far` (rate, eta and cost when known)."""
     head = " ".join(p for p in (stage, label) if p)
     parts = [f"{head} {done}/{total} {unit}" if total is not None else f"{head} {done} {unit}"]
@@ -326,14 +349,19 @@ class Progress:
 
     def line(self) -> str:
         with self._lock:
-            return format_line(self.stage, self._label(), self.done, self.total, self.unit, self.rate_unit, self.rate(),
-                               self.cost_usd())
+            return format_line(
+                self.stage, self._label(), self.done, self.total, self.unit, self.rate_unit, self.rate(), self.cost_usd()
+            )
 
     def _label(self) -> str | None:
         detail = self.detail() if self.detail is not None else None
         if not detail:
             return self.label
-        return f"{self.label[:-1]}: {detail})" if self.label and self.label.endswith(")") else f"{self.label or ''} ({detail})".strip()
+        return (
+            f"{self.label[:-1]}: {detail})"
+            if self.label and self.label.endswith(")")
+            else f"{self.label or ''} ({detail})".strip()
+        )
 
     def _head(self) -> str:
         return " ".join(p for p in (self.stage, self._label()) if p)

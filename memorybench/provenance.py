@@ -25,7 +25,10 @@ def git_state() -> tuple[str | None, bool | None]:
         ).stdout.strip()
         status = subprocess.run(
             ["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout
         return commit, bool(status.strip())
     except (OSError, subprocess.SubprocessError):

@@ -108,8 +108,10 @@ def configured_options(conf_dir: Path, group: str) -> tuple[ConfiguredOption, ..
         defaults = data.get("defaults") if isinstance(data, dict) else None
         modules = [e for e in defaults if isinstance(e, str) and MODULE_ENTRY.fullmatch(e)] if isinstance(defaults, list) else []
         if len(modules) > 1:
-            raise UserError(f"{path} names {len(modules)} modules in its defaults list ({', '.join(modules)}); "
-                            "an option names one, the module that registers its component")
+            raise UserError(
+                f"{path} names {len(modules)} modules in its defaults list ({', '.join(modules)}); "
+                "an option names one, the module that registers its component"
+            )
         if modules:
             values = {str(k): v for k, v in data.items() if isinstance(v, (str, int, float, bool))}
             found.append(ConfiguredOption(group, path.stem, modules[0], values, path))
@@ -155,8 +157,17 @@ class Registry(Generic[T]):
     more {name: "module:attr"} (the benchmarks' own judge protocols, which their records
     declare), asked by name through importlib when the registry is first read."""
 
-    def __init__(self, kind: str, option: str, package: str | None = None, *, group: str | None = None,
-                 key: str = "name", unlisted: Mapping[str, str] | None = None, more_builtins: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        option: str,
+        package: str | None = None,
+        *,
+        group: str | None = None,
+        key: str = "name",
+        unlisted: Mapping[str, str] | None = None,
+        more_builtins: str | None = None,
+    ) -> None:
         #: what a component is, in words ("memory method")
         self.kind = kind
         #: how a user selects one ("memory", "reader.provider")
@@ -218,8 +229,10 @@ class Registry(Generic[T]):
                     continue
                 known = out.get(str(name))
                 if known is not None and known.module != found.module:
-                    raise UserError(f"{self.kind} {name!r} is named by {known.path} (module {known.module}) and by "
-                                    f"{found.path} (module {found.module}); one component has one module")
+                    raise UserError(
+                        f"{self.kind} {name!r} is named by {known.path} (module {known.module}) and by "
+                        f"{found.path} (module {found.module}); one component has one module"
+                    )
                 out.setdefault(str(name), found)
         return out
 
@@ -291,8 +304,10 @@ class Registry(Generic[T]):
             import_named(entry.target, entry.named_by)  # it registers the component under `name`
             entry = self._entries[name]
             if entry.named_by is not None:
-                raise UserError(f"{entry.named_by} names module {entry.target}, which registers no {self.kind} {name!r}; "
-                                f"register it there under that name, or name the module that does")
+                raise UserError(
+                    f"{entry.named_by} names module {entry.target}, which registers no {self.kind} {name!r}; "
+                    f"register it there under that name, or name the module that does"
+                )
         if isinstance(entry.target, str):
             module, _, attr = entry.target.partition(":")
             obj: Any = importlib.import_module(module)
@@ -313,8 +328,10 @@ def import_named(module: str, where: str) -> None:
     except ModuleNotFoundError as e:
         if e.name is None or not (module == e.name or module.startswith(f"{e.name}.")):
             raise
-        raise UserError(f"{where} names module {module}, which is not found ({e}); "
-                        "name the module that registers the option's component by its full dotted path") from None
+        raise UserError(
+            f"{where} names module {module}, which is not found ({e}); "
+            "name the module that registers the option's component by its full dotted path"
+        ) from None
 
 
 def shown_path(path: Path) -> str:
@@ -328,13 +345,21 @@ def shown_path(path: Path) -> str:
 
 
 MEMORY: Registry[Any] = Registry("memory method", "memory", package="memorybench.memory", group="memory")
-ANSWERERS: Registry[Any] = Registry("answerer", "answerer", package="memorybench.answer", group="answerer",
-                                    unlisted={"imported": "memorybench.answer.imported"})
-EMBEDDERS: Registry[Any] = Registry("embedder provider", "embedder.provider", package="memorybench.embed._factory",
-                                    group="embedder", key="provider")
+ANSWERERS: Registry[Any] = Registry(
+    "answerer", "answerer", package="memorybench.answer", group="answerer", unlisted={"imported": "memorybench.answer.imported"}
+)
+EMBEDDERS: Registry[Any] = Registry(
+    "embedder provider", "embedder.provider", package="memorybench.embed._factory", group="embedder", key="provider"
+)
 CHAT_PROVIDERS: Registry[Any] = Registry("chat provider", "reader.provider", package="memorybench.llm.endpoints")
-JUDGES: Registry[Any] = Registry("judge protocol", "judge.protocol", package="memorybench.score.judge", group="judge",
-                                 key="protocol", more_builtins="memorybench.benchmark:judge_protocols")
+JUDGES: Registry[Any] = Registry(
+    "judge protocol",
+    "judge.protocol",
+    package="memorybench.score.judge",
+    group="judge",
+    key="protocol",
+    more_builtins="memorybench.benchmark:judge_protocols",
+)
 SCORERS: Registry[Any] = Registry("scorer", "scorer", package="memorybench.score.scorers")
 STAGES: Registry[Any] = Registry("wave stage", "memorybench wave STAGE", package="memorybench.cloudrun.waves")
 

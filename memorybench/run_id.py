@@ -39,12 +39,18 @@ if TYPE_CHECKING:  # a pack's config read as plain data (verify) needs no OmegaC
 # the judge belongs to the autorater stage: qa never calls it, so it is not part of a qa run's identity
 EXCLUDED_TOP_LEVEL = frozenset({"hydra", "paths", "storage", "tracking", "pricing", "name", "launcher", "judge"})
 ENDPOINT_GROUPS = ("reader", "writer", "judge", "embedder")
-OPERATIONAL_KEYS = frozenset(
-    {"timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env"}
-)
+OPERATIONAL_KEYS = frozenset({"timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env"})
 ANSWERER_OPERATIONAL_KEYS = frozenset(
-    {"api_key_env", "scratch_dir", "request_max_retries", "stream_max_retries", "timeout_s", "ingest_timeout_s", "audit",
-     "network"}
+    {
+        "api_key_env",
+        "scratch_dir",
+        "request_max_retries",
+        "stream_max_retries",
+        "timeout_s",
+        "ingest_timeout_s",
+        "audit",
+        "network",
+    }
 )
 #: where an endpoint is served, not what it is asked: out of the id, recorded in run_meta.json
 ADDRESS_KEYS = frozenset({"base_url"})
@@ -208,8 +214,11 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
                 node["model"] = resolved
             out[group] = node
     if isinstance(out.get("memory"), dict):
-        out["memory"] = {k: v for k, v in out["memory"].items()
-                         if k not in MEMORY_OPERATIONAL_KEYS and not (k in MEMORY_UNSET_KEYS and v is None)}
+        out["memory"] = {
+            k: v
+            for k, v in out["memory"].items()
+            if k not in MEMORY_OPERATIONAL_KEYS and not (k in MEMORY_UNSET_KEYS and v is None)
+        }
     answerer = out.get("answerer")
     if isinstance(answerer, dict):
         out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS | ADDRESS_KEYS}
@@ -250,7 +259,9 @@ def run_identity(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | None =
     reader = data.get("reader", {})
     # an answerer with a model of its own (an agent) names it; the reader's is reader.model
     model = data.get("answerer", {}).get("model") or reader.get("model") or reader.get("name") or "model"
-    where = "answerer.model" if data.get("answerer", {}).get("model") else "reader.model" if reader.get("model") else "reader.name"
+    where = (
+        "answerer.model" if data.get("answerer", {}).get("model") else "reader.model" if reader.get("model") else "reader.name"
+    )
     for key, value in (("memory.name", memory), ("answerer.name", answerer), (where, model)):
         _refuse_secret(key, str(value))
     prefix = "-".join(_slug(str(p)) for p in (memory, answerer, model))

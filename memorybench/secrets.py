@@ -40,9 +40,24 @@ from typing import Any, TextIO
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 __all__ = [
-    "CREDENTIAL_ENV", "MASK", "MIN_SECRET_LENGTH", "EndpointURL", "clean_config", "clean_url", "contains_secret",
-    "credential_values", "known_secrets", "looks_like_key", "register", "registered", "scrub", "scrub_bytes",
-    "scrub_yaml", "scrubbed_stdio", "secret_forms", "split_url",
+    "CREDENTIAL_ENV",
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "EndpointURL",
+    "clean_config",
+    "clean_url",
+    "contains_secret",
+    "credential_values",
+    "known_secrets",
+    "looks_like_key",
+    "register",
+    "registered",
+    "scrub",
+    "scrub_bytes",
+    "scrub_yaml",
+    "scrubbed_stdio",
+    "secret_forms",
+    "split_url",
 ]
 
 #: what a secret value is replaced by

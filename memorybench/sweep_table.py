@@ -48,8 +48,7 @@ def job_row(job_return: JobReturn) -> dict[str, str]:
         row["status"] = "done (no metrics returned)"
         return row
     labels = value.get("locomo_f1") or {}
-    row.update(run_id=str(value.get("run_id", "-")), questions=str(value.get("questions", "-")),
-               cost=_cost(value), status="done")
+    row.update(run_id=str(value.get("run_id", "-")), questions=str(value.get("questions", "-")), cost=_cost(value), status="done")
     row["F1 1-4"], row["F1 1-5"] = _score(labels.get("overall_1_4")), _score(labels.get("overall_1_5"))
     return row
 
@@ -77,7 +76,9 @@ class SweepTable(Callback):
             return
         _keep_varying_overrides(self.rows)
         done = sum(r["status"] == "done" for r in self.rows)
-        print(f"\nsweep: {done} of {len(self.rows)} runs done (memorybench ls {config.paths.packs}/{config.name} lists their packs)")
+        print(
+            f"\nsweep: {done} of {len(self.rows)} runs done (memorybench ls {config.paths.packs}/{config.name} lists their packs)"
+        )
         print(format_table(self.rows), flush=True)
 
 

@@ -287,8 +287,11 @@ LOCOMO_NOT_MENTIONED = "Not mentioned in the conversation"
 #: between the context and the question prompt (`query_conv + '\n\n' + QA_PROMPT.format(...)`)
 LOCOMO_JOINER = "\n\n"
 #: the pinned literals in the one prompt file a locomo pack holds (`prompts/locomo`), by LoCoMo's names
-_LOCOMO_LITERALS = {"CONV_START_PROMPT": LOCOMO_CONV_START_PROMPT, "QA_PROMPT": LOCOMO_QA_PROMPT,
-                    "QA_PROMPT_CAT_5": LOCOMO_QA_PROMPT_CAT_5}
+_LOCOMO_LITERALS = {
+    "CONV_START_PROMPT": LOCOMO_CONV_START_PROMPT,
+    "QA_PROMPT": LOCOMO_QA_PROMPT,
+    "QA_PROMPT_CAT_5": LOCOMO_QA_PROMPT_CAT_5,
+}
 _CLEAN_REPLIES = frozenset({"a", "b", "(a)", "(b)"})
 
 
@@ -369,7 +372,9 @@ class LocomoReaderTemplate(_PinnedSlots):
     def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
         return None
 
-    def values(self, question: str, category: int, speakers: tuple[str, str], options: Mapping[str, str] | None) -> dict[str, str]:
+    def values(
+        self, question: str, category: int, speakers: tuple[str, str], options: Mapping[str, str] | None
+    ) -> dict[str, str]:
         """The slot values of one question (options only for category 5)."""
         values = {"question": question, "speaker_1": speakers[0], "speaker_2": speakers[1], "category": str(category)}
         if str(category) == "5":
@@ -434,8 +439,12 @@ class LongMemEvalReaderTemplate(_PinnedSlots):
 
 
 LONGMEMEVAL_READERS: dict[str, LongMemEvalReaderTemplate] = {
-    t.name: t for t in (LongMemEvalReaderTemplate("longmemeval_con", True), LongMemEvalReaderTemplate("longmemeval_direct", False))
+    t.name: t
+    for t in (LongMemEvalReaderTemplate("longmemeval_con", True), LongMemEvalReaderTemplate("longmemeval_direct", False))
 }
 #: every `reader.prompt` value that names a pinned reader template (rendered by it, not filled)
 PINNED_READERS: dict[str, JinjaReaderTemplate | LocomoReaderTemplate | LongMemEvalReaderTemplate] = {
-    **JINJA_READERS, LOCOMO_READER.name: LOCOMO_READER, **LONGMEMEVAL_READERS}
+    **JINJA_READERS,
+    LOCOMO_READER.name: LOCOMO_READER,
+    **LONGMEMEVAL_READERS,
+}

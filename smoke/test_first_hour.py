@@ -28,8 +28,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PINS = os.environ.get("MEMORYBENCH_PINS") or str(REPO.parent / "shared" / "pins")
 
-pytestmark = pytest.mark.skipif(not (Path(PINS) / "data").is_dir(),
-                                reason=f"needs a pins folder (MEMORYBENCH_PINS; {PINS} has no data/)")
+pytestmark = pytest.mark.skipif(
+    not (Path(PINS) / "data").is_dir(), reason=f"needs a pins folder (MEMORYBENCH_PINS; {PINS} has no data/)"
+)
 
 
 class Clone:
@@ -38,22 +39,30 @@ class Clone:
 
     def run(self, line: str, *, ok: bool = True, timeout: float = 600, **extra: str) -> subprocess.CompletedProcess:
         """One README line in the clone's folder, as bash runs it; its output on failure."""
-        done = subprocess.run(["bash", "-c", line], cwd=self.root, env={**self.env, **extra}, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            ["bash", "-c", line],
+            cwd=self.root,
+            env={**self.env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         if ok:
             assert done.returncode == 0, f"{line}: exit {done.returncode}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
         return done
 
     def readme_line(self, marker: str) -> str:
         """The command of README's first code block whose comment holds `marker`."""
-        (line,) = [l for l in (self.root / "README.md").read_text("utf-8").splitlines() if marker in l]
+        (line,) = [text for text in (self.root / "README.md").read_text("utf-8").splitlines() if marker in text]
         return line.split("#", 1)[0].strip()
 
 
 def _machine_caches() -> dict[str, str]:
     """pip's and npm's caches as this machine has them (a new XDG_CACHE_HOME would move pip's)."""
-    pip = subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "pip", "cache", "dir"], capture_output=True,
-                         text=True).stdout.strip()
+    pip = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "pip", "cache", "dir"], capture_output=True, text=True
+    ).stdout.strip()
     return {"PIP_CACHE_DIR": pip} if pip else {}
 
 
@@ -76,7 +85,7 @@ def test_setup_with_a_pins_folder_ends_with_the_main_command(clone):
     assert setup == "./setup.sh"
     done = clone.run(setup, timeout=1800, MEMORYBENCH_PINS=PINS)
     lines = (done.stdout + done.stderr).strip().splitlines()
-    assert all(l.startswith("setup.sh: ") for l in lines), lines  # one line per step, pip's noise in the log
+    assert all(text.startswith("setup.sh: ") for text in lines), lines  # one line per step, pip's noise in the log
     assert lines[-1] == f"setup.sh: done. The main command: {clone.readme_line('# main job')}"
     # the user cache is complete: the pins were copied, not only verified where they lay
     cache = Path(clone.env["XDG_CACHE_HOME"]) / "memorybench" / "pins"

@@ -36,6 +36,7 @@ MINI = FIXTURES / "mini_locomo.json"
 CLI_PREFIX = [sys.executable, "-m", "memorybench.cli"]
 DEAD_READER = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=dead", "reader.max_retries=0"]
 
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -131,11 +132,17 @@ DATA_VARIANTS: list[DataVariant] = [
         "conversation has no session_N lists",
     ),
     DataVariant("turn-not-object", put("hi", "conversation", "session_1", 0), "a turn must be a JSON object, got str"),
-    DataVariant("turn-no-speaker", drop("conversation", "session_1", 1, "speaker"), "session_1[1]: missing key 'speaker'", cli=True),
+    DataVariant(
+        "turn-no-speaker", drop("conversation", "session_1", 1, "speaker"), "session_1[1]: missing key 'speaker'", cli=True
+    ),
     DataVariant("turn-int-dia-id", put(3, "conversation", "session_2", 0, "dia_id"), "key 'dia_id' must be str, got int"),
     DataVariant("turn-no-text", drop("conversation", "session_2", 1, "text"), "missing key 'text'"),
-    DataVariant("turn-null-text", put(None, "conversation", "session_2", 1, "text"), "key 'text' must be str, got NoneType", cli=True),
-    DataVariant("turn-int-caption", put(5, "conversation", "session_1", 2, "blip_caption"), "key 'blip_caption' must be str, got int"),
+    DataVariant(
+        "turn-null-text", put(None, "conversation", "session_2", 1, "text"), "key 'text' must be str, got NoneType", cli=True
+    ),
+    DataVariant(
+        "turn-int-caption", put(5, "conversation", "session_1", 2, "blip_caption"), "key 'blip_caption' must be str, got int"
+    ),
     DataVariant("no-qa", drop("qa"), "missing key 'qa'", cli=True),
     DataVariant("qa-row-list", put(["q", "a"], "qa", 0), "qa[0]: a qa row must be a JSON object, got list"),
     DataVariant("no-category", drop("qa", 3, "category"), "qa[3]: missing key 'category'"),
@@ -146,7 +153,9 @@ DATA_VARIANTS: list[DataVariant] = [
     DataVariant("int-question", put(12, "qa", 2, "question"), "key 'question' must be str, got int"),
     DataVariant("list-answer", put(["pottery"], "qa", 0, "answer"), "key 'answer' must be str or int, got list"),
     DataVariant("bool-answer", put(False, "qa", 0, "answer"), "key 'answer' must be str or int, got bool"),
-    DataVariant("no-answer-category-4", drop("qa", 0, "answer"), "missing key 'answer' (only category 5 rows may lack it)", cli=True),
+    DataVariant(
+        "no-answer-category-4", drop("qa", 0, "answer"), "missing key 'answer' (only category 5 rows may lack it)", cli=True
+    ),
     DataVariant("int-adversarial", put(1, "qa", 4, "adversarial_answer"), "key 'adversarial_answer' must be str, got int"),
     DataVariant("str-evidence", put("D1:1", "qa", 0, "evidence"), "key 'evidence' must be list, got str"),
     DataVariant("list-session-summary", put([], "session_summary"), "key 'session_summary' must be dict, got list"),
@@ -182,7 +191,11 @@ CASES: list[Case] = [
     Case("cfg-unknown-launcher", qa("hydra/launcher=nope"), "Could not find 'hydra/launcher/nope'"),
     Case("cfg-deleted-group", qa("~reader"), "Missing mandatory value: reader"),
     Case("cfg-unknown-in-sweep", qa("-m", "memory=full_context,nope"), "unknown memory option 'nope'"),
-    Case("cfg-misspelt-key", qa("reader.temprature=0"), "unknown key 'reader.temprature' (reader.temprature=0). Did you mean 'temperature'?"),
+    Case(
+        "cfg-misspelt-key",
+        qa("reader.temprature=0"),
+        "unknown key 'reader.temprature' (reader.temprature=0). Did you mean 'temperature'?",
+    ),
     Case("cfg-misspelt-group", qa("memroy=rag"), "unknown config group or key 'memroy' (memroy=rag). Did you mean 'memory'?"),
     Case("cfg-unknown-top-key", qa("frob=1"), "unknown config group or key 'frob'"),
     Case("cfg-override-without-value", qa("max_questions"), "Error parsing override 'max_questions'"),
@@ -305,7 +318,6 @@ def _prepare(root: Path, server) -> None:
 
 
 SLOW = ("data-", "rescore-", "cfg-negative-max-retries", "cfg-negative-timeout", "cfg-appended-unknown-key")
-
 
 
 Outcome = CliOutcome

@@ -42,14 +42,15 @@ def complete(shim: Path, tmp_path: Path, line: str, *, wordbreaks: str = WORDBRE
         COMP_WORDBREAKS=$1
         COMP_LINE=$2
         COMP_POINT=${{#COMP_LINE}}
-        COMP_WORDS=({' '.join(f"'{w}'" for w in words)})
+        COMP_WORDS=({" ".join(f"'{w}'" for w in words)})
         COMP_CWORD={len(words) - 1}
         _memorybench_completion
         printf '%s\\n' "${{COMPREPLY[@]}}"
     """
     env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run([BASH, "-c", program, "bash", wordbreaks, line], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [BASH, "-c", program, "bash", wordbreaks, line], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return [x for x in result.stdout.splitlines() if x]
 
@@ -81,7 +82,9 @@ def test_memory_options_complete_through_hydra(shim, tmp_path, command):
 
 def test_groups_and_keys_complete(shim, tmp_path):
     assert "memory=" in complete(shim, tmp_path, "memorybench qa mem", wordbreaks=" ")
-    assert complete(shim, tmp_path, "memorybench qa reader=openai_compatible reader.te", wordbreaks=" ") == ["reader.temperature="]
+    assert complete(shim, tmp_path, "memorybench qa reader=openai_compatible reader.te", wordbreaks=" ") == [
+        "reader.temperature="
+    ]
     assert complete(shim, tmp_path, "memorybench qa reader.temperature=") == ["0.0"]
 
 
@@ -95,7 +98,10 @@ def test_hydra_line_drops_the_command():
 def test_hydra_install_prints_our_script_and_bare_flag_is_one_line(capsys, tmp_path):
     assert main(["qa", "-sc", "install=bash"]) == 0
     out = capsys.readouterr().out
-    assert out == completion_script("bash", COMMANDS) and "complete -o nospace -o default -F _memorybench_completion memorybench" in out
+    assert (
+        out == completion_script("bash", COMMANDS)
+        and "complete -o nospace -o default -F _memorybench_completion memorybench" in out
+    )
     assert "memorybench qa" not in out.splitlines()[-1]
     result = run_cli("qa", "--shell-completion", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -40,8 +40,10 @@ atexit.register(shutil.rmtree, _LME_DIR, True)
 _LONGMEMEVAL = make_longmemeval(Path(_LME_DIR) / "lme.json", questions=6)
 #: BEAM's tiers without a pin read a local copy only: the pinned 128K tier's first conversation,
 #: in a folder of each tier's name
-_BEAM = {tier: shutil.copytree(PINS / "beam" / "chats" / "100K" / "1", Path(_LME_DIR) / tier / "1").parent
-         for tier in ("500K", "1M", "10M")}
+_BEAM = {
+    tier: shutil.copytree(PINS / "beam" / "chats" / "100K" / "1", Path(_LME_DIR) / tier / "1").parent
+    for tier in ("500K", "1M", "10M")
+}
 
 NEEDS: dict[str, list[str]] = {
     "reader=openai_compatible": [f"reader.base_url={DEAD}", "reader.model=m"],
@@ -180,8 +182,10 @@ def test_every_option_composes_validates_and_names_a_component(group, option):
 @pytest.mark.parametrize("option", [o for g, o in OPTIONS if g == "experiment"])
 def test_every_experiment_expands_into_distinct_runs(option):
     for package in NEEDS_PLUGINS.get(f"experiment={option}", ()):
-        pytest.importorskip(package, reason=f"experiment={option} needs its plugin: .venv/bin/pip install -e "
-                                               f"plugins/{package.removeprefix('mb_')}")
+        pytest.importorskip(
+            package,
+            reason=f"experiment={option} needs its plugin: .venv/bin/pip install -e plugins/{package.removeprefix('mb_')}",
+        )
     with _conf():
         jobs = sweep_jobs([f"experiment={option}", *NEEDS.get(f"experiment={option}", [])])
         specs = [_compose(job) for job in jobs]
@@ -228,7 +232,10 @@ def test_the_named_experiments_expand_as_the_seed_names_them():
     assert all(s.cfg.memory.source == "released" for s in reader if s.cfg.memory.name == "session_summaries")
     # writer-made summaries and the graph, each under two writers
     assert sorted((s.cfg.memory.name, s.cfg.writer.name) for s in writer) == [
-        ("graph", "local"), ("graph", "openai"), ("session_summaries", "local"), ("session_summaries", "openai")]
+        ("graph", "local"),
+        ("graph", "openai"),
+        ("session_summaries", "local"),
+        ("session_summaries", "openai"),
+    ]
     assert all(s.cfg.memory.source == "writer" for s in writer if s.cfg.memory.name == "session_summaries")
     assert len(methods) == 8 and len({s.cfg.memory.name for s in methods}) == 8
-

@@ -12,8 +12,13 @@ import urllib.request
 
 
 def test_scripted_model_starts_alone_answers_and_stops(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "memorybench.cli", "dev", "scripted-model", "--env-file", str(tmp_path / "env")],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memorybench.cli", "dev", "scripted-model", "--env-file", str(tmp_path / "env")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         lines = []
@@ -24,9 +29,14 @@ def test_scripted_model_starts_alone_answers_and_stops(tmp_path):
         env = dict(line.removeprefix("export ").split("=", 1) for line in lines)
         assert set(env) == {"READER", "JUDGE"} and env["READER"].startswith("http://127.0.0.1:")
         assert (tmp_path / "env").read_text("utf-8").splitlines() == lines
-        body = {"model": "scripted", "messages": [{"role": "user", "content": "judge"}], "response_format": {"type": "json_object"}}
-        request = urllib.request.Request(f"{env['JUDGE']}/chat/completions", json.dumps(body).encode(),
-                                         {"Content-Type": "application/json"})
+        body = {
+            "model": "scripted",
+            "messages": [{"role": "user", "content": "judge"}],
+            "response_format": {"type": "json_object"},
+        }
+        request = urllib.request.Request(
+            f"{env['JUDGE']}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             reply = json.load(response)
         assert json.loads(reply["choices"][0]["message"]["content"]) == {"label": "CORRECT"}

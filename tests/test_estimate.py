@@ -49,8 +49,11 @@ def test_the_price_follows_the_tokens_and_the_cache():
     per_call = reader.input_tokens / 3
     assert reader.cached_input_tokens % 128 == 0 and 2 * (per_call - 200) < reader.cached_input_tokens <= 2 * per_call
     cached = reader.cached_input_tokens
-    low = ((reader.input_tokens - cached) * price["input"] + cached * price["cached_input"]
-           + reader.output_tokens_max * price["output"]) / 1e6
+    low = (
+        (reader.input_tokens - cached) * price["input"]
+        + cached * price["cached_input"]
+        + reader.output_tokens_max * price["output"]
+    ) / 1e6
     assert reader.cost_usd == pytest.approx(low) and reader.cost_usd < reader.cost_usd_uncached
     assert estimate.cost_usd == reader.cost_usd
 
@@ -71,8 +74,14 @@ def test_scripted_run_prompt_tokens_are_within_5_percent_of_the_estimate(tmp_pat
         return Reply(text="Not mentioned in the conversation", prompt_tokens=_openai_count(body, tokenizer), completion_tokens=2)
 
     with ScriptedOpenAIServer(responder=counting) as server:
-        args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-                f"paths.cache={tmp_path / 'cache'}", "name=est"]
+        args = [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=est",
+        ]
         assert main(args) == 0
     (pack,) = (tmp_path / "packs" / "est" / "runs").iterdir()
     estimate = RunEstimate.model_validate_json((pack / "estimate.json").read_text())
@@ -90,8 +99,15 @@ def test_scripted_run_prompt_tokens_are_within_5_percent_of_the_estimate(tmp_pat
 def test_embedded_model_prompt_tokens_are_within_5_percent_of_the_estimate(tmp_path):
     """The embedded llama.cpp server counts with its own tokenizer; the estimate with the
     GGUF's vocabulary, loaded alone, and the completion format's joins."""
-    args = ["qa", "reader=local", f"dataset.path={MINI}", "max_questions=4", f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}", "name=est"]
+    args = [
+        "qa",
+        "reader=local",
+        f"dataset.path={MINI}",
+        "max_questions=4",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "name=est",
+    ]
     assert main(args) == 0
     (pack,) = (tmp_path / "packs" / "est" / "runs").iterdir()
     estimate = RunEstimate.model_validate_json((pack / "estimate.json").read_text())

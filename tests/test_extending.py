@@ -60,8 +60,14 @@ PLUGIN = _section("The same method in a plugin package")
 
 def _overrides(server, tmp: Path) -> list[str]:
     """What the test adds to the page's commands: the scripted reader, the fixture, its folders."""
-    return [*scripted_reader(server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}", f"paths.packs={tmp / 'packs'}",
-            f"paths.cache={tmp / 'cache'}", f"hydra.sweep.dir={tmp / 'multirun'}", "name=extending"]
+    return [
+        *scripted_reader(server.base_url),
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        f"paths.packs={tmp / 'packs'}",
+        f"paths.cache={tmp / 'cache'}",
+        f"hydra.sweep.dir={tmp / 'multirun'}",
+        "name=extending",
+    ]
 
 
 def _env(path: Path) -> dict[str, str]:
@@ -113,8 +119,14 @@ def clone(tmp_path_factory) -> Path:
     for relpath, text in files.items():
         assert not (root / relpath).exists(), relpath
         (root / relpath).write_text(text, "utf-8")
-    probe = subprocess.run([sys.executable, "-c", "import memorybench; print(memorybench.__file__)"], capture_output=True,
-                           text=True, env={**os.environ, **_env(root)}, cwd=root, timeout=60)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import memorybench; print(memorybench.__file__)"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **_env(root)},
+        cwd=root,
+        timeout=60,
+    )
     assert probe.stdout.strip() == str(root / "memorybench" / "__init__.py"), probe.stdout + probe.stderr
     return root
 
@@ -136,8 +148,10 @@ def test_a_yaml_naming_a_missing_or_wrong_module_is_one_line(clone, tmp_path, sc
     finally:
         (conf / "no_module.yaml").unlink()
         (conf / "stray.yaml").unlink()
-    for done, words in ((missing, ("conf/memory/no_module.yaml", "memorybench.memory.no_such_module", "not found")),
-                        (stray, ("conf/memory/stray.yaml", "memorybench.memory.full_context", "registers no memory method 'stray'"))):
+    for done, words in (
+        (missing, ("conf/memory/no_module.yaml", "memorybench.memory.no_such_module", "not found")),
+        (stray, ("conf/memory/stray.yaml", "memorybench.memory.full_context", "registers no memory method 'stray'")),
+    ):
         assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
         line = done.stderr.strip()
         assert "\n" not in line and all(w in line for w in words), line
@@ -157,9 +171,22 @@ def plugin_site(tmp_path_factory) -> Path:
         (src / relpath).write_text(text, "utf-8")
     site = root / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-         "--target", str(site), str(src)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert (site / "mb_last_turns" / "conf" / "memory" / "last_turns.yaml").is_file()
@@ -167,7 +194,9 @@ def plugin_site(tmp_path_factory) -> Path:
 
 
 def test_a_method_in_a_plugin_plans_and_runs(plugin_site, tmp_path, scripted_server):
-    assert re.search(r"^defaults:\n  - mb_last_turns\.method\n", _files(PLUGIN)["mb_last_turns/conf/memory/last_turns.yaml"], re.M)
+    assert re.search(
+        r"^defaults:\n  - mb_last_turns\.method\n", _files(PLUGIN)["mb_last_turns/conf/memory/last_turns.yaml"], re.M
+    )
     pack = _plan_and_qa(PLUGIN, scripted_server, tmp_path, _env(plugin_site))
     _last_turns(pack, 20)
     (plugin,) = json.loads((pack / "run_meta.json").read_text())["plugins"]

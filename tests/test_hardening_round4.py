@@ -52,8 +52,15 @@ def test_a_lone_surrogate_anywhere_in_a_longmemeval_file_is_one_line_before_any_
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(items), "utf-8")  # json.dumps writes \\udXXX escapes: a valid file of invalid text
     with ScriptedOpenAIServer() as reader:
-        result = run_cli("qa", "dataset=longmemeval_oracle", f"dataset.path={bad}", *scripted_reader(reader.base_url),
-                         f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", cwd=tmp_path)
+        result = run_cli(
+            "qa",
+            "dataset=longmemeval_oracle",
+            f"dataset.path={bad}",
+            *scripted_reader(reader.base_url),
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            cwd=tmp_path,
+        )
         assert reader.requests == []
     assert result.returncode == 2
     line = _one_error_line(result.stderr)
@@ -75,7 +82,7 @@ def test_a_lone_surrogate_in_a_locomo_file_names_its_place(tmp_path):
 def test_a_surrogate_pair_is_text_and_loads(tmp_path):
     """An escaped emoji (a valid pair, as json.dumps writes it) is no lone surrogate."""
     data = json.loads(MINI.read_text("utf-8"))
-    data[0]["conversation"]["session_1"][0]["text"] += " \U0001F600"
+    data[0]["conversation"]["session_1"][0]["text"] += " \U0001f600"
     good = tmp_path / "good.json"
     good.write_text(json.dumps(data), "utf-8")
     assert "\\ud83d\\ude00" in good.read_text("utf-8")
@@ -89,8 +96,19 @@ def test_a_surrogate_pair_is_text_and_loads(tmp_path):
 @pytest.mark.parametrize("name", ["../../escaped", "/tmp/elsewhere", "a/b", ".hidden"])
 def test_a_report_name_that_is_not_one_folder_name_is_refused_and_writes_nothing(name, tmp_path):
     with ScriptedOpenAIServer() as reader:
-        assert main(["qa", *scripted_reader(reader.base_url), f"dataset.path={MINI}", "max_questions=2",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(reader.base_url),
+                    f"dataset.path={MINI}",
+                    "max_questions=2",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
     work = tmp_path / "work" / "deep"
     work.mkdir(parents=True)
     result = run_cli("report", "--packs", str(tmp_path / "packs"), "--name", name, cwd=work)
@@ -114,10 +132,25 @@ def test_an_import_that_loses_the_race_says_already_imported(tmp_path, monkeypat
 
     data = make_longmemeval(tmp_path / "lme.json")
     hyp = tmp_path / "hyp.jsonl"
-    hyp.write_text("".join(json.dumps({"question_id": it["question_id"], "hypothesis": "Lisbon"}) + "\n"
-                           for it in json.loads(data.read_text("utf-8"))), "utf-8")
-    args = ["import", str(hyp), "--format", "longmemeval_hypotheses", "--dataset", "longmemeval_oracle",
-            "--dataset-path", str(data), "--packs", str(tmp_path / "packs")]
+    hyp.write_text(
+        "".join(
+            json.dumps({"question_id": it["question_id"], "hypothesis": "Lisbon"}) + "\n"
+            for it in json.loads(data.read_text("utf-8"))
+        ),
+        "utf-8",
+    )
+    args = [
+        "import",
+        str(hyp),
+        "--format",
+        "longmemeval_hypotheses",
+        "--dataset",
+        "longmemeval_oracle",
+        "--dataset-path",
+        str(data),
+        "--packs",
+        str(tmp_path / "packs"),
+    ]
     write_pack = import_longmemeval._write_pack
     raced: list[int] = []
 
@@ -201,8 +234,19 @@ def two_packs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cmp")
     with ScriptedOpenAIServer() as reader:
         for model in ("a", "b"):
-            assert main(["qa", *scripted_reader(reader.base_url, model), f"dataset.path={MINI}",
-                         f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", f"name={model}"]) == 0
+            assert (
+                main(
+                    [
+                        "qa",
+                        *scripted_reader(reader.base_url, model),
+                        f"dataset.path={MINI}",
+                        f"paths.packs={tmp / 'packs'}",
+                        f"paths.cache={tmp / 'cache'}",
+                        f"name={model}",
+                    ]
+                )
+                == 0
+            )
     return tmp, sorted((tmp / "packs").glob("*/runs/*"))
 
 
@@ -254,8 +298,18 @@ def test_a_dataset_this_machine_cannot_hold_is_refused_by_plan_and_qa_before_it_
     line = _one_error_line(capsys.readouterr().err)
     assert "dataset=longmemeval_m" in line and "4 times its size" in line and "available" in line
     with ScriptedOpenAIServer() as reader:
-        assert main(["qa", *args, *scripted_reader(reader.base_url), f"paths.packs={tmp_path / 'packs'}",
-                     f"paths.cache={tmp_path / 'cache'}"]) == 2
+        assert (
+            main(
+                [
+                    "qa",
+                    *args,
+                    *scripted_reader(reader.base_url),
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 2
+        )
         assert reader.requests == []
     monkeypatch.setattr(benchmark, "available_memory", lambda: size * 5)
     assert main(["plan", *args]) == 0

@@ -49,7 +49,8 @@ def test_help_into_a_closed_pipe_ends_quietly_with_sigpipes_status(tmp_path):
 
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the child writes a byte
-    done = subprocess.run([sys.executable, "-m", "memorybench.cli", "--help"], cwd=tmp_path, stdout=write,
-                          stderr=subprocess.PIPE, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "memorybench.cli", "--help"], cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, timeout=120
+    )
     os.close(write)
     assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()

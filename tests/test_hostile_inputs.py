@@ -36,8 +36,13 @@ class Case:
 
 
 def qa(*extra: str) -> Callable[[Path], list[str]]:
-    return lambda root: ["qa", *DEAD, f"paths.packs={root}/packs", f"paths.cache={root}/cache",
-                         *(e.format(root=root) for e in extra)]
+    return lambda root: [
+        "qa",
+        *DEAD,
+        f"paths.packs={root}/packs",
+        f"paths.cache={root}/cache",
+        *(e.format(root=root) for e in extra),
+    ]
 
 
 def cmd(*args: str) -> Callable[[Path], list[str]]:
@@ -59,29 +64,62 @@ STAGES = {
     "compare": lambda pack: ["compare", pack],
     "show": lambda pack: ["show", pack, "mini-1-q-1"],
 }
-EXPECT = {"pred-not-utf8": "predictions.jsonl", "pred-category-text": "predictions.jsonl", "pred-nested": "predictions.jsonl",
-          "meta-not-utf8": "run_meta.json", "meta-a-list": "run_meta.json"}
+EXPECT = {
+    "pred-not-utf8": "predictions.jsonl",
+    "pred-category-text": "predictions.jsonl",
+    "pred-nested": "predictions.jsonl",
+    "meta-not-utf8": "run_meta.json",
+    "meta-a-list": "run_meta.json",
+}
 
 CASES: list[Case] = [
     # datasets
     Case("data-symlink-loop", qa("dataset.path={root}/loop-a"), "dataset.path={root}/loop-a cannot be followed (a symlink loop)"),
     Case("data-fifo", qa("dataset.path={root}/fifo"), "is a FIFO, not a regular file"),
     Case("data-nested", qa("dataset.path={root}/nested.json"), "nests its JSON deeper than any released file"),
-    Case("data-surrogate-question", qa("dataset.path={root}/surrogate-question.json"),
-         "surrogate-question.json[0].qa[0].question: key 'question' holds a lone surrogate '\\ud800' at character 13"),
+    Case(
+        "data-surrogate-question",
+        qa("dataset.path={root}/surrogate-question.json"),
+        "surrogate-question.json[0].qa[0].question: key 'question' holds a lone surrogate '\\ud800' at character 13",
+    ),
     Case("data-surrogate-turn", qa("dataset.path={root}/surrogate-turn.json"), "key 'text' holds a lone surrogate"),
     # folders the run writes
-    Case("packs-symlink-loop", qa(f"dataset.path={MINI}", "paths.packs={root}/loop-a"), "paths.packs={root}/loop-a cannot be followed"),
-    Case("cache-symlink-loop", qa(f"dataset.path={MINI}", "paths.cache={root}/loop-a"), "paths.cache={root}/loop-a cannot be followed"),
-    Case("cache-under-a-file", qa(f"dataset.path={MINI}", "paths.cache={root}/a-file/cache"), "paths.cache={root}/a-file/cache is not a writable folder"),
-    Case("packs-under-a-file", qa(f"dataset.path={MINI}", "paths.packs={root}/a-file/packs"), "is not a writable folder (Not a directory); set paths.packs"),
+    Case(
+        "packs-symlink-loop",
+        qa(f"dataset.path={MINI}", "paths.packs={root}/loop-a"),
+        "paths.packs={root}/loop-a cannot be followed",
+    ),
+    Case(
+        "cache-symlink-loop",
+        qa(f"dataset.path={MINI}", "paths.cache={root}/loop-a"),
+        "paths.cache={root}/loop-a cannot be followed",
+    ),
+    Case(
+        "cache-under-a-file",
+        qa(f"dataset.path={MINI}", "paths.cache={root}/a-file/cache"),
+        "paths.cache={root}/a-file/cache is not a writable folder",
+    ),
+    Case(
+        "packs-under-a-file",
+        qa(f"dataset.path={MINI}", "paths.packs={root}/a-file/packs"),
+        "is not a writable folder (Not a directory); set paths.packs",
+    ),
     Case("packs-in-proc", qa(f"dataset.path={MINI}", "paths.packs=/proc/self/memorybench"), "is not a writable folder"),
     # broken pack files, through every stage that reads them
-    *(Case(f"{name}-{stage}", lambda root, n=name, s=stage: STAGES[s](f"{root}/broken/{n}"), EXPECT[name])
-      for name in BROKEN_PACKS for stage in STAGES),
-    *(Case(f"{name}-verify", cmd("verify", f"{{root}}/broken/{name}"), code, finding=True)
-      for name, code in (("pred-not-utf8", "json"), ("pred-category-text", "schema"), ("pred-nested", "json"),
-                         ("meta-a-list", "schema"))),
+    *(
+        Case(f"{name}-{stage}", lambda root, n=name, s=stage: STAGES[s](f"{root}/broken/{n}"), EXPECT[name])
+        for name in BROKEN_PACKS
+        for stage in STAGES
+    ),
+    *(
+        Case(f"{name}-verify", cmd("verify", f"{{root}}/broken/{name}"), code, finding=True)
+        for name, code in (
+            ("pred-not-utf8", "json"),
+            ("pred-category-text", "schema"),
+            ("pred-nested", "json"),
+            ("meta-a-list", "schema"),
+        )
+    ),
     # edits _SUCCESS does not vouch for
     Case("edited-verdict-label", cmd("verify", "{root}/edited/verdict-label"), "success.hash_mismatch", finding=True),
     Case("duplicated-verdict", cmd("verify", "{root}/edited/verdict-twice"), "success.hash_mismatch", finding=True),
@@ -107,8 +145,19 @@ def _prepare(root: Path) -> None:
     (root / "surrogate-turn.json").write_text(raw, "utf-8")
 
     with ScriptedOpenAIServer() as server:
-        assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                     f"paths.cache={root / 'cache'}", "name=good"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    f"dataset.path={MINI}",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=good",
+                ]
+            )
+            == 0
+        )
     (good,) = (root / "packs" / "good" / "runs").iterdir()
     for name, (relpath, edit) in BROKEN_PACKS.items():
         shutil.copytree(good, root / "broken" / name)
@@ -118,7 +167,10 @@ def _prepare(root: Path) -> None:
     judged = root / "judged"
     shutil.copytree(good, judged)
     with ScriptedOpenAIServer(responder=lambda body: Reply('{"label": "CORRECT"}', model="judge-x")) as judge:
-        assert main(["autorater", str(judged), "judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x"]) == 0
+        assert (
+            main(["autorater", str(judged), "judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x"])
+            == 0
+        )
     (verdicts,) = judged.glob("autorater/*/autorater_verdicts.jsonl")
     relverdicts = verdicts.relative_to(judged)
     edited = root / "edited"
@@ -137,10 +189,12 @@ def _prepare(root: Path) -> None:
     meta_path = edited / "dataset-switched" / "run_meta.json"
     meta = json.loads(meta_path.read_text("utf-8"))
     from memorybench.hashing import sha256_file
+
     meta["data"] = {**meta["data"], "path": str(copy), "sha256": sha256_file(copy)}
     meta_path.write_text(json.dumps(meta, indent=2), "utf-8")
     # the marker made to vouch for the switch, as a careful forger would: only the config disagrees
     from memorybench.pack.success import reclose
+
     reclose(edited / "dataset-switched", ["run_meta.json"])
 
 

@@ -32,10 +32,15 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
 
 def _copy_sources(dest: Path) -> None:
     """The checkout's files as a fresh clone of this tree would have them (git-ignored ones left out)."""
-    listed = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True, check=True,
-    ).stdout.decode("utf-8").split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode("utf-8")
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = REPO / rel
         if src.is_file():  # a tracked file deleted in the work tree is left out
@@ -46,8 +51,9 @@ def _copy_sources(dest: Path) -> None:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> dict[str, Path]:
     if int(importlib.metadata.version("setuptools").split(".")[0]) < 77:
-        pytest.fail("building the wheel offline needs setuptools>=77 in this environment: "
-                    "pip install -e '.[test]' (setup.sh does it)")
+        pytest.fail(
+            "building the wheel offline needs setuptools>=77 in this environment: pip install -e '.[test]' (setup.sh does it)"
+        )
     tmp = tmp_path_factory.mktemp("install")
     src, wheels, site, cwd = tmp / "src", tmp / "wheels", tmp / "site", tmp / "cwd"
     cwd.mkdir()
@@ -121,8 +127,14 @@ def test_plan_and_qa_run_from_the_installed_package(installed, scripted_server):
 
     packs = tmp / "packs"
     qa = [
-        "qa", *reader, "reader.prompt=readers/installed_probe_v1.txt", f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-        "max_questions=2", f"paths.packs={packs}", f"paths.cache={tmp / 'cache'}", f"paths.pins={PINS}",
+        "qa",
+        *reader,
+        "reader.prompt=readers/installed_probe_v1.txt",
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        "max_questions=2",
+        f"paths.packs={packs}",
+        f"paths.cache={tmp / 'cache'}",
+        f"paths.pins={PINS}",
     ]
     _run([*memorybench, *qa], cwd=cwd, env=_env(site))
     (pack,) = (packs / "default" / "runs").iterdir()

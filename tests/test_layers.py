@@ -18,17 +18,50 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memorybench"
 #: layer of each top-level part of the package, low to high (docs/design.md, "Layers")
 LAYERS: dict[str, int] = {
     # 0: the ground: no memorybench imports but each other
-    "errors": 0, "records": 0, "stats": 0, "hashing": 0, "names": 0, "_process": 0, "provenance": 0, "registry": 0, "lazy": 0,
-    "plugins": 0, "secrets": 0, "help": 0, "progress": 0, "fs": 0, "sweep_table": 0,
+    "errors": 0,
+    "records": 0,
+    "stats": 0,
+    "hashing": 0,
+    "names": 0,
+    "_process": 0,
+    "provenance": 0,
+    "registry": 0,
+    "lazy": 0,
+    "plugins": 0,
+    "secrets": 0,
+    "help": 0,
+    "progress": 0,
+    "fs": 0,
+    "sweep_table": 0,
     # 1: data and the benchmarks it belongs to, models, scores, packs and where they are stored
-    "data": 1, "benchmark": 1, "storage": 1, "templates": 1, "config": 1, "run_id": 1, "llm": 1, "score": 1, "pack": 1,
+    "data": 1,
+    "benchmark": 1,
+    "storage": 1,
+    "templates": 1,
+    "config": 1,
+    "run_id": 1,
+    "llm": 1,
+    "score": 1,
+    "pack": 1,
     "testing": 1,
     # 2: what a run is made of
-    "memory": 2, "embed": 2, "answer": 2, "validate": 2,
+    "memory": 2,
+    "embed": 2,
+    "answer": 2,
+    "validate": 2,
     # 3: stages, the viewers, and the comparison layer they read (viewers/view and show import compare/blame)
-    "compare": 3, "stages": 3, "viewers": 3, "plan": 3, "plan_questions": 3, "estimate": 3,
+    "compare": 3,
+    "stages": 3,
+    "viewers": 3,
+    "plan": 3,
+    "plan_questions": 3,
+    "estimate": 3,
     # 4: the top: command line, Hydra app, tracking, the cloud
-    "cli": 4, "hydra_app": 4, "tracking": 4, "cloudrun": 4, "completion": 4,
+    "cli": 4,
+    "hydra_app": 4,
+    "tracking": 4,
+    "cloudrun": 4,
+    "completion": 4,
     # 5: the benchmarks, a package each: they may use all of the above, and nothing imports
     # them; the core finds them by name and asks their records (memorybench.benchmark)
     "benchmarks": 5,
@@ -75,9 +108,7 @@ def test_no_import_points_up():
             dst = part_of(target)
             if dst == "__init__" or dst == src:
                 continue
-            if LAYERS[dst] > LAYERS[src] or (
-                LAYERS[dst] == LAYERS[src] == 1 and BOTTOM.index(dst) > BOTTOM.index(src)
-            ):
+            if LAYERS[dst] > LAYERS[src] or (LAYERS[dst] == LAYERS[src] == 1 and BOTTOM.index(dst) > BOTTOM.index(src)):
                 upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} {src} -> {target}")
     assert not upward, "imports that point up:\n" + "\n".join(upward)
 

@@ -55,9 +55,17 @@ def test_plan_imports_no_pack_records() -> None:
     the scorers compiles no LoCoMo article pattern (`regex`); the call records (pydantic) are
     imported where an endpoint is opened or a call made, so no pydantic model is built."""
     loaded = _modules("plan", "memory=session_summaries")
-    records = {"memorybench.pack.reader", "memorybench.pack.schemas", "memorybench.pack.autorater_schemas",
-               "memorybench.memory._records", "memorybench.memory._managed", "regex",
-               "memorybench.llm.records", "memorybench.records", "pydantic"}
+    records = {
+        "memorybench.pack.reader",
+        "memorybench.pack.schemas",
+        "memorybench.pack.autorater_schemas",
+        "memorybench.memory._records",
+        "memorybench.memory._managed",
+        "regex",
+        "memorybench.llm.records",
+        "memorybench.records",
+        "pydantic",
+    }
     assert not loaded & records, sorted(loaded & records)
     # `auto` resolves from the local models' specs: the server's process and HTTP code wait for a run
     assert "memorybench.llm.local.server" not in loaded and "urllib.request" not in loaded
@@ -75,8 +83,17 @@ def pack(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("lazy")
     with ScriptedOpenAIServer() as server:
-        done = cli_in_process(["qa", *scripted_reader(server.base_url), "max_questions=5", f"paths.packs={root / 'packs'}",
-                               f"paths.cache={root / 'cache'}", "name=lazy"], cwd=root)
+        done = cli_in_process(
+            [
+                "qa",
+                *scripted_reader(server.base_url),
+                "max_questions=5",
+                f"paths.packs={root / 'packs'}",
+                f"paths.cache={root / 'cache'}",
+                "name=lazy",
+            ],
+            cwd=root,
+        )
     assert done.returncode == 0, done.stderr
     (found,) = (root / "packs" / "lazy" / "runs").iterdir()
     return found
@@ -131,8 +148,13 @@ print(json.dumps({"known": known, "before": before, "after": "memorybench.answer
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result == {"known": "memorybench.pack.schemas", "before": False, "after": True, "plugins": True,
-                      "error": "unknown schema 'agent_traec.v1'"}
+    assert result == {
+        "known": "memorybench.pack.schemas",
+        "before": False,
+        "after": True,
+        "plugins": True,
+        "error": "unknown schema 'agent_traec.v1'",
+    }
 
 
 def _all_modules(package: str) -> None:
@@ -142,8 +164,12 @@ def _all_modules(package: str) -> None:
 
 
 #: the packages whose modules register each group's built-in components
-_PACKAGES = {"memory": ("memorybench.memory",), "answerer": ("memorybench.answer",), "embedder": ("memorybench.embed",),
-             "judge": ("memorybench.score", "memorybench.benchmarks")}
+_PACKAGES = {
+    "memory": ("memorybench.memory",),
+    "answerer": ("memorybench.answer",),
+    "embedder": ("memorybench.embed",),
+    "judge": ("memorybench.score", "memorybench.benchmarks"),
+}
 
 
 def test_every_registered_component_is_named_by_its_yaml() -> None:
@@ -170,8 +196,11 @@ def test_every_registered_component_is_named_by_its_yaml() -> None:
     repo = ConfigStore.instance().repo
     derived = schema_modules()
     for group in ("memory", "answerer"):
-        stored = {k.removesuffix("_schema.yaml") for k in repo[group].keys()
-                  if k.endswith("_schema.yaml") and _node_module(group, k).startswith("memorybench.")}
+        stored = {
+            k.removesuffix("_schema.yaml")
+            for k in repo[group].keys()
+            if k.endswith("_schema.yaml") and _node_module(group, k).startswith("memorybench.")
+        }
         assert stored and stored <= set(derived[group]), (group, sorted(stored - set(derived[group])))
 
 

@@ -11,8 +11,13 @@ from conftest import FIXTURES, run_cli, scripted_reader
 def test_qa_and_a_sweep_leave_the_current_directory_empty(tmp_path, scripted_server):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    common = [*scripted_reader(scripted_server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-              f"paths.packs={tmp_path / 'out' / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "max_questions=2"]
+    common = [
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        f"paths.packs={tmp_path / 'out' / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "max_questions=2",
+    ]
     single = run_cli("qa", *common, cwd=cwd)
     assert single.returncode == 0, single.stderr
     sweep = run_cli("qa", "-m", *common, "memory=full_context,session_summaries", cwd=cwd)
@@ -26,4 +31,8 @@ def test_qa_and_a_sweep_leave_the_current_directory_empty(tmp_path, scripted_ser
         overrides = json.loads(meta.read_text())["overrides"]
         assert f"reader.base_url={scripted_server.base_url}" in overrides and not any("\\" in o for o in overrides)
     planned = run_cli("plan", "-m", *common, "memory=full_context,session_summaries", cwd=cwd)
-    assert planned.returncode == 0 and f"reader.base_url={scripted_server.base_url} " in planned.stdout and "\\" not in planned.stdout
+    assert (
+        planned.returncode == 0
+        and f"reader.base_url={scripted_server.base_url} " in planned.stdout
+        and "\\" not in planned.stdout
+    )

@@ -43,8 +43,15 @@ BUSY = re.compile(r"is being written by pid (\d+) on host (\S+) \(since [^)]+\);
 
 
 def qa_args(root: Path, server: ScriptedOpenAIServer, *extra: str) -> list[str]:
-    return ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-            f"paths.cache={root / 'cache'}", "name=mini", *extra]
+    return [
+        "qa",
+        *scripted_reader(server.base_url),
+        f"dataset.path={MINI}",
+        f"paths.packs={root / 'packs'}",
+        f"paths.cache={root / 'cache'}",
+        "name=mini",
+        *extra,
+    ]
 
 
 def judge_args(server: ScriptedOpenAIServer) -> list[str]:
@@ -340,8 +347,16 @@ def test_a_pack_with_a_journal_row_twice_is_not_complete_and_fails_verify(journa
 def test_agent_rows_twice_are_a_finding(tmp_path, undisturbed):
     pack = tmp_path / "packs" / "mini" / "runs" / undisturbed.name
     shutil.copytree(undisturbed, pack)
-    row = {"schema": "agent_recall.v1", "question_id": "mini-1-q-0", "sample_id": "mini-1", "evidence": ["D1:1"],
-           "found": [], "memory_recall": 0.0, "hop_to_evidence": None, "steps": 0}
+    row = {
+        "schema": "agent_recall.v1",
+        "question_id": "mini-1-q-0",
+        "sample_id": "mini-1",
+        "evidence": ["D1:1"],
+        "found": [],
+        "memory_recall": 0.0,
+        "hop_to_evidence": None,
+        "steps": 0,
+    }
     (pack / layout.AGENT_RECALL).parent.mkdir(parents=True, exist_ok=True)
     (pack / layout.AGENT_RECALL).write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
     reclose(pack, [layout.AGENT_RECALL])
@@ -370,7 +385,9 @@ def test_two_tracks_on_one_fresh_store_both_succeed_and_log_each_pack_once(tmp_p
     db = tmp_path / "store" / "mlflow.db"
     uri = f"sqlite:///{db}"
     args = cli("track", str(two_packs), "--uri", uri, "--experiment", "mini", "--parent", "mini sweep", "--no-artifacts")
-    procs = [subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     for proc, (_, err) in zip(procs, outs):
         assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
@@ -409,9 +426,17 @@ def test_a_store_left_half_initialized_by_a_kill_recovers_on_the_next_track(tmp_
     # what MLflow alone makes of it: every later open fails
     probe = tmp_path / "probe.db"
     shutil.copy(db, probe)
-    failed = subprocess.run([sys.executable, "-c", "import sys; from mlflow.tracking import MlflowClient; "
-                             "MlflowClient(tracking_uri=sys.argv[1]).search_experiments()", f"sqlite:///{probe}"],
-                            capture_output=True, text=True, env=ENV)
+    failed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mlflow.tracking import MlflowClient; MlflowClient(tracking_uri=sys.argv[1]).search_experiments()",
+            f"sqlite:///{probe}",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
     assert failed.returncode != 0 and "already exists" in failed.stderr, failed.stderr[-2000:]
     done = run_cli("track", str(two_packs), "--uri", f"sqlite:///{db}", "--experiment", "mini", "--no-artifacts", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -15,7 +15,10 @@ SCRIPTED = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1",
 def test_sweep_is_the_product_in_order():
     specs = plan_runs([*SCRIPTED, "memory=full_context,session_summaries", "reader.max_tokens=8,16"], multirun=True)
     assert [(s.cfg.memory.name, s.cfg.reader.max_tokens) for s in specs] == [
-        ("full_context", 8), ("full_context", 16), ("session_summaries", 8), ("session_summaries", 16)
+        ("full_context", 8),
+        ("full_context", 16),
+        ("session_summaries", 8),
+        ("session_summaries", 16),
     ]
     assert len({s.run_id for s in specs}) == 4
 
@@ -62,9 +65,11 @@ def test_bad_overrides_fail_with_one_line(overrides, expected):
 @pytest.mark.parametrize(
     "overrides, expected",
     [
-        (["memory=rag", "memory.topk=3"],
-         "unknown key 'memory.topk' (memory.topk=3). Did you mean 'top_k'? memory keys (memory=rag): "
-         "chunk_overlap, chunk_tokens, name, prompts, top_k; fix the spelling"),
+        (
+            ["memory=rag", "memory.topk=3"],
+            "unknown key 'memory.topk' (memory.topk=3). Did you mean 'top_k'? memory keys (memory=rag): "
+            "chunk_overlap, chunk_tokens, name, prompts, top_k; fix the spelling",
+        ),
         (["memroy=rag"], "unknown config group or key 'memroy' (memroy=rag). Did you mean 'memory'? groups and top-level keys: "),
         (["memroy=rag", "memory.topk=3"], "Did you mean 'memory'?"),
         (["memory=rag", "memory.topk=3", "reader.temprature=1"], "Could not override"),  # two typos: Hydra's words, less its `+`
@@ -94,8 +99,17 @@ def test_plan_fails_on_a_missing_prompt_file_in_one_line():
         plan_runs([*SCRIPTED, "reader.prompt=readers/no_such_v9.txt"])
     assert "prompt template 'readers/no_such_v9.txt' not found" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(UserError, match="writers/no_such_summary.txt"):
-        plan_runs([*SCRIPTED, "memory=session_summaries", "memory.source=writer", "writer=openai_compatible",
-                   "writer.base_url=http://127.0.0.1:9/v1", "writer.model=w", "memory.prompts.summary=writers/no_such_summary.txt"])
+        plan_runs(
+            [
+                *SCRIPTED,
+                "memory=session_summaries",
+                "memory.source=writer",
+                "writer=openai_compatible",
+                "writer.base_url=http://127.0.0.1:9/v1",
+                "writer.model=w",
+                "memory.prompts.summary=writers/no_such_summary.txt",
+            ]
+        )
 
 
 def test_plan_fails_on_a_missing_dataset_file(tmp_path):
@@ -157,7 +171,12 @@ def test_plan_into_a_closed_pipe_ends_quietly_with_sigpipes_status(tmp_path):
 
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the child writes a byte
-    done = subprocess.run([sys.executable, "-m", "memorybench.cli", "plan", "-m", *SCRIPTED, "memory=full_context,rag"],
-                          cwd=tmp_path, stdout=write, stderr=subprocess.PIPE, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "memorybench.cli", "plan", "-m", *SCRIPTED, "memory=full_context,rag"],
+        cwd=tmp_path,
+        stdout=write,
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
     os.close(write)
     assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()

@@ -120,9 +120,22 @@ def plugin_site(tmp_path_factory) -> Path:
     write_plugin(root / "src")
     site = root / "site"
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-         "--target", str(site), str(root / "src")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(root / "src"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert (site / "mb_last_session" / "__init__.py").is_file()
@@ -135,9 +148,14 @@ def env_with(site: Path) -> dict[str, str]:
 
 def args(server, tmp: Path) -> list[str]:
     return [
-        "memory=last_session", *scripted_reader(server.base_url), "reader.prompt=readers/last_session_v1.txt",
-        f"dataset.path={FIXTURES / 'mini_locomo.json'}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
-        f"hydra.sweep.dir={tmp / 'multirun'}", "name=plugin",
+        "memory=last_session",
+        *scripted_reader(server.base_url),
+        "reader.prompt=readers/last_session_v1.txt",
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        f"paths.packs={tmp / 'packs'}",
+        f"paths.cache={tmp / 'cache'}",
+        f"hydra.sweep.dir={tmp / 'multirun'}",
+        "name=plugin",
     ]
 
 
@@ -183,8 +201,15 @@ def test_a_plugin_method_prompt_and_scorer_run_through_qa(plugin_site, tmp_path,
 
 
 def test_a_plugin_runs_under_the_cloudrun_local_launcher(plugin_site, tmp_path, scripted_server):
-    done = run_cli("qa", "-m", *args(scripted_server, tmp_path), "memory.sessions=2", "hydra/launcher=cloudrun_local",
-                   cwd=tmp_path, env=env_with(plugin_site))
+    done = run_cli(
+        "qa",
+        "-m",
+        *args(scripted_server, tmp_path),
+        "memory.sessions=2",
+        "hydra/launcher=cloudrun_local",
+        cwd=tmp_path,
+        env=env_with(plugin_site),
+    )
     assert done.returncode == 0, done.stderr
     packs = sorted((tmp_path / "packs" / "plugin" / "runs").iterdir())
     assert len(packs) == 1
@@ -216,8 +241,11 @@ def test_a_plugin_reading_an_undeclared_key_gets_one_line(plugin_site, tmp_path,
     module = plugin_site / "mb_last_session" / "__init__.py"
     original = module.read_text()
     try:
-        module.write_text(original.replace("self.sessions = int(cfg.memory.sessions)",
-                                           "self.sessions = int(cfg.memory.sessions) + int(cfg.memory.window)"))
+        module.write_text(
+            original.replace(
+                "self.sessions = int(cfg.memory.sessions)", "self.sessions = int(cfg.memory.sessions) + int(cfg.memory.window)"
+            )
+        )
         done = run_cli("qa", *args(scripted_server, tmp_path), cwd=tmp_path, env=env_with(plugin_site))
     finally:
         module.write_text(original)

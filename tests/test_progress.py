@@ -86,8 +86,10 @@ def test_a_resume_counts_in_the_total_not_in_the_rate():
     assert bar.rate() == pytest.approx(0.5) and bar.done == 405
 
 
-@pytest.mark.parametrize("seconds, text", [(0, "0s"), (44.6, "45s"), (59.4, "59s"), (747, "12m"), (3599, "60m"),
-                                           (3600, "1h00m"), (3 * 3600 + 65, "3h01m")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [(0, "0s"), (44.6, "45s"), (59.4, "59s"), (747, "12m"), (3599, "60m"), (3600, "1h00m"), (3 * 3600 + 65, "3h01m")],
+)
 def test_eta_format(seconds, text):
     assert format_eta(seconds) == text
 
@@ -173,10 +175,16 @@ def test_qa_with_stderr_to_a_file_prints_progress_while_it_runs(tmp_path):
     log = tmp_path / "stderr.log"
     env = {**os.environ, "MEMORYBENCH_PROGRESS": "on", "MEMORYBENCH_PROGRESS_EVERY_S": "0", "PYTHONUNBUFFERED": "1"}
     with ScriptedOpenAIServer(responder=slow) as server, log.open("w") as err:
-        args = ["qa", *scripted_reader(server.base_url, model="gpt-4o-mini"), f"dataset.path={MINI}",
-                f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]
-        proc = subprocess.Popen([sys.executable, "-m", "memorybench.cli", *args], cwd=tmp_path, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err)
+        args = [
+            "qa",
+            *scripted_reader(server.base_url, model="gpt-4o-mini"),
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memorybench.cli", *args], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
         seen_running: list[str] = []
         deadline = time.time() + 120
         while proc.poll() is None and time.time() < deadline:
@@ -200,8 +208,9 @@ def test_executor_printer_says_each_task_state_and_a_summary():
 
     said: list[str] = []
     printer = progress_printer(said.append)
-    report = ExecutionReport(execution="projects/p/locations/r/jobs/j/executions/j-x1", task_count=2,
-                             tasks=[TaskOutcome(0), TaskOutcome(1)])
+    report = ExecutionReport(
+        execution="projects/p/locations/r/jobs/j/executions/j-x1", task_count=2, tasks=[TaskOutcome(0), TaskOutcome(1)]
+    )
     printer(report)  # every task pending: nothing to say of them yet
     report.tasks[0].state, report.tasks[0].attempts = "running", 1
     printer(report)
@@ -210,14 +219,26 @@ def test_executor_printer_says_each_task_state_and_a_summary():
     printer(report)
     report.tasks[0].state, report.tasks[0].attempts, report.tasks[1].state, report.tasks[1].attempts = "running", 2, "running", 1
     printer(report)
-    report.tasks[0].state, report.tasks[0].exit_code, report.tasks[1].state, report.tasks[1].exit_code = "succeeded", 0, "succeeded", 0
+    report.tasks[0].state, report.tasks[0].exit_code, report.tasks[1].state, report.tasks[1].exit_code = (
+        "succeeded",
+        0,
+        "succeeded",
+        0,
+    )
     report.succeeded, report.done = 2, True
     printer(report)
     tasks = [x for x in said if x.startswith("task ")]
-    assert tasks == ["task 0: running", "task 0: pending, exit 1; to be retried", "task 0: running (attempt 2)", "task 1: running",
-                     "task 0: succeeded (attempt 2)", "task 1: succeeded"]
+    assert tasks == [
+        "task 0: running",
+        "task 0: pending, exit 1; to be retried",
+        "task 0: running (attempt 2)",
+        "task 1: running",
+        "task 0: succeeded (attempt 2)",
+        "task 1: succeeded",
+    ]
     assert said[-2].startswith("j-x1 2/2 tasks") and said[-1] == (
-        "execution projects/p/locations/r/jobs/j/executions/j-x1 done: 2 task(s), 2 succeeded, 0 failed, 0 cancelled, 1 retried")
+        "execution projects/p/locations/r/jobs/j/executions/j-x1 done: 2 task(s), 2 succeeded, 0 failed, 0 cancelled, 1 retried"
+    )
     assert "j-x1 0/2 tasks" in said  # the progress line's first one
 
 
@@ -243,8 +264,12 @@ def test_submitit_watcher_says_each_job_state_and_a_summary(tmp_path):
     watcher.poll()
     watcher.stop()
     assert [x for x in said if x.startswith("job ")] == [
-        "job 101: submitted", "job 102: submitted", "job 101: running", "job 101 (memory=101): succeeded",
-        "job 102 (memory=102): failed"]
+        "job 101: submitted",
+        "job 102: submitted",
+        "job 101: running",
+        "job 101 (memory=101): succeeded",
+        "job 102 (memory=102): failed",
+    ]
     assert said[-1] == f"2 job(s): 1 succeeded, 1 failed; logs in {tmp_path / '.submitit'}"
     assert any(x.startswith("sweep 2/2 jobs") for x in said)
 
@@ -253,9 +278,18 @@ def test_a_submitit_sweep_driver_says_each_job_state_and_a_summary(scripted_serv
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install hydra-submitit-launcher (the cloud extra)")
     from memorybench.cli import main
 
-    args = ["qa", "-m", *scripted_reader(scripted_server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}", "reader.max_tokens=8,16", f"hydra.sweep.dir={tmp_path / 'multirun'}",
-            "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]
+    args = [
+        "qa",
+        "-m",
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={MINI}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "reader.max_tokens=8,16",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}",
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=10",
+    ]
     assert main(args) == 0
     err = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[submitit] ")]
     jobs = [x for x in err if x.startswith("[submitit] job ")]
@@ -267,6 +301,7 @@ def test_a_submitit_sweep_driver_says_each_job_state_and_a_summary(scripted_serv
 
 
 # -- the phases that looked hung: loading the model, prefilling a memory, resuming -------------
+
 
 def test_say_prints_a_phase_at_once_unless_progress_is_off(monkeypatch):
     from memorybench.progress import say
@@ -331,8 +366,13 @@ def test_a_resumed_qa_says_how_many_questions_were_answered_already(scripted_ser
     from memorybench.pack import layout
     from memorybench.progress import CALLS
 
-    args = ["qa", *scripted_reader(scripted_server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}"]
+    args = [
+        "qa",
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={MINI}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+    ]
     assert main(args) == 0
     assert "resuming" not in capfd.readouterr().err
     assert CALLS.last("scripted") is not None  # the chat client records each call it made
@@ -375,7 +415,10 @@ def test_the_embedded_model_says_it_is_loading_and_when_it_is_loaded(monkeypatch
     with LocalProvider.open(node, "reader", settings, cache_dir=tmp_path):
         pass
     assert capfd.readouterr().err.splitlines() == [
-        "loading the model gemma-3-270m for the reader (n_ctx 8192)", "(started)", "model gemma-3-270m loaded in 42s"]
+        "loading the model gemma-3-270m for the reader (n_ctx 8192)",
+        "(started)",
+        "model gemma-3-270m loaded in 42s",
+    ]
 
 
 def test_a_memory_build_shows_its_writer_calls_failures_and_time_a_call(tmp_path, capfd, monkeypatch):
@@ -391,10 +434,20 @@ def test_a_memory_build_shows_its_writer_calls_failures_and_time_a_call(tmp_path
 
     monkeypatch.setenv("MEMORYBENCH_PROGRESS_EVERY_S", "0.1")
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=slow_prose) as writer:
-        args = ["qa", *scripted_reader(reader.base_url), "memory=graph", "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}", "writer.model=scripted-writer", "writer.max_retries=0",
-                "memory.max_failed_share=1.0", "max_questions=2", f"dataset.path={MINI}",
-                f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]
+        args = [
+            "qa",
+            *scripted_reader(reader.base_url),
+            "memory=graph",
+            "writer=openai_compatible",
+            f"writer.base_url={writer.base_url}",
+            "writer.model=scripted-writer",
+            "writer.max_retries=0",
+            "memory.max_failed_share=1.0",
+            "max_questions=2",
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+        ]
         assert main(args) == 0
     building = [line for line in capfd.readouterr().err.splitlines() if "building memory" in line]
     counted = [re.search(r"building memory: (\d+) writer calls?, (\d+) failed, (\d+\.\d) s a call\)", line) for line in building]

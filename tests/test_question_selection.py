@@ -78,14 +78,17 @@ def test_question_ids_are_asked_in_file_order_and_an_unknown_one_is_one_line_wit
     assert "Did you mean 'lme007'?" in message and "memorybench plan --questions" in message
 
 
-@pytest.mark.parametrize(("cfg", "words"), [
-    ({"question_ids": ["a", "b", "a"]}, "question_ids lists 'a' twice"),
-    ({"question_ids": []}, "question_ids=[] names no question"),
-    ({"question_sample": {"per_kind": 0, "seed": 0}}, "question_sample.per_kind=0 must be at least 1"),
-    ({"question_sample": {"per_kind": None, "seed": 4}}, "add question_sample.per_kind=N"),
-    ({"max_questions": 5, "question_ids": ["a"]}, "max_questions and question_ids are set together"),
-    ({"question_ids": ["a"], "question_sample": {"per_kind": 2, "seed": 0}}, "question_ids and question_sample.per_kind"),
-])
+@pytest.mark.parametrize(
+    ("cfg", "words"),
+    [
+        ({"question_ids": ["a", "b", "a"]}, "question_ids lists 'a' twice"),
+        ({"question_ids": []}, "question_ids=[] names no question"),
+        ({"question_sample": {"per_kind": 0, "seed": 0}}, "question_sample.per_kind=0 must be at least 1"),
+        ({"question_sample": {"per_kind": None, "seed": 4}}, "add question_sample.per_kind=N"),
+        ({"max_questions": 5, "question_ids": ["a"]}, "max_questions and question_ids are set together"),
+        ({"question_ids": ["a"], "question_sample": {"per_kind": 2, "seed": 0}}, "question_ids and question_sample.per_kind"),
+    ],
+)
 def test_a_selection_that_makes_no_sense_is_refused_in_one_line(cfg, words):
     with pytest.raises(UserError) as bad:
         select_questions([], cfg)
@@ -122,7 +125,10 @@ def test_the_run_id_changes_with_the_selection_and_not_otherwise():
     assert two != base and two == _id("question_ids=[mini-2-q-3,mini-1-q-0]")  # the order of the list asks nothing else
     assert _id("question_ids=[mini-1-q-0]") != two
     sample = _id("question_sample.per_kind=1")
-    assert len({base, two, sample, _id("question_sample.per_kind=2"), _id("question_sample.per_kind=1", "question_sample.seed=1")}) == 5
+    assert (
+        len({base, two, sample, _id("question_sample.per_kind=2"), _id("question_sample.per_kind=1", "question_sample.seed=1")})
+        == 5
+    )
     assert _id("question_sample.per_kind=1", "question_sample.seed=0") == sample
 
 
@@ -131,8 +137,10 @@ def test_unset_keys_are_left_out_and_a_set_one_is_kept():
     kept = {"question_ids": ["x"], "question_sample": {"per_kind": 2, "seed": 1}}
     assert without_unset(kept) == kept
     assert for_identity({"question_ids": ["b", "a"]}) == {"question_ids": ["a", "b"]}
-    assert selection_of({"question_sample": {"per_kind": 2, "seed": 1}}).describe() == \
-        "question_sample.per_kind=2 question_sample.seed=1"
+    assert (
+        selection_of({"question_sample": {"per_kind": 2, "seed": 1}}).describe()
+        == "question_sample.per_kind=2 question_sample.seed=1"
+    )
 
 
 # -- a run, its record, its label, verify -------------------------------------------------
@@ -140,8 +148,17 @@ def test_unset_keys_are_left_out_and_a_set_one_is_kept():
 
 def _qa(folder: Path, server, *extra: str) -> Path:
     """A scripted qa run of the mini fixture into `folder`; its one pack."""
-    done = cli_in_process(["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}",
-                           f"paths.packs={folder / 'packs'}", f"paths.cache={folder / 'cache'}", *extra], cwd=folder.parent)
+    done = cli_in_process(
+        [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={folder / 'packs'}",
+            f"paths.cache={folder / 'cache'}",
+            *extra,
+        ],
+        cwd=folder.parent,
+    )
     assert done.returncode == 0, done.stderr
     (pack,) = (folder / "packs").glob("*/runs/*")
     return pack
@@ -156,9 +173,13 @@ def test_a_selected_run_records_its_selection_is_labelled_and_verifies(tmp_path,
     assert [(r["question_id"], r["index"]) for r in _rows(pack)] == [("mini-1-q-4", 0), ("mini-2-q-1", 1)]
     meta = json.loads((pack / "run_meta.json").read_text())
     assert meta["is_prefix"] is True and meta["question_count"] == 2 and meta["max_questions"] is None
-    assert meta["selection"] == {"by": "question_ids", "per_kind": None, "seed": None,
-                                 "question_ids": ["mini-1-q-4", "mini-2-q-1"],
-                                 "by_kind": {"1": [0, 2], "2": [1, 2], "3": [0, 2], "4": [0, 2], "5": [1, 2]}}
+    assert meta["selection"] == {
+        "by": "question_ids",
+        "per_kind": None,
+        "seed": None,
+        "question_ids": ["mini-1-q-4", "mini-2-q-1"],
+        "by_kind": {"1": [0, 2], "2": [1, 2], "3": [0, 2], "4": [0, 2], "5": [1, 2]},
+    }
     assert "Subset run: 2 of 10 questions chosen by id (question_ids), asked in file order." in meta["notes"]
     metrics = json.loads((pack / "metrics.json").read_text())
     assert metrics["is_prefix"] is True and metrics["selection"]["by"] == "question_ids"
@@ -183,8 +204,9 @@ def test_verify_finds_a_subset_pack_that_lost_a_row_or_lies_about_its_selection(
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     reclose(pack, ["run_meta.json"])
     findings = [f for f in verify_pack(pack) if f.code == "count"]
-    assert any("selection records" in f.message and "question_sample.per_kind=1 question_sample.seed=0" in f.message
-               for f in findings), findings
+    assert any(
+        "selection records" in f.message and "question_sample.per_kind=1 question_sample.seed=0" in f.message for f in findings
+    ), findings
 
     # the last row lost, and a question outside the sample in its place
     other = _qa(tmp_path / "b", scripted_server, "question_sample.per_kind=1", "question_sample.seed=1")
@@ -195,8 +217,11 @@ def test_verify_finds_a_subset_pack_that_lost_a_row_or_lies_about_its_selection(
     (other / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     reclose(other, ["predictions.jsonl"])
     messages = [f.message for f in verify_pack(other) if f.code == "count"]
-    assert any(f"{stranger} is not among the run's 5 questions (chosen by question_sample.per_kind=1 question_sample.seed=1, in file order)"
-               in m for m in messages), messages
+    assert any(
+        f"{stranger} is not among the run's 5 questions (chosen by question_sample.per_kind=1 question_sample.seed=1, in file order)"
+        in m
+        for m in messages
+    ), messages
     assert any("1 of the run's 5 questions have no row" in m for m in messages), messages
 
 
@@ -217,19 +242,22 @@ def test_a_selection_in_the_pack_must_be_the_configs(tmp_path, scripted_server):
 
 
 def test_plan_questions_shows_the_sample_with_its_count_of_each_kind(lme, tmp_path):
-    done = cli_in_process(["plan", "--questions", "dataset=longmemeval_oracle", f"dataset.path={lme}",
-                           "question_sample.per_kind=1"], cwd=tmp_path)
+    done = cli_in_process(
+        ["plan", "--questions", "dataset=longmemeval_oracle", f"dataset.path={lme}", "question_sample.per_kind=1"], cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     header = lines.index("question_id\tkind\tabstention\tsessions\tturns\thaystack_tokens")
     said = lines[header - 1]
     assert said.startswith("questions: 6 of 20, question_sample.per_kind=1 question_sample.seed=0, in file order; by kind")
     assert "1 single-session-user 1/4" in said and "6 knowledge-update 1/3" in said
-    rows = [line.split("\t") for line in lines[header + 1:] if line.startswith("lme")]
+    rows = [line.split("\t") for line in lines[header + 1 :] if line.startswith("lme")]
     assert [r[0] for r in rows] == ["lme000", "lme004_abs", "lme007", "lme011", "lme014_abs", "lme015"]
     assert sorted(r[1].split()[0] for r in rows) == ["1", "2", "3", "4", "5", "6"]
-    ids = cli_in_process(["plan", "--questions", "dataset=longmemeval_oracle", f"dataset.path={lme}",
-                          "question_ids=[lme005,lme004_abs]"], cwd=tmp_path)
+    ids = cli_in_process(
+        ["plan", "--questions", "dataset=longmemeval_oracle", f"dataset.path={lme}", "question_ids=[lme005,lme004_abs]"],
+        cwd=tmp_path,
+    )
     assert ids.returncode == 0, ids.stderr
     assert "questions: 2 of 20, question_ids (2 listed), in file order" in ids.stdout
     assert [x.split("\t")[0] for x in ids.stdout.splitlines() if x.startswith("lme")] == ["lme004_abs", "lme005"]

@@ -18,8 +18,20 @@ REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text("utf-8")
 GOLDEN = REPO / "tests" / "pack" / "golden_mini_pack"
 #: the checkout's own top-level folders: a path README names under one of them is a file of the checkout
-CHECKOUT = ("bench/", "conf/", "docs/", "memorybench/", "tests/", "plugins/", "prompts/", "notebooks/", "infra/",
-            "launchers/", "smoke/", ".ci/")
+CHECKOUT = (
+    "bench/",
+    "conf/",
+    "docs/",
+    "memorybench/",
+    "tests/",
+    "plugins/",
+    "prompts/",
+    "notebooks/",
+    "infra/",
+    "launchers/",
+    "smoke/",
+    ".ci/",
+)
 #: not files of the checkout: an example a user makes (git-ignored), and the folders a wheel maps
 #: conf/ and prompts/ to (pyproject.toml [tool.setuptools.package-dir])
 USERS_OWN = ("conf/local/", "memorybench/_conf", "memorybench/_prompts")
@@ -30,8 +42,11 @@ def _backticked() -> set[str]:
 
 
 def test_every_file_of_the_checkout_readme_names_exists():
-    named = sorted(t.rstrip(".,;:") for t in _backticked()
-                   if t.startswith(CHECKOUT) and not t.startswith(USERS_OWN) and not re.search(r"[<>*{}]|_N\b", t))
+    named = sorted(
+        t.rstrip(".,;:")
+        for t in _backticked()
+        if t.startswith(CHECKOUT) and not t.startswith(USERS_OWN) and not re.search(r"[<>*{}]|_N\b", t)
+    )
     assert named, "README names no file of the checkout?"
     missing = [t for t in named if not (REPO / t.split(":")[0].split("#")[0]).exists()]
     assert missing == []
@@ -51,10 +66,13 @@ def test_the_metrics_keys_readme_names_are_the_golden_packs():
     assert named <= keys, sorted(named - keys)
 
 
-@pytest.mark.parametrize("sentence", [
-    r"overall (LoCoMo F1 )?(number )?includes category 5",
-    r"the overall includes category 5",
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        r"overall (LoCoMo F1 )?(number )?includes category 5",
+        r"the overall includes category 5",
+    ],
+)
 def test_readme_never_says_the_overall_includes_category_5(sentence):
     """metrics.json has two overalls, each naming what it covers: a sentence that the overall
     includes category 5 is what README said while the code had split them."""

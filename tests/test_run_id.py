@@ -10,8 +10,12 @@ KEY = "sk-test-RUNID-0123456789abcdef"
 
 
 def args(tmp_path, model: str) -> list[str]:
-    return [*scripted_reader("http://127.0.0.1:9/v1", model=model), f"dataset.path={MINI}",
-            f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]
+    return [
+        *scripted_reader("http://127.0.0.1:9/v1", model=model),
+        f"dataset.path={MINI}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+    ]
 
 
 @pytest.mark.parametrize("command", ["qa", "plan"])

@@ -28,7 +28,7 @@ def test_a_key_read_with_its_newline_is_masked_in_every_form_a_message_gives_it(
     for text in (
         f"Illegal header value b'Bearer {KEY}\\n'",
         f"value {KEY!r}",
-        f"json {{\"key\": \"{KEY}\\n\"}}",
+        f'json {{"key": "{KEY}\\n"}}',
         f"  {KEY}  ",
         f"{KEY}\n",
         f"b'{KEY}'",

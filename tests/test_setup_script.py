@@ -26,9 +26,12 @@ def _checkout(tmp_path: Path, pip_fails: bool = False) -> tuple[Path, dict[str, 
     root = tmp_path / "checkout"
     (root / ".venv" / "bin").mkdir(parents=True)
     shutil.copy2(REPO / "setup.sh", root / "setup.sh")
-    _stub(root / ".venv" / "bin" / "python",
-          f"cat <<'X'\n{NOISE}X\n" + ('[[ "$*" == *"-e .[local"* ]] && { echo "error: llama.cpp build died"; exit 1; }\n' if pip_fails else "")
-          + "exit 0\n")
+    _stub(
+        root / ".venv" / "bin" / "python",
+        f"cat <<'X'\n{NOISE}X\n"
+        + ('[[ "$*" == *"-e .[local"* ]] && { echo "error: llama.cpp build died"; exit 1; }\n' if pip_fails else "")
+        + "exit 0\n",
+    )
     _stub(root / ".venv" / "bin" / "memorybench", "echo ok data/locomo10.json; echo pins verified in /somewhere\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -47,8 +47,20 @@ def test_csv_cells_are_guarded_and_read_back_exactly(text):
 def hostile_pack(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
     with ScriptedOpenAIServer(responder=lambda body: Reply(HOSTILE)) as server:
-        assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-                     f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}", "name=hostile", "max_questions=2"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=hostile",
+                    "max_questions=2",
+                ]
+            )
+            == 0
+        )
     (pack,) = (root / "packs" / "hostile" / "runs").iterdir()
     return pack
 
@@ -77,4 +89,4 @@ def test_trace_md_quotes_the_reply_in_a_fenced_block(hostile_pack):
     raw = next(line for line in trace.splitlines() if line.startswith("- Raw reply"))
     assert "</script>" not in raw and "(quoted below)" in raw
     fenced = trace.split("```text\n", 1)[1].split("\n```", 1)[0]
-    assert fenced.startswith('=HYPERLINK(') and "</script>" in fenced and "\x1b" not in fenced
+    assert fenced.startswith("=HYPERLINK(") and "</script>" in fenced and "\x1b" not in fenced

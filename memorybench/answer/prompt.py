@@ -82,9 +82,11 @@ def check_reader_template(cfg: Any) -> None:
     bench = benchmark_of(dataset)
     owner = next((b for b in benchmarks().values() if pinned.name in b.reader_prompts), None)
     if owner is not None and owner is not bench:  # a prompt written for one benchmark's questions alone
-        raise UserError(f"reader.prompt={pinned.name} is {owner.title}'s reader prompt, written for its questions alone; "
-                        f"dataset={dataset or bench.dataset_names[0]} is {bench.title}'s: use dataset="
-                        f"{'|'.join(owner.dataset_names)}, or reader.prompt=readers/qa_v1.txt")
+        raise UserError(
+            f"reader.prompt={pinned.name} is {owner.title}'s reader prompt, written for its questions alone; "
+            f"dataset={dataset or bench.dataset_names[0]} is {bench.title}'s: use dataset="
+            f"{'|'.join(owner.dataset_names)}, or reader.prompt=readers/qa_v1.txt"
+        )
     answerer = str(cfg.answerer.name)
     if answerer != "reader":
         what = "LoCoMo's own question protocol" if pinned is LOCOMO_READER else "a pinned Mem0 prompt"

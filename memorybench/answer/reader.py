@@ -160,8 +160,14 @@ class ReaderAnswerer:
         if options is None:
             return Answer(reply, trace.reader_payload_sha256)
         read = locomo_cat5_answer(reply, options)  # the mapped answer is the prediction scored
-        return Answer(read.answer, trace.reader_payload_sha256, options=options, reply=reply, choice=read.choice,
-                      malformed_reply=read.malformed)
+        return Answer(
+            read.answer,
+            trace.reader_payload_sha256,
+            options=options,
+            reply=reply,
+            choice=read.choice,
+            malformed_reply=read.malformed,
+        )
 
     def _options(self, asked: AskedQuestion) -> dict[str, str] | None:
         """The two options of a category-5 question under LoCoMo's protocol, (a) first; else None."""
@@ -184,11 +190,14 @@ class ReaderAnswerer:
             user = fill_template(self.template.text, memory, asked.question)
         elif isinstance(self.pinned, LongMemEvalReaderTemplate):
             if asked.question_date is None:
-                raise UserError(f"{asked.question_id} has no question date: reader.prompt={self.pinned.name} is "
-                                "LongMemEval's prompt; use it with dataset=longmemeval_*")
+                raise UserError(
+                    f"{asked.question_id} has no question date: reader.prompt={self.pinned.name} is "
+                    "LongMemEval's prompt; use it with dataset=longmemeval_*"
+                )
             slots["question_date"] = SlotValue(text=asked.question_date)
-            user = self.pinned.render(self.template.text, {"memory": memory, "question": asked.question,
-                                                           "question_date": asked.question_date})
+            user = self.pinned.render(
+                self.template.text, {"memory": memory, "question": asked.question, "question_date": asked.question_date}
+            )
         elif isinstance(self.pinned, LocomoReaderTemplate):
             extra = self.pinned.values(asked.question, asked.category, self._speakers, options)
             slots.update({name: SlotValue(text=value) for name, value in extra.items() if name != "question"})

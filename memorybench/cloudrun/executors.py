@@ -225,8 +225,10 @@ def run_local_tasks(
 
 
 #: the `cloud` extra's line for the machine that launches a sweep on Cloud Run
-CLOUDRUN_NEEDS = ("hydra/launcher=cloudrun needs the Google Cloud clients (google-cloud-run, google-cloud-storage)",
-                  "use hydra/launcher=cloudrun_local to run the tasks here")
+CLOUDRUN_NEEDS = (
+    "hydra/launcher=cloudrun needs the Google Cloud clients (google-cloud-run, google-cloud-storage)",
+    "use hydra/launcher=cloudrun_local to run the tasks here",
+)
 CLOUDRUN_MODULES = ("google.cloud.run_v2", "google.cloud.storage")
 
 
@@ -317,7 +319,9 @@ def run_cloud_execution(
                 + [
                     run_v2.EnvVar(
                         name=ref.env,
-                        value_source=run_v2.EnvVarSource(secret_key_ref=run_v2.SecretKeySelector(secret=ref.secret, version=ref.version)),
+                        value_source=run_v2.EnvVarSource(
+                            secret_key_ref=run_v2.SecretKeySelector(secret=ref.secret, version=ref.version)
+                        ),
                     )
                     for ref in sorted(secrets, key=lambda r: r.env)
                 ]
@@ -333,7 +337,9 @@ def run_cloud_execution(
             f"Cloud Run job {job_name} does not exist; deploy it with infra/deploy.sh (or set hydra.launcher.job/region/project)"
         ) from None
     except exceptions.PermissionDenied as e:
-        raise UserError(f"not allowed to run {job_name}: {e.message}; grant roles/run.developer (run.jobs.runWithOverrides)") from None
+        raise UserError(
+            f"not allowed to run {job_name}: {e.message}; grant roles/run.developer (run.jobs.runWithOverrides)"
+        ) from None
     report = _report_from_execution(operation.metadata, ExecutionReport(execution=job_name, task_count=task_count))
     transient = retries.Retry(predicate=retries.if_transient_error, initial=1.0, maximum=30.0, multiplier=2.0, timeout=600.0)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -343,7 +349,9 @@ def run_cloud_execution(
             on_update(report)
         if deadline is not None and time.monotonic() > deadline:
             short = report.execution.rsplit("/", 1)[-1]
-            report.error = f"still running after {timeout_s:.0f} s; it goes on in Cloud Run: gcloud run jobs executions describe {short}"
+            report.error = (
+                f"still running after {timeout_s:.0f} s; it goes on in Cloud Run: gcloud run jobs executions describe {short}"
+            )
             return report
         time.sleep(poll_interval_s)
     report.done = True
@@ -410,11 +418,19 @@ class ProgressPrinter:
             if task.index in self._seen or task.state != "pending":
                 attempt = f" (attempt {task.attempts})" if task.attempts > 1 else ""
                 code = f", exit {task.exit_code}" if task.state in ("failed", "pending") and task.exit_code else ""
-                self.say(f"task {task.index}: {task.state}{attempt}{code}" + ("; to be retried" if task.state == "pending" else ""))
+                self.say(
+                    f"task {task.index}: {task.state}{attempt}{code}" + ("; to be retried" if task.state == "pending" else "")
+                )
             self._seen[task.index] = state
         if self._bar is None:  # plain lines through `say`, never a bar: they share stderr with the lines above
-            self._bar = Progress(self.label or report.execution.rsplit("/", 1)[-1], report.task_count, unit="tasks",
-                                 rate_unit="task", spend=None, say=self.say)
+            self._bar = Progress(
+                self.label or report.execution.rsplit("/", 1)[-1],
+                report.task_count,
+                unit="tasks",
+                rate_unit="task",
+                spend=None,
+                say=self.say,
+            )
         ended = report.succeeded + report.failed + report.cancelled
         if ended > self._bar.done:
             self._bar.update(ended - self._bar.done)
@@ -450,8 +466,12 @@ def execute_manifest(
         return _execute(manifest, settings, task_env_vars, on_update)
 
 
-def _execute(manifest: ExecutionManifest, settings: ExecutionSettings, task_env_vars: dict[str, str],
-             on_update: Callable[[ExecutionReport], None]) -> ExecutionReport:
+def _execute(
+    manifest: ExecutionManifest,
+    settings: ExecutionSettings,
+    task_env_vars: dict[str, str],
+    on_update: Callable[[ExecutionReport], None],
+) -> ExecutionReport:
     if settings.remote:
         return run_cloud_execution(
             manifest.job,

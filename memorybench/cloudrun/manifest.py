@@ -80,7 +80,13 @@ def check_unique_packs(jobs: Sequence[ManifestJob]) -> None:
 
 
 def build_manifest(
-    jobs: Sequence[ManifestJob], *, launcher: str, job: str, control_root: str, project: str | None = None, region: str | None = None
+    jobs: Sequence[ManifestJob],
+    *,
+    launcher: str,
+    job: str,
+    control_root: str,
+    project: str | None = None,
+    region: str | None = None,
 ) -> CloudRunManifest:
     from memorybench import __version__
     from memorybench.provenance import git_state
@@ -112,7 +118,9 @@ def write_manifest(manifest: ExecutionManifest, storage: Any = None) -> str:
     """Store the manifest create-only at its `manifest_uri`; return that URI."""
     from memorybench.storage import open_uri
 
-    target, relpath = open_uri(manifest.manifest_uri) if storage is None else (storage, f"{manifest.control_prefix}/manifest.json")
+    target, relpath = (
+        open_uri(manifest.manifest_uri) if storage is None else (storage, f"{manifest.control_prefix}/manifest.json")
+    )
     target.create_only(relpath, manifest.dump().encode("utf-8"))
     return str(manifest.manifest_uri)
 

@@ -216,7 +216,9 @@ class CloudRunStandin:
         job = self.jobs.get(name)
         if job is None:
             parts = name.split("/")
-            return _error(404, f"Resource '{parts[5]}' of kind 'JOB' in region '{parts[3]}' in project '{parts[1]}' does not exist.")
+            return _error(
+                404, f"Resource '{parts[5]}' of kind 'JOB' in region '{parts[3]}' in project '{parts[1]}' does not exist."
+            )
         overrides = body.get("overrides") or {}
         task_count = int(overrides.get("taskCount") or job.task_count)
         env = dict(job.env)

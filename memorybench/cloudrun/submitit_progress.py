@@ -110,8 +110,11 @@ class SubmititWatcher:
             self._bar.close()
         counts = {s: sum(1 for v in self.states.values() if v == s) for s in ("succeeded", "failed")}
         rest = len(self.states) - counts["succeeded"] - counts["failed"]
-        self.say(f"{len(self.states)} job(s): {counts['succeeded']} succeeded, {counts['failed']} failed"
-                 + (f", {rest} not ended" if rest else "") + f"; logs in {self.folder}")
+        self.say(
+            f"{len(self.states)} job(s): {counts['succeeded']} succeeded, {counts['failed']} failed"
+            + (f", {rest} not ended" if rest else "")
+            + f"; logs in {self.folder}"
+        )
 
 
 class SubmititProgress(Callback):

@@ -41,7 +41,9 @@ class TaskContext:
     def from_env(cls, env: Mapping[str, str] = os.environ, manifest_uri: str | None = None) -> TaskContext:
         uri = manifest_uri or env.get(MANIFEST_ENV)
         if not uri:
-            raise UserError(f"no manifest: set {MANIFEST_ENV}=gs://BUCKET/PREFIX/{CONTROL_DIR}/<sweep>/manifest.json (the launcher does)")
+            raise UserError(
+                f"no manifest: set {MANIFEST_ENV}=gs://BUCKET/PREFIX/{CONTROL_DIR}/<sweep>/manifest.json (the launcher does)"
+            )
 
         def number(name: str, default: int | None) -> int | None:
             raw = env.get(name)
@@ -68,12 +70,21 @@ def task_item(items: Sequence[ItemT], ctx: TaskContext, what: str) -> ItemT:
     """The entry of the manifest's `items` this task runs: the one at CLOUD_RUN_TASK_INDEX."""
     if not 0 <= ctx.index < len(items):
         n = len(items)
-        raise UserError(f"CLOUD_RUN_TASK_INDEX={ctx.index} is outside the {what}'s {n} task(s); start the execution with task_count={n}")
+        raise UserError(
+            f"CLOUD_RUN_TASK_INDEX={ctx.index} is outside the {what}'s {n} task(s); start the execution with task_count={n}"
+        )
     return items[ctx.index]
 
 
-def record_status(manifest: ExecutionManifest, ctx: TaskContext, status: TaskState, exit_code: int, message: str,
-                  run_id: str | None = None, pack_uri: str | None = None) -> None:
+def record_status(
+    manifest: ExecutionManifest,
+    ctx: TaskContext,
+    status: TaskState,
+    exit_code: int,
+    message: str,
+    run_id: str | None = None,
+    pack_uri: str | None = None,
+) -> None:
     """Best effort: a status record the driver reads to explain each task (never fails the task)."""
     from memorybench.storage import open_storage
 
@@ -111,8 +122,14 @@ def failure_recorded(
         raise
 
 
-def task_done(manifest: ExecutionManifest, ctx: TaskContext, status: Literal["succeeded", "skipped"], message: str,
-              run_id: str | None = None, pack_uri: str | None = None) -> int:
+def task_done(
+    manifest: ExecutionManifest,
+    ctx: TaskContext,
+    status: Literal["succeeded", "skipped"],
+    message: str,
+    run_id: str | None = None,
+    pack_uri: str | None = None,
+) -> int:
     """Print the task's one-line outcome, record it, and return the task's exit code (0)."""
     print(message, flush=True)
     record_status(manifest, ctx, status, 0, message, run_id, pack_uri)

@@ -73,17 +73,27 @@ class WaveStage:
 
 for _stage in (
     WaveStage(
-        "autorater", "memorybench.stages.autorater:autorater_main", "pack", ("{pack}",), "memorybench-autorater",
+        "autorater",
+        "memorybench.stages.autorater:autorater_main",
+        "pack",
+        ("{pack}",),
+        "memorybench-autorater",
         marker_of="memorybench.stages.autorater:wave_marker",
     ),
     WaveStage("rescore", "memorybench.cli:cmd_rescore", "pack", ("{pack}",), "memorybench-autorater"),
     WaveStage(
-        "aggregate", "memorybench.compare.aggregate:aggregate_main", "design",
-        ("{packs}", "--out", "{out}", "--experiment", "{name}"), "memorybench-aggregate",
+        "aggregate",
+        "memorybench.compare.aggregate:aggregate_main",
+        "design",
+        ("{packs}", "--out", "{out}", "--experiment", "{name}"),
+        "memorybench-aggregate",
     ),
     WaveStage(
-        "collect-full", "memorybench.compare.collect:collect_main", "design",
-        ("{packs}", "--out", "{out}", "--experiment", "{name}"), "memorybench-collect-full",
+        "collect-full",
+        "memorybench.compare.collect:collect_main",
+        "design",
+        ("{packs}", "--out", "{out}", "--experiment", "{name}"),
+        "memorybench-collect-full",
     ),
 ):
     STAGES.add(_stage.name, _stage)
@@ -207,7 +217,9 @@ def run_wave(
     if executor not in ("local", "cloudrun"):
         raise UserError(f"wave executor {executor!r} is unknown. {did_you_mean(executor, ('local', 'cloudrun'))}")
     if executor == "cloudrun" and not str(root).startswith("gs://"):
-        raise UserError(f"a Cloud Run wave reads packs from storage its tasks can reach: pass --root gs://BUCKET/PREFIX, not {root!r}")
+        raise UserError(
+            f"a Cloud Run wave reads packs from storage its tasks can reach: pass --root gs://BUCKET/PREFIX, not {root!r}"
+        )
     storage = open_storage(root)
     if stage.marker_of:
         stage = replace(stage, marker=resolve_entry(stage.marker_of)(stage_args))  # type: ignore[arg-type]
@@ -251,9 +263,16 @@ def run_wave(
     write_manifest(manifest, storage)
     say(f"{stage.name}: {len(items)} task(s); manifest {manifest.manifest_uri}")
     settings = ExecutionSettings(
-        remote=executor == "cloudrun", api_endpoint=api_endpoint, transport=transport, anonymous=anonymous,
-        poll_interval_s=poll_interval_s, timeout_s=timeout_s, task_timeout_s=task_timeout_s, parallelism=parallelism,
-        max_retries=max_retries, log_dir=Path(log_dir) if log_dir else None,
+        remote=executor == "cloudrun",
+        api_endpoint=api_endpoint,
+        transport=transport,
+        anonymous=anonymous,
+        poll_interval_s=poll_interval_s,
+        timeout_s=timeout_s,
+        task_timeout_s=task_timeout_s,
+        parallelism=parallelism,
+        max_retries=max_retries,
+        log_dir=Path(log_dir) if log_dir else None,
     )
     report = execute_manifest(manifest, settings, say)
     result = WaveResult(manifest, report)
@@ -264,8 +283,13 @@ def run_wave(
         result.messages[item.index] = status.message if status else (report.error or "no status record")
     failed = [i for i, s in result.states.items() if s == "failed"]
     say(f"{stage.name}: {len(items) - len(failed)} of {len(items)} task(s) done" + (f"; failed: {failed}" if failed else ""))
-    summary = {"schema": "wave_execution.v1", "wave_id": wave_id, "execution": report.to_dict(), "states": result.states,
-               "messages": result.messages}
+    summary = {
+        "schema": "wave_execution.v1",
+        "wave_id": wave_id,
+        "execution": report.to_dict(),
+        "states": result.states,
+        "messages": result.messages,
+    }
     storage.write_text(join(prefix, "execution.json"), _dump(summary))
     return result
 
@@ -331,8 +355,11 @@ def _run_item(manifest: WaveManifest, item: WaveItem, ctx: TaskContext) -> tuple
             added = sorted(set(after) - set(before))
             changed = sorted(rel for rel in before if rel in after and after[rel] != before[rel])
             if changed:
-                print(f"memorybench: {manifest.stage} changed {len(changed)} existing file(s) of the pack ({', '.join(changed[:3])}); "
-                      "a stage never rewrites an earlier stage's files: not uploaded", file=sys.stderr)
+                print(
+                    f"memorybench: {manifest.stage} changed {len(changed)} existing file(s) of the pack ({', '.join(changed[:3])}); "
+                    "a stage never rewrites an earlier stage's files: not uploaded",
+                    file=sys.stderr,
+                )
             storage.upload_dir(local, relpath, files=added)
             return "succeeded", f"{manifest.stage}: {storage.uri(relpath)}: published {len(added)} new file(s)"
         # design scope: every finished pack of the name, then the stage's outputs under <root>/<name>/
@@ -344,7 +371,9 @@ def _run_item(manifest: WaveManifest, item: WaveItem, ctx: TaskContext) -> tuple
             for relpath in item.packs:
                 fetch_pack(storage, relpath, packs_root / relpath)
         out.mkdir(parents=True, exist_ok=True)
-        code = _call(fn, _fill(manifest.argv, {"packs": str(packs_root), "out": str(out), "name": item.name}) + manifest.stage_args)
+        code = _call(
+            fn, _fill(manifest.argv, {"packs": str(packs_root), "out": str(out), "name": item.name}) + manifest.stage_args
+        )
         if code != 0:
             raise UserError(f"{manifest.stage} on {item.name} exited with {code}")
         if local_root is not None:
@@ -356,7 +385,10 @@ def _run_item(manifest: WaveManifest, item: WaveItem, ctx: TaskContext) -> tuple
         except AlreadyExists as e:
             print(f"memorybench: {e.message}; kept", file=sys.stderr)
             files = []
-        return "succeeded", f"{manifest.stage}: {item.name}: {len(item.packs)} pack(s) -> {storage.uri(item.name)} ({len(files)} file(s))"
+        return (
+            "succeeded",
+            f"{manifest.stage}: {item.name}: {len(item.packs)} pack(s) -> {storage.uri(item.name)} ({len(files)} file(s))",
+        )
     finally:
         if ctx.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -376,7 +408,9 @@ def wave_main(argv: Sequence[str]) -> int:
         epilog="Arguments after -- go to the stage (e.g. -- judge=mem0 --passes 3).",
     )
     parser.add_argument("stage", help=f"one of: {', '.join(STAGES.names())}")
-    parser.add_argument("--root", required=True, help="storage root holding <name>/runs/<run_id>/ (a folder or gs://BUCKET/PREFIX)")
+    parser.add_argument(
+        "--root", required=True, help="storage root holding <name>/runs/<run_id>/ (a folder or gs://BUCKET/PREFIX)"
+    )
     parser.add_argument("--name", action="append", default=[], help="only packs of this experiment name (repeatable)")
     parser.add_argument("--run", action="append", default=[], help="only this run id (repeatable)")
     parser.add_argument("--executor", default="local", choices=("local", "cloudrun"))
@@ -391,11 +425,22 @@ def wave_main(argv: Sequence[str]) -> int:
     parser.add_argument("--force", action="store_true", help="also packs whose stage marker exists")
     ns = parser.parse_args(args)
     result = run_wave(
-        ns.stage, ns.root, names=ns.name, runs=ns.run, stage_args=stage_args, executor=ns.executor, job=ns.job,
-        project=ns.project or os.environ.get("GOOGLE_CLOUD_PROJECT"), region=ns.region, api_endpoint=ns.api_endpoint,
-        anonymous=ns.anonymous_credentials, parallelism=ns.parallelism, max_retries=ns.max_retries, poll_interval_s=ns.poll_interval, force=ns.force,
+        ns.stage,
+        ns.root,
+        names=ns.name,
+        runs=ns.run,
+        stage_args=stage_args,
+        executor=ns.executor,
+        job=ns.job,
+        project=ns.project or os.environ.get("GOOGLE_CLOUD_PROJECT"),
+        region=ns.region,
+        api_endpoint=ns.api_endpoint,
+        anonymous=ns.anonymous_credentials,
+        parallelism=ns.parallelism,
+        max_retries=ns.max_retries,
+        poll_interval_s=ns.poll_interval,
+        force=ns.force,
     )
     for index, state in sorted(result.states.items()):
         print(f"{index}\t{state}\t{result.messages.get(index, '')}")
     return 0 if result.ok else 1
-

@@ -60,7 +60,8 @@ def recompose(job: ManifestJob, manifest: CloudRunManifest) -> Any:
         diff = _differing_keys(job.config, _plain(spec.cfg))
         raise UserError(
             f"task {job.index}: config hash {spec.config_sha256[:12]} differs from the manifest's {job.config_sha256[:12]} "
-            f"for run {job.run_id}" + (f" (differs in: {', '.join(diff[:5])})" if diff else "")
+            f"for run {job.run_id}"
+            + (f" (differs in: {', '.join(diff[:5])})" if diff else "")
             + f"; this worker's code or config is not the launcher's: rebuild the image from commit {manifest.git_commit or '?'}"
         )
     here_resolved = resolved_sha256(_plain(spec.cfg))
@@ -81,8 +82,9 @@ def _plain(cfg: Any) -> dict[str, Any]:
     return data
 
 
-def task_provenance(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext, started_at: str,
-                    env: Mapping[str, str] = os.environ) -> CloudRunProvenance:
+def task_provenance(
+    manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext, started_at: str, env: Mapping[str, str] = os.environ
+) -> CloudRunProvenance:
     """Where and how this task ran its job: Cloud Run's variables, the job definition's, the manifest's."""
     return CloudRunProvenance(
         launcher=manifest.launcher,
@@ -119,7 +121,9 @@ def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) 
     from memorybench.storage import SUCCESS, join, open_storage, publish_pack
 
     if job.index != ctx.index:
-        raise UserError(f"manifest {manifest.manifest_uri}: job at position {ctx.index} says index {job.index}; the manifest was edited")
+        raise UserError(
+            f"manifest {manifest.manifest_uri}: job at position {ctx.index} says index {job.index}; the manifest was edited"
+        )
     storage = open_storage(job.storage_root)
     if storage.exists(join(job.pack_relpath, SUCCESS)):
         message = f"task {ctx.index} attempt {ctx.attempt}: {job.pack_uri} is already published; nothing to do"
@@ -141,7 +145,9 @@ def _run_qa_job(manifest: CloudRunManifest, job: ManifestJob, ctx: TaskContext) 
         # the job's own config (the manifest's: storage.root is where the pack is published)
         # (as qa writes it: URLs clean, credentials scrubbed, a masked value quoted)
         write_atomic(Path(result.pack_root) / "config.resolved.yaml", OmegaConf.to_yaml(clean_config(spec.cfg)).encode("utf-8"))
-        write_atomic(Path(result.pack_root) / PROVENANCE_FILE, task_provenance(manifest, job, ctx, started_at).dump().encode("utf-8"))
+        write_atomic(
+            Path(result.pack_root) / PROVENANCE_FILE, task_provenance(manifest, job, ctx, started_at).dump().encode("utf-8")
+        )
         # both were written after qa closed the pack: its _SUCCESS records their bytes too
         reclose(result.pack_root, ("config.resolved.yaml", PROVENANCE_FILE))
         published = publish_pack(result.pack_root, storage, job.pack_relpath)

@@ -206,7 +206,9 @@ def scan_packs(sources: Iterable[str | os.PathLike[str]]) -> PackScan:
                     found = True
                     (finished if (candidate / layout.SUCCESS).is_file() else unfinished).add(candidate)
         if not found:
-            raise UserError(f"no pack under {root}: expected <root>/<name>/runs/<run_id>/_SUCCESS; pass paths.packs or pack folders")
+            raise UserError(
+                f"no pack under {root}: expected <root>/<name>/runs/<run_id>/_SUCCESS; pass paths.packs or pack folders"
+            )
     return PackScan(sorted(finished, key=str), sorted(unfinished - finished, key=str))
 
 
@@ -218,37 +220,78 @@ def experiment_packs(packs: Sequence[Location], experiment: str | None) -> list[
 
 
 # what is read from the pack's JSONL files (everything else in a line is ignored)
-_PREDICTION_FIELDS = pa.schema([
-    ("question_id", pa.string()), ("index", pa.int64()), ("memory_sha256", pa.string()), ("reader_payload_sha256", pa.string()),
-])
-_TRACE_FIELDS = pa.schema([
-    ("question_id", pa.string()),
-    ("response", pa.struct([
-        ("model_answered", pa.string()),
-        ("usage", pa.struct([("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("cached_tokens", pa.int64())])),
-        ("latency_s", pa.float64()),
-        ("cost_usd", pa.float64()),
-        ("cache_hit", pa.bool_()),
-        ("attempts", pa.list_(pa.struct([("n", pa.int64())]))),
-    ])),
-])
+_PREDICTION_FIELDS = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("index", pa.int64()),
+        ("memory_sha256", pa.string()),
+        ("reader_payload_sha256", pa.string()),
+    ]
+)
+_TRACE_FIELDS = pa.schema(
+    [
+        ("question_id", pa.string()),
+        (
+            "response",
+            pa.struct(
+                [
+                    ("model_answered", pa.string()),
+                    (
+                        "usage",
+                        pa.struct(
+                            [("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("cached_tokens", pa.int64())]
+                        ),
+                    ),
+                    ("latency_s", pa.float64()),
+                    ("cost_usd", pa.float64()),
+                    ("cache_hit", pa.bool_()),
+                    ("attempts", pa.list_(pa.struct([("n", pa.int64())]))),
+                ]
+            ),
+        ),
+    ]
+)
 #: an agent answerer (Codex) writes agent/traces.jsonl instead: one row per process, answer phase per question
 _AGENT_USAGE = pa.struct([("input_tokens", pa.int64()), ("cached_input_tokens", pa.int64()), ("output_tokens", pa.int64())])
-_AGENT_TRACE_FIELDS = pa.schema([
-    ("question_id", pa.string()), ("phase", pa.string()), ("status", pa.string()), ("model", pa.string()),
-    ("wall_s", pa.float64()), ("usage", _AGENT_USAGE),
-    #: agent_trace.v3: the gateway's count (absent before it)
-    ("gateway", pa.struct([("requests", pa.int64()), ("usage", _AGENT_USAGE),
-                           ("budget", pa.struct([("max_total_tokens", pa.int64())]))])),
-])
-_VERDICT_FIELDS = pa.schema([
-    ("question_id", pa.string()), ("pass", pa.int64()), ("status", pa.string()), ("score", pa.float64()),
-    ("mem0_f1", pa.float64()), ("mem0_bleu1", pa.float64()),
-])
+_AGENT_TRACE_FIELDS = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("phase", pa.string()),
+        ("status", pa.string()),
+        ("model", pa.string()),
+        ("wall_s", pa.float64()),
+        ("usage", _AGENT_USAGE),
+        #: agent_trace.v3: the gateway's count (absent before it)
+        (
+            "gateway",
+            pa.struct(
+                [("requests", pa.int64()), ("usage", _AGENT_USAGE), ("budget", pa.struct([("max_total_tokens", pa.int64())]))]
+            ),
+        ),
+    ]
+)
+_VERDICT_FIELDS = pa.schema(
+    [
+        ("question_id", pa.string()),
+        ("pass", pa.int64()),
+        ("status", pa.string()),
+        ("score", pa.float64()),
+        ("mem0_f1", pa.float64()),
+        ("mem0_bleu1", pa.float64()),
+    ]
+)
 _CSV_TYPES = {
-    "question_id": pa.string(), "sample_id": pa.string(), "category": pa.int8(), "category_name": pa.string(),
-    "question": pa.string(), "prediction": pa.string(), "gold": pa.string(), "adversarial_answer": pa.string(),
-    "locomo_f1": pa.float64(), "exact_match": pa.float64(), "token_f1": pa.float64(),
+    "question_id": pa.string(),
+    "sample_id": pa.string(),
+    "category": pa.int8(),
+    "category_name": pa.string(),
+    "question": pa.string(),
+    "prediction": pa.string(),
+    "gold": pa.string(),
+    "adversarial_answer": pa.string(),
+    "locomo_f1": pa.float64(),
+    "exact_match": pa.float64(),
+    "token_f1": pa.float64(),
 }
 
 
@@ -259,12 +302,15 @@ def _read_predictions_csv(data: bytes) -> pa.Table:
         io.BytesIO(data),
         read_options=pa_csv.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
         parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-        convert_options=pa_csv.ConvertOptions(column_types=_CSV_TYPES, strings_can_be_null=False, include_columns=list(_CSV_TYPES)),
+        convert_options=pa_csv.ConvertOptions(
+            column_types=_CSV_TYPES, strings_can_be_null=False, include_columns=list(_CSV_TYPES)
+        ),
     )
     for i, f in enumerate(table.schema):
         if pa.types.is_string(f.type):
-            table = table.set_column(i, f, pc.replace_substring_regex(table.column(i), pattern="^'('*[=+\\-@\t\r])",
-                                                                      replacement="\\1"))
+            table = table.set_column(
+                i, f, pc.replace_substring_regex(table.column(i), pattern="^'('*[=+\\-@\t\r])", replacement="\\1")
+            )
     return table
 
 
@@ -273,8 +319,9 @@ def _spreadsheet_safe(table: pa.Table) -> pa.Table:
     (runs.parquet keeps the exact text): a cell a spreadsheet would run as a formula gets a leading `'`."""
     for i, f in enumerate(table.schema):
         if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-            table = table.set_column(i, f, pc.replace_substring_regex(table.column(i), pattern="^('*[=+\\-@\t\r])",
-                                                                      replacement="'\\1"))
+            table = table.set_column(
+                i, f, pc.replace_substring_regex(table.column(i), pattern="^('*[=+\\-@\t\r])", replacement="'\\1")
+            )
     return table
 
 
@@ -296,20 +343,31 @@ def _verdict_columns(pack: PackReader, judge_id: str, qids: pa.Array) -> dict[st
     (the same under every judge: no judge decides them)."""
     verdicts = pack.table(pack.judge_path(judge_id, layout.JUDGE_VERDICTS), _VERDICT_FIELDS)
     parsed = verdicts.filter(pc.is_in(verdicts.column("status"), value_set=pa.array(["CORRECT", "WRONG"])))
-    grouped = parsed.group_by("question_id").aggregate([
-        ("score", "mean"), ("score", "count"), ("score", "min"), ("score", "max"),
-    ])
+    grouped = parsed.group_by("question_id").aggregate(
+        [
+            ("score", "mean"),
+            ("score", "count"),
+            ("score", "min"),
+            ("score", "max"),
+        ]
+    )
     first = verdicts.filter(pc.equal(verdicts.column("pass"), 1))
-    failed = verdicts.filter(pc.equal(verdicts.column("status"), "FAILED")).group_by("question_id").aggregate([("status", "count")])
-    lexical = verdicts.filter(pc.is_valid(verdicts.column("mem0_f1"))).group_by("question_id").aggregate(
-        [("mem0_f1", "max"), ("mem0_bleu1", "max")]
+    failed = (
+        verdicts.filter(pc.equal(verdicts.column("status"), "FAILED")).group_by("question_id").aggregate([("status", "count")])
+    )
+    lexical = (
+        verdicts.filter(pc.is_valid(verdicts.column("mem0_f1")))
+        .group_by("question_id")
+        .aggregate([("mem0_f1", "max"), ("mem0_bleu1", "max")])
     )
     g = _aligned(qids, grouped)
     f = _aligned(qids, first)
     lx = _aligned(qids, lexical)
     fl = _aligned(qids, failed)
     count = g.column("score_count")
-    agree = pc.if_else(pc.greater_equal(count, 2), pc.equal(g.column("score_min"), g.column("score_max")), pa.scalar(None, pa.bool_()))
+    agree = pc.if_else(
+        pc.greater_equal(count, 2), pc.equal(g.column("score_min"), g.column("score_max")), pa.scalar(None, pa.bool_())
+    )
     return {
         judge_key("j_verdict", judge_id): f.column("status"),
         judge_key("j_score", judge_id): g.column("score_mean"),
@@ -379,26 +437,30 @@ def pack_examples(location: str | os.PathLike[str] | PackReader, judges: Iterabl
     qids = csv.column("question_id").combine_chunks()
     rows = _aligned(qids, pack.table(layout.PREDICTIONS, _PREDICTION_FIELDS))
     usage_columns = _usage_columns(pack, qids)
-    columns: dict[str, Any] = {name: pa.array([value] * n, type=schema.field(name).type) for name, value in run_keys(pack, meta).items()}
-    columns.update({
-        "question_id": qids,
-        "sample_id": csv.column("sample_id"),
-        "index": rows.column("index"),
-        "category": csv.column("category"),
-        "category_name": csv.column("category_name"),
-        "question": csv.column("question"),
-        "prediction": csv.column("prediction"),
-        "gold": _empty_to_null(csv.column("gold")),
-        "adversarial_answer": _empty_to_null(csv.column("adversarial_answer")),
-        "locomo_f1": csv.column("locomo_f1"),
-        "exact_match": csv.column("exact_match"),
-        "token_f1": csv.column("token_f1"),
-        **usage_columns,
-        "memory_sha256": rows.column("memory_sha256"),
-        "reader_payload_sha256": rows.column("reader_payload_sha256"),
-        **blame_columns(pack, qids.to_pylist()),
-        "pack": pa.array([pack.uri()] * n, type=pa.string()),
-    })
+    columns: dict[str, Any] = {
+        name: pa.array([value] * n, type=schema.field(name).type) for name, value in run_keys(pack, meta).items()
+    }
+    columns.update(
+        {
+            "question_id": qids,
+            "sample_id": csv.column("sample_id"),
+            "index": rows.column("index"),
+            "category": csv.column("category"),
+            "category_name": csv.column("category_name"),
+            "question": csv.column("question"),
+            "prediction": csv.column("prediction"),
+            "gold": _empty_to_null(csv.column("gold")),
+            "adversarial_answer": _empty_to_null(csv.column("adversarial_answer")),
+            "locomo_f1": csv.column("locomo_f1"),
+            "exact_match": csv.column("exact_match"),
+            "token_f1": csv.column("token_f1"),
+            **usage_columns,
+            "memory_sha256": rows.column("memory_sha256"),
+            "reader_payload_sha256": rows.column("reader_payload_sha256"),
+            **blame_columns(pack, qids.to_pylist()),
+            "pack": pa.array([pack.uri()] * n, type=pa.string()),
+        }
+    )
     for judge_id in reversed(own):  # the first judge's lexical scores stand (they are equal)
         columns.update(_verdict_columns(pack, judge_id, qids))
     for f in schema:
@@ -456,8 +518,12 @@ def _runs_row(location: str | os.PathLike[str] | PackReader) -> tuple[dict[str, 
     for judge_id in _row_judges(summary):
         own.update(benchmark_judge_values(bench, judge_id, pack.autorater_metrics(judge_id)))
     judged = [k for k in summary if _judge_column(k)]
-    names = [*RUNS_SCHEMA.names, *judged, *(k for k in own if k not in RUNS_SCHEMA.names and k not in judged),
-             *(k for k in summary if k.startswith(CONFIG_PREFIX))]
+    names = [
+        *RUNS_SCHEMA.names,
+        *judged,
+        *(k for k in own if k not in RUNS_SCHEMA.names and k not in judged),
+        *(k for k in summary if k.startswith(CONFIG_PREFIX)),
+    ]
     return {name: own[name] if name in own else summary[name] for name in names}, bench.name
 
 
@@ -468,8 +534,12 @@ def runs_row(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
     return _runs_row(location)[0]
 
 
-def runs_schema(config_columns: Iterable[str], judges: Iterable[str] = (), benchmarks: Iterable[str] = (),
-                benchmark_judges: Iterable[tuple[str, str]] = ()) -> pa.Schema:
+def runs_schema(
+    config_columns: Iterable[str],
+    judges: Iterable[str] = (),
+    benchmarks: Iterable[str] = (),
+    benchmark_judges: Iterable[tuple[str, str]] = (),
+) -> pa.Schema:
     """`RUNS_SCHEMA`, the columns of every judge, those of every other benchmark and of its judges
     (`benchmark_judges`: (benchmark name, judge id) pairs; `with_benchmarks`), then one string column
     per identity leaf (`cfg.memory.top_k`, ...), sorted: the union over the packs, null where a pack has none."""
@@ -482,8 +552,12 @@ def runs_table(packs: Sequence[str | os.PathLike[str]]) -> pa.Table:
     made = [_runs_row(p) for p in packs]
     rows = [row for row, _ in made]
     judges = {judge for row in rows for judge in _row_judges(row)}
-    schema = runs_schema({key for row in rows for key in row if key.startswith(CONFIG_PREFIX)}, judges, {b for _, b in made},
-                         {(b, judge) for row, b in made for judge in _row_judges(row)})
+    schema = runs_schema(
+        {key for row in rows for key in row if key.startswith(CONFIG_PREFIX)},
+        judges,
+        {b for _, b in made},
+        {(b, judge) for row, b in made for judge in _row_judges(row)},
+    )
     return pa.Table.from_pylist(rows, schema=schema)
 
 
@@ -524,7 +598,9 @@ def _write_examples(packs: Sequence[Location], tmp: Path) -> int:
     return rows
 
 
-def aggregate(sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *, experiment: str | None = None) -> AggregateResult:
+def aggregate(
+    sources: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str], *, experiment: str | None = None
+) -> AggregateResult:
     """Read every finished pack of `sources`; write `<out_dir>/collected/{examples,runs}.parquet` and `runs.csv`."""
     scan = scan_packs(sources)
     packs = experiment_packs(scan.finished, experiment)
@@ -586,7 +662,9 @@ def aggregate_main(argv: Sequence[str]) -> int:
         prog="memorybench aggregate",
         description="Collect finished packs into collected/examples.parquet and collected/runs.parquet (+ runs.csv).",
     )
-    parser.add_argument("packs", nargs="+", help="pack folders, or roots scanned for <name>/runs/<run_id>/_SUCCESS (e.g. outputs/packs)")
+    parser.add_argument(
+        "packs", nargs="+", help="pack folders, or roots scanned for <name>/runs/<run_id>/_SUCCESS (e.g. outputs/packs)"
+    )
     parser.add_argument("--out", help="folder that receives collected/ (default: the packs root's parent)")
     parser.add_argument("--experiment", help="keep only packs of this experiment name")
     ns = parser.parse_args(list(argv))

@@ -49,8 +49,18 @@ from typing import Any
 
 from memorybench.pack.walk import PackWalker, evidence_ids, qa_index_of
 
-__all__ = ["BASIS_F1", "CLASSES", "CORRECT_AT", "EXAMPLE_COLUMNS", "Blame", "blame_columns", "evidence_ids", "f1_basis", "pack_blame",
-           "question_blame"]
+__all__ = [
+    "BASIS_F1",
+    "CLASSES",
+    "CORRECT_AT",
+    "EXAMPLE_COLUMNS",
+    "Blame",
+    "blame_columns",
+    "evidence_ids",
+    "f1_basis",
+    "pack_blame",
+    "question_blame",
+]
 
 #: the classes, in the order they are tested after `correct`
 CLASSES = ("not_stored", "not_retrieved", "ignored", "wrong_judged", "correct")
@@ -209,9 +219,17 @@ class _Blamer:
         recall = self.w.recall.get(qid)
         return recall is not None and recall[1].get("memory_recall") is not None
 
-    def _given(self, qid: str, row: dict[str, Any], evidence: tuple[str, ...] | None, manifest: dict[str, Any] | None,
-               lineage: list[Any], failed: set[str], stored: bool | None,
-               not_stored: tuple[str, ...]) -> tuple[bool | None, tuple[str, ...]]:
+    def _given(
+        self,
+        qid: str,
+        row: dict[str, Any],
+        evidence: tuple[str, ...] | None,
+        manifest: dict[str, Any] | None,
+        lineage: list[Any],
+        failed: set[str],
+        stored: bool | None,
+        not_stored: tuple[str, ...],
+    ) -> tuple[bool | None, tuple[str, ...]]:
         if not evidence:
             return None, ()
         if self._agent_files(qid):

@@ -29,8 +29,16 @@ def metric_kind(metric: str, benchmark: str | None, categories: Iterable[int]) -
     return "rate" if benchmark_named(benchmark).own_lexical_rules and held == {5} else "score"
 
 
-def by_category(first: Any, metric: str, common: Sequence[str], x: Sequence[float], y: Sequence[float],
-                 clusters: Sequence[str], confidence: float, adjust: str) -> dict[str, Any] | None:
+def by_category(
+    first: Any,
+    metric: str,
+    common: Sequence[str],
+    x: Sequence[float],
+    y: Sequence[float],
+    clusters: Sequence[str],
+    confidence: float,
+    adjust: str,
+) -> dict[str, Any] | None:
     """B minus A per category of the compared questions (`first`: condition A's
     `conditions.PackScores`), with the family's adjusted p-values; None where the questions hold
     one category (the overall is then that category's test)."""
@@ -41,15 +49,20 @@ def by_category(first: Any, metric: str, common: Sequence[str], x: Sequence[floa
     tests = []
     for category in held:
         keep = [i for i, q in enumerate(common) if first.categories[q] == category]
-        found = paired_test([x[i] for i in keep], [y[i] for i in keep], [clusters[i] for i in keep],
-                            confidence=confidence, unit=first.unit)
-        tests.append({"category": category, "name": bench.category_names.get(category, str(category)),
-                      **found.as_dict()})
+        found = paired_test(
+            [x[i] for i in keep], [y[i] for i in keep], [clusters[i] for i in keep], confidence=confidence, unit=first.unit
+        )
+        tests.append({"category": category, "name": bench.category_names.get(category, str(category)), **found.as_dict()})
     adjusted = holm([t["p_two_sided"] for t in tests]) if adjust == "holm" else [t["p_two_sided"] for t in tests]
     for test, p in zip(tests, adjusted):
         test["p_adjusted"] = p
-    figure = {"locomo_f1": "LoCoMo F1" if bench.own_lexical_rules else "token F1 (diagnostic)",
-              "j_failed_wrong": f"{bench.judge_figure}, failures WRONG"}.get(metric, bench.judge_figure)
-    family = (f"Holm over the {len(tests)} {bench.kind_word} tests of {figure} in this comparison"
-              if adjust == "holm" else f"unadjusted: {len(tests)} {bench.kind_word} tests of {figure}, each read alone")
+    figure = {
+        "locomo_f1": "LoCoMo F1" if bench.own_lexical_rules else "token F1 (diagnostic)",
+        "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
+    }.get(metric, bench.judge_figure)
+    family = (
+        f"Holm over the {len(tests)} {bench.kind_word} tests of {figure} in this comparison"
+        if adjust == "holm"
+        else f"unadjusted: {len(tests)} {bench.kind_word} tests of {figure}, each read alone"
+    )
     return {"adjust": adjust, "family": family, "kind_word": bench.kind_word, "tests": tests}

@@ -190,17 +190,29 @@ def collect_full(
             listing[relpath] = entry
             original += len(data)
             files += 1
-        entries.append({
-            "path": path, "source": str(location), "experiment": meta.name, "run_id": meta.run_id,
-            "config_sha256": meta.config_sha256, "files": listing,
-        })
+        entries.append(
+            {
+                "path": path,
+                "source": str(location),
+                "experiment": meta.name,
+                "run_id": meta.run_id,
+                "config_sha256": meta.config_sha256,
+                "files": listing,
+            }
+        )
     blob_bytes = sum(p.stat().st_size for sha in store.known for p in [out / _blob_relpath(sha)])
     pin = {
         "schema": PIN_SCHEMA,
         "how_to_restore": HOW_TO_RESTORE,
         "blob_path": "blobs/<sha256[:2]>/<sha256>",
         "packs": entries,
-        "stats": {"packs": len(packs), "files": files, "original_bytes": original, "blobs": len(store.known), "blob_bytes": blob_bytes},
+        "stats": {
+            "packs": len(packs),
+            "files": files,
+            "original_bytes": original,
+            "blobs": len(store.known),
+            "blob_bytes": blob_bytes,
+        },
     }
     text = json.dumps(pin, indent=1, ensure_ascii=False) + "\n"
     write_atomic(out / PIN, text)  # last: a collected folder is whole once its pin is there
@@ -278,9 +290,11 @@ def _restore_path(pin: PackReader, pack_path: Any, relpath: Any) -> tuple[str, s
     joined = f"{pack_path}/{relpath}" if isinstance(pack_path, str) and isinstance(relpath, str) else None
     parts = joined.replace("\\", "/").split("/") if joined else []
     if not parts or joined.startswith("/") or "\x00" in joined or any(p in ("", ".", "..") for p in parts):
-        raise UserError(f"{pin.uri(PIN)} would restore {str(joined or relpath)[:200]!r} outside the --to folder (an absolute "
-                        "path, or '.', '..' or empty segments); nothing more is written: the collected folder was altered, "
-                        "collect the packs again")
+        raise UserError(
+            f"{pin.uri(PIN)} would restore {str(joined or relpath)[:200]!r} outside the --to folder (an absolute "
+            "path, or '.', '..' or empty segments); nothing more is written: the collected folder was altered, "
+            "collect the packs again"
+        )
     return "/".join(parts[:-1]), parts[-1]
 
 
@@ -294,7 +308,9 @@ def restore_collected(collected: str | os.PathLike[str], out_dir: str | os.PathL
     out.mkdir(parents=True, exist_ok=True)
     packs = pin.get("packs")
     if not isinstance(packs, list) or not all(isinstance(p, dict) and isinstance(p.get("files"), dict) for p in packs):
-        raise UserError(f"{root.uri(PIN)} has no list of packs with their files; the collected folder was altered, collect the packs again")
+        raise UserError(
+            f"{root.uri(PIN)} has no list of packs with their files; the collected folder was altered, collect the packs again"
+        )
     for pack in packs:
         _restore_path(root, pack.get("path"), "_")  # a pack's own folder stays inside too, files or none
     planned = [[(*_restore_path(root, pack["path"], rel), entry) for rel, entry in pack["files"].items()] for pack in packs]
@@ -304,8 +320,10 @@ def restore_collected(collected: str | os.PathLike[str], out_dir: str | os.PathL
             try:
                 target = folder_within(out, folder) / name
             except LinkRefused as e:
-                raise UserError(f"{out / e.where} is a link; a restore writes nothing through a link (it may point "
-                                "outside the folder): remove it, or restore into an empty folder with --to") from None
+                raise UserError(
+                    f"{out / e.where} is a link; a restore writes nothing through a link (it may point "
+                    "outside the folder): remove it, or restore into an empty folder with --to"
+                ) from None
             write_atomic(target, restore_file(root, entry))  # a link at the file's own name is replaced, not followed
         restored.append(out / pack["path"])
     return restored
@@ -334,7 +352,9 @@ def collect_main(argv: Sequence[str]) -> int:
     if not ns.packs:
         raise UserError("pass pack folders or a packs root (e.g. outputs/packs), or --restore COLLECTED --to DIR")
     result = collect_full(ns.packs, ns.out or default_out_dir(ns.packs), experiment=ns.experiment)
-    print(f"{len(result.packs)} pack(s), {result.files} files, {result.original_bytes} bytes -> "
-          f"{result.stored_bytes} bytes stored ({result.blobs} blobs, {result.ratio:.3f} of the original)")
+    print(
+        f"{len(result.packs)} pack(s), {result.files} files, {result.original_bytes} bytes -> "
+        f"{result.stored_bytes} bytes stored ({result.blobs} blobs, {result.ratio:.3f} of the original)"
+    )
     print(f"collected: {result.out_dir}")
     return 0

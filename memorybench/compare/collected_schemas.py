@@ -19,9 +19,20 @@ import pyarrow as pa
 from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
 from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named
 
-__all__ = ["EXAMPLES_SCHEMA", "JUDGE_EXAMPLE_COLUMNS", "JUDGE_RUN_COLUMNS", "LOCOMO_JUDGE_COLUMNS", "LOCOMO_RUN_COLUMNS", "RUNS_SCHEMA",
-           "benchmark_judge_columns", "benchmark_judge_values", "benchmark_run_columns", "benchmark_run_values", "with_benchmarks",
-           "with_judges"]
+__all__ = [
+    "EXAMPLES_SCHEMA",
+    "JUDGE_EXAMPLE_COLUMNS",
+    "JUDGE_RUN_COLUMNS",
+    "LOCOMO_JUDGE_COLUMNS",
+    "LOCOMO_RUN_COLUMNS",
+    "RUNS_SCHEMA",
+    "benchmark_judge_columns",
+    "benchmark_judge_values",
+    "benchmark_run_columns",
+    "benchmark_run_values",
+    "with_benchmarks",
+    "with_judges",
+]
 
 
 def _schema(name: str, fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
@@ -38,120 +49,135 @@ _RUN_KEYS: list[tuple[str, pa.DataType]] = [
     ("choices", pa.string()),
 ]
 
-EXAMPLES_SCHEMA = _schema("examples.v3", [
-    *_RUN_KEYS,
-    ("question_id", pa.string()),
-    ("sample_id", pa.string()),
-    ("index", pa.int32()),
-    ("category", pa.int8()),
-    ("category_name", pa.string()),
-    ("question", pa.string()),
-    ("prediction", pa.string()),
-    ("gold", pa.string()),
-    ("adversarial_answer", pa.string()),
-    ("locomo_f1", pa.float64()),
-    ("exact_match", pa.float64()),
-    ("token_f1", pa.float64()),
-    ("mem0_f1", pa.float64()),
-    ("mem0_bleu1", pa.float64()),
-    ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()),
-    ("cached_tokens", pa.int64()),
-    ("latency_s", pa.float64()),
-    ("cost_usd", pa.float64()),
-    ("retries", pa.int16()),
-    ("cache_hit", pa.bool_()),
-    #: model requests made to answer the question: the reader's HTTP attempts (0 on a cache
-    #: hit); an agent's requests as its gateway forwarded them (null without a gateway)
-    ("requests", pa.int32()),
-    #: an agent's outcome (completed, budget_exceeded, timeout, failed, no_answer); null for the reader
-    ("agent_status", pa.string()),
-    #: the question's total token budget the gateway enforced (match_reader: the reader's), null for none
-    ("token_budget", pa.int64()),
-    ("model_answered", pa.string()),
-    ("memory_sha256", pa.string()),
-    ("reader_payload_sha256", pa.string()),
-    #: where the answer was lost (memorybench.compare.blame)
-    ("blame", pa.string()),
-    ("blame_basis", pa.string()),
-    ("evidence_stored", pa.bool_()),
-    ("evidence_given", pa.bool_()),
-    ("answer_used_evidence", pa.bool_()),
-    ("pack", pa.string()),
-])
+EXAMPLES_SCHEMA = _schema(
+    "examples.v3",
+    [
+        *_RUN_KEYS,
+        ("question_id", pa.string()),
+        ("sample_id", pa.string()),
+        ("index", pa.int32()),
+        ("category", pa.int8()),
+        ("category_name", pa.string()),
+        ("question", pa.string()),
+        ("prediction", pa.string()),
+        ("gold", pa.string()),
+        ("adversarial_answer", pa.string()),
+        ("locomo_f1", pa.float64()),
+        ("exact_match", pa.float64()),
+        ("token_f1", pa.float64()),
+        ("mem0_f1", pa.float64()),
+        ("mem0_bleu1", pa.float64()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("cached_tokens", pa.int64()),
+        ("latency_s", pa.float64()),
+        ("cost_usd", pa.float64()),
+        ("retries", pa.int16()),
+        ("cache_hit", pa.bool_()),
+        #: model requests made to answer the question: the reader's HTTP attempts (0 on a cache
+        #: hit); an agent's requests as its gateway forwarded them (null without a gateway)
+        ("requests", pa.int32()),
+        #: an agent's outcome (completed, budget_exceeded, timeout, failed, no_answer); null for the reader
+        ("agent_status", pa.string()),
+        #: the question's total token budget the gateway enforced (match_reader: the reader's), null for none
+        ("token_budget", pa.int64()),
+        ("model_answered", pa.string()),
+        ("memory_sha256", pa.string()),
+        ("reader_payload_sha256", pa.string()),
+        #: where the answer was lost (memorybench.compare.blame)
+        ("blame", pa.string()),
+        ("blame_basis", pa.string()),
+        ("evidence_stored", pa.bool_()),
+        ("evidence_given", pa.bool_()),
+        ("answer_used_evidence", pa.bool_()),
+        ("pack", pa.string()),
+    ],
+)
 
-RUNS_SCHEMA = _schema("runs.v4", [
-    *_RUN_KEYS,
-    ("models_answered", pa.string()),
-    ("questions", pa.int32()),
-    ("questions_total", pa.int32()),
-    ("is_prefix", pa.bool_()),
-    ("local_model", pa.bool_()),
-    #: the mean over the categories the run holds (`overall_covers` says which), and the
-    #: two overalls the field reports, each over the categories it names only (1-5: null
-    #: where category 5 was not asked; an old pack without them: null)
-    ("locomo_f1", pa.float64()),
-    ("overall_covers", pa.string()),
-    ("locomo_f1_1_4", pa.float64()),
-    ("locomo_f1_1_5", pa.float64()),
-    *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
-    ("exact_match", pa.float64()),
-    ("token_f1", pa.float64()),
-    #: the ids of the pack's finished judges, comma-separated (their J: the `j_*/<judge id>` columns)
-    ("judges", pa.string()),
-    ("mem0_f1", pa.float64()),
-    ("mem0_bleu1", pa.float64()),
-    ("build_calls", pa.int64()),
-    ("build_prompt_tokens", pa.int64()),
-    ("build_completion_tokens", pa.int64()),
-    ("build_cost_usd", pa.float64()),
-    ("answer_calls", pa.int64()),
-    ("answer_prompt_tokens", pa.int64()),
-    ("answer_completion_tokens", pa.int64()),
-    ("answer_cached_tokens", pa.int64()),
-    ("answer_cost_usd", pa.float64()),
-    ("judge_calls", pa.int64()),
-    ("judge_cost_usd", pa.float64()),
-    ("total_calls", pa.int64()),
-    ("total_prompt_tokens", pa.int64()),
-    ("total_completion_tokens", pa.int64()),
-    ("total_cost_usd", pa.float64()),
-    ("cost_per_question_usd", pa.float64()),
-    ("cost_known", pa.bool_()),
-    ("memory_failed_tasks", pa.int64()),
-    ("latency_p50_s", pa.float64()),
-    ("latency_p95_s", pa.float64()),
-    ("latency_mean_s", pa.float64()),
-    ("retries", pa.int64()),
-    #: an agent run's model requests and tokens per question (p50/p95/max) and budget hits as the
-    #: gateway counted them, and its comparison status (agent/comparison.json); null for a reader run
-    ("agent_requests_p50", pa.float64()),
-    ("agent_requests_p95", pa.float64()),
-    ("agent_requests_max", pa.float64()),
-    ("agent_tokens_p50", pa.float64()),
-    ("agent_tokens_p95", pa.float64()),
-    ("agent_tokens_max", pa.float64()),
-    ("agent_budget_exceeded", pa.int64()),
-    ("agent_comparable", pa.bool_()),
-    ("agent_reasons", pa.string()),
-    ("data_sha256", pa.string()),
-    ("git_commit", pa.string()),
-    ("started_at", pa.string()),
-    ("ended_at", pa.string()),
-    ("pack", pa.string()),
-])
+RUNS_SCHEMA = _schema(
+    "runs.v4",
+    [
+        *_RUN_KEYS,
+        ("models_answered", pa.string()),
+        ("questions", pa.int32()),
+        ("questions_total", pa.int32()),
+        ("is_prefix", pa.bool_()),
+        ("local_model", pa.bool_()),
+        #: the mean over the categories the run holds (`overall_covers` says which), and the
+        #: two overalls the field reports, each over the categories it names only (1-5: null
+        #: where category 5 was not asked; an old pack without them: null)
+        ("locomo_f1", pa.float64()),
+        ("overall_covers", pa.string()),
+        ("locomo_f1_1_4", pa.float64()),
+        ("locomo_f1_1_5", pa.float64()),
+        *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
+        ("exact_match", pa.float64()),
+        ("token_f1", pa.float64()),
+        #: the ids of the pack's finished judges, comma-separated (their J: the `j_*/<judge id>` columns)
+        ("judges", pa.string()),
+        ("mem0_f1", pa.float64()),
+        ("mem0_bleu1", pa.float64()),
+        ("build_calls", pa.int64()),
+        ("build_prompt_tokens", pa.int64()),
+        ("build_completion_tokens", pa.int64()),
+        ("build_cost_usd", pa.float64()),
+        ("answer_calls", pa.int64()),
+        ("answer_prompt_tokens", pa.int64()),
+        ("answer_completion_tokens", pa.int64()),
+        ("answer_cached_tokens", pa.int64()),
+        ("answer_cost_usd", pa.float64()),
+        ("judge_calls", pa.int64()),
+        ("judge_cost_usd", pa.float64()),
+        ("total_calls", pa.int64()),
+        ("total_prompt_tokens", pa.int64()),
+        ("total_completion_tokens", pa.int64()),
+        ("total_cost_usd", pa.float64()),
+        ("cost_per_question_usd", pa.float64()),
+        ("cost_known", pa.bool_()),
+        ("memory_failed_tasks", pa.int64()),
+        ("latency_p50_s", pa.float64()),
+        ("latency_p95_s", pa.float64()),
+        ("latency_mean_s", pa.float64()),
+        ("retries", pa.int64()),
+        #: an agent run's model requests and tokens per question (p50/p95/max) and budget hits as the
+        #: gateway counted them, and its comparison status (agent/comparison.json); null for a reader run
+        ("agent_requests_p50", pa.float64()),
+        ("agent_requests_p95", pa.float64()),
+        ("agent_requests_max", pa.float64()),
+        ("agent_tokens_p50", pa.float64()),
+        ("agent_tokens_p95", pa.float64()),
+        ("agent_tokens_max", pa.float64()),
+        ("agent_budget_exceeded", pa.int64()),
+        ("agent_comparable", pa.bool_()),
+        ("agent_reasons", pa.string()),
+        ("data_sha256", pa.string()),
+        ("git_commit", pa.string()),
+        ("started_at", pa.string()),
+        ("ended_at", pa.string()),
+        ("pack", pa.string()),
+    ],
+)
 
 #: one column per finished judge in the runs table: `<name>/<judge id>`
 JUDGE_RUN_COLUMNS: dict[str, pa.DataType] = {
-    "j_mean": pa.float64(), "j_sd": pa.float64(), "j_passes": pa.int16(),
+    "j_mean": pa.float64(),
+    "j_sd": pa.float64(),
+    "j_passes": pa.int16(),
     **{f"j_cat{c}": pa.float64() for c in JUDGED_CATEGORIES},
-    "j_agreement": pa.float64(), "judge_model": pa.string(), "judge_failed": pa.int64(), "judge_calls": pa.int64(),
+    "j_agreement": pa.float64(),
+    "judge_model": pa.string(),
+    "judge_failed": pa.int64(),
+    "judge_calls": pa.int64(),
     "judge_cost_usd": pa.float64(),
 }
 #: ... and in the examples table: pass 1's label, the mean score over parsed passes, how many
 #: parsed passes, whether they all agree (null under two), how many failed
 JUDGE_EXAMPLE_COLUMNS: dict[str, pa.DataType] = {
-    "j_verdict": pa.string(), "j_score": pa.float64(), "j_passes": pa.int16(), "j_agree": pa.bool_(), "j_failed": pa.int16(),
+    "j_verdict": pa.string(),
+    "j_score": pa.float64(),
+    "j_passes": pa.int16(),
+    "j_agree": pa.bool_(),
+    "j_failed": pa.int16(),
 }
 
 
@@ -218,8 +244,10 @@ def benchmark_judge_values(bench: Benchmark, judge_id: str, judge: Any = None) -
         **{f"{key}_{subset}": getattr(block, f"{subset}_accuracy", None) for subset in bench.id_marks},
         **{f"{key}_{kind}": by_kind.get(kind) for kind in bench.category_names.values()},
     }
-    return {**{judge_key(name, judge_id): None for name in LOCOMO_JUDGE_COLUMNS},
-            **{judge_key(name, judge_id): value for name, value in figures.items()}}
+    return {
+        **{judge_key(name, judge_id): None for name in LOCOMO_JUDGE_COLUMNS},
+        **{judge_key(name, judge_id): value for name, value in figures.items()},
+    }
 
 
 def benchmark_judge_columns(bench: Benchmark, judge_id: str) -> dict[str, pa.DataType]:
@@ -235,8 +263,16 @@ def with_benchmarks(schema: pa.Schema, benchmarks: Iterable[str], judges: Iterab
     by_bench: dict[str, set[str]] = {}
     for name, judge_id in judges:
         by_bench.setdefault(name, set()).add(judge_id)
-    fields = [pa.field(k, kind) for name in sorted(set(benchmarks) | set(by_bench))
-              for k, kind in [*benchmark_run_columns(benchmark_named(name)).items(),
-                              *(item for judge_id in sorted(by_bench.get(name, ()))
-                                for item in benchmark_judge_columns(benchmark_named(name), judge_id).items())]]
+    fields = [
+        pa.field(k, kind)
+        for name in sorted(set(benchmarks) | set(by_bench))
+        for k, kind in [
+            *benchmark_run_columns(benchmark_named(name)).items(),
+            *(
+                item
+                for judge_id in sorted(by_bench.get(name, ()))
+                for item in benchmark_judge_columns(benchmark_named(name), judge_id).items()
+            ),
+        ]
+    ]
     return pa.schema([*schema, *fields], metadata=schema.metadata)

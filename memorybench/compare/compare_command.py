@@ -54,8 +54,11 @@ def _metric_name(metric: str, covers: str, benchmark: str | None = None) -> str:
     if bench.name == "locomo":
         names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
     else:
-        names = {"locomo_f1": "token F1 (diagnostic)", "j": bench.judge_figure,
-                 "j_failed_wrong": f"{bench.judge_figure}, failures WRONG"}
+        names = {
+            "locomo_f1": "token F1 (diagnostic)",
+            "j": bench.judge_figure,
+            "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
+        }
     return f"{names[metric]} ({covers})"
 
 
@@ -92,31 +95,38 @@ def _category_lines(tests: dict[str, Any], unit: str) -> list[str]:
             lines.append(f"{head}); no interval: {t.get('note') or 'none'}")
             continue
         p_adj = "n/a" if t["p_adjusted"] is None else format_p(t["p_adjusted"], None)
-        lines.append(f"{head}, {t['clusters']} {unit}s) [{_fmt(t['low'])}, {_fmt(t['high'])}], p {_p(t)}, "
-                     f"{adjusted} {p_adj}")
+        lines.append(f"{head}, {t['clusters']} {unit}s) [{_fmt(t['low'])}, {_fmt(t['high'])}], p {_p(t)}, {adjusted} {p_adj}")
     return lines
 
 
 def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
     name = f"condition {label} ({summary['condition']}): " if label else f"{summary['condition']}: "
     unit = "conversation(s)" if summary.get("benchmark", "locomo") == "locomo" else "haystack(s)"
-    lines = [f"{name}{summary['questions']} questions in "
-             f"{summary['conversations']} {unit}, {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"]
+    lines = [
+        f"{name}{summary['questions']} questions in "
+        f"{summary['conversations']} {unit}, {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"
+    ]
     for metric in METRICS:
         if metric not in summary:
             continue
         s = summary[metric]
         sd = f" ± {_fmt(s['sd'])} (sd over {s['n_packs']} seeds)" if s["sd"] is not None else ""
-        lines.append(f"  {_metric_name(metric, s['covers'], summary.get('benchmark')):<34} {_fmt(s['estimate'])}{sd}; "
-                     f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}")
+        lines.append(
+            f"  {_metric_name(metric, s['covers'], summary.get('benchmark')):<34} {_fmt(s['estimate'])}{sd}; "
+            f"{_interval_text(s['interval'])}{_conditional_text(s['conditional'])}"
+        )
         clean = s.get("without_gold_errors")
         if clean:
-            lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
-                         f"{_fmt(clean['estimate'])}; {_interval_text(clean)}")
+            lines.append(
+                f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
+                f"{_fmt(clean['estimate'])}; {_interval_text(clean)}"
+            )
         fixed = s.get("corrected_gold")
         if fixed:
-            lines.append(f"    with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
-                         f"{_fmt(fixed['estimate'])}; {_interval_text(fixed)}")
+            lines.append(
+                f"    with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
+                f"{_fmt(fixed['estimate'])}; {_interval_text(fixed)}"
+            )
     if "j_left_out" in summary:
         lines.append(f"  {_figure(summary.get('benchmark'))} left out: {summary['j_left_out']}")
     elif summary.get("judge"):
@@ -144,11 +154,14 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         more = f"; and {len(differences) - 12} more (--json lists them)" if len(differences) > 12 else ""
         lines.append(f"  A and B differ in {len(differences)} setting(s): {shown}{more}")
         if len({d["key"].split(".", 1)[0] for d in differences}) > 1:
-            lines.append("  warning: more than one group of settings differs: a difference below is theirs together, "
-                         "not one factor's")
+            lines.append(
+                "  warning: more than one group of settings differs: a difference below is theirs together, not one factor's"
+            )
     if d0.get("protocols_differ"):
-        lines.append(f"  question protocols differ (A {', '.join(d0['protocols']['a'])}; B {', '.join(d0['protocols']['b'])}): "
-                     "category 2 and 5 were not asked alike")
+        lines.append(
+            f"  question protocols differ (A {', '.join(d0['protocols']['a'])}; B {', '.join(d0['protocols']['b'])}): "
+            "category 2 and 5 were not asked alike"
+        )
     for metric in METRICS:
         if metric not in d0:
             continue
@@ -157,22 +170,36 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         if d["low"] is None:
             line += f"no interval: {d['note']}" if d.get("note") else "no interval"
         else:
-            line += (f"{int(round(d['confidence'] * 100))}% interval [{_fmt(d['low'])}, {_fmt(d['high'])}], "
-                     f"p {_p(d)} ({d['method']})")
+            line += (
+                f"{int(round(d['confidence'] * 100))}% interval [{_fmt(d['low'])}, {_fmt(d['high'])}], p {_p(d)} ({d['method']})"
+            )
         lines.append(line)
         if d.get("mdd") is not None:
-            lines.append("    " + mdd_sentence(d["difference"], d["p_two_sided"], d["mdd"], d["clusters"],
-                                             unit=unit.removesuffix("(s)"), alpha=round(1 - d["confidence"], 10)))
+            lines.append(
+                "    "
+                + mdd_sentence(
+                    d["difference"],
+                    d["p_two_sided"],
+                    d["mdd"],
+                    d["clusters"],
+                    unit=unit.removesuffix("(s)"),
+                    alpha=round(1 - d["confidence"], 10),
+                )
+            )
         clean = d.get("without_gold_errors")
         if clean and clean["difference"] is not None:
-            lines.append(f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
-                         f"{_fmt(clean['difference'])}" + (f" [{_fmt(clean['low'])}, {_fmt(clean['high'])}], p "
-                         f"{_p(clean)}" if clean["low"] is not None else ""))
+            lines.append(
+                f"    without the {clean['removed']} questions of known wrong gold (n {clean['n']}): "
+                f"{_fmt(clean['difference'])}"
+                + (f" [{_fmt(clean['low'])}, {_fmt(clean['high'])}], p {_p(clean)}" if clean["low"] is not None else "")
+            )
         fixed = d.get("corrected_gold")
         if fixed and fixed["difference"] is not None:
-            lines.append(f"    B minus A with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
-                         f"{_fmt(fixed['difference'])}" + (f" [{_fmt(fixed['low'])}, {_fmt(fixed['high'])}], p "
-                         f"{_p(fixed)}" if fixed["low"] is not None else ""))
+            lines.append(
+                f"    B minus A with the audit's {fixed['rescored']} corrected answers (n {fixed['n']}): "
+                f"{_fmt(fixed['difference'])}"
+                + (f" [{_fmt(fixed['low'])}, {_fmt(fixed['high'])}], p {_p(fixed)}" if fixed["low"] is not None else "")
+            )
         c = d["conditional"]
         if c["low"] is not None:  # an interval only: a test over questions as if independent is no test here
             lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}] (an interval only, no p-value)")
@@ -191,8 +218,11 @@ def format_compare(result: dict[str, Any]) -> str:
     if result.get("difference"):
         lines.extend(_difference_lines(result["difference"]))
     # LoCoMo's known gold errors (an audit of locomo10.json) say nothing of another benchmark
-    notes = {(result.get(k) or {}).get("gold_errors") for k in ("summary", "summary_a", "difference")
-             if (result.get(k) or {}).get("benchmark", "locomo") == "locomo"} - {None}
+    notes = {
+        (result.get(k) or {}).get("gold_errors")
+        for k in ("summary", "summary_a", "difference")
+        if (result.get(k) or {}).get("benchmark", "locomo") == "locomo"
+    } - {None}
     lines.extend(sorted(notes))
     lines.extend(f"warning: {w}" for w in result.get("warnings") or [])
     return "\n".join(lines)
@@ -225,15 +255,26 @@ def compare_main(argv: Sequence[str]) -> int:
     parser.add_argument("packs", nargs="+", help="finished packs of one config (condition A)")
     parser.add_argument("--vs", nargs="+", default=None, metavar="PACK", help="finished packs of condition B")
     parser.add_argument("--categories", default=None, help="compare only these LoCoMo categories, e.g. 1-4 (default: all held)")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"resamples of the question-level bootstrap (default {DEFAULT_RESAMPLES})")
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"resamples of the question-level bootstrap (default {DEFAULT_RESAMPLES})",
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE, help="interval coverage (default 0.95)")
-    parser.add_argument("--corrected-gold", action="store_true",
-                        help="also score LoCoMo F1 against the audit's corrected answers where a gold answer is known wrong")
-    parser.add_argument("--adjust", choices=ADJUSTMENTS, default="holm",
-                        help="with --vs: how the per-category p-values of each metric are adjusted over that family "
-                             "(default holm: Holm's step-down method; none: unadjusted)")
+    parser.add_argument(
+        "--corrected-gold",
+        action="store_true",
+        help="also score LoCoMo F1 against the audit's corrected answers where a gold answer is known wrong",
+    )
+    parser.add_argument(
+        "--adjust",
+        choices=ADJUSTMENTS,
+        default="holm",
+        help="with --vs: how the per-category p-values of each metric are adjusted over that family "
+        "(default holm: Holm's step-down method; none: unadjusted)",
+    )
     parser.add_argument("--judge", help="the judge id whose J is compared, when a pack has several (autorater/<judge id>/)")
     parser.add_argument("--json", dest="json_out", help="also write the result as JSON to this file ('-' for stdout)")
     ns = parser.parse_args(list(argv))
@@ -253,8 +294,9 @@ def compare_main(argv: Sequence[str]) -> int:
         keep = set(common_questions(a, b, categories)[0])
         result["summary_a"] = seed_summary(_restricted(a, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
         result["summary_b"] = seed_summary(_restricted(b, keep), resampling=resampling, corrected_gold=ns.corrected_gold)
-        result["difference"] = paired_difference(a, b, resampling=resampling, categories=categories,
-                                                 corrected_gold=ns.corrected_gold, adjust=ns.adjust)
+        result["difference"] = paired_difference(
+            a, b, resampling=resampling, categories=categories, corrected_gold=ns.corrected_gold, adjust=ns.adjust
+        )
         warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
         result["warnings"] = [warning] if warning else []
     else:
@@ -269,7 +311,9 @@ def compare_main(argv: Sequence[str]) -> int:
         try:
             write_atomic(Path(ns.json_out), text)
         except OSError as e:
-            raise UserError(f"--json {ns.json_out}: cannot write there ({e.strerror or e}); name a file in a writable folder") from None
+            raise UserError(
+                f"--json {ns.json_out}: cannot write there ({e.strerror or e}); name a file in a writable folder"
+            ) from None
     return 0
 
 

@@ -155,8 +155,11 @@ def config_differences(a: PackScores, b: PackScores) -> list[dict[str, Any]]:
     keys with A's and B's values (`writer.model`, `memory.max_sessions`), in key order: what a
     comparison of A and B compares besides the factor a user meant."""
     left, right = dict(_leaves(a.config)), dict(_leaves(b.config))
-    return [{"key": key, "a": left.get(key), "b": right.get(key)}
-            for key in sorted(set(left) | set(right)) if left.get(key) != right.get(key)]
+    return [
+        {"key": key, "a": left.get(key), "b": right.get(key)}
+        for key in sorted(set(left) | set(right))
+        if left.get(key) != right.get(key)
+    ]
 
 
 def _leaves(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -192,7 +195,9 @@ def _judge_of(pack: PackReader, judge: str | None) -> str | None:
             raise UserError(f"pack {pack.uri()} has no finished judge {judge!r}; its judges: {', '.join(judges) or 'none'}")
         return judge
     if len(judges) > 1:
-        raise UserError(f"pack {pack.uri()} has {len(judges)} judges ({', '.join(judges)}); pass --judge ID to compare J under one")
+        raise UserError(
+            f"pack {pack.uri()} has {len(judges)} judges ({', '.join(judges)}); pass --judge ID to compare J under one"
+        )
     return judges[0] if judges else None
 
 
@@ -280,8 +285,10 @@ def length_warning(a: dict[str, float | None], b: dict[str, float | None]) -> st
     ratio = max(a["mean"], b["mean"]) / min(a["mean"], b["mean"])
     if ratio <= LENGTH_RATIO_WARNING:
         return None
-    return (f"answer lengths differ {ratio:.1f}x (A mean {a['mean']:.1f} tokens, B {b['mean']:.1f}): a lenient judge favours "
-            "longer answers; compare J with care, or control the length (reader.max_tokens, the prompt)")
+    return (
+        f"answer lengths differ {ratio:.1f}x (A mean {a['mean']:.1f} tokens, B {b['mean']:.1f}): a lenient judge favours "
+        "longer answers; compare J with care, or control the length (reader.max_tokens, the prompt)"
+    )
 
 
 # -- selection -------------------------------------------------------------------------------
@@ -328,9 +335,7 @@ def _same_config(packs: Sequence[PackScores]) -> None:
     first = packs[0]
     for other in packs[1:]:
         if other.config != first.config:
-            keys = sorted(
-                k for k in set(first.config) | set(other.config) if first.config.get(k) != other.config.get(k)
-            )
+            keys = sorted(k for k in set(first.config) | set(other.config) if first.config.get(k) != other.config.get(k))
             raise UserError(
                 f"packs {_name(first)} and {_name(other)} differ in more than their seeds ({', '.join(keys)}); "
                 "seed_summary compares seeds of one config: compare two conditions with --vs"
@@ -365,7 +370,9 @@ def _judge_name(identity: dict[str, Any] | None) -> str:
     protocol, model = identity.get("protocol"), identity.get("model")
     if protocol == "imported":  # a released file's own labels: the peer's grader, prompt and model
         return f"the released {model} file's own labels (its grader and prompt, not ours)"
-    grader = {"mem0": "Mem0's pinned judge prompt", "strict": "our strict judge prompt"}.get(str(protocol), f"the {protocol} protocol")
+    grader = {"mem0": "Mem0's pinned judge prompt", "strict": "our strict judge prompt"}.get(
+        str(protocol), f"the {protocol} protocol"
+    )
     return f"{grader}, model {model}"
 
 
@@ -377,8 +384,10 @@ def _judges_agree(packs: Sequence[PackScores]) -> tuple[bool, str | None]:
     first = packs[0].judge_identity
     for other in packs[1:]:
         if other.judge_identity != first:
-            return False, (f"judged by different judges ({_judge_name(first)}; {_judge_name(other.judge_identity)}): "
-                           "J is compared only under one judge (rerun the autorater with the same judge options)")
+            return False, (
+                f"judged by different judges ({_judge_name(first)}; {_judge_name(other.judge_identity)}): "
+                "J is compared only under one judge (rerun the autorater with the same judge options)"
+            )
     return True, None
 
 
@@ -434,8 +443,15 @@ def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str
     return ["locomo_f1", "j", *(["j_failed_wrong"] if failures else [])]
 
 
-def _gold_columns(packs: Sequence[PackScores], metric: str, kept: Sequence[str], overlay: Overlay, corrected: bool,
-                  per_question: dict[str, float], confidence: float) -> dict[str, Any]:
+def _gold_columns(
+    packs: Sequence[PackScores],
+    metric: str,
+    kept: Sequence[str],
+    overlay: Overlay,
+    corrected: bool,
+    per_question: dict[str, float],
+    confidence: float,
+) -> dict[str, Any]:
     """Beside a mean over `kept`: the mean over those without a known wrong gold answer
     (`without_gold_errors`, with how many were removed), and for LoCoMo F1 where asked the
     mean with the audit's corrected answers scored by LoCoMo's rules (`corrected_gold`)."""
@@ -445,13 +461,20 @@ def _gold_columns(packs: Sequence[PackScores], metric: str, kept: Sequence[str],
     wrong = overlay.wrong_gold(kept)
     clean = [q for q in kept if q not in wrong]
     kind = metric_kind(metric, first.benchmark, {first.categories[q] for q in kept})
-    out = {"without_gold_errors": {"removed": len(wrong), **mean_interval(
-        [per_question[q] for q in clean], [first.conversations[q] for q in clean], confidence=confidence,
-        kind=kind).as_dict()}}
+    out = {
+        "without_gold_errors": {
+            "removed": len(wrong),
+            **mean_interval(
+                [per_question[q] for q in clean], [first.conversations[q] for q in clean], confidence=confidence, kind=kind
+            ).as_dict(),
+        }
+    }
     if corrected and metric == "locomo_f1":
         values = [_corrected(packs, q, overlay, per_question) for q in kept]
-        out["corrected_gold"] = {"rescored": len(wrong), **mean_interval(
-            values, [first.conversations[q] for q in kept], confidence=confidence, kind=kind).as_dict()}
+        out["corrected_gold"] = {
+            "rescored": len(wrong),
+            **mean_interval(values, [first.conversations[q] for q in kept], confidence=confidence, kind=kind).as_dict(),
+        }
     return out
 
 
@@ -465,9 +488,12 @@ def _corrected(packs: Sequence[PackScores], q: str, overlay: Overlay, per_questi
 
 
 def seed_summary(
-    packs: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
+    packs: Sequence[str | Path | PackScores],
+    *,
+    resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
     check_config: bool = True,
-    categories: frozenset[int] | None = None, corrected_gold: bool = False,
+    categories: frozenset[int] | None = None,
+    corrected_gold: bool = False,
 ) -> dict[str, Any]:
     """Several packs of one config with different seeds: mean ± sd and the intervals of the mean."""
     scores = [p if isinstance(p, PackScores) else load_pack_scores(p) for p in packs]
@@ -499,17 +525,20 @@ def seed_summary(
         covers = _covers(scores[0], kept)
         # each pack's own number: its reported one where it covers exactly what is compared here,
         # else its mean over the compared questions (a 1,986-question run beside a 1-4 peer)
-        reported = [p.reported.get(metric) if len(kept) == len(getattr(p, metric) or {}) else _own_mean(p, metric, kept)
-                    for p in scores]
+        reported = [
+            p.reported.get(metric) if len(kept) == len(getattr(p, metric) or {}) else _own_mean(p, metric, kept) for p in scores
+        ]
         result[metric] = {
             "covers": covers,
             **_spread(reported),
             "estimate": sum(values) / len(values) if values else None,
             "kind": (kind := metric_kind(metric, scores[0].benchmark, {scores[0].categories[q] for q in kept})),
-            "interval": mean_interval(values, clusters, confidence=resampling.confidence, unit=scores[0].unit,
-                                      kind=kind).as_dict(),
-            "conditional": question_bootstrap_interval(values, clusters, resampling, metric, covers,
-                                                       unit=scores[0].unit).as_dict(),
+            "interval": mean_interval(
+                values, clusters, confidence=resampling.confidence, unit=scores[0].unit, kind=kind
+            ).as_dict(),
+            "conditional": question_bootstrap_interval(
+                values, clusters, resampling, metric, covers, unit=scores[0].unit
+            ).as_dict(),
             **_gold_columns(scores, metric, kept, overlay, corrected_gold, per_question, resampling.confidence),
         }
     result["j_available"] = "j" in metrics
@@ -517,7 +546,9 @@ def seed_summary(
 
 
 def common_questions(
-    sa: Sequence[PackScores], sb: Sequence[PackScores], categories: frozenset[int] | None,
+    sa: Sequence[PackScores],
+    sb: Sequence[PackScores],
+    categories: frozenset[int] | None,
 ) -> tuple[list[str], int, int]:
     """The questions every pack of both conditions holds (of `categories`), in A's order,
     and how many each side holds beyond them."""
@@ -533,8 +564,13 @@ def common_questions(
 
 
 def paired_difference(
-    a: Sequence[str | Path | PackScores], b: Sequence[str | Path | PackScores], *, resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
-    categories: frozenset[int] | None = None, corrected_gold: bool = False, adjust: str = "holm",
+    a: Sequence[str | Path | PackScores],
+    b: Sequence[str | Path | PackScores],
+    *,
+    resampling: Resampling = Resampling(),  # noqa: B008 - a frozen record
+    categories: frozenset[int] | None = None,
+    corrected_gold: bool = False,
+    adjust: str = "holm",
 ) -> dict[str, Any]:
     """Condition B minus condition A over the questions both hold, paired by question id
     (each condition one or more seeds); with `corrected_gold`, LoCoMo F1's difference also with
@@ -550,9 +586,12 @@ def paired_difference(
     ids, only_a, only_b = common_questions(sa, sb, categories)
     first = sa[0]
     result: dict[str, Any] = {
-        "a": [str(p.root) for p in sa], "b": [str(p.root) for p in sb], "questions": len(ids),
+        "a": [str(p.root) for p in sa],
+        "b": [str(p.root) for p in sb],
+        "questions": len(ids),
         "conversations": len({first.conversations[q] for q in ids}),
-        "only_a": only_a, "only_b": only_b,
+        "only_a": only_a,
+        "only_b": only_b,
         "protocols": {"a": sorted({p.protocol for p in sa}), "b": sorted({p.protocol for p in sb})},
         "benchmark": first.benchmark,
     }
@@ -571,8 +610,9 @@ def paired_difference(
         result[metric] = {
             "covers": covers,
             **paired_test(x, y, clusters, confidence=resampling.confidence, unit=first.unit).as_dict(),
-            "conditional": question_paired_bootstrap(x, y, clusters, resampling, metric, covers, "difference",
-                                                     unit=first.unit).as_dict(),
+            "conditional": question_paired_bootstrap(
+                x, y, clusters, resampling, metric, covers, "difference", unit=first.unit
+            ).as_dict(),
         }
         tests = by_category(first, metric, common, x, y, clusters, resampling.confidence, adjust)
         if tests:
@@ -580,13 +620,18 @@ def paired_difference(
         if overlay.errors is not None:
             wrong = overlay.wrong_gold(common)
             clean = [i for i, q in enumerate(common) if q not in wrong]
-            result[metric]["without_gold_errors"] = {"removed": len(wrong), **paired_test(
-                [x[i] for i in clean], [y[i] for i in clean], [clusters[i] for i in clean],
-                confidence=resampling.confidence).as_dict()}
+            result[metric]["without_gold_errors"] = {
+                "removed": len(wrong),
+                **paired_test(
+                    [x[i] for i in clean], [y[i] for i in clean], [clusters[i] for i in clean], confidence=resampling.confidence
+                ).as_dict(),
+            }
             if corrected_gold and metric == "locomo_f1":
                 cx, cy = [_corrected(sa, q, overlay, qa) for q in common], [_corrected(sb, q, overlay, qb) for q in common]
-                result[metric]["corrected_gold"] = {"rescored": sum(1 for q in common if q in wrong), **paired_test(
-                    cx, cy, clusters, confidence=resampling.confidence, unit=first.unit).as_dict()}
+                result[metric]["corrected_gold"] = {
+                    "rescored": sum(1 for q in common if q in wrong),
+                    **paired_test(cx, cy, clusters, confidence=resampling.confidence, unit=first.unit).as_dict(),
+                }
     result["j_available"] = "j" in metrics
     return result
 

@@ -40,15 +40,22 @@ def load_overlay(data_sha256s: Iterable[str | None]) -> Overlay:
     is the pinned locomo10.json, and only when the pinned errors.json can be read."""
     found = set(data_sha256s)
     if found != {LOCOMO10.sha256}:
-        return Overlay(None, "known gold errors not applied: they join the pinned locomo10.json, and these packs' data "
-                             "differs (a fixture, another dataset)")
+        return Overlay(
+            None,
+            "known gold errors not applied: they join the pinned locomo10.json, and these packs' data "
+            "differs (a fixture, another dataset)",
+        )
     try:
         errors = known_gold_errors()
     except UserError as e:  # not fetched, or not the pinned file: said, never fatal for a comparison
         return Overlay(None, f"known gold errors not applied: {e}")
     provenance = overlay_provenance(errors)
-    return Overlay(errors, f"known gold errors: {provenance['answer']} wrong gold answers and {provenance['evidence']} wrong "
-                           f"citations (dial481/locomo-audit errors.json, sha256 {provenance['sha256'][:12]}...)", provenance)
+    return Overlay(
+        errors,
+        f"known gold errors: {provenance['answer']} wrong gold answers and {provenance['evidence']} wrong "
+        f"citations (dial481/locomo-audit errors.json, sha256 {provenance['sha256'][:12]}...)",
+        provenance,
+    )
 
 
 def corrected_f1(prediction: str, error: GoldError, category: int) -> float:

@@ -197,7 +197,11 @@ def cluster_robust_se(values: Sequence[float], clusters: Sequence[Hashable]) -> 
 
 
 def minimum_detectable_difference(
-    se: float | None, clusters: int, *, alpha: float = 0.05, power: float = DEFAULT_POWER,
+    se: float | None,
+    clusters: int,
+    *,
+    alpha: float = 0.05,
+    power: float = DEFAULT_POWER,
 ) -> float | None:
     """(t(1 - alpha/2, G-1) + t(power, G-1)) * se: the smallest true difference detected with
     `power` by a two-sided test at `alpha`; None with fewer than two conversations."""
@@ -222,8 +226,12 @@ KINDS = ("score", "rate")
 
 
 def mean_interval(
-    values: Sequence[float], clusters: Sequence[Hashable], *, confidence: float = DEFAULT_CONFIDENCE,
-    unit: str = "conversation", kind: str = "score",
+    values: Sequence[float],
+    clusters: Sequence[Hashable],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    unit: str = "conversation",
+    kind: str = "score",
 ) -> Interval:
     """The mean of `values` (one per question) with its interval: for a `score`, the
     cluster-robust t interval, cut at [0, 1] (noted); for a `rate`, Wilson's (independent
@@ -248,8 +256,7 @@ def mean_interval(
 
         return clustered_rate_interval(data, clusters, confidence=confidence, unit=unit)
     if groups < 2:
-        return Interval(float(data.mean()), None, None, int(data.size), groups, confidence, method,
-                        _one(unit))
+        return Interval(float(data.mean()), None, None, int(data.size), groups, confidence, method, _one(unit))
     mean, se = _cr1(data, codes, groups)
     half = _t_quantile((1 + confidence) / 2, groups - 1) * se
     low, high = mean - half, mean + half
@@ -269,8 +276,13 @@ def _shares(data: np.ndarray) -> bool:
 
 
 def paired_difference(
-    a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable], *,
-    confidence: float = DEFAULT_CONFIDENCE, power: float = DEFAULT_POWER, unit: str = "conversation",
+    a: Sequence[float],
+    b: Sequence[float],
+    clusters: Sequence[Hashable],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    power: float = DEFAULT_POWER,
+    unit: str = "conversation",
 ) -> Difference:
     """B minus A paired by question: mean difference, cluster-robust t interval, two-sided
     p-value from t(G-1) and the minimum detectable difference at `power` and
@@ -285,8 +297,9 @@ def paired_difference(
     diff = y - x
     a_mean, b_mean, d_mean = float(x.mean()), float(y.mean()), float(diff.mean())
     if groups < 2:
-        return Difference(a_mean, b_mean, d_mean, None, None, None, None, None, int(x.size), groups, confidence,
-                          method, _one(unit))
+        return Difference(
+            a_mean, b_mean, d_mean, None, None, None, None, None, int(x.size), groups, confidence, method, _one(unit)
+        )
     from scipy import stats
 
     _, se = _cr1(diff, codes, groups)
@@ -302,8 +315,9 @@ def paired_difference(
         p = 1.0 if d_mean == 0 else 0.0
         note = f"the differences do not vary between {unit}s: the t test is degenerate"
     mdd = minimum_detectable_difference(se, groups, alpha=1 - confidence, power=power)
-    return Difference(a_mean, b_mean, d_mean, d_mean - half, d_mean + half, p, None, mdd, int(x.size), groups,
-                      confidence, method, note)
+    return Difference(
+        a_mean, b_mean, d_mean, d_mean - half, d_mean + half, p, None, mdd, int(x.size), groups, confidence, method, note
+    )
 
 
 # -- alternatives: percentile bootstraps ------------------------------------------------------
@@ -328,19 +342,30 @@ def _question_means(data: np.ndarray, resampling: Resampling, key: tuple[Any, ..
     from scipy import stats
 
     rng = resampling_rng(resampling, *key)
-    result = stats.bootstrap((data,), np.mean, n_resamples=resampling.resamples, batch=_BATCH, vectorized=True,
-                             method="percentile", confidence_level=resampling.confidence, rng=rng)  # scipy>=1.15
+    result = stats.bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=resampling.resamples,
+        batch=_BATCH,
+        vectorized=True,
+        method="percentile",
+        confidence_level=resampling.confidence,
+        rng=rng,
+    )  # scipy>=1.15
     return np.asarray(result.bootstrap_distribution, dtype=np.float64)
 
 
 def _question_label(resampling: Resampling, groups: int, paired: bool, unit: str = "conversation") -> str:
     kind = "paired question-level" if paired else "question-level"
-    return (f"{kind} percentile bootstrap ({resampling.resamples:,} resamples), "
-            f"conditional on these {_plural(groups, unit)}")
+    return f"{kind} percentile bootstrap ({resampling.resamples:,} resamples), conditional on these {_plural(groups, unit)}"
 
 
 def question_bootstrap_interval(
-    values: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any, unit: str = "conversation",
+    values: Sequence[float],
+    clusters: Sequence[Hashable],
+    resampling: Resampling,
+    *key: Any,
+    unit: str = "conversation",
 ) -> Interval:
     """Percentile bootstrap over questions as if independent: an interval for these
     conversations only (the label says so). `clusters` only counts the conversations."""
@@ -357,7 +382,11 @@ def question_bootstrap_interval(
 
 
 def question_paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any,
+    a: Sequence[float],
+    b: Sequence[float],
+    clusters: Sequence[Hashable],
+    resampling: Resampling,
+    *key: Any,
     unit: str = "conversation",
 ) -> Difference:
     """B minus A, question ids resampled with each question's A and B together: an interval
@@ -368,8 +397,7 @@ def question_paired_bootstrap(
     _, groups = _codes(clusters, x.size)
     method = _question_label(resampling, groups, paired=True, unit=unit)
     if x.size == 0:
-        return Difference(None, None, None, None, None, None, None, None, 0, 0, resampling.confidence, method,
-                          NO_VALUES)
+        return Difference(None, None, None, None, None, None, None, None, 0, 0, resampling.confidence, method, NO_VALUES)
     diff = y - x
     d_mean = float(diff.mean())
     if x.size == 1:
@@ -377,8 +405,21 @@ def question_paired_bootstrap(
     else:
         means = _question_means(diff, resampling, key)
     low, high = _percentile(means, resampling.confidence)
-    return Difference(float(x.mean()), float(y.mean()), d_mean, low, high, None, None, None,
-                      int(x.size), groups, resampling.confidence, method, "one question" if x.size == 1 else None)
+    return Difference(
+        float(x.mean()),
+        float(y.mean()),
+        d_mean,
+        low,
+        high,
+        None,
+        None,
+        None,
+        int(x.size),
+        groups,
+        resampling.confidence,
+        method,
+        "one question" if x.size == 1 else None,
+    )
 
 
 def _cluster_means(sums: np.ndarray, sizes: np.ndarray, resampling: Resampling, key: tuple[Any, ...]) -> np.ndarray:
@@ -399,7 +440,10 @@ def _cluster_label(resampling: Resampling, groups: int, paired: bool) -> str:
 
 
 def cluster_bootstrap_interval(
-    values: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any,
+    values: Sequence[float],
+    clusters: Sequence[Hashable],
+    resampling: Resampling,
+    *key: Any,
 ) -> Interval:
     """Percentile bootstrap resampling whole conversations (computed on per-conversation
     sums and sizes). Too narrow with few conversations; kept for the coverage bench."""
@@ -418,26 +462,54 @@ def cluster_bootstrap_interval(
 
 
 def cluster_paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], clusters: Sequence[Hashable], resampling: Resampling, *key: Any,
+    a: Sequence[float],
+    b: Sequence[float],
+    clusters: Sequence[Hashable],
+    resampling: Resampling,
+    *key: Any,
 ) -> Difference:
     """B minus A, whole conversations resampled with every question's A and B together."""
     x, y = _paired(a, b)
     codes, groups = _codes(clusters, x.size)
     method = _cluster_label(resampling, groups, paired=True)
     if x.size == 0:
-        return Difference(None, None, None, None, None, None, None, None, 0, 0, resampling.confidence, method,
-                          NO_VALUES)
+        return Difference(None, None, None, None, None, None, None, None, 0, 0, resampling.confidence, method, NO_VALUES)
     diff = y - x
     a_mean, b_mean, d_mean = float(x.mean()), float(y.mean()), float(diff.mean())
     if groups < 2:
-        return Difference(a_mean, b_mean, d_mean, None, None, None, None, None, int(x.size), groups,
-                          resampling.confidence, method, ONE_CONVERSATION)
+        return Difference(
+            a_mean,
+            b_mean,
+            d_mean,
+            None,
+            None,
+            None,
+            None,
+            None,
+            int(x.size),
+            groups,
+            resampling.confidence,
+            method,
+            ONE_CONVERSATION,
+        )
     sums = np.bincount(codes, weights=diff, minlength=groups)
     sizes = np.bincount(codes, minlength=groups).astype(np.float64)
     means = _cluster_means(sums, sizes, resampling, key)
     low, high = _percentile(means, resampling.confidence)
-    return Difference(a_mean, b_mean, d_mean, low, high, _tail_p(means), 1 / resampling.resamples, None,
-                      int(x.size), groups, resampling.confidence, method)
+    return Difference(
+        a_mean,
+        b_mean,
+        d_mean,
+        low,
+        high,
+        _tail_p(means),
+        1 / resampling.resamples,
+        None,
+        int(x.size),
+        groups,
+        resampling.confidence,
+        method,
+    )
 
 
 # -- several tests, and what the MDD says -------------------------------------------------------
@@ -455,20 +527,32 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     return out
 
 
-def mdd_sentence(difference: float | None, p: float | None, mdd: float, clusters: int, *, unit: str = "conversation",
-                 alpha: float = 0.05, power: float = DEFAULT_POWER) -> str:
+def mdd_sentence(
+    difference: float | None,
+    p: float | None,
+    mdd: float,
+    clusters: int,
+    *,
+    unit: str = "conversation",
+    alpha: float = 0.05,
+    power: float = DEFAULT_POWER,
+) -> str:
     """What the MDD is, in words, and how the observed difference stands to it: never calls a
     significant difference noise, nor a non-significant one evidence of no difference."""
-    what = (f"minimum detectable difference {mdd:.4f}: the true difference this design ({_plural(clusters, unit)}) "
-            f"detects with {power:.0%} power at two-sided alpha {alpha:g}")
+    what = (
+        f"minimum detectable difference {mdd:.4f}: the true difference this design ({_plural(clusters, unit)}) "
+        f"detects with {power:.0%} power at two-sided alpha {alpha:g}"
+    )
     if difference is None or p is None:
         return what
     if p < alpha:
         if abs(difference) < mdd:
             return f"{what}; this difference is significant although smaller than it"
         return f"{what}; this difference is significant"
-    return (f"{what}; this difference is not significant, which does not show there is none "
-            f"(a true difference below the MDD is detected with less than {power:.0%} power)")
+    return (
+        f"{what}; this difference is not significant, which does not show there is none "
+        f"(a true difference below the MDD is detected with less than {power:.0%} power)"
+    )
 
 
 # -- printing p-values ------------------------------------------------------------------------

@@ -67,7 +67,11 @@ def _clopper_pearson(x: float, n: float, confidence: float) -> tuple[float, floa
 
 
 def clustered_rate_interval(
-    values: Sequence[float], clusters: Sequence[Hashable], *, confidence: float, unit: str = "conversation",
+    values: Sequence[float],
+    clusters: Sequence[Hashable],
+    *,
+    confidence: float,
+    unit: str = "conversation",
 ) -> Interval:
     """A rate's interval (`values`: each question's share, 0 or 1 for one verdict): Wilson's
     where every cluster is one question (independent), else Korn-Graubard's (the module's
@@ -85,13 +89,16 @@ def clustered_rate_interval(
     t = _t_quantile((1 + confidence) / 2, groups - 1)
     effective = n / deff * (_z(confidence) / t) ** 2
     low, high = _clopper_pearson(p * effective, effective, confidence)
-    method = (f"Korn-Graubard (Clopper-Pearson, design effect {deff:.2f}, t {groups - 1} df), "
-              f"{_plural(groups, unit)} (a rate)")
+    method = f"Korn-Graubard (Clopper-Pearson, design effect {deff:.2f}, t {groups - 1} df), {_plural(groups, unit)} (a rate)"
     return Interval(p, low, high, n, groups, confidence, method)
 
 
 def stratified_rate_interval(
-    values: Sequence[float], strata: Sequence[Hashable], *, confidence: float, unit: str = "question",
+    values: Sequence[float],
+    strata: Sequence[Hashable],
+    *,
+    confidence: float,
+    unit: str = "question",
 ) -> Interval:
     """The mean of the per-stratum means of independent rates (LongMemEval's task average):
     Wilson's interval on the effective size p (1 - p) / V, at most Kish's (module docstring)."""
@@ -104,8 +111,10 @@ def stratified_rate_interval(
     kish = k * k / float(np.sum(1 / sizes))
     effective = min(kish, p * (1 - p) / variance) if variance > 0 and 0 < p < 1 else kish
     low, high = wilson(p, effective, confidence)
-    method = (f"Wilson score on the effective size {effective:.1f} of {_plural(int(data.size), unit)} in {k} strata "
-              "(mean of rates; independent)")
+    method = (
+        f"Wilson score on the effective size {effective:.1f} of {_plural(int(data.size), unit)} in {k} strata "
+        "(mean of rates; independent)"
+    )
     return Interval(p, low, high, int(data.size), int(data.size), confidence, method)
 
 
@@ -121,7 +130,11 @@ def _kappa(table: np.ndarray) -> float | None:
 
 
 def kappa_interval(
-    a: Sequence[bool], b: Sequence[bool], clusters: Sequence[Hashable], *, confidence: float,
+    a: Sequence[bool],
+    b: Sequence[bool],
+    clusters: Sequence[Hashable],
+    *,
+    confidence: float,
     unit: str = "conversation",
 ) -> Interval:
     """Cohen's kappa of two judges' yes/no labels of the same rows (`a[i]`, `b[i]` of row i in
@@ -139,8 +152,16 @@ def kappa_interval(
         return Interval(kappa, None, None, int(x.size), groups, confidence, method, note)
     leave_out = [_kappa((total - per_cluster[g]).reshape(2, 2)) for g in range(groups)]
     if any(k is None for k in leave_out):
-        return Interval(kappa, None, None, int(x.size), groups, confidence, method,
-                        f"kappa is undefined without one {unit}: no jackknife interval")
+        return Interval(
+            kappa,
+            None,
+            None,
+            int(x.size),
+            groups,
+            confidence,
+            method,
+            f"kappa is undefined without one {unit}: no jackknife interval",
+        )
     values = np.asarray(leave_out, dtype=np.float64)
     se = math.sqrt((groups - 1) / groups * float(np.sum((values - values.mean()) ** 2)))
     half = _t_quantile((1 + confidence) / 2, groups - 1) * se

@@ -80,7 +80,13 @@ from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
 from memorybench.compare.report_latency import latency_tokens
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
-from memorybench.compare.report_scores import Bootstrap, accuracy_by_type, bootstrap_interval, paired_differences, scores_by_category
+from memorybench.compare.report_scores import (
+    Bootstrap,
+    accuracy_by_type,
+    bootstrap_interval,
+    paired_differences,
+    scores_by_category,
+)
 from memorybench.compare.report_tables import (
     CATEGORY_NAMES,
     answer_length,
@@ -121,17 +127,43 @@ __all__ = [
 ]
 
 FigureName = Literal["scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency"]
-TABLES: tuple[str, ...] = ("scores_by_category", "accuracy_by_type", "paired_differences", "cost_latency", "latency_tokens", "requests_budget", "judge_passes", "judge_agreement",
-                           "gold_token_drop", "refusals", "answer_length", "blame")
+TABLES: tuple[str, ...] = (
+    "scores_by_category",
+    "accuracy_by_type",
+    "paired_differences",
+    "cost_latency",
+    "latency_tokens",
+    "requests_budget",
+    "judge_passes",
+    "judge_agreement",
+    "gold_token_drop",
+    "refusals",
+    "answer_length",
+    "blame",
+)
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 #: the tables that read no LoCoMo category: made for another benchmark's packs too
 BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget")
 #: the tables of another benchmark's own figures (none for LoCoMo packs: scores_by_category is theirs)
 OWN_BENCHMARK_TABLES = ("accuracy_by_type",)
-RUN_COLUMNS = tuple(f.name for f in EXAMPLES_SCHEMA if f.name in (
-    "run_id", "experiment", "config_sha256", "dataset", "memory", "reader", "writer", "embedder", "answerer", "judge",
-    "reader_model",
-))
+RUN_COLUMNS = tuple(
+    f.name
+    for f in EXAMPLES_SCHEMA
+    if f.name
+    in (
+        "run_id",
+        "experiment",
+        "config_sha256",
+        "dataset",
+        "memory",
+        "reader",
+        "writer",
+        "embedder",
+        "answerer",
+        "judge",
+        "reader_model",
+    )
+)
 
 
 #: what may vary between the runs of one condition by default: the seeds
@@ -214,15 +246,19 @@ def condition_labels(runs: pd.DataFrame, conditions: Sequence[str]) -> pd.Series
     parts = []
     for column in conditions:
         if column.startswith("choice."):
-            group = column[len("choice."):]
+            group = column[len("choice.") :]
             parts.append(runs["choices"].map(lambda text, g=group: str(json.loads(text).get(g))))
         elif column in RUN_COLUMNS or column.startswith(CONFIG_PREFIX):
             if column not in runs.columns:
                 known = sorted(c for c in runs.columns if c.startswith(CONFIG_PREFIX))
-                raise UserError(f"condition column {column!r} is no config leaf of these packs; leaves: {', '.join(known[:12])}, ...")
+                raise UserError(
+                    f"condition column {column!r} is no config leaf of these packs; leaves: {', '.join(known[:12])}, ..."
+                )
             parts.append(runs[column].astype("string").fillna("-"))
         else:
-            raise UserError(f"condition column {column!r} is unknown; choices: {', '.join(RUN_COLUMNS)}, choice.<group>, cfg.<config leaf>")
+            raise UserError(
+                f"condition column {column!r} is unknown; choices: {', '.join(RUN_COLUMNS)}, choice.<group>, cfg.<config leaf>"
+            )
     label = parts[0].astype(str)
     for part in parts[1:]:
         label = label + " / " + part.astype(str)
@@ -250,92 +286,92 @@ def check_pooling(runs: pd.DataFrame, conditions: Sequence[str], replicates: Seq
 # -- the report -----------------------------------------------------------------------
 DEFINITIONS = {
     "scores_by_category": "LoCoMo F1 per category (category number beside its name), then two overalls, each over the "
-                          "categories it names only: `1-4` (Mem0's basis; every pack has it) and `1-5` (LoCoMo's; empty where "
-                          "the condition never asked category 5, as a Mem0-, Zep- or CORE-format peer pack). The {conf:.0%} "
-                          "interval resamples conversations, not questions: a cluster-robust t interval over the questions' "
-                          "conversations (CR1, conversations-1 degrees of freedom; `interval` names the method and the number "
-                          "of conversations); a one-conversation run has none. J and category 5's F1 (a refusal is 1, "
-                          "else 0) are rates: their interval stays in [0, 1] (Korn-Graubard: Clopper-Pearson on the "
-                          "effective size after the design effect, t on conversations-1 df). A question answered by several runs "
-                          "(replicates) counts once, with its mean score; `f1_sd_runs`: sd over the runs of each run's mean. "
-                          "`j/<judge id>`: J (categories 1-4) by that judge under its own protocol (the id starts with it: "
-                          "`mem0-...` Mem0's pinned judge prompt, a peer's id its own grader), when every pack of the "
-                          "condition has it; two judges never share a column; `j_failed_wrong/<judge id>` beside it where the "
-                          "judge failed on a row: J with its failed verdicts counted WRONG (a lower bound).",
+    "categories it names only: `1-4` (Mem0's basis; every pack has it) and `1-5` (LoCoMo's; empty where "
+    "the condition never asked category 5, as a Mem0-, Zep- or CORE-format peer pack). The {conf:.0%} "
+    "interval resamples conversations, not questions: a cluster-robust t interval over the questions' "
+    "conversations (CR1, conversations-1 degrees of freedom; `interval` names the method and the number "
+    "of conversations); a one-conversation run has none. J and category 5's F1 (a refusal is 1, "
+    "else 0) are rates: their interval stays in [0, 1] (Korn-Graubard: Clopper-Pearson on the "
+    "effective size after the design effect, t on conversations-1 df). A question answered by several runs "
+    "(replicates) counts once, with its mean score; `f1_sd_runs`: sd over the runs of each run's mean. "
+    "`j/<judge id>`: J (categories 1-4) by that judge under its own protocol (the id starts with it: "
+    "`mem0-...` Mem0's pinned judge prompt, a peer's id its own grader), when every pack of the "
+    "condition has it; two judges never share a column; `j_failed_wrong/<judge id>` beside it where the "
+    "judge failed on a row: J with its failed verdicts counted WRONG (a lower bound).",
     "accuracy_by_type": "The benchmark's own figure, from its judge (LongMemEval: the share of questions its judge "
-                        "said yes to, as print_qa_metrics.py counts them), per condition and judge (`judge`, by its id: "
-                        "comparable with the authors' figures only for judge=longmemeval, see its autorater_metrics.json): "
-                        "accuracy per question `type` (its number and `type_name` from the benchmark record) with `n`; "
-                        "`task-averaged`, the mean of the per-type accuracies (a small type weighs as much as a large one; "
-                        "none unless every type has questions; its interval is Wilson's on the effective size of that "
-                        "mean of rates); `overall`, every judged question; `abstention`, the "
-                        "questions whose id marks them (also counted in their type). A question's score is the mean over "
-                        "its labelled passes, then over the condition's packs. The {conf:.0%} interval resamples the "
-                        "benchmark's unit (`interval` names it: LongMemEval's questions are independent). Lexical scores "
-                        "of these packs are diagnostics and are not shown here.",
+    "said yes to, as print_qa_metrics.py counts them), per condition and judge (`judge`, by its id: "
+    "comparable with the authors' figures only for judge=longmemeval, see its autorater_metrics.json): "
+    "accuracy per question `type` (its number and `type_name` from the benchmark record) with `n`; "
+    "`task-averaged`, the mean of the per-type accuracies (a small type weighs as much as a large one; "
+    "none unless every type has questions; its interval is Wilson's on the effective size of that "
+    "mean of rates); `overall`, every judged question; `abstention`, the "
+    "questions whose id marks them (also counted in their type). A question's score is the mean over "
+    "its labelled passes, then over the condition's packs. The {conf:.0%} interval resamples the "
+    "benchmark's unit (`interval` names it: LongMemEval's questions are independent). Lexical scores "
+    "of these packs are diagnostics and are not shown here.",
     "paired_differences": "Every condition minus the first (the baseline), or each pair the design names (`pairs`: "
-                          "baseline, condition), paired by question over the questions both "
-                          "hold, per overall (1-4; 1-5 where both asked category 5), then per category, and metric: the "
-                          "mean difference, its {conf:.0%} interval and two-sided p over conversations (cluster-robust t, "
-                          "as above), `mdd` the minimum detectable difference of this design (the true difference it "
-                          "detects with 80% power at alpha 0.05; an observed difference below it can still be "
-                          "significant, and one that is not significant does not show there is none), and a "
-                          "question-level percentile bootstrap interval conditional on these conversations ({resamples} "
-                          "resamples, seed {seed}; an interval only, no p-value). `p_adjusted`: a category row's p "
-                          "adjusted over the family `family` names (Holm's step-down method over the category tests of "
-                          "one metric in one pair, the design's `bootstrap.adjust`); an overall row is one test, not "
-                          "adjusted. `protocols` says whether the two posed their questions alike.",
+    "baseline, condition), paired by question over the questions both "
+    "hold, per overall (1-4; 1-5 where both asked category 5), then per category, and metric: the "
+    "mean difference, its {conf:.0%} interval and two-sided p over conversations (cluster-robust t, "
+    "as above), `mdd` the minimum detectable difference of this design (the true difference it "
+    "detects with 80% power at alpha 0.05; an observed difference below it can still be "
+    "significant, and one that is not significant does not show there is none), and a "
+    "question-level percentile bootstrap interval conditional on these conversations ({resamples} "
+    "resamples, seed {seed}; an interval only, no p-value). `p_adjusted`: a category row's p "
+    "adjusted over the family `family` names (Holm's step-down method over the category tests of "
+    "one metric in one pair, the design's `bootstrap.adjust`); an overall row is one test, not "
+    "adjusted. `protocols` says whether the two posed their questions alike.",
     "cost_latency": "Accuracy against cost and latency. Cost per answered question in USD: building the memory (writer, "
-                    "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
-                    "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
-                    "not served from the response cache.",
+    "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
+    "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
+    "not served from the response cache.",
     "latency_tokens": "Retrieval as the papers measure it (Mem0's Table 2), beside accuracy. `search_p50_s` / "
-                      "`search_p95_s`: seconds from the question to the memory the reader gets (the method's search, its "
-                      "query embedding and library calls included, the reader's call not; `memory/<method>/retrievals.jsonl`), "
-                      "empty for a memory that needs no search; `total_p50_s` / `total_p95_s`: search + the answer call, over "
-                      "answers not served from the response cache; `memory_tokens_per_query`: cl100k_base tokens of the memory "
-                      "handed to the reader, mean over the rows. Per conversation the condition's packs built: the build's "
-                      "wall-clock seconds, the writer's prompt + completion tokens and the embedder's tokens (mean; "
-                      "`memory/build_cost.jsonl`). Times are this machine's: compare them between runs on one machine.",
+    "`search_p95_s`: seconds from the question to the memory the reader gets (the method's search, its "
+    "query embedding and library calls included, the reader's call not; `memory/<method>/retrievals.jsonl`), "
+    "empty for a memory that needs no search; `total_p50_s` / `total_p95_s`: search + the answer call, over "
+    "answers not served from the response cache; `memory_tokens_per_query`: cl100k_base tokens of the memory "
+    "handed to the reader, mean over the rows. Per conversation the condition's packs built: the build's "
+    "wall-clock seconds, the writer's prompt + completion tokens and the embedder's tokens (mean; "
+    "`memory/build_cost.jsonl`). Times are this machine's: compare them between runs on one machine.",
     "requests_budget": "What answering took per question, beside accuracy: model requests (a reader's HTTP attempts, 0 on a "
-                       "cache hit; an agent's requests as the memorybench gateway forwarded them, agent/requests.jsonl) and "
-                       "tokens (input + output; an agent's as the gateway counted them), p50 / p95 / max by nearest rank over "
-                       "the condition's rows; `token_budget_p50`: the total token budget per question the gateway enforced; "
-                       "`budget_exceeded`: questions the budget stopped (scored as given; `budget_exceeded_f1` their LoCoMo "
-                       "F1); `comparable`: `yes` when every agent run of the condition is comparable with reader runs "
-                       "(agent/comparison.json), `no` with `why_not`, `reader` for the one-call reader.",
+    "cache hit; an agent's requests as the memorybench gateway forwarded them, agent/requests.jsonl) and "
+    "tokens (input + output; an agent's as the gateway counted them), p50 / p95 / max by nearest rank over "
+    "the condition's rows; `token_budget_p50`: the total token budget per question the gateway enforced; "
+    "`budget_exceeded`: questions the budget stopped (scored as given; `budget_exceeded_f1` their LoCoMo "
+    "F1); `comparable`: `yes` when every agent run of the condition is comparable with reader runs "
+    "(agent/comparison.json), `no` with `why_not`, `reader` for the one-call reader.",
     "judge_passes": "Per condition and judge: passes, J mean and sd over passes (from autorater_metrics.json), and the share "
-                    "of category 1-4 rows with at least two parsed passes whose passes all gave the same score; rows and "
-                    "verdicts whose judge reply had no readable label (never counted as WRONG). The sd over passes "
-                    "says how much the judge wavers, not how J would move on other conversations: `j_ci_low`, "
-                    "`j_ci_high` are J's {conf:.0%} interval over the benchmark's unit (`interval` names it; a rate's "
-                    "interval, inside [0, 1]), usually about ten times as wide.",
+    "of category 1-4 rows with at least two parsed passes whose passes all gave the same score; rows and "
+    "verdicts whose judge reply had no readable label (never counted as WRONG). The sd over passes "
+    "says how much the judge wavers, not how J would move on other conversations: `j_ci_low`, "
+    "`j_ci_high` are J's {conf:.0%} interval over the benchmark's unit (`interval` names it; a rate's "
+    "interval, inside [0, 1]), usually about ten times as wide.",
     "judge_agreement": "Two judges on the same rows (pass 1, categories 1-4): the rows both labelled, the share with equal "
-                       "labels and Cohen's kappa (chance-corrected; empty when both gave one label to every row) with its "
-                       "{conf:.0%} interval (`kappa_ci_low`, `kappa_ci_high`: leave-one-conversation-out jackknife, "
-                       "t on conversations-1 degrees of freedom, cut at [-1, 1]).",
+    "labels and Cohen's kappa (chance-corrected; empty when both gave one label to every row) with its "
+    "{conf:.0%} interval (`kappa_ci_low`, `kappa_ci_high`: leave-one-conversation-out jackknife, "
+    "t on conversations-1 degrees of freedom, cut at [-1, 1]).",
     "gold_token_drop": "Of the gold stems that were in the memory given to the answerer, the share missing from the answer "
-                       "(`drop_rate`). Stems are LoCoMo's tokens: normalize_answer, whitespace split, Porter stem; category 3 "
-                       "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
+    "(`drop_rate`). Stems are LoCoMo's tokens: normalize_answer, whitespace split, Porter stem; category 3 "
+    "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
     "refusals": "Share of answers containing 'not mentioned' or 'no information available' (LoCoMo's category-5 rule): on "
-                "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss), each a rate with its "
-                "{conf:.0%} interval over conversations (`*_interval`: Korn-Graubard, Clopper-Pearson on the effective "
-                "size after the conversations' design effect; it stays in [0, 1] and keeps a width at 0 or 1).",
+    "category 5 (a refusal is right) and on categories 1-4 (a refusal is a miss), each a rate with its "
+    "{conf:.0%} interval over conversations (`*_interval`: Korn-Graubard, Clopper-Pearson on the effective "
+    "size after the conversations' design effect; it stays in [0, 1] and keeps a width at 0 or 1).",
     "answer_length": "Answer length as a control (categories 1-4): each answer's length in whitespace tokens, the mean and "
-                     "p95 (nearest rank) per condition, then per length bin the answers in it, their LoCoMo F1 and each "
-                     "judge's J. Mem0's judge counts an answer CORRECT \"as long as it touches on the same topic\": a J that "
-                     "rises with length where F1 does not is the judge rewarding length. `compare` warns when two "
-                     "conditions' mean lengths differ by more than 2x.",
+    "p95 (nearest rank) per condition, then per length bin the answers in it, their LoCoMo F1 and each "
+    "judge's J. Mem0's judge counts an answer CORRECT \"as long as it touches on the same topic\": a J that "
+    "rises with length where F1 does not is the judge rewarding length. `compare` warns when two "
+    "conditions' mean lengths differ by more than 2x.",
     "blame": "Where each answer was lost (memorybench.compare.blame), as the share of the condition's rows (replicates "
-             "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
-             "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
-             "keeps them but they did not reach this question's prompt (retrieval hits; an agent: what its steps "
-             "printed), `wrong_judged` when the answer carries every gold stem it was given yet is scored wrong, "
-             "`ignored` otherwise. Correct: the pack's first judge (mean over parsed passes >= 0.5); rows without a "
-             "judge verdict (category 5, no autorater) by LoCoMo F1 >= 0.5 (`judged_rows` counts the others). "
-             "`evidence_unknown`: rows without evidence ids (unknown facts decide no class). For packs of the pinned "
-             "locomo10.json, the evidence ids are the outside audit's corrected ones where it found a question miscited "
-             "(dial481/locomo-audit errors.json).",
+    "included) per category, the counts beside them (`<class>_n`, summing to `rows`). A wrong answer is "
+    "`not_stored` when the memory's lineage does not keep every gold evidence turn, `not_retrieved` when it "
+    "keeps them but they did not reach this question's prompt (retrieval hits; an agent: what its steps "
+    "printed), `wrong_judged` when the answer carries every gold stem it was given yet is scored wrong, "
+    "`ignored` otherwise. Correct: the pack's first judge (mean over parsed passes >= 0.5); rows without a "
+    "judge verdict (category 5, no autorater) by LoCoMo F1 >= 0.5 (`judged_rows` counts the others). "
+    "`evidence_unknown`: rows without evidence ids (unknown facts decide no class). For packs of the pinned "
+    "locomo10.json, the evidence ids are the outside audit's corrected ones where it found a question miscited "
+    "(dial481/locomo-audit errors.json).",
 }
 
 
@@ -365,8 +401,10 @@ def _protocols(runs: pd.DataFrame) -> pd.Series:
     """Each pack's question protocol (`memorybench.answer.prompt.question_protocol`), from
     its answerer and `cfg.reader.prompt`."""
     prompts = runs["cfg.reader.prompt"] if "cfg.reader.prompt" in runs.columns else pd.Series(None, index=runs.index)
-    protocol = [question_protocol({"answerer": {"name": answerer}, "reader": {"prompt": prompt}})
-                for answerer, prompt in zip(runs["answerer"], prompts)]
+    protocol = [
+        question_protocol({"answerer": {"name": answerer}, "reader": {"prompt": prompt}})
+        for answerer, prompt in zip(runs["answerer"], prompts)
+    ]
     return pd.Series(protocol, index=runs["pack"].to_numpy())
 
 
@@ -383,8 +421,13 @@ def _judge_calibration(judge: str, runs: pd.DataFrame) -> str:
     return NOT_CALIBRATED if found is None else found.summary()
 
 
-def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: str | os.PathLike[str], *,
-               base_dir: str | os.PathLike[str] | None = None, categories: str | None = None) -> Report:
+def run_report(
+    design_path: str | os.PathLike[str] | AnalysisDesign,
+    out_dir: str | os.PathLike[str],
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    categories: str | None = None,
+) -> Report:
     """Write `<out_dir>/report.md`, `tables/*.csv` and `figures/*.png` for a design (a YAML
     file, or one built in memory from the command line); return them.
     `categories` (e.g. "1-4") overrides the design's."""
@@ -395,7 +438,10 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
     scan = scan_packs(_resolve(design.packs, base))
     packs = experiment_packs(scan.finished, design.experiment)
     if not packs:
-        raise UserError(f"design {design_path}: no finished pack in {design.packs}" + (f" of experiment {design.experiment!r}" if design.experiment else ""))
+        raise UserError(
+            f"design {design_path}: no finished pack in {design.packs}"
+            + (f" of experiment {design.experiment!r}" if design.experiment else "")
+        )
     frame = examples_table(packs).to_pandas()
     runs = runs_table(packs).to_pandas()
     runs["condition"] = condition_labels(runs, design.conditions)
@@ -408,8 +454,14 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         if design.corrected_gold:
             frame["locomo_f1_corrected"] = [
                 corrected_f1(prediction, overlay.errors[q], category) if wrong else f1
-                for q, prediction, category, f1, wrong in zip(frame["question_id"], frame["prediction"].fillna(""),
-                                                              frame["category"], frame["locomo_f1"], frame["wrong_gold"])]
+                for q, prediction, category, f1, wrong in zip(
+                    frame["question_id"],
+                    frame["prediction"].fillna(""),
+                    frame["category"],
+                    frame["locomo_f1"],
+                    frame["wrong_gold"],
+                )
+            ]
     selected = parse_categories(categories if categories is not None else design.categories)
     if selected is not None:
         frame = frame[frame["category"].isin(sorted(selected))].reset_index(drop=True)
@@ -432,25 +484,42 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
     failed = runs.groupby("condition", sort=False)["memory_failed_tasks"].sum(min_count=1).dropna()
     if (failed > 0).any():  # a writer's or a wrapped library's failed tasks: the memory lacks their inputs
         shown = "; ".join(f"{c}: {int(n)}" for c, n in failed.items() if n > 0)
-        notes.append(f"Writer tasks failed ({shown}): a reply that did not parse, or one the wrapped library itself "
-                     "reported it could not use; the memory lacks what they would have written (each pack's "
-                     "memory/writer/failures.jsonl).")
-    notes.append(overlay.note + ("" if overlay.errors is None else ": `scores_by_category` shows LoCoMo F1 on all questions "
-                                 "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."))
+        notes.append(
+            f"Writer tasks failed ({shown}): a reply that did not parse, or one the wrapped library itself "
+            "reported it could not use; the memory lacks what they would have written (each pack's "
+            "memory/writer/failures.jsonl)."
+        )
+    notes.append(
+        overlay.note
+        + (
+            ""
+            if overlay.errors is None
+            else ": `scores_by_category` shows LoCoMo F1 on all questions "
+            "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."
+        )
+    )
     for judge in judges_of(frame):  # what each judge accepts (`memorybench judge-check`), beside its J
         bench = benchmark_of_rows(frame[frame[judge_key("j_score", judge)].notna()])  # another benchmark's figure is not J
-        notes.append(f"{'J' if bench.figure_key == 'j' else bench.figure_key} by judge {judge}: {_judge_calibration(judge, runs)}.")
+        notes.append(
+            f"{'J' if bench.figure_key == 'j' else bench.figure_key} by judge {judge}: {_judge_calibration(judge, runs)}."
+        )
     if selected is not None:
-        notes.append(f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories}).")
+        notes.append(
+            f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories})."
+        )
     by_protocol = frame.groupby("condition", sort=False)["question_protocol"].agg(lambda s: ", ".join(sorted(set(s))))
     if by_protocol.nunique() > 1:
         shown = "; ".join(f"{c}: {p}" for c, p in by_protocol.items())
-        notes.append(f"The question protocols differ ({shown}): reader.prompt=locomo poses category 2 with LoCoMo's date "
-                     "suffix and category 5 as a two-way choice; an open-ended prompt does not. Their category 2, 5 and "
-                     "1-5 figures do not measure the same thing.")
+        notes.append(
+            f"The question protocols differ ({shown}): reader.prompt=locomo poses category 2 with LoCoMo's date "
+            "suffix and category 5 as a two-way choice; an open-ended prompt does not. Their category 2, 5 and "
+            "1-5 figures do not measure the same thing."
+        )
     if frame["sample_id"].nunique() < 2:
-        notes.append("These packs hold one conversation: no between-conversation uncertainty can be estimated, so no "
-                     "interval is given (a prefix or single-conversation run is a smoke test).")
+        notes.append(
+            "These packs hold one conversation: no between-conversation uncertainty can be estimated, so no "
+            "interval is given (a prefix or single-conversation run is a smoke test)."
+        )
     report.notes = notes
 
     builders = {
@@ -476,12 +545,21 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         # LoCoMo's categories, overalls and J run through these tables: another benchmark's
         # figures are its own (compare, autorater_metrics.json), never LoCoMo-labelled ones
         kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES + OWN_BENCHMARK_TABLES or t in own_tables()]
-        notes.append(f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
-                     f"made ({', '.join(kept) or 'none'}); their own figure, the judge's accuracy per question type, is "
-                     f"`accuracy_by_type` ({', '.join(sorted({f'docs/{benchmark_of(d).name}.md' for d in other}))}).")
+        notes.append(
+            f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
+            f"made ({', '.join(kept) or 'none'}); their own figure, the judge's accuracy per question type, is "
+            f"`accuracy_by_type` ({', '.join(sorted({f'docs/{benchmark_of(d).name}.md' for d in other}))})."
+        )
         tables, figure_names = kept, []
-    needed = list(dict.fromkeys([*tables, *(["scores_by_category"] if figure_names else []),
-                                 *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(figure_names) else [])]))
+    needed = list(
+        dict.fromkeys(
+            [
+                *tables,
+                *(["scores_by_category"] if figure_names else []),
+                *(["cost_latency"] if {"accuracy_vs_cost", "accuracy_vs_latency"} & set(figure_names) else []),
+            ]
+        )
+    )
     computed = {name: builders[name]() for name in needed}
     for name in tables:
         table = computed[name]
@@ -493,8 +571,10 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
         if name == "accuracy_by_type" and table.empty:
             if other:  # LoCoMo packs have no such table; another benchmark's unjudged packs have no figure yet
                 judge = "|".join(sorted({benchmark_of(d).name for d in other}))
-                notes.append(f"No judge on the {', '.join(other)} packs: no accuracy_by_type table (run `memorybench "
-                             f"autorater PACK judge={judge}`).")
+                notes.append(
+                    f"No judge on the {', '.join(other)} packs: no accuracy_by_type table (run `memorybench "
+                    f"autorater PACK judge={judge}`)."
+                )
             continue  # LoCoMo packs, or methods that retrieve nothing: LongMemEval's retrieval metrics do not apply
         if name == "judge_agreement" and table.empty:
             if not report.tables.get("judge_passes", pd.DataFrame()).empty:
@@ -517,9 +597,12 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
             report.figures[name] = figure_accuracy_vs_latency(computed["cost_latency"], computed["scores_by_category"], target)
 
     lines = [f"# {design.title or design.name}", ""]
-    lines += [f"{len(packs)} finished pack(s); conditions by {', '.join(design.conditions)}; the runs of a condition may differ "
-              f"only in {', '.join(design.replicates) or 'nothing'} (replicates: numbers are means over their questions, "
-              "`*_sd_runs` the sd over runs).", ""]
+    lines += [
+        f"{len(packs)} finished pack(s); conditions by {', '.join(design.conditions)}; the runs of a condition may differ "
+        f"only in {', '.join(design.replicates) or 'nothing'} (replicates: numbers are means over their questions, "
+        "`*_sd_runs` the sd over runs).",
+        "",
+    ]
     lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     lines += ["| condition | runs | run ids |", "|---|---|---|"]
     for condition, rows in frame.groupby("condition", sort=False):
@@ -529,8 +612,16 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
     boot = design.bootstrap
     for name, table in report.tables.items():
         about = own_tables()[name].about if name in own_tables() else DEFINITIONS[name]
-        lines += [f"## {name}", "", about.format(conf=boot.confidence, resamples=boot.resamples, seed=boot.seed), "",
-                  markdown_table(table), "", f"CSV: `tables/{name}.csv`", ""]
+        lines += [
+            f"## {name}",
+            "",
+            about.format(conf=boot.confidence, resamples=boot.resamples, seed=boot.seed),
+            "",
+            markdown_table(table),
+            "",
+            f"CSV: `tables/{name}.csv`",
+            "",
+        ]
     for name, path in report.figures.items():
         lines += [f"## Figure: {name}", "", f"![{name}](figures/{path.name})", ""]
     write_atomic(report.markdown, printable("\n".join(lines)))  # a terminal may show it (cat, less): no control character
@@ -539,12 +630,21 @@ def run_report(design_path: str | os.PathLike[str] | AnalysisDesign, out_dir: st
 
 def report_main(argv: Sequence[str]) -> int:
     """`memorybench report [DESIGN.yaml] [--packs P...] [--conditions C...] [--out DIR]`."""
-    parser = OneLineParser(prog="memorybench report", description="Tables and figures for an analysis design (conf/analysis/*.yaml), "
-                           "or for packs and conditions given on the command line (they override the design's).")
-    parser.add_argument("design", nargs="?", help="an analysis design YAML, e.g. conf/analysis/example.yaml (optional with --packs)")
+    parser = OneLineParser(
+        prog="memorybench report",
+        description="Tables and figures for an analysis design (conf/analysis/*.yaml), "
+        "or for packs and conditions given on the command line (they override the design's).",
+    )
+    parser.add_argument(
+        "design", nargs="?", help="an analysis design YAML, e.g. conf/analysis/example.yaml (optional with --packs)"
+    )
     parser.add_argument("--packs", nargs="+", metavar="PACK", help="packs, experiment folders or packs roots")
-    parser.add_argument("--conditions", nargs="+", metavar="COLUMN",
-                        help="columns that name a condition, e.g. choice.memory cfg.max_questions (default: the design's)")
+    parser.add_argument(
+        "--conditions",
+        nargs="+",
+        metavar="COLUMN",
+        help="columns that name a condition, e.g. choice.memory cfg.max_questions (default: the design's)",
+    )
     parser.add_argument("--replicates", nargs="+", metavar="LEAF", help="identity leaves that may vary inside a condition")
     parser.add_argument("--experiment", help="keep only packs of this experiment name")
     parser.add_argument("--name", help="the report's name (default: the design's, else 'report')")
@@ -553,8 +653,10 @@ def report_main(argv: Sequence[str]) -> int:
     ns = parser.parse_args(list(argv))
     flags = {k: getattr(ns, k) for k in ("packs", "conditions", "replicates", "experiment", "name") if getattr(ns, k) is not None}
     if ns.design is None and "packs" not in flags:
-        raise UserError("report needs a design file or --packs PACK...; e.g. memorybench report --packs outputs/packs/default "
-                        "--conditions choice.memory")
+        raise UserError(
+            "report needs a design file or --packs PACK...; e.g. memorybench report --packs outputs/packs/default "
+            "--conditions choice.memory"
+        )
     design = load_design(ns.design) if ns.design is not None else None
     if flags:  # the command line's packs and conditions, over the design's (a design file stays the way to save them)
         base = design.model_dump() if design is not None else {}
@@ -562,8 +664,10 @@ def report_main(argv: Sequence[str]) -> int:
     parse_categories(ns.categories)
     reason = unsafe_reason(design.name) if ns.out is None else None
     if reason is not None:  # the default folder is outputs/reports/<name>: a name is one folder name, as a run's
-        raise UserError(f"report name {design.name!r} cannot be a folder name ({reason}); use {ALLOWED}, or name the "
-                        "output folder with --out DIR")
+        raise UserError(
+            f"report name {design.name!r} cannot be a folder name ({reason}); use {ALLOWED}, or name the "
+            "output folder with --out DIR"
+        )
     out = ns.out or os.path.join("outputs", "reports", design.name)
     report = run_report(design if flags else ns.design, out, categories=ns.categories)
     print(printable(f"report: {report.markdown}", newlines=False))

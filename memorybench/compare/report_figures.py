@@ -61,8 +61,17 @@ def _ci(metric: str, side: str) -> str:
     return f"{name}_ci_{side}{sep}{judge}"
 
 
-def _bars(ax: Any, table: pd.DataFrame, conditions: list[str], categories: list[int | str], metric: str, ci: str,
-          n_column: str, ylabel: str, title: str) -> list[Any]:
+def _bars(
+    ax: Any,
+    table: pd.DataFrame,
+    conditions: list[str],
+    categories: list[int | str],
+    metric: str,
+    ci: str,
+    n_column: str,
+    ylabel: str,
+    title: str,
+) -> list[Any]:
     """Grouped bars of `metric` per category and condition with bootstrap intervals, and the
     number of questions written at the foot of every bar (n=0 where a category is empty)."""
     width = 0.8 / max(1, len(conditions))
@@ -89,7 +98,7 @@ def _bars(ax: Any, table: pd.DataFrame, conditions: list[str], categories: list[
 def _table_judges(table: pd.DataFrame) -> list[str]:
     """The judges with a J column in the scores table (`j/<judge id>`) that has a value."""
     prefix = "j" + JUDGE_SEPARATOR
-    return [c[len(prefix):] for c in table.columns if c.startswith(prefix) and table[c].notna().any()]
+    return [c[len(prefix) :] for c in table.columns if c.startswith(prefix) and table[c].notna().any()]
 
 
 def figure_scores_by_category(table: pd.DataFrame, path: Path) -> Path:
@@ -99,11 +108,29 @@ def figure_scores_by_category(table: pd.DataFrame, path: Path) -> Path:
     judges = _table_judges(table)
     fig = _figure(8.0 + 5.5 * len(judges), 5.2)
     axes = fig.subplots(1, 1 + len(judges), width_ratios=[6] + [5] * len(judges), squeeze=False)[0]
-    _bars(axes[0], table, conditions, [*CATEGORY_NAMES, "1-4", "1-5"], "locomo_f1", "f1", "n", "LoCoMo F1 (95% interval over conversations)",
-          "LoCoMo F1 by category")
+    _bars(
+        axes[0],
+        table,
+        conditions,
+        [*CATEGORY_NAMES, "1-4", "1-5"],
+        "locomo_f1",
+        "f1",
+        "n",
+        "LoCoMo F1 (95% interval over conversations)",
+        "LoCoMo F1 by category",
+    )
     for ax, judge in zip(axes[1:], judges):
-        _bars(ax, table, conditions, [1, 2, 3, 4, "1-4"], judge_key("j", judge), judge_key("j", judge), judge_key("j_n", judge),
-              "J (95% interval over conversations)", f"J by judge {judge}\n(categories 1-4)")
+        _bars(
+            ax,
+            table,
+            conditions,
+            [1, 2, 3, 4, "1-4"],
+            judge_key("j", judge),
+            judge_key("j", judge),
+            judge_key("j_n", judge),
+            "J (95% interval over conversations)",
+            f"J by judge {judge}\n(categories 1-4)",
+        )
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=min(3, len(conditions)), fontsize="small")
     return _save(fig, path)
 
@@ -138,8 +165,14 @@ def figure_accuracy_vs_cost(table: pd.DataFrame, scores: pd.DataFrame, path: Pat
     for row in table.itertuples(index=False):
         if _is_missing(getattr(row, x)):
             continue
-        ax.errorbar([getattr(row, x)], [row.locomo_f1_1_4], yerr=_overall_ci(scores, row.condition, row.locomo_f1_1_4), fmt="o", capsize=3,
-                    label=row.condition)
+        ax.errorbar(
+            [getattr(row, x)],
+            [row.locomo_f1_1_4],
+            yerr=_overall_ci(scores, row.condition, row.locomo_f1_1_4),
+            fmt="o",
+            capsize=3,
+            label=row.condition,
+        )
     _log_scale_if_wide(ax, list(table[x]))
     ax.set_xlabel(label + (" (log scale)" if ax.get_xscale() == "log" else ""))
     ax.set_ylabel("LoCoMo F1 (categories 1-4)")
@@ -162,8 +195,10 @@ def figure_accuracy_vs_latency(table: pd.DataFrame, scores: pd.DataFrame, path: 
         if not _is_missing(row.latency_p95_s):
             ax.plot([row.latency_p50_s, row.latency_p95_s], [row.locomo_f1_1_4] * 2, "-", color=point.get_color(), alpha=0.6)
             ax.plot([row.latency_p95_s], [row.locomo_f1_1_4], "o", mfc="none", color=point.get_color())
-    ax.set_xlim(left=0, right=max(1e-3, float(np.nanmax(table[["latency_p50_s", "latency_p95_s"]].to_numpy(dtype=float),
-                                                                initial=0.0))) * 1.15)
+    ax.set_xlim(
+        left=0,
+        right=max(1e-3, float(np.nanmax(table[["latency_p50_s", "latency_p95_s"]].to_numpy(dtype=float), initial=0.0))) * 1.15,
+    )
     ax.set_xlabel("answer latency (s): p50 filled, p95 open")
     ax.set_ylabel("LoCoMo F1 (categories 1-4)")
     ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
@@ -171,5 +206,3 @@ def figure_accuracy_vs_latency(table: pd.DataFrame, scores: pd.DataFrame, path: 
     if ax.get_legend_handles_labels()[0]:
         fig.legend(loc="outside lower center", ncols=2, fontsize="small")
     return _save(fig, path)
-
-

@@ -31,9 +31,17 @@ from memorybench.pack.reader import PackReader
 __all__ = ["LATENCY_COLUMNS", "latency_tokens", "pack_latency"]
 
 #: the table's measured columns, after the condition's size and accuracy columns
-LATENCY_COLUMNS = ("search_p50_s", "search_p95_s", "total_p50_s", "total_p95_s", "memory_tokens_per_query",
-                   "conversations_built", "build_s_per_conversation", "build_tokens_per_conversation",
-                   "build_embedding_tokens_per_conversation")
+LATENCY_COLUMNS = (
+    "search_p50_s",
+    "search_p95_s",
+    "total_p50_s",
+    "total_p95_s",
+    "memory_tokens_per_query",
+    "conversations_built",
+    "build_s_per_conversation",
+    "build_tokens_per_conversation",
+    "build_embedding_tokens_per_conversation",
+)
 
 
 def _number(value: Any) -> float:
@@ -47,8 +55,11 @@ def pack_latency(location: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     pack = PackReader.open(location)
     manifest = list(pack.rows(layout.MEMORY_MANIFEST))
     searched = {str(row.get("method")) for row in manifest if row.get("question_dependent")}
-    conversation_tokens = {row.get("sample_id"): _number((row.get("metadata") or {}).get("memory_tokens"))
-                           for row in manifest if not row.get("question_dependent")}
+    conversation_tokens = {
+        row.get("sample_id"): _number((row.get("metadata") or {}).get("memory_tokens"))
+        for row in manifest
+        if not row.get("question_dependent")
+    }
     found: dict[str, tuple[float, float]] = {}
     for method in sorted(searched):
         for row in pack.rows(f"{layout.MEMORY}/{method}/retrievals.jsonl"):
@@ -70,8 +81,10 @@ def pack_latency(location: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
             "build_tokens": (_number(writer.get("prompt_tokens", 0)) + _number(writer.get("completion_tokens", 0))),
             "build_embedding_tokens": _number(embedder.get("tokens", 0)),
         }
-    return (pd.DataFrame(questions, columns=["question_id", "search_s", "memory_tokens", "searched"]),
-            pd.DataFrame(list(builds.values()), columns=["sample_id", "build_s", "build_tokens", "build_embedding_tokens"]))
+    return (
+        pd.DataFrame(questions, columns=["question_id", "search_s", "memory_tokens", "searched"]),
+        pd.DataFrame(list(builds.values()), columns=["sample_id", "build_s", "build_tokens", "build_embedding_tokens"]),
+    )
 
 
 def _mean(values: pd.Series) -> float:
@@ -100,22 +113,23 @@ def latency_tokens(frame: pd.DataFrame) -> pd.DataFrame:
         answered = ~joined["cache_hit"].fillna(False).astype(bool)
         total = (before_answer + joined["latency_s"].astype(float))[answered]
         search = joined["search_s"][searched]
-        out.append({
-            "condition": condition,
-            "runs": rows["pack"].nunique(),
-            "questions": rows["question_id"].nunique(),
-            "rows": len(rows),
-            **_overall_columns(rows),
-            **_j_columns(rows, judges),
-            "search_p50_s": _percentile(search, 0.5),
-            "search_p95_s": _percentile(search, 0.95),
-            "total_p50_s": _percentile(total, 0.5),
-            "total_p95_s": _percentile(total, 0.95),
-            "memory_tokens_per_query": _mean(joined["memory_tokens"]),
-            "conversations_built": len(build),
-            "build_s_per_conversation": _mean(build["build_s"]),
-            "build_tokens_per_conversation": _mean(build["build_tokens"]),
-            "build_embedding_tokens_per_conversation": _mean(build["build_embedding_tokens"]),
-        })
+        out.append(
+            {
+                "condition": condition,
+                "runs": rows["pack"].nunique(),
+                "questions": rows["question_id"].nunique(),
+                "rows": len(rows),
+                **_overall_columns(rows),
+                **_j_columns(rows, judges),
+                "search_p50_s": _percentile(search, 0.5),
+                "search_p95_s": _percentile(search, 0.95),
+                "total_p50_s": _percentile(total, 0.5),
+                "total_p95_s": _percentile(total, 0.95),
+                "memory_tokens_per_query": _mean(joined["memory_tokens"]),
+                "conversations_built": len(build),
+                "build_s_per_conversation": _mean(build["build_s"]),
+                "build_tokens_per_conversation": _mean(build["build_tokens"]),
+                "build_embedding_tokens_per_conversation": _mean(build["build_embedding_tokens"]),
+            }
+        )
     return pd.DataFrame(out)
-

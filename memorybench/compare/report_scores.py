@@ -79,8 +79,9 @@ def bootstrap_interval(values: np.ndarray, boot: Bootstrap, *key: Any) -> tuple[
     return float(found.low), float(found.high)  # type: ignore[arg-type]
 
 
-def _interval(values: np.ndarray, clusters: np.ndarray, boot: Bootstrap, unit: str = "conversation",
-              kind: str = "score") -> Interval:
+def _interval(
+    values: np.ndarray, clusters: np.ndarray, boot: Bootstrap, unit: str = "conversation", kind: str = "score"
+) -> Interval:
     """The main interval of a mean over the questions' clusters (`unit`): cluster-robust t for a
     score, one that stays in [0, 1] for a rate (`intervals.mean_interval`)."""
     return mean_interval(values, clusters, confidence=boot.confidence, unit=unit, kind=kind)
@@ -152,8 +153,9 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
         rows = frame[frame["condition"].map(with_j) & frame["category"].between(1, 4)]
         metrics = {"j": _per_question(rows, judge_key("j_score", judge))}
         if _judge_failed(rows, judge):
-            metrics["j_failed_wrong"] = _per_question(rows.assign(**{judge_key("j_fw", judge): j_failed_wrong(rows, judge)}),
-                                                      judge_key("j_fw", judge))
+            metrics["j_failed_wrong"] = _per_question(
+                rows.assign(**{judge_key("j_fw", judge): j_failed_wrong(rows, judge)}), judge_key("j_fw", judge)
+            )
         judged[judge] = with_j, metrics, rows
     out = []
     for condition in frame["condition"].unique():
@@ -164,13 +166,19 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             kind = metric_kind("locomo_f1", benchmark_of_rows(frame).name, [category] if category not in OVERALLS else [])
             found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel), kind)
             low, high = _bounds(found)
-            row.update({"runs": int(runs[condition]), "n": found.n, "conversations": found.clusters,
-                        "locomo_f1": found.estimate if found.estimate is not None else math.nan,
-                        "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category) if shown else math.nan,
-                        "f1_ci_low": low, "f1_ci_high": high})
+            row.update(
+                {
+                    "runs": int(runs[condition]),
+                    "n": found.n,
+                    "conversations": found.clusters,
+                    "locomo_f1": found.estimate if found.estimate is not None else math.nan,
+                    "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category) if shown else math.nan,
+                    "f1_ci_low": low,
+                    "f1_ci_high": high,
+                }
+            )
             if "wrong_gold" in frame.columns:  # the known gold errors' overlay applies to these packs
-                row.update(_gold_columns(sel, corrected.get(condition) if corrected is not None else None, category, boot,
-                                         kind))
+                row.update(_gold_columns(sel, corrected.get(condition) if corrected is not None else None, category, boot, kind))
             for judge, (with_j, metrics, rows) in judged.items():
                 for name, per_question in metrics.items():
                     score = per_question.columns[-1]
@@ -180,9 +188,14 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                         jsel = per_question[(per_question["condition"] == condition) & in_category(per_question, category)]
                     jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot, unit_of(jsel), "rate")
                     jl, jh = _bounds(jfound)
-                    row.update({judge_key(f"{name}_n" if name != "j" else "j_n", judge): jfound.n,
-                                judge_key(name, judge): jfound.estimate if jfound.estimate is not None else math.nan,
-                                judge_key(f"{name}_ci_low", judge): jl, judge_key(f"{name}_ci_high", judge): jh})
+                    row.update(
+                        {
+                            judge_key(f"{name}_n" if name != "j" else "j_n", judge): jfound.n,
+                            judge_key(name, judge): jfound.estimate if jfound.estimate is not None else math.nan,
+                            judge_key(f"{name}_ci_low", judge): jl,
+                            judge_key(f"{name}_ci_high", judge): jh,
+                        }
+                    )
                     if name == "j":
                         j_sd = _replicate_sd(rows, judge_key("j_score", judge), condition, category) if jfound.n else math.nan
                         row[judge_key("j_sd_runs", judge)] = j_sd
@@ -191,16 +204,21 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _gold_columns(sel: pd.DataFrame, corrected: pd.DataFrame | None, category: int | str, boot: Bootstrap,
-                  kind: str = "score") -> dict[str, Any]:
+def _gold_columns(
+    sel: pd.DataFrame, corrected: pd.DataFrame | None, category: int | str, boot: Bootstrap, kind: str = "score"
+) -> dict[str, Any]:
     """LoCoMo F1 on the questions without a known wrong gold answer (`n_no_gold_error`,
     `f1_no_gold_error` and its interval), and with the audit's corrected answers scored by
     LoCoMo's rules where the design asks (`f1_corrected_gold`)."""
     clean = sel[~sel["wrong_gold"]]
     found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot, unit_of(clean), kind)
     low, high = _bounds(found)
-    out: dict[str, Any] = {"n_no_gold_error": found.n, "f1_no_gold_error": _nan(found.estimate),
-                           "f1_no_gold_error_ci_low": low, "f1_no_gold_error_ci_high": high}
+    out: dict[str, Any] = {
+        "n_no_gold_error": found.n,
+        "f1_no_gold_error": _nan(found.estimate),
+        "f1_no_gold_error_ci_low": low,
+        "f1_no_gold_error_ci_high": high,
+    }
     if corrected is not None:
         fixed = corrected[corrected["question_id"].isin(sel["question_id"])] if len(sel) else corrected.iloc[0:0]
         out["f1_corrected_gold"] = fixed["locomo_f1_corrected"].mean() if len(fixed) else math.nan
@@ -244,24 +262,49 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tup
                     continue
                 ids = [q for q in common if a.at[q, "category"] in categories]
                 row = _paired_row(a, b, ids, column, metric, judge, unit, boot)
-                out.append({"baseline": base, "condition": condition, "metric": metric, "categories": overall, **row,
-                            "p_adjusted": row["p"], "family": "one test (an overall): not adjusted",
-                            "protocols": _protocols(frame, base, condition)})
+                out.append(
+                    {
+                        "baseline": base,
+                        "condition": condition,
+                        "metric": metric,
+                        "categories": overall,
+                        **row,
+                        "p_adjusted": row["p"],
+                        "family": "one test (an overall): not adjusted",
+                        "protocols": _protocols(frame, base, condition),
+                    }
+                )
             held = sorted({int(a.at[q, "category"]) for q in common if judge is None or a.at[q, "category"] in OVERALLS["1-4"]})
-            rows = [_paired_row(a, b, [q for q in common if a.at[q, "category"] == c], column, metric, judge, unit, boot)
-                    for c in held]
+            rows = [
+                _paired_row(a, b, [q for q in common if a.at[q, "category"] == c], column, metric, judge, unit, boot)
+                for c in held
+            ]
             ps = [None if math.isnan(r["p"]) else r["p"] for r in rows]
             adjusted = holm(ps) if boot.adjust == "holm" else ps
-            family = (f"Holm over the {len(rows)} category tests of {metric}, {base} vs {condition}"
-                      if boot.adjust == "holm" else f"unadjusted ({len(rows)} category tests of {metric})")
+            family = (
+                f"Holm over the {len(rows)} category tests of {metric}, {base} vs {condition}"
+                if boot.adjust == "holm"
+                else f"unadjusted ({len(rows)} category tests of {metric})"
+            )
             for category, row, p in zip(held, rows, adjusted):
-                out.append({"baseline": base, "condition": condition, "metric": metric, "categories": str(category), **row,
-                            "p_adjusted": _nan(p), "family": family, "protocols": _protocols(frame, base, condition)})
+                out.append(
+                    {
+                        "baseline": base,
+                        "condition": condition,
+                        "metric": metric,
+                        "categories": str(category),
+                        **row,
+                        "p_adjusted": _nan(p),
+                        "family": family,
+                        "protocols": _protocols(frame, base, condition),
+                    }
+                )
     return pd.DataFrame(out, columns=_PAIRED_COLUMNS)
 
 
-def _paired_row(a: pd.DataFrame, b: pd.DataFrame, ids: list[str], column: str, metric: str, judge: str | None, unit: str,
-                boot: Bootstrap) -> dict[str, Any]:
+def _paired_row(
+    a: pd.DataFrame, b: pd.DataFrame, ids: list[str], column: str, metric: str, judge: str | None, unit: str, boot: Bootstrap
+) -> dict[str, Any]:
     """One paired test over `ids`: B minus A with its interval, p and MDD over the clusters, and
     the question-level interval conditional on them (keyed as `compare` keys it)."""
     x, y = a.loc[ids, column].to_numpy(float), b.loc[ids, column].to_numpy(float)
@@ -273,18 +316,45 @@ def _paired_row(a: pd.DataFrame, b: pd.DataFrame, ids: list[str], column: str, m
         covers = covers_label(sorted({int(c) for c in a.loc[ids, "category"]}))
         key = "j" if judge is not None else metric
         conditional = question_paired_bootstrap(x, y, clusters, boot.resampling(), key, covers, "difference", unit=unit)
-    return {"questions": len(ids), "conversations": found.clusters,
-            "a": _nan(found.a), "b": _nan(found.b), "difference": _nan(found.difference),
-            "ci_low": _nan(found.low), "ci_high": _nan(found.high), "p": _nan(found.p_two_sided),
-            "p_text": format_p(found.p_two_sided, found.p_resolution), "mdd": _nan(found.mdd),
-            "conditional_ci_low": _nan(conditional.low) if conditional else math.nan,
-            "conditional_ci_high": _nan(conditional.high) if conditional else math.nan,
-            "method": found.method if found.note is None else f"{found.method}: {found.note}"}
+    return {
+        "questions": len(ids),
+        "conversations": found.clusters,
+        "a": _nan(found.a),
+        "b": _nan(found.b),
+        "difference": _nan(found.difference),
+        "ci_low": _nan(found.low),
+        "ci_high": _nan(found.high),
+        "p": _nan(found.p_two_sided),
+        "p_text": format_p(found.p_two_sided, found.p_resolution),
+        "mdd": _nan(found.mdd),
+        "conditional_ci_low": _nan(conditional.low) if conditional else math.nan,
+        "conditional_ci_high": _nan(conditional.high) if conditional else math.nan,
+        "method": found.method if found.note is None else f"{found.method}: {found.note}",
+    }
 
 
-_PAIRED_COLUMNS = ["baseline", "condition", "metric", "categories", "questions", "conversations", "a", "b", "difference",
-                   "ci_low", "ci_high", "p", "p_text", "p_adjusted", "family", "mdd", "conditional_ci_low",
-                   "conditional_ci_high", "method", "protocols"]
+_PAIRED_COLUMNS = [
+    "baseline",
+    "condition",
+    "metric",
+    "categories",
+    "questions",
+    "conversations",
+    "a",
+    "b",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_text",
+    "p_adjusted",
+    "family",
+    "mdd",
+    "conditional_ci_low",
+    "conditional_ci_high",
+    "method",
+    "protocols",
+]
 
 
 def _nan(value: float | None) -> float:
@@ -296,15 +366,28 @@ def _protocols(frame: pd.DataFrame, base: str, condition: str) -> str:
     categories 2 and 5 unlike an open-ended prompt)."""
     if "question_protocol" not in frame.columns:
         return "-"
+
     def of(name: str) -> str:
         return ", ".join(sorted(frame.loc[frame["condition"] == name, "question_protocol"].dropna().astype(str).unique())) or "-"
+
     mine, theirs = of(base), of(condition)
     return f"same ({mine})" if mine == theirs else f"differ: {mine}; {theirs}"
 
 
 #: the columns of `accuracy_by_type` (also of an empty one)
-_BY_TYPE_COLUMNS = ("condition", "benchmark", "judge", "type", "type_name", "runs", "n", "accuracy", "ci_low", "ci_high",
-                    "interval")
+_BY_TYPE_COLUMNS = (
+    "condition",
+    "benchmark",
+    "judge",
+    "type",
+    "type_name",
+    "runs",
+    "n",
+    "accuracy",
+    "ci_low",
+    "ci_high",
+    "interval",
+)
 
 
 def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
@@ -330,32 +413,57 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             scores = _per_question(rows, score)
             base = {"condition": condition, "benchmark": bench.name, "judge": judge, "runs": int(runs[condition])}
 
-            def row(kind: str, name: str, sel: pd.DataFrame, score: str = score, bench: Any = bench,
-                    base: dict[str, Any] = base) -> dict[str, Any]:
+            def row(
+                kind: str, name: str, sel: pd.DataFrame, score: str = score, bench: Any = bench, base: dict[str, Any] = base
+            ) -> dict[str, Any]:
                 found = _interval(sel[score].to_numpy(), sel["sample_id"].to_numpy(), boot, bench.unit, "rate")
                 low, high = _bounds(found)
-                return {**base, "type": kind, "type_name": name, "n": found.n, "accuracy": _nan(found.estimate),
-                        "ci_low": low, "ci_high": high,
-                        "interval": found.method if found.note is None else f"{found.method}: {found.note}"}
+                return {
+                    **base,
+                    "type": kind,
+                    "type_name": name,
+                    "n": found.n,
+                    "accuracy": _nan(found.estimate),
+                    "ci_low": low,
+                    "ci_high": high,
+                    "interval": found.method if found.note is None else f"{found.method}: {found.note}",
+                }
 
-            kinds = [row(str(number), name, scores[scores["category"] == number])
-                     for number, name in bench.category_names.items()]
+            kinds = [
+                row(str(number), name, scores[scores["category"] == number]) for number, name in bench.category_names.items()
+            ]
             out += [k for k in kinds if k["n"]]  # a kind without questions has no row (the task average names it)
             if bench.task_averaged:
                 every = all(k["n"] for k in kinds)
                 missing = ", ".join(k["type_name"] for k in kinds if not k["n"])
                 typed = scores[scores["category"].isin(list(bench.category_names))]
-                averaged = (stratified_rate_interval(typed[score].to_numpy(), typed["category"].to_numpy(),
-                                                     confidence=boot.confidence, unit=bench.unit) if every else None)
-                out.append({**base, "type": "task-averaged", "n": sum(k["n"] for k in kinds),
-                            "type_name": f"mean of the {len(kinds)} per-{bench.kind_word} accuracies"
-                                         + ("" if every else f" (none: no question of {missing})"),
-                            "accuracy": _nan(averaged.estimate) if averaged else math.nan,
-                            "ci_low": _nan(averaged.low) if averaged else math.nan,
-                            "ci_high": _nan(averaged.high) if averaged else math.nan,
-                            "interval": averaged.method if averaged else None})
+                averaged = (
+                    stratified_rate_interval(
+                        typed[score].to_numpy(), typed["category"].to_numpy(), confidence=boot.confidence, unit=bench.unit
+                    )
+                    if every
+                    else None
+                )
+                out.append(
+                    {
+                        **base,
+                        "type": "task-averaged",
+                        "n": sum(k["n"] for k in kinds),
+                        "type_name": f"mean of the {len(kinds)} per-{bench.kind_word} accuracies"
+                        + ("" if every else f" (none: no question of {missing})"),
+                        "accuracy": _nan(averaged.estimate) if averaged else math.nan,
+                        "ci_low": _nan(averaged.low) if averaged else math.nan,
+                        "ci_high": _nan(averaged.high) if averaged else math.nan,
+                        "interval": averaged.method if averaged else None,
+                    }
+                )
             out.append(row("overall", "every judged question", scores))
             for subset, mark in bench.id_marks.items():
-                out.append(row(subset, f"questions whose id holds {mark!r} (also in their {bench.kind_word})",
-                               scores[scores["question_id"].str.contains(mark, regex=False)]))
+                out.append(
+                    row(
+                        subset,
+                        f"questions whose id holds {mark!r} (also in their {bench.kind_word})",
+                        scores[scores["question_id"].str.contains(mark, regex=False)],
+                    )
+                )
     return pd.DataFrame(out, columns=list(_BY_TYPE_COLUMNS))

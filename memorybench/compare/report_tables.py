@@ -64,8 +64,10 @@ def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub Markdown table (no extra dependency)."""
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(_fmt(v, str(c)).replace("|", "\\|") for c, v in zip(frame.columns, row)) + " |"
-            for row in frame.itertuples(index=False)]
+    rows = [
+        "| " + " | ".join(_fmt(v, str(c)).replace("|", "\\|") for c, v in zip(frame.columns, row)) + " |"
+        for row in frame.itertuples(index=False)
+    ]
     return "\n".join([header, rule, *rows])
 
 
@@ -73,7 +75,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
 def judges_of(frame: pd.DataFrame) -> list[str]:
     """The judge ids whose columns the examples frame has, sorted."""
     prefix = "j_score" + JUDGE_SEPARATOR
-    return sorted(c[len(prefix):] for c in frame.columns if c.startswith(prefix))
+    return sorted(c[len(prefix) :] for c in frame.columns if c.startswith(prefix))
 
 
 def judged_conditions(frame: pd.DataFrame, judge: str) -> pd.Series:
@@ -131,8 +133,12 @@ def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
 
         return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows["locomo_f1"].mean()}
     held = set(rows["category"].unique())
-    return {f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(categories), "locomo_f1"].mean()
-            if overall_shown(name, held) else math.nan for name, categories in OVERALLS.items()}
+    return {
+        f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(categories), "locomo_f1"].mean()
+        if overall_shown(name, held)
+        else math.nan
+        for name, categories in OVERALLS.items()
+    }
 
 
 def overall_shown(name: str, held: set[int]) -> bool:
@@ -175,16 +181,22 @@ def cost_latency(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             **_j_columns(rows, judges),
         }
         build, answer = _per_question_cost(mine, "build_cost_usd"), _per_question_cost(mine, "answer_cost_usd")
-        row.update({
-            "tokens_per_question": float(tokens.mean()) if len(rows) else math.nan,
-            "build_tokens_per_question": float(build_tokens / mine["questions"].sum()) if mine["questions"].sum() else math.nan,
-            "build_cost_per_question_usd": build,
-            "answer_cost_per_question_usd": answer,
-            "cost_per_question_usd": build + answer,
-            "cost_usd": float(mine["build_cost_usd"].sum() + mine["answer_cost_usd"].sum()) if not math.isnan(build + answer) else math.nan,
-            "latency_p50_s": _percentile(latency, 0.5),
-            "latency_p95_s": _percentile(latency, 0.95),
-        })
+        row.update(
+            {
+                "tokens_per_question": float(tokens.mean()) if len(rows) else math.nan,
+                "build_tokens_per_question": float(build_tokens / mine["questions"].sum())
+                if mine["questions"].sum()
+                else math.nan,
+                "build_cost_per_question_usd": build,
+                "answer_cost_per_question_usd": answer,
+                "cost_per_question_usd": build + answer,
+                "cost_usd": float(mine["build_cost_usd"].sum() + mine["answer_cost_usd"].sum())
+                if not math.isnan(build + answer)
+                else math.nan,
+                "latency_p50_s": _percentile(latency, 0.5),
+                "latency_p95_s": _percentile(latency, 0.95),
+            }
+        )
         out.append(row)
     return pd.DataFrame(out)
 
@@ -225,15 +237,17 @@ def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         tokens = rows["prompt_tokens"] + rows["completion_tokens"]
         hits = rows["agent_status"] == "budget_exceeded"
         comparable, reasons = _comparable(mine)
-        row.update({
-            **_spread_columns("requests", rows["requests"]),
-            **_spread_columns("tokens", tokens),
-            "token_budget_p50": _spread_columns("token_budget", rows["token_budget"])["token_budget_p50"],
-            "budget_exceeded": int(hits.sum()),
-            "budget_exceeded_f1": rows.loc[hits, "locomo_f1"].mean() if hits.any() else math.nan,
-            "comparable": comparable,
-            "why_not": reasons or "-",
-        })
+        row.update(
+            {
+                **_spread_columns("requests", rows["requests"]),
+                **_spread_columns("tokens", tokens),
+                "token_budget_p50": _spread_columns("token_budget", rows["token_budget"])["token_budget_p50"],
+                "budget_exceeded": int(hits.sum()),
+                "budget_exceeded_f1": rows.loc[hits, "locomo_f1"].mean() if hits.any() else math.nan,
+                "comparable": comparable,
+                "why_not": reasons or "-",
+            }
+        )
         out.append(row)
     table = pd.DataFrame(out)
     # nearest rank keeps counts whole: shown as counts, not as 1.0000
@@ -272,25 +286,47 @@ def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame, confidence: float = 0.
             sd = run_rows[judge_key("j_sd", judge)]
             bench = benchmark_of_rows(rows)
             scored = (judged if bench.own_lexical_rules else rows[rows["category"].map(bench.judges)]).dropna(
-                subset=[judge_key("j_score", judge)])
+                subset=[judge_key("j_score", judge)]
+            )
             per_question = scored.groupby(["question_id", "sample_id"], sort=False)[judge_key("j_score", judge)].mean()
-            low, high, method = _rate_interval(per_question, per_question.index.get_level_values("sample_id").to_series(),
-                                               bench.unit, confidence)
-            out.append({
-                "condition": condition,
-                "judge": judge,
-                "runs": len(run_rows),
-                "passes": int(passes.max()) if passes.notna().any() else 0,
-                "j_mean": run_rows[judge_key("j_mean", judge)].mean(),
-                "j_sd": sd.mean() if sd.notna().any() else math.nan,
-                "j_ci_low": low, "j_ci_high": high, "interval": method,
-                "rows_compared": len(compared),
-                "agreement": compared.astype(bool).mean() if len(compared) else math.nan,
-                "failed_rows": int((failed > 0).sum()),
-                "failed_verdicts": int(failed.sum()),
-            })
-    return pd.DataFrame(out, columns=["condition", "judge", "runs", "passes", "j_mean", "j_sd", "j_ci_low", "j_ci_high",
-                                      "interval", "rows_compared", "agreement", "failed_rows", "failed_verdicts"])
+            low, high, method = _rate_interval(
+                per_question, per_question.index.get_level_values("sample_id").to_series(), bench.unit, confidence
+            )
+            out.append(
+                {
+                    "condition": condition,
+                    "judge": judge,
+                    "runs": len(run_rows),
+                    "passes": int(passes.max()) if passes.notna().any() else 0,
+                    "j_mean": run_rows[judge_key("j_mean", judge)].mean(),
+                    "j_sd": sd.mean() if sd.notna().any() else math.nan,
+                    "j_ci_low": low,
+                    "j_ci_high": high,
+                    "interval": method,
+                    "rows_compared": len(compared),
+                    "agreement": compared.astype(bool).mean() if len(compared) else math.nan,
+                    "failed_rows": int((failed > 0).sum()),
+                    "failed_verdicts": int(failed.sum()),
+                }
+            )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "condition",
+            "judge",
+            "runs",
+            "passes",
+            "j_mean",
+            "j_sd",
+            "j_ci_low",
+            "j_ci_high",
+            "interval",
+            "rows_compared",
+            "agreement",
+            "failed_rows",
+            "failed_verdicts",
+        ],
+    )
 
 
 def _label(value: Any) -> str | None:
@@ -308,7 +344,7 @@ def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
     judges = judges_of(frame)
     out = []
     for i, a in enumerate(judges):
-        for b in judges[i + 1:]:
+        for b in judges[i + 1 :]:
             va, vb = judge_key("j_verdict", a), judge_key("j_verdict", b)
             both = frame[frame[va].notna() & frame[vb].notna() & frame["category"].between(1, 4)]
             for condition, rows in both.groupby("condition", sort=False):
@@ -316,20 +352,46 @@ def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
                     sel = rows[in_category(rows, category)]
                     result = agreement_of([_label(x) for x in sel[va]], [_label(x) for x in sel[vb]])
                     labelled = sel[sel[va].map(_label).notna() & sel[vb].map(_label).notna()]
-                    found = kappa_interval(labelled[va] == "CORRECT", labelled[vb] == "CORRECT", labelled["sample_id"],
-                                           confidence=confidence, unit=benchmark_of_rows(rows).unit)
-                    out.append({
-                        "condition": condition, "judge_a": a, "judge_b": b, "category": category,
-                        "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "all" else "1-4",
-                        "rows": result.rows, "unlabelled": result.unlabelled,
-                        "equal_share": math.nan if result.share is None else result.share,
-                        "kappa": math.nan if result.kappa is None else result.kappa,
-                        "kappa_ci_low": math.nan if found.low is None else found.low,
-                        "kappa_ci_high": math.nan if found.high is None else found.high,
-                        "interval": found.method if found.note is None else f"{found.method}: {found.note}",
-                    })
-    return pd.DataFrame(out, columns=["condition", "judge_a", "judge_b", "category", "category_name", "rows", "unlabelled",
-                                      "equal_share", "kappa", "kappa_ci_low", "kappa_ci_high", "interval"])
+                    found = kappa_interval(
+                        labelled[va] == "CORRECT",
+                        labelled[vb] == "CORRECT",
+                        labelled["sample_id"],
+                        confidence=confidence,
+                        unit=benchmark_of_rows(rows).unit,
+                    )
+                    out.append(
+                        {
+                            "condition": condition,
+                            "judge_a": a,
+                            "judge_b": b,
+                            "category": category,
+                            "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "all" else "1-4",
+                            "rows": result.rows,
+                            "unlabelled": result.unlabelled,
+                            "equal_share": math.nan if result.share is None else result.share,
+                            "kappa": math.nan if result.kappa is None else result.kappa,
+                            "kappa_ci_low": math.nan if found.low is None else found.low,
+                            "kappa_ci_high": math.nan if found.high is None else found.high,
+                            "interval": found.method if found.note is None else f"{found.method}: {found.note}",
+                        }
+                    )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "condition",
+            "judge_a",
+            "judge_b",
+            "category",
+            "category_name",
+            "rows",
+            "unlabelled",
+            "equal_share",
+            "kappa",
+            "kappa_ci_low",
+            "kappa_ci_high",
+            "interval",
+        ],
+    )
 
 
 # -- answers --------------------------------------------------------------------------
@@ -384,7 +446,9 @@ def gold_token_drop(frame: pd.DataFrame) -> pd.DataFrame:
     columns = ["condition", "question_id", "category", "gold_stems", "in_memory", "dropped"]
     # one row per question: a question answered by several replicates counts once, with its
     # stem counts averaged over them
-    data = pd.DataFrame(records, columns=columns).groupby(["condition", "question_id", "category"], sort=False).mean().reset_index()
+    data = (
+        pd.DataFrame(records, columns=columns).groupby(["condition", "question_id", "category"], sort=False).mean().reset_index()
+    )
     out = []
     for condition in frame["condition"].unique():
         mine = data[data["condition"] == condition]
@@ -392,19 +456,21 @@ def gold_token_drop(frame: pd.DataFrame) -> pd.DataFrame:
             sel = mine if category == "1-4" else mine[mine["category"] == category]
             known = sel.dropna(subset=["in_memory"])
             in_memory, dropped, gold = known["in_memory"].sum(), known["dropped"].sum(), known["gold_stems"].sum()
-            out.append({
-                "condition": condition,
-                "category": category,
-                "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "1-4" else "1-4",
-                "questions": len(sel),
-                "memory_unknown": int(len(sel) - len(known)),
-                "gold_stems": float(gold),
-                "in_memory": float(in_memory),
-                "in_memory_share": in_memory / gold if gold else math.nan,
-                "dropped": float(dropped),
-                "drop_rate": dropped / in_memory if in_memory else math.nan,
-                "questions_with_drop": int((known["dropped"] > 0).sum()),
-            })
+            out.append(
+                {
+                    "condition": condition,
+                    "category": category,
+                    "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "1-4" else "1-4",
+                    "questions": len(sel),
+                    "memory_unknown": int(len(sel) - len(known)),
+                    "gold_stems": float(gold),
+                    "in_memory": float(in_memory),
+                    "in_memory_share": in_memory / gold if gold else math.nan,
+                    "dropped": float(dropped),
+                    "drop_rate": dropped / in_memory if in_memory else math.nan,
+                    "questions_with_drop": int((known["dropped"] > 0).sum()),
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -421,19 +487,29 @@ def refusals(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     out = []
     for condition, rows in frame.groupby("condition", sort=False):
         # a question's refusal rate over its replicates; each question counts once
-        refused = rows.assign(refused=rows["prediction"].map(_refuses).astype(float)).groupby(
-            ["question_id", "sample_id", "category"], sort=False)["refused"].mean().reset_index()
+        refused = (
+            rows.assign(refused=rows["prediction"].map(_refuses).astype(float))
+            .groupby(["question_id", "sample_id", "category"], sort=False)["refused"]
+            .mean()
+            .reset_index()
+        )
         row: dict[str, Any] = {"condition": condition}
         unit = benchmark_of_rows(rows).unit
         for name, sel in (("cat5", refused[refused["category"] == 5]), ("cat1_4", refused[refused["category"].between(1, 4)])):
-            low, high, method = (_rate_interval(sel["refused"], sel["sample_id"], unit, confidence) if len(sel)
-                                 else (math.nan, math.nan, "-"))
-            row.update({f"{name}_n": len(sel), f"{name}_refusal_rate": sel["refused"].mean() if len(sel) else math.nan,
-                        f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_interval": method})
+            low, high, method = (
+                _rate_interval(sel["refused"], sel["sample_id"], unit, confidence) if len(sel) else (math.nan, math.nan, "-")
+            )
+            row.update(
+                {
+                    f"{name}_n": len(sel),
+                    f"{name}_refusal_rate": sel["refused"].mean() if len(sel) else math.nan,
+                    f"{name}_ci_low": low,
+                    f"{name}_ci_high": high,
+                    f"{name}_interval": method,
+                }
+            )
         out.append(row)
     return pd.DataFrame(out)
-
-
 
 
 # -- answer length ------------------------------------------------------------------
@@ -459,13 +535,20 @@ def answer_length(frame: pd.DataFrame) -> pd.DataFrame:
     for condition in frame["condition"].unique():
         mine = rows["condition"] == condition
         found = spread([float(v) for v in lengths[mine]])
-        base = {"condition": condition, "answers": int(mine.sum()),
-                "tokens_mean": float(lengths[mine].mean()) if mine.any() else math.nan,
-                "tokens_p95": (found or {}).get("p95", math.nan)}
+        base = {
+            "condition": condition,
+            "answers": int(mine.sum()),
+            "tokens_mean": float(lengths[mine].mean()) if mine.any() else math.nan,
+            "tokens_p95": (found or {}).get("p95", math.nan),
+        }
         for low, high in ((0, None), *LENGTH_BINS):
             sel = mine & (lengths >= low) & ((lengths <= high) if high is not None else True)
-            row = {**base, "length_bin": "all" if (low, high) == (0, None) else _bin_name(low, high),
-                   "n": int(sel.sum()), "locomo_f1": rows.loc[sel, "locomo_f1"].mean() if sel.any() else math.nan}
+            row = {
+                **base,
+                "length_bin": "all" if (low, high) == (0, None) else _bin_name(low, high),
+                "n": int(sel.sum()),
+                "locomo_f1": rows.loc[sel, "locomo_f1"].mean() if sel.any() else math.nan,
+            }
             for judge in judges:
                 scores = rows.loc[sel, judge_key("j_score", judge)]
                 row[judge_key("j", judge)] = scores.mean() if scores.notna().any() else math.nan
@@ -488,9 +571,12 @@ def blame_table(frame: pd.DataFrame) -> pd.DataFrame:
         for category in [*CATEGORY_NAMES, "all"]:
             sel = mine[in_category(mine, category)]
             counts = sel["blame"].value_counts()
-            row: dict[str, Any] = {"condition": condition, "category": category,
-                                   "category_name": CATEGORY_NAMES.get(category, "all") if category != "all" else "all",
-                                   "rows": len(sel)}
+            row: dict[str, Any] = {
+                "condition": condition,
+                "category": category,
+                "category_name": CATEGORY_NAMES.get(category, "all") if category != "all" else "all",
+                "rows": len(sel),
+            }
             row.update({name: counts.get(name, 0) / len(sel) if len(sel) else math.nan for name in CLASSES})
             row.update({f"{name}_n": int(counts.get(name, 0)) for name in CLASSES})
             row["judged_rows"] = int(sel["blame_basis"].fillna("").str.startswith("judge ").sum())

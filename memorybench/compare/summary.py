@@ -201,8 +201,17 @@ def cost_columns(metrics: Any, judges: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 #: the runs-table columns of an agent run, from its `agent/comparison.json` (null for a reader run)
-AGENT_COLUMNS = ("agent_requests_p50", "agent_requests_p95", "agent_requests_max", "agent_tokens_p50", "agent_tokens_p95",
-                 "agent_tokens_max", "agent_budget_exceeded", "agent_comparable", "agent_reasons")
+AGENT_COLUMNS = (
+    "agent_requests_p50",
+    "agent_requests_p95",
+    "agent_requests_max",
+    "agent_tokens_p50",
+    "agent_tokens_p95",
+    "agent_tokens_max",
+    "agent_budget_exceeded",
+    "agent_comparable",
+    "agent_reasons",
+)
 
 
 def agent_columns(pack: PackReader) -> dict[str, Any]:
@@ -238,8 +247,9 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
     lexical = pack.autorater_metrics(judge_ids[0]) if judge_ids else None
     reader = metrics.usage.get("reader") or {}
     latency = reader.get("latency_s") or {}
-    answered = sorted({a for m in meta.models if m.role == "reader" for a in m.answered}
-                      | set(reader.get("models_answered") or []))
+    answered = sorted(
+        {a for m in meta.models if m.role == "reader" for a in m.answered} | set(reader.get("models_answered") or [])
+    )
     by_judge = [{name.split(JUDGE_SEPARATOR)[0]: v for name, v in j.items()} for j in judges.values()]
     row: dict[str, Any] = {
         **run_keys(pack, meta),

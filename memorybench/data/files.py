@@ -19,8 +19,18 @@ from memorybench.data.records import Conversation, Question
 from memorybench.errors import DataError
 from memorybench.hashing import sha256_file
 
-__all__ = ["MAX_DATASET_BYTES", "encodable", "file_sha256", "iter_questions", "parse_json", "read_bytes", "read_json_file",
-           "regular_file", "require", "samples_of"]
+__all__ = [
+    "MAX_DATASET_BYTES",
+    "encodable",
+    "file_sha256",
+    "iter_questions",
+    "parse_json",
+    "read_bytes",
+    "read_json_file",
+    "regular_file",
+    "require",
+    "samples_of",
+]
 
 #: the largest dataset file read by default (locomo10.json is 2.8 MB); a benchmark with larger
 #: files names its own bound (`Dataset.max_bytes`)
@@ -49,8 +59,10 @@ def regular_file(path: Path, *, max_bytes: int = MAX_DATASET_BYTES, expected: st
         kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else "a device"
         raise DataError(f"dataset.path {path} is {kind}, not a regular file; point it at {expected}")
     if info.st_size > max_bytes:
-        raise DataError(f"dataset file {path} is {info.st_size} bytes, more than any such file "
-                        f"({max_bytes} at most); point dataset.path at {expected}")
+        raise DataError(
+            f"dataset file {path} is {info.st_size} bytes, more than any such file "
+            f"({max_bytes} at most); point dataset.path at {expected}"
+        )
     return path
 
 
@@ -64,7 +76,9 @@ def read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except OSError as e:
-        raise DataError(f"dataset file {path} cannot be read ({e.strerror or os.strerror(e.errno or 0)}); check its permissions") from None
+        raise DataError(
+            f"dataset file {path} cannot be read ({e.strerror or os.strerror(e.errno or 0)}); check its permissions"
+        ) from None
 
 
 def parse_json(path: Path, raw_bytes: bytes) -> Any:
@@ -75,7 +89,9 @@ def parse_json(path: Path, raw_bytes: bytes) -> Any:
     except json.JSONDecodeError as e:
         raise DataError(f"dataset file {path} is not valid JSON ({e.msg} at line {e.lineno}); use the released file") from None
     except RecursionError:
-        raise DataError(f"dataset file {path} nests its JSON deeper than any released file (Python's limit); use the released file") from None
+        raise DataError(
+            f"dataset file {path} nests its JSON deeper than any released file (Python's limit); use the released file"
+        ) from None
 
 
 #: a JSON escape of a UTF-16 surrogate (`\\ud800`), high or low
@@ -121,8 +137,9 @@ def _text_only(path: Path, raw_bytes: bytes, value: Any) -> Any:
     return value
 
 
-def samples_of(path: Path, raw: Any, items: str, id_field: str,
-               build: Callable[[Any, int, Path], Conversation]) -> list[Conversation]:
+def samples_of(
+    path: Path, raw: Any, items: str, id_field: str, build: Callable[[Any, int, Path], Conversation]
+) -> list[Conversation]:
     """A dataset file's samples: `raw` must be a non-empty JSON list of `items`, each built by
     `build(item, index, path)`, their ids (the file's `id_field`) unique."""
     if not isinstance(raw, list) or not raw:

@@ -67,12 +67,20 @@ def folder_files(folder: Path, *, max_bytes: int | None = None, expected: str = 
             except OSError as e:
                 raise DataError(f"{path} inside dataset.path cannot be read ({e.strerror}); point it at {expected}") from None
             if not stat.S_ISREG(file_info.st_mode):
-                kind = "a FIFO" if stat.S_ISFIFO(file_info.st_mode) else "a socket" if stat.S_ISSOCK(file_info.st_mode) else "a device"
+                kind = (
+                    "a FIFO"
+                    if stat.S_ISFIFO(file_info.st_mode)
+                    else "a socket"
+                    if stat.S_ISSOCK(file_info.st_mode)
+                    else "a device"
+                )
                 raise DataError(f"{path} inside dataset.path is {kind}, not a regular file; point it at {expected}")
             total += file_info.st_size
             if max_bytes is not None and total > max_bytes:
-                raise DataError(f"dataset folder {folder} holds more than {max_bytes} bytes, more than any such folder; "
-                                f"point dataset.path at {expected}")
+                raise DataError(
+                    f"dataset folder {folder} holds more than {max_bytes} bytes, more than any such folder; "
+                    f"point dataset.path at {expected}"
+                )
             found[path.relative_to(folder).as_posix()] = path
             if len(found) > MAX_FILES:
                 raise DataError(f"dataset folder {folder} holds more than {MAX_FILES:,} files; point dataset.path at {expected}")
@@ -119,7 +127,7 @@ class FolderPin:
         for member in self.members:
             if not (member.relpath.startswith(self.relpath + "/") and member.source_path.startswith(self.source_path + "/")):
                 raise ValueError(f"{member.relpath} is not inside the pinned folder {self.relpath}")
-            if member.relpath[len(self.relpath):] != member.source_path[len(self.source_path):]:
+            if member.relpath[len(self.relpath) :] != member.source_path[len(self.source_path) :]:
                 raise ValueError(f"{member.relpath} is stored under another name than its source {member.source_path}")
 
     @property
@@ -144,25 +152,33 @@ class FolderPin:
         other file in it (a file that is not a member would be read as data); else one line."""
         folder = pins_dir(pins) / self.relpath
         if not folder.is_dir():
-            raise UserError(f"pinned folder {folder} is missing; run `memorybench fetch` (or set MEMORYBENCH_PINS to a "
-                            "folder that has it)")
+            raise UserError(
+                f"pinned folder {folder} is missing; run `memorybench fetch` (or set MEMORYBENCH_PINS to a folder that has it)"
+            )
         try:
             present = folder_files(folder, expected=f"the pinned folder {self.relpath}")
         except DataError as e:
             raise UserError(f"pinned folder {folder}: {e.message}; delete it and run `memorybench fetch`") from None
         extra = sorted(set(present) - set(self.member_hashes()))
         if extra:
-            raise UserError(f"pinned folder {folder} holds {extra[0]}" + (f" and {len(extra) - 1} other file(s)" if len(extra) > 1 else "")
-                            + ", which its pin does not list; remove it (a copy with other files is read as "
-                            "dataset.path=FOLDER, hashed as it is)")
+            raise UserError(
+                f"pinned folder {folder} holds {extra[0]}"
+                + (f" and {len(extra) - 1} other file(s)" if len(extra) > 1 else "")
+                + ", which its pin does not list; remove it (a copy with other files is read as "
+                "dataset.path=FOLDER, hashed as it is)"
+            )
         expected = self.member_hashes()
         for rel in sorted(set(expected) - set(present)):
-            raise UserError(f"pinned file {folder / rel} is missing; run `memorybench fetch` (or set MEMORYBENCH_PINS to a "
-                            "folder that has it)")
+            raise UserError(
+                f"pinned file {folder / rel} is missing; run `memorybench fetch` (or set MEMORYBENCH_PINS to a "
+                "folder that has it)"
+            )
         manifest = folder_manifest(folder)  # every file hashed (again only when its size or mtime changed)
         if manifest != self.manifest():
             actual = {path: sha for sha, path in (line.split("  ", 1) for line in manifest.splitlines())}
             rel = next(r for r in sorted(expected) if actual[r] != expected[r])
-            raise UserError(f"pinned file {folder / rel} has sha256 {actual[rel]}, expected {expected[rel]}; delete it and "
-                            "run `memorybench fetch`")
+            raise UserError(
+                f"pinned file {folder / rel} has sha256 {actual[rel]}, expected {expected[rel]}; delete it and "
+                "run `memorybench fetch`"
+            )
         return folder

@@ -64,8 +64,17 @@ ANSWER_ERROR_TYPES = ("HALLUCINATION", "TEMPORAL_ERROR", "ATTRIBUTION_ERROR", "A
 #: the audit's error type whose gold answer is right and whose evidence ids are not
 EVIDENCE_ERROR_TYPES = ("WRONG_CITATION",)
 _AUDIT_ID = re.compile(r"^locomo_(\d+)_qa(\d+)$")
-_FIELDS = ("question_id", "question", "golden_answer", "category", "error_type", "cited_evidence", "correct_evidence",
-           "reasoning", "correct_answer")
+_FIELDS = (
+    "question_id",
+    "question",
+    "golden_answer",
+    "category",
+    "error_type",
+    "cited_evidence",
+    "correct_evidence",
+    "reasoning",
+    "correct_answer",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +134,12 @@ def overlay_provenance(errors: Mapping[str, GoldError] | None = None) -> dict[st
     }
 
 
-def known_gold_errors(path: str | os.PathLike[str] | None = None, *, pins: str | os.PathLike[str] | None = None,
-                      dataset: str | os.PathLike[str] | None = None) -> dict[str, GoldError]:
+def known_gold_errors(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    pins: str | os.PathLike[str] | None = None,
+    dataset: str | os.PathLike[str] | None = None,
+) -> dict[str, GoldError]:
     """Our question id -> its finding, for every finding of the audit (156), in the audit's order.
 
     `path` is the errors.json to read (default: the pinned one in the pins folder); it must
@@ -142,13 +155,19 @@ def _load(errors_path: Path, data_path: Path) -> tuple[tuple[str, GoldError], ..
     try:
         raw_bytes = errors_path.read_bytes()
     except FileNotFoundError:
-        raise DataError(f"gold-error overlay {errors_path} does not exist; run `memorybench fetch` or pass the pinned errors.json") from None
+        raise DataError(
+            f"gold-error overlay {errors_path} does not exist; run `memorybench fetch` or pass the pinned errors.json"
+        ) from None
     except OSError as e:
-        raise DataError(f"gold-error overlay {errors_path} cannot be read ({e.strerror}); check the path and its permissions") from None
+        raise DataError(
+            f"gold-error overlay {errors_path} cannot be read ({e.strerror}); check the path and its permissions"
+        ) from None
     actual = sha256_bytes(raw_bytes)
     if actual != LOCOMO_AUDIT_ERRORS.sha256:
-        raise DataError(f"gold-error overlay {errors_path} has sha256 {actual}, expected {LOCOMO_AUDIT_ERRORS.sha256} "
-                        "(dial481/locomo-audit errors.json); use the pinned file (`memorybench fetch`)")
+        raise DataError(
+            f"gold-error overlay {errors_path} has sha256 {actual}, expected {LOCOMO_AUDIT_ERRORS.sha256} "
+            "(dial481/locomo-audit errors.json); use the pinned file (`memorybench fetch`)"
+        )
     findings = json.loads(raw_bytes.decode("utf-8"))
     conversations = LOCOMO.load(data_path)
     out: dict[str, GoldError] = {}
@@ -168,11 +187,15 @@ def _join(item: Any, n: int, conversations: Sequence[Any], path: Path) -> GoldEr
     audit_id = str(item["question_id"])
     match = _AUDIT_ID.match(audit_id)
     if match is None:
-        raise DataError(f"{path}: finding [{n}] has id {audit_id!r}, not locomo_<conversation>_qa<question>; use the pinned errors.json")
+        raise DataError(
+            f"{path}: finding [{n}] has id {audit_id!r}, not locomo_<conversation>_qa<question>; use the pinned errors.json"
+        )
     c, i = int(match[1]), int(match[2])
     if c >= len(conversations) or i >= len(conversations[c].questions):
-        raise DataError(f"{path}: finding {audit_id} names no question of the dataset ({len(conversations)} conversations); "
-                        "join it with the pinned locomo10.json")
+        raise DataError(
+            f"{path}: finding {audit_id} names no question of the dataset ({len(conversations)} conversations); "
+            "join it with the pinned locomo10.json"
+        )
     q: Question = conversations[c].questions[i]
     error_type = str(item["error_type"])
     if error_type in ANSWER_ERROR_TYPES:
@@ -180,8 +203,10 @@ def _join(item: Any, n: int, conversations: Sequence[Any], path: Path) -> GoldEr
     elif error_type in EVIDENCE_ERROR_TYPES:
         kind = "evidence"
     else:
-        raise DataError(f"{path}: finding {audit_id} has error_type {error_type!r}; known: "
-                        f"{', '.join(ANSWER_ERROR_TYPES + EVIDENCE_ERROR_TYPES)}")
+        raise DataError(
+            f"{path}: finding {audit_id} has error_type {error_type!r}; known: "
+            f"{', '.join(ANSWER_ERROR_TYPES + EVIDENCE_ERROR_TYPES)}"
+        )
     checks = {
         "question": (item["question"], q.question),
         "golden_answer": (item["golden_answer"], str(q.answer)),
@@ -190,13 +215,22 @@ def _join(item: Any, n: int, conversations: Sequence[Any], path: Path) -> GoldEr
     }
     for name, (theirs, ours) in checks.items():
         if theirs != ours:
-            raise DataError(f"{path}: finding {audit_id} has {name} {theirs!r}, but {q.question_id} of {conversations[c].sample_id} "
-                            f"has {ours!r}; join it with the pinned locomo10.json")
+            raise DataError(
+                f"{path}: finding {audit_id} has {name} {theirs!r}, but {q.question_id} of {conversations[c].sample_id} "
+                f"has {ours!r}; join it with the pinned locomo10.json"
+            )
     return GoldError(
-        question_id=q.question_id, audit_id=audit_id, kind=kind, error_type=error_type, category=q.category, question=q.question,
-        gold_answer=str(item["golden_answer"]), corrected_answer=str(item["correct_answer"]),
+        question_id=q.question_id,
+        audit_id=audit_id,
+        kind=kind,
+        error_type=error_type,
+        category=q.category,
+        question=q.question,
+        gold_answer=str(item["golden_answer"]),
+        corrected_answer=str(item["correct_answer"]),
         cited_evidence=tuple(str(e) for e in item["cited_evidence"]),
-        corrected_evidence=tuple(str(e) for e in item["correct_evidence"]), reasoning=str(item["reasoning"]),
+        corrected_evidence=tuple(str(e) for e in item["correct_evidence"]),
+        reasoning=str(item["reasoning"]),
     )
 
 

@@ -50,12 +50,30 @@ class LargePin:
 
 _LME = ("xiaowu0162/longmemeval-cleaned", "98d7416c24c778c2fee6e6f3006e7a073259d48f")
 LONGMEMEVAL_DATA: dict[str, LargePin] = {
-    "longmemeval_oracle": LargePin("longmemeval/longmemeval_oracle.json", *_LME, "longmemeval_oracle.json", 15_388_478,
-                                   "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c", "MIT"),
-    "longmemeval_s": LargePin("longmemeval/longmemeval_s_cleaned.json", *_LME, "longmemeval_s_cleaned.json", 277_383_467,
-                              "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442", "MIT"),
-    "longmemeval_m": LargePin("longmemeval/longmemeval_m_cleaned.json", *_LME, "longmemeval_m_cleaned.json", 2_737_100_077,
-                              "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f", "MIT"),
+    "longmemeval_oracle": LargePin(
+        "longmemeval/longmemeval_oracle.json",
+        *_LME,
+        "longmemeval_oracle.json",
+        15_388_478,
+        "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c",
+        "MIT",
+    ),
+    "longmemeval_s": LargePin(
+        "longmemeval/longmemeval_s_cleaned.json",
+        *_LME,
+        "longmemeval_s_cleaned.json",
+        277_383_467,
+        "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
+        "MIT",
+    ),
+    "longmemeval_m": LargePin(
+        "longmemeval/longmemeval_m_cleaned.json",
+        *_LME,
+        "longmemeval_m_cleaned.json",
+        2_737_100_077,
+        "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f",
+        "MIT",
+    ),
 }
 _verified: set[tuple[str, int, int]] = set()
 
@@ -64,19 +82,25 @@ def verify_large(pin: LargePin, path: Path) -> Path:
     """`path` when it is the pinned file (size, then sha256; remembered per size and mtime in
     this process), else one UserError line naming both values and the fix."""
     if not path.is_file():
-        raise UserError(f"pinned file {path} is missing; run `memorybench fetch --dataset {_name_of(pin)}` "
-                        "(or set MEMORYBENCH_PINS to a folder that has it)")
+        raise UserError(
+            f"pinned file {path} is missing; run `memorybench fetch --dataset {_name_of(pin)}` "
+            "(or set MEMORYBENCH_PINS to a folder that has it)"
+        )
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key in _verified:
         return path
     if st.st_size != pin.size:
-        raise UserError(f"pinned file {path} is {st.st_size:,} bytes, expected {pin.size:,}; delete it and run "
-                        f"`memorybench fetch --dataset {_name_of(pin)}`")
+        raise UserError(
+            f"pinned file {path} is {st.st_size:,} bytes, expected {pin.size:,}; delete it and run "
+            f"`memorybench fetch --dataset {_name_of(pin)}`"
+        )
     actual = sha256_file(path)
     if actual != pin.sha256:
-        raise UserError(f"pinned file {path} has sha256 {actual}, expected {pin.sha256}; delete it and run "
-                        f"`memorybench fetch --dataset {_name_of(pin)}`")
+        raise UserError(
+            f"pinned file {path} has sha256 {actual}, expected {pin.sha256}; delete it and run "
+            f"`memorybench fetch --dataset {_name_of(pin)}`"
+        )
     _verified.add(key)
     return path
 
@@ -105,11 +129,15 @@ def fetch_large(pin: LargePin, root: Path, *, log=print, opener=None) -> Path:
         if e.code == 416 and have == pin.size:  # the partial file is whole: only the check is left
             response = None
         else:
-            raise UserError(f"could not download {pin.url} (HTTP {e.code}); check the network, or copy "
-                            f"{pin.source_path} into {target.parent} (MEMORYBENCH_PINS)") from None
+            raise UserError(
+                f"could not download {pin.url} (HTTP {e.code}); check the network, or copy "
+                f"{pin.source_path} into {target.parent} (MEMORYBENCH_PINS)"
+            ) from None
     except OSError as e:
-        raise UserError(f"could not download {pin.url} ({e}); check the network, or copy {pin.source_path} "
-                        f"into {target.parent} (MEMORYBENCH_PINS)") from None
+        raise UserError(
+            f"could not download {pin.url} ({e}); check the network, or copy {pin.source_path} "
+            f"into {target.parent} (MEMORYBENCH_PINS)"
+        ) from None
     if response is not None:
         with response:
             resumed = have and getattr(response, "status", 200) == 206
@@ -118,13 +146,16 @@ def fetch_large(pin: LargePin, root: Path, *, log=print, opener=None) -> Path:
                 have = 0
             announced = _content_length(response)
             if announced is not None and announced > pin.size - have:  # refused before a byte is written
-                raise UserError(f"{pin.url} announces {announced:,} bytes where {pin.size - have:,} are left of the pinned "
-                                f"{pin.size:,}; refusing the download (copy {pin.source_path} into {target.parent} instead)")
+                raise UserError(
+                    f"{pin.url} announces {announced:,} bytes where {pin.size - have:,} are left of the pinned "
+                    f"{pin.size:,}; refusing the download (copy {pin.source_path} into {target.parent} instead)"
+                )
             _stream(response, part, have, pin, log)
     size = part.stat().st_size
     if size != pin.size:
-        raise UserError(f"downloaded {pin.url} is {size:,} bytes, expected {pin.size:,}; run the fetch again "
-                        f"(it resumes from {part})")
+        raise UserError(
+            f"downloaded {pin.url} is {size:,} bytes, expected {pin.size:,}; run the fetch again (it resumes from {part})"
+        )
     actual = sha256_file(part)
     if actual != pin.sha256:
         part.unlink()

@@ -30,9 +30,34 @@ __all__ = ["function_node", "pinned_function", "string_constants"]
 
 #: the statements and expressions a function run by `pinned_function` may contain
 _ALLOWED_NODES = (
-    ast.FunctionDef, ast.arguments, ast.arg, ast.Return, ast.If, ast.Assign, ast.Raise, ast.Pass, ast.Expr,
-    ast.Name, ast.Load, ast.Store, ast.Constant, ast.Call, ast.Attribute, ast.Compare, ast.In, ast.NotIn,
-    ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.List, ast.Tuple, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp,
+    ast.FunctionDef,
+    ast.arguments,
+    ast.arg,
+    ast.Return,
+    ast.If,
+    ast.Assign,
+    ast.Raise,
+    ast.Pass,
+    ast.Expr,
+    ast.Name,
+    ast.Load,
+    ast.Store,
+    ast.Constant,
+    ast.Call,
+    ast.Attribute,
+    ast.Compare,
+    ast.In,
+    ast.NotIn,
+    ast.Eq,
+    ast.NotEq,
+    ast.Is,
+    ast.IsNot,
+    ast.List,
+    ast.Tuple,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
     ast.Not,
 )
 
@@ -82,8 +107,9 @@ def _check_plain(fn: ast.FunctionDef, allowed_names: frozenset[str], url: str) -
             raise UserError(f"{url}: {fn.name} holds {problem}, which memorybench does not run; the pin is broken")
 
 
-def pinned_function(pin: Pin, name: str, pins: str | os.PathLike[str] | None = None, *,
-                    builtins: dict[str, Any] | None = None) -> Callable[..., Any]:
+def pinned_function(
+    pin: Pin, name: str, pins: str | os.PathLike[str] | None = None, *, builtins: dict[str, Any] | None = None
+) -> Callable[..., Any]:
     """The top-level function `name` of the pinned file, defined alone (see the module docstring).
 
     `builtins` are the only builtins it sees (e.g. `{"NotImplementedError": NotImplementedError}`)."""

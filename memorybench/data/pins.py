@@ -75,22 +75,41 @@ SYSTEM_CONTENT = "{role: system}.content"
 
 def _mem0_prompt(relpath: str, sha256: str, source_path: str, literal: str) -> Pin:
     """One of Mem0's answer prompts: the string `literal` of `source_path` at the judge prompt's commit."""
-    return Pin(relpath=relpath, sha256=sha256, repository="mem0ai/mem0", commit=_MEM0_COMMIT, source_path=source_path,
-               licence="Apache-2.0", literal=literal)
+    return Pin(
+        relpath=relpath,
+        sha256=sha256,
+        repository="mem0ai/mem0",
+        commit=_MEM0_COMMIT,
+        source_path=source_path,
+        licence="Apache-2.0",
+        literal=literal,
+    )
 
 
-MEM0_ANSWER_PROMPT = _mem0_prompt("prompts/mem0_answer_prompt.txt",
-                                  "f3c786104816bba61d03b7f41c2be45009e6c8c296a04d9712ab1a59e4ae2399",
-                                  "evaluation/prompts.py", "ANSWER_PROMPT")
-MEM0_ANSWER_PROMPT_GRAPH = _mem0_prompt("prompts/mem0_answer_prompt_graph.txt",
-                                        "007fac5eb6722632c92b82701265ab8da2ab20bf8464423954a2f23fa459bff8",
-                                        "evaluation/prompts.py", "ANSWER_PROMPT_GRAPH")
-MEM0_RAG_PROMPT = _mem0_prompt("prompts/mem0_rag_prompt.txt",
-                               "744495b77f2955d437017fd33a0b7156ef41426b7ae8277e5efb92382f234b78",
-                               "evaluation/src/rag.py", "PROMPT")
-MEM0_RAG_SYSTEM = _mem0_prompt("prompts/mem0_rag_system.txt",
-                               "0c6b92630ba4c22fd29e718d095abb2d6ffba10c04d00962e94bca4a65b23249",
-                               "evaluation/src/rag.py", SYSTEM_CONTENT)
+MEM0_ANSWER_PROMPT = _mem0_prompt(
+    "prompts/mem0_answer_prompt.txt",
+    "f3c786104816bba61d03b7f41c2be45009e6c8c296a04d9712ab1a59e4ae2399",
+    "evaluation/prompts.py",
+    "ANSWER_PROMPT",
+)
+MEM0_ANSWER_PROMPT_GRAPH = _mem0_prompt(
+    "prompts/mem0_answer_prompt_graph.txt",
+    "007fac5eb6722632c92b82701265ab8da2ab20bf8464423954a2f23fa459bff8",
+    "evaluation/prompts.py",
+    "ANSWER_PROMPT_GRAPH",
+)
+MEM0_RAG_PROMPT = _mem0_prompt(
+    "prompts/mem0_rag_prompt.txt",
+    "744495b77f2955d437017fd33a0b7156ef41426b7ae8277e5efb92382f234b78",
+    "evaluation/src/rag.py",
+    "PROMPT",
+)
+MEM0_RAG_SYSTEM = _mem0_prompt(
+    "prompts/mem0_rag_system.txt",
+    "0c6b92630ba4c22fd29e718d095abb2d6ffba10c04d00962e94bca4a65b23249",
+    "evaluation/src/rag.py",
+    SYSTEM_CONTENT,
+)
 MEM0_ANSWER_PINS = (MEM0_ANSWER_PROMPT, MEM0_ANSWER_PROMPT_GRAPH, MEM0_RAG_PROMPT, MEM0_RAG_SYSTEM)
 
 # LoCoMo's own question prompts (`reader.prompt=locomo`): string literals of its
@@ -99,18 +118,28 @@ MEM0_ANSWER_PINS = (MEM0_ANSWER_PROMPT, MEM0_ANSWER_PROMPT_GRAPH, MEM0_RAG_PROMP
 
 def _locomo_prompt(relpath: str, sha256: str, literal: str) -> Pin:
     """One of LoCoMo's question prompts: the string `literal` of task_eval/gpt_utils.py at the data commit."""
-    return Pin(relpath=relpath, sha256=sha256, repository=LOCOMO10.repository, commit=LOCOMO10.commit,
-               source_path="task_eval/gpt_utils.py", licence=LOCOMO10.licence, literal=literal)
+    return Pin(
+        relpath=relpath,
+        sha256=sha256,
+        repository=LOCOMO10.repository,
+        commit=LOCOMO10.commit,
+        source_path="task_eval/gpt_utils.py",
+        licence=LOCOMO10.licence,
+        literal=literal,
+    )
 
 
-LOCOMO_CONV_START_PROMPT = _locomo_prompt("prompts/locomo_conv_start_prompt.txt",
-                                          "68e12aada9c2b0308cf3c92cc50565391d9a408f953413565a573bb15ff0a4d8",
-                                          "CONV_START_PROMPT")
-LOCOMO_QA_PROMPT = _locomo_prompt("prompts/locomo_qa_prompt.txt",
-                                  "a30fe18a6c9b58c5d22b6188860e5a99cdfef33fcc8a36141b571d954b9b0266", "QA_PROMPT")
-LOCOMO_QA_PROMPT_CAT_5 = _locomo_prompt("prompts/locomo_qa_prompt_cat5.txt",
-                                        "57005b715f4c2a7c848ab0d7829037afd08d5bb68ba626e4f5a83e8493104986",
-                                        "QA_PROMPT_CAT_5")
+LOCOMO_CONV_START_PROMPT = _locomo_prompt(
+    "prompts/locomo_conv_start_prompt.txt",
+    "68e12aada9c2b0308cf3c92cc50565391d9a408f953413565a573bb15ff0a4d8",
+    "CONV_START_PROMPT",
+)
+LOCOMO_QA_PROMPT = _locomo_prompt(
+    "prompts/locomo_qa_prompt.txt", "a30fe18a6c9b58c5d22b6188860e5a99cdfef33fcc8a36141b571d954b9b0266", "QA_PROMPT"
+)
+LOCOMO_QA_PROMPT_CAT_5 = _locomo_prompt(
+    "prompts/locomo_qa_prompt_cat5.txt", "57005b715f4c2a7c848ab0d7829037afd08d5bb68ba626e4f5a83e8493104986", "QA_PROMPT_CAT_5"
+)
 LOCOMO_PROMPT_PINS = (LOCOMO_CONV_START_PROMPT, LOCOMO_QA_PROMPT, LOCOMO_QA_PROMPT_CAT_5)
 
 _PUNKT = {
@@ -139,26 +168,41 @@ _LOCOMO_AUDIT_COMMIT = "9493fb4b4af4256ed17a18e8fd0b3cfdeec29539"
 
 def _locomo_audit(relpath: str, sha256: str, source_path: str) -> Pin:
     """A file of dial481/locomo-audit at the pinned commit."""
-    return Pin(relpath=relpath, sha256=sha256, repository="dial481/locomo-audit", commit=_LOCOMO_AUDIT_COMMIT,
-               source_path=source_path, licence="CC BY-NC 4.0")
+    return Pin(
+        relpath=relpath,
+        sha256=sha256,
+        repository="dial481/locomo-audit",
+        commit=_LOCOMO_AUDIT_COMMIT,
+        source_path=source_path,
+        licence="CC BY-NC 4.0",
+    )
 
 
-LOCOMO_AUDIT_ERRORS = _locomo_audit("locomo-audit/errors.json",
-                                    "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e", "errors.json")
-LOCOMO_AUDIT_SPECIFIC_SCORED = _locomo_audit("locomo-audit/ap_v1_specific_wrong_scored.json",
-                                             "a83882eda3ff02fd04dace6edddd0ceed533a245fedb3069ffde02a9503c4e3a",
-                                             "ap-baseline/v1/ap_eval_results_scored.json")
-LOCOMO_AUDIT_VAGUE_SCORED = _locomo_audit("locomo-audit/ap_v2_vague_wrong_scored.json",
-                                          "3c32acbdcf667967a4e1f9f541b06566ae5e7361dc92f79f9043af7d068adc6b",
-                                          "ap-baseline/v2/ap_eval_results_scored.json")
+LOCOMO_AUDIT_ERRORS = _locomo_audit(
+    "locomo-audit/errors.json", "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e", "errors.json"
+)
+LOCOMO_AUDIT_SPECIFIC_SCORED = _locomo_audit(
+    "locomo-audit/ap_v1_specific_wrong_scored.json",
+    "a83882eda3ff02fd04dace6edddd0ceed533a245fedb3069ffde02a9503c4e3a",
+    "ap-baseline/v1/ap_eval_results_scored.json",
+)
+LOCOMO_AUDIT_VAGUE_SCORED = _locomo_audit(
+    "locomo-audit/ap_v2_vague_wrong_scored.json",
+    "3c32acbdcf667967a4e1f9f541b06566ae5e7361dc92f79f9043af7d068adc6b",
+    "ap-baseline/v2/ap_eval_results_scored.json",
+)
 # the audit's deliberately wrong answers to the 1,540 questions of categories 1-4 (unjudged), the
 # sets `memorybench judge-check` calibrates a judge with (memorybench.stages.judge_check)
-LOCOMO_AUDIT_SPECIFIC_WRONG = _locomo_audit("locomo-audit/ap_v1_specific_wrong.json",
-                                            "080338f63c229d36b2a177cf4c0720a47aedff830f8202c908c40412d76f5feb",
-                                            "ap-baseline/v1/ap_eval_results.json")
-LOCOMO_AUDIT_VAGUE_WRONG = _locomo_audit("locomo-audit/ap_v2_vague_wrong.json",
-                                         "3118fcc86f683d32e0b7294f65345ff8d612e74bd8d5da9af82627d12b82810a",
-                                         "ap-baseline/v2/ap_eval_results.json")
+LOCOMO_AUDIT_SPECIFIC_WRONG = _locomo_audit(
+    "locomo-audit/ap_v1_specific_wrong.json",
+    "080338f63c229d36b2a177cf4c0720a47aedff830f8202c908c40412d76f5feb",
+    "ap-baseline/v1/ap_eval_results.json",
+)
+LOCOMO_AUDIT_VAGUE_WRONG = _locomo_audit(
+    "locomo-audit/ap_v2_vague_wrong.json",
+    "3118fcc86f683d32e0b7294f65345ff8d612e74bd8d5da9af82627d12b82810a",
+    "ap-baseline/v2/ap_eval_results.json",
+)
 LOCOMO_AUDIT_WRONG_ANSWER_PINS = (LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG)
 LOCOMO_AUDIT_PINS = (LOCOMO_AUDIT_ERRORS, LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_AUDIT_VAGUE_SCORED)
 
@@ -171,53 +215,106 @@ _LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 
 def _longmemeval(name: str, sha256: str, source_path: str) -> Pin:
     """A file of xiaowu0162/LongMemEval at the pinned commit, stored as longmemeval/<name>."""
-    return Pin(relpath=f"longmemeval/{name}", sha256=sha256, repository="xiaowu0162/LongMemEval",
-               commit=_LONGMEMEVAL_COMMIT, source_path=source_path, licence="MIT")
+    return Pin(
+        relpath=f"longmemeval/{name}",
+        sha256=sha256,
+        repository="xiaowu0162/LongMemEval",
+        commit=_LONGMEMEVAL_COMMIT,
+        source_path=source_path,
+        licence="MIT",
+    )
 
 
-LONGMEMEVAL_EVALUATE_QA = _longmemeval("evaluate_qa.py", "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251",
-                                       "src/evaluation/evaluate_qa.py")
-LONGMEMEVAL_PRINT_QA_METRICS = _longmemeval("print_qa_metrics.py",
-                                            "e9283933a0cefb7a0ded7365e436ae3d1be5aac41853325e6155d83bf07607f0",
-                                            "src/evaluation/print_qa_metrics.py")
-LONGMEMEVAL_EVAL_UTILS = _longmemeval("eval_utils.py", "c98b8d1096877a15aa755c9de44fe33c195298466a2eb6f3c0f9f6bde8c72349",
-                                      "src/retrieval/eval_utils.py")
-LONGMEMEVAL_RUN_GENERATION = _longmemeval("run_generation.py",
-                                          "4f1eb3c69d7ad40f04065b9c0bc86f6582441018fc6ff751d162d66c95baf672",
-                                          "src/generation/run_generation.py")
-LONGMEMEVAL_RUN_RETRIEVAL = _longmemeval("run_retrieval.py", "efd7fc5969a904717741fadca3c7dc73611ddbb2aaf3ef33117ebb6943b3e346",
-                                         "src/retrieval/run_retrieval.py")
-LONGMEMEVAL_PRINT_RETRIEVAL_METRICS = _longmemeval("print_retrieval_metrics.py",
-                                                   "58b70c0b562ea57372a7774a554c347cd908e901b77ac0149fc90b097b6f1b8f",
-                                                   "src/evaluation/print_retrieval_metrics.py")
+LONGMEMEVAL_EVALUATE_QA = _longmemeval(
+    "evaluate_qa.py", "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251", "src/evaluation/evaluate_qa.py"
+)
+LONGMEMEVAL_PRINT_QA_METRICS = _longmemeval(
+    "print_qa_metrics.py",
+    "e9283933a0cefb7a0ded7365e436ae3d1be5aac41853325e6155d83bf07607f0",
+    "src/evaluation/print_qa_metrics.py",
+)
+LONGMEMEVAL_EVAL_UTILS = _longmemeval(
+    "eval_utils.py", "c98b8d1096877a15aa755c9de44fe33c195298466a2eb6f3c0f9f6bde8c72349", "src/retrieval/eval_utils.py"
+)
+LONGMEMEVAL_RUN_GENERATION = _longmemeval(
+    "run_generation.py", "4f1eb3c69d7ad40f04065b9c0bc86f6582441018fc6ff751d162d66c95baf672", "src/generation/run_generation.py"
+)
+LONGMEMEVAL_RUN_RETRIEVAL = _longmemeval(
+    "run_retrieval.py", "efd7fc5969a904717741fadca3c7dc73611ddbb2aaf3ef33117ebb6943b3e346", "src/retrieval/run_retrieval.py"
+)
+LONGMEMEVAL_PRINT_RETRIEVAL_METRICS = _longmemeval(
+    "print_retrieval_metrics.py",
+    "58b70c0b562ea57372a7774a554c347cd908e901b77ac0149fc90b097b6f1b8f",
+    "src/evaluation/print_retrieval_metrics.py",
+)
 LONGMEMEVAL_LICENSE = _longmemeval("LICENSE", "d3c4b9aa54759df6ded337978a6f3b55b75615e5e4525c3b82d7e2627d4b9732", "LICENSE")
-LONGMEMEVAL_CODE_PINS = (LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, LONGMEMEVAL_EVAL_UTILS,
-                         LONGMEMEVAL_RUN_GENERATION, LONGMEMEVAL_RUN_RETRIEVAL, LONGMEMEVAL_PRINT_RETRIEVAL_METRICS,
-                         LONGMEMEVAL_LICENSE)
+LONGMEMEVAL_CODE_PINS = (
+    LONGMEMEVAL_EVALUATE_QA,
+    LONGMEMEVAL_PRINT_QA_METRICS,
+    LONGMEMEVAL_EVAL_UTILS,
+    LONGMEMEVAL_RUN_GENERATION,
+    LONGMEMEVAL_RUN_RETRIEVAL,
+    LONGMEMEVAL_PRINT_RETRIEVAL_METRICS,
+    LONGMEMEVAL_LICENSE,
+)
 
-ALL_PINS: tuple[Pin, ...] = (LOCOMO10, MEM0_ACCURACY_PROMPT, *MEM0_ANSWER_PINS, *LOCOMO_PROMPT_PINS, *PUNKT_TAB,
-                             *LOCOMO_AUDIT_PINS, *LOCOMO_AUDIT_WRONG_ANSWER_PINS, *LONGMEMEVAL_CODE_PINS)
+ALL_PINS: tuple[Pin, ...] = (
+    LOCOMO10,
+    MEM0_ACCURACY_PROMPT,
+    *MEM0_ANSWER_PINS,
+    *LOCOMO_PROMPT_PINS,
+    *PUNKT_TAB,
+    *LOCOMO_AUDIT_PINS,
+    *LOCOMO_AUDIT_WRONG_ANSWER_PINS,
+    *LONGMEMEVAL_CODE_PINS,
+)
 
 #: other projects' released per-question LoCoMo results (docs/reproducing.md imports them):
 #: fetched only on request (`memorybench fetch --peers`), pinned like the data
 _ZEP = ("getzep/zep-papers", "4b7f26cc76cca20743314ba9acb8c2cb6adc42f6", "kg_architecture_agent_memory/locomo_eval/data")
 _HONCHO = ("snap-research/LoCoMo", "48aa2206a62ef0f1f98271d5358af666ca234379", "results/honcho")  # pull request 7's head
 PEER_PINS: tuple[Pin, ...] = (
-    Pin(relpath="peers/memobase_eval_0710_3000.json",
+    Pin(
+        relpath="peers/memobase_eval_0710_3000.json",
         sha256="171489e7a60dd6275027a9897270ad5a9bce83193c2b64863ecd43eba9582b5a",
-        repository="memodb-io/memobase", commit="358c16bbc6d687937d79bc2f984a11c3be8da901",
-        source_path="docs/experiments/locomo-benchmark/fixture/memobase/memobase_eval_0710_3000.json", licence="Apache-2.0"),
-    Pin(relpath="peers/zep_locomo_grades.json", sha256="2ecb701017bb007306e88abd1af88a9cddac06098e6a7f666e4640aadce23fc6",
-        repository=_ZEP[0], commit=_ZEP[1], source_path=f"{_ZEP[2]}/zep_locomo_grades.json", licence="see repository"),
-    Pin(relpath="peers/zep_locomo_responses.json", sha256="c4943a6e15013e8af07a079d285a0d8206282ff6815429db2f5f5d5d5ad28b6d",
-        repository=_ZEP[0], commit=_ZEP[1], source_path=f"{_ZEP[2]}/zep_locomo_responses.json", licence="see repository"),
-    Pin(relpath="peers/locomo10_qa_honcho_base.json", sha256="303e62b7870e38ee86b9fe66ace33ace531a06282ca2ca45038e21436b868fc0",
-        repository=_HONCHO[0], commit=_HONCHO[1], source_path=f"{_HONCHO[2]}/locomo10_qa_honcho_base.json",
-        licence="CC BY-NC 4.0"),
+        repository="memodb-io/memobase",
+        commit="358c16bbc6d687937d79bc2f984a11c3be8da901",
+        source_path="docs/experiments/locomo-benchmark/fixture/memobase/memobase_eval_0710_3000.json",
+        licence="Apache-2.0",
+    ),
+    Pin(
+        relpath="peers/zep_locomo_grades.json",
+        sha256="2ecb701017bb007306e88abd1af88a9cddac06098e6a7f666e4640aadce23fc6",
+        repository=_ZEP[0],
+        commit=_ZEP[1],
+        source_path=f"{_ZEP[2]}/zep_locomo_grades.json",
+        licence="see repository",
+    ),
+    Pin(
+        relpath="peers/zep_locomo_responses.json",
+        sha256="c4943a6e15013e8af07a079d285a0d8206282ff6815429db2f5f5d5d5ad28b6d",
+        repository=_ZEP[0],
+        commit=_ZEP[1],
+        source_path=f"{_ZEP[2]}/zep_locomo_responses.json",
+        licence="see repository",
+    ),
+    Pin(
+        relpath="peers/locomo10_qa_honcho_base.json",
+        sha256="303e62b7870e38ee86b9fe66ace33ace531a06282ca2ca45038e21436b868fc0",
+        repository=_HONCHO[0],
+        commit=_HONCHO[1],
+        source_path=f"{_HONCHO[2]}/locomo10_qa_honcho_base.json",
+        licence="CC BY-NC 4.0",
+    ),
     # the released name has a space ("locomo10_qa_stats honcho_base.json"): stored with `_`
-    Pin(relpath="peers/locomo10_qa_stats_honcho_base.json", sha256="ba9a632ad63771d1068250549a5ee7ab4e4d2a96201feec71a5c2556e44d99b3",
-        repository=_HONCHO[0], commit=_HONCHO[1], source_path=f"{_HONCHO[2]}/locomo10_qa_stats%20honcho_base.json",
-        licence="CC BY-NC 4.0"),
+    Pin(
+        relpath="peers/locomo10_qa_stats_honcho_base.json",
+        sha256="ba9a632ad63771d1068250549a5ee7ab4e4d2a96201feec71a5c2556e44d99b3",
+        repository=_HONCHO[0],
+        commit=_HONCHO[1],
+        source_path=f"{_HONCHO[2]}/locomo10_qa_stats%20honcho_base.json",
+        licence="CC BY-NC 4.0",
+    ),
 )
 
 _verified: set[Path] = set()
@@ -246,9 +343,7 @@ def pin_path(pin: Pin, configured: str | os.PathLike[str] | None = None) -> Path
         raise UserError(f"pinned file {path} is missing; run `memorybench fetch` (or set {PINS_ENV} to a folder that has it)")
     actual = sha256_bytes(path.read_bytes())
     if actual != pin.sha256:
-        raise UserError(
-            f"pinned file {path} has sha256 {actual}, expected {pin.sha256}; delete it and run `memorybench fetch`"
-        )
+        raise UserError(f"pinned file {path} has sha256 {actual}, expected {pin.sha256}; delete it and run `memorybench fetch`")
     _verified.add(path)
     return path
 
@@ -296,14 +391,25 @@ def _extract_literal(source: bytes, literal: str, url: str) -> bytes:
                     return str(content.value).encode("utf-8")
     else:
         for node in tree.body:
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                    and any(isinstance(t, ast.Name) and t.id == literal for t in node.targets)):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+                and any(isinstance(t, ast.Name) and t.id == literal for t in node.targets)
+            ):
                 return node.value.value.encode("utf-8")
     raise UserError(f"{url} has no {literal} string at the pinned commit; the pin is broken")
 
 
-def fetch_pins(configured: str | os.PathLike[str] | None = None, *, log=print, cache: Path | None = None,
-               peers: bool = False, extra: tuple[Pin, ...] = (), folders: tuple[Any, ...] = ()) -> Path:
+def fetch_pins(
+    configured: str | os.PathLike[str] | None = None,
+    *,
+    log=print,
+    cache: Path | None = None,
+    peers: bool = False,
+    extra: tuple[Pin, ...] = (),
+    folders: tuple[Any, ...] = (),
+) -> Path:
     """Download every pinned file that is missing, verify all of them, return the folder.
 
     With `cache` (the CLI passes `user_pins_dir()`) and a folder other than it, every verified

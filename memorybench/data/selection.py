@@ -101,11 +101,15 @@ def check_selection(cfg: Any) -> None:
     limit = _get(cfg, "max_questions")
     if ids is not None:
         if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
-            raise UserError(f"question_ids={ids!r} is not a list; write question_ids=[ID,ID,...] "
-                            "(the ids `memorybench plan --questions` lists)")
+            raise UserError(
+                f"question_ids={ids!r} is not a list; write question_ids=[ID,ID,...] "
+                "(the ids `memorybench plan --questions` lists)"
+            )
         listed = [str(i) for i in ids]
         if not listed:
-            raise UserError("question_ids=[] names no question; list at least one id, or leave question_ids out for every question")
+            raise UserError(
+                "question_ids=[] names no question; list at least one id, or leave question_ids out for every question"
+            )
         seen: set[str] = set()
         for qid in listed:
             if qid in seen:
@@ -114,14 +118,25 @@ def check_selection(cfg: Any) -> None:
     if per_kind is not None and int(per_kind) < 1:
         raise UserError(f"question_sample.per_kind={per_kind} must be at least 1 (or null for no sample)")
     if per_kind is None and seed not in (None, 0):
-        raise UserError(f"question_sample.seed={seed} draws nothing without question_sample.per_kind; "
-                        "add question_sample.per_kind=N (questions of each kind)")
-    chosen = [k for k, on in (("max_questions", limit is not None), ("question_ids", ids is not None),
-                              ("question_sample.per_kind", per_kind is not None)) if on]
+        raise UserError(
+            f"question_sample.seed={seed} draws nothing without question_sample.per_kind; "
+            "add question_sample.per_kind=N (questions of each kind)"
+        )
+    chosen = [
+        k
+        for k, on in (
+            ("max_questions", limit is not None),
+            ("question_ids", ids is not None),
+            ("question_sample.per_kind", per_kind is not None),
+        )
+        if on
+    ]
     if len(chosen) > 1:
         named = f"{', '.join(chosen[:-1])} and {chosen[-1]}"
-        raise UserError(f"{named} are set together, and each chooses the run's questions; keep one and set "
-                        f"{'the other' if len(chosen) == 2 else 'the others'} to null (e.g. {chosen[0]}=null)")
+        raise UserError(
+            f"{named} are set together, and each chooses the run's questions; keep one and set "
+            f"{'the other' if len(chosen) == 2 else 'the others'} to null (e.g. {chosen[0]}=null)"
+        )
 
 
 def sample_per_kind(questions: Sequence[Any], per_kind: int, seed: int) -> list[Any]:
@@ -166,9 +181,11 @@ def _unknown_id(qid: str, ids: list[str], cfg: Any) -> str:
     of = f"dataset {dataset}" if dataset else "the dataset"
     close = difflib.get_close_matches(qid, ids, n=1)
     hint = f"Did you mean {close[0]!r}? " if close else ""
-    return (f"question_ids: {qid!r} is not a question id of {of} ({len(ids)} questions, the first {ids[0]}). {hint}"
-            "Take the ids from `memorybench plan --questions` (quote an id that Hydra would read as a number: "
-            "question_ids='[\"1e5\"]')")
+    return (
+        f"question_ids: {qid!r} is not a question id of {of} ({len(ids)} questions, the first {ids[0]}). {hint}"
+        "Take the ids from `memorybench plan --questions` (quote an id that Hydra would read as a number: "
+        "question_ids='[\"1e5\"]')"
+    )
 
 
 def selection_record(cfg: Any, every: Sequence[Any], chosen: Sequence[Any]) -> dict[str, Any] | None:

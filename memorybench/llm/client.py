@@ -82,8 +82,12 @@ class ChatClient:
         register(self._secrets)  # whatever this process writes is scrubbed of them, replies included
         # The SDK insists on a key; local servers ignore it, so a placeholder is sent.
         self._client = openai.OpenAI(
-            base_url=endpoint.url, api_key=endpoint.api_key or api_key or "no-key", max_retries=0, timeout=timeout_s,
-            default_headers=endpoint.headers or None, default_query=endpoint.query or None,
+            base_url=endpoint.url,
+            api_key=endpoint.api_key or api_key or "no-key",
+            max_retries=0,
+            timeout=timeout_s,
+            default_headers=endpoint.headers or None,
+            default_query=endpoint.query or None,
         )
         self.max_retries = max_retries
         self.retry_max_wait_s = retry_max_wait_s
@@ -109,8 +113,9 @@ class ChatClient:
         result = self._call_with_retries(request, key, self._body(request, messages))
         record_spend(result.cost_usd)
         # the phase lines' prefill speed and restored prefills (memorybench.progress.CALLS)
-        record_call(result.model_answered or request.model, result.usage.prompt_tokens, result.usage.restored_tokens,
-                    result.latency_s)
+        record_call(
+            result.model_answered or request.model, result.usage.prompt_tokens, result.usage.restored_tokens, result.latency_s
+        )
         if self.cache is not None and result.problem is None:  # a reply without text is asked again next time
             self.cache.put(key, result)
         return result
@@ -138,16 +143,27 @@ class ChatClient:
                 # the typed params (a no-op for plain messages) and its own JSON encoding cost
                 # about 0.3 ms a call of an 80 kB prompt (bench/harness_overhead.py); the bytes
                 # sent are the canonical JSON of the params, the same request
-                raw = self._client.post("/chat/completions", cast_to=httpx2.Response, content=body,
-                                        options={"headers": {"Content-Type": "application/json"}})
+                raw = self._client.post(
+                    "/chat/completions",
+                    cast_to=httpx2.Response,
+                    content=body,
+                    options={"headers": {"Content-Type": "application/json"}},
+                )
                 status = raw.status_code
                 try:
                     reply, problem = parse_reply(raw.text), None
                 except EmptyReply as e:
                     empty += 1
                     if empty < EMPTY_REPLY_ATTEMPTS and n <= self.max_retries:
-                        attempts.append(Attempt(n=n, latency_s=round(time.perf_counter() - t0, 6), status=status,
-                                                error=f"empty reply: {e}", wait_s=0.0))
+                        attempts.append(
+                            Attempt(
+                                n=n,
+                                latency_s=round(time.perf_counter() - t0, 6),
+                                status=status,
+                                error=f"empty reply: {e}",
+                                wait_s=0.0,
+                            )
+                        )
                         continue
                     reply, problem = CompletionReply.model_validate_json(raw.text), f"empty reply: {e}"
                 latency = time.perf_counter() - t0
@@ -171,9 +187,10 @@ class ChatClient:
                 Attempt(n=n, latency_s=round(latency, 6), status=status, error=error, wait_s=wait, retry_after=asked is not None)
             )
             if last:
-                raise ModelCallError(attempts=attempts, message=
-                    f"model call to {self.base_url} (model {request.model}) failed after {n} attempt(s): {error}; "
-                    "check the endpoint, model and key, then rerun the same command to resume"
+                raise ModelCallError(
+                    attempts=attempts,
+                    message=f"model call to {self.base_url} (model {request.model}) failed after {n} attempt(s): {error}; "
+                    "check the endpoint, model and key, then rerun the same command to resume",
                 ) from None
             time.sleep(wait or 0.0)
         raise AssertionError("unreachable")
@@ -202,7 +219,12 @@ class ChatClient:
         return canonical_object({**encoded, "messages": messages_json}).encode("utf-8")
 
     def _result(
-        self, request: ChatRequest, key: str, reply: CompletionReply, attempts: list[Attempt], latency: float,
+        self,
+        request: ChatRequest,
+        key: str,
+        reply: CompletionReply,
+        attempts: list[Attempt],
+        latency: float,
         problem: str | None = None,
     ) -> ChatResult:
         choice = reply.choices[0]

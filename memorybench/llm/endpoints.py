@@ -68,7 +68,9 @@ def validate_endpoint(group: str, node: DictConfig) -> None:
     """Checks every chat endpoint (reader, writer, judge) passes before any model call."""
     provider = CHAT_PROVIDERS.get(str(node.provider)) if node.provider in CHAT_PROVIDERS else None
     if provider is None:
-        raise UserError(f"{group}.provider={node.provider!r} is unknown. {did_you_mean(str(node.provider), CHAT_PROVIDERS.names())}")
+        raise UserError(
+            f"{group}.provider={node.provider!r} is unknown. {did_you_mean(str(node.provider), CHAT_PROVIDERS.names())}"
+        )
     provider.check(group, node)
     if node.get("max_tokens") is not None and int(node.max_tokens) < 1:  # null: no limit sent (BEAM's judge)
         raise UserError(f"{group}.max_tokens={node.max_tokens} must be at least 1")
@@ -120,8 +122,9 @@ def open_endpoint(
         prices=prices,
     )
     provider = CHAT_PROVIDERS.get(str(node.provider))
-    with provider.open(node, role, settings, longest_prompt_tokens=longest_prompt_tokens, log_dir=log_dir,
-                       cache_dir=cache_dir) as endpoint:
+    with provider.open(
+        node, role, settings, longest_prompt_tokens=longest_prompt_tokens, log_dir=log_dir, cache_dir=cache_dir
+    ) as endpoint:
         yield endpoint
 
 
@@ -140,9 +143,14 @@ class ClientSettings:
         from memorybench.llm.client import ChatClient
 
         return ChatClient(
-            base_url=base_url, api_key=api_key, timeout_s=self.timeout_s, max_retries=self.max_retries,
-            retry_max_wait_s=self.retry_max_wait_s, min_request_interval_s=self.min_request_interval_s,
-            cache=self.cache, prices=self.prices,
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            retry_max_wait_s=self.retry_max_wait_s,
+            min_request_interval_s=self.min_request_interval_s,
+            cache=self.cache,
+            prices=self.prices,
         )
 
 
@@ -152,7 +160,9 @@ class RemoteProvider:
     @staticmethod
     def check(group: str, node: DictConfig) -> None:
         if not node.get("base_url"):
-            raise UserError(f"{group}.base_url is required for provider {node.provider}; add {group}.base_url=http://HOST:PORT/v1")
+            raise UserError(
+                f"{group}.base_url is required for provider {node.provider}; add {group}.base_url=http://HOST:PORT/v1"
+            )
         if not node.get("model"):
             raise UserError(f"{group}.model is required for provider {node.provider}; add {group}.model=MODEL_ID")
 
@@ -191,8 +201,12 @@ class LocalProvider:
         packages = [spec.package.replace("-", "_") for spec in specs if spec.gguf_path is None]
         server = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
         remote = "judge=mem0" if group == "judge" else f"{group}=openai"  # a judge option names its protocol: mem0's is on OpenAI
-        require_extra("local", f"{group}=local needs the embedded model", f"use {remote} or {group}=openai_compatible",
-                      modules=(*server, *packages))
+        require_extra(
+            "local",
+            f"{group}=local needs the embedded model",
+            f"use {remote} or {group}=openai_compatible",
+            modules=(*server, *packages),
+        )
 
     @staticmethod
     def resolved_model(node: Mapping[str, Any]) -> str | None:
@@ -206,7 +220,12 @@ class LocalProvider:
     @staticmethod
     @contextlib.contextmanager
     def open(
-        node: DictConfig, role: str, settings: ClientSettings, *, longest_prompt_tokens: int = 0, log_dir: Path | None = None,
+        node: DictConfig,
+        role: str,
+        settings: ClientSettings,
+        *,
+        longest_prompt_tokens: int = 0,
+        log_dir: Path | None = None,
         cache_dir: Path | None = None,
     ) -> Iterator[Endpoint]:
         LocalProvider.check_installed(role, node)  # one line naming the extra, not the server's traceback in its log

@@ -70,8 +70,9 @@ class RecordingProxy:
     def __enter__(self) -> RecordingProxy:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_class(self))
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                         name=THREAD_NAME + "-accept", daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=THREAD_NAME + "-accept", daemon=True
+        ).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

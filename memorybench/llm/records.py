@@ -34,13 +34,17 @@ class ChatRequest(Record):
         lists) around the messages encoded once (`messages_json`, reused for the wire body):
         a dump copies the whole prompt, and a second encoding of an 80 kB prompt costs about
         0.3 ms a call (tests/llm/test_client.py checks the bytes against the dump's)."""
-        return canonical_object({
-            "model": canonical_json(self.model),
-            "messages": self.messages_json() if messages_json is None else messages_json,
-            "temperature": canonical_json(self.temperature), "max_tokens": canonical_json(self.max_tokens),
-            "seed": canonical_json(self.seed), "response_format": canonical_json(self.response_format),
-            "stop": canonical_json(list(self.stop) if self.stop is not None else None),
-        })
+        return canonical_object(
+            {
+                "model": canonical_json(self.model),
+                "messages": self.messages_json() if messages_json is None else messages_json,
+                "temperature": canonical_json(self.temperature),
+                "max_tokens": canonical_json(self.max_tokens),
+                "seed": canonical_json(self.seed),
+                "response_format": canonical_json(self.response_format),
+                "stop": canonical_json(list(self.stop) if self.stop is not None else None),
+            }
+        )
 
     def sha256(self, messages_json: str | None = None) -> str:
         return sha256_text(self.canonical_json(messages_json))

@@ -52,8 +52,14 @@ def usage_summary(traces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _part(calls: int, prompt_tokens: int, completion_tokens: int, costs: Sequence[float | None], **extra: Any) -> dict[str, Any]:
     known = all(c is not None for c in costs)
     cost = round(sum(c for c in costs if c is not None), 10) if known else None
-    return {"calls": calls, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, **extra,
-            "cost_usd": cost, "cost_known": known}
+    return {
+        "calls": calls,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        **extra,
+        "cost_usd": cost,
+        "cost_known": known,
+    }
 
 
 def build_usage(build_costs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -84,8 +90,11 @@ def agent_usage(traces: Sequence[Mapping[str, Any]], prices: Mapping[str, Any]) 
         gateway = row.get("gateway") or None
         usage = (gateway or {}).get("usage") or row.get("usage") or {}
         calls += int(gateway["requests"]) if gateway else 1
-        used = Usage(prompt_tokens=int(usage.get("input_tokens", 0)), completion_tokens=int(usage.get("output_tokens", 0)),
-                     cached_tokens=int(usage.get("cached_input_tokens", 0)))
+        used = Usage(
+            prompt_tokens=int(usage.get("input_tokens", 0)),
+            completion_tokens=int(usage.get("output_tokens", 0)),
+            cached_tokens=int(usage.get("cached_input_tokens", 0)),
+        )
         prompt, completion, cached = prompt + used.prompt_tokens, completion + used.completion_tokens, cached + used.cached_tokens
         costs.append(call_cost(str(row.get("model") or ""), used, prices))
     return _part(calls, prompt, completion, costs, cached_tokens=cached)

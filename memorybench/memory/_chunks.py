@@ -52,9 +52,7 @@ def chunk_settings(cfg: DictConfig) -> tuple[int, int, int]:
 def turn_lines(conversation: Conversation) -> list[tuple[str, str]]:
     """(dia_id, full_context line) for every turn, in order."""
     return [
-        (turn.dia_id, f"{session.date_time} | {turn.render()}")
-        for session in conversation.sessions
-        for turn in session.turns
+        (turn.dia_id, f"{session.date_time} | {turn.render()}") for session in conversation.sessions for turn in session.turns
     ]
 
 

@@ -161,17 +161,33 @@ class ManagedMethod:
         if self.max_sessions is not None:
             built.metadata["prefix"] = prefix_record(self.max_sessions, conversation, whole)
         if built.text is None and self.max_memory_tokens is not None:
-            built.metadata["budget"] = {"max_memory_tokens": self.max_memory_tokens,
-                                        "applied": f"per question: memory/{self.name}/retrievals.jsonl"}
+            built.metadata["budget"] = {
+                "max_memory_tokens": self.max_memory_tokens,
+                "applied": f"per question: memory/{self.name}/retrievals.jsonl",
+            }
         ctx.pack.journal(layout.BUILD_COST).append(
-            BuildCost(sample_id=sid, method=self.name, latency_s=round(seconds, 6), writer=writer, embedder=embedder,
-                      cost_usd=cost, item_count=len(built.items), memory_tokens=memory_tokens)
+            BuildCost(
+                sample_id=sid,
+                method=self.name,
+                latency_s=round(seconds, 6),
+                writer=writer,
+                embedder=embedder,
+                cost_usd=cost,
+                item_count=len(built.items),
+                memory_tokens=memory_tokens,
+            )
         )
         if self.stores_build:
             ctx.pack.write_json(
                 self.store_path(sid),
-                StoredMemory(sample_id=sid, method=self.name, items=[_item_json(i) for i in built.items],
-                             text=built.text, metadata=built.metadata, state=built.state),
+                StoredMemory(
+                    sample_id=sid,
+                    method=self.name,
+                    items=[_item_json(i) for i in built.items],
+                    text=built.text,
+                    metadata=built.metadata,
+                    state=built.state,
+                ),
             )
         return built
 
@@ -181,8 +197,7 @@ class ManagedMethod:
         if not self.uses_writer or self.max_failed_share is None:
             return
         tally = writer_tally(pack.journal(layout.BUILD_COST).rows())
-        check_failed_share(tally, self.max_failed_share, method=self.name,
-                           failures_file=str(pack.root / layout.WRITER_FAILURES))
+        check_failed_share(tally, self.max_failed_share, method=self.name, failures_file=str(pack.root / layout.WRITER_FAILURES))
 
     def _labels(self, ctx: BuildContext) -> dict[str, Any]:
         labels: dict[str, Any] = {}
@@ -238,10 +253,18 @@ class ManagedMethod:
         seconds = time.perf_counter() - started
 
         ctx.pack.journal(f"memory/{self.name}/retrievals.jsonl").append(
-            RetrievalV2(question_id=asked.question_id, sample_id=asked.sample_id, method=self.name,
-                        hits=retrieved.hits[:keep], memory_tokens=count_tokens(text),
-                        dropped_by_budget=len(retrieved.texts) - keep, cut_by_budget=cut,
-                        query_embedding=query, extra=retrieved.extra, latency_s=round(seconds, 6))
+            RetrievalV2(
+                question_id=asked.question_id,
+                sample_id=asked.sample_id,
+                method=self.name,
+                hits=retrieved.hits[:keep],
+                memory_tokens=count_tokens(text),
+                dropped_by_budget=len(retrieved.texts) - keep,
+                cut_by_budget=cut,
+                query_embedding=query,
+                extra=retrieved.extra,
+                latency_s=round(seconds, 6),
+            )
         )
         return text
 

@@ -39,5 +39,7 @@ def memory_notes(cfg: DictConfig) -> list[str]:
             notes.append("embedder=hashing is a feature-hashing baseline, not a semantic embedder.")
     budget = cfg.get("budget")
     if budget is not None and budget.get("max_memory_tokens"):
-        notes.append(f"Memory handed to the reader is capped at {budget.max_memory_tokens} cl100k_base tokens (budget.max_memory_tokens).")
+        notes.append(
+            f"Memory handed to the reader is capped at {budget.max_memory_tokens} cl100k_base tokens (budget.max_memory_tokens)."
+        )
     return notes

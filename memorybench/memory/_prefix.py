@@ -65,5 +65,7 @@ def prefix_note(memory: Any) -> list[str]:
     n = max_sessions(memory)
     if n is None:
         return []
-    return [f"memory.max_sessions={n}: each memory was built from only the first {n} session(s) of its conversation "
-            "(a smoke test; questions about later sessions are asked over a memory that never saw them)"]
+    return [
+        f"memory.max_sessions={n}: each memory was built from only the first {n} session(s) of its conversation "
+        "(a smoke test; questions about later sessions are asked over a memory that never saw them)"
+    ]

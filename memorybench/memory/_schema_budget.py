@@ -147,12 +147,23 @@ class FittedBounds:
         return (self.max_items, self.max_chars) != (self.asked_items, self.asked_chars)
 
     def record(self) -> dict[str, Any]:
-        return {"max_items": self.max_items, "max_chars": self.max_chars,
-                "worst_case_tokens": self.worst_case_tokens, "tightened": self.tightened}
+        return {
+            "max_items": self.max_items,
+            "max_chars": self.max_chars,
+            "worst_case_tokens": self.worst_case_tokens,
+            "tightened": self.tightened,
+        }
 
 
-def fit_bounds(bound: Callable[[int, int], dict[str, Any]], *, max_items: int, max_chars: int, budget: int,
-               count: Count = len, what: str = "the reply") -> FittedBounds:
+def fit_bounds(
+    bound: Callable[[int, int], dict[str, Any]],
+    *,
+    max_items: int,
+    max_chars: int,
+    budget: int,
+    count: Count = len,
+    what: str = "the reply",
+) -> FittedBounds:
     """The largest bounds, starting from (`max_items`, `max_chars`), whose schema
     (`bound(items, chars)`) has a worst case within `budget` tokens: the string bound is
     lowered first (to `MIN_CHARS`), then the list bound (to 1), then the string bound

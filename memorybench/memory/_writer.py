@@ -42,8 +42,7 @@ from memorybench.templates import PromptTemplate
 CALLS = "memory/writer/calls.jsonl"
 FAILURES = "memory/writer/failures.jsonl"
 REPAIR = (
-    "That reply could not be used ({error}). Reply again with only one JSON object in the "
-    "format asked for, and nothing else."
+    "That reply could not be used ({error}). Reply again with only one JSON object in the format asked for, and nothing else."
 )
 
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
@@ -207,10 +206,14 @@ class Writer:
         for role, slots in templates.items():
             relpath = prompts.get(role)
             if not relpath:
-                raise UserError(f"memory.prompts.{role} is not set for memory={method}; add memory.prompts.{role}=writers/FILE.txt")
+                raise UserError(
+                    f"memory.prompts.{role} is not set for memory={method}; add memory.prompts.{role}=writers/FILE.txt"
+                )
             self.templates[role] = load_template(role, str(relpath), slots)
         if not node.get("prompt"):
-            raise UserError("writer.prompt (the writer's system message file) is not set; add writer.prompt=writers/system_v1.txt")
+            raise UserError(
+                "writer.prompt (the writer's system message file) is not set; add writer.prompt=writers/system_v1.txt"
+            )
         self.system = load_template("system", str(node.prompt), frozenset())
         for template in (self.system, *self.templates.values()):
             pack.write_text(f"prompts/{template.relpath}", template.text)
@@ -238,7 +241,9 @@ class Writer:
         usage.completion_tokens += result.usage.completion_tokens
         usage.cached_tokens += result.usage.cached_tokens
         usage.latency_s += result.latency_s
-        usage.cost_usd = None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
+        usage.cost_usd = (
+            None if usage.cost_usd is None or result.cost_usd is None else round(usage.cost_usd + result.cost_usd, 10)
+        )
 
     # -- identity ----------------------------------------------------------------------
     @property
@@ -297,8 +302,16 @@ class Writer:
             {"role": "system", "content": self.system.text.strip()},
             {"role": "user", "content": template.fill(values)},
         ]
-        common = dict(sample_id=sample_id, role=role, template=template, session=session, speaker=speaker,
-                      schema=schema, context=context, max_items=max_items)
+        common = dict(
+            sample_id=sample_id,
+            role=role,
+            template=template,
+            session=session,
+            speaker=speaker,
+            schema=schema,
+            context=context,
+            max_items=max_items,
+        )
         text, error = self._send(messages, attempt="first", **common)
         if error is None:
             return WriterReply(True, text, self._parsed(text, schema, context))
@@ -311,12 +324,29 @@ class Writer:
         self.usage.failures += 1
         return WriterReply(False, text, None, error)
 
-    def record_failure(self, reply: WriterReply, *, sample_id: str, role: str, action: str,
-                       session: int | None = None, speaker: str | None = None, sources: list[str] | None = None) -> None:
+    def record_failure(
+        self,
+        reply: WriterReply,
+        *,
+        sample_id: str,
+        role: str,
+        action: str,
+        session: int | None = None,
+        speaker: str | None = None,
+        sources: list[str] | None = None,
+    ) -> None:
         """Journal a task given up (and say it on stderr): the method skipped its input."""
         self.failures.append(
-            WriterFailure(sample_id=sample_id, method=self.method, role=role, session=session, speaker=speaker,
-                          sources=list(sources or []), error=reply.error or "unknown", action=action)
+            WriterFailure(
+                sample_id=sample_id,
+                method=self.method,
+                role=role,
+                session=session,
+                speaker=speaker,
+                sources=list(sources or []),
+                error=reply.error or "unknown",
+                action=action,
+            )
         )
         where = f"session {session}" if session is not None else "input"
         who = f" ({speaker})" if speaker else ""
@@ -341,8 +371,9 @@ class Writer:
     def _parsed(text: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None = None) -> Any:
         return validate_reply(text, schema, context) if schema is not None else None
 
-    def _fitted(self, role: str, schema: type[BaseModel], context: Mapping[str, Any] | None,
-                max_items: int | None) -> FittedBounds:
+    def _fitted(
+        self, role: str, schema: type[BaseModel], context: Mapping[str, Any] | None, max_items: int | None
+    ) -> FittedBounds:
         """The task's grammar schema with bounds whose worst case fits writer.max_tokens
         (`_schema_budget.fit_bounds`); the bounds used per task are kept for the build cost."""
         base = grammar_schema(schema, context)
@@ -352,13 +383,19 @@ class Writer:
         if fitted is None:
             fitted = self._fits[key] = fit_bounds(
                 lambda n, c: bounded_json_schema(base, max_items=n, max_chars=c),
-                max_items=items, max_chars=chars, budget=int(self.node.max_tokens), count=self._count(),
+                max_items=items,
+                max_chars=chars,
+                budget=int(self.node.max_tokens),
+                count=self._count(),
                 what=f"memory={self.method}, writer task {role!r} (writer.json_max_items={items}, writer.json_max_chars={chars})",
             )
             if fitted.tightened and role not in self.json_bounds:
-                print(f"memorybench: writer task {role}: lists of at most {fitted.max_items} items and strings of at most "
-                      f"{fitted.max_chars} characters (asked {items} and {chars}), so that the longest reply the grammar "
-                      f"allows ({fitted.worst_case_tokens} tokens) fits writer.max_tokens={self.node.max_tokens}", file=sys.stderr)
+                print(
+                    f"memorybench: writer task {role}: lists of at most {fitted.max_items} items and strings of at most "
+                    f"{fitted.max_chars} characters (asked {items} and {chars}), so that the longest reply the grammar "
+                    f"allows ({fitted.worst_case_tokens} tokens) fits writer.max_tokens={self.node.max_tokens}",
+                    file=sys.stderr,
+                )
         seen = self.json_bounds.get(role)
         if seen is None or fitted.worst_case_tokens > seen["worst_case_tokens"]:
             self.json_bounds[role] = fitted.record()  # the task's longest possible reply so far
@@ -377,8 +414,9 @@ class Writer:
             return lambda text: count_tokens(text, spec)
         return len
 
-    def _request_shape(self, role: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None,
-                       max_items: int | None) -> tuple[dict[str, Any] | None, int]:
+    def _request_shape(
+        self, role: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None, max_items: int | None
+    ) -> tuple[dict[str, Any] | None, int]:
         """(response_format, max_tokens) of a task: with writer.json_schema, the bounded
         schema and its worst case in tokens; else json_object (or none) and writer.max_tokens."""
         if schema is None:
@@ -388,9 +426,20 @@ class Writer:
         fitted = self._fitted(role, schema, context, max_items)
         return {"type": "json_object", "schema": fitted.schema}, fitted.worst_case_tokens
 
-    def _send(self, messages: list[dict[str, str]], *, attempt: str, sample_id: str, role: str, template: WriterTemplate,
-              session: int | None, speaker: str | None, schema: type[BaseModel] | None,
-              context: Mapping[str, Any] | None, max_items: int | None) -> tuple[str, str | None]:
+    def _send(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        attempt: str,
+        sample_id: str,
+        role: str,
+        template: WriterTemplate,
+        session: int | None,
+        speaker: str | None,
+        schema: type[BaseModel] | None,
+        context: Mapping[str, Any] | None,
+        max_items: int | None,
+    ) -> tuple[str, str | None]:
         """One call, journaled: (its text, why it cannot be used or None)."""
         endpoint = self.endpoint()
         json_mode = schema is not None
@@ -413,8 +462,7 @@ class Writer:
         if json_mode and result.finish_reason == "length":
             # a JSON reply cut at max_tokens is never used, even where what came back parses
             self.usage.cut_by_length += 1
-            error = (f"the reply was cut at max_tokens={max_tokens} (finish_reason length)"
-                     + (f"; {error}" if error else ""))
+            error = f"the reply was cut at max_tokens={max_tokens} (finish_reason length)" + (f"; {error}" if error else "")
         self.calls.append(
             WriterCall(
                 sample_id=sample_id,

@@ -82,16 +82,26 @@ class GraphReply(BaseModel):
         """The shape a grammar-constrained writer is held to: names and relations non-empty,
         an entity's type one of `ENTITY_TYPES` (not free text the model could fill with
         noise), `when` a string or null. Parsing stays as lenient as the model above."""
-        entity = {"type": "object", "properties": {"name": _text(), "type": {"enum": list(ENTITY_TYPES)}},
-                  "required": ["name", "type"]}
-        relation = {"type": "object",
-                    "properties": {"source": _text(), "relation": _text(), "target": _text(),
-                                   "when": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
-                    "required": ["source", "relation", "target", "when"]}
-        return {"type": "object",
-                "properties": {"entities": {"type": "array", "items": entity},
-                               "relations": {"type": "array", "items": relation}},
-                "required": ["entities", "relations"]}
+        entity = {
+            "type": "object",
+            "properties": {"name": _text(), "type": {"enum": list(ENTITY_TYPES)}},
+            "required": ["name", "type"],
+        }
+        relation = {
+            "type": "object",
+            "properties": {
+                "source": _text(),
+                "relation": _text(),
+                "target": _text(),
+                "when": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            },
+            "required": ["source", "relation", "target", "when"],
+        }
+        return {
+            "type": "object",
+            "properties": {"entities": {"type": "array", "items": entity}, "relations": {"type": "array", "items": relation}},
+            "required": ["entities", "relations"],
+        }
 
 
 class Graph:
@@ -105,7 +115,12 @@ class Graph:
         key = norm(name)
         node = self.nodes.get(key)
         if node is None:
-            node = self.nodes[key] = {"node_id": f"n{len(self.nodes) + 1}", "name": name, "type": type_ or "other", "sessions": []}
+            node = self.nodes[key] = {
+                "node_id": f"n{len(self.nodes) + 1}",
+                "name": name,
+                "type": type_ or "other",
+                "sessions": [],
+            }
         elif node["type"] == "other" and type_:
             node["type"] = type_
         if session not in node["sessions"]:
@@ -122,8 +137,13 @@ class Graph:
             edge = self.edges.get(key)
             if edge is None:
                 edge = self.edges[key] = {
-                    "edge_id": f"e{len(self.edges) + 1}", "source": source["name"], "relation": rel.relation,
-                    "target": target["name"], "sessions": [], "dates": [], "when": [],
+                    "edge_id": f"e{len(self.edges) + 1}",
+                    "source": source["name"],
+                    "relation": rel.relation,
+                    "target": target["name"],
+                    "sessions": [],
+                    "dates": [],
+                    "when": [],
                 }
             if session not in edge["sessions"]:
                 edge["sessions"].append(session)
@@ -169,13 +189,22 @@ class GraphMemory:
             if not session.turns:
                 continue
             reply = ctx.writer.call(
-                "extract", {"date": session.date_time, "session": session_text(session)},
-                sample_id=sid, schema=GraphReply, session=session.index,
+                "extract",
+                {"date": session.date_time, "session": session_text(session)},
+                sample_id=sid,
+                schema=GraphReply,
+                session=session.index,
             )
             if not reply.ok:
                 failed.append(session.index)
-                ctx.writer.record_failure(reply, sample_id=sid, role="extract", session=session.index,
-                                          sources=[t.dia_id for t in session.turns], action="the session is left out of the graph")
+                ctx.writer.record_failure(
+                    reply,
+                    sample_id=sid,
+                    role="extract",
+                    session=session.index,
+                    sources=[t.dia_id for t in session.turns],
+                    action="the session is left out of the graph",
+                )
                 continue
             graph.add(reply.data, session.index, session.date_time)
         nodes, edges = ctx.pack.journal("memory/graph/nodes.jsonl"), ctx.pack.journal("memory/graph/edges.jsonl")
@@ -187,7 +216,9 @@ class GraphMemory:
             MemoryItem(n["node_id"], f"{n['name']} ({n['type']})", tuple(f"session_{s}" for s in n["sessions"]))
             for n in graph.nodes.values()
         ] + [
-            MemoryItem(e["edge_id"], f"{e['source']} -- {e['relation']} --> {e['target']}", tuple(f"session_{s}" for s in e["sessions"]))
+            MemoryItem(
+                e["edge_id"], f"{e['source']} -- {e['relation']} --> {e['target']}", tuple(f"session_{s}" for s in e["sessions"])
+            )
             for e in graph.edges.values()
         ]
         metadata = {"nodes": len(graph.nodes), "edges": len(graph.edges), "failed_sessions": failed}

@@ -90,10 +90,18 @@ class LibraryEndpoint:
     failures (below it, down to WARNING, they are journaled remarks), and `prints` says that
     the library also reports failures by printing to stdout."""
 
-    def __init__(self, ctx: BuildContext, *, method: str, roles: Mapping[str, str] | None = None,
-                 reply_schemas: Mapping[str, Mapping[str, Any]] | None = None,
-                 max_items: int = 8, max_chars: int = 120, loggers: Mapping[str, int] | None = None,
-                 prints: bool = False) -> None:
+    def __init__(
+        self,
+        ctx: BuildContext,
+        *,
+        method: str,
+        roles: Mapping[str, str] | None = None,
+        reply_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+        max_items: int = 8,
+        max_chars: int = 120,
+        loggers: Mapping[str, int] | None = None,
+        prints: bool = False,
+    ) -> None:
         self.ctx = ctx
         self.method = method
         self.loggers, self.prints = dict(loggers or {}), prints
@@ -107,8 +115,9 @@ class LibraryEndpoint:
         self.reply_schemas = {k: dict(v) for k, v in (reply_schemas or {}).items()}
         self.max_items, self.max_chars = max_items, max_chars
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME)
-        self.proxy = RecordingProxy(chat=lambda body: self.in_worker(self._chat, body),
-                                    embed=lambda body: self.in_worker(self._embed, body))
+        self.proxy = RecordingProxy(
+            chat=lambda body: self.in_worker(self._chat, body), embed=lambda body: self.in_worker(self._embed, body)
+        )
         self.sample_id: str | None = None
         self.question_id: str | None = None
         self._calls: dict[str, int] = {}
@@ -180,21 +189,36 @@ class LibraryEndpoint:
                 said = f"the library reported: {message[:300]}"
                 self._held = held.model_copy(update={"ok": False, "error": f"{held.error}; {said}" if held.error else said})
                 self._held_failed = True
-            self.ctx.pack.journal(layout.library_reports(self.method)).append(LibraryReport(
-                sample_id=sid, method=self.method, question_id=self.question_id, call=call,
-                role=last.role if last is not None else None, source=source, message=message, failure=failure,
-                counted=counted,
-            ))
+            self.ctx.pack.journal(layout.library_reports(self.method)).append(
+                LibraryReport(
+                    sample_id=sid,
+                    method=self.method,
+                    question_id=self.question_id,
+                    call=call,
+                    role=last.role if last is not None else None,
+                    source=source,
+                    message=message,
+                    failure=failure,
+                    counted=counted,
+                )
+            )
             self.reports["journaled"] += 1
             if counted and held is not None:
                 self.reports["counted"] += 1
                 writer = self.ctx.writer
                 writer.usage.failures += 1
-                writer.failures.append(WriterFailure(
-                    sample_id=sid, method=self.method, role=held.role, error=message[:500],
-                    action=(f"reported by the library ({source}) after writer call {call} of {sid}; the library went on "
-                            f"without what that reply should have given it ({layout.library_reports(self.method)})"),
-                ))
+                writer.failures.append(
+                    WriterFailure(
+                        sample_id=sid,
+                        method=self.method,
+                        role=held.role,
+                        error=message[:500],
+                        action=(
+                            f"reported by the library ({source}) after writer call {call} of {sid}; the library went on "
+                            f"without what that reply should have given it ({layout.library_reports(self.method)})"
+                        ),
+                    )
+                )
 
     def _hold(self, row: WriterCall, failed: bool) -> None:
         """Keep a call's row until the next call or the scope's end: a report may still mark it."""
@@ -242,8 +266,15 @@ class LibraryEndpoint:
         if unsupported or problem:
             reason = problem or f"request fields not supported by the recording endpoint: {', '.join(unsupported)}"
             writer.usage.failures += 1
-            writer.failures.append(WriterFailure(sample_id=sample_id, method=self.method, role=f"{self.method}:refused",
-                                                 error=reason, action="refused; the library saw an HTTP 400"))
+            writer.failures.append(
+                WriterFailure(
+                    sample_id=sample_id,
+                    method=self.method,
+                    role=f"{self.method}:refused",
+                    error=reason,
+                    action="refused; the library saw an HTTP 400",
+                )
+            )
             return 400, error_body(reason, "unsupported")
         role = self.role_of(messages, body.get("response_format"))
         endpoint = writer.endpoint()
@@ -273,19 +304,40 @@ class LibraryEndpoint:
             error = "empty reply"
         self._calls[sample_id] = self._calls.get(sample_id, 0) + 1
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
-        self._hold(WriterCall(
-            sample_id=sample_id, method=self.method, role=f"{self.method}:{role}", call=self._calls[sample_id],
-            attempt="first", **self._template(role, system),
-            request=WriterRequest(model=request.model, messages=[dict(m) for m in request.messages],
-                                  temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
-                                  response_format=request.response_format),
-            response=result, ok=error is None, error=error,
-        ), failed=error is not None)
+        self._hold(
+            WriterCall(
+                sample_id=sample_id,
+                method=self.method,
+                role=f"{self.method}:{role}",
+                call=self._calls[sample_id],
+                attempt="first",
+                **self._template(role, system),
+                request=WriterRequest(
+                    model=request.model,
+                    messages=[dict(m) for m in request.messages],
+                    temperature=request.temperature,
+                    max_tokens=request.max_tokens,
+                    seed=request.seed,
+                    response_format=request.response_format,
+                ),
+                response=result,
+                ok=error is None,
+                error=error,
+            ),
+            failed=error is not None,
+        )
         self.rows["chat"] += 1
         if error is not None:
             writer.usage.failures += 1
-            writer.failures.append(WriterFailure(sample_id=sample_id, method=self.method, role=f"{self.method}:{role}",
-                                                 error=error, action="passed to the library as it came back"))
+            writer.failures.append(
+                WriterFailure(
+                    sample_id=sample_id,
+                    method=self.method,
+                    role=f"{self.method}:{role}",
+                    error=error,
+                    action="passed to the library as it came back",
+                )
+            )
         return 200, _completion(result, request.model)
 
     def _template(self, role: str, system: str) -> dict[str, str]:
@@ -312,9 +364,14 @@ class LibraryEndpoint:
             schema = (response_format.get("json_schema") or {}).get("schema")
         if schema is None:
             return response_format, max_tokens
-        fitted = fit_bounds(lambda n, c: bounded_json_schema(schema, max_items=n, max_chars=c),
-                            max_items=self.max_items, max_chars=self.max_chars, budget=budget, count=_counter(writer),
-                            what=f"memory={self.method}, library task {role!r}")
+        fitted = fit_bounds(
+            lambda n, c: bounded_json_schema(schema, max_items=n, max_chars=c),
+            max_items=self.max_items,
+            max_chars=self.max_chars,
+            budget=budget,
+            count=_counter(writer),
+            what=f"memory={self.method}, library task {role!r}",
+        )
         self.json_bounds[role] = fitted.record()
         return {"type": "json_object", "schema": fitted.schema}, fitted.worst_case_tokens
 
@@ -333,16 +390,30 @@ class LibraryEndpoint:
         spent = embedder.usage.since(before)
         sid = self.sample_id
         self._embeds[sid] = self._embeds.get(sid, 0) + 1
-        self.ctx.pack.journal(f"memory/{self.method}/embed_calls.jsonl").append(LibraryEmbedCall(
-            sample_id=sid, method=self.method, question_id=self.question_id, call=self._embeds[sid],
-            model_requested=body.get("model"), texts=texts, cache_hits=int(spent["cache_hits"]), tokens=int(spent["tokens"]),
-            cost_usd=spent["cost_usd"], latency_s=round(time.perf_counter() - started, 6), dimensions=int(vectors.shape[1]),
-        ))
+        self.ctx.pack.journal(f"memory/{self.method}/embed_calls.jsonl").append(
+            LibraryEmbedCall(
+                sample_id=sid,
+                method=self.method,
+                question_id=self.question_id,
+                call=self._embeds[sid],
+                model_requested=body.get("model"),
+                texts=texts,
+                cache_hits=int(spent["cache_hits"]),
+                tokens=int(spent["tokens"]),
+                cost_usd=spent["cost_usd"],
+                latency_s=round(time.perf_counter() - started, 6),
+                dimensions=int(vectors.shape[1]),
+            )
+        )
         self.rows["embed"] += 1
         data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in row]} for i, row in enumerate(vectors)]
         tokens = int(spent["tokens"])
-        return 200, {"object": "list", "data": data, "model": str(embedder.identity.get("model") or embedder.name),
-                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return 200, {
+            "object": "list",
+            "data": data,
+            "model": str(embedder.identity.get("model") or embedder.name),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
 
 
 def _plain_messages(raw: Any) -> tuple[list[dict[str, str]], str | None]:
@@ -371,11 +442,19 @@ def _completion(result: ChatResult, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": 0,
         "model": result.model_answered or model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": result.text},
-                     "finish_reason": result.finish_reason or "stop"}],
-        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                  "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                  "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}},
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": result.text},
+                "finish_reason": result.finish_reason or "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        },
     }
 
 
@@ -387,5 +466,3 @@ def _counter(writer: Any) -> Any:
         spec = LOCAL_MODELS.get(str(writer.node.model))
         return lambda text: count_tokens(text, spec)
     return len
-
-

@@ -90,8 +90,7 @@ class UpdateReply(BaseModel):
         shown = list((context or {}).get("shown") or [])
 
         def shape(event: str, **fields: dict[str, Any]) -> dict[str, Any]:
-            return {"type": "object", "properties": {"event": {"const": event}, **fields},
-                    "required": ["event", *fields]}
+            return {"type": "object", "properties": {"event": {"const": event}, **fields}, "required": ["event", *fields]}
 
         text, memory_id = {"type": "string", "minLength": 1}, {"enum": shown}
         shapes = [shape("ADD", text=text)]
@@ -108,7 +107,9 @@ class UpdateReply(BaseModel):
                 raise ValueError(f"{self.event} needs the id of a stored memory")
             shown = (info.context or {}).get("shown")
             if shown is not None and self.id not in shown:
-                raise ValueError(f"id {self.id!r} is not one of the stored memories shown ({', '.join(shown) or 'none were shown'})")
+                raise ValueError(
+                    f"id {self.id!r} is not one of the stored memories shown ({', '.join(shown) or 'none were shown'})"
+                )
         return self
 
 
@@ -156,7 +157,9 @@ class Mem0:
         self.top_k = int(node.get("top_k") or 0)
         self.similar_k = int(node.get("similar_k") or 0)
         if self.top_k < 1 or self.similar_k < 1:
-            raise UserError(f"memory={node.name} needs memory.top_k and memory.similar_k of at least 1 (got {node.get('top_k')}, {node.get('similar_k')})")
+            raise UserError(
+                f"memory={node.name} needs memory.top_k and memory.similar_k of at least 1 (got {node.get('top_k')}, {node.get('similar_k')})"
+            )
 
     #: a high estimate of one rendered memory line (time + fact), in tokens
     LINE_TOKENS: ClassVar[int] = 64
@@ -196,15 +199,36 @@ class Mem0:
         counts[row["event"]] = counts.get(row["event"], 0) + 1
         self._ops.append({"schema": "mem0_operation.v1", "sample_id": sample_id, **row})
 
-    def _add_pair(self, sid: str, session: Session, speaker: str, store: SpeakerStore, pair: tuple[Turn, ...],
-                  ctx: BuildContext, counts: dict[str, int]) -> None:
+    def _add_pair(
+        self,
+        sid: str,
+        session: Session,
+        speaker: str,
+        store: SpeakerStore,
+        pair: tuple[Turn, ...],
+        ctx: BuildContext,
+        counts: dict[str, int],
+    ) -> None:
         writer, sources = ctx.writer, [t.dia_id for t in pair]
         where = {"session": session.index, "speaker": speaker, "sources": sources}
-        reply = writer.call("extract", {"speaker": speaker, "date": session.date_time, "messages": render_messages(pair)},
-                            sample_id=sid, schema=FactsReply, session=session.index, speaker=speaker)
+        reply = writer.call(
+            "extract",
+            {"speaker": speaker, "date": session.date_time, "messages": render_messages(pair)},
+            sample_id=sid,
+            schema=FactsReply,
+            session=session.index,
+            speaker=speaker,
+        )
         if not reply.ok:
-            writer.record_failure(reply, sample_id=sid, role="extract", session=session.index, speaker=speaker,
-                                  sources=sources, action="no facts from these messages")
+            writer.record_failure(
+                reply,
+                sample_id=sid,
+                role="extract",
+                session=session.index,
+                speaker=speaker,
+                sources=sources,
+                action="no facts from these messages",
+            )
             self._log(sid, counts, event="FAILED", step="extract", error=reply.error, **where)
             return
         facts = reply.data.facts
@@ -216,19 +240,39 @@ class Mem0:
             similar = store.similar(vector, self.similar_k)
             shown = [m["id"] for m, _ in similar]
             listing = "\n".join(f"{m['id']}: {m['text']}" for m, _ in similar) or "(none)"
-            reply = writer.call("update", {"speaker": speaker, "fact": fact, "memories": listing}, sample_id=sid,
-                                schema=UpdateReply, context={"shown": shown}, session=session.index, speaker=speaker)
+            reply = writer.call(
+                "update",
+                {"speaker": speaker, "fact": fact, "memories": listing},
+                sample_id=sid,
+                schema=UpdateReply,
+                context={"shown": shown},
+                session=session.index,
+                speaker=speaker,
+            )
             similar_log = [{"id": m["id"], "score": round(s, 6)} for m, s in similar]
             if not reply.ok:
-                writer.record_failure(reply, sample_id=sid, role="update", session=session.index, speaker=speaker,
-                                      sources=sources, action="the fact is dropped")
+                writer.record_failure(
+                    reply,
+                    sample_id=sid,
+                    role="update",
+                    session=session.index,
+                    speaker=speaker,
+                    sources=sources,
+                    action="the fact is dropped",
+                )
                 self._log(sid, counts, event="FAILED", step="update", fact=fact, similar=similar_log, error=reply.error, **where)
                 continue
             op: UpdateReply = reply.data
             row: dict[str, Any] = {"event": op.event, "fact": fact, "similar": similar_log, **where}
             if op.event == "ADD":
-                memory = {"id": f"m{store.next_id}", "text": op.text, "created": session.date_time, "updated": None,
-                          "time": session.date_time, "sources": list(sources)}
+                memory = {
+                    "id": f"m{store.next_id}",
+                    "text": op.text,
+                    "created": session.date_time,
+                    "updated": None,
+                    "time": session.date_time,
+                    "sources": list(sources),
+                }
                 store.next_id += 1
                 store.memories.append(memory)
                 store.vectors.append(ctx.embedder.embed([op.text])[0])
@@ -237,8 +281,12 @@ class Mem0:
                 i = store.find(op.id)
                 memory = store.memories[i]
                 row.update(memory_id=op.id, before=memory["text"], after=op.text)
-                memory.update(text=op.text, updated=session.date_time, time=session.date_time,
-                              sources=list(dict.fromkeys([*memory["sources"], *sources])))
+                memory.update(
+                    text=op.text,
+                    updated=session.date_time,
+                    time=session.date_time,
+                    sources=list(dict.fromkeys([*memory["sources"], *sources])),
+                )
                 store.vectors[i] = ctx.embedder.embed([op.text])[0]
             elif op.event == "DELETE":
                 i = store.find(op.id)
@@ -266,8 +314,14 @@ class Mem0:
                 continue
             for i, score in rank(vectors[speaker], query, self.top_k):
                 m = memories[i]
-                hits.append({"item_id": f"{speaker}/{m['id']}", "score": round(score, 6), "speaker": speaker,
-                             "line": f"- {m['time']}: {m['text']}"})
+                hits.append(
+                    {
+                        "item_id": f"{speaker}/{m['id']}",
+                        "score": round(score, 6),
+                        "speaker": speaker,
+                        "line": f"- {m['time']}: {m['text']}",
+                    }
+                )
         return hits
 
     def retrieve(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> Retrieved:

@@ -41,6 +41,7 @@ from memorybench.registry import MEMORY
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
     from omegaconf import DictConfig
 
+
 @dataclass
 class Mem0gConfig(Mem0Config):
     #: graph relations added per question (around the entities the question names)
@@ -114,11 +115,22 @@ class Mem0G(Mem0):
         for pair in pairs(session.turns):
             sources = [t.dia_id for t in pair]
             where = {"session": session.index, "sources": sources}
-            reply = writer.call("graph", {"date": session.date_time, "messages": render_messages(pair)}, sample_id=sid,
-                                schema=GraphReply, session=session.index)
+            reply = writer.call(
+                "graph",
+                {"date": session.date_time, "messages": render_messages(pair)},
+                sample_id=sid,
+                schema=GraphReply,
+                session=session.index,
+            )
             if not reply.ok:
-                writer.record_failure(reply, sample_id=sid, role="graph", session=session.index, sources=sources,
-                                      action="no relations from these messages")
+                writer.record_failure(
+                    reply,
+                    sample_id=sid,
+                    role="graph",
+                    session=session.index,
+                    sources=sources,
+                    action="no relations from these messages",
+                )
                 self._log(sid, counts, event="FAILED", step="graph", error=reply.error, **where)
                 continue
             graph: GraphReply = reply.data
@@ -135,17 +147,31 @@ class Mem0G(Mem0):
                     same["sources"] = list(dict.fromkeys([*same["sources"], *sources]))
                     self._log(sid, counts, event="RELATION_SEEN", relation_id=same["id"], **where)
                     continue
-                new.append({"id": f"r{len(self._relations) + len(new) + 1}", "key": key, "source": rel.source,
-                            "relation": rel.relation, "target": rel.target, "when": rel.when, "created": session.date_time,
-                            "session": session.index, "sources": list(sources), "valid": True,
-                            "obsolete_since": None, "obsoleted_by": None})
+                new.append(
+                    {
+                        "id": f"r{len(self._relations) + len(new) + 1}",
+                        "key": key,
+                        "source": rel.source,
+                        "relation": rel.relation,
+                        "target": rel.target,
+                        "when": rel.when,
+                        "created": session.date_time,
+                        "session": session.index,
+                        "sources": list(sources),
+                        "valid": True,
+                        "obsolete_since": None,
+                        "obsoleted_by": None,
+                    }
+                )
             if new:
                 self._resolve_conflicts(sid, session, new, sources, ctx)
             for rel in new:
                 self._relations.append(rel)
                 self._log(sid, counts, event="RELATION_ADD", relation_id=rel["id"], relation=relation_text(rel), **where)
 
-    def _resolve_conflicts(self, sid: str, session: Session, new: list[dict[str, Any]], sources: list[str], ctx: BuildContext) -> None:
+    def _resolve_conflicts(
+        self, sid: str, session: Session, new: list[dict[str, Any]], sources: list[str], ctx: BuildContext
+    ) -> None:
         touched = {r["key"][0] for r in new}
         candidates = [r for r in self._relations if r["valid"] and (r["key"][0] in touched or r["key"][2] in touched)]
         candidates = candidates[-MAX_CONFLICT_CANDIDATES:]
@@ -156,20 +182,34 @@ class Mem0G(Mem0):
             "existing": "\n".join(f"{r['id']}: {relation_text(r)}" for r in candidates),
             "new": "\n".join(relation_text(r) for r in new),
         }
-        reply = ctx.writer.call("conflict", values, sample_id=sid, schema=ConflictReply, context={"shown": shown},
-                                session=session.index)
+        reply = ctx.writer.call(
+            "conflict", values, sample_id=sid, schema=ConflictReply, context={"shown": shown}, session=session.index
+        )
         where = {"session": session.index, "sources": sources}
         if not reply.ok:
-            ctx.writer.record_failure(reply, sample_id=sid, role="conflict", session=session.index, sources=sources,
-                                      action="no stored relation is marked obsolete for these messages")
+            ctx.writer.record_failure(
+                reply,
+                sample_id=sid,
+                role="conflict",
+                session=session.index,
+                sources=sources,
+                action="no stored relation is marked obsolete for these messages",
+            )
             self._log(sid, self._counts, event="FAILED", step="conflict", error=reply.error, **where)
             return
         by_id = {r["id"]: r for r in candidates}
         for rid in reply.data.obsolete:
             rel = by_id[rid]
             rel.update(valid=False, obsolete_since=session.date_time, obsoleted_by=[r["id"] for r in new])
-            self._log(sid, self._counts, event="RELATION_OBSOLETE", relation_id=rid, relation=relation_text(rel),
-                      replaced_by=[r["id"] for r in new], **where)
+            self._log(
+                sid,
+                self._counts,
+                event="RELATION_OBSOLETE",
+                relation_id=rid,
+                relation=relation_text(rel),
+                replaced_by=[r["id"] for r in new],
+                **where,
+            )
 
     def _finish(self, conversation: Conversation, built: BuiltMemory, ctx: BuildContext) -> None:
         sid = conversation.sample_id
@@ -177,12 +217,13 @@ class Mem0G(Mem0):
         relations = [{k: v for k, v in r.items() if k != "key"} for r in self._relations]
         for rel in relations:
             journal.append({"schema": "mem0g_relation.v1", "sample_id": sid, **rel})
-        built.items.extend(
-            MemoryItem(f"relation/{r['id']}", relation_text(r), tuple(r["sources"])) for r in relations
-        )
+        built.items.extend(MemoryItem(f"relation/{r['id']}", relation_text(r), tuple(r["sources"])) for r in relations)
         built.state["relations"] = relations
         built.state["entities"] = self._entities
-        built.metadata["relations"] = {"valid": sum(r["valid"] for r in relations), "obsolete": sum(not r["valid"] for r in relations)}
+        built.metadata["relations"] = {
+            "valid": sum(r["valid"] for r in relations),
+            "obsolete": sum(not r["valid"] for r in relations),
+        }
         built.runtime["relation_vectors"] = ctx.embedder.embed([relation_text(r) for r in relations]) if relations else None
 
     # -- questions -----------------------------------------------------------------------
@@ -208,8 +249,14 @@ class Mem0G(Mem0):
             for j, score in rank(vectors[around], query, self.relation_k):
                 rel = relations[around[j]]
                 status = "" if rel["valid"] else f"; obsolete since {rel['obsolete_since']}"
-                hits.append({"item_id": f"relation/{rel['id']}", "score": round(score, 6), "kind": "relation",
-                             "line": f"- {relation_text(rel)} ({rel['created']}{status})"})
+                hits.append(
+                    {
+                        "item_id": f"relation/{rel['id']}",
+                        "score": round(score, 6),
+                        "kind": "relation",
+                        "line": f"- {relation_text(rel)} ({rel['created']}{status})",
+                    }
+                )
         hits.sort(key=lambda h: -h["score"])  # stable: memories before relations on ties
         retrieved = self._retrieved(built, hits)
         retrieved.extra["entities"] = sorted(built.state["entities"][k]["name"] for k in named)

@@ -71,31 +71,55 @@ class OpenAIMemory:
             for speaker in speakers:
                 before = saved[speaker]
                 listing = "\n".join(f"- {f['text']}" for f in before) or "(none yet)"
-                values = {"speaker": speaker, "max_facts": str(self.max_facts), "facts": listing,
-                          "date": session.date_time, "session": session_text(session)}
-                reply = writer.call("update", values, sample_id=sid, schema=FactsReply, session=session.index, speaker=speaker,
-                                    max_items=self.max_facts)
+                values = {
+                    "speaker": speaker,
+                    "max_facts": str(self.max_facts),
+                    "facts": listing,
+                    "date": session.date_time,
+                    "session": session_text(session),
+                }
+                reply = writer.call(
+                    "update",
+                    values,
+                    sample_id=sid,
+                    schema=FactsReply,
+                    session=session.index,
+                    speaker=speaker,
+                    max_items=self.max_facts,
+                )
                 if not reply.ok:
                     failures += 1
-                    writer.record_failure(reply, sample_id=sid, role="update", session=session.index, speaker=speaker,
-                                          sources=[t.dia_id for t in session.turns], action="the saved facts stay as they were")
+                    writer.record_failure(
+                        reply,
+                        sample_id=sid,
+                        role="update",
+                        session=session.index,
+                        speaker=speaker,
+                        sources=[t.dia_id for t in session.turns],
+                        action="the saved facts stay as they were",
+                    )
                     continue
                 facts = reply.data.facts
                 dropped = max(0, len(facts) - self.max_facts)
                 old = {f["text"]: f for f in before}
                 after = [
-                    old.get(text) or {"text": text, "sources": [f"session_{session.index}"]}
-                    for text in facts[: self.max_facts]
+                    old.get(text) or {"text": text, "sources": [f"session_{session.index}"]} for text in facts[: self.max_facts]
                 ]
                 saved[speaker] = after
                 texts_before, texts_after = [f["text"] for f in before], [f["text"] for f in after]
-                journal.append({
-                    "schema": "openai_memory_update.v1", "sample_id": sid, "session": session.index, "speaker": speaker,
-                    "before": texts_before, "after": texts_after,
-                    "added": [t for t in texts_after if t not in old],
-                    "removed": [t for t in texts_before if t not in set(texts_after)],
-                    "dropped_over_max_facts": dropped,
-                })
+                journal.append(
+                    {
+                        "schema": "openai_memory_update.v1",
+                        "sample_id": sid,
+                        "session": session.index,
+                        "speaker": speaker,
+                        "before": texts_before,
+                        "after": texts_after,
+                        "added": [t for t in texts_after if t not in old],
+                        "removed": [t for t in texts_before if t not in set(texts_after)],
+                        "dropped_over_max_facts": dropped,
+                    }
+                )
         items = [
             MemoryItem(f"{speaker}/fact_{n + 1}", fact["text"], tuple(fact["sources"]))
             for speaker in speakers

@@ -121,8 +121,14 @@ class SessionSummaries:
             summary = " ".join(reply.text.split()) if reply.ok else FAILED
             if not reply.ok:
                 failed.append(session.index)
-                writer.record_failure(reply, sample_id=sid, role="summary", session=session.index,
-                                      sources=[t.dia_id for t in session.turns], action="the session has no summary")
+                writer.record_failure(
+                    reply,
+                    sample_id=sid,
+                    role="summary",
+                    session=session.index,
+                    sources=[t.dia_id for t in session.turns],
+                    action="the session has no summary",
+                )
             ctx.pack.write_text(f"memory/writer/sessions/{sid}/session_{session.index}.txt", summary + "\n")
             items.append(
                 MemoryItem(

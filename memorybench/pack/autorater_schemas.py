@@ -168,8 +168,9 @@ class JudgeIdentity(Record, schema="judge_identity.v1"):
         return path_component(f"{protocol}-{model}-{digest}", "judge id", "a judge protocol or model name with other characters")
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], *, prompt_sha256: str, response_format: Mapping[str, Any],
-                      model: str) -> JudgeIdentity:
+    def from_settings(
+        cls, settings: Mapping[str, Any], *, prompt_sha256: str, response_format: Mapping[str, Any], model: str
+    ) -> JudgeIdentity:
         """The identity of a legacy (`autorater_meta.v1`) judge, from the settings it recorded."""
         return cls(
             protocol=str(settings.get("protocol") or _DEFAULT_PROTOCOL),
@@ -242,12 +243,15 @@ class AutoraterMetaV1(Record, schema="autorater_meta.v1"):
     def upgrade(self) -> AutoraterMeta:
         """This meta as an `autorater_meta.v2` record (`legacy=True`): its identity from what it recorded."""
         identity = JudgeIdentity.from_settings(
-            self.judge_identity, prompt_sha256=str(self.prompt.get("sha256", "")), response_format=self.response_format,
+            self.judge_identity,
+            prompt_sha256=str(self.prompt.get("sha256", "")),
+            response_format=self.response_format,
             model=self.judge_model_sent,
         )
         fields = self.model_dump(exclude={"schema_", "judge_identity"})
-        return AutoraterMeta(**fields, judge_id=identity.judge_id, identity=identity, judge_settings=dict(self.judge_identity),
-                             legacy=True)
+        return AutoraterMeta(
+            **fields, judge_id=identity.judge_id, identity=identity, judge_settings=dict(self.judge_identity), legacy=True
+        )
 
 
 # -- autorater_metrics.json ------------------------------------------------------------------

@@ -83,6 +83,8 @@ def resolve_pack(path: str | os.PathLike[str], *, refuse_several: bool = True) -
         return packs[0]
     if len(packs) > 1 and refuse_several:
         names = ", ".join(p.name for p in packs[:5]) + (", ..." if len(packs) > 5 else "")
-        raise UserError(f"{given} holds {len(packs)} packs ({names}): pass one, or {given}/latest for the newest "
-                        f"(`memorybench ls {given}` lists them)")
+        raise UserError(
+            f"{given} holds {len(packs)} packs ({names}): pass one, or {given}/latest for the newest "
+            f"(`memorybench ls {given}` lists them)"
+        )
     return path

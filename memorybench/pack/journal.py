@@ -106,7 +106,11 @@ class Journal:
         return len(lines) - len(kept)
 
     def append(self, record: BaseModel | dict[str, Any]) -> None:
-        line = dump_line(record) if isinstance(record, BaseModel) else json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = (
+            dump_line(record)
+            if isinstance(record, BaseModel)
+            else json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        )
         # every journal row of every stage passes here: no known credential is written
         line = scrub(line)
         data = memoryview(line.encode("utf-8"))

@@ -102,6 +102,8 @@ def inconsistency(pack: PackReader) -> str | None:
     for row in pack.rows(layout.MEMORY_MANIFEST):
         got = lineage.get(row.get("sample_id"), 0)
         if row.get("item_count") != got:
-            return (f"{layout.MEMORY_MANIFEST} gives {row.get('sample_id')} {row.get('item_count')} items, "
-                    f"{layout.LINEAGE} has {got} rows for it")
+            return (
+                f"{layout.MEMORY_MANIFEST} gives {row.get('sample_id')} {row.get('item_count')} items, "
+                f"{layout.LINEAGE} has {got} rows for it"
+            )
     return None

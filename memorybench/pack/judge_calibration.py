@@ -137,8 +137,10 @@ class Calibration(Record, schema="judge_calibration.v1"):
             scope += f"; prefix of {self.max_questions:,}"
         if self.local_judge:
             scope += "; embedded local judge"
-        return (f"accepts {_pct(self.vague_wrong_accepted)} of vague wrong answers, {_pct(self.specific_wrong_accepted)} "
-                f"of specific ones, {_pct(self.gold_accepted)} of gold ({scope})")
+        return (
+            f"accepts {_pct(self.vague_wrong_accepted)} of vague wrong answers, {_pct(self.specific_wrong_accepted)} "
+            f"of specific ones, {_pct(self.gold_accepted)} of gold ({scope})"
+        )
 
 
 def _pct(value: float | None) -> str:
@@ -177,7 +179,8 @@ def calibration_folder(judge_id: str, max_questions: int | None, cache_dir: str 
 
 
 def stored_calibrations(
-    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str, cache_dir: str | os.PathLike[str] | None = None,
+    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> list[Calibration]:
     """Every calibration stored for this judge, widest first: all questions, then prefixes, longest first.
     With an identity, only calibrations of exactly that identity (its sha256) count."""
@@ -191,7 +194,9 @@ def stored_calibrations(
             calibration = Calibration.model_validate_json(path.read_bytes())
         except (OSError, ValueError) as e:
             reason = str(e).splitlines()[0]
-            raise UserError(f"{path} is not a judge calibration ({reason}); delete it and run `memorybench judge-check` again") from None
+            raise UserError(
+                f"{path} is not a judge calibration ({reason}); delete it and run `memorybench judge-check` again"
+            ) from None
         if calibration.judge_id != judge_id or (sha is not None and calibration.identity_sha256 != sha):
             continue
         found.append(calibration)
@@ -199,7 +204,8 @@ def stored_calibrations(
 
 
 def load_calibration(
-    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str, cache_dir: str | os.PathLike[str] | None = None,
+    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> Calibration | None:
     """The calibration of a judge (a `JudgeIdentity`, its fields as a mapping, or its judge id),
     from `cache_dir` (the config's `paths.cache`; default `outputs/cache`): the check over all
@@ -209,7 +215,8 @@ def load_calibration(
 
 
 def calibration_line(
-    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str, cache_dir: str | os.PathLike[str] | None = None,
+    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> str:
     """`load_calibration(...).summary()`, or "not calibrated" for a judge never checked."""
     calibration = load_calibration(identity_or_judge_id, cache_dir)
@@ -217,7 +224,8 @@ def calibration_line(
 
 
 def find_calibration(
-    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str | None, cache_dirs: Any = (),
+    identity_or_judge_id: JudgeIdentity | Mapping[str, Any] | str | None,
+    cache_dirs: Any = (),
 ) -> Calibration | None:
     """A judge's calibration from the first of `cache_dirs` (the runs' `paths.cache`) that holds
     one, else from the default cache (`outputs/cache`); None for no judge or one never checked."""

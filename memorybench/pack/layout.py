@@ -41,6 +41,7 @@ def library_reports(method: str) -> str:
     """Where a wrapped library's own failure reports of a run lie (`library_report.v1` rows)."""
     return f"memory/{method}/library_reports.jsonl"
 
+
 AGENT = "agent"
 AGENT_EVENTS = "agent/events.jsonl"
 AGENT_TRAJECTORY = "agent/trajectory.jsonl"

@@ -135,8 +135,11 @@ class WriterLock:
                     return False  # released and unlinked while we looked: try again
                 raise LockBusy(self.what, self.folder, holder or Holder()) from None
             if not waited:
-                print(f"waiting for {self.what} {self.folder}: {(holder or Holder()).describe()} is writing it",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"waiting for {self.what} {self.folder}: {(holder or Holder()).describe()} is writing it",
+                    file=sys.stderr,
+                    flush=True,
+                )
             fcntl.flock(fd, fcntl.LOCK_EX)
         return self._still_at_path(fd)
 

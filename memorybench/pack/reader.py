@@ -130,7 +130,9 @@ class PackReader:
                 f"elsewhere may point at a host file), so it is not read: remove the link, and {self._check_hint()}"
             ) from None
         except NotRegular:
-            raise PackError(f"{self.uri(relpath)} is not a regular file (a folder, a FIFO or a device); {self._check_hint()}") from None
+            raise PackError(
+                f"{self.uri(relpath)} is not a regular file (a folder, a FIFO or a device); {self._check_hint()}"
+            ) from None
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError, ValueError):
             raise missing from None
         except OSError as e:
@@ -156,7 +158,9 @@ class PackReader:
         """A JSON file that must hold an object (run_meta.json, metrics.json: every record file)."""
         data = self.json(relpath)
         if not isinstance(data, dict):
-            raise PackError(f"{self.uri(relpath)} holds a JSON {type(data).__name__}, not an object; run `memorybench verify` on the pack")
+            raise PackError(
+                f"{self.uri(relpath)} holds a JSON {type(data).__name__}, not an object; run `memorybench verify` on the pack"
+            )
         return data
 
     def rows(self, relpath: str, *, missing_ok: bool = True) -> Iterator[dict[str, Any]]:
@@ -167,7 +171,9 @@ class PackReader:
             try:
                 yield load_json(line)
             except ValueError:
-                raise PackError(f"{self.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack") from None
+                raise PackError(
+                    f"{self.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack"
+                ) from None
 
     # -- typed records -----------------------------------------------------------------
     def record(self, relpath: str, model: type[T]) -> T:

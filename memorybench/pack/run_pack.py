@@ -71,7 +71,9 @@ class RunPack:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise UserError(f"cannot create pack folder {self.root} ({e.strerror}); set paths.packs to a writable folder") from None
+            raise UserError(
+                f"cannot create pack folder {self.root} ({e.strerror}); set paths.packs to a writable folder"
+            ) from None
 
     def resume(self) -> tuple[set[str], set[str]]:
         """Make every journal consistent; return (answered question ids, built sample ids).
@@ -90,7 +92,9 @@ class RunPack:
         for row in self.predictions.rows():
             (duplicates if row["question_id"] in answered else answered).add(row["question_id"])
         if duplicates:
-            raise UserError(f"pack {self.root} has duplicated prediction rows ({sorted(duplicates)[:3]}); run `memorybench verify` on it")
+            raise UserError(
+                f"pack {self.root} has duplicated prediction rows ({sorted(duplicates)[:3]}); run `memorybench verify` on it"
+            )
         built = {row["sample_id"] for row in self.memory_manifest.rows()}
 
         def keep(row: dict[str, Any]) -> bool:
@@ -108,7 +112,9 @@ class RunPack:
         for relpath, fields in JOURNAL_KEYS.items():
             if (self.root / relpath).is_file():
                 for repeat in repeated_rows(enumerate(self.journal(relpath).rows(), start=1), fields):
-                    raise UserError(f"pack {self.root} is inconsistent: {relpath} {repeat.describe()}; run `memorybench verify` on it")
+                    raise UserError(
+                        f"pack {self.root} is inconsistent: {relpath} {repeat.describe()}; run `memorybench verify` on it"
+                    )
         return answered, built
 
     def close(self) -> None:

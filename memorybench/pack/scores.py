@@ -50,7 +50,9 @@ def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, An
     return rows, metrics
 
 
-def run_usage(pack: PackReader, traces: list[dict[str, Any]], builds: list[dict[str, Any]] | None, *, questions: int) -> dict[str, Any]:
+def run_usage(
+    pack: PackReader, traces: list[dict[str, Any]], builds: list[dict[str, Any]] | None, *, questions: int
+) -> dict[str, Any]:
     """metrics.json's `usage`: `reader` (as it always was), `agent`, `build` (the memory's
     writer and embedder), and `total` = build + answers, each present when its files are."""
     usage: dict[str, Any] = {}

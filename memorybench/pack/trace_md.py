@@ -79,12 +79,16 @@ def _memory(walk: Walk) -> list[str]:
         r = m.retrieval
         ids = ", ".join(f"`{h.get('item_id')}`" for h in r.hits)
         cut = f"; {r.dropped_by_budget} hit(s) left out by the memory budget" if r.dropped_by_budget else ""
-        lines.append(f"- Retrieved for this question: {r.where}: {len(r.hits)} item(s) ({ids}){cut}; "
-                     f"their text is the memory above (`{m.text_path}`).")
+        lines.append(
+            f"- Retrieved for this question: {r.where}: {len(r.hits)} item(s) ({ids}){cut}; "
+            f"their text is the memory above (`{m.text_path}`)."
+        )
     if m.writer_calls:
         models = sorted({c.model_requested for c in m.writer_calls if c.model_requested})
-        lines.append(f"- Written by a writer model ({', '.join(f'`{x}`' for x in models)}): `{layout.WRITER_CALLS}` "
-                     f"{_lines_span([c.where.line for c in m.writer_calls])} ({len(m.writer_calls)} call(s) for `{walk.sample_id}`).")
+        lines.append(
+            f"- Written by a writer model ({', '.join(f'`{x}`' for x in models)}): `{layout.WRITER_CALLS}` "
+            f"{_lines_span([c.where.line for c in m.writer_calls])} ({len(m.writer_calls)} call(s) for `{walk.sample_id}`)."
+        )
     if m.writer_failures:
         lines.append(f"- {len(m.writer_failures)} writer task(s) given up for this conversation: `{layout.WRITER_FAILURES}`.")
     return lines + [""]
@@ -119,8 +123,10 @@ def _process(process: AgentProcess) -> list[str]:
         f"usage {_usage(process.usage)}; wall {_num(process.wall_s)} s (an agent's calls carry no price per question).",
     ]
     if process.actions:
-        lines.append(f"- Trajectory: `{layout.AGENT_TRAJECTORY}` {_lines_span([a.where.line for a in process.actions])} "
-                     f"({len(process.actions)} step(s)); raw events from {process.events}.")
+        lines.append(
+            f"- Trajectory: `{layout.AGENT_TRAJECTORY}` {_lines_span([a.where.line for a in process.actions])} "
+            f"({len(process.actions)} step(s)); raw events from {process.events}."
+        )
         for a in process.actions:
             detail = f"`{a.command}`" if a.command else "(no command)"
             reads = f"; reads {', '.join(f'`{r}`' for r in a.reads)}" if a.reads else ""
@@ -131,8 +137,10 @@ def _process(process: AgentProcess) -> list[str]:
         lines.append("- Trajectory: no step (the agent answered without a tool call).")
     if process.notes:
         n = process.notes
-        lines.append(f"- Notes after this question: `{n.get('path')}` ({n.get('bytes')} bytes, "
-                     f"{'changed' if n.get('changed') else 'unchanged'}), {process.notes_where}.")
+        lines.append(
+            f"- Notes after this question: `{n.get('path')}` ({n.get('bytes')} bytes, "
+            f"{'changed' if n.get('changed') else 'unchanged'}), {process.notes_where}."
+        )
     if process.recall_where is not None:
         lines.append(f"- Which evidence turns the steps printed (computed after the run): {process.recall_where}.")
     if process.warnings:
@@ -171,14 +179,14 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
     path = data_path if data_path is not None else walk.source.data_path
     if bench.own_lexical_rules:
         source = [
-            f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == \"{sample_id}\"`, "
+            f'- File: `{path}` (sha256 `{walk.source.data_sha256}`), conversation `sample_id == "{sample_id}"`, '
             f"`qa[{walk.qa_index}]` (question id `{qid}` = `{{sample_id}}-q-{{qa_index}}`).",
             f"- Question: {quoted(walk.question)}; category {walk.category}.",
         ]
         scores = [
             f"- LoCoMo F1 {_num(walk.scores['locomo_f1'])} (category {walk.category} rule, worked out in section 6), "
             f"exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])} (ours).",
-            f"- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category[\"{walk.category}\"]`.",
+            f'- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category["{walk.category}"]`.',
         ]
     else:
         from memorybench.score.rows import diagnostic_name  # the scorers import nltk: only when a trace is written
@@ -194,7 +202,7 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
             f"{diagnostic_name('locomo_f1')} {_num(walk.scores['locomo_f1'])} (column `locomo_f1`; its rule is worked out "
             f"in section 6), exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])}.",
             f"- Aggregated into `{layout.METRICS}` as diagnostics: `locomo_f1.overall`,{task} "
-            f"`locomo_f1.by_category[\"{walk.category}\"]` (each labelled a lexical diagnostic there).",
+            f'`locomo_f1.by_category["{walk.category}"]` (each labelled a lexical diagnostic there).',
         ]
     lines = [
         f"# Trace of one answer: {qid}",
@@ -206,8 +214,13 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
         "- Gold and evidence stay in the source row; they reach no prompt (see `memorybench verify`).",
         "",
         *_memory(walk),
-        *(_agent(walk) if walk.agent or (walk.prompt is not None and walk.prompt.recorded_as != "reader_payload_sha256")
-          else _reader(walk) if walk.prompt is not None else _no_trace(walk)),
+        *(
+            _agent(walk)
+            if walk.agent or (walk.prompt is not None and walk.prompt.recorded_as != "reader_payload_sha256")
+            else _reader(walk)
+            if walk.prompt is not None
+            else _no_trace(walk)
+        ),
         "## 5. Scores",
         f"- `{walk.prediction_at.path}` line {walk.prediction_at.line}; `{walk.csv_at.path}` line {walk.csv_at.line}.",
         *scores,
@@ -221,8 +234,10 @@ def _kind(walk: Walk, bench: Benchmark) -> str:
     """`type 5 (temporal-reasoning), abstention: no ('_abs' not in its id)`: the question's kind
     and each subset of the benchmark (`Benchmark.id_marks`), as its own scorer names them."""
     held = bench.marks(walk.question_id)
-    marks = "".join(f", {name}: {'yes' if name in held else 'no'} ({mark!r} {'in' if name in held else 'not in'} its id)"
-                    for name, mark in bench.id_marks.items())
+    marks = "".join(
+        f", {name}: {'yes' if name in held else 'no'} ({mark!r} {'in' if name in held else 'not in'} its id)"
+        for name, mark in bench.id_marks.items()
+    )
     return f"{bench.kind_word} {walk.category} ({walk.source.category_name}){marks}"
 
 
@@ -243,7 +258,9 @@ def _f1_arithmetic(prediction: str, gold: str, indent: str = "") -> tuple[list[s
         f"{indent}- gold {quoted(gold)} -> normalised {quoted(normalize_answer(gold))} -> {_tokens(gold_tokens)}",
     ]
     if same == 0:
-        return lines + [f"{indent}- overlap: no shared token, so F1 = 0.0000 (LoCoMo's rule, also when both sides are empty)"], 0.0
+        return lines + [
+            f"{indent}- overlap: no shared token, so F1 = 0.0000 (LoCoMo's rule, also when both sides are empty)"
+        ], 0.0
     precision, recall = same / len(pred_tokens), same / len(gold_tokens)
     f1 = 2 * precision * recall / (precision + recall)
     shared = ", ".join(f"`{printable(t)}`" + (f" x{n}" if n > 1 else "") for t, n in common.items())
@@ -272,37 +289,47 @@ def _scorer_side(walk: Walk) -> list[str]:
         phrases = " or ".join(repr(p) for p in ABSTENTION_PHRASES)
         found = [p for p in ABSTENTION_PHRASES if p in (prediction or "").lower()]
         computed = 1.0 if found else 0.0
-        lines += [f"- Rule (LoCoMo, category 5, {name}): the gold is ignored; the score is 1 if the lowercased prediction "
-                  f"contains {phrases}, else 0.",
-                  f"- The prediction contains {', '.join(repr(p) for p in found) if found else 'neither phrase'}: "
-                  f"LoCoMo F1 = {computed:.4f}."]
+        lines += [
+            f"- Rule (LoCoMo, category 5, {name}): the gold is ignored; the score is 1 if the lowercased prediction "
+            f"contains {phrases}, else 0.",
+            f"- The prediction contains {', '.join(repr(p) for p in found) if found else 'neither phrase'}: "
+            f"LoCoMo F1 = {computed:.4f}.",
+        ]
     elif gold is None or prediction is None:
         return lines + ["- No gold or no prediction: LoCoMo's rule cannot be worked out here.", ""]
     elif category == 1:
         parts_p = [x.strip() for x in prediction.split(",")]
         parts_g = [x.strip() for x in str(gold).split(",")]
-        lines += [f"- Rule (LoCoMo, category 1, {name}): prediction and gold are split on `,`; each gold part takes its best "
-                  "F1 over the prediction parts; the score is the mean over the gold parts. Each F1 is LoCoMo's token F1: "
-                  "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
-                  "Porter-stem, count the shared tokens."]
+        lines += [
+            f"- Rule (LoCoMo, category 1, {name}): prediction and gold are split on `,`; each gold part takes its best "
+            "F1 over the prediction parts; the score is the mean over the gold parts. Each F1 is LoCoMo's token F1: "
+            "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
+            "Porter-stem, count the shared tokens."
+        ]
         best: list[float] = []
         for number, g in enumerate(parts_g, 1):
             scored = [_f1_arithmetic(p, g, "  ") for p in parts_p]
             at = max(range(len(scored)), key=lambda i: scored[i][1])
             best.append(scored[at][1])
-            lines += [f"- gold part {number} of {len(parts_g)}: best over {len(parts_p)} prediction part(s) is part {at + 1}, "
-                      f"F1 {scored[at][1]:.4f}", *scored[at][0]]
+            lines += [
+                f"- gold part {number} of {len(parts_g)}: best over {len(parts_p)} prediction part(s) is part {at + 1}, "
+                f"F1 {scored[at][1]:.4f}",
+                *scored[at][0],
+            ]
         import numpy as np  # LoCoMo's mean (pairwise summation), as score.locomo takes it
 
         computed = float(np.mean(best))
-        lines.append(f"- LoCoMo F1 = mean of {len(best)} part(s) ({' + '.join(f'{b:.4f}' for b in best)}) / {len(best)} "
-                     f"= {computed:.4f}.")
+        lines.append(
+            f"- LoCoMo F1 = mean of {len(best)} part(s) ({' + '.join(f'{b:.4f}' for b in best)}) / {len(best)} = {computed:.4f}."
+        )
     else:
         used = str(gold).split(";")[0].strip() if category == 3 else str(gold)
         cut = f" before its first `;` ({quoted(used)})" if category == 3 else ""
-        lines.append(f"- Rule (LoCoMo, category {category}, {name}): one token F1 of the whole prediction against the gold{cut}: "
-                     "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
-                     "Porter-stem, count the shared tokens.")
+        lines.append(
+            f"- Rule (LoCoMo, category {category}, {name}): one token F1 of the whole prediction against the gold{cut}: "
+            "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
+            "Porter-stem, count the shared tokens."
+        )
         arithmetic, computed = _f1_arithmetic(prediction, used)
         lines += arithmetic + [f"- LoCoMo F1 = {computed:.4f}."]
     return lines + [_against_stored(walk, computed), ""]
@@ -326,16 +353,23 @@ def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
 
     gold, prediction, name = walk.source.gold, walk.prediction, diagnostic_name("locomo_f1")
     rule = bench.lexical_rule(walk.category)
-    whose = (f"every {bench.name} question, whatever its {bench.kind_word}," if bench.lexical_rules is None
-             else f"a {bench.name} question of {bench.kind_word} {walk.category}")
+    whose = (
+        f"every {bench.name} question, whatever its {bench.kind_word},"
+        if bench.lexical_rules is None
+        else f"a {bench.name} question of {bench.kind_word} {walk.category}"
+    )
     if rule == PLAIN_RULE:
-        applied = (f"{whose} is scored by LoCoMo's single-hop rule (`memorybench.score.rows.PLAIN_RULE`, category "
-                   f"{PLAIN_RULE}; no LoCoMo category rule applies, its {bench.kind_word} numbers are not LoCoMo's "
-                   "categories): one token F1 of the whole prediction against the whole gold: normalise (commas and ASCII "
-                   "punctuation dropped, lowercase, a/an/the/and removed), split on spaces, Porter-stem, count the shared tokens.")
+        applied = (
+            f"{whose} is scored by LoCoMo's single-hop rule (`memorybench.score.rows.PLAIN_RULE`, category "
+            f"{PLAIN_RULE}; no LoCoMo category rule applies, its {bench.kind_word} numbers are not LoCoMo's "
+            "categories): one token F1 of the whole prediction against the whole gold: normalise (commas and ASCII "
+            "punctuation dropped, lowercase, a/an/the/and removed), split on spaces, Porter-stem, count the shared tokens."
+        )
     else:
-        applied = (f"a {bench.name} question of {bench.kind_word} {walk.category} is scored by LoCoMo's category {rule} "
-                   f"rule (`Benchmark.lexical_rules`), as LoCoMo's own question is.")
+        applied = (
+            f"a {bench.name} question of {bench.kind_word} {walk.category} is scored by LoCoMo's category {rule} "
+            f"rule (`Benchmark.lexical_rules`), as LoCoMo's own question is."
+        )
     lines = [
         "## 6. Scorer side (after the answer, never seen by a model)",
         "- Everything in this section was joined after the answer was stored; no prompt held it.",
@@ -362,8 +396,14 @@ def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
 
 def _no_trace(walk: Walk) -> list[str]:
     """An answerer that keeps no trace (an imported pack): only its stored answer."""
-    return ["## 3. Prompt", f"- No trace of a prompt for this question (answerer `{walk.answerer}`).", "",
-            "## 4. Model call", f"- Stored prediction {quoted(walk.prediction)}.", ""]
+    return [
+        "## 3. Prompt",
+        f"- No trace of a prompt for this question (answerer `{walk.answerer}`).",
+        "",
+        "## 4. Model call",
+        f"- Stored prediction {quoted(walk.prediction)}.",
+        "",
+    ]
 
 
 def write_trace_md(pack: RunPack, data_path: Path) -> None:

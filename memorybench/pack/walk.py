@@ -139,8 +139,15 @@ def _evidence_turns(conversation: Any, evidence: Iterable[str]) -> tuple[Evidenc
     for raw in evidence:
         for dia_id in dict.fromkeys(DIA_ID.findall(str(raw)) or ([str(raw)] if TURN_ID.match(str(raw)) else [])):
             session, turn = turns.get(dia_id, (None, None))
-            out.append(EvidenceTurn(dia_id, session.index if session else None, session.date_time if session else None,
-                                    turn.speaker if turn else None, turn.render() if turn else None))
+            out.append(
+                EvidenceTurn(
+                    dia_id,
+                    session.index if session else None,
+                    session.date_time if session else None,
+                    turn.speaker if turn else None,
+                    turn.render() if turn else None,
+                )
+            )
     return tuple(out)
 
 
@@ -149,18 +156,42 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _call(role: str, purpose: str, where: Located, response: dict[str, Any] | None, *, requested: str | None = None,
-          error: str | None = None, attempts: list[dict[str, Any]] | None = None) -> ModelCall:
+def _call(
+    role: str,
+    purpose: str,
+    where: Located,
+    response: dict[str, Any] | None,
+    *,
+    requested: str | None = None,
+    error: str | None = None,
+    attempts: list[dict[str, Any]] | None = None,
+) -> ModelCall:
     """A ModelCall from a ChatResult row (`response`), or from a failed call's error and attempts."""
     response = response or {}
     tries = response.get("attempts") or attempts or []
     return ModelCall(
-        role=role, purpose=purpose, where=where,
-        model_requested=response.get("model_requested", requested), model_answered=response.get("model_answered"),
-        attempts=tuple(Attempt(a.get("n", i + 1), a.get("status"), a.get("latency_s"), a.get("error"), a.get("wait_s"),
-                               bool(a.get("retry_after"))) for i, a in enumerate(tries)),
-        usage=dict(response.get("usage") or {}), latency_s=response.get("latency_s"), cost_usd=response.get("cost_usd"),
-        cache_hit=response.get("cache_hit") if response else None, reply=response.get("text"), error=error,
+        role=role,
+        purpose=purpose,
+        where=where,
+        model_requested=response.get("model_requested", requested),
+        model_answered=response.get("model_answered"),
+        attempts=tuple(
+            Attempt(
+                a.get("n", i + 1),
+                a.get("status"),
+                a.get("latency_s"),
+                a.get("error"),
+                a.get("wait_s"),
+                bool(a.get("retry_after")),
+            )
+            for i, a in enumerate(tries)
+        ),
+        usage=dict(response.get("usage") or {}),
+        latency_s=response.get("latency_s"),
+        cost_usd=response.get("cost_usd"),
+        cache_hit=response.get("cache_hit") if response else None,
+        reply=response.get("text"),
+        error=error,
     )
 
 
@@ -172,7 +203,9 @@ def _check_row(where: str, number: int, row: Any) -> None:
     """A row the walk scores by must match its schema (a category "2" is a one-line error,
     not a silent coercion); a row of a schema this code does not know is shown as it is."""
     if not isinstance(row, dict):
-        raise PackError(f"{where} line {number} is a JSON {type(row).__name__}, not a record; run `memorybench verify` on the pack")
+        raise PackError(
+            f"{where} line {number} is a JSON {type(row).__name__}, not a record; run `memorybench verify` on the pack"
+        )
     try:
         record_type(str(row.get("schema")))
     except SchemaError:
@@ -247,7 +280,9 @@ class PackWalker:
             try:
                 row = load_json(line)
             except ValueError:
-                raise PackError(f"{self.pack.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack") from None
+                raise PackError(
+                    f"{self.pack.uri(relpath)} line {number} is not valid JSON; run `memorybench verify` on the pack"
+                ) from None
             if relpath in SCORED or relpath.endswith(layout.JUDGE_VERDICTS):
                 _check_row(self.pack.uri(relpath), number, row)
             out.append((number, row))
@@ -316,8 +351,13 @@ class PackWalker:
                 meta_path = self.pack.judge_path(judge_id, layout.JUDGE_META)
                 meta = self.pack.json(meta_path) if self.pack.exists(meta_path) else {}
                 model = meta.get("judge_model_sent") or (meta.get("identity") or {}).get("model")
-                self._judges[judge_id] = {"model": model, "verdicts": verdicts, "verdicts_path": vpath,
-                                          "traces": traces, "traces_path": tpath}
+                self._judges[judge_id] = {
+                    "model": model,
+                    "verdicts": verdicts,
+                    "verdicts_path": vpath,
+                    "traces": traces,
+                    "traces_path": tpath,
+                }
         return self._judges
 
     # -- one question --------------------------------------------------------------------
@@ -325,8 +365,13 @@ class PackWalker:
         if question_id not in self.predictions:
             known = list(self.predictions)
             close = difflib.get_close_matches(question_id, known, n=3)
-            hint = (f"did you mean {', '.join(repr(c) for c in close)}?" if close
-                    else f"its questions run from {known[0]!r} to {known[-1]!r}" if known else "it has no answered question")
+            hint = (
+                f"did you mean {', '.join(repr(c) for c in close)}?"
+                if close
+                else f"its questions run from {known[0]!r} to {known[-1]!r}"
+                if known
+                else "it has no answered question"
+            )
             raise UserError(f"question {question_id!r} is not answered in {self.pack.uri()} ({len(known)} answered); {hint}")
         line, pred = self.predictions[question_id]
         sample_id = pred["sample_id"]
@@ -335,7 +380,9 @@ class PackWalker:
         agent = self._agent(question_id)
         if trace is not None:
             prompt: PromptStep | None = self._reader_prompt(trace_line, trace)
-            calls: tuple[ModelCall, ...] = (_call("reader", "answer", Located(layout.READER_TRACES, trace_line), trace["response"]),)
+            calls: tuple[ModelCall, ...] = (
+                _call("reader", "answer", Located(layout.READER_TRACES, trace_line), trace["response"]),
+            )
             reply = trace["response"].get("text")
         else:
             prompt = self._agent_prompt(question_id, pred)
@@ -346,11 +393,25 @@ class PackWalker:
         )
 
         return Walk(
-            pack=self.pack.uri(), run_id=self.meta.get("run_id", ""), config_sha256=self.meta.get("config_sha256", ""),
-            choices=dict(self.meta.get("choices") or {}), answerer=pred.get("answerer", ""), question_id=question_id,
-            sample_id=sample_id, qa_index=qa_index, index=pred["index"], category=pred["category"], question=pred["question"],
-            source=self._source(pred, qa_index), memory=self._memory(question_id, pred), prompt=prompt, calls=calls,
-            agent=agent, reply=reply, prediction=pred["prediction"], prediction_at=Located(layout.PREDICTIONS, line),
+            pack=self.pack.uri(),
+            run_id=self.meta.get("run_id", ""),
+            config_sha256=self.meta.get("config_sha256", ""),
+            choices=dict(self.meta.get("choices") or {}),
+            answerer=pred.get("answerer", ""),
+            question_id=question_id,
+            sample_id=sample_id,
+            qa_index=qa_index,
+            index=pred["index"],
+            category=pred["category"],
+            question=pred["question"],
+            source=self._source(pred, qa_index),
+            memory=self._memory(question_id, pred),
+            prompt=prompt,
+            calls=calls,
+            agent=agent,
+            reply=reply,
+            prediction=pred["prediction"],
+            prediction_at=Located(layout.PREDICTIONS, line),
             csv_at=Located(layout.PREDICTIONS_CSV, self.csv_lines.get(question_id)),
             scores=score_row(pred, benchmark_of_meta(self.meta.get("data"))),
             judges=self._judge_steps(question_id),
@@ -368,14 +429,23 @@ class PackWalker:
         evidence = tuple(question.evidence) if question is not None else None
         gold_error, gold_error_note = self._gold_error(pred["question_id"]) if question is not None else (None, None)
         return SourceRow(
-            data_path=str(self.data_path if self.data_path is not None else data.get("path")), data_sha256=data.get("sha256"),
-            sample_id=pred["sample_id"], qa_index=qa_index, question=pred["question"], category=pred["category"],
+            data_path=str(self.data_path if self.data_path is not None else data.get("path")),
+            data_sha256=data.get("sha256"),
+            sample_id=pred["sample_id"],
+            qa_index=qa_index,
+            question=pred["question"],
+            category=pred["category"],
             category_name=benchmark_of_meta(data).category_names.get(pred["category"], str(pred["category"])),
             gold=pred.get("gold"),
-            adversarial_answer=pred.get("adversarial_answer"), evidence=evidence,
-            evidence_turns=_evidence_turns(conversation, evidence) if conversation is not None and evidence else (), note=note,
-            gold_error=gold_error, gold_error_note=gold_error_note,
-            corrected_evidence_turns=_evidence_turns(conversation, gold_error.corrected_evidence) if gold_error is not None else (),
+            adversarial_answer=pred.get("adversarial_answer"),
+            evidence=evidence,
+            evidence_turns=_evidence_turns(conversation, evidence) if conversation is not None and evidence else (),
+            note=note,
+            gold_error=gold_error,
+            gold_error_note=gold_error_note,
+            corrected_evidence_turns=_evidence_turns(conversation, gold_error.corrected_evidence)
+            if gold_error is not None
+            else (),
         )
 
     def _gold_error(self, question_id: str) -> tuple[Any, str | None]:
@@ -401,21 +471,33 @@ class PackWalker:
         retrieval = None
         if question_id in self.retrievals:
             relpath, number, row = self.retrievals[question_id]
-            retrieval = RetrievalStep(Located(relpath, number), tuple(row.get("hits") or ()), row.get("memory_tokens"),
-                                      int(row.get("dropped_by_budget") or 0), bool(row.get("cut_by_budget")))
+            retrieval = RetrievalStep(
+                Located(relpath, number),
+                tuple(row.get("hits") or ()),
+                row.get("memory_tokens"),
+                int(row.get("dropped_by_budget") or 0),
+                bool(row.get("cut_by_budget")),
+            )
         writer_calls = []
         for number, row in self.writer_calls.get(sample_id, []):
             purpose = f"{row.get('role')}" + (f" session {row['session']}" if row.get("session") is not None else "")
             purpose += f" ({row['attempt']})" if row.get("attempt") == "repair" else ""
-            writer_calls.append(_call("writer", purpose, Located(layout.WRITER_CALLS, number), row.get("response"),
-                                      error=row.get("error")))
+            writer_calls.append(
+                _call("writer", purpose, Located(layout.WRITER_CALLS, number), row.get("response"), error=row.get("error"))
+            )
         return MemoryStep(
-            method=manifest.get("method"), question_dependent=manifest.get("question_dependent"),
+            method=manifest.get("method"),
+            question_dependent=manifest.get("question_dependent"),
             manifest=Located(layout.MEMORY_MANIFEST, manifest_line) if manifest_line else None,
-            memory_path=manifest.get("memory_path"), memory_sha256=pred["memory_sha256"],
-            text_path=self.ref_path(pred["memory_sha256"]), item_count=manifest.get("item_count"),
-            metadata=dict(manifest.get("metadata") or {}), lineage=tuple(self.lineage.get(sample_id, ())), retrieval=retrieval,
-            writer_calls=tuple(writer_calls), writer_failures=tuple(self.writer_failures.get(sample_id, ())),
+            memory_path=manifest.get("memory_path"),
+            memory_sha256=pred["memory_sha256"],
+            text_path=self.ref_path(pred["memory_sha256"]),
+            item_count=manifest.get("item_count"),
+            metadata=dict(manifest.get("metadata") or {}),
+            lineage=tuple(self.lineage.get(sample_id, ())),
+            retrieval=retrieval,
+            writer_calls=tuple(writer_calls),
+            writer_failures=tuple(self.writer_failures.get(sample_id, ())),
         )
 
     def _slots(self, slots: dict[str, Any]) -> tuple[dict[str, dict[str, str | None]], dict[str, str | None]]:
@@ -447,9 +529,15 @@ class PackWalker:
         elif template is not None and values.get("memory") is not None and values.get("question") is not None:
             message = _fill(template, values["memory"] or "", values["question"] or "")
         return PromptStep(
-            where=Located(layout.READER_TRACES, line), template=request.get("template"), template_sha256=request.get("template_sha256"),
-            slots=described, system=request.get("system"), footer=None, message=message,
-            sha256=_sha(message) if message is not None else None, recorded_sha256=trace.get("reader_payload_sha256"),
+            where=Located(layout.READER_TRACES, line),
+            template=request.get("template"),
+            template_sha256=request.get("template_sha256"),
+            slots=described,
+            system=request.get("system"),
+            footer=None,
+            message=message,
+            sha256=_sha(message) if message is not None else None,
+            recorded_sha256=trace.get("reader_payload_sha256"),
             recorded_as="reader_payload_sha256",
         )
 
@@ -471,18 +559,33 @@ class PackWalker:
                 footer = self.text(f"{layout.PROMPTS}/{task['footer']}")
                 message = message + footer if footer is not None else None
         return PromptStep(
-            where=Located(layout.AGENT_TRACES, number), template=task.get("template"), template_sha256=task.get("template_sha256"),
-            slots=described, system=None, footer=task.get("footer"), message=message,
-            sha256=_sha(message) if message is not None else None, recorded_sha256=row.get("agent_task_sha256"),
+            where=Located(layout.AGENT_TRACES, number),
+            template=task.get("template"),
+            template_sha256=task.get("template_sha256"),
+            slots=described,
+            system=None,
+            footer=task.get("footer"),
+            message=message,
+            sha256=_sha(message) if message is not None else None,
+            recorded_sha256=row.get("agent_task_sha256"),
             recorded_as="agent_task_sha256",
         )
 
     def _agent_call(self, question_id: str, number: int, row: dict[str, Any]) -> ModelCall:
         usage = dict(row.get("usage") or {})
         return ModelCall(
-            role="agent", purpose=f"codex exec ({row.get('phase', 'answer')})", where=Located(layout.AGENT_TRACES, number),
-            model_requested=row.get("model"), model_answered=None, attempts=(), usage=usage, latency_s=row.get("wall_s"),
-            cost_usd=None, cache_hit=None, reply=row.get("answer"), error=row.get("error"),
+            role="agent",
+            purpose=f"codex exec ({row.get('phase', 'answer')})",
+            where=Located(layout.AGENT_TRACES, number),
+            model_requested=row.get("model"),
+            model_answered=None,
+            attempts=(),
+            usage=usage,
+            latency_s=row.get("wall_s"),
+            cost_usd=None,
+            cache_hit=None,
+            reply=row.get("answer"),
+            error=row.get("error"),
         )
 
     def _agent(self, question_id: str) -> tuple[AgentProcess, ...]:
@@ -491,42 +594,81 @@ class PackWalker:
         events = self.events.get(question_id, [])
         for _, event in events:
             item = (event.get("event") or {}).get("item") or {}
-            if (event.get("event") or {}).get("type") == "item.completed" and item.get("id") and item.get("aggregated_output") is not None:
+            if (
+                (event.get("event") or {}).get("type") == "item.completed"
+                and item.get("id")
+                and item.get("aggregated_output") is not None
+            ):
                 outputs[item["id"]] = item["aggregated_output"]
         events_at = Located(layout.AGENT_EVENTS, events[0][0]) if events else None
         notes_line, notes = self.notes.get(question_id, (None, None))
         recall_line, recall = self.recall.get(question_id, (None, None))
         actions = tuple(
-            AgentAction(step=row.get("step", 0), kind=row.get("kind", ""), status=row.get("status"), command=row.get("command"),
-                        exit_code=row.get("exit_code"), reads=tuple(row.get("reads") or ()), writes=tuple(row.get("writes") or ()),
-                        dia_ids=tuple(row.get("dia_ids") or ()), where=Located(layout.AGENT_TRAJECTORY, number),
-                        output=outputs.get(row.get("item_id") or ""))
+            AgentAction(
+                step=row.get("step", 0),
+                kind=row.get("kind", ""),
+                status=row.get("status"),
+                command=row.get("command"),
+                exit_code=row.get("exit_code"),
+                reads=tuple(row.get("reads") or ()),
+                writes=tuple(row.get("writes") or ()),
+                dia_ids=tuple(row.get("dia_ids") or ()),
+                where=Located(layout.AGENT_TRAJECTORY, number),
+                output=outputs.get(row.get("item_id") or ""),
+            )
             for number, row in self.steps.get(question_id, [])
         )
         for number, row in self.agent_traces.get(question_id, []):
-            out.append(AgentProcess(
-                where=Located(layout.AGENT_TRACES, number), mode=row.get("mode", ""), persist=bool(row.get("persist")),
-                sandbox=row.get("sandbox", ""), status=row.get("status", ""), codex_version=row.get("codex_version", ""),
-                turns=int(row.get("turns") or 0), wall_s=row.get("wall_s"), usage=dict(row.get("usage") or {}),
-                warnings=tuple(row.get("warnings") or ()), findings=tuple(row.get("workspace_findings") or ()), actions=actions,
-                events=events_at, notes=notes, notes_where=Located(layout.AGENT_NOTES, notes_line) if notes else None,
-                recall=recall, recall_where=Located(layout.AGENT_RECALL, recall_line) if recall else None,
-            ))
+            out.append(
+                AgentProcess(
+                    where=Located(layout.AGENT_TRACES, number),
+                    mode=row.get("mode", ""),
+                    persist=bool(row.get("persist")),
+                    sandbox=row.get("sandbox", ""),
+                    status=row.get("status", ""),
+                    codex_version=row.get("codex_version", ""),
+                    turns=int(row.get("turns") or 0),
+                    wall_s=row.get("wall_s"),
+                    usage=dict(row.get("usage") or {}),
+                    warnings=tuple(row.get("warnings") or ()),
+                    findings=tuple(row.get("workspace_findings") or ()),
+                    actions=actions,
+                    events=events_at,
+                    notes=notes,
+                    notes_where=Located(layout.AGENT_NOTES, notes_line) if notes else None,
+                    recall=recall,
+                    recall_where=Located(layout.AGENT_RECALL, recall_line) if recall else None,
+                )
+            )
         return tuple(out)
 
     def _judge_steps(self, question_id: str) -> tuple[JudgeStep, ...]:
         out = []
         for judge_id, judge in self.judges().items():
             verdicts = tuple(
-                Verdict(pass_=int(row.get("pass", 1)), status=row.get("status", ""), label_raw=row.get("label_raw"),
-                        score=row.get("score"), failure=row.get("failure"), error=row.get("error"), mem0_f1=row.get("mem0_f1"),
-                        mem0_bleu1=row.get("mem0_bleu1"), where=Located(judge["verdicts_path"], number))
+                Verdict(
+                    pass_=int(row.get("pass", 1)),
+                    status=row.get("status", ""),
+                    label_raw=row.get("label_raw"),
+                    score=row.get("score"),
+                    failure=row.get("failure"),
+                    error=row.get("error"),
+                    mem0_f1=row.get("mem0_f1"),
+                    mem0_bleu1=row.get("mem0_bleu1"),
+                    where=Located(judge["verdicts_path"], number),
+                )
                 for number, row in judge["verdicts"].get(question_id, [])
             )
             calls = tuple(
-                _call("judge", f"pass {row.get('pass')}" + (f", {row['part']}" if row.get("part") else ""),
-                      Located(judge["traces_path"], number), row.get("response"),
-                      requested=row.get("model_requested"), error=row.get("error"), attempts=row.get("attempts"))
+                _call(
+                    "judge",
+                    f"pass {row.get('pass')}" + (f", {row['part']}" if row.get("part") else ""),
+                    Located(judge["traces_path"], number),
+                    row.get("response"),
+                    requested=row.get("model_requested"),
+                    error=row.get("error"),
+                    attempts=row.get("attempts"),
+                )
                 for number, row in judge["traces"].get(question_id, [])
             )
             out.append(JudgeStep(judge_id, judge["model"], verdicts, calls))

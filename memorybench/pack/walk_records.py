@@ -7,7 +7,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AgentAction", "AgentProcess", "Attempt", "EvidenceTurn", "JudgeStep", "LineageItem", "Located", "MemoryStep", "ModelCall", "PromptStep", "RetrievalStep", "SourceRow", "Verdict", "Walk"]
+__all__ = [
+    "AgentAction",
+    "AgentProcess",
+    "Attempt",
+    "EvidenceTurn",
+    "JudgeStep",
+    "LineageItem",
+    "Located",
+    "MemoryStep",
+    "ModelCall",
+    "PromptStep",
+    "RetrievalStep",
+    "SourceRow",
+    "Verdict",
+    "Walk",
+]
 
 
 @dataclass(frozen=True)

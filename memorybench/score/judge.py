@@ -218,7 +218,7 @@ def parse_judge_reply(text: str | None) -> JudgeParse:
     if not isinstance(obj, dict):
         return JudgeParse(None, f"the reply's JSON is a {type(obj).__name__}, not an object: {_excerpt(text)}")
     if "label" not in obj:
-        return JudgeParse(None, f"the reply's JSON has no \"label\" key (keys: {sorted(obj)[:5]}): {_excerpt(text)}")
+        return JudgeParse(None, f'the reply\'s JSON has no "label" key (keys: {sorted(obj)[:5]}): {_excerpt(text)}')
     label = obj["label"]
     if not isinstance(label, str):
         return JudgeParse(None, f"the label is not a string: {json.dumps(label)[:60]}")
@@ -355,8 +355,9 @@ class Mem0Judge:
             response_format=dict(self.response_format or {}),
             # no stop sequence, as Mem0: in JSON mode the embedded model's grammar ends the answer
         )
-        return JudgeCall(request, slots, text_sha256(prompt), template_file=self.prompt_file,
-                         template_sha256=self.template_sha256)
+        return JudgeCall(
+            request, slots, text_sha256(prompt), template_file=self.prompt_file, template_sha256=self.template_sha256
+        )
 
     def verdict(self, text: str | None) -> JudgeParse:
         return parse_judge_reply(text)
@@ -378,8 +379,15 @@ class Mem0Judge:
 def pinned_prompt_info(name: str, pin: Pin, sha256: str, stored_at: str) -> dict[str, Any]:
     """What a judge's meta records of a pinned prompt: its name, the pin and where it comes
     from (repository, commit, file), its sha256 and where the pack stores it."""
-    return {"name": name, "pin": pin.relpath, "sha256": sha256, "repository": pin.repository, "commit": pin.commit,
-            "source_path": pin.source_path, "stored_at": stored_at}
+    return {
+        "name": name,
+        "pin": pin.relpath,
+        "sha256": sha256,
+        "repository": pin.repository,
+        "commit": pin.commit,
+        "source_path": pin.source_path,
+        "stored_at": stored_at,
+    }
 
 
 # -- our strict protocol ----------------------------------------------------------------------
@@ -423,4 +431,3 @@ class StrictJudge(Mem0Judge):
             "sha256": self.template_sha256,
             "stored_at": stored_at,
         }
-

@@ -69,8 +69,9 @@ _ARTICLES_RE = re.compile(_ARTICLES_PATTERN)
 #: marks (word characters for `regex` only), other numbers such as `²` (for `re` only),
 #: connector punctuation, format characters (the joiners), `So` and unassigned code points.
 #: tests/score/test_locomo.py checks every code point of these categories against `regex`.
-SAME_WORDNESS = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Zs", "Zl", "Zp", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm",
-                           "Sc", "Sk"})
+SAME_WORDNESS = frozenset(
+    {"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Zs", "Zl", "Zp", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk"}
+)
 
 
 _PORTER_LOCK = threading.Lock()
@@ -166,6 +167,7 @@ def _porter_alone() -> type:
             if name == "nltk" or name.startswith("nltk."):
                 del sys.modules[name]
 
+
 Gold = str | int | None
 
 
@@ -260,7 +262,7 @@ def _pairwise_sum(a: list[float], lo: int, n: int) -> float:
             res += a[i]
         return res
     if n <= 128:
-        r = a[lo:lo + 8]
+        r = a[lo : lo + 8]
         i, whole = 8, n - n % 8
         while i < whole:
             for j in range(8):

@@ -35,8 +35,11 @@ def covers_label(categories: Sequence[int]) -> str:
     every = sorted(CATEGORY_NAMES)
     if held == every:
         return f"categories {every[0]}-{every[-1]}"
-    span = f"categories {held[0]}-{held[-1]}" if held == list(range(held[0], held[-1] + 1)) and len(held) > 2 else (
-        "category " + str(held[0]) if len(held) == 1 else "categories " + ", ".join(map(str, held)))
+    span = (
+        f"categories {held[0]}-{held[-1]}"
+        if held == list(range(held[0], held[-1] + 1)) and len(held) > 2
+        else ("category " + str(held[0]) if len(held) == 1 else "categories " + ", ".join(map(str, held)))
+    )
     absent = [c for c in every if c not in held]
     if absent == [5]:
         return f"{span} (category 5 not asked)"
@@ -125,8 +128,10 @@ def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], b
         "local_model": meta.get("local_model"),
         "category_names": {str(k): v for k, v in names.items()},
         "counts": {"total": len(rows), "by_category": {str(c): sum(1 for r in rows if r["category"] == c) for c in names}},
-        "labels": {s.name: f"{s.label}; on {benchmark.name}: a lexical diagnostic (its score is its judge's: "
-                           f"{benchmark.scored_by})" for s in scorers("qa")},
+        "labels": {
+            s.name: f"{s.label}; on {benchmark.name}: a lexical diagnostic (its score is its judge's: {benchmark.scored_by})"
+            for s in scorers("qa")
+        },
         "overall_covers": f"{benchmark.name}: {len({r['category'] for r in rows})} of {len(names)} kinds",
     }
     for metric in (s.name for s in scorers("qa")):
@@ -135,8 +140,11 @@ def _other_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], b
         metrics[metric] = {"overall": mean([r[metric] for r in rows]), "by_category": by_category}
         if benchmark.task_averaged:  # LongMemEval's mean of its per-kind figures, only where every kind has questions
             every = len(held) == len(names)
-            metrics[metric] = {"overall": metrics[metric]["overall"], "task_averaged": mean(held) if every else None,
-                               "by_category": by_category}
+            metrics[metric] = {
+                "overall": metrics[metric]["overall"],
+                "task_averaged": mean(held) if every else None,
+                "by_category": by_category,
+            }
     if meta.get("partial"):  # a partial import (RunMeta.partial), as for LoCoMo
         metrics["partial"] = meta["partial"]
     if meta.get("selection"):  # questions chosen by id or by a seeded sample, as for LoCoMo
@@ -169,10 +177,21 @@ def predictions_csv(rows: Sequence[Mapping[str, Any]], benchmark: Benchmark = LO
     names = [s.name for s in scorers("qa")]
     writer.writerow((*ROW_COLUMNS, *names))
     for r in rows:
-        writer.writerow([
-            *(csv_cell(str(v)) for v in (r["question_id"], r["sample_id"])), r["category"], names_of[r["category"]],
-            *(csv_cell(v) for v in (r["question"], r["prediction"], "" if r["gold"] is None else str(r["gold"]),
-                                    r.get("adversarial_answer") or "")),
-            *(repr(r[name]) for name in names),
-        ])
+        writer.writerow(
+            [
+                *(csv_cell(str(v)) for v in (r["question_id"], r["sample_id"])),
+                r["category"],
+                names_of[r["category"]],
+                *(
+                    csv_cell(v)
+                    for v in (
+                        r["question"],
+                        r["prediction"],
+                        "" if r["gold"] is None else str(r["gold"]),
+                        r.get("adversarial_answer") or "",
+                    )
+                ),
+                *(repr(r[name]) for name in names),
+            ]
+        )
     return buffer.getvalue()

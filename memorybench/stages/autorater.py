@@ -127,8 +127,9 @@ def finished_pack(pack_root: str | os.PathLike[str]) -> tuple[PackReader, list[P
     seen: set[str] = set()
     for row in rows:
         if row.question_id in seen:
-            raise UserError(f"{pack.uri(layout.PREDICTIONS)}: question {row.question_id} appears twice; "
-                            "run `memorybench verify` on the pack")
+            raise UserError(
+                f"{pack.uri(layout.PREDICTIONS)}: question {row.question_id} appears twice; run `memorybench verify` on the pack"
+            )
         seen.add(row.question_id)
     return pack, rows
 
@@ -136,8 +137,9 @@ def finished_pack(pack_root: str | os.PathLike[str]) -> tuple[PackReader, list[P
 # -- the judge: memorybench.stages.autorater_judge -------------------------------------
 def _check_settings(previous: AutoraterMeta, settings: dict[str, Any], out: Path) -> None:
     if previous.judge_settings != settings:
-        changed = sorted(k for k in set(previous.judge_settings) | set(settings)
-                         if previous.judge_settings.get(k) != settings.get(k))
+        changed = sorted(
+            k for k in set(previous.judge_settings) | set(settings) if previous.judge_settings.get(k) != settings.get(k)
+        )
         detail = ", ".join(f"{k}={previous.judge_settings.get(k)!r}" for k in changed)
         raise UserError(
             f"{out} holds verdicts of this judge with {detail}; rerun with those settings to resume or add passes, "
@@ -290,8 +292,9 @@ def run_autorater(
         started_at = bound.started_at if bound else utc_now()
         resumed = bound.resumed + 1 if bound else 0
         cache_path = Path(cache_dir).expanduser().resolve() if cache_dir else root / layout.AUTORATER_CACHE
-        with open_endpoint(node, "judge", cache_dir=cache_path, prices=prices or {}, longest_prompt_tokens=longest,
-                           log_dir=out) as endpoint:
+        with open_endpoint(
+            node, "judge", cache_dir=cache_path, prices=prices or {}, longest_prompt_tokens=longest, log_dir=out
+        ) as endpoint:
             if bound is not None and bound.judge_model_sent != endpoint.model:
                 raise UserError(
                     f"{out} holds verdicts of model {bound.judge_model_sent!r}, this judge now sends {endpoint.model!r}; "
@@ -325,8 +328,15 @@ def run_autorater(
             )
             write_atomic(meta_path, meta.dump().encode("utf-8"))
             row_scores: dict[str, dict[str, float]] = {}
-            bar = Progress("autorater", passes * len(rows), initial=len(done), label=judge_id, unit="verdicts",
-                           rate_unit="verdict", enabled=progress)
+            bar = Progress(
+                "autorater",
+                passes * len(rows),
+                initial=len(done),
+                label=judge_id,
+                unit="verdicts",
+                rate_unit="verdict",
+                enabled=progress,
+            )
             # keys appended since the first of the current run of consecutive failed calls
             streak: list[tuple[str, int]] = []
             streak_failures = 0
@@ -339,8 +349,14 @@ def run_autorater(
                             key = (row.question_id, n)
                             if key in done:
                                 continue
-                            base = dict(question_id=row.question_id, sample_id=row.sample_id, index=index,
-                                        category=row.category, pass_=n, judge_prompt_sha256=judge.template_sha256)
+                            base = dict(
+                                question_id=row.question_id,
+                                sample_id=row.sample_id,
+                                index=index,
+                                category=row.category,
+                                pass_=n,
+                                judge_prompt_sha256=judge.template_sha256,
+                            )
                             if judge.skips(row):
                                 verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
                                 if streak:
@@ -349,12 +365,15 @@ def run_autorater(
                                 if row.question_id not in row_scores:
                                     row_scores[row.question_id] = judge.row_scores(row)
                                 if getattr(judge, "several_calls", False):  # BEAM: a call per rubric item
-                                    several, verdict = _judge_several(endpoint, judge, row, n, judge_cfg, base,
-                                                                      row_scores[row.question_id])
+                                    several, verdict = _judge_several(
+                                        endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id]
+                                    )
                                     for trace in several:
                                         traces.append(trace)
                                 else:
-                                    trace, verdict = _judge_one(endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id])
+                                    trace, verdict = _judge_one(
+                                        endpoint, judge, row, n, judge_cfg, base, row_scores[row.question_id]
+                                    )
                                     traces.append(trace)
                                 verdicts.append(verdict)
                                 if verdict.failure == "model_call":
@@ -450,14 +469,24 @@ def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="memorybench autorater",
         description="Judge a finished pack's stored answers with an LLM judge: Mem0's (LoCoMo) or the LongMemEval "
-                    "authors' (writes <pack>/autorater/<judge id>/).",
+        "authors' (writes <pack>/autorater/<judge id>/).",
     )
     parser.add_argument("pack", help="a finished pack folder: <packs>/<name>/runs/<run_id>")
-    parser.add_argument("overrides", nargs="*", help="judge=mem0|strict|longmemeval|openai_compatible|local, judge.KEY=VALUE "
-                        "(judge.protocol=mem0|strict|longmemeval), paths.KEY=VALUE")
-    parser.add_argument("--passes", type=int, default=1,
-                        help="judge passes over every row (J mean and sd over passes); more than the judge has adds passes")
-    parser.add_argument("--pins", help="pins folder with the ACCURACY_PROMPT (default: paths.pins, $MEMORYBENCH_PINS, user cache)")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="judge=mem0|strict|longmemeval|openai_compatible|local, judge.KEY=VALUE "
+        "(judge.protocol=mem0|strict|longmemeval), paths.KEY=VALUE",
+    )
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=1,
+        help="judge passes over every row (J mean and sd over passes); more than the judge has adds passes",
+    )
+    parser.add_argument(
+        "--pins", help="pins folder with the ACCURACY_PROMPT (default: paths.pins, $MEMORYBENCH_PINS, user cache)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 

@@ -73,8 +73,9 @@ def judge_protocol(judge: Mapping[str, Any], pins: str | os.PathLike[str] | None
     return JUDGES.get(_protocol_name(judge)).load(pins)
 
 
-def configured_judge(cfg_judge: DictConfig | Mapping[str, Any], pins: str | os.PathLike[str] | None = None
-                     ) -> tuple[dict[str, Any], JudgeProtocol, list[str]]:
+def configured_judge(
+    cfg_judge: DictConfig | Mapping[str, Any], pins: str | os.PathLike[str] | None = None
+) -> tuple[dict[str, Any], JudgeProtocol, list[str]]:
     """The judge config as a dict with the protocol's own request settings set over it, the
     loaded protocol, and one note per config value those settings replaced."""
     judge_cfg = _judge_container(cfg_judge)
@@ -82,8 +83,10 @@ def configured_judge(cfg_judge: DictConfig | Mapping[str, Any], pins: str | os.P
     notes = []
     for key, value in getattr(protocol, "request_settings", {}).items():
         if judge_cfg.get(key) != value:
-            notes.append(f"judge.{key}={judge_cfg.get(key)!r} of the config was replaced by {value!r}: the "
-                         f"{_protocol_name(judge_cfg)} protocol sends its authors' {key}.")
+            notes.append(
+                f"judge.{key}={judge_cfg.get(key)!r} of the config was replaced by {value!r}: the "
+                f"{_protocol_name(judge_cfg)} protocol sends its authors' {key}."
+            )
             judge_cfg[key] = value
     return judge_cfg, protocol, notes
 
@@ -151,8 +154,10 @@ def check_benchmark(protocol: JudgeProtocol, benchmark: Benchmark, where: str) -
     own = getattr(protocol, "benchmark", LOCOMO.name)
     if own != benchmark.name:
         fits = sorted(name for name in JUDGES.names() if getattr(JUDGES.get(name), "benchmark", LOCOMO.name) == benchmark.name)
-        raise UserError(f"{where} is a {benchmark.name} pack and judge.protocol={protocol.name} judges {own} packs; "
-                        f"use judge.protocol={' or '.join(fits) or '...'} (e.g. judge={fits[0] if fits else '...'})")
+        raise UserError(
+            f"{where} is a {benchmark.name} pack and judge.protocol={protocol.name} judges {own} packs; "
+            f"use judge.protocol={' or '.join(fits) or '...'} (e.g. judge={fits[0] if fits else '...'})"
+        )
 
 
 def _judge_one(
@@ -220,13 +225,25 @@ def _judge_several(
     def ask(call: Any, part: str) -> str:
         request = call.request
         stored = JudgeRequest(
-            model=request.model, temperature=request.temperature, max_tokens=request.max_tokens, seed=request.seed,
+            model=request.model,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            seed=request.seed,
             response_format=None if judge.response_format is None else dict(judge.response_format),
-            template=f"{layout.JUDGE_PROMPTS}/{call.template_file}", template_sha256=call.template_sha256,
-            slots=call.slots, system=call.system,
+            template=f"{layout.JUDGE_PROMPTS}/{call.template_file}",
+            template_sha256=call.template_sha256,
+            slots=call.slots,
+            system=call.system,
         )
-        common = dict(question_id=row.question_id, pass_=n, judge_prompt_sha256=judge.template_sha256, part=part,
-                      judge_payload_sha256=call.payload_sha256, request_sha256=request.sha256(), model_requested=request.model)
+        common = dict(
+            question_id=row.question_id,
+            pass_=n,
+            judge_prompt_sha256=judge.template_sha256,
+            part=part,
+            judge_payload_sha256=call.payload_sha256,
+            request_sha256=request.sha256(),
+            model_requested=request.model,
+        )
         try:
             result = endpoint.client.complete(request)
         except ModelCallError as e:
@@ -240,12 +257,22 @@ def _judge_several(
         failure, error = (None, None) if outcome.score is not None else ("parse", outcome.error)
     except ModelCallError as e:
         outcome, failure, error = None, "model_call", e.message
-    ids = dict(judge_payload_sha256=sha256_text("".join(t.judge_payload_sha256 for t in traces)),
-               request_sha256=sha256_text("".join(t.request_sha256 for t in traces)),
-               model_requested=endpoint.model)
+    ids = dict(
+        judge_payload_sha256=sha256_text("".join(t.judge_payload_sha256 for t in traces)),
+        request_sha256=sha256_text("".join(t.request_sha256 for t in traces)),
+        model_requested=endpoint.model,
+    )
     answered = next((t.model_answered for t in reversed(traces) if t.model_answered), None)
     if outcome is None:
         return traces, AutoraterVerdict(**base, status="FAILED", failure="model_call", error=error, **row_scores, **ids)
-    return traces, AutoraterVerdict(**base, status=outcome.status, label_raw=outcome.label,  # type: ignore[arg-type]
-                                    score=outcome.score, failure=failure, error=error, **row_scores, **ids,
-                                    model_answered=answered)
+    return traces, AutoraterVerdict(
+        **base,
+        status=outcome.status,
+        label_raw=outcome.label,  # type: ignore[arg-type]
+        score=outcome.score,
+        failure=failure,
+        error=error,
+        **row_scores,
+        **ids,
+        model_answered=answered,
+    )

@@ -116,7 +116,9 @@ def autorater_metrics(
     benchmark = pack_benchmark(pack)
     # a benchmark with figures of its own (LongMemEval's print_qa_metrics.py) gets them beside the per-kind means
     locomo, own = benchmark.name == LOCOMO.name, benchmark.judge_figures is not None
-    categories = tuple(judged_categories) if judged_categories is not None else _judged_categories(meta.identity.protocol, benchmark)
+    categories = (
+        tuple(judged_categories) if judged_categories is not None else _judged_categories(meta.identity.protocol, benchmark)
+    )
     names = CATEGORY_NAMES if locomo else benchmark.category_names
     order = {row.question_id: i for i, row in enumerate(rows)}
     judged_rows = [row for row in rows if row.category in categories]
@@ -130,12 +132,14 @@ def autorater_metrics(
         parsed = [v for v in these if v.status in PARSED]
         for v in parsed:
             scores[(v.question_id, n)] = v.score  # type: ignore[assignment]
-        by_pass.append(PassCounts(
-            pass_=n,
-            judged=len(parsed),
-            skipped=sum(1 for v in these if v.status == "SKIPPED"),
-            failed=sum(1 for v in these if v.status == "FAILED"),
-        ))
+        by_pass.append(
+            PassCounts(
+                pass_=n,
+                judged=len(parsed),
+                skipped=sum(1 for v in these if v.status == "SKIPPED"),
+                failed=sum(1 for v in these if v.status == "FAILED"),
+            )
+        )
         j_passes.append(_mean([v.score for v in parsed]))  # type: ignore[misc]
         j_passes_by_category.append(_category_means([(v.category, v.score) for v in parsed], categories))  # type: ignore[misc]
 
@@ -158,8 +162,9 @@ def autorater_metrics(
     failed_ids = sorted({v.question_id for v in failed}, key=lambda q: order.get(q, 0))
     labels = Counter(v.label_raw for v in verdicts if v.status in PARSED and not v.label_standard)
 
-    lexical = {v.question_id: (v.category, v.mem0_f1, v.mem0_bleu1)
-               for v in verdicts if v.status != "SKIPPED" and v.mem0_f1 is not None}
+    lexical = {
+        v.question_id: (v.category, v.mem0_f1, v.mem0_bleu1) for v in verdicts if v.status != "SKIPPED" and v.mem0_f1 is not None
+    }
     lexical_rows = [lexical[row.question_id] for row in judged_rows if row.question_id in lexical]
 
     responses = [t for t in traces if t.get("response") is not None]
@@ -216,8 +221,12 @@ def autorater_metrics(
             failures=[JudgeFailure(question_id=v.question_id, pass_=v.pass_, failure=v.failure, error=v.error) for v in failed],
             nonstandard_labels=sum(labels.values()),
             nonstandard_label_values=dict(sorted(labels.items())),  # type: ignore[arg-type]
-            in_j_by_category={str(c): sum(1 for r in judged_rows if r.category == c and all(
-                (r.question_id, n) in scores for n in range(1, passes + 1))) for c in categories},
+            in_j_by_category={
+                str(c): sum(
+                    1 for r in judged_rows if r.category == c and all((r.question_id, n) in scores for n in range(1, passes + 1))
+                )
+                for c in categories
+            },
         ),
         mem0_f1=CategoryMeans(
             overall=_mean([f1 for _, f1, _ in lexical_rows]),  # type: ignore[misc]
@@ -231,8 +240,15 @@ def autorater_metrics(
         labels=_labels(meta.identity.protocol) or (benchmark.own("judge_figures", "LABELS") if own else LABELS),
         notes=meta.notes,
         benchmark=None if locomo else benchmark.name,
-        **({benchmark.own("judge_figures", "FIELD"): benchmark.own("judge_figures", "scores")(
-            verdicts, passes, meta.identity.protocol, summary, traces=traces)} if own else {}),
+        **(
+            {
+                benchmark.own("judge_figures", "FIELD"): benchmark.own("judge_figures", "scores")(
+                    verdicts, passes, meta.identity.protocol, summary, traces=traces
+                )
+            }
+            if own
+            else {}
+        ),
     )
 
 
@@ -294,8 +310,10 @@ def _usage_lines(metrics: Mapping[str, Any]) -> list[str]:
     if not usage:
         return []
     cost = f"${usage['cost_usd']:.4f}" if usage["cost_known"] else "unknown (model not in the price table)"
-    return [f"judge usage: {usage['calls']} calls ({usage['failed_calls']} without a reply, retries {usage['retries']}); "
-            f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens; cost {cost}"]
+    return [
+        f"judge usage: {usage['calls']} calls ({usage['failed_calls']} without a reply, retries {usage['retries']}); "
+        f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens; cost {cost}"
+    ]
 
 
 #: Mem0's published J: their pinned prompt (judge=mem0) sent to this model
@@ -315,7 +333,9 @@ def judge_accounting(metrics: Mapping[str, Any]) -> str:
     if counts["failed"]:
         ids = counts["failed_question_ids"]
         shown = ", ".join(ids[:10]) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
-        parts.append(f"{counts['failed']} unreadable, excluded from {'J' if metrics.get('benchmark') is None else 'the figure'}: {shown}")
+        parts.append(
+            f"{counts['failed']} unreadable, excluded from {'J' if metrics.get('benchmark') is None else 'the figure'}: {shown}"
+        )
     else:
         parts.append("0 unreadable")
     judge = metrics["judge"]
@@ -325,11 +345,13 @@ def judge_accounting(metrics: Mapping[str, Any]) -> str:
         bench = benchmark_named(metrics["benchmark"])
         published = judge.get("name") == bench.judge and not judge.get("local")
         label = "" if published else f"; not comparable with {bench.title}'s published figures (that is judge={bench.judge})"
-        return (f"judge accounting: {counts['judged_rows']} rows{per_pass}: {'; '.join(parts)}; "
-                f"{bench.judge_figure} over {in_j} rows{label}")
-    comparable = (not judge.get("local") and judge.get("name") == "mem0"
-                  and str(judge.get("model_requested")) in MEM0_JUDGE_MODELS)
-    label = "" if comparable else (
-        "; not comparable with Mem0's published J (that is judge=mem0 with gpt-4o-mini)")
-    return (f"judge accounting: {counts['judged_rows']} rows of categories 1-4{per_pass}: {'; '.join(parts)}; "
-            f"J over {in_j} rows{label}")
+        return (
+            f"judge accounting: {counts['judged_rows']} rows{per_pass}: {'; '.join(parts)}; "
+            f"{bench.judge_figure} over {in_j} rows{label}"
+        )
+    comparable = not judge.get("local") and judge.get("name") == "mem0" and str(judge.get("model_requested")) in MEM0_JUDGE_MODELS
+    label = "" if comparable else ("; not comparable with Mem0's published J (that is judge=mem0 with gpt-4o-mini)")
+    return (
+        f"judge accounting: {counts['judged_rows']} rows of categories 1-4{per_pass}: {'; '.join(parts)}; "
+        f"J over {in_j} rows{label}"
+    )

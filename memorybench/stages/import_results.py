@@ -147,14 +147,25 @@ def import_results(
         raise UserError("memorybench import needs the released file(s) to import")
     if owner is not None:
         if model_key is not None:
-            raise UserError(f"--model {model_key} is for locomo_task_eval files, which hold several models; a {fmt} file holds one")
+            raise UserError(
+                f"--model {model_key} is for locomo_task_eval files, which hold several models; a {fmt} file holds one"
+            )
         root, record, rep, created = owner.own("importer", "import_released")(
-            paths, fmt, dataset=dataset, dataset_path=dataset_path, name=name, source=ref, packs=packs, pins=pins,
-            allow_partial=allow_partial)
+            paths,
+            fmt,
+            dataset=dataset,
+            dataset_path=dataset_path,
+            name=name,
+            source=ref,
+            packs=packs,
+            pins=pins,
+            allow_partial=allow_partial,
+        )
         return ImportResult(root, record, rep, created=created)
     if dataset is not None or dataset_path is not None:
-        raise UserError(f"--dataset and --dataset-path are for {', '.join(_other_formats())}; a {fmt} file maps onto the "
-                        "pinned locomo10")
+        raise UserError(
+            f"--dataset and --dataset-path are for {', '.join(_other_formats())}; a {fmt} file maps onto the pinned locomo10"
+        )
     reader = released_format(fmt)
     released = _answers_bounded(_finite_only(reader.read(paths, model_key)))
     if not released.rows:
@@ -166,8 +177,10 @@ def import_results(
     dropped = [q for q in mapped.absent if q.category in released.drops]  # the format never holds them: not partial
     partial = _partial(mapped.absent, released, conversations, results_path, fmt, allow_partial)
 
-    read = [SourceFile(role=role, name=path.name, sha256=sha256_file(path), bytes=path.stat().st_size)  # type: ignore[arg-type]
-            for role, path in released.files]
+    read = [
+        SourceFile(role=role, name=path.name, sha256=sha256_file(path), bytes=path.stat().st_size)  # type: ignore[arg-type]
+        for role, path in released.files
+    ]
     packs_root = Path(packs).expanduser().resolve()
     cfg = _config(name, fmt, released.model_key, read, packs_root, pins)
     rid, config_sha = run_identity(cfg)
@@ -179,19 +192,27 @@ def import_results(
     try:
         with built_whole(final, rid) as work:
             source_record = ImportSource(
-                format=fmt, model_key=released.model_key, files=read, source=ref, rows=len(released.rows),
-                conversations=mapped.conversations, tie_broken=mapped.tie_broken,
+                format=fmt,
+                model_key=released.model_key,
+                files=read,
+                source=ref,
+                rows=len(released.rows),
+                conversations=mapped.conversations,
+                tie_broken=mapped.tie_broken,
                 absent={str(c): n for c, n in sorted(Counter(q.category for q in dropped).items())},
                 absent_question_ids=[q.question_id for q in dropped],
                 notes=[*released.notes, *_absent_notes(dropped, fmt), *_partial_notes(partial, fmt)],
                 partial=partial,
             )
-            reproduction = _write_pack(work, cfg, rid, config_sha, data_path, data_info, conversations, released,
-                                       mapped.question_ids, source_record)
+            reproduction = _write_pack(
+                work, cfg, rid, config_sha, data_path, data_info, conversations, released, mapped.question_ids, source_record
+            )
     except AlreadyImported:  # another import of the same files finished first: its pack, as a rerun finds it
         done = PackReader.open(final)
-        print(f"{fmt} files already imported: {final} is finished (by another import at the same time); its table below",
-              file=sys.stderr)
+        print(
+            f"{fmt} files already imported: {final} is finished (by another import at the same time); its table below",
+            file=sys.stderr,
+        )
         return ImportResult(final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), created=False)
     return ImportResult(final, source_record, reproduction, created=True)
 
@@ -212,8 +233,11 @@ def _finite_only(released: Released) -> Released:
     dropped = sum(len(by) for by in released.stated.values()) - sum(len(by) for by in stated.values())
     notes = list(released.notes)
     if held:
-        notes.append(f"{len(held)} rows hold NaN or Infinity, kept as null (no value): " + ", ".join(held[:10])
-                     + (f" and {len(held) - 10} more" if len(held) > 10 else ""))
+        notes.append(
+            f"{len(held)} rows hold NaN or Infinity, kept as null (no value): "
+            + ", ".join(held[:10])
+            + (f" and {len(held) - 10} more" if len(held) > 10 else "")
+        )
     if dropped:
         notes.append(f"{dropped} stated figures were NaN or Infinity and are left out")
     if not held and not dropped:
@@ -229,9 +253,16 @@ def _answers_bounded(released: Released) -> Released:
     if not cut:
         return released
     first = cut[0]
-    note = (f"{len(cut)} answers longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa answer) "
-            f"were cut to it; first {first.key}[{first.index}] of {len(first.prediction):,} characters")
-    rows = [dataclasses.replace(r, prediction=r.prediction[:DEFAULT_MAX_ANSWER_CHARS]) if len(r.prediction) > DEFAULT_MAX_ANSWER_CHARS else r for r in released.rows]
+    note = (
+        f"{len(cut)} answers longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa answer) "
+        f"were cut to it; first {first.key}[{first.index}] of {len(first.prediction):,} characters"
+    )
+    rows = [
+        dataclasses.replace(r, prediction=r.prediction[:DEFAULT_MAX_ANSWER_CHARS])
+        if len(r.prediction) > DEFAULT_MAX_ANSWER_CHARS
+        else r
+        for r in released.rows
+    ]
     return dataclasses.replace(released, rows=rows, notes=[*released.notes, note])
 
 
@@ -239,8 +270,14 @@ def _counts(counter: Counter[Any]) -> dict[str, int]:
     return {str(k): n for k, n in counter.items() if n}
 
 
-def _partial(absent: Sequence[Question], released: Released, conversations: Sequence[Conversation], path: Path, fmt: str,
-             allow_partial: bool) -> Coverage | None:
+def _partial(
+    absent: Sequence[Question],
+    released: Released,
+    conversations: Sequence[Conversation],
+    path: Path,
+    fmt: str,
+    allow_partial: bool,
+) -> Coverage | None:
     """The questions the format holds but the file has no row (or no answer) for: None when
     there are none (a full file); with `allow_partial` what the partial pack holds and lacks;
     else one line naming the flag. A category the format leaves out (`released.drops`) is
@@ -253,8 +290,11 @@ def _partial(absent: Sequence[Question], released: Released, conversations: Sequ
     if not allow_partial:
         categories = ", ".join(f"category {c}: {n}" for c, n in by_category.items())
         convs = ", ".join(f"{s}: {n}" for s, n in by_conversation.items())
-        unanswered = (f"; {len(released.unanswered)} of them rows left unanswered, first {released.unanswered[0]}"
-                      if released.unanswered else "")
+        unanswered = (
+            f"; {len(released.unanswered)} of them rows left unanswered, first {released.unanswered[0]}"
+            if released.unanswered
+            else ""
+        )
         raise UserError(
             f"{path.name} has no row for {len(missing)} questions of the pinned LoCoMo that a {fmt} file holds ({categories}; "
             f"by conversation {convs}; first: {missing[0].question_id} {missing[0].question!r}{unanswered}): a partial file; "
@@ -267,10 +307,16 @@ def _partial(absent: Sequence[Question], released: Released, conversations: Sequ
     samples = list(dict.fromkeys(q.sample_id for q in held))
     unanswered = f", {len(released.unanswered)} of them rows it left unanswered" if released.unanswered else ""
     return Coverage(
-        reason=(f"the {fmt} file has no row for {len(missing)} of the {len(pool)} questions its format holds{unanswered} "
-                f"(it answers questions of {len(samples)} of the {len(conversations)} conversations; imported with --allow-partial)"),
-        questions=len(held), of=len(pool), conversations=samples, absent_by_conversation=by_conversation,
-        absent_by_category=by_category, absent_question_ids=[q.question_id for q in missing],
+        reason=(
+            f"the {fmt} file has no row for {len(missing)} of the {len(pool)} questions its format holds{unanswered} "
+            f"(it answers questions of {len(samples)} of the {len(conversations)} conversations; imported with --allow-partial)"
+        ),
+        questions=len(held),
+        of=len(pool),
+        conversations=samples,
+        absent_by_conversation=by_conversation,
+        absent_by_category=by_category,
+        absent_question_ids=[q.question_id for q in missing],
     )
 
 
@@ -362,14 +408,33 @@ def _write_pack(
     commit, dirty = git_state()
     started = utc_now()
     results = released.files[0][1]
-    notes = [f"Imported from {results.name} ({source.format}, sha256 {source.files[0].sha256}): answers another "
-             "project released; no model call was made here.", *source.notes]
+    notes = [
+        f"Imported from {results.name} ({source.format}, sha256 {source.files[0].sha256}): answers another "
+        "project released; no model call was made here.",
+        *source.notes,
+    ]
     meta = RunMeta(
-        run_id=rid, name=str(cfg["name"]), config_sha256=config_sha, overrides=[],
-        choices={"dataset": "locomo10", "memory": MEMORY, "answerer": ANSWERER}, git_commit=commit, git_dirty=dirty,
-        package_versions=package_versions(), data=data_info, prompts={}, models=[], started_at=started,
-        question_count=len(questions), questions_total=len(every), is_prefix=False, max_questions=None, local_model=False,
-        notes=notes, plugins=plugins_used(cfg), categories=categories, partial=partial,
+        run_id=rid,
+        name=str(cfg["name"]),
+        config_sha256=config_sha,
+        overrides=[],
+        choices={"dataset": "locomo10", "memory": MEMORY, "answerer": ANSWERER},
+        git_commit=commit,
+        git_dirty=dirty,
+        package_versions=package_versions(),
+        data=data_info,
+        prompts={},
+        models=[],
+        started_at=started,
+        question_count=len(questions),
+        questions_total=len(every),
+        is_prefix=False,
+        max_questions=None,
+        local_model=False,
+        notes=notes,
+        plugins=plugins_used(cfg),
+        categories=categories,
+        partial=partial,
     )
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
     pack.write_json(layout.RUN_META, meta)
@@ -380,31 +445,64 @@ def _write_pack(
     for index, q in enumerate(bar.iterate(questions)):  # the bar closes with the loop
         row = row_of.get(q.question_id)
         prediction = row.prediction if row is not None else ""
-        predictions.append(Prediction(
-            question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, question=q.question,
-            prediction=prediction, gold=q.answer, adversarial_answer=q.adversarial_answer, memory_sha256=NO_MEMORY_SHA256,
-            answerer=ANSWERER,
-        ))
+        predictions.append(
+            Prediction(
+                question_id=q.question_id,
+                sample_id=q.sample_id,
+                index=index,
+                category=q.category,
+                question=q.question,
+                prediction=prediction,
+                gold=q.answer,
+                adversarial_answer=q.adversarial_answer,
+                memory_sha256=NO_MEMORY_SHA256,
+                answerer=ANSWERER,
+            )
+        )
         golds[q.question_id] = None if q.answer is None else str(q.answer)
         if row is None:
             continue
         scores[q.question_id] = ours = _scores(prediction, q)
         label = row.reported.get("label")
-        imported.append(ImportedRow(
-            question_id=q.question_id, sample_id=q.sample_id, category=q.category, file_key=row.key, file_index=row.index,
-            prediction=prediction, reported_locomo_f1=row.reported.get("locomo_f1"), locomo_f1=ours["locomo_f1"],  # type: ignore[arg-type]
-            reported_mem0_f1=row.reported.get("mem0_f1"), mem0_f1=ours["mem0_f1"],
-            reported_mem0_bleu1=row.reported.get("mem0_bleu1"), mem0_bleu1=ours["mem0_bleu1"],
-            reported_label=label, reported_j=None if label is None else int(label), reported_extra=row.extra,
-        ))
+        imported.append(
+            ImportedRow(
+                question_id=q.question_id,
+                sample_id=q.sample_id,
+                category=q.category,
+                file_key=row.key,
+                file_index=row.index,
+                prediction=prediction,
+                reported_locomo_f1=row.reported.get("locomo_f1"),
+                locomo_f1=ours["locomo_f1"],  # type: ignore[arg-type]
+                reported_mem0_f1=row.reported.get("mem0_f1"),
+                mem0_f1=ours["mem0_f1"],
+                reported_mem0_bleu1=row.reported.get("mem0_bleu1"),
+                mem0_bleu1=ours["mem0_bleu1"],
+                reported_label=label,
+                reported_j=None if label is None else int(label),
+                reported_extra=row.extra,
+            )
+        )
     # the rows in file order (the file's own order is the audit's), predictions in the dataset's
     position = {qid: i for i, qid in enumerate(question_ids)}
     imported.sort(key=lambda r: position[r.question_id])
     pack.write_text(layout.PREDICTIONS, "".join(dump_line(p) for p in predictions))
-    pack.write_text(layout.MEMORY_MANIFEST, "".join(dump_line(MemoryManifestRow(
-        sample_id=c.sample_id, method=MEMORY, question_dependent=False, item_count=0,
-        metadata={"note": "the released file holds answers, not the memory they were made from"},
-    )) for c in conversations if c.sample_id in held))
+    pack.write_text(
+        layout.MEMORY_MANIFEST,
+        "".join(
+            dump_line(
+                MemoryManifestRow(
+                    sample_id=c.sample_id,
+                    method=MEMORY,
+                    question_dependent=False,
+                    item_count=0,
+                    metadata={"note": "the released file holds answers, not the memory they were made from"},
+                )
+            )
+            for c in conversations
+            if c.sample_id in held
+        ),
+    )
     pack.write_text(layout.LINEAGE, "")
     pack.write_text(ROWS, "".join(dump_line(r) for r in imported))
     pack.write_text(SOURCE, source.dump())
@@ -417,8 +515,17 @@ def _write_pack(
         judge_id, verdict_scores = _write_judge(root, rid, questions, row_of, scores, released, source, started, commit, dirty)
         judge = PackReader.open(root).autorater_metrics(judge_id)
     reproduction = build_reproduction(
-        imported, released, run_id=rid, format_name=source.format, results_sha256=source.files[0].sha256, judge_id=judge_id,
-        judge=judge, verdict_scores=verdict_scores, golds=golds, notes=source.notes, partial=partial,
+        imported,
+        released,
+        run_id=rid,
+        format_name=source.format,
+        results_sha256=source.files[0].sha256,
+        judge_id=judge_id,
+        judge=judge,
+        verdict_scores=verdict_scores,
+        golds=golds,
+        notes=source.notes,
+        partial=partial,
     )
     pack.write_text(REPRODUCTION, reproduction.dump())
     pack.write_text(layout.TRACE_MD, _trace_md(PackReader.open(root), rid, data_path, source, judge_id))
@@ -447,24 +554,43 @@ def _write_judge(
     """
     assert released.labels is not None
     results_sha = source.files[0].sha256
-    identity = JudgeIdentity(protocol="imported", model=source.format, prompt_sha256=results_sha, temperature=0.0, response_format={})
+    identity = JudgeIdentity(
+        protocol="imported", model=source.format, prompt_sha256=results_sha, temperature=0.0, response_format={}
+    )
     judge_id = identity.judge_id
     field = released.labels.field
     meta = AutoraterMeta(
-        judge_id=judge_id, identity=identity, run_id=rid, passes=1,
+        judge_id=judge_id,
+        identity=identity,
+        run_id=rid,
+        passes=1,
         judge_config={"name": "imported", "protocol": "imported", "format": source.format, "label_field": field},
-        judge_settings={}, judge=ModelIdentity(role="judge", provider="imported", requested=None),
-        judge_model_sent="unknown", prompt={"name": f"{field} of {source.files[0].name}", "sha256": results_sha, "stored_at": None},
-        response_format={}, package_versions=package_versions(), git_commit=commit, git_dirty=dirty, started_at=started,
+        judge_settings={},
+        judge=ModelIdentity(role="judge", provider="imported", requested=None),
+        judge_model_sent="unknown",
+        prompt={"name": f"{field} of {source.files[0].name}", "sha256": results_sha, "stored_at": None},
+        response_format={},
+        package_versions=package_versions(),
+        git_commit=commit,
+        git_dirty=dirty,
+        started_at=started,
         ended_at=utc_now(),
-        notes=[f"J from the released file's own labels ({released.labels.described}); no judge was called here: the "
-               "model and prompt are the file's, not recorded in it. Mem0 F1 and BLEU-1 are ours, recomputed."],
+        notes=[
+            f"J from the released file's own labels ({released.labels.described}); no judge was called here: the "
+            "model and prompt are the file's, not recorded in it. Mem0 F1 and BLEU-1 are ours, recomputed."
+        ],
     )
     verdicts = []
     verdict_scores: dict[str, int] = {}
     for index, q in enumerate(questions):
-        base = dict(question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, pass_=1,
-                    judge_prompt_sha256=results_sha)
+        base = dict(
+            question_id=q.question_id,
+            sample_id=q.sample_id,
+            index=index,
+            category=q.category,
+            pass_=1,
+            judge_prompt_sha256=results_sha,
+        )
         row = row_of.get(q.question_id)
         if q.category not in MEM0_CATEGORIES:
             verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
@@ -472,15 +598,24 @@ def _write_judge(
         lexical = {k: scores[q.question_id][k] for k in ("mem0_f1", "mem0_bleu1")} if q.question_id in scores else {}
         label = None if row is None else row.reported.get("label")
         if label is None:  # a row the file has no label for: a failure, counted and listed, never WRONG
-            verdicts.append(AutoraterVerdict(**base, status="FAILED", failure="parse", error=f"the released file has no {field} for this row",
-                                             **lexical))
+            verdicts.append(
+                AutoraterVerdict(
+                    **base, status="FAILED", failure="parse", error=f"the released file has no {field} for this row", **lexical
+                )
+            )
             continue
         score = int(label)
         verdict_scores[q.question_id] = score
-        verdicts.append(AutoraterVerdict(
-            **base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG", label_standard=True, score=score,
-            **lexical,
-        ))
+        verdicts.append(
+            AutoraterVerdict(
+                **base,
+                status="CORRECT" if score else "WRONG",
+                label_raw="CORRECT" if score else "WRONG",
+                label_standard=True,
+                score=score,
+                **lexical,
+            )
+        )
     write_imported_judge(root, meta, verdicts)
     return judge_id, verdict_scores
 
@@ -509,8 +644,15 @@ def _trace_md(pack: PackReader, rid: str, data_path: Path, source: ImportSource,
         f"- `predictions.csv` and `metrics.json`: our LoCoMo F1 {first.locomo_f1!r} (rescore, as for any pack).",
     ]
     if judge_id is not None:
-        lines.append(f"- The file's judge label: `autorater/{judge_id}/autorater_verdicts.jsonl` line {line} (J in its autorater_metrics.json).")
-    lines += ["", "## 4. Reproduction", "- `imported/reproduction.json`: per metric, rows reproduced, and per category ours beside the file's.", ""]
+        lines.append(
+            f"- The file's judge label: `autorater/{judge_id}/autorater_verdicts.jsonl` line {line} (J in its autorater_metrics.json)."
+        )
+    lines += [
+        "",
+        "## 4. Reproduction",
+        "- `imported/reproduction.json`: per metric, rows reproduced, and per category ours beside the file's.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -525,23 +667,41 @@ def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="memorybench import",
         description="Import another project's released LoCoMo results, or the LongMemEval authors' hypothesis or judged file, "
-                    "into a pack, and print how far its table reproduces.",
+        "into a pack, and print how far its table reproduces.",
         epilog="formats: " + "; ".join(f"{name}: {shape}" for name, shape in shapes.items()),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="the released file(s): results first or in any order (stats, responses)")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="the released file(s): results first or in any order (stats, responses)"
+    )
     parser.add_argument("--format", required=True, dest="fmt", metavar="F", help=f"one of {', '.join(shapes)}")
-    parser.add_argument("--dataset", metavar="NAME", help="longmemeval formats: the dataset the answers were made over "
-                        "(longmemeval_oracle, longmemeval_s, longmemeval_m; the pin, as dataset=NAME)")
-    parser.add_argument("--dataset-path", metavar="DATA", help="longmemeval formats: a local copy of that dataset (recorded with "
-                        "its sha256, as dataset.path=FILE)")
-    parser.add_argument("--model", dest="model_key", metavar="KEY", help="locomo_task_eval: the model whose <KEY>_prediction to import")
-    parser.add_argument("--name", default=DEFAULT_NAME, help=f"the experiment name, the pack's folder under --packs (default {DEFAULT_NAME})")
-    parser.add_argument("--allow-partial", action="store_true",
-                        help="import a file without a row for some questions its format holds (some conversations, a run that "
-                             "stopped) as a pack labelled partial, over the questions it holds; refused without it")
+    parser.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="longmemeval formats: the dataset the answers were made over "
+        "(longmemeval_oracle, longmemeval_s, longmemeval_m; the pin, as dataset=NAME)",
+    )
+    parser.add_argument(
+        "--dataset-path",
+        metavar="DATA",
+        help="longmemeval formats: a local copy of that dataset (recorded with its sha256, as dataset.path=FILE)",
+    )
+    parser.add_argument(
+        "--model", dest="model_key", metavar="KEY", help="locomo_task_eval: the model whose <KEY>_prediction to import"
+    )
+    parser.add_argument(
+        "--name", default=DEFAULT_NAME, help=f"the experiment name, the pack's folder under --packs (default {DEFAULT_NAME})"
+    )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="import a file without a row for some questions its format holds (some conversations, a run that "
+        "stopped) as a pack labelled partial, over the questions it holds; refused without it",
+    )
     parser.add_argument("--source", metavar="REPOSITORY@COMMIT:PATH", help="where the results file was published (recorded)")
     parser.add_argument("--packs", default=DEFAULT_PACKS, help=f"packs root (paths.packs; default {DEFAULT_PACKS})")
-    parser.add_argument("--pins", help="pins folder with the pinned LoCoMo and punkt_tab (default: $MEMORYBENCH_PINS, user cache)")
+    parser.add_argument(
+        "--pins", help="pins folder with the pinned LoCoMo and punkt_tab (default: $MEMORYBENCH_PINS, user cache)"
+    )
     parser.add_argument("--json", action="store_true", help="print the reproduction record as JSON instead of the table")
     return parser
 
@@ -554,8 +714,18 @@ def import_main(argv: Sequence[str]) -> int:
         from memorybench.score.lexical import set_nltk_data_dir
 
         set_nltk_data_dir(nltk_data_dir(ns.pins))
-    result = import_results(ns.files, ns.fmt, model_key=ns.model_key, name=ns.name, source=ns.source, packs=ns.packs, pins=ns.pins,
-                            allow_partial=ns.allow_partial, dataset=ns.dataset, dataset_path=ns.dataset_path)
+    result = import_results(
+        ns.files,
+        ns.fmt,
+        model_key=ns.model_key,
+        name=ns.name,
+        source=ns.source,
+        packs=ns.packs,
+        pins=ns.pins,
+        allow_partial=ns.allow_partial,
+        dataset=ns.dataset,
+        dataset_path=ns.dataset_path,
+    )
     owner = benchmark_of_format(ns.fmt)
     table = owner.own("importer", "format_reproduction") if owner is not None else format_reproduction
     # the table quotes the file's answers and notes: no control character reaches the terminal

@@ -73,8 +73,15 @@ from memorybench.stages.autorater_judge import (
     templates_stored_at,
 )
 
-__all__ = ["CHECKED_CATEGORIES", "CheckRow", "audit_answers", "calibration_rows", "format_calibration",
-           "judge_check_main", "run_judge_check"]
+__all__ = [
+    "CHECKED_CATEGORIES",
+    "CheckRow",
+    "audit_answers",
+    "calibration_rows",
+    "format_calibration",
+    "judge_check_main",
+    "run_judge_check",
+]
 
 #: the categories the audit's sets cover (and Mem0's judge judges)
 CHECKED_CATEGORIES = (1, 2, 3, 4)
@@ -115,11 +122,18 @@ def audit_answers(pin: Pin, questions: Mapping[tuple[int, int], Question], pins:
             conversation, index = qid.removeprefix("locomo_").split("_qa")
             question = questions[(int(conversation), int(index))]
         except (ValueError, KeyError):
-            raise UserError(f"{path}: row {qid!r} names no question of locomo10.json; delete it and run `memorybench fetch`") from None
-        if (row.get("question") != question.question or str(row.get("category")) != str(question.category)
-                or row.get("golden_answer") != str(question.answer)):
-            raise UserError(f"{path}: row {qid} does not match {question.question_id} of locomo10.json "
-                            "(question, category or gold answer); delete it and run `memorybench fetch`")
+            raise UserError(
+                f"{path}: row {qid!r} names no question of locomo10.json; delete it and run `memorybench fetch`"
+            ) from None
+        if (
+            row.get("question") != question.question
+            or str(row.get("category")) != str(question.category)
+            or row.get("golden_answer") != str(question.answer)
+        ):
+            raise UserError(
+                f"{path}: row {qid} does not match {question.question_id} of locomo10.json "
+                "(question, category or gold answer); delete it and run `memorybench fetch`"
+            )
         if question.question_id in answers:
             raise UserError(f"{path}: {qid} appears twice; delete it and run `memorybench fetch`")
         answers[question.question_id] = str(row["generated_answer"])
@@ -137,13 +151,22 @@ def calibration_rows(pins: Any = None, max_questions: int | None = None) -> dict
     checked = {q.question_id for q in every if q.category in CHECKED_CATEGORIES}
     for name, by_id in answers.items():
         if set(by_id) != checked:
-            raise UserError(f"{pin_path(WRONG_SETS[name], pins)} covers {len(by_id)} questions, not the {len(checked)} of "
-                            "categories 1-4; delete it and run `memorybench fetch`")
+            raise UserError(
+                f"{pin_path(WRONG_SETS[name], pins)} covers {len(by_id)} questions, not the {len(checked)} of "
+                "categories 1-4; delete it and run `memorybench fetch`"
+            )
     out: dict[str, list[CheckRow]] = {}
     for name in SETS:
         out[name] = [
-            CheckRow(name, q.question_id, q.sample_id, q.category, q.question, q.answer,
-                     str(q.answer) if name == "gold" else answers[name][q.question_id])
+            CheckRow(
+                name,
+                q.question_id,
+                q.sample_id,
+                q.category,
+                q.question,
+                q.answer,
+                str(q.answer) if name == "gold" else answers[name][q.question_id],
+            )
             for q in asked
         ]
     return out
@@ -152,11 +175,20 @@ def calibration_rows(pins: Any = None, max_questions: int | None = None) -> dict
 # -- the rates ----------------------------------------------------------------------------
 def _rate(verdicts: Sequence[AutoraterVerdict], confidence: float) -> Rate:
     judged = [v for v in verdicts if v.score is not None]
-    interval = mean_interval([float(v.score or 0) for v in judged], [v.sample_id for v in judged], confidence=confidence,
-                             kind="rate")
-    return Rate(rate=interval.estimate, low=interval.low, high=interval.high, accepted=sum(v.score or 0 for v in judged),
-                judged=len(judged), failed=len(verdicts) - len(judged), conversations=interval.clusters,
-                method=interval.method, note=interval.note)
+    interval = mean_interval(
+        [float(v.score or 0) for v in judged], [v.sample_id for v in judged], confidence=confidence, kind="rate"
+    )
+    return Rate(
+        rate=interval.estimate,
+        low=interval.low,
+        high=interval.high,
+        accepted=sum(v.score or 0 for v in judged),
+        judged=len(judged),
+        failed=len(verdicts) - len(judged),
+        conversations=interval.clusters,
+        method=interval.method,
+        note=interval.note,
+    )
 
 
 def set_rates(verdicts: Sequence[AutoraterVerdict], source: dict[str, Any], confidence: float = DEFAULT_CONFIDENCE) -> SetRates:
@@ -170,11 +202,20 @@ def set_rates(verdicts: Sequence[AutoraterVerdict], source: dict[str, Any], conf
 
 def _source(name: str) -> dict[str, Any]:
     if name == "gold":
-        return {"made": "the gold answer of each question, judged against itself", "file": LOCOMO10.relpath,
-                "sha256": LOCOMO10.sha256}
+        return {
+            "made": "the gold answer of each question, judged against itself",
+            "file": LOCOMO10.relpath,
+            "sha256": LOCOMO10.sha256,
+        }
     pin = WRONG_SETS[name]
-    return {"file": pin.relpath, "sha256": pin.sha256, "repository": pin.repository, "commit": pin.commit,
-            "source_path": pin.source_path, "licence": pin.licence}
+    return {
+        "file": pin.relpath,
+        "sha256": pin.sha256,
+        "repository": pin.repository,
+        "commit": pin.commit,
+        "source_path": pin.source_path,
+        "licence": pin.licence,
+    }
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -225,15 +266,23 @@ def run_judge_check(
         verdicts: dict[str, list[AutoraterVerdict]] = {}
         models: set[str] = set()
         requests = cached = 0
-        with open_endpoint(node, "judge", cache_dir=cache_root, prices=prices or {}, longest_prompt_tokens=longest,
-                           log_dir=out) as endpoint:
-            bar = Progress("judge-check", sum(len(r) for r in rows.values()), label=identity.judge_id, unit="verdicts",
-                           rate_unit="verdict", enabled=progress)
+        with open_endpoint(
+            node, "judge", cache_dir=cache_root, prices=prices or {}, longest_prompt_tokens=longest, log_dir=out
+        ) as endpoint:
+            bar = Progress(
+                "judge-check",
+                sum(len(r) for r in rows.values()),
+                label=identity.judge_id,
+                unit="verdicts",
+                rate_unit="verdict",
+                enabled=progress,
+            )
             try:
                 for name, set_rows in rows.items():
                     verdicts[name] = []
-                    for verdict, trace in _judge_set(endpoint, judge, judge_cfg, out / name, set_rows, bar,
-                                                     max_consecutive_failures):
+                    for verdict, trace in _judge_set(
+                        endpoint, judge, judge_cfg, out / name, set_rows, bar, max_consecutive_failures
+                    ):
                         verdicts[name].append(verdict)
                         requests += 1
                         if trace.response is not None:
@@ -244,28 +293,50 @@ def run_judge_check(
             model_sent, local = endpoint.model, endpoint.is_local
         notes = []
         if max_questions is not None:
-            notes.append(f"Prefix check: the {asked} questions of categories 1-4 among LoCoMo's first {max_questions} "
-                         "(max_questions); not the whole set.")
+            notes.append(
+                f"Prefix check: the {asked} questions of categories 1-4 among LoCoMo's first {max_questions} "
+                "(max_questions); not the whole set."
+            )
         if local:
             notes.append("Judged by the embedded local model: a local label, not comparable with a hosted judge.")
         sets = {name: set_rates(verdicts[name], _source(name), confidence) for name in rows}
         calibration = Calibration(
-            judge_id=identity.judge_id, identity=identity, identity_sha256=identity.sha256(),
-            categories=list(CHECKED_CATEGORIES), questions=asked, is_prefix=max_questions is not None,
-            max_questions=max_questions, sets=sets,
-            specific_wrong_accepted=sets["specific_wrong"].overall.rate, vague_wrong_accepted=sets["vague_wrong"].overall.rate,
-            gold_accepted=sets["gold"].overall.rate, model_sent=model_sent, models_answered=sorted(m for m in models if m),
-            local_judge=local, confidence=confidence, judge_config=judge_cfg,
+            judge_id=identity.judge_id,
+            identity=identity,
+            identity_sha256=identity.sha256(),
+            categories=list(CHECKED_CATEGORIES),
+            questions=asked,
+            is_prefix=max_questions is not None,
+            max_questions=max_questions,
+            sets=sets,
+            specific_wrong_accepted=sets["specific_wrong"].overall.rate,
+            vague_wrong_accepted=sets["vague_wrong"].overall.rate,
+            gold_accepted=sets["gold"].overall.rate,
+            model_sent=model_sent,
+            models_answered=sorted(m for m in models if m),
+            local_judge=local,
+            confidence=confidence,
+            judge_config=judge_cfg,
             prompt={**judge.prompt_info(templates_stored_at(judge, "prompts"))},
-            dataset={"file": LOCOMO10.relpath, "sha256": LOCOMO10.sha256}, requests=requests, cached=cached,
-            created_at=utc_now(), notes=notes,
+            dataset={"file": LOCOMO10.relpath, "sha256": LOCOMO10.sha256},
+            requests=requests,
+            cached=cached,
+            created_at=utc_now(),
+            notes=notes,
         )
         write_atomic(out / CALIBRATION_FILE, calibration.dump().encode("utf-8"))
     return calibration
 
 
-def _judge_set(endpoint: Any, judge: JudgeProtocol, judge_cfg: Mapping[str, Any], folder: Path, rows: Sequence[CheckRow],
-               bar: Progress, max_consecutive_failures: int) -> Iterator[tuple[AutoraterVerdict, Any]]:
+def _judge_set(
+    endpoint: Any,
+    judge: JudgeProtocol,
+    judge_cfg: Mapping[str, Any],
+    folder: Path,
+    rows: Sequence[CheckRow],
+    bar: Progress,
+    max_consecutive_failures: int,
+) -> Iterator[tuple[AutoraterVerdict, Any]]:
     """Judge one set's answers in order, appending each trace and verdict as it returns; a run of
     failed calls means the endpoint is down: one line (a rerun replays the answered ones from the cache)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -275,16 +346,24 @@ def _judge_set(endpoint: Any, judge: JudgeProtocol, judge_cfg: Mapping[str, Any]
     streak = 0
     try:
         for index, row in enumerate(rows):
-            base = dict(question_id=row.question_id, sample_id=row.sample_id, index=index, category=row.category,
-                        pass_=1, judge_prompt_sha256=judge.template_sha256)
+            base = dict(
+                question_id=row.question_id,
+                sample_id=row.sample_id,
+                index=index,
+                category=row.category,
+                pass_=1,
+                judge_prompt_sha256=judge.template_sha256,
+            )
             trace, verdict = _judge_one(endpoint, judge, row, 1, judge_cfg, base, {})  # type: ignore[arg-type]
             traces.append(trace)
             verdicts.append(verdict)
             bar.update(1)
             streak = streak + 1 if verdict.failure == "model_call" else 0
             if streak >= max_consecutive_failures or (streak and streak == index + 1 == len(rows)):
-                raise ModelCallError(f"the judge failed {streak} calls in a row, the last: {verdict.error}; fix the endpoint "
-                                     "and rerun the same command (answered calls come back from the response cache)")
+                raise ModelCallError(
+                    f"the judge failed {streak} calls in a row, the last: {verdict.error}; fix the endpoint "
+                    "and rerun the same command (answered calls come back from the response cache)"
+                )
             yield verdict, trace
     finally:
         verdicts.close()
@@ -304,12 +383,18 @@ def _interval(rate: Rate) -> str:
 
 def format_calibration(calibration: Calibration, path: Path | None = None) -> str:
     """The printed table: per set, acceptance per category and overall with its interval."""
-    scope = (f"prefix: the {calibration.questions:,} questions of categories 1-4 among LoCoMo's first "
-             f"{calibration.max_questions:,}" if calibration.is_prefix else f"all {calibration.questions:,} questions of categories 1-4")
+    scope = (
+        f"prefix: the {calibration.questions:,} questions of categories 1-4 among LoCoMo's first {calibration.max_questions:,}"
+        if calibration.is_prefix
+        else f"all {calibration.questions:,} questions of categories 1-4"
+    )
     conf = f"{100 * calibration.confidence:.0f}%"
-    lines = [f"judge-check {calibration.judge_id} ({scope})",
-             f"{'answers':<16}" + "".join(f"{'cat ' + c:>9}" for c in ("1", "2", "3", "4"))
-             + f"{'overall':>10}  {conf} interval over conversations  failed"]
+    lines = [
+        f"judge-check {calibration.judge_id} ({scope})",
+        f"{'answers':<16}"
+        + "".join(f"{'cat ' + c:>9}" for c in ("1", "2", "3", "4"))
+        + f"{'overall':>10}  {conf} interval over conversations  failed",
+    ]
     for name, rates in calibration.sets.items():
         label = {"specific_wrong": "specific wrong", "vague_wrong": "vague wrong", "gold": "gold"}[name]
         cells = "".join(f"{_cell(rates.by_category[c]):>9}" for c in ("1", "2", "3", "4"))
@@ -341,13 +426,17 @@ def _compose(overrides: Sequence[str]) -> tuple[DictConfig, int | None]:
             try:
                 max_questions = int(value)
             except ValueError:
-                raise UserError(f"max_questions={value!r} is not a number; use max_questions=N (e.g. 199, the first conversation)") from None
+                raise UserError(
+                    f"max_questions={value!r} is not a number; use max_questions=N (e.g. 199, the first conversation)"
+                ) from None
             if max_questions < 1:
                 raise UserError(f"max_questions={max_questions} must be at least 1; use max_questions=N or leave it out")
             continue
         if not _ or not (key == "judge" or key.startswith(_ALLOWED_PREFIXES)):
-            raise UserError(f"judge-check takes only judge=NAME, judge.KEY=VALUE, paths.KEY=VALUE, pricing.KEY=VALUE or "
-                            f"max_questions=N overrides, got {override!r}")
+            raise UserError(
+                f"judge-check takes only judge=NAME, judge.KEY=VALUE, paths.KEY=VALUE, pricing.KEY=VALUE or "
+                f"max_questions=N overrides, got {override!r}"
+            )
         passed.append(override)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="memorybench-judge-check"):
         spec = compose_spec(passed)
@@ -360,12 +449,16 @@ def _parser() -> OneLineParser:
     parser = OneLineParser(
         prog="memorybench judge-check",
         description="Calibrate a judge: how often it accepts the LoCoMo audit's known-wrong answers (specific and vague) "
-                    "and the gold answers, per category 1-4 (writes <paths.cache>/judge_check/<judge id>/).",
+        "and the gold answers, per category 1-4 (writes <paths.cache>/judge_check/<judge id>/).",
     )
-    parser.add_argument("overrides", nargs="*",
-                        help="judge=mem0|strict|openai_compatible|local, judge.KEY=VALUE, paths.KEY=VALUE, max_questions=N")
-    parser.add_argument("--pins", help="pins folder with locomo10.json and the audit's sets (default: paths.pins, "
-                        "$MEMORYBENCH_PINS, user cache)")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        help="judge=mem0|strict|openai_compatible|local, judge.KEY=VALUE, paths.KEY=VALUE, max_questions=N",
+    )
+    parser.add_argument(
+        "--pins", help="pins folder with locomo10.json and the audit's sets (default: paths.pins, $MEMORYBENCH_PINS, user cache)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -376,7 +469,10 @@ def judge_check_main(argv: Sequence[str]) -> int:
     cfg, max_questions = _compose(ns.overrides)
     pins = ns.pins or cfg.paths.pins
     calibration = run_judge_check(
-        cfg.judge, cache_dir=cfg.paths.cache, max_questions=max_questions, pins=pins,
+        cfg.judge,
+        cache_dir=cfg.paths.cache,
+        max_questions=max_questions,
+        pins=pins,
         prices=OmegaConf.to_container(cfg.pricing) if cfg.get("pricing") is not None else {},  # type: ignore[arg-type]
         progress=not ns.quiet,
     )

@@ -63,7 +63,9 @@ def select_questions(conversations: Sequence[Conversation], cfg: Any) -> list[Qu
     return select(list(iter_questions(conversations)), cfg)
 
 
-def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True) -> QaResult:
+def run_qa(
+    cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str, str] | None = None, progress: bool = True
+) -> QaResult:
     """Answer every selected question of `cfg` into its pack; resume a half-done pack.
 
     One writer per pack: the pack's lock (`memorybench.pack.lock`) is held from before the
@@ -88,8 +90,21 @@ def run_qa(cfg: DictConfig, *, overrides: Sequence[str] = (), choices: dict[str,
     with folder_lock(pack.root, "pack"):
         if where.is_finished():  # finished by the writer that held the lock before us
             return _finished(where)
-        return _write(cfg, rid, sha, where, pack, cache_dir, data_path, data_info, conversations, questions,
-                      overrides=overrides, choices=choices, progress=progress)
+        return _write(
+            cfg,
+            rid,
+            sha,
+            where,
+            pack,
+            cache_dir,
+            data_path,
+            data_info,
+            conversations,
+            questions,
+            overrides=overrides,
+            choices=choices,
+            progress=progress,
+        )
 
 
 def _finished(where: PackLocation) -> QaResult:
@@ -136,7 +151,9 @@ def _write(
     memories: dict[str, BuiltMemory] = {}
     if method.software_only and not method.question_dependent:
         memories = {c.sample_id: method.build(c, ctx) for c in needed}
-    longest = longest_prompt_tokens((m.text or "" for m in memories.values()), prompt_chars(cfg), method.memory_tokens_bound(needed))
+    longest = longest_prompt_tokens(
+        (m.text or "" for m in memories.values()), prompt_chars(cfg), method.memory_tokens_bound(needed)
+    )
     # URLs as the run id hashes them; an unset question selection left out (as before it existed)
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(recorded_config(clean_config(cfg))))
     from memorybench.estimate import write_estimate
@@ -144,8 +161,19 @@ def _write(
     write_estimate(cfg, rid, pack)  # calls, tokens and cost as counted before the first call (estimate.json)
 
     with open_answerer(cfg, pack, cache_dir=cache_dir, longest_prompt_tokens=longest) as answerer:
-        meta = _run_meta(cfg, rid, sha, pack, answerer.models + ctx.models, answerer.is_local, data_info, questions,
-                         every=list(iter_questions(conversations)), overrides=overrides, choices=choices)
+        meta = _run_meta(
+            cfg,
+            rid,
+            sha,
+            pack,
+            answerer.models + ctx.models,
+            answerer.is_local,
+            data_info,
+            questions,
+            every=list(iter_questions(conversations)),
+            overrides=overrides,
+            choices=choices,
+        )
         pack.write_json(layout.RUN_META, meta)
         bar = Progress("qa", len(questions), initial=len(answered), enabled=progress)
         prefill = PrefillNotes(bar.note, _local_model(answerer.models), method.question_dependent)
@@ -167,7 +195,9 @@ def _write(
                 # stops the run instead of being scored as if it were whole
                 method.check_writer_failures(pack)
                 answerer.start_conversation(
-                    ConversationView(conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions)
+                    ConversationView(
+                        conversation.sample_id, conversation.speaker_a, conversation.speaker_b, conversation.sessions
+                    )
                 )
                 prefill.before(conversation.sample_id, memory.text, len(todo))
                 for question in todo:
@@ -245,8 +275,10 @@ class PrefillNotes:
             return
         if call.restored_tokens:
             answer = "first answer" if self._first == "first question" else "its answer"
-            self.note(f"{sample_id}: prefill of {call.restored_tokens} tokens restored from disk; {answer} in "
-                      f"{format_eta(call.latency_s)}")
+            self.note(
+                f"{sample_id}: prefill of {call.restored_tokens} tokens restored from disk; {answer} in "
+                f"{format_eta(call.latency_s)}"
+            )
         else:
             self.note(f"{sample_id}: memory prefilled and {self._first} answered in {format_eta(call.latency_s)}")
 
@@ -259,15 +291,23 @@ def _local_model(models: Sequence[Any]) -> str | None:
     return None
 
 
-def _answer(pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory: BuiltMemory, question: Question, index: int) -> None:
+def _answer(
+    pack: RunPack, method: Any, ctx: BuildContext, answerer: Any, memory: BuiltMemory, question: Question, index: int
+) -> None:
     """One question: its memory text (stored once), the answer, the prediction row (the commit)."""
     asked = question.asked()  # no gold, no evidence
     text = method.for_question(memory, asked, ctx)
     memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
     if question.category == 5 and question.adversarial_answer is not None and getattr(answerer, "poses_choice", False):
         # LoCoMo's category-5 choice: the trap, never the gold
-        asked = AskedChoice(asked.question_id, asked.sample_id, asked.category, asked.question, asked.question_date,
-                            adversarial_answer=question.adversarial_answer)
+        asked = AskedChoice(
+            asked.question_id,
+            asked.sample_id,
+            asked.category,
+            asked.question,
+            asked.question_date,
+            adversarial_answer=question.adversarial_answer,
+        )
     answer = answerer.answer(asked, text)
     pack.predictions.append(
         Prediction(
@@ -344,11 +384,7 @@ def _run_meta(
 def _prompt_hashes(pack: RunPack) -> dict[str, str]:
     """sha256 of every prompt file the answerer copied into prompts/."""
     folder = pack.path(layout.PROMPTS)
-    return {
-        str(p.relative_to(folder)): sha256_file(p)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+    return {str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def _memory_relpath(method: Any, memory: BuiltMemory) -> str | None:
@@ -405,8 +441,10 @@ def selection_note(selection: dict[str, Any], total: int) -> str:
         return f"Subset run: {n} of {total} questions chosen by id (question_ids), asked in file order."
     short = [k for k, (_, of) in selection["by_kind"].items() if of < selection["per_kind"]]
     fewer = f"; every question of kind {', '.join(short)} (fewer than {selection['per_kind']})" if short else ""
-    return (f"Sample run: {n} of {total} questions, up to {selection['per_kind']} of each of {len(selection['by_kind'])} "
-            f"kinds drawn with seed {selection['seed']} (question_sample){fewer}, asked in file order.")
+    return (
+        f"Sample run: {n} of {total} questions, up to {selection['per_kind']} of each of {len(selection['by_kind'])} "
+        f"kinds drawn with seed {selection['seed']} (question_sample){fewer}, asked in file order."
+    )
 
 
 def print_summary(result: QaResult) -> None:

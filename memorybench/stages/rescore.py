@@ -55,7 +55,9 @@ def format_table(metrics: dict[str, Any]) -> str:
     """The results table printed at the end of a run: category number beside its name."""
     lines = []
     if metrics.get("local_model"):
-        lines.append(f"Embedded local model: not comparable with published {benchmark_named(metrics.get('benchmark')).title} numbers.")
+        lines.append(
+            f"Embedded local model: not comparable with published {benchmark_named(metrics.get('benchmark')).title} numbers."
+        )
     selection = metrics.get("selection")
     if selection:  # question_ids or question_sample (RunMeta.selection): a part, labelled as a prefix is
         lines.append(selection_label(selection))
@@ -63,8 +65,11 @@ def format_table(metrics: dict[str, Any]) -> str:
         lines.append(f"Smoke test: the first {metrics['questions']} questions only (max_questions).")
     partial = metrics.get("partial")
     if partial:  # a partial import (import --allow-partial): not a prefix, some conversations or rows
-        lines.append(f"Partial import: {partial['questions']} of {partial['of']} questions ({len(partial['conversations'])} "
-                     "conversations held); not comparable with figures over the whole set.")
+        lines.append(
+            f"Partial import: {partial['questions']} of {partial['of']} questions ({len(partial['conversations'])} "
+            "conversations held); not comparable with figures over the whole set."
+        )
+
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"
 
@@ -84,7 +89,10 @@ def format_table(metrics: dict[str, Any]) -> str:
     counts = metrics["counts"]["by_category"]
     # each overall over the categories it names: 1-4 always, LoCoMo's 1-5 where category 5 was asked
     # (a metrics.json from before the two overalls has only `overall`, over every question it holds)
-    overalls = [("overall 1-4", "overall_1_4", sum(counts[c] for c in "1234")), ("overall 1-5", "overall_1_5", metrics["counts"]["total"])]
+    overalls = [
+        ("overall 1-4", "overall_1_4", sum(counts[c] for c in "1234")),
+        ("overall 1-5", "overall_1_5", metrics["counts"]["total"]),
+    ]
     for label, key, n in overalls:
         if key not in metrics["locomo_f1"]:
             label, key, n = "all", "overall", metrics["counts"]["total"]
@@ -104,20 +112,28 @@ def _other_table(metrics: dict[str, Any], fmt: Any) -> list[str]:
     """Another benchmark's table: per kind, overall and task-averaged, its lexical scores
     labelled a diagnostic (the benchmark's score is its judge's)."""
     benchmark = benchmark_named(metrics.get("benchmark"))
-    lines = [f"{benchmark.name}: lexical scores are a diagnostic; its score is its judge's ({benchmark.scored_by}): "
-             "memorybench autorater PACK"]
+    lines = [
+        f"{benchmark.name}: lexical scores are a diagnostic; its score is its judge's ({benchmark.scored_by}): "
+        "memorybench autorater PACK"
+    ]
     header = f"{'kind':<30}{'n':>5}  {'tokF1':>7}  {'EM':>7}"
     lines += [header, "-" * len(header)]
     for key, name in metrics["category_names"].items():
         n = metrics["counts"]["by_category"][key]
-        lines.append(f"{key + ' ' + name:<30}{n:>5}  {fmt(metrics['token_f1']['by_category'][key]):>7}  "
-                     f"{fmt(metrics['exact_match']['by_category'][key]):>7}")
+        lines.append(
+            f"{key + ' ' + name:<30}{n:>5}  {fmt(metrics['token_f1']['by_category'][key]):>7}  "
+            f"{fmt(metrics['exact_match']['by_category'][key]):>7}"
+        )
     lines.append("-" * len(header))
-    lines.append(f"{'overall':<30}{metrics['counts']['total']:>5}  {fmt(metrics['token_f1']['overall']):>7}  "
-                 f"{fmt(metrics['exact_match']['overall']):>7}")
+    lines.append(
+        f"{'overall':<30}{metrics['counts']['total']:>5}  {fmt(metrics['token_f1']['overall']):>7}  "
+        f"{fmt(metrics['exact_match']['overall']):>7}"
+    )
     if "task_averaged" in metrics["token_f1"]:
-        lines.append(f"{'task-averaged':<30}{'':>5}  {fmt(metrics['token_f1']['task_averaged']):>7}  "
-                     f"{fmt(metrics['exact_match']['task_averaged']):>7}")
+        lines.append(
+            f"{'task-averaged':<30}{'':>5}  {fmt(metrics['token_f1']['task_averaged']):>7}  "
+            f"{fmt(metrics['exact_match']['task_averaged']):>7}"
+        )
     return lines
 
 
@@ -128,7 +144,11 @@ def _usage_lines(metrics: dict[str, Any]) -> list[str]:
         cost = f"${reader['cost_usd']:.4f}" if reader["cost_known"] else "unknown (model not in the price table)"
         p50 = reader["latency_s"]["p50"]
         # latency is over calls the server answered: none when every call came from the cache
-        latency = f"latency p50 {round(p50, 3)} s" if p50 is not None else f"no latency ({reader.get('cache_hits', 0)} calls from the response cache)"
+        latency = (
+            f"latency p50 {round(p50, 3)} s"
+            if p50 is not None
+            else f"no latency ({reader.get('cache_hits', 0)} calls from the response cache)"
+        )
         lines.append(
             f"reader: {reader['calls']} calls, {reader['prompt_tokens']} prompt + {reader['completion_tokens']} completion tokens, "
             f"cost {cost}, {latency}, retries {reader['retries']}"
@@ -150,15 +170,27 @@ def cost_lines(metrics: dict[str, Any]) -> list[str]:
     lines = []
     total = usage.get("total")
     if total:
-        parts = [f"{name} {dollars(usage[name])} ({usage[name]['calls']} calls)" for name in ("build", "reader", "agent") if name in usage]
+        parts = [
+            f"{name} {dollars(usage[name])} ({usage[name]['calls']} calls)"
+            for name in ("build", "reader", "agent")
+            if name in usage
+        ]
         per_question = "" if total["cost_per_question_usd"] is None else f", ${total['cost_per_question_usd']:.6f} per question"
-        lines.append(f"cost: {' + '.join(parts)} = total {dollars(total)}{per_question}"
-                     + ("" if total["cost_known"] else " (a model is not in the price table)"))
+        lines.append(
+            f"cost: {' + '.join(parts)} = total {dollars(total)}{per_question}"
+            + ("" if total["cost_known"] else " (a model is not in the price table)")
+        )
     memory = metrics.get("memory")
     if memory:
         where = f"; skipped, listed in {memory['failures_file']}" if memory["failed"] else ""
         library = memory.get("library_reported")
-        said = (f" ({library['failed_tasks']} of them by the library's own report; {library['reports']} reports in "
-                f"{library['file']})") if library else ""
+        said = (
+            (
+                f" ({library['failed_tasks']} of them by the library's own report; {library['reports']} reports in "
+                f"{library['file']})"
+            )
+            if library
+            else ""
+        )
         lines.append(f"memory: {memory['failed']} of {memory['tasks']} writer tasks failed{said}{where}")
     return lines

@@ -81,10 +81,14 @@ def read_tree_file(root: Path, relpath: str) -> bytes:
     try:
         return read_regular(root, relpath)
     except LinkRefused as e:
-        raise UserError(f"{root / e.where} is a link; a copied folder holds its own files, never links (one may point at a "
-                        "host file), so nothing is copied through it: remove the link, then copy again") from None
+        raise UserError(
+            f"{root / e.where} is a link; a copied folder holds its own files, never links (one may point at a "
+            "host file), so nothing is copied through it: remove the link, then copy again"
+        ) from None
     except NotRegular as e:
-        raise UserError(f"{root / e.where} is not a regular file (a FIFO, a device or a folder); remove it, then copy again") from None
+        raise UserError(
+            f"{root / e.where} is not a regular file (a FIFO, a device or a folder); remove it, then copy again"
+        ) from None
 
 
 def tree_folder(root: Path, relpath: str) -> Path:
@@ -93,8 +97,10 @@ def tree_folder(root: Path, relpath: str) -> Path:
     try:
         return folder_within(root, relpath)
     except LinkRefused as e:
-        raise UserError(f"{root / e.where} is a link; a folder copy writes nothing through a link (it may point outside "
-                        f"{root}): remove it, or copy into an empty folder") from None
+        raise UserError(
+            f"{root / e.where} is a link; a folder copy writes nothing through a link (it may point outside "
+            f"{root}): remove it, or copy into an empty folder"
+        ) from None
 
 
 def upload_order(files: Sequence[str], markers: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -167,9 +167,11 @@ class GCSStorage(Storage):
             # an object named `<prefix>/../../x` (or absolute) would land outside `dest`: refuse them all first
             parts = name.replace("\\", "/").split("/")
             if name.startswith("/") or "\x00" in name or any(part in ("", ".", "..") for part in parts):
-                raise UserError(f"object {f'gs://{self.bucket_name}/{blob.name}'!r} would be written outside {dest} (an absolute "
-                                "name, or '.', '..' or empty segments); nothing was downloaded: remove or rename that "
-                                "object in the bucket")
+                raise UserError(
+                    f"object {f'gs://{self.bucket_name}/{blob.name}'!r} would be written outside {dest} (an absolute "
+                    "name, or '.', '..' or empty segments); nothing was downloaded: remove or rename that "
+                    "object in the bucket"
+                )
 
         def get(pair: tuple[Any, str]) -> None:
             blob, local = pair

@@ -175,7 +175,9 @@ class ScriptedResponsesServer(ScriptedHTTPServer[Action]):
         model = body.get("model") or self.model
         events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": rid, "model": model}}]
         if isinstance(action, Failed):
-            events.append({"type": "response.failed", "response": {"id": rid, "error": {"code": action.code, "message": action.message}}})
+            events.append(
+                {"type": "response.failed", "response": {"id": rid, "error": {"code": action.code, "message": action.message}}}
+            )
             return _sse(events)
         items: list[dict[str, Any]] = []
         if isinstance(action, Shell):
@@ -183,8 +185,14 @@ class ScriptedResponsesServer(ScriptedHTTPServer[Action]):
                 items.append(_message(action.preamble, number))
             items.append(_shell_call(body, action.command, f"call_{number}"))
         elif isinstance(action, WebSearch):
-            items.append({"type": "web_search_call", "id": f"ws_{number}", "status": "completed",
-                          "action": {"type": "search", "query": action.query}})
+            items.append(
+                {
+                    "type": "web_search_call",
+                    "id": f"ws_{number}",
+                    "status": "completed",
+                    "action": {"type": "search", "query": action.query},
+                }
+            )
             items.append(_message(action.then_text, number))
         else:
             items.append(_message(action.text, number))
@@ -195,8 +203,13 @@ class ScriptedResponsesServer(ScriptedHTTPServer[Action]):
 
 
 def _message(text: str, number: int) -> dict[str, Any]:
-    return {"type": "message", "role": "assistant", "id": f"msg_{number}", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return {
+        "type": "message",
+        "role": "assistant",
+        "id": f"msg_{number}",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def _shell_call(body: dict[str, Any], command: str, call_id: str) -> dict[str, Any]:
@@ -210,8 +223,7 @@ def _shell_call(body: dict[str, Any], command: str, call_id: str) -> dict[str, A
         arguments, name = {"command": ["bash", "-c", command]}, "shell"
     else:
         raise RuntimeError(f"the request advertises no shell tool (tools: {names})")
-    return {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name,
-            "arguments": json.dumps(arguments)}
+    return {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name, "arguments": json.dumps(arguments)}
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
@@ -219,6 +231,19 @@ def _sse(events: list[dict[str, Any]]) -> bytes:
 
 
 __all__ = [
-    "Action", "Failed", "Hang", "Message", "Raw", "ScriptedResponsesServer", "Shell", "Status", "Usage", "WebSearch",
-    "echo_responder", "function_outputs", "is_follow_up", "last_user_text", "tool_names",
+    "Action",
+    "Failed",
+    "Hang",
+    "Message",
+    "Raw",
+    "ScriptedResponsesServer",
+    "Shell",
+    "Status",
+    "Usage",
+    "WebSearch",
+    "echo_responder",
+    "function_outputs",
+    "is_follow_up",
+    "last_user_text",
+    "tool_names",
 ]

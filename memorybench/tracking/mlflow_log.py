@@ -137,7 +137,11 @@ class TrackingResult:
         local store, the command that serves its UI (one worker: 2 cores) and the page to open."""
         if self.tracking_uri.startswith(("http://", "https://")):
             server = clean_url(self.tracking_uri).split("#", 1)[0].split("?", 1)[0]  # no credential in a link
-            return f"{server.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{run.mlflow_run_id}" if run else self.runs_url(server)
+            return (
+                f"{server.rstrip('/')}/#/experiments/{self.experiment_id}/runs/{run.mlflow_run_id}"
+                if run
+                else self.runs_url(server)
+            )
         return f"{ui_command(self.tracking_uri)}, then open {self.runs_url()}"
 
 
@@ -169,7 +173,7 @@ def tracking_uri_from_config(cfg: Any) -> str | None:
 def _artifact_location(tracking_uri: str) -> str | None:
     """Artifacts of a local sqlite store go beside it (never relative to the cwd)."""
     if tracking_uri.startswith("sqlite:///"):
-        db = Path(tracking_uri[len("sqlite:///"):])
+        db = Path(tracking_uri[len("sqlite:///") :])
         return (db.parent / "mlartifacts").resolve().as_uri()
     return None
 
@@ -268,17 +272,19 @@ def pack_params(pack: str | os.PathLike[str] | PackReader) -> dict[str, str]:
     for group, option in sorted((meta.choices or {}).items()):
         params[f"choice.{group}"] = option
     data = meta.data or {}
-    params.update({
-        "run_id": meta.run_id,
-        "experiment": meta.name,
-        "config_sha256": meta.config_sha256,
-        "data_sha256": data.get("sha256"),
-        "data_pinned": data.get("pinned"),
-        "git_commit": meta.git_commit,
-        "question_count": meta.question_count,
-        "is_prefix": meta.is_prefix,
-        "local_model": meta.local_model,
-    })
+    params.update(
+        {
+            "run_id": meta.run_id,
+            "experiment": meta.name,
+            "config_sha256": meta.config_sha256,
+            "data_sha256": data.get("sha256"),
+            "data_pinned": data.get("pinned"),
+            "git_commit": meta.git_commit,
+            "question_count": meta.question_count,
+            "is_prefix": meta.is_prefix,
+            "local_model": meta.local_model,
+        }
+    )
     if data.get("commit"):
         params["data_commit"] = data["commit"]
     for name, sha in sorted((meta.prompts or {}).items()):
@@ -315,16 +321,36 @@ METRIC_NAMES: dict[str, str] = {
     # the overalls over categories 1-4 and, where category 5 was asked, 1-5: never one for the other
     "locomo_f1_1_4": "locomo_f1_1_4",
     "locomo_f1_1_5": "locomo_f1_1_5",
-    **{name: name for name in (
-        "build_calls", "build_prompt_tokens", "build_completion_tokens", "build_cost_usd",
-        "answer_calls", "answer_prompt_tokens", "answer_completion_tokens", "answer_cached_tokens", "answer_cost_usd",
-        "judge_calls", "judge_cost_usd",
-        "total_calls", "total_prompt_tokens", "total_completion_tokens", "total_cost_usd", "cost_per_question_usd",
-        "memory_failed_tasks",
-        # an agent run's gateway counts (absent for a reader run: None is not logged)
-        "agent_requests_p50", "agent_requests_p95", "agent_requests_max", "agent_tokens_p50", "agent_tokens_p95",
-        "agent_tokens_max", "agent_budget_exceeded",
-    )},
+    **{
+        name: name
+        for name in (
+            "build_calls",
+            "build_prompt_tokens",
+            "build_completion_tokens",
+            "build_cost_usd",
+            "answer_calls",
+            "answer_prompt_tokens",
+            "answer_completion_tokens",
+            "answer_cached_tokens",
+            "answer_cost_usd",
+            "judge_calls",
+            "judge_cost_usd",
+            "total_calls",
+            "total_prompt_tokens",
+            "total_completion_tokens",
+            "total_cost_usd",
+            "cost_per_question_usd",
+            "memory_failed_tasks",
+            # an agent run's gateway counts (absent for a reader run: None is not logged)
+            "agent_requests_p50",
+            "agent_requests_p95",
+            "agent_requests_max",
+            "agent_tokens_p50",
+            "agent_tokens_p95",
+            "agent_tokens_max",
+            "agent_budget_exceeded",
+        )
+    },
     "reader_retries": "retries",
     "reader_cache_hits": "cache_hits",
     "latency_p50_s": "latency_p50_s",
@@ -334,8 +360,16 @@ METRIC_NAMES: dict[str, str] = {
     "mem0_bleu1": "mem0_bleu1",
 }
 #: per judge, metric `<name>/<judge id>` (J of two judges never shares a metric)
-JUDGE_METRICS = ("j_mean", "j_sd", "j_passes", *(f"j_cat{c}" for c in JUDGED_CATEGORIES), "j_agreement", "judge_failed",
-                 "judge_calls", "judge_cost_usd")
+JUDGE_METRICS = (
+    "j_mean",
+    "j_sd",
+    "j_passes",
+    *(f"j_cat{c}" for c in JUDGED_CATEGORIES),
+    "j_agreement",
+    "judge_failed",
+    "judge_calls",
+    "judge_cost_usd",
+)
 
 
 def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
@@ -387,13 +421,15 @@ def _parent_run(client: MlflowClient, experiment_id: str, name: str) -> str:
     return str(run.info.run_id)
 
 
-def _log_batches(client: MlflowClient, run_id: str, params: Mapping[str, str], metrics: Mapping[str, float], timestamp: int) -> None:
+def _log_batches(
+    client: MlflowClient, run_id: str, params: Mapping[str, str], metrics: Mapping[str, float], timestamp: int
+) -> None:
     from mlflow.entities import Metric, Param
     from mlflow.utils.validation import MAX_PARAMS_TAGS_PER_BATCH
 
     items = [Param(k, v) for k, v in sorted(params.items())]
     for start in range(0, len(items), MAX_PARAMS_TAGS_PER_BATCH):
-        client.log_batch(run_id, params=items[start:start + MAX_PARAMS_TAGS_PER_BATCH])
+        client.log_batch(run_id, params=items[start : start + MAX_PARAMS_TAGS_PER_BATCH])
     client.log_batch(run_id, metrics=[Metric(k, v, timestamp, 0) for k, v in sorted(metrics.items())])
 
 
@@ -415,8 +451,17 @@ def results_sha256(params: Mapping[str, str], metrics: Mapping[str, float]) -> s
     return sha256_text(json.dumps({"params": dict(params), "metrics": dict(metrics)}, sort_keys=True))
 
 
-def _update(client: MlflowClient, existing: Any, pack: PackReader, location: Location, params: Mapping[str, str],
-            metrics: Mapping[str, float], digest: str, *, artifacts: bool) -> TrackedRun:
+def _update(
+    client: MlflowClient,
+    existing: Any,
+    pack: PackReader,
+    location: Location,
+    params: Mapping[str, str],
+    metrics: Mapping[str, float],
+    digest: str,
+    *,
+    artifacts: bool,
+) -> TrackedRun:
     """Log a pack's new results into its existing run: every metric (a new value is a new
     point of its history), the params it did not have (a judge's), the artifacts again."""
     run_id = str(existing.info.run_id)
@@ -424,8 +469,10 @@ def _update(client: MlflowClient, existing: Any, pack: PackReader, location: Loc
     changed = sorted(k for k, v in params.items() if k in logged and logged[k] != v)
     if changed:
         # MLflow params are write-once; a changed one would mean another experiment under this key
-        raise UserError(f"MLflow run {run_id} of pack {pack.uri()} has other values for params {', '.join(changed[:5])}; "
-                        "the pack changed identity: delete that MLflow run or track into another experiment")
+        raise UserError(
+            f"MLflow run {run_id} of pack {pack.uri()} has other values for params {', '.join(changed[:5])}; "
+            "the pack changed identity: delete that MLflow run or track into another experiment"
+        )
     meta = pack.meta()
     now = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
     _log_batches(client, run_id, {k: v for k, v in params.items() if k not in logged}, metrics, now)
@@ -499,7 +546,9 @@ def log_packs(
             experiment_id = ensure_experiment(client, experiment_name, _artifact_location(tracking_uri))
         except MlflowException as e:
             message = " ".join(str(e.message).split())[:300]
-            raise UserError(f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT") from None
+            raise UserError(
+                f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT"
+            ) from None
         if parent_run_name is None:
             parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
         parent_id = _parent_run(client, experiment_id, parent_run_name)
@@ -579,7 +628,9 @@ def track_main(argv: Sequence[str]) -> int:
         name = ns.experiment or str(PackReader.open(pack).meta().name or "memorybench")
         groups.setdefault(name, []).append(pack)
     for name, packs in groups.items():
-        result = log_packs(packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts)
+        result = log_packs(
+            packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts
+        )
         print_tracking(result)
     if scan.unfinished:
         print(f"left out {len(scan.unfinished)} unfinished pack(s) (no _SUCCESS)", file=sys.stderr)
@@ -591,7 +642,11 @@ def print_tracking(result: TrackingResult) -> None:
     for run in result.runs:
         print(f"mlflow: {run.action:9} {run.run_id} -> run {run.mlflow_run_id}")
     unchanged = len(result.runs) - len(result.created) - len(result.updated)
-    print(f"mlflow: experiment {result.experiment_name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
-          f"{len(result.created)} run(s) logged, {len(result.updated)} updated, {unchanged} unchanged")
-    print(f"mlflow: tracking URI {result.tracking_uri}; runs: {result.ui_address()} "
-          "(each pack is nested under its sweep's parent run)")
+    print(
+        f"mlflow: experiment {result.experiment_name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
+        f"{len(result.created)} run(s) logged, {len(result.updated)} updated, {unchanged} unchanged"
+    )
+    print(
+        f"mlflow: tracking URI {result.tracking_uri}; runs: {result.ui_address()} "
+        "(each pack is nested under its sweep's parent run)"
+    )

@@ -20,8 +20,10 @@ __all__ = ["benchmark_metrics", "calibration_metrics", "interval_metrics"]
 
 #: the metrics named by LoCoMo's categories and overalls or by Mem0's J: another benchmark's pack
 #: logs none of them (its kinds are not LoCoMo's categories, its judge's figure is not J)
-_LOCOMO_NAMED = re.compile(r"^(?:(?:locomo_f1|exact_match|token_f1)(?:_.*)?|conversations|"
-                           r"(?:j_mean|j_sd|j_passes|j_agreement|j_cat\d+|j_pass\d+)/.*)$")
+_LOCOMO_NAMED = re.compile(
+    r"^(?:(?:locomo_f1|exact_match|token_f1)(?:_.*)?|conversations|"
+    r"(?:j_mean|j_sd|j_passes|j_agreement|j_cat\d+|j_pass\d+)/.*)$"
+)
 
 
 def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
@@ -38,9 +40,11 @@ def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader
     found = find_calibration(judge_id, [cache] if cache else [])
     if found is None:
         return {}
-    return {judge_key("judge_vague_wrong_accepted", judge_id): found.vague_wrong_accepted,
-            judge_key("judge_specific_wrong_accepted", judge_id): found.specific_wrong_accepted,
-            judge_key("judge_gold_accepted", judge_id): found.gold_accepted}
+    return {
+        judge_key("judge_vague_wrong_accepted", judge_id): found.vague_wrong_accepted,
+        judge_key("judge_specific_wrong_accepted", judge_id): found.specific_wrong_accepted,
+        judge_key("judge_gold_accepted", judge_id): found.gold_accepted,
+    }
 
 
 def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
@@ -97,8 +101,12 @@ def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mappin
         block = getattr(judge, bench.name, None) if judge is not None else None
         if judge is None or block is None:
             continue
-        figures: dict[str, Any] = {key: block.overall_accuracy, f"{key}_sd": judge.j.sd,
-                                   "judge_passes": judge.passes, "judge_agreement": judge.j.agreement.share}
+        figures: dict[str, Any] = {
+            key: block.overall_accuracy,
+            f"{key}_sd": judge.j.sd,
+            "judge_passes": judge.passes,
+            "judge_agreement": judge.j.agreement.share,
+        }
         if bench.task_averaged:
             figures[f"{key}_task_avg"] = block.task_averaged_accuracy
         # a subset's accuracy is the block's `<subset>_accuracy` (LongMemEval: abstention_accuracy)

@@ -36,7 +36,7 @@ def sqlite_file(tracking_uri: str) -> Path | None:
     """The database file of a `sqlite:///PATH` URI, resolved; None for a server or an in-memory store."""
     if not tracking_uri.startswith("sqlite:///"):
         return None
-    path = tracking_uri[len("sqlite:///"):].split("?", 1)[0]
+    path = tracking_uri[len("sqlite:///") :].split("?", 1)[0]
     return Path(path).expanduser().resolve() if path and path != ":memory:" else None
 
 
@@ -73,8 +73,11 @@ def prepare_sqlite_store(db: Path, artifact_location: str | None) -> None:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         aside = db.with_name(f"{db.name}.broken-{stamp}")
         os.replace(db, aside)
-        print(f"mlflow: store {db} was left half-initialized ({problem}) and held no run; "
-              f"moved it to {aside.name} and built a new one", file=sys.stderr)
+        print(
+            f"mlflow: store {db} was left half-initialized ({problem}) and held no run; "
+            f"moved it to {aside.name} and built a new one",
+            file=sys.stderr,
+        )
     _build_store(db, artifact_location)
 
 

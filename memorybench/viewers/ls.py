@@ -49,9 +49,15 @@ def pack_row(folder: Path) -> dict[str, str]:
     if choices.get("answerer") not in (None, "reader"):  # an agent answers: it is the "reader"
         reader_name = str(choices["answerer"])
     else:
-        reader_name = f"{choices.get('reader', '-')}" + (f" ({reader.requested})" if reader is not None and reader.requested else "")
-    row.update(run_id=str(meta.run_id or folder.name), experiment=str(meta.name), memory=str(choices.get("memory", "-")),
-               reader=reader_name)
+        reader_name = f"{choices.get('reader', '-')}" + (
+            f" ({reader.requested})" if reader is not None and reader.requested else ""
+        )
+    row.update(
+        run_id=str(meta.run_id or folder.name),
+        experiment=str(meta.name),
+        memory=str(choices.get("memory", "-")),
+        reader=reader_name,
+    )
     answered = sum(1 for _ in pack.rows(layout.PREDICTIONS))
     total = meta.question_count or meta.questions_total
     row["questions"] = f"{answered}/{total}" if total is not None else str(answered)
@@ -84,8 +90,11 @@ def find_packs(arguments: Sequence[str]) -> list[Path]:
     for argument in arguments or [str(DEFAULT_PACKS)]:
         packs = [Path(resolve_pack(argument))] if Path(argument).name == LATEST else packs_under(argument)
         if not packs:
-            hint = ("run `memorybench qa ...` first, or pass a packs folder" if argument == str(DEFAULT_PACKS)
-                    else "pass a pack, an experiment folder <packs>/<name> or a packs root")
+            hint = (
+                "run `memorybench qa ...` first, or pass a packs folder"
+                if argument == str(DEFAULT_PACKS)
+                else "pass a pack, an experiment folder <packs>/<name> or a packs root"
+            )
             raise UserError(f"no pack under {argument}; {hint}")
         found.update(dict.fromkeys(packs))
     return sorted(found, key=lambda p: (started_at(p), str(p)))
@@ -93,13 +102,16 @@ def find_packs(arguments: Sequence[str]) -> list[Path]:
 
 def ls_main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog="memorybench ls", description="List runs: id, memory, reader, questions, F1, J, cost, status.")
-    parser.add_argument("packs", nargs="*", metavar="PACKS",
-                        help=f"packs, experiment folders, packs roots or `latest` (default: {DEFAULT_PACKS})")
+    parser.add_argument(
+        "packs", nargs="*", metavar="PACKS", help=f"packs, experiment folders, packs roots or `latest` (default: {DEFAULT_PACKS})"
+    )
     ns = parser.parse_args(list(argv))
     packs = find_packs(ns.packs)
     print(format_rows([pack_row(p) for p in packs]))
     if len(packs) > 1:
         last = newest(packs)
-        print(f"\nnewest: {printable(last.name)}; `latest` names it in any command that takes a pack "
-              f"(e.g. memorybench show {last.parents[1]}/latest QUESTION_ID)")
+        print(
+            f"\nnewest: {printable(last.name)}; `latest` names it in any command that takes a pack "
+            f"(e.g. memorybench show {last.parents[1]}/latest QUESTION_ID)"
+        )
     return 0

@@ -55,8 +55,10 @@ def _money(value: float | None) -> str:
 def _call(call: ModelCall) -> list[str]:
     usage = ", ".join(f"{k} {v}" for k, v in call.usage.items()) or "none recorded"
     cache = "" if call.cache_hit is None else f"; cache hit {'yes' if call.cache_hit else 'no'}"
-    lines = [f"  {call.role} ({call.purpose}) at {call.where.path} line {call.where.line}: requested {call.model_requested}, "
-             f"answered {call.model_answered}; latency {call.latency_s} s; usage {usage}; cost {_money(call.cost_usd)}{cache}"]
+    lines = [
+        f"  {call.role} ({call.purpose}) at {call.where.path} line {call.where.line}: requested {call.model_requested}, "
+        f"answered {call.model_answered}; latency {call.latency_s} s; usage {usage}; cost {_money(call.cost_usd)}{cache}"
+    ]
     for a in call.attempts:
         wait = f", waited {a.wait_s} s{' (Retry-After)' if a.retry_after else ''}" if a.wait_s is not None else ""
         error = f", error {a.error}" if a.error else ""
@@ -70,9 +72,11 @@ def _call(call: ModelCall) -> list[str]:
 
 def _agent(process: AgentProcess, brief: bool) -> list[str]:
     usage = ", ".join(f"{k} {v}" for k, v in process.usage.items()) or "none recorded"
-    lines = [f"  codex {process.codex_version} at {process.where.path} line {process.where.line}: mode {process.mode}, "
-             f"sandbox {process.sandbox}, persist {'on' if process.persist else 'off'}; status {process.status}; "
-             f"{process.turns} turn(s); wall {process.wall_s} s; usage {usage}"]
+    lines = [
+        f"  codex {process.codex_version} at {process.where.path} line {process.where.line}: mode {process.mode}, "
+        f"sandbox {process.sandbox}, persist {'on' if process.persist else 'off'}; status {process.status}; "
+        f"{process.turns} turn(s); wall {process.wall_s} s; usage {usage}"
+    ]
     for warning in process.warnings:
         lines.append(f"  warning: {warning}")
     for finding in process.findings:
@@ -91,14 +95,18 @@ def _agent(process: AgentProcess, brief: bool) -> list[str]:
     lines.append(f"  files read: {', '.join(process.reads) or 'none'}")
     if process.notes:
         n = process.notes
-        lines.append(f"  notes after this question: {n.get('path')} ({n.get('bytes')} bytes, "
-                     f"{'changed' if n.get('changed') else 'unchanged'}; {process.notes_where.path if process.notes_where else ''} "
-                     f"line {process.notes_where.line if process.notes_where else ''})")
+        lines.append(
+            f"  notes after this question: {n.get('path')} ({n.get('bytes')} bytes, "
+            f"{'changed' if n.get('changed') else 'unchanged'}; {process.notes_where.path if process.notes_where else ''} "
+            f"line {process.notes_where.line if process.notes_where else ''})"
+        )
     if process.recall:
         r = process.recall
-        lines.append(f"  evidence the steps printed (after the run): {', '.join(r.get('found') or []) or 'none'} of "
-                     f"{', '.join(r.get('evidence') or []) or 'none'}; recall {r.get('memory_recall')}; "
-                     f"first at step {r.get('hop_to_evidence')}")
+        lines.append(
+            f"  evidence the steps printed (after the run): {', '.join(r.get('found') or []) or 'none'} of "
+            f"{', '.join(r.get('evidence') or []) or 'none'}; recall {r.get('memory_recall')}; "
+            f"first at step {r.get('hop_to_evidence')}"
+        )
     return lines
 
 
@@ -112,16 +120,23 @@ def _gold_error(s: SourceRow, brief: bool) -> list[str]:
         return []
     where = f"dial481/locomo-audit errors.json {e.audit_id}, {e.error_type}"
     if e.kind == "answer":
-        out = [f"  KNOWN GOLD ERROR ({where}): the gold answer is wrong; the question is left out of the figures "
-               "on questions without a known gold error",
-               f"  corrected answer: {e.corrected_answer!r}"]
+        out = [
+            f"  KNOWN GOLD ERROR ({where}): the gold answer is wrong; the question is left out of the figures "
+            "on questions without a known gold error",
+            f"  corrected answer: {e.corrected_answer!r}",
+        ]
     else:
-        out = [f"  KNOWN CITATION ERROR ({where}): the gold answer stands, its evidence ids do not; "
-               "evidence diagnostics use the corrected evidence"]
+        out = [
+            f"  KNOWN CITATION ERROR ({where}): the gold answer stands, its evidence ids do not; "
+            "evidence diagnostics use the corrected evidence"
+        ]
     out.append(f"  corrected evidence: {', '.join(e.corrected_evidence) or 'none'}")
     for t in s.corrected_evidence_turns:
-        out.append(f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}" if t.rendered
-                   else f"    {t.dia_id}: no such turn in the conversation")
+        out.append(
+            f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}"
+            if t.rendered
+            else f"    {t.dia_id}: no such turn in the conversation"
+        )
     out += ["  the audit's reasoning:", *_text(e.reasoning, brief)]
     return out
 
@@ -141,16 +156,29 @@ def _blame_facts(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO) -> tuple[s
     else:
         no_evidence = ""
     stored_why = no_evidence or "no memory manifest for this conversation"
-    given_why = no_evidence or ("no memory manifest for this conversation" if m.manifest is None
-                                else "no retrieval row for this question" if m.question_dependent and m.retrieval is None
-                                else "the memory text given or the dataset file is not here")
-    used_why = ("category 5 has no gold answer" if walk.category == 5 and bench.own_lexical_rules else "no gold answer" if s.gold is None
-                else "no gold stem was in what the answerer was given (or that text is not in the pack)")
-    stored = _fact(blame.evidence_stored, stored_why) + (f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else "")
+    given_why = no_evidence or (
+        "no memory manifest for this conversation"
+        if m.manifest is None
+        else "no retrieval row for this question"
+        if m.question_dependent and m.retrieval is None
+        else "the memory text given or the dataset file is not here"
+    )
+    used_why = (
+        "category 5 has no gold answer"
+        if walk.category == 5 and bench.own_lexical_rules
+        else "no gold answer"
+        if s.gold is None
+        else "no gold stem was in what the answerer was given (or that text is not in the pack)"
+    )
+    stored = _fact(blame.evidence_stored, stored_why) + (
+        f" (not kept: {', '.join(blame.not_stored)})" if blame.not_stored else ""
+    )
     given = _fact(blame.evidence_given, given_why) + (f" (not given: {', '.join(blame.not_given)})" if blame.not_given else "")
     used = _fact(blame.answer_used_evidence, used_why) + (
         f" (gold stems given: {', '.join(blame.gold_in_prompt)}; missing from the answer: {', '.join(blame.gold_dropped) or 'none'})"
-        if blame.gold_in_prompt else "")
+        if blame.gold_in_prompt
+        else ""
+    )
     return stored, given, used
 
 
@@ -207,10 +235,12 @@ def _figure_line(judge_id: str, metrics: dict[str, Any], type_name: str) -> str:
     block = metrics["longmemeval"]
     first = block["passes"][0] if block["passes"] else {"by_type": {}, "n": 0, "abstention_n": 0}
     n_type = (first["by_type"].get(type_name) or {}).get("n", 0)
-    return (f"accuracy by judge {judge_id}: overall {_score(block['overall_accuracy'])} (n {first['n']}), "
-            f"task-averaged {_score(block['task_averaged_accuracy'])}, "
-            f"abstention {_score(block['abstention_accuracy'])} (n {first['abstention_n']}), "
-            f"{type_name} {_score(block['accuracy_by_type'].get(type_name))} (n {n_type})")
+    return (
+        f"accuracy by judge {judge_id}: overall {_score(block['overall_accuracy'])} (n {first['n']}), "
+        f"task-averaged {_score(block['task_averaged_accuracy'])}, "
+        f"abstention {_score(block['abstention_accuracy'])} (n {first['abstention_n']}), "
+        f"{type_name} {_score(block['accuracy_by_type'].get(type_name))} (n {n_type})"
+    )
 
 
 def _basis(blame: Blame, bench: Benchmark) -> str:
@@ -239,9 +269,11 @@ def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: d
     ]
     e = s.gold_error
     if e is not None:  # the audit's finding, as the full walk prints it (section 1)
-        lines.append(f"  gold error: KNOWN {'GOLD' if e.kind == 'answer' else 'CITATION'} ERROR (dial481/locomo-audit "
-                     f"errors.json {e.audit_id}, {e.error_type})"
-                     + (f": corrected answer {e.corrected_answer!r}" if e.kind == "answer" else ": the gold answer stands"))
+        lines.append(
+            f"  gold error: KNOWN {'GOLD' if e.kind == 'answer' else 'CITATION'} ERROR (dial481/locomo-audit "
+            f"errors.json {e.audit_id}, {e.error_type})"
+            + (f": corrected answer {e.corrected_answer!r}" if e.kind == "answer" else ": the gold answer stands")
+        )
     lines += [f"  pack:     {_figure_line(judge_id, metrics, s.category_name)}" for judge_id, metrics in (figures or {}).items()]
     lines += [
         f"  blame:    {blame.blame} (correctness by {_basis(blame, bench)})",
@@ -274,13 +306,19 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
     else:
         out.append(f"  evidence: {', '.join(s.evidence) or 'none'}")
         for t in s.evidence_turns:
-            out.append(f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}" if t.rendered
-                       else f"    {t.dia_id}: no such turn in the conversation")
+            out.append(
+                f"    {t.dia_id} [session {t.session}, {t.date_time}] {t.rendered}"
+                if t.rendered
+                else f"    {t.dia_id}: no such turn in the conversation"
+            )
     out += _gold_error(s, brief)
-    out += ["", "2. Memory",
-            f"  method {m.method} ({'question-dependent' if m.question_dependent else 'question-independent'}); "
-            f"{m.item_count} item(s); manifest {m.manifest.path + ' line ' + str(m.manifest.line) if m.manifest else 'missing'}",
-            f"  text given: {m.text_path} (sha256 {m.memory_sha256})"]
+    out += [
+        "",
+        "2. Memory",
+        f"  method {m.method} ({'question-dependent' if m.question_dependent else 'question-independent'}); "
+        f"{m.item_count} item(s); manifest {m.manifest.path + ' line ' + str(m.manifest.line) if m.manifest else 'missing'}",
+        f"  text given: {m.text_path} (sha256 {m.memory_sha256})",
+    ]
     if m.metadata:
         out.append(f"  metadata: {json.dumps(m.metadata, sort_keys=True, ensure_ascii=False)}")
     out.append(f"  lineage (memory/lineage.jsonl, {len(m.lineage)} item(s)):")
@@ -291,8 +329,10 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         out.append(f"    line {item.line}: {item.item_id} <- {', '.join(sources) or '(no source)'}")
     if m.retrieval is not None:
         r = m.retrieval
-        out.append(f"  retrieved for this question ({r.where.path} line {r.where.line}): {r.memory_tokens} tokens, "
-                   f"{r.dropped_by_budget} hit(s) left out by the budget{', text cut' if r.cut_by_budget else ''}")
+        out.append(
+            f"  retrieved for this question ({r.where.path} line {r.where.line}): {r.memory_tokens} tokens, "
+            f"{r.dropped_by_budget} hit(s) left out by the budget{', text cut' if r.cut_by_budget else ''}"
+        )
         for rank, hit in enumerate(r.hits, start=1):
             out.append(f"    {rank}. {hit.get('item_id')} score {hit.get('score')}")
     if m.writer_calls:
@@ -300,18 +340,24 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         for call in m.writer_calls:
             out += ["  " + line for line in _call(call)]
     for failure in m.writer_failures:
-        out.append(f"  writer task given up: {failure.get('role')} session {failure.get('session')}: {failure.get('error')} "
-                   f"-> {failure.get('action')}")
+        out.append(
+            f"  writer task given up: {failure.get('role')} session {failure.get('session')}: {failure.get('error')} "
+            f"-> {failure.get('action')}"
+        )
     out += ["", "3. Prompt as sent" if walk.prompt is None or p.recorded_as == "reader_payload_sha256" else "3. Task as sent"]
     if p is None:
         out.append(f"  no trace of a prompt for this question (answerer {walk.answerer})")
     else:
         check = "matches" if p.matches else "DOES NOT MATCH (run `memorybench verify`)"
-        slots = "; ".join(f"{name} = " + (f"ref {v['ref'][:12]}… ({v.get('path')})" if v.get("ref") else repr(v.get("text")))
-                          for name, v in p.slots.items())
-        out += [f"  template prompts/{p.template} (sha256 {p.template_sha256}); {p.where.path} line {p.where.line}",
-                f"  slots: {slots}" + (f"; then footer prompts/{p.footer}" if p.footer else ""),
-                f"  sha256 of the rebuilt message {p.sha256} {check} {p.recorded_as} {p.recorded_sha256}"]
+        slots = "; ".join(
+            f"{name} = " + (f"ref {v['ref'][:12]}… ({v.get('path')})" if v.get("ref") else repr(v.get("text")))
+            for name, v in p.slots.items()
+        )
+        out += [
+            f"  template prompts/{p.template} (sha256 {p.template_sha256}); {p.where.path} line {p.where.line}",
+            f"  slots: {slots}" + (f"; then footer prompts/{p.footer}" if p.footer else ""),
+            f"  sha256 of the rebuilt message {p.sha256} {check} {p.recorded_as} {p.recorded_sha256}",
+        ]
         if p.system is not None:
             out += ["  system message:", *_text(p.system, brief)]
         out += ["  user message:" if p.system is not None else "  task (stdin):", *_text(p.message, brief)]
@@ -322,16 +368,27 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         out += _agent(process, brief)
     if not walk.calls and not walk.agent:
         out.append("  none recorded")
-    out += ["", "5. Answer and scores",
-            f"  reply {walk.reply!r} -> prediction {walk.prediction!r} ({walk.prediction_at.path} line {walk.prediction_at.line}; "
-            f"{walk.csv_at.path} line {walk.csv_at.line})",
-            "  " + (", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
-                    + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)" if bench.own_lexical_rules
-                    else _lexical(walk, bench)),
-            "", "6. Judges"]
+    out += [
+        "",
+        "5. Answer and scores",
+        f"  reply {walk.reply!r} -> prediction {walk.prediction!r} ({walk.prediction_at.path} line {walk.prediction_at.line}; "
+        f"{walk.csv_at.path} line {walk.csv_at.line})",
+        "  "
+        + (
+            ", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
+            + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)"
+            if bench.own_lexical_rules
+            else _lexical(walk, bench)
+        ),
+        "",
+        "6. Judges",
+    ]
     if not walk.judges:
-        out.append("  no finished judge (run `memorybench autorater PACK`)" if bench.own_lexical_rules
-                   else f"  no finished judge, so no {bench.name} score (run `memorybench autorater PACK judge={bench.name}`)")
+        out.append(
+            "  no finished judge (run `memorybench autorater PACK`)"
+            if bench.own_lexical_rules
+            else f"  no finished judge, so no {bench.name} score (run `memorybench autorater PACK judge={bench.name}`)"
+        )
     figures = judge_figures(walker, bench)
     for judge in walk.judges:
         out.append(f"  {judge.judge_id} (model {judge.model}): mean score {judge.mean_score}")
@@ -339,8 +396,10 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
             extra = f", {v.failure}: {v.error}" if v.failure else ""
             # Mem0's lexical F1 and BLEU-1 are LoCoMo's (Mem0's protocol): another benchmark's judge has none
             lexical = f"mem0 F1 {v.mem0_f1}, BLEU-1 {v.mem0_bleu1}; " if bench.own_lexical_rules else ""
-            out.append(f"    pass {v.pass_}: {v.status} (label {v.label_raw!r}, score {v.score}{extra}; {lexical}"
-                       f"{v.where.path} line {v.where.line})")
+            out.append(
+                f"    pass {v.pass_}: {v.status} (label {v.label_raw!r}, score {v.score}{extra}; {lexical}"
+                f"{v.where.path} line {v.where.line})"
+            )
         for call in judge.calls:
             out += ["  " + line for line in _call(call)]
         out += ["  " + line for line in _own_question_lines(walker, bench, judge.judge_id, walk.question_id, walk.category)]
@@ -350,8 +409,14 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
             out += ["    " + line for line in bench.own("judge_figures", "lines")(figures[judge.judge_id])]
     if blame is not None:
         stored, given, used = _blame_facts(walk, blame, bench)
-        out += ["", "7. Blame (memorybench.compare.blame)", f"  {blame.blame} (correctness by {_basis(blame, bench)})",
-                f"  evidence_stored {stored}", f"  evidence_given {given}", f"  answer_used_evidence {used}"]
+        out += [
+            "",
+            "7. Blame (memorybench.compare.blame)",
+            f"  {blame.blame} (correctness by {_basis(blame, bench)})",
+            f"  evidence_stored {stored}",
+            f"  evidence_given {given}",
+            f"  answer_used_evidence {used}",
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -360,8 +425,7 @@ def show(location: str, question_id: str, *, brief: bool = False, as_json: bool 
     walk = walker.walk(question_id)
     blame = question_blame(walker, question_id)
     if as_json:
-        data: dict[str, Any] = {"walk": asdict(walk), "blame": blame.as_dict(),
-                                "memory_text": walker.text(walk.memory.text_path)}
+        data: dict[str, Any] = {"walk": asdict(walk), "blame": blame.as_dict(), "memory_text": walker.text(walk.memory.text_path)}
         return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
     if brief:
         bench = benchmark_of_meta(walker.meta.get("data"))

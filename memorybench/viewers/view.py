@@ -72,8 +72,11 @@ def _pack_row(walk: Walk, walker: PackWalker, blame: Blame, texts: _Texts) -> di
         "reply": walk.reply,
         "scores": walk.scores,
         "verdict": pass1.status if pass1 else None,
-        "verdicts": [{"judge": j.judge_id, "pass": v.pass_, "status": v.status, "label": v.label_raw, "score": v.score,
-                      "error": v.error} for j in walk.judges for v in j.verdicts],
+        "verdicts": [
+            {"judge": j.judge_id, "pass": v.pass_, "status": v.status, "label": v.label_raw, "score": v.score, "error": v.error}
+            for j in walk.judges
+            for v in j.verdicts
+        ],
         "blame": blame.blame,
         "correct": blame.correct,
         "basis": blame.basis,
@@ -102,9 +105,14 @@ def _pack_row(walk: Walk, walker: PackWalker, blame: Blame, texts: _Texts) -> di
     if walk.agent:
         process = walk.agent[-1]
         row["agent"] = {
-            "mode": process.mode, "status": process.status, "usage": process.usage, "wall": process.wall_s,
-            "steps": [{"n": a.step, "kind": a.kind, "cmd": a.command, "reads": list(a.reads), "dia": list(a.dia_ids)}
-                      for a in process.actions],
+            "mode": process.mode,
+            "status": process.status,
+            "usage": process.usage,
+            "wall": process.wall_s,
+            "steps": [
+                {"n": a.step, "kind": a.kind, "cmd": a.command, "reads": list(a.reads), "dia": list(a.dia_ids)}
+                for a in process.actions
+            ],
             "notes": (process.notes or {}).get("path"),
         }
     return row
@@ -115,8 +123,10 @@ def _call_line(call: Any) -> str:
     cost = "unknown" if call.cost_usd is None else f"${call.cost_usd:.6f}"
     answered = f", answered {call.model_answered}" if call.model_answered else ""
     attempts = f"; {len(call.attempts)} attempt(s)" if call.attempts else ""
-    return (f"{call.role}: requested {call.model_requested}{answered}{attempts}; "
-            f"{usage}; {call.latency_s} s; cost {cost} ({call.where.path} line {call.where.line})")
+    return (
+        f"{call.role}: requested {call.model_requested}{answered}{attempts}; "
+        f"{usage}; {call.latency_s} s; cost {cost} ({call.where.path} line {call.where.line})"
+    )
 
 
 def _calibrations(walker: PackWalker) -> dict[str, str]:
@@ -141,25 +151,43 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
         blames = pack_blame(walker)
         meta = walker.meta
         basis = f1_basis(benchmark_of_meta(meta.get("data")))  # another benchmark's: its lexical diagnostic by its name
-        pack_rows.append({"label": meta.get("run_id") or walker.pack.name, "name": _pack_name(meta, i, pack_rows),
-                          "uri": walker.pack.uri(),
-                          "choices": meta.get("choices") or {}, "judges": sorted(walker.judges()),
-                          "calibration": _calibrations(walker), **({"noJudge": basis} if basis != BASIS_F1 else {})})
+        pack_rows.append(
+            {
+                "label": meta.get("run_id") or walker.pack.name,
+                "name": _pack_name(meta, i, pack_rows),
+                "uri": walker.pack.uri(),
+                "choices": meta.get("choices") or {},
+                "judges": sorted(walker.judges()),
+                "calibration": _calibrations(walker),
+                **({"noJudge": basis} if basis != BASIS_F1 else {}),
+            }
+        )
         for qid in walker.question_ids():
             walk = walker.walk(qid)
             if qid not in questions:
                 s = walk.source
                 questions[qid] = {
-                    "id": qid, "conv": walk.sample_id, "cat": walk.category, "catName": s.category_name, "q": walk.question,
-                    "gold": None if s.gold is None else str(s.gold), "adv": s.adversarial_answer,
-                    "ev": [{"id": t.dia_id, "session": t.session, "date": t.date_time, "text": t.rendered} for t in s.evidence_turns],
+                    "id": qid,
+                    "conv": walk.sample_id,
+                    "cat": walk.category,
+                    "catName": s.category_name,
+                    "q": walk.question,
+                    "gold": None if s.gold is None else str(s.gold),
+                    "adv": s.adversarial_answer,
+                    "ev": [
+                        {"id": t.dia_id, "session": t.session, "date": t.date_time, "text": t.rendered} for t in s.evidence_turns
+                    ],
                     "evNote": s.note if s.evidence is None else None,
                     "ge": _gold_error(s),
                     "r": [None] * len(packs),
                 }
             questions[qid]["r"][i] = _pack_row(walk, walker, blames[qid], texts)
-    data = {"packs": pack_rows, "classes": list(CLASSES), "questions": list(questions.values()),
-            "pairs": paired_lines(list(questions.values()), len(packs))}
+    data = {
+        "packs": pack_rows,
+        "classes": list(CLASSES),
+        "questions": list(questions.values()),
+        "pairs": paired_lines(list(questions.values()), len(packs)),
+    }
     return data, texts.values
 
 
@@ -179,9 +207,14 @@ def _gold_error(s: Any) -> dict[str, Any] | None:
     e = s.gold_error
     if e is None:
         return {"note": s.gold_error_note} if s.gold_error_note else None
-    return {"kind": e.kind, "type": e.error_type, "audit": e.audit_id, "answer": e.corrected_answer,
-            "evidence": [{"id": t.dia_id, "date": t.date_time, "text": t.rendered} for t in s.corrected_evidence_turns],
-            "reasoning": e.reasoning}
+    return {
+        "kind": e.kind,
+        "type": e.error_type,
+        "audit": e.audit_id,
+        "answer": e.corrected_answer,
+        "evidence": [{"id": t.dia_id, "date": t.date_time, "text": t.rendered} for t in s.corrected_evidence_turns],
+        "reasoning": e.reasoning,
+    }
 
 
 def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, str]:
@@ -195,8 +228,11 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, s
         for b in range(packs):
             if a == b:
                 continue
-            both = [(q["r"][a]["scores"].get("locomo_f1"), q["r"][b]["scores"].get("locomo_f1"), q["conv"])
-                    for q in questions if q["r"][a] and q["r"][b]]
+            both = [
+                (q["r"][a]["scores"].get("locomo_f1"), q["r"][b]["scores"].get("locomo_f1"), q["conv"])
+                for q in questions
+                if q["r"][a] and q["r"][b]
+            ]
             both = [x for x in both if x[0] is not None and x[1] is not None]
             d = paired_difference([x[0] for x in both], [x[1] for x in both], [x[2] for x in both])
             line = f"LoCoMo F1, B minus A over {d.n} questions in {d.clusters} conversation(s): "
@@ -205,9 +241,11 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, s
             elif d.low is None:
                 out[f"{a},{b}"] = line + f"{d.difference:+.4f}; no interval: {d.note}"
             else:
-                out[f"{a},{b}"] = (line + f"{d.difference:+.4f}, {round(d.confidence * 100)}% interval [{d.low:.4f}, "
-                                   f"{d.high:.4f}], p {format_p(d.p_two_sided, d.p_resolution)} ({d.method}); "
-                                   + mdd_sentence(d.difference, d.p_two_sided, d.mdd, d.clusters))
+                out[f"{a},{b}"] = (
+                    line + f"{d.difference:+.4f}, {round(d.confidence * 100)}% interval [{d.low:.4f}, "
+                    f"{d.high:.4f}], p {format_p(d.p_two_sided, d.p_resolution)} ({d.method}); "
+                    + mdd_sentence(d.difference, d.p_two_sided, d.mdd, d.clusters)
+                )
     return out
 
 
@@ -224,8 +262,12 @@ def build_view(packs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     data, texts = view_payload(packs)
     name = title or (f"memorybench: {data['packs'][0]['label']}" if len(packs) == 1 else f"memorybench: {len(packs)} packs")
     blocks = [_json_block("mb-data", data), *(_json_block(f"mb-text-{k}", t) for k, t in enumerate(texts))]
-    page = (PAGE.replace("%%TITLE%%", html.escape(name)).replace("%%STYLE%%", STYLE).replace("%%SCRIPT%%", SCRIPT)
-            .replace("%%DATA%%", "\n".join(blocks)))
+    page = (
+        PAGE.replace("%%TITLE%%", html.escape(name))
+        .replace("%%STYLE%%", STYLE)
+        .replace("%%SCRIPT%%", SCRIPT)
+        .replace("%%DATA%%", "\n".join(blocks))
+    )
     return write_atomic(Path(out).expanduser().resolve(), page)
 
 
@@ -233,7 +275,9 @@ def view_main(argv: Sequence[str]) -> int:
     """`memorybench view PACK... [--out FILE.html]`."""
     from memorybench.compare.aggregate import scan_packs
 
-    parser = OneLineParser(prog="memorybench view", description="One self-contained HTML file to browse packs question by question.")
+    parser = OneLineParser(
+        prog="memorybench view", description="One self-contained HTML file to browse packs question by question."
+    )
     parser.add_argument("packs", nargs="+", help="pack folders, or roots scanned for <name>/runs/<run_id>/_SUCCESS")
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"the HTML file to write (default: {DEFAULT_OUT})")
     parser.add_argument("--title", help="the page title")

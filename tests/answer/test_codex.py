@@ -88,8 +88,14 @@ def view_of(conversation) -> ConversationView:
 @contextlib.contextmanager
 def agent(tmp_path: Path, server: ScriptedResponsesServer, *extra: str) -> Iterator[tuple]:
     """An opened CodexAnswerer on the mini fixture, its pack, and the fixture's conversations."""
-    (spec,) = plan_runs([*codex_overrides(server.base_url, *extra), f"dataset.path={MINI}",
-                         f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"])
+    (spec,) = plan_runs(
+        [
+            *codex_overrides(server.base_url, *extra),
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+        ]
+    )
     pack = RunPack(tmp_path / "packs" / "unit" / "runs" / spec.run_id)
     pack.open()
     pack.write_text("config.resolved.yaml", "unit test\n")
@@ -109,8 +115,16 @@ def test_the_pinned_cli_is_installed_and_has_every_flag_we_pass():
     assert lock["packages"]["node_modules/@openai/codex"]["version"] == cli.version
     assert cli.reported == f"codex-cli {cli.version}"
     help_text = subprocess.run([str(cli.binary), "exec", "--help"], capture_output=True, text=True, check=True).stdout
-    for flag in ("--json", "--ephemeral", "--skip-git-repo-check", "--strict-config", "--sandbox", "read-only",
-                 "workspace-write", "--cd"):
+    for flag in (
+        "--json",
+        "--ephemeral",
+        "--skip-git-repo-check",
+        "--strict-config",
+        "--sandbox",
+        "read-only",
+        "workspace-write",
+        "--cd",
+    ):
         assert flag in help_text, flag
 
 
@@ -153,8 +167,16 @@ def test_answer_after_reading_a_session_file(tmp_path, responses_server):
     snapshot = "\n".join(p.read_text() for p in pack.path("agent/workspaces").rglob("*.md"))
     assert "When did Ana move" not in snapshot and "evidence" not in snapshot
     cli = json.loads(pack.path("agent/cli.json").read_text())
-    for line in ('web_search = "disabled"', 'approval_policy = "never"', "project_doc_max_bytes = 0", "[mcp_servers]",
-                 'wire_api = "responses"', "[analytics]\nenabled = false", "plugins = false", "apps = false"):
+    for line in (
+        'web_search = "disabled"',
+        'approval_policy = "never"',
+        "project_doc_max_bytes = 0",
+        "[mcp_servers]",
+        'wire_api = "responses"',
+        "[analytics]\nenabled = false",
+        "plugins = false",
+        "apps = false",
+    ):
         assert line in cli["config_toml"], line
     comparison = json.loads(pack.path("agent/comparison.json").read_text())
     assert comparison["schema"] == "agent_comparison.v1" and comparison["comparable"] is False
@@ -177,8 +199,10 @@ def test_persist_off_refuses_writes_and_gives_each_question_a_fresh_copy(tmp_pat
 def test_persist_on_appends_notes_snapshots_them_and_restores_the_sessions(tmp_path, responses_server):
     note = "- Ana started pottery (D1:1)"
     responses_server.script(
-        Shell(f"echo '{note}' >> memory/notes.md; echo tampered >> sessions/session_1.md"), Message("pottery"),
-        Shell("cat memory/notes.md; tail -n 1 sessions/session_1.md"), Message("20 May 2023"),
+        Shell(f"echo '{note}' >> memory/notes.md; echo tampered >> sessions/session_1.md"),
+        Message("pottery"),
+        Shell("cat memory/notes.md; tail -n 1 sessions/session_1.md"),
+        Message("20 May 2023"),
     )
     with agent(tmp_path, responses_server, "answerer.persist=true") as (answerer, pack, conversations):
         answerer.start_conversation(view_of(conversations[0]))
@@ -223,7 +247,11 @@ def test_the_key_reaches_the_server_but_never_the_agent_or_the_pack(tmp_path, re
 # -- failures ------------------------------------------------------------------------
 def test_the_outer_timeout_kills_the_process_group(tmp_path, responses_server):
     responses_server.script(Hang(60))
-    with agent(tmp_path, responses_server, "answerer.timeout_s=3", "answerer.on_failure=abort") as (answerer, pack, conversations):
+    with agent(tmp_path, responses_server, "answerer.timeout_s=3", "answerer.on_failure=abort") as (
+        answerer,
+        pack,
+        conversations,
+    ):
         answerer.start_conversation(view_of(conversations[0]))
         answer = answerer.answer(conversations[0].questions[0].asked(), "")
         scratch = str(answerer.scratch)
@@ -279,15 +307,17 @@ def _gold_needles(conversation, questions) -> set[str]:
 def test_gold_is_out_of_the_agents_reach_on_the_real_data(tmp_path, conversations, locomo_path):
     needles = _gold_needles(conversations[0], conversations[0].questions)
     assert len(needles) > 50  # the check has teeth
-    snoop = " ; ".join([
-        f"cat {locomo_path} | head -c 3000",
-        f"cat {tmp_path}/packs/*/runs/*/predictions.jsonl",
-        f"cat {tmp_path}/packs/*/runs/*/memory/dumps/*.txt | head -c 300",
-        f"cat {MINI}",
-        f"ls {PROJECT_ROOT} {PROJECT_ROOT}/tests",
-        f"cat /proc/1/root{locomo_path} | head -c 300",
-        "ls / /tmp",
-    ])
+    snoop = " ; ".join(
+        [
+            f"cat {locomo_path} | head -c 3000",
+            f"cat {tmp_path}/packs/*/runs/*/predictions.jsonl",
+            f"cat {tmp_path}/packs/*/runs/*/memory/dumps/*.txt | head -c 300",
+            f"cat {MINI}",
+            f"ls {PROJECT_ROOT} {PROJECT_ROOT}/tests",
+            f"cat /proc/1/root{locomo_path} | head -c 300",
+            "ls / /tmp",
+        ]
+    )
 
     def responder(body):
         if is_follow_up(body):
@@ -311,7 +341,11 @@ def test_gold_is_out_of_the_agents_reach_on_the_real_data(tmp_path, conversation
 
 
 def test_isolation_that_cannot_be_set_up_is_refused_in_one_line(tmp_path, responses_server, monkeypatch):
-    monkeypatch.setattr(Isolation, "unshare_prefix", staticmethod(lambda: ["/bin/sh", "-c", "echo 'unshare failed: Operation not permitted' >&2; exit 1", "x"]))
+    monkeypatch.setattr(
+        Isolation,
+        "unshare_prefix",
+        staticmethod(lambda: ["/bin/sh", "-c", "echo 'unshare failed: Operation not permitted' >&2; exit 1", "x"]),
+    )
     with pytest.raises(UserError) as info:
         with agent(tmp_path, responses_server):
             pass
@@ -345,8 +379,10 @@ def _notes_responder(body):
         return Message("scripted answer", usage=Usage(input_tokens=50, cached_tokens=20, output_tokens=4, reasoning_tokens=1))
     question = last_user_text(body).split("Question: ", 1)[1].split("\n", 1)[0]
     note = shlex.quote(f"- asked: {question}")
-    return Shell(f"cat memory/notes.md; grep -n Biscuit sessions/*.md; echo {note} >> memory/notes.md",
-                 usage=Usage(input_tokens=40, cached_tokens=0, output_tokens=6, reasoning_tokens=2))
+    return Shell(
+        f"cat memory/notes.md; grep -n Biscuit sessions/*.md; echo {note} >> memory/notes.md",
+        usage=Usage(input_tokens=40, cached_tokens=0, output_tokens=6, reasoning_tokens=2),
+    )
 
 
 def test_qa_codex_over_two_conversations_writes_a_full_pack(tmp_path):
@@ -357,9 +393,20 @@ def test_qa_codex_over_two_conversations_writes_a_full_pack(tmp_path):
     predictions = rows(pack / "predictions.jsonl")
     assert [p["question_id"] for p in predictions] == [q.question_id for q in questions]
     assert all(p["prediction"] == "scripted answer" and p["answerer"] == "codex" for p in predictions)
-    for name in ("agent/events.jsonl", "agent/trajectory.jsonl", "agent/traces.jsonl", "agent/notes.jsonl", "agent/cli.json",
-                 "agent/recall.jsonl", "agent/comparison.json", "agent/COMPARISON.md", "prompts/agents/codex_workspace_v1.txt",
-                 "prompts/agents/codex_persist_footer_v1.txt", "agent/workspaces/mini-2/INDEX.md", "_SUCCESS"):
+    for name in (
+        "agent/events.jsonl",
+        "agent/trajectory.jsonl",
+        "agent/traces.jsonl",
+        "agent/notes.jsonl",
+        "agent/cli.json",
+        "agent/recall.jsonl",
+        "agent/comparison.json",
+        "agent/COMPARISON.md",
+        "prompts/agents/codex_workspace_v1.txt",
+        "prompts/agents/codex_persist_footer_v1.txt",
+        "agent/workspaces/mini-2/INDEX.md",
+        "_SUCCESS",
+    ):
         assert (pack / name).is_file(), name
     traces = rows(pack / "agent/traces.jsonl")
     assert [t["question_id"] for t in traces] == [q.question_id for q in questions]
@@ -418,7 +465,9 @@ def test_notes_only_ingests_then_answers_from_the_notes_alone(tmp_path):
         return Shell("ls; cat memory/notes.md")
 
     with ScriptedResponsesServer(responder=responder) as server:
-        assert main(qa_args(tmp_path, server.base_url, f"dataset.path={MINI}", "answerer.mode=notes_only", "max_questions=2")) == 0
+        assert (
+            main(qa_args(tmp_path, server.base_url, f"dataset.path={MINI}", "answerer.mode=notes_only", "max_questions=2")) == 0
+        )
         outputs = [function_outputs(b) for b in server.requests if is_follow_up(b)]
     pack = only_pack(tmp_path)
     ingest_output, *question_outputs = [o[0] for o in outputs]
@@ -429,18 +478,36 @@ def test_notes_only_ingests_then_answers_from_the_notes_alone(tmp_path):
     assert (pack / "agent/notes/mini-1.ingest.md").read_text() == "- Ana started pottery in May 2023 (D1:1)\n"
     assert (pack / "agent/workspaces/mini-1/ingest/sessions/session_1.md").is_file()
     ingest_trace = rows(pack / "agent/traces.jsonl")[0]
-    assert ingest_trace["phase"] == "ingest" and ingest_trace["sandbox"] == "workspace-write" and "question_id" not in ingest_trace
+    assert (
+        ingest_trace["phase"] == "ingest" and ingest_trace["sandbox"] == "workspace-write" and "question_id" not in ingest_trace
+    )
     recall = rows(pack / "agent/recall.jsonl")
     assert recall[0]["question_id"] == "mini-1-q-0" and recall[0]["memory_recall"] == 1.0
 
 
 def test_prompt_injected_sends_the_readers_user_message_byte_for_byte(tmp_path, scripted_server):
     with ScriptedResponsesServer(responder=lambda body: Message("scripted")) as server:
-        assert main(qa_args(tmp_path / "agent", server.base_url, f"dataset.path={MINI}", "answerer.mode=prompt_injected",
-                            "max_questions=2")) == 0
+        assert (
+            main(
+                qa_args(
+                    tmp_path / "agent",
+                    server.base_url,
+                    f"dataset.path={MINI}",
+                    "answerer.mode=prompt_injected",
+                    "max_questions=2",
+                )
+            )
+            == 0
+        )
         agent_tasks = [last_user_text(b) for b in server.requests]
-    reader_args = ["qa", *scripted_reader(scripted_server.base_url), f"dataset.path={MINI}", "max_questions=2",
-                   f"paths.packs={tmp_path / 'reader' / 'packs'}", f"paths.cache={tmp_path / 'reader' / 'cache'}"]
+    reader_args = [
+        "qa",
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={MINI}",
+        "max_questions=2",
+        f"paths.packs={tmp_path / 'reader' / 'packs'}",
+        f"paths.cache={tmp_path / 'reader' / 'cache'}",
+    ]
     assert main(reader_args) == 0
     reader_messages = [b["messages"][1]["content"] for b in scripted_server.requests]
     assert agent_tasks == reader_messages
@@ -463,7 +530,7 @@ def test_prompt_injected_sends_the_readers_user_message_byte_for_byte(tmp_path, 
         ("/bin/bash -c 'rg -e pottery'", "search", ["."], []),
         ("/bin/bash -c 'ls -la sessions'", "list", ["sessions"], []),
         ("/bin/bash -c 'head -n 5 INDEX.md 2>/dev/null'", "read", ["INDEX.md"], []),
-        ("bash -c \"echo x >> memory/notes.md; cat memory/notes.md\"", "write", ["memory/notes.md"], ["memory/notes.md"]),
+        ('bash -c "echo x >> memory/notes.md; cat memory/notes.md"', "write", ["memory/notes.md"], ["memory/notes.md"]),
         ("/bin/bash -c 'cat a 2>&1 | tee out.txt'", "write", ["a"], ["out.txt"]),
         ("/bin/bash -c 'python3 -c \"print(1)\"'", "command", [], []),
     ],
@@ -477,9 +544,16 @@ def test_steps_expand_globs_and_keep_only_this_conversations_dia_ids(tmp_path):
     (tmp_path / "sessions").mkdir()
     for n in (1, 2):
         (tmp_path / "sessions" / f"session_{n}.md").write_text("x")
-    items = [{"id": "item_1", "type": "command_execution", "status": "completed", "exit_code": 0,
-              "command": "/bin/bash -c 'grep -n dog sessions/*.md /etc/passwd'",
-              "aggregated_output": "sessions/session_1.md:3:[D1:2] Ben: dog\nD9:9 is not a turn of this conversation"}]
+    items = [
+        {
+            "id": "item_1",
+            "type": "command_execution",
+            "status": "completed",
+            "exit_code": 0,
+            "command": "/bin/bash -c 'grep -n dog sessions/*.md /etc/passwd'",
+            "aggregated_output": "sessions/session_1.md:3:[D1:2] Ben: dog\nD9:9 is not a turn of this conversation",
+        }
+    ]
     (step,) = steps_from_items(items, tmp_path, {"D1:1": "D1:1", "D1:2": "D1:2"})
     assert step["reads"] == ["sessions/session_1.md", "sessions/session_2.md", "/etc/passwd"]
     assert step["session_files"] == ["sessions/session_1.md", "sessions/session_2.md"]

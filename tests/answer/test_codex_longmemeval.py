@@ -26,11 +26,24 @@ def test_the_agent_reads_sessions_by_place_never_by_their_telling_ids_and_recall
     data = make_longmemeval(tmp_path / "lme.json", questions=2)
     with ScriptedResponsesServer() as server:
         server.script(Shell("cat sessions/session_1.md"), Message("Lisbon"), Shell("cat sessions/session_2.md"), Message("Oslo"))
-        code = main(["qa", "answerer=codex", "answerer.provider=openai_compatible", f"answerer.base_url={server.base_url}",
-                     "answerer.model=scripted", "answerer.api_key_env=null", "answerer.request_max_retries=0",
-                     "answerer.stream_max_retries=0", "answerer.timeout_s=60", "memory=workspace_files",
-                     "dataset=longmemeval_oracle", f"dataset.path={data}", f"paths.packs={tmp_path / 'packs'}",
-                     f"paths.cache={tmp_path / 'cache'}"])
+        code = main(
+            [
+                "qa",
+                "answerer=codex",
+                "answerer.provider=openai_compatible",
+                f"answerer.base_url={server.base_url}",
+                "answerer.model=scripted",
+                "answerer.api_key_env=null",
+                "answerer.request_max_retries=0",
+                "answerer.stream_max_retries=0",
+                "answerer.timeout_s=60",
+                "memory=workspace_files",
+                "dataset=longmemeval_oracle",
+                f"dataset.path={data}",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+            ]
+        )
         sent = json.dumps(server.requests)
     assert code == 0
     (pack,) = (tmp_path / "packs" / "default" / "runs").iterdir()

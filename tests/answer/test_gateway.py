@@ -58,8 +58,11 @@ def post(gateway: GatewayProcess, body: dict, conn: http.client.HTTPConnection |
 
 
 def request(text: str = "hello") -> dict:
-    return {"model": "scripted", "stream": True,
-            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}
+    return {
+        "model": "scripted",
+        "stream": True,
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+    }
 
 
 def alive(pid: int) -> bool:
@@ -124,8 +127,10 @@ def test_the_stream_is_relayed_chunk_by_chunk_not_buffered():
             self.wfile.write(b"%x\r\n%s\r\n" % (len(first), first))
             self.wfile.flush()
             release.wait(30)  # the rest only once the client has seen the first event
-            last = (b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r1","model":"m",'
-                    b'"usage":{"input_tokens":3,"output_tokens":1}}}\n\n')
+            last = (
+                b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r1","model":"m",'
+                b'"usage":{"input_tokens":3,"output_tokens":1}}}\n\n'
+            )
             self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
 
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
@@ -207,8 +212,12 @@ time.sleep(120)
 
 def test_the_gateway_dies_with_its_parent_on_sigkill(tmp_path):
     with ScriptedResponsesServer() as server:
-        parent = subprocess.Popen([sys.executable, "-c", PARENT, server.base_url], stdout=subprocess.PIPE, text=True,
-                                  env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        parent = subprocess.Popen(
+            [sys.executable, "-c", PARENT, server.base_url],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
         try:
             pid = int(parent.stdout.readline())
             assert alive(pid) and os.getpgid(pid) == pid  # its own process group
@@ -233,8 +242,19 @@ def _reading_responder(body):
 
 def test_requests_and_usage_per_question_equal_what_the_server_served(tmp_path):
     with ScriptedResponsesServer(responder=_reading_responder) as server:
-        assert main(["qa", *codex_overrides(server.base_url), f"dataset.path={MINI}", "max_questions=3",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *codex_overrides(server.base_url),
+                    f"dataset.path={MINI}",
+                    "max_questions=3",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
         served = len(server.requests)
     pack = only_pack(tmp_path)
     requests = rows(pack / "agent/requests.jsonl")
@@ -246,8 +266,12 @@ def test_requests_and_usage_per_question_equal_what_the_server_served(tmp_path):
     for trace in traces:
         gateway = trace["gateway"]
         assert trace["schema"] == "agent_trace.v3" and gateway["requests"] == 2 and gateway["usage_matches_cli"] is True
-        assert gateway["usage"] == {"input_tokens": 90, "cached_input_tokens": 20, "output_tokens": 10,
-                                    "reasoning_output_tokens": 3}
+        assert gateway["usage"] == {
+            "input_tokens": 90,
+            "cached_input_tokens": 20,
+            "output_tokens": 10,
+            "reasoning_output_tokens": 3,
+        }
         assert {k: trace["usage"][k] for k in gateway["usage"]} == gateway["usage"]  # Codex's own turn.completed
     metrics = json.loads((pack / "metrics.json").read_text())
     assert metrics["usage"]["agent"]["calls"] == 6 and metrics["usage"]["agent"]["prompt_tokens"] == 270
@@ -307,8 +331,17 @@ def test_no_key_reaches_the_codex_process_its_codex_home_or_the_pack(tmp_path, m
 def _report(tmp_path: Path, *roots: Path):
     """`memorybench report` over `roots`' packs, one condition per answerer: the requests_budget table by answerer."""
     design = tmp_path / "design.yaml"
-    design.write_text(json.dumps({"name": "agent_vs_reader", "packs": [str(r / "packs") for r in roots],
-                                  "conditions": ["answerer"], "tables": ["requests_budget"], "figures": []}))
+    design.write_text(
+        json.dumps(
+            {
+                "name": "agent_vs_reader",
+                "packs": [str(r / "packs") for r in roots],
+                "conditions": ["answerer"],
+                "tables": ["requests_budget"],
+                "figures": [],
+            }
+        )
+    )
     report = run_report(design, tmp_path / "report")
     return report, report.tables["requests_budget"].set_index("answerer")
 
@@ -320,12 +353,36 @@ def test_prompt_injected_with_match_reader_is_comparable_with_the_reader_run(tmp
     agent_root, reader_root = tmp_path / "agent", tmp_path / "reader"
     data = [f"dataset.path={LOCOMO}", "max_questions=20"]
     with ScriptedResponsesServer(responder=lambda body: Message("scripted")) as server:
-        assert main(["qa", *codex_overrides(server.base_url, "answerer.mode=prompt_injected",
-                                            "answerer.budget.match_reader=true", "answerer.api_key_env=MB_GATEWAY_KEY"),
-                     *data, f"paths.packs={agent_root / 'packs'}", f"paths.cache={agent_root / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *codex_overrides(
+                        server.base_url,
+                        "answerer.mode=prompt_injected",
+                        "answerer.budget.match_reader=true",
+                        "answerer.api_key_env=MB_GATEWAY_KEY",
+                    ),
+                    *data,
+                    f"paths.packs={agent_root / 'packs'}",
+                    f"paths.cache={agent_root / 'cache'}",
+                ]
+            )
+            == 0
+        )
         served = len(server.requests)
-    assert main(["qa", *scripted_reader(scripted_server.base_url), *data,
-                 f"paths.packs={reader_root / 'packs'}", f"paths.cache={reader_root / 'cache'}"]) == 0
+    assert (
+        main(
+            [
+                "qa",
+                *scripted_reader(scripted_server.base_url),
+                *data,
+                f"paths.packs={reader_root / 'packs'}",
+                f"paths.cache={reader_root / 'cache'}",
+            ]
+        )
+        == 0
+    )
     pack = only_pack(agent_root)
     predictions = rows(pack / "predictions.jsonl")
     reader_predictions = rows(only_pack(reader_root) / "predictions.jsonl")
@@ -360,19 +417,32 @@ def test_prompt_injected_with_match_reader_is_comparable_with_the_reader_run(tmp
 def test_the_report_counts_budget_hits_and_the_tokens_the_gateway_saw(tmp_path):
     """A turn the budget stops has no turn.completed usage from Codex: the gateway's count is
     what the examples table and the report carry, and each stop is counted apart."""
+
     def responder(body):
         return Shell("cat INDEX.md", usage=Usage(input_tokens=70, cached_tokens=10, output_tokens=5, reasoning_tokens=1))
 
     with ScriptedResponsesServer(responder=responder) as server:
-        assert main(["qa", *codex_overrides(server.base_url, "answerer.budget.max_requests=2"), f"dataset.path={MINI}",
-                     "max_questions=3", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *codex_overrides(server.base_url, "answerer.budget.max_requests=2"),
+                    f"dataset.path={MINI}",
+                    "max_questions=3",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
     pack = only_pack(tmp_path)
     traces = rows(pack / "agent/traces.jsonl")
     assert [t["status"] for t in traces] == ["budget_exceeded"] * 3
     assert all(t["gateway"]["usage"]["input_tokens"] == 140 for t in traces)
     examples = pack_examples(pack).to_pylist()
-    assert [(e["requests"], e["agent_status"], e["prompt_tokens"], e["completion_tokens"]) for e in examples] == \
-        [(2, "budget_exceeded", 140, 10)] * 3
+    assert [(e["requests"], e["agent_status"], e["prompt_tokens"], e["completion_tokens"]) for e in examples] == [
+        (2, "budget_exceeded", 140, 10)
+    ] * 3
     (run,) = runs_table([pack]).to_pylist()
     assert run["agent_budget_exceeded"] == 3 and run["agent_comparable"] is False and run["agent_requests_max"] == 2
     assert "budget is not the reader's" in run["agent_reasons"]
@@ -392,7 +462,11 @@ def test_unset_budgets_keep_the_run_id_and_a_set_one_changes_it(tmp_path):
 
 def test_a_budget_stop_keeps_the_partial_answer_the_agent_had_given(tmp_path):
     with ScriptedResponsesServer(responder=lambda body: Shell("ls", preamble="Probably pottery")) as server:
-        with agent(tmp_path, server, "answerer.budget.max_requests=2", "answerer.on_failure=abort") as (answerer, pack, conversations):
+        with agent(tmp_path, server, "answerer.budget.max_requests=2", "answerer.on_failure=abort") as (
+            answerer,
+            pack,
+            conversations,
+        ):
             answerer.start_conversation(view_of(conversations[0]))
             answer = answerer.answer(conversations[0].questions[0].asked(), "")  # no abort: a budget stop is an outcome
         served = len(server.requests)

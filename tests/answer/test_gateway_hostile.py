@@ -19,8 +19,11 @@ from memorybench.testing.scripted_responses import Message, ScriptedResponsesSer
 
 
 def request(text: str = "hello") -> dict:
-    return {"model": "scripted", "stream": True,
-            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}
+    return {
+        "model": "scripted",
+        "stream": True,
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+    }
 
 
 def send(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> tuple[int, bytes]:
@@ -86,8 +89,9 @@ def test_only_the_endpoints_codex_needs_are_forwarded():
 
 
 def test_a_request_refused_for_its_endpoint_is_a_finding():
-    summary = GatewaySummary(requests=1, budget=Budget(max_requests=5, source="explicit"),
-                             not_forwarded=["POST /v1/chat/completions"])
+    summary = GatewaySummary(
+        requests=1, budget=Budget(max_requests=5, source="explicit"), not_forwarded=["POST /v1/chat/completions"]
+    )
     trace = AgentTraceV3.model_construct(phase="answer", question_id="q", gateway=summary)
     reasons, _ = _gateway_reasons([trace], [trace])
     assert any("1 request(s) to an endpoint no budget counts (first: POST /v1/chat/completions)" in r for r in reasons)
@@ -109,8 +113,10 @@ def test_a_body_the_budget_cannot_read_is_refused_and_gzip_is_read():
 
 
 # -- a kept-alive connection that fails after the request was written --------------------
-COMPLETED = (b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"resp_1","model":"m",'
-             b'"usage":{"input_tokens":5,"output_tokens":1}}}\n\n')
+COMPLETED = (
+    b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"resp_1","model":"m",'
+    b'"usage":{"input_tokens":5,"output_tokens":1}}}\n\n'
+)
 
 
 def _upstream(requests: list[bytes]) -> tuple[socket.socket, int]:
@@ -135,8 +141,10 @@ def _upstream(requests: list[bytes]) -> tuple[socket.socket, int]:
         return rest
 
     def answer(conn: socket.socket) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     b"%x\r\n%s\r\n0\r\n\r\n" % (len(COMPLETED), COMPLETED))  # streamed, as the API does
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"%x\r\n%s\r\n0\r\n\r\n" % (len(COMPLETED), COMPLETED)
+        )  # streamed, as the API does
 
     def serve() -> None:
         first = True

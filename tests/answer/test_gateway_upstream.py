@@ -31,8 +31,14 @@ def test_retry_after_as_an_http_date_is_honoured():
     later = email.utils.formatdate(time.time() + 20, usegmt=True)
     wait, asked = retry_delay(_Answered(Retry_After=later), 1)
     assert 18.0 <= wait <= 20.0 and asked
-    assert retry_delay(_Answered(Retry_After=email.utils.formatdate(time.time() + 3600, usegmt=True)), 1) == (RETRY_MAX_WAIT_S, True)
-    assert retry_delay(_Answered(Retry_After="2"), 3) == (2.0, True) and retry_delay(_Answered(retry_after_ms="250"), 1) == (0.25, True)
+    assert retry_delay(_Answered(Retry_After=email.utils.formatdate(time.time() + 3600, usegmt=True)), 1) == (
+        RETRY_MAX_WAIT_S,
+        True,
+    )
+    assert retry_delay(_Answered(Retry_After="2"), 3) == (2.0, True) and retry_delay(_Answered(retry_after_ms="250"), 1) == (
+        0.25,
+        True,
+    )
 
 
 def test_a_retry_without_retry_after_waits_with_full_jitter(monkeypatch):
@@ -44,13 +50,17 @@ def test_a_retry_without_retry_after_waits_with_full_jitter(monkeypatch):
 
 def test_the_gateway_waits_what_an_http_date_retry_after_asks():
     with ScriptedResponsesServer() as server, GatewayProcess(server.base_url, max_retries=1) as gateway:
-        server.script(Status(429, "slow down", headers={"Retry-After": email.utils.formatdate(time.time() + 3, usegmt=True)}),
-                      Message("ok"))
+        server.script(
+            Status(429, "slow down", headers={"Retry-After": email.utils.formatdate(time.time() + 3, usegmt=True)}), Message("ok")
+        )
         gateway.begin("q", "s", "answer")
         conn = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
         t0 = time.perf_counter()
-        body = {"model": "scripted", "stream": True,
-                "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}
+        body = {
+            "model": "scripted",
+            "stream": True,
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        }
         conn.request("POST", "/v1/responses", body=json.dumps(body), headers={"Content-Type": "application/json"})
         reply = conn.getresponse()
         reply.read()
@@ -69,15 +79,18 @@ def env(monkeypatch):
     return monkeypatch
 
 
-@pytest.mark.parametrize("no_proxy, host, proxied", [
-    ("example.com", "badexample.com", True),       # a suffix that is not a domain boundary
-    ("example.com", "api.example.com", False),
-    (".example.com", "example.com", False),
-    ("example.com", "example.com", False),
-    ("*", "api.openai.com", False),
-    ("other.org, example.com", "x.example.com", False),
-    ("", "api.openai.com", True),
-])
+@pytest.mark.parametrize(
+    "no_proxy, host, proxied",
+    [
+        ("example.com", "badexample.com", True),  # a suffix that is not a domain boundary
+        ("example.com", "api.example.com", False),
+        (".example.com", "example.com", False),
+        ("example.com", "example.com", False),
+        ("*", "api.openai.com", False),
+        ("other.org, example.com", "x.example.com", False),
+        ("", "api.openai.com", True),
+    ],
+)
 def test_no_proxy_matches_on_a_domain_boundary(env, no_proxy, host, proxied):
     env.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     env.setenv("NO_PROXY", no_proxy)

@@ -96,11 +96,28 @@ def symlink(link: Path, target: Path | str) -> None:
 
 def trace_json(findings: list[str], restored: list[str]) -> str:
     """The findings in a real trace row, serialized as the journal writes it (UTF-8 JSON)."""
-    row = {"schema": "agent_trace.v2", "sample_id": "s", "phase": "answer", "mode": "m", "persist": True,
-           "sandbox": "workspace-write", "model": "m", "provider": "p", "base_url": "u", "codex_version": "v",
-           "status": "completed", "answer": "", "wall_s": 0.0, "timeout_s": 1.0, "started_at": "t", "ended_at": "t",
-           "agent_task_sha256": "x", "task": {"template": "t", "template_sha256": "x", "slots": {}},
-           "workspace_restored": restored, "workspace_findings": findings}
+    row = {
+        "schema": "agent_trace.v2",
+        "sample_id": "s",
+        "phase": "answer",
+        "mode": "m",
+        "persist": True,
+        "sandbox": "workspace-write",
+        "model": "m",
+        "provider": "p",
+        "base_url": "u",
+        "codex_version": "v",
+        "status": "completed",
+        "answer": "",
+        "wall_s": 0.0,
+        "timeout_s": 1.0,
+        "started_at": "t",
+        "ended_at": "t",
+        "agent_task_sha256": "x",
+        "task": {"template": "t", "template_sha256": "x", "slots": {}},
+        "workspace_restored": restored,
+        "workspace_findings": findings,
+    }
     text = json.dumps(parse_record(row).row(), ensure_ascii=False)
     text.encode("utf-8")  # a lone surrogate of an undecodable name would fail here
     return text
@@ -116,7 +133,8 @@ def test_notes_made_a_link_to_a_host_file_are_not_read(tmp_path, view, host):
     (finding,) = read.findings
     assert finding.startswith(f"{NOTES}: a symlink to {host / 'gold.json'}, not a regular file; not read")
     assert audit(folder, files, notes=True) == [
-        f"{NOTES}: the harness made a file here, the agent left a symlink to {host / 'gold.json'}"]
+        f"{NOTES}: the harness made a file here, the agent left a symlink to {host / 'gold.json'}"
+    ]
     # writing the notes replaces the link; the file it pointed to is untouched
     write_notes(folder, "- fresh\n")
     assert not (folder / NOTES).is_symlink() and read_notes(folder).text == "- fresh\n"
@@ -187,8 +205,9 @@ def test_oversized_notes_are_cut_at_the_bound_with_a_finding(tmp_path, view):
         f.write(b"x" + "é".encode() * ((size - 1) // 2))
     read = read_notes(folder)
     assert len(read.text.encode("utf-8")) <= NOTES_MAX_BYTES and read.text.startswith("xéé") and "\ufffd" not in read.text
-    assert read.findings == [f"{NOTES}: {os.path.getsize(folder / NOTES)} bytes; only the first {NOTES_MAX_BYTES} were kept "
-                             "as the notes"]
+    assert read.findings == [
+        f"{NOTES}: {os.path.getsize(folder / NOTES)} bytes; only the first {NOTES_MAX_BYTES} were kept as the notes"
+    ]
 
 
 # -- restore -----------------------------------------------------------------------------
@@ -198,8 +217,10 @@ def test_restore_never_writes_into_a_host_folder_linked_as_sessions(tmp_path, vi
     symlink(folder / "sessions", host / "sessions")
     symlink(folder / "INDEX.md", host / "gold.json")
     findings = audit(folder, files, notes=True)
-    assert findings == [f"INDEX.md: the harness made a file here, the agent left a symlink to {host / 'gold.json'}",
-                        f"sessions: the harness made a folder here, the agent left a symlink to {host / 'sessions'}"]
+    assert findings == [
+        f"INDEX.md: the harness made a file here, the agent left a symlink to {host / 'gold.json'}",
+        f"sessions: the harness made a folder here, the agent left a symlink to {host / 'sessions'}",
+    ]
     restored = restore(folder, files)
     assert tree_hash(host) == before
     assert restored == sorted(["INDEX.md", "sessions", *(r for r in files if r.startswith("sessions/"))])
@@ -242,8 +263,14 @@ def test_names_with_newlines_or_undecodable_bytes_break_nothing(tmp_path, view):
     findings = audit(folder, files, notes=True)
     assert findings == ["'l\\nink': the agent made a symlink to '/tmp/\\nlink'"]
     restored = restore(folder, files)
-    assert restored == ["'evil\\nname.md'", "'l\\nink'", "'sessions/\\udcff\\udcfe.md'", "'sessions/evil\\nname.md'",
-                        "'sessions/two\\nlines'", "'two\\nlines'"]
+    assert restored == [
+        "'evil\\nname.md'",
+        "'l\\nink'",
+        "'sessions/\\udcff\\udcfe.md'",
+        "'sessions/evil\\nname.md'",
+        "'sessions/two\\nlines'",
+        "'two\\nlines'",
+    ]
     assert all("\n" not in r for r in restored + findings)
     assert (folder / "memory" / "evil\nname.md").is_file()  # memory/ is the agent's
     assert sorted(os.listdir(folder / "sessions")) == sorted(Path(r).name for r in files if r.startswith("sessions/"))
@@ -257,8 +284,10 @@ def test_copy_workspace_copies_no_link(tmp_path, view, host):
     (folder / "memory" / "host").symlink_to(host)
     target = tmp_path / "scratch" / "questions" / "q-0"
     findings = copy_workspace(folder, target)
-    assert findings == [f"memory/gold.json: a symlink to {host / 'gold.json'}, not a regular file; not copied",
-                        f"memory/host: a symlink to {host}, not a regular file; not copied"]
+    assert findings == [
+        f"memory/gold.json: a symlink to {host / 'gold.json'}, not a regular file; not copied",
+        f"memory/host: a symlink to {host}, not a regular file; not copied",
+    ]
     copied = walk(target)
     assert all(e.kind in ("file", "folder") for e in copied.values())
     assert set(copied) == {*files, "sessions", "memory", NOTES}
@@ -311,7 +340,9 @@ def test_folders_replaced_by_links_to_the_root_touch_nothing_there(tmp_path, vie
 
 def test_trace_versions_v1_rows_stay_readable_and_v2_carries_the_findings():
     v2 = json.loads(trace_json(["memory/notes.md: a FIFO"], []))
-    assert v2["schema"] == "agent_trace.v2" and list(v2)[0] == "schema" and v2["workspace_findings"] == ["memory/notes.md: a FIFO"]
+    assert (
+        v2["schema"] == "agent_trace.v2" and list(v2)[0] == "schema" and v2["workspace_findings"] == ["memory/notes.md: a FIFO"]
+    )
     old = {**v2, "schema": "agent_trace.v1"}
     old.pop("workspace_findings")
     assert type(parse_record(old)) is AgentTraceV1 and type(parse_record(v2)) is AgentTrace
@@ -360,8 +391,14 @@ def test_persist_agent_that_links_sessions_to_a_host_folder_gets_it_restored_not
     before = tree_hash(host)
     # (the CLI refuses `rm -rf`; a move does the same here)
     plant = f"mv sessions old && ln -s {host / 'sessions'} sessions && ln -sf {host / 'gold.json'} memory/notes.md"
-    script = iter([Shell(plant), Message("pottery"),
-                   Shell("ls -la; cat sessions/session_1.md; cat memory/notes.md"), Message("20 May 2023")])
+    script = iter(
+        [
+            Shell(plant),
+            Message("pottery"),
+            Shell("ls -la; cat sessions/session_1.md; cat memory/notes.md"),
+            Message("20 May 2023"),
+        ]
+    )
     with ScriptedResponsesServer(responder=lambda body: next(script)) as server:
         with agent(tmp_path, server, "answerer.persist=true") as (answerer, pack, conversations):
             answerer.start_conversation(view_of(conversations[0]))

@@ -77,8 +77,10 @@ def vendor() -> Path:
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 def make(tmp_path: Path, vendor: Path, endpoint: LineServer | None, network: str = "isolated") -> Isolation:
@@ -91,8 +93,7 @@ def inside(isolation: Isolation, tmp_path: Path, script: str, *args: str) -> sub
     workspace = tmp_path / "scratch" / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     python, extra = _probe_python()
-    argv = isolation.wrap(["/bin/sh", "-c", script, "sh", python, *args], cwd=workspace, visible=[workspace],
-                          readonly=extra)
+    argv = isolation.wrap(["/bin/sh", "-c", script, "sh", python, *args], cwd=workspace, visible=[workspace], readonly=extra)
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
 
@@ -161,8 +162,17 @@ def test_a_mount_inside_a_read_only_path_is_read_only_too(tmp_path, isolation):
     try:
         workspace = tmp_path / "scratch" / "workspace"
         workspace.mkdir(parents=True)
-        argv = isolation.wrap(["/bin/sh", "-c", 'for d in "$0" "$0/sub"; do touch "$d/x" 2>/dev/null && echo "wrote $d"; done; '
-                               'echo checked', str(shown)], cwd=workspace, visible=[workspace], readonly=[shown])
+        argv = isolation.wrap(
+            [
+                "/bin/sh",
+                "-c",
+                'for d in "$0" "$0/sub"; do touch "$d/x" 2>/dev/null && echo "wrote $d"; done; echo checked',
+                str(shown),
+            ],
+            cwd=workspace,
+            visible=[workspace],
+            readonly=[shown],
+        )
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["checked"] and not (shown / "sub" / "x").exists()
@@ -354,8 +364,9 @@ def test_a_remote_https_endpoint_is_reached_by_a_connect_to_its_host_and_port_on
     iso = Isolation.create(tmp_path / "scratch" / "root", [vendor], endpoint=f"https://127.0.0.2:{port}/v1")
     try:
         assert iso.agent_env()["HTTPS_PROXY"] == "http://127.0.0.1:3128"
-        done = python_inside(iso, tmp_path, CONNECT, f"127.0.0.2:{port}", f"127.0.0.1:{host_service.port}",
-                             f"127.0.0.2:{port + 1}")
+        done = python_inside(
+            iso, tmp_path, CONNECT, f"127.0.0.2:{port}", f"127.0.0.1:{host_service.port}", f"127.0.0.2:{port + 1}"
+        )
     finally:
         iso.close()
         remote.close()
@@ -412,8 +423,10 @@ def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path
 
     from memorybench.testing.scripted_responses import Message, ScriptedResponsesServer, Shell, function_outputs
 
-    command = ("grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs):' /proc/self/status; cat /proc/self/uid_map; "
-               "ls /dev | tr '\\n' ' '; echo; ls -d /sys 2>&1 | tail -1")
+    command = (
+        "grep -E '^(Uid|CapEff|CapPrm|NoNewPrivs):' /proc/self/status; cat /proc/self/uid_map; "
+        "ls /dev | tr '\\n' ' '; echo; ls -d /sys 2>&1 | tail -1"
+    )
     with ScriptedResponsesServer() as server:
         server.script(Shell(command), Message("ok"))
         with agent(tmp_path, server) as (answerer, pack, conversations):
@@ -424,8 +437,22 @@ def test_the_agents_own_commands_run_unprivileged_and_cli_json_says_how(tmp_path
     assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0 and status["NoNewPrivs"] == "1"
     assert status["Uid"].split() == [str(AGENT_ID)] * 4
     dev = next(line for line in output.splitlines() if " null " in line).split()
-    assert set(dev) <= {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
-                        "tty", "urandom", "zero"}
+    assert set(dev) <= {
+        "core",
+        "fd",
+        "full",
+        "null",
+        "ptmx",
+        "pts",
+        "random",
+        "shm",
+        "stderr",
+        "stdin",
+        "stdout",
+        "tty",
+        "urandom",
+        "zero",
+    }
     assert "No such file or directory" in output.splitlines()[-1]  # no /sys
     isolation = json.loads(pack.path("agent/cli.json").read_text())["isolation"]
     assert f"host uid {AGENT_ID}" in isolation and "its own network namespace" in isolation and "no /sys" in isolation
@@ -435,11 +462,20 @@ def test_qa_with_an_unreachable_remote_endpoint_behind_the_gateway_ends_in_one_l
     from memorybench.cli import main
 
     with pytest.raises(SystemExit) as stopped:  # the Hydra app exits with the error's code
-        main(["qa", "answerer=codex", "answerer.model=gpt-test", "answerer.provider=openai_compatible",
-              "answerer.base_url=http://user:sk-memorybench-test-0123@models.example.test:8000/v1", "answerer.api_key_env=null",
-              f"paths.packs={tmp_path / 'packs'}",
-              f"paths.cache={tmp_path / 'cache'}", "max_questions=1",
-              f"dataset.path={Path(__file__).parents[1] / 'fixtures' / 'mini_locomo.json'}"])
+        main(
+            [
+                "qa",
+                "answerer=codex",
+                "answerer.model=gpt-test",
+                "answerer.provider=openai_compatible",
+                "answerer.base_url=http://user:sk-memorybench-test-0123@models.example.test:8000/v1",
+                "answerer.api_key_env=null",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+                "max_questions=1",
+                f"dataset.path={Path(__file__).parents[1] / 'fixtures' / 'mini_locomo.json'}",
+            ]
+        )
     err = capsys.readouterr().err.strip().splitlines()
     assert stopped.value.code not in (0, None) and len(err) == 1 and "Traceback" not in err[0]
     # the agent reaches only the gateway; the gateway, on the host, cannot reach this upstream
@@ -488,10 +524,32 @@ class TlsFront:
     def __init__(self, tmp_path: Path, backend_port: int):
         self.cert = tmp_path / "cert.pem"
         key = tmp_path / "key.pem"
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                        str(self.cert), "-days", "1", "-subj", "/CN=127.0.0.2", "-addext", "subjectAltName=IP:127.0.0.2",
-                        "-addext", "basicConstraints=critical,CA:FALSE", "-addext", "extendedKeyUsage=serverAuth"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(self.cert),
+                "-days",
+                "1",
+                "-subj",
+                "/CN=127.0.0.2",
+                "-addext",
+                "subjectAltName=IP:127.0.0.2",
+                "-addext",
+                "basicConstraints=critical,CA:FALSE",
+                "-addext",
+                "extendedKeyUsage=serverAuth",
+            ],
+            check=True,
+            capture_output=True,
+        )
         import ssl
 
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

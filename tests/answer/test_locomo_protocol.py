@@ -64,7 +64,9 @@ def locomo_function(name: str):
     return scope[name]
 
 
-def locomo_query(conv_start: str, speakers: tuple[str, str], context: str, question: str, category: int, answer_key: dict | None) -> str:
+def locomo_query(
+    conv_start: str, speakers: tuple[str, str], context: str, question: str, category: int, answer_key: dict | None
+) -> str:
     """LoCoMo's `get_gpt_answers` with batch size 1, written out from the pinned file: the
     question with its category suffix or choice, then start prompt + context + '\\n\\n' + QA prompt."""
     if category == 2:
@@ -122,8 +124,22 @@ def test_the_phrases_around_the_literals_are_locomos():
 # -- the category-5 choice ---------------------------------------------------------------------
 
 
-REPLIES = ["a", "A", " b ", "(a)", "(B)", "c", "Yes", "(c)", "", "ab", "B.", "(a) Not mentioned in the conversation",
-           "Marmalade", "  Not Mentioned  "]
+REPLIES = [
+    "a",
+    "A",
+    " b ",
+    "(a)",
+    "(B)",
+    "c",
+    "Yes",
+    "(c)",
+    "",
+    "ab",
+    "B.",
+    "(a) Not mentioned in the conversation",
+    "Marmalade",
+    "  Not Mentioned  ",
+]
 
 
 @pytest.mark.parametrize("options", [{"a": NOT_MENTIONED, "b": TRAP}, {"a": TRAP, "b": NOT_MENTIONED}])
@@ -133,8 +149,11 @@ def test_a_reply_is_mapped_as_locomos_get_cat_5_answer_maps_it(options):
         read = locomo_cat5_answer(reply, options)
         assert read.answer == get_cat_5_answer(reply, options).strip(), reply
         assert read.malformed == (reply.strip().lower() not in {"a", "b", "(a)", "(b)"}), reply
-        assert read.choice == ({"a": "a", "b": "b"}.get(reply.strip().lower().strip("()")) if not read.malformed
-                               else ("b" if len(reply.strip()) in (1, 3) else None)), reply
+        assert read.choice == (
+            {"a": "a", "b": "b"}.get(reply.strip().lower().strip("()"))
+            if not read.malformed
+            else ("b" if len(reply.strip()) in (1, 3) else None)
+        ), reply
 
 
 def test_the_option_order_is_seeded_from_the_question_id(locomo_path):
@@ -184,8 +203,18 @@ def _dataset(tmp: Path) -> Path:
 
 def qa(tmp: Path, server, *extra: str) -> Path:
     server.requests.clear()
-    code = main(["qa", *scripted_reader(server.base_url), f"dataset.path={_dataset(tmp)}", f"paths.packs={tmp / 'packs'}",
-                 f"paths.cache={tmp / 'cache'}", "name=locomo", "memory=full_context", *extra])
+    code = main(
+        [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={_dataset(tmp)}",
+            f"paths.packs={tmp / 'packs'}",
+            f"paths.cache={tmp / 'cache'}",
+            "name=locomo",
+            "memory=full_context",
+            *extra,
+        ]
+    )
     assert code == 0
     (pack,) = (tmp / "packs" / "locomo" / "runs").iterdir()
     return pack
@@ -210,14 +239,24 @@ def test_locomo_sends_locomos_exact_bytes(locomo_pack, tmp_path):
         c = conversations[trace["sample_id"]]
         (q,) = [q for q in c.questions if q.question_id == trace["question_id"]]
         row = predictions[q.question_id]
-        expected = locomo_query(conv_start, (c.speaker_a, c.speaker_b), dumps[c.sample_id], q.question, q.category, row.get("options"))
+        expected = locomo_query(
+            conv_start, (c.speaker_a, c.speaker_b), dumps[c.sample_id], q.question, q.category, row.get("options")
+        )
         assert body["messages"] == [{"role": "user", "content": expected}]  # the only message, as LoCoMo sends a gpt-4 prompt
         assert trace["reader_payload_sha256"] == sha(expected) == row["reader_payload_sha256"]
-        assert trace["request"]["renderer"] == "locomo" and "system" not in trace["request"] and "payload_role" not in trace["request"]
+        assert (
+            trace["request"]["renderer"] == "locomo"
+            and "system" not in trace["request"]
+            and "payload_role" not in trace["request"]
+        )
         if q.category == 2:
-            assert expected.endswith(f"Question: {q.question} Use DATE of CONVERSATION to answer with an approximate date. Short answer:\n")
+            assert expected.endswith(
+                f"Question: {q.question} Use DATE of CONVERSATION to answer with an approximate date. Short answer:\n"
+            )
         if q.category == 5:
-            assert expected.endswith(f"Select the correct answer: (a) {row['options']['a']} (b) {row['options']['b']}.  Short answer:\n")
+            assert expected.endswith(
+                f"Select the correct answer: (a) {row['options']['a']} (b) {row['options']['b']}.  Short answer:\n"
+            )
             assert expected.startswith(conv_start.format(c.speaker_a, c.speaker_b))
             assert "Answer with exact words" not in expected  # QA_PROMPT_CAT_5, not QA_PROMPT
     meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
@@ -243,8 +282,20 @@ def test_category_5_is_a_choice_with_the_letter_mapped_back_and_recorded(locomo_
     # rows of categories 1-4 keep the fields they always had, in the same order
     for row in predictions:
         if row["category"] != 5:
-            assert list(row) == ["schema", "question_id", "sample_id", "index", "category", "question", "prediction", "gold",
-                                 "adversarial_answer", "reader_payload_sha256", "memory_sha256", "answerer"]
+            assert list(row) == [
+                "schema",
+                "question_id",
+                "sample_id",
+                "index",
+                "category",
+                "question",
+                "prediction",
+                "gold",
+                "adversarial_answer",
+                "reader_payload_sha256",
+                "memory_sha256",
+                "answerer",
+            ]
 
 
 def test_the_mapped_answer_is_scored_under_locomos_rules(locomo_pack):
@@ -269,7 +320,9 @@ def test_the_question_protocol_is_named_from_the_config(locomo_pack):
     pack, _ = locomo_pack
     config = yaml.safe_load((pack / "config.resolved.yaml").read_text("utf-8"))
     assert config["reader"]["prompt"] == "locomo" and question_protocol(config) == "locomo"
-    golden = yaml.safe_load((Path(__file__).resolve().parents[1] / "pack/golden_mini_pack/config.resolved.yaml").read_text("utf-8"))
+    golden = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "pack/golden_mini_pack/config.resolved.yaml").read_text("utf-8")
+    )
     assert question_protocol(golden) == "open-ended"
     (spec,) = plan_runs(SCRIPTED + ["reader.prompt=locomo"])
     assert question_protocol(spec.cfg) == "locomo"
@@ -316,8 +369,14 @@ def _findings(pack: Path) -> list[tuple[str, str]]:
 def test_verify_finds_the_gold_posed_as_an_option(locomo_pack, tmp_path):
     pack = _copy(locomo_pack[0], tmp_path)
     # "Lisbon; travel", the gold of mini-1-q-3, posed instead of the trap of mini-1-q-4
-    _edit_row(pack, "reader/traces.jsonl", "mini-1-q-4", lambda r: r["request"]["slots"]
-              [next(k for k in ("option_a", "option_b") if r["request"]["slots"][k]["text"] == TRAP)].update(text="Lisbon; travel"))
+    _edit_row(
+        pack,
+        "reader/traces.jsonl",
+        "mini-1-q-4",
+        lambda r: r["request"]["slots"][
+            next(k for k in ("option_a", "option_b") if r["request"]["slots"][k]["text"] == TRAP)
+        ].update(text="Lisbon; travel"),
+    )
     found = _findings(pack)
     assert any(c == "gold.leak" and "'lisbon; travel'" in m and "mini-1-q-4" in m for c, m in found), found
     assert any(c == "row.mismatch" and "options of mini-1-q-4" in m for c, m in found), found
@@ -325,8 +384,12 @@ def test_verify_finds_the_gold_posed_as_an_option(locomo_pack, tmp_path):
 
 def test_verify_finds_a_trap_outside_its_own_choice(locomo_pack, tmp_path):
     pack = _copy(locomo_pack[0], tmp_path)
-    _edit_row(pack, "reader/traces.jsonl", "mini-1-q-0",
-              lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + f" {TRAP}"))
+    _edit_row(
+        pack,
+        "reader/traces.jsonl",
+        "mini-1-q-0",
+        lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + f" {TRAP}"),
+    )
     found = _findings(pack)
     assert any(c == "gold.leak" and f"'{TRAP.lower()}'" in m and "mini-1-q-0" in m for c, m in found), found
 
@@ -334,8 +397,12 @@ def test_verify_finds_a_trap_outside_its_own_choice(locomo_pack, tmp_path):
 def test_a_trap_in_a_qa_v1_prompt_is_still_a_leak(server, tmp_path):
     pack = qa(tmp_path, server)  # reader.prompt=readers/qa_v1.txt: no trap reaches a prompt
     assert "options" not in json.dumps(rows(pack / "predictions.jsonl")) and verify_pack(pack) == []
-    _edit_row(pack, "reader/traces.jsonl", "mini-1-q-4",
-              lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + f" {TRAP}"))
+    _edit_row(
+        pack,
+        "reader/traces.jsonl",
+        "mini-1-q-4",
+        lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + f" {TRAP}"),
+    )
     found = _findings(pack)
     assert any(c == "gold.leak" and f"'{TRAP.lower()}'" in m for c, m in found), found
 
@@ -353,8 +420,18 @@ def test_a_category_5_row_with_no_adversarial_answer_is_a_one_line_error(server,
     path = tmp_path / "no_trap.json"
     path.write_text(json.dumps(data), "utf-8")
     with pytest.raises(SystemExit) as exit_:
-        main(["qa", *scripted_reader(server.base_url), f"dataset.path={path}", f"paths.packs={tmp_path / 'packs'}",
-              f"paths.cache={tmp_path / 'cache'}", "name=locomo", "memory=full_context", "reader.prompt=locomo"])
+        main(
+            [
+                "qa",
+                *scripted_reader(server.base_url),
+                f"dataset.path={path}",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+                "name=locomo",
+                "memory=full_context",
+                "reader.prompt=locomo",
+            ]
+        )
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "mini-1-q-4 is category 5 with no adversarial_answer" in err and "Traceback" not in err
 

@@ -65,12 +65,21 @@ def servers():
 
 def qa(tmp: Path, reader, writer, *extra: str) -> Path:
     reader.requests.clear()
-    code = main([
-        "qa", *scripted_reader(reader.base_url),
-        "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-        "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
-        "name=mem0", *extra,
-    ])
+    code = main(
+        [
+            "qa",
+            *scripted_reader(reader.base_url),
+            "writer=openai_compatible",
+            f"writer.base_url={writer.base_url}",
+            "writer.model=scripted-writer",
+            "embedder=hashing",
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp / 'packs'}",
+            f"paths.cache={tmp / 'cache'}",
+            "name=mem0",
+            *extra,
+        ]
+    )
     assert code == 0
     (pack,) = (tmp / "packs" / "mem0" / "runs").iterdir()
     return pack
@@ -146,7 +155,10 @@ def test_mem0_memory_text_is_taken_apart_into_mem0s_slots():
         "Relations:\n- Ana -- lives in --> Lisbon (10:00 am on 2 May, 2023)\n"
         "- Ana -- lives in --> Porto (10:00 am on 1 May, 2023; obsolete since 10:00 am on 2 May, 2023)"
     )
-    assert mem0_speaker_memories(text, "Ana") == ["10:00 am on 1 May, 2023: Ana: likes tea", "10:00 am on 2 May, 2023: Ana: moved to Lisbon"]
+    assert mem0_speaker_memories(text, "Ana") == [
+        "10:00 am on 1 May, 2023: Ana: likes tea",
+        "10:00 am on 2 May, 2023: Ana: moved to Lisbon",
+    ]
     assert mem0_speaker_memories(text, "Ben") == [] == mem0_speaker_memories(text, "Cleo")
     assert mem0_relations(text) == [{"source": "Ana", "relationship": "lives in", "target": "Lisbon"}]  # obsolete: left out
     assert mem0_context("a | X: hi\nb | Y: yo") == "a | X: hi\nb | Y: yo\n" == mem0_context("a | X: hi\nb | Y: yo\n")
@@ -183,17 +195,31 @@ def _expected_mem0(pack: Path, method: str, trace: dict, asked: dict[str, str], 
     (retrieval,) = [r for r in rows(pack / f"memory/{method}/retrievals.jsonl") if r["question_id"] == trace["question_id"]]
     a, b = speakers[trace["sample_id"]]
     by_id = {f"{s}/{m['id']}": m for s, ms in stored["memories"].items() for m in ms}
-    lines = {s: [f"{by_id[h['item_id']]['time']}: {by_id[h['item_id']]['text']}" for h in retrieval["hits"] if h.get("speaker") == s]
-             for s in (a, b)}
-    values = {"speaker_1_user_id": a, "speaker_2_user_id": b, "question": asked[trace["question_id"]],
-                  "speaker_1_memories": json.dumps(lines[a], indent=4), "speaker_2_memories": json.dumps(lines[b], indent=4)}
+    lines = {
+        s: [f"{by_id[h['item_id']]['time']}: {by_id[h['item_id']]['text']}" for h in retrieval["hits"] if h.get("speaker") == s]
+        for s in (a, b)
+    }
+    values = {
+        "speaker_1_user_id": a,
+        "speaker_2_user_id": b,
+        "question": asked[trace["question_id"]],
+        "speaker_1_memories": json.dumps(lines[a], indent=4),
+        "speaker_2_memories": json.dumps(lines[b], indent=4),
+    }
     if method == "mem0":
         return render("mem0_answer", **values)
     relations = {f"relation/{r['id']}": r for r in stored["relations"]}
-    graph = [{"source": r["source"], "relationship": r["relation"], "target": r["target"]}
-             for h in retrieval["hits"] if h.get("kind") == "relation" and (r := relations[h["item_id"]])["valid"]]
-    return render("mem0_answer_graph", **values, speaker_1_graph_memories=json.dumps(graph, indent=4),
-                  speaker_2_graph_memories=json.dumps(graph, indent=4))
+    graph = [
+        {"source": r["source"], "relationship": r["relation"], "target": r["target"]}
+        for h in retrieval["hits"]
+        if h.get("kind") == "relation" and (r := relations[h["item_id"]])["valid"]
+    ]
+    return render(
+        "mem0_answer_graph",
+        **values,
+        speaker_1_graph_memories=json.dumps(graph, indent=4),
+        speaker_2_graph_memories=json.dumps(graph, indent=4),
+    )
 
 
 @pytest.mark.parametrize("method, template", [("mem0", "mem0_answer"), ("mem0g", "mem0_answer_graph")])
@@ -234,14 +260,24 @@ def test_verify_rebuilds_the_render_and_finds_an_edited_slot(tmp_path, servers):
 # -- mismatches ------------------------------------------------------------------------------
 
 
-SCRIPTED = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=r",
-            "writer=openai_compatible", "writer.base_url=http://127.0.0.1:9/v1", "writer.model=w", "embedder=hashing"]
+SCRIPTED = [
+    "reader=openai_compatible",
+    "reader.base_url=http://127.0.0.1:9/v1",
+    "reader.model=r",
+    "writer=openai_compatible",
+    "writer.base_url=http://127.0.0.1:9/v1",
+    "writer.model=w",
+    "embedder=hashing",
+]
 
 
 @pytest.mark.parametrize(
     "overrides, expected",
     [
-        (["memory=full_context", "reader.prompt=mem0_answer"], "reader.prompt=mem0_answer fills per-speaker memory slots that only memory=mem0"),
+        (
+            ["memory=full_context", "reader.prompt=mem0_answer"],
+            "reader.prompt=mem0_answer fills per-speaker memory slots that only memory=mem0",
+        ),
         (["memory=mem0g", "reader.prompt=mem0_answer"], "only memory=mem0 provides, not memory=mem0g"),
         (["memory=mem0", "reader.prompt=mem0_answer_graph"], "only memory=mem0g provides, not memory=mem0"),
         (["answerer=codex", "reader.prompt=mem0_rag"], "reader.prompt=mem0_rag is a pinned Mem0 prompt for answerer=reader"),
@@ -274,7 +310,9 @@ def test_qa_mem0_v1_is_built_from_the_pinned_answer_prompt_and_recorded(tmp_path
     template = (pack / "prompts/qa_mem0_v1").read_text("utf-8")
     assert slots_of(template) == {"memory", "question"} and "8. The answer should be less than 5-6 words." in template
     head = answer[: answer.index("    Memories for user")]
-    assert template.startswith(head) and template.endswith("    Memories:\n\n    {memory}\n\n    Question: {question}\n\n    Answer:\n    ")
+    assert template.startswith(head) and template.endswith(
+        "    Memories:\n\n    {memory}\n\n    Question: {question}\n\n    Answer:\n    "
+    )
     assert not list(PROMPTS_DIR.rglob("qa_mem0_v1*"))  # never committed: made from the pin when used
     meta = json.loads((pack / "run_meta.json").read_text())
     assert meta["prompts"]["qa_mem0_v1"] == sha(template)

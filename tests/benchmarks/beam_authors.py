@@ -60,8 +60,7 @@ class StubJudge:
     text (a str prompt) or by the user message's text (a list of messages), else by a default
     for that kind of request; every request is kept."""
 
-    def __init__(self, replies: dict[str, str] | None = None, *, prompt: str | None = None,
-                 messages: str | None = None) -> None:
+    def __init__(self, replies: dict[str, str] | None = None, *, prompt: str | None = None, messages: str | None = None) -> None:
         self.replies = replies or {}
         self.defaults = {str: prompt, list: messages}
         self.requests: list[Any] = []
@@ -80,7 +79,12 @@ class StubJudge:
 def compute_metrics(*, keep_half: bool = False) -> dict[str, Any]:
     """compute_metrics.py's functions (all but the embedding ones' models), defined unchanged."""
     namespace: dict[str, Any] = {
-        "json": json, "re": re, "kendalltau": kendalltau, "List": List, "Tuple": Tuple, "repair_json": _no_repair,
+        "json": json,
+        "re": re,
+        "kendalltau": kendalltau,
+        "List": List,
+        "Tuple": Tuple,
+        "repair_json": _no_repair,
         **prompt_strings(),
     }
     if keep_half:
@@ -117,7 +121,8 @@ def report_results(evaluation_directory: Path, row_names: list[str]) -> tuple[li
     namespace: dict[str, Any] = {"json": json, "os": os, "pd": _Pandas}
     exec(compile(_functions(REPORT_RESULTS, ("report_llms_accuracies",)), str(REPORT_RESULTS), "exec"), namespace)  # noqa: S102
     _Frame.made.clear()
-    namespace["report_llms_accuracies"](evaluation_directory=str(evaluation_directory), row_names=row_names,
-                                        output_filename="report.xlsx")
+    namespace["report_llms_accuracies"](
+        evaluation_directory=str(evaluation_directory), row_names=row_names, output_filename="report.xlsx"
+    )
     (frame,) = _Frame.made
     return frame.index, frame.rows, frame.columns

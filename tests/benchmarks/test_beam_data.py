@@ -38,8 +38,10 @@ def tier():
 
 
 def raw(n: int) -> tuple[list, dict]:
-    return (json.loads((TIER / str(n) / "chat.json").read_text("utf-8")),
-            json.loads((TIER / str(n) / "probing_questions" / "probing_questions.json").read_text("utf-8")))
+    return (
+        json.loads((TIER / str(n) / "chat.json").read_text("utf-8")),
+        json.loads((TIER / str(n) / "probing_questions" / "probing_questions.json").read_text("utf-8")),
+    )
 
 
 def test_every_pin_is_the_file_shasum_lists_and_verifies():
@@ -50,9 +52,12 @@ def test_every_pin_is_the_file_shasum_lists_and_verifies():
         assert pin.relpath == f"beam/{pin.source_path}"
         assert pin.repository == "mohammadtavakoli78/BEAM" and pin.commit == "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
         assert pin_path(pin).resolve() == (PINS / pin.relpath).resolve()  # the pins folder may be reached by a link
-    assert {p.source_path for p in CODE_PINS} >= {"src/prompts.py", "src/evaluation/compute_metrics.py",
-                                                  "src/evaluation/report_results.py",
-                                                  "src/answer_probing_questions/answer_generation.py"}
+    assert {p.source_path for p in CODE_PINS} >= {
+        "src/prompts.py",
+        "src/evaluation/compute_metrics.py",
+        "src/evaluation/report_results.py",
+        "src/answer_probing_questions/answer_generation.py",
+    }
 
 
 def test_the_tier_is_one_dataset_record_whose_sha256_covers_its_forty_files():
@@ -90,7 +95,9 @@ def test_a_batch_is_a_session_dated_by_its_time_anchor_and_its_turns_keep_their_
             flat = [t for chat in batch["turns"] for t in chat]
             assert batch["time_anchor"] is None  # the 128K tier dates a batch on its first turn
             assert session.date_time == flat[0]["time_anchor"] and session.session_id == f"batch-{batch['batch_number']}"
-            assert [(t.speaker, t.dia_id, t.text) for t in session.turns] == [(t["role"], str(t["id"]), t["content"]) for t in flat]
+            assert [(t.speaker, t.dia_id, t.text) for t in session.turns] == [
+                (t["role"], str(t["id"]), t["content"]) for t in flat
+            ]
     assert tier.conversations[0].sessions[0].date_time == "March-15-2024"
 
 
@@ -104,8 +111,14 @@ def test_the_gold_like_fields_stay_scorer_side(tier):
             assert record.ideal_response == item[REFERENCE_KEY[ability]] == question.answer
             assert record.rubric == tuple(item["rubric"]) and record.difficulty == item["difficulty"]
             assert record.subtype == item[SUBTYPE_KEY[ability]] == question.question_type
-            assert set(record.details) == set(item) - {"question", REFERENCE_KEY[ability], "difficulty", "rubric",
-                                                       SUBTYPE_KEY[ability], "source_chat_ids"}
+            assert set(record.details) == set(item) - {
+                "question",
+                REFERENCE_KEY[ability],
+                "difficulty",
+                "rubric",
+                SUBTYPE_KEY[ability],
+                "source_chat_ids",
+            }
             assert question.evidence == tuple(str(i) for i in record.source_chat_ids)
             # what a model is given: the question, nothing of its reference or rubric
             asked = question.asked()
@@ -139,7 +152,8 @@ def test_the_10m_shape_a_list_of_plans_reads_batch_by_batch(tmp_path):
     assert conversation.sample_id == "beam-10M-1" and conversation.questions[0].question_id == "beam-10M-1-q-0"
     assert [s.session_id for s in conversation.sessions] == ["plan-1/batch-1", "plan-1/batch-2", "plan-2/batch-3"]
     assert [s.index for s in conversation.sessions] == [1, 2, 3] and conversation.turn_count == sum(
-        len(chat) for b in batches for chat in b["turns"])
+        len(chat) for b in batches for chat in b["turns"]
+    )
 
 
 def _mutate_chat(fn):
@@ -147,6 +161,7 @@ def _mutate_chat(fn):
         path = folder / "1" / "chat.json"
         data = json.loads(path.read_text())
         path.write_text(json.dumps(fn(data)) if callable(fn) else fn)
+
     return apply
 
 
@@ -155,6 +170,7 @@ def _mutate_questions(fn):
         path = folder / "1" / "probing_questions" / "probing_questions.json"
         data = json.loads(path.read_text())
         path.write_text(json.dumps(fn(data)))
+
     return apply
 
 
@@ -172,36 +188,64 @@ BAD = {
     "not JSON": (_mutate_chat("[{"), "chat.json", "not valid JSON"),
     "not a list": (_mutate_chat(lambda d: {"batches": d}), "chat.json", "non-empty JSON list of batches"),
     "a batch without turns": (_mutate_chat(lambda d: [{"batch_number": 1}] + d[1:]), "chat.json[0]", "'turns'"),
-    "a batch number that is text": (_mutate_chat(lambda d: [_set(d[0], "batch_number", "1")] + d[1:]), "chat.json[0]",
-                                    "'batch_number'"),
+    "a batch number that is text": (
+        _mutate_chat(lambda d: [_set(d[0], "batch_number", "1")] + d[1:]),
+        "chat.json[0]",
+        "'batch_number'",
+    ),
     "a chat that is no list": (_mutate_chat(lambda d: [_set(d[0], "turns", [{"role": "user"}])] + d[1:]), "turns[0]", "'turns'"),
     "a turn id that is text": (_mutate_chat(lambda d: _turn(d, id="1")), "chat.json[0].turns[0][1]", "'id'"),
     "a repeated turn id": (_mutate_chat(lambda d: _turn(d, id=0)), "chat.json[0].turns[0][1]", "'id' 0 occurs twice"),
     "content that is no text": (_mutate_chat(lambda d: _turn(d, content=3)), "chat.json[0].turns[0][1]", "'content'"),
     "a role missing": (_mutate_chat(lambda d: (d[0]["turns"][0][1].pop("role"), d)[1]), "turns[0][1]", "'role'"),
-    "a batch without a time anchor": (_mutate_chat(lambda d: (d[0]["turns"][0][0].pop("time_anchor"), d)[1]),
-                                      "chat.json[0]", "'time_anchor'"),
+    "a batch without a time anchor": (
+        _mutate_chat(lambda d: (d[0]["turns"][0][0].pop("time_anchor"), d)[1]),
+        "chat.json[0]",
+        "'time_anchor'",
+    ),
     "a batch with two anchors": (_mutate_chat(lambda d: _turn(d, time_anchor="May-01-2024")), "chat.json[0]", "'time_anchor'"),
     "questions not an object": (_mutate_questions(lambda d: list(d.values())), "probing_questions.json", "abilities"),
     "an unknown ability": (_mutate_questions(lambda d: _set(d, "humour", [])), "probing_questions.json", "'humour'"),
-    "an ability that is no list": (_mutate_questions(lambda d: _set(d, "abstention", {})), "probing_questions.json",
-                                   "'abstention'"),
-    "an empty rubric": (_mutate_questions(lambda d: (_set(d["abstention"][0], "rubric", []), d)[1]),
-                        "probing_questions.json.abstention[0]", "'rubric'"),
-    "a rubric item that is no text": (_mutate_questions(lambda d: (_set(d["event_ordering"][1], "rubric", ["a", 2]), d)[1]),
-                                      "probing_questions.json.event_ordering[1]", "'rubric'"),
-    "the reference missing": (_mutate_questions(lambda d: (d["summarization"][0].pop("ideal_summary"), d)[1]),
-                              "probing_questions.json.summarization[0]", "'ideal_summary'"),
-    "a difficulty that is no text": (_mutate_questions(lambda d: (_set(d["abstention"][1], "difficulty", 2), d)[1]),
-                                     "probing_questions.json.abstention[1]", "'difficulty'"),
-    "a source turn that is not there": (_mutate_questions(
-        lambda d: (_set(d["information_extraction"][0], "source_chat_ids", [99999]), d)[1]),
-        "probing_questions.json.information_extraction[0]", "'source_chat_ids'"),
-    "source ids that are text": (_mutate_questions(
-        lambda d: (_set(d["information_extraction"][0], "source_chat_ids", ["28"]), d)[1]),
-        "information_extraction[0].source_chat_ids", "turn ids"),
-    "the questions file missing": (lambda f: (f / "1" / "probing_questions" / "probing_questions.json").unlink(),
-                                   "probing_questions.json", "does not exist"),
+    "an ability that is no list": (
+        _mutate_questions(lambda d: _set(d, "abstention", {})),
+        "probing_questions.json",
+        "'abstention'",
+    ),
+    "an empty rubric": (
+        _mutate_questions(lambda d: (_set(d["abstention"][0], "rubric", []), d)[1]),
+        "probing_questions.json.abstention[0]",
+        "'rubric'",
+    ),
+    "a rubric item that is no text": (
+        _mutate_questions(lambda d: (_set(d["event_ordering"][1], "rubric", ["a", 2]), d)[1]),
+        "probing_questions.json.event_ordering[1]",
+        "'rubric'",
+    ),
+    "the reference missing": (
+        _mutate_questions(lambda d: (d["summarization"][0].pop("ideal_summary"), d)[1]),
+        "probing_questions.json.summarization[0]",
+        "'ideal_summary'",
+    ),
+    "a difficulty that is no text": (
+        _mutate_questions(lambda d: (_set(d["abstention"][1], "difficulty", 2), d)[1]),
+        "probing_questions.json.abstention[1]",
+        "'difficulty'",
+    ),
+    "a source turn that is not there": (
+        _mutate_questions(lambda d: (_set(d["information_extraction"][0], "source_chat_ids", [99999]), d)[1]),
+        "probing_questions.json.information_extraction[0]",
+        "'source_chat_ids'",
+    ),
+    "source ids that are text": (
+        _mutate_questions(lambda d: (_set(d["information_extraction"][0], "source_chat_ids", ["28"]), d)[1]),
+        "information_extraction[0].source_chat_ids",
+        "turn ids",
+    ),
+    "the questions file missing": (
+        lambda f: (f / "1" / "probing_questions" / "probing_questions.json").unlink(),
+        "probing_questions.json",
+        "does not exist",
+    ),
     "the chat file missing": (lambda f: (f / "1" / "chat.json").unlink(), "chat.json", "does not exist"),
 }
 

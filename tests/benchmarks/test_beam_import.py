@@ -143,7 +143,9 @@ def test_the_summary_comes_back_bit_for_bit_as_their_own_code_gives_it(cognee, t
         assert theirs["overall"][metric]["run_std"] == stated["run_std"] == cell.run_sd.recomputed
         assert cell.mean.agreement == cell.run_sd.agreement == "equal"
         assert cell.ci_stated == [stated["ci_lower"], stated["ci_upper"]]
-    assert own.overall["beam_rubric"].mean.stated == 0.7943749999999999 and round(own.overall["beam_rubric"].mean.stated, 2) == 0.79
+    assert (
+        own.overall["beam_rubric"].mean.stated == 0.7943749999999999 and round(own.overall["beam_rubric"].mean.stated, 2) == 0.79
+    )
     assert round(own.overall["beam_rubric"].run_sd.stated, 3) == 0.005
     for ability, entry in STATED["by_question_type"].items():
         cell = own.by_ability[ability]["beam_rubric"]
@@ -162,8 +164,23 @@ def test_the_summary_comes_back_bit_for_bit_as_their_own_code_gives_it(cognee, t
 def test_the_command_prints_the_table_and_a_rerun_finds_the_packs(cognee, capsys):
     _, packs = cognee
     capsys.readouterr()
-    assert main(["import", *map(str, RUNS), str(SUMMARY), str(CONFIG), "--format", "cognee_beam", "--packs", str(packs),
-                 "--name", "cognee"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                *map(str, RUNS),
+                str(SUMMARY),
+                str(CONFIG),
+                "--format",
+                "cognee_beam",
+                "--packs",
+                str(packs),
+                "--name",
+                "cognee",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "already imported" in captured.err
     out = captured.out
@@ -209,8 +226,21 @@ def test_an_imported_pack_is_judged_again_by_the_official_protocol(cognee, tier,
     result, _ = cognee
     root = result.pack_root
     with ScriptedOpenAIServer(responder=_mechanical) as judge:
-        assert main(["autorater", str(root), "--quiet", "judge=openai_compatible", f"judge.base_url={judge.base_url}",
-                     "judge.model=gpt-4.1-mini", "judge.protocol=beam_official", f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "autorater",
+                    str(root),
+                    "--quiet",
+                    "judge=openai_compatible",
+                    f"judge.base_url={judge.base_url}",
+                    "judge.model=gpt-4.1-mini",
+                    "judge.protocol=beam_official",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
         bodies = list(judge.requests)
     rubric_items = sum(len(tier.questions[q.question_id].rubric) for q in tier.conversations[1].questions)
     assert sum('"score"' in b["messages"][-1]["content"] for b in bodies) == rubric_items
@@ -238,24 +268,50 @@ def _amb(tier, questions=None, *, scored=True, split="100k", judge="gemini:gemin
         if scored and n == 7:
             score = None  # an empty context: runner.py judges nothing
         correct = (score is not None and score >= 0.5) if scored else n % 3 == 0
-        results.append({
-            "query_id": f"{conversation}_{gold.ability}_{gold.index}", "query": q.question,
-            "answer": f"An answer to {q.question_id} \u00e9t\u00e9", "reasoning": "", "context": "" if n == 7 else "## Memory 1\n...",
-            "context_tokens": 12, "retrieve_time_ms": 3.5, "gold_answers": [gold.ideal_response], "correct": correct,
-            "judge_reason": "empty context \u2014 no memories retrieved" if score is None and scored else
-            (f"score={score:.3f}" if scored else "one sentence"),
-            **({"score": score} if scored else {}),
-            "meta": {"question_category": gold.ability, "conversation_id": conversation, "rubric": list(gold.rubric)},
-            "raw_response": None, "trajectory": None, "git_history": None,
-            "category_axes": {"Question Category": [gold.ability], "Conversation": [conversation]},
-        })
+        results.append(
+            {
+                "query_id": f"{conversation}_{gold.ability}_{gold.index}",
+                "query": q.question,
+                "answer": f"An answer to {q.question_id} \u00e9t\u00e9",
+                "reasoning": "",
+                "context": "" if n == 7 else "## Memory 1\n...",
+                "context_tokens": 12,
+                "retrieve_time_ms": 3.5,
+                "gold_answers": [gold.ideal_response],
+                "correct": correct,
+                "judge_reason": "empty context \u2014 no memories retrieved"
+                if score is None and scored
+                else (f"score={score:.3f}" if scored else "one sentence"),
+                **({"score": score} if scored else {}),
+                "meta": {"question_category": gold.ability, "conversation_id": conversation, "rubric": list(gold.rubric)},
+                "raw_response": None,
+                "trajectory": None,
+                "git_history": None,
+                "category_axes": {"Question Category": [gold.ability], "Conversation": [conversation]},
+            }
+        )
     with_scores = [r["score"] for r in results if r.get("score") is not None]
     accuracy = sum(with_scores) / len(with_scores) if scored else sum(r["correct"] for r in results) / len(results)
-    return {"dataset": "beam", "split": split, "category": None, "memory_provider": "cognee", "run_name": "cognee",
-            "mode": "rag", "oracle": False, "total_queries": len(results), "correct": sum(r["correct"] for r in results),
-            "accuracy": accuracy, "ingestion_time_ms": 1.0, "ingested_docs": 3, "description": None,
-            "answer_llm": "gemini:gemini-3.1-pro-preview", "judge_llm": judge, "avg_retrieve_time_ms": 3.5,
-            "avg_context_tokens": 12.0, "results": results}
+    return {
+        "dataset": "beam",
+        "split": split,
+        "category": None,
+        "memory_provider": "cognee",
+        "run_name": "cognee",
+        "mode": "rag",
+        "oracle": False,
+        "total_queries": len(results),
+        "correct": sum(r["correct"] for r in results),
+        "accuracy": accuracy,
+        "ingestion_time_ms": 1.0,
+        "ingested_docs": 3,
+        "description": None,
+        "answer_llm": "gemini:gemini-3.1-pro-preview",
+        "judge_llm": judge,
+        "avg_retrieve_time_ms": 3.5,
+        "avg_context_tokens": 12.0,
+        "results": results,
+    }
 
 
 def _write(path: Path, data: dict) -> Path:
@@ -306,12 +362,15 @@ def test_a_partial_amb_file_needs_allow_partial_and_says_so(tier, tmp_path):
     assert result.reproduction.partial.questions == 20 and verify_pack(result.pack_root) == []
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d["results"][2].update(query_id=d["results"][2]["query_id"][:-1] + "7"), "which no question of beam_128k"),
-    (lambda d: d.update(split="1m"), "dataset=beam_1m"),
-    (lambda d: d.update(dataset="locomo"), "not BEAM"),
-    (lambda d: d["results"][0].pop("correct"), "key 'correct'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d["results"][2].update(query_id=d["results"][2]["query_id"][:-1] + "7"), "which no question of beam_128k"),
+        (lambda d: d.update(split="1m"), "dataset=beam_1m"),
+        (lambda d: d.update(dataset="locomo"), "not BEAM"),
+        (lambda d: d["results"][0].pop("correct"), "key 'correct'"),
+    ],
+)
 def test_a_bad_amb_file_is_one_line(tier, tmp_path, change, message):
     data = _amb(tier, tier.conversations[0].questions)
     change(data)

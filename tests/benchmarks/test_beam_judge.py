@@ -39,10 +39,19 @@ def first_of(tier, ability):
     question = next(q for q in conversation.questions if tier.questions[q.question_id].ability == ability)
     gold = tier.questions[question.question_id]
     # an answer with a line matching the rubric's second item, a blank line and a line of its own
-    answer = (f"Here is the order:\n{gold.rubric[1] if len(gold.rubric) > 1 else 'x'}\n\nsomething else"
-              if ability == "event_ordering" else f"An answer about {ability} with {{braces}} and <rubric_item>.")
-    return SimpleNamespace(question_id=question.question_id, sample_id=question.sample_id, category=question.category,
-                           question=question.question, gold=question.answer, prediction=answer), gold
+    answer = (
+        f"Here is the order:\n{gold.rubric[1] if len(gold.rubric) > 1 else 'x'}\n\nsomething else"
+        if ability == "event_ordering"
+        else f"An answer about {ability} with {{braces}} and <rubric_item>."
+    )
+    return SimpleNamespace(
+        question_id=question.question_id,
+        sample_id=question.sample_id,
+        category=question.category,
+        question=question.question,
+        gold=question.answer,
+        prediction=answer,
+    ), gold
 
 
 def reply_for(request) -> str:
@@ -84,8 +93,9 @@ def ours(judge, row):
 def test_the_official_protocol_sends_the_pinned_codes_requests_byte_for_byte(tier, ability):
     row, gold = first_of(tier, ability)
     authors = Recorder()
-    compute_metrics()[f"evaluate_{ability}"](rubric=list(gold.rubric), llm_response=row.prediction,
-                                             probing_question=row.question, model=authors)
+    compute_metrics()[f"evaluate_{ability}"](
+        rubric=list(gold.rubric), llm_response=row.prediction, probing_question=row.question, model=authors
+    )
     judge = BeamOfficialJudge.load()
     judge.bind(TIER)
     sent, verdict = ours(judge, row)
@@ -123,14 +133,30 @@ def test_the_figures_replay_the_stored_calls_as_score_py_scores_them(tier):
     judge.bind(TIER)
     verdicts, traces = [], []
     for question in tier.conversations[0].questions:
-        row = SimpleNamespace(question_id=question.question_id, sample_id=question.sample_id, category=question.category,
-                              question=question.question, gold=question.answer, prediction="first line\nsecond line")
+        row = SimpleNamespace(
+            question_id=question.question_id,
+            sample_id=question.sample_id,
+            category=question.category,
+            question=question.question,
+            gold=question.answer,
+            prediction="first line\nsecond line",
+        )
 
         def ask(call, part, row=row):
-            text = reply_for(call.request.messages[0]["content"] if len(call.request.messages) == 1
-                             else [dict(m) for m in call.request.messages])
-            traces.append({"question_id": row.question_id, "pass": 1, "part": part,
-                           "request": {"slots": call.slots}, "response": {"text": text}})
+            text = reply_for(
+                call.request.messages[0]["content"]
+                if len(call.request.messages) == 1
+                else [dict(m) for m in call.request.messages]
+            )
+            traces.append(
+                {
+                    "question_id": row.question_id,
+                    "pass": 1,
+                    "part": part,
+                    "request": {"slots": call.slots},
+                    "response": {"text": text},
+                }
+            )
             return text
 
         judge.judge_question(row, ask, model="m", sampling=SAMPLING)
@@ -145,8 +171,7 @@ def test_the_figures_replay_the_stored_calls_as_score_py_scores_them(tier):
     assert all(paper["per_ability"][a] == 0.5 for a in rubric_only)
     # event ordering is tau_norm in both profiles
     assert official["per_ability"]["event_ordering"] == paper["per_ability"]["event_ordering"]
-    assert figures["passes"][0][PAPER]["questions"] == profile_figures([], PAPER).questions | {
-        a: 2 for a in ABILITIES}
+    assert figures["passes"][0][PAPER]["questions"] == profile_figures([], PAPER).questions | {a: 2 for a in ABILITIES}
 
 
 def mechanical(body):
@@ -166,12 +191,35 @@ def judged(tmp_path_factory):
     """The first conversation answered by the scripted reader, then judged by beam_official."""
     root = tmp_path_factory.mktemp("beam_judged")
     with ScriptedOpenAIServer() as reader:
-        assert main(["qa", "dataset=beam_128k", *scripted_reader(reader.base_url), "max_questions=20",
-                     f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}", "name=beam"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    "dataset=beam_128k",
+                    *scripted_reader(reader.base_url),
+                    "max_questions=20",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=beam",
+                ]
+            )
+            == 0
+        )
     (pack,) = (root / "packs" / "beam" / "runs").iterdir()
     with ScriptedOpenAIServer(responder=mechanical) as judge:
-        assert main(["autorater", str(pack), "judge=openai_compatible", f"judge.base_url={judge.base_url}",
-                     "judge.model=gpt-4.1-mini", "judge.protocol=beam_official"]) == 0
+        assert (
+            main(
+                [
+                    "autorater",
+                    str(pack),
+                    "judge=openai_compatible",
+                    f"judge.base_url={judge.base_url}",
+                    "judge.model=gpt-4.1-mini",
+                    "judge.protocol=beam_official",
+                ]
+            )
+            == 0
+        )
         bodies = list(judge.requests)
     (folder,) = (pack / "autorater").glob("beam_official*")
     return pack, folder, bodies
@@ -189,11 +237,17 @@ def test_a_judged_pack_verifies_and_every_question_scores_as_the_pinned_code_sco
     for verdict in verdicts:
         gold, row = tier.questions[verdict["question_id"]], rows[verdict["question_id"]]
         authors = Recorder()
-        authors.invoke = lambda request, authors=authors: (authors.requests.append(request), SimpleNamespace(
-            content=mechanical({"messages": [{"role": "user", "content": request}] if isinstance(request, str)
-                                else request}).text))[1]
-        theirs = functions[f"evaluate_{gold.ability}"](rubric=list(gold.rubric), llm_response=row["prediction"],
-                                                        probing_question=row["question"], model=authors)
+        authors.invoke = lambda request, authors=authors: (
+            authors.requests.append(request),
+            SimpleNamespace(
+                content=mechanical(
+                    {"messages": [{"role": "user", "content": request}] if isinstance(request, str) else request}
+                ).text
+            ),
+        )[1]
+        theirs = functions[f"evaluate_{gold.ability}"](
+            rubric=list(gold.rubric), llm_response=row["prediction"], probing_question=row["question"], model=authors
+        )
         expected = theirs["tau_norm"] if gold.ability == "event_ordering" else theirs["llm_judge_score"]
         assert verdict["score"] == pytest.approx(expected, abs=0) or (expected != expected and verdict["score"] is None)
         sent = [t for t in traces if t["question_id"] == verdict["question_id"]]
@@ -216,8 +270,9 @@ def test_show_prints_each_rubric_items_verdict_under_both_profiles(judged, capsy
 
 def test_the_report_gives_both_profiles_per_ability_with_intervals_and_their_difference(judged, tmp_path):
     pack, folder, _ = judged
-    report = run_report(AnalysisDesign(name="beam", packs=[str(pack.parent)], conditions=["memory"], figures=[]),
-                        tmp_path / "out")
+    report = run_report(
+        AnalysisDesign(name="beam", packs=[str(pack.parent)], conditions=["memory"], figures=[]), tmp_path / "out"
+    )
     with report.table_files["beam_profiles"].open(newline="") as f:
         rows = {r["ability"]: r for r in csv.DictReader(f)}
     metrics = json.loads((folder / "autorater_metrics.json").read_text("utf-8"))["figures"]["profiles"]

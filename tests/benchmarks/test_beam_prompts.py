@@ -11,8 +11,18 @@ from benchmarks.beam_authors import COMPUTE_METRICS, ROOT, StubJudge, compute_me
 
 from memorybench.benchmarks.beam.data import ABILITIES, read_tier
 from memorybench.benchmarks.beam.prompts import (
-    FACTS_PROMPT, JUDGE_MODEL, JUDGE_PROMPT, JUDGE_TEMPERATURE, equivalence_messages, fact_extraction_prompt, judge_template,
-    official_rubric_messages, official_rubric_prompt, our_rubric_prompt, prompt_literal, rubric_chain,
+    FACTS_PROMPT,
+    JUDGE_MODEL,
+    JUDGE_PROMPT,
+    JUDGE_TEMPERATURE,
+    equivalence_messages,
+    fact_extraction_prompt,
+    judge_template,
+    official_rubric_messages,
+    official_rubric_prompt,
+    our_rubric_prompt,
+    prompt_literal,
+    rubric_chain,
 )
 
 VERDICT = '{"score": 1.0, "reason": "ok"}'
@@ -44,8 +54,9 @@ def test_each_ability_sends_the_pinned_bytes_for_every_rubric_item(authors, tier
     for record in questions:
         response = f"Answer to {record.question_id}.\nIt has two lines; the second names <question> literally."
         judge = StubJudge(prompt=VERDICT, messages="NO")
-        authors[f"evaluate_{ability}"](rubric=list(record.rubric), llm_response=response,
-                                       probing_question=asked[record.question_id], model=judge)
+        authors[f"evaluate_{ability}"](
+            rubric=list(record.rubric), llm_response=response, probing_question=asked[record.question_id], model=judge
+        )
         rubric_requests = judge.requests
         if ability == "event_ordering":
             # first the fact extraction (its reply is discarded), then one alignment call per line
@@ -54,7 +65,7 @@ def test_each_ability_sends_the_pinned_bytes_for_every_rubric_item(authors, tier
             lines = response.split("\n")
             alignment = [r for r in judge.requests[1:] if isinstance(r, list)]
             assert alignment == [list(equivalence_messages(item, line)) for line in lines for item in record.rubric]
-            rubric_requests = judge.requests[1 + len(alignment):]
+            rubric_requests = judge.requests[1 + len(alignment) :]
         expected = [official_rubric_prompt(item, response, ability=ability) for item in record.rubric]
         assert rubric_requests == expected
         for text, item in zip(expected, record.rubric):

@@ -29,8 +29,20 @@ FIRST = "beam-100K-1"
 
 
 def qa(root: Path, server: ScriptedOpenAIServer, name: str, *extra: str) -> Path:
-    assert main(["qa", "dataset=beam_128k", *scripted_reader(server.base_url), f"paths.packs={root / 'packs'}",
-                 f"paths.cache={root / 'cache'}", f"name={name}", *extra]) == 0
+    assert (
+        main(
+            [
+                "qa",
+                "dataset=beam_128k",
+                *scripted_reader(server.base_url),
+                f"paths.packs={root / 'packs'}",
+                f"paths.cache={root / 'cache'}",
+                f"name={name}",
+                *extra,
+            ]
+        )
+        == 0
+    )
     (pack,) = (root / "packs" / name / "runs").iterdir()
     return pack
 
@@ -86,8 +98,13 @@ def test_the_rubric_and_the_answer_fields_are_gold_to_the_contamination_check(pa
     needles = Needles(conversations, with_summaries=False)
     scorer = read_tier(TIER).questions
     blob = conversations[0].text_blob().lower()
-    rubric = [(q.question_id, item) for q in scorer.values() if q.sample_id == FIRST for item in q.rubric
-              if len(item) >= 4 and item.strip().lower() not in blob]
+    rubric = [
+        (q.question_id, item)
+        for q in scorer.values()
+        if q.sample_id == FIRST
+        for item in q.rubric
+        if len(item) >= 4 and item.strip().lower() not in blob
+    ]
     assert rubric and all(needles.gold_of[item.strip().lower()] == qid for qid, item in rubric[:1])
     assert all(item.strip().lower() in needles.gold_of for _, item in rubric)
     for question in conversations[0].questions:  # none of it is what a model is asked
@@ -108,7 +125,7 @@ def test_plan_lists_the_400_questions_with_ability_difficulty_and_memory_tokens(
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     header = lines.index("question_id\tkind\tdifficulty\tabstention\tsessions\tturns\thaystack_tokens")
-    rows = [line.split("\t") for line in lines[header + 1:] if line.startswith("beam-")]
+    rows = [line.split("\t") for line in lines[header + 1 :] if line.startswith("beam-")]
     assert len(rows) == 400 and rows[0][:3] == [f"{FIRST}-q-0", "1 abstention", "medium"]
     assert {r[2] for r in rows} == {"easy", "medium", "hard", "clear", "-"}  # one summarization question has none
     assert rows[2][1:3] == ["2 contradiction_resolution", "clear"] and all(int(r[6]) > 100_000 for r in rows)

@@ -18,8 +18,16 @@ from scipy.stats import kendalltau
 from memorybench.benchmarks.beam.data import ABILITIES, read_tier
 from memorybench.benchmarks.beam.prompts import equivalence_messages, official_rubric_prompt
 from memorybench.benchmarks.beam.score import (
-    OFFICIAL, PAPER, Equivalence, JudgedQuestion, align, event_ordering_score, kendall_tau_b, parse_judge_reply,
-    profile_figures, score_question,
+    OFFICIAL,
+    PAPER,
+    Equivalence,
+    JudgedQuestion,
+    align,
+    event_ordering_score,
+    kendall_tau_b,
+    parse_judge_reply,
+    profile_figures,
+    score_question,
 )
 
 ROW = "evaluation-results-run.json"
@@ -84,10 +92,14 @@ class Stored:
         verdicts = tuple(parse_judge_reply(self.replies[official_rubric_prompt(item, response)]).score for item in record.rubric)
         equivalences = ()
         if record.ability == "event_ordering":
-            equivalences = tuple(Equivalence(r, s, self.replies[equivalence_messages(item, line)[1]["content"]])
-                                 for s, line in enumerate(response.split("\n")) for r, item in enumerate(record.rubric))
-        return JudgedQuestion(record.question_id, record.sample_id, record.ability, record.rubric, verdicts, response,
-                              equivalences)
+            equivalences = tuple(
+                Equivalence(r, s, self.replies[equivalence_messages(item, line)[1]["content"]])
+                for s, line in enumerate(response.split("\n"))
+                for r, item in enumerate(record.rubric)
+            )
+        return JudgedQuestion(
+            record.question_id, record.sample_id, record.ability, record.rubric, verdicts, response, equivalences
+        )
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +122,12 @@ def run_authors(stored: Stored, folder, *, keep_half: bool) -> dict[str, dict]:
         values: dict[str, list] = {}
         for question in conversation.questions:
             record = stored.tier.questions[question.question_id]
-            result = functions[f"evaluate_{record.ability}"](rubric=list(record.rubric),
-                                                             llm_response=stored.responses[question.question_id],
-                                                             probing_question=question.question, model=judge)
+            result = functions[f"evaluate_{record.ability}"](
+                rubric=list(record.rubric),
+                llm_response=stored.responses[question.question_id],
+                probing_question=question.question,
+                model=judge,
+            )
             values.setdefault(record.ability, []).append(result)
             results[question.question_id] = result
         (folder / str(n)).mkdir(parents=True)
@@ -129,7 +144,12 @@ def test_our_arithmetic_is_the_pinned_codes_to_the_last_digit(tmp_path, tier, st
         theirs = authors[score.question_id]
         if score.ability == "event_ordering":
             assert (score.event.precision, score.event.recall, score.event.f1, score.event.final_score, score.judge_official) == (
-                theirs["precision"], theirs["recall"], theirs["f1"], theirs["final_score"], theirs["llm_judge_score"])
+                theirs["precision"],
+                theirs["recall"],
+                theirs["f1"],
+                theirs["final_score"],
+                theirs["llm_judge_score"],
+            )
             assert score.figure(profile) == theirs["tau_norm"]
         else:
             assert score.figure(profile) == theirs["llm_judge_score"], score.question_id
@@ -173,22 +193,26 @@ def _exact_judge(reference, lines):
     return StubJudge({equivalence_messages(r, s)[1]["content"]: "YES" if r == s else "NO" for r in reference for s in lines})
 
 
-@pytest.mark.parametrize("answer, tau_norm", [
-    ("a\nb\nc", 1.0),                               # the three events in order
-    ("c\nb\na", 0.0),                               # reversed
-    ("Here is the order:\na\nb\nc", 0.5),           # in order, after one line of preamble
-    ("a\n\nb\n\nc", (4 / 6 + 1) / 2),               # in order, blank lines between
-    ("I do not know.", (-3 / math.sqrt(6) / math.sqrt(3) + 1) / 2),  # nothing: still 0.146
-    ("a", (2 / math.sqrt(3) / math.sqrt(2) + 1) / 2),  # the first event alone: 0.908 (F1 is not read)
-    ("c", (-2 / math.sqrt(3) / math.sqrt(2) + 1) / 2),  # the last event alone: 0.092
-])
+@pytest.mark.parametrize(
+    "answer, tau_norm",
+    [
+        ("a\nb\nc", 1.0),  # the three events in order
+        ("c\nb\na", 0.0),  # reversed
+        ("Here is the order:\na\nb\nc", 0.5),  # in order, after one line of preamble
+        ("a\n\nb\n\nc", (4 / 6 + 1) / 2),  # in order, blank lines between
+        ("I do not know.", (-3 / math.sqrt(6) / math.sqrt(3) + 1) / 2),  # nothing: still 0.146
+        ("a", (2 / math.sqrt(3) / math.sqrt(2) + 1) / 2),  # the first event alone: 0.908 (F1 is not read)
+        ("c", (-2 / math.sqrt(3) / math.sqrt(2) + 1) / 2),  # the last event alone: 0.092
+    ],
+)
 def test_event_ordering_scores_every_line_of_the_answer(answer, tau_norm):
     """The official figure splits the answer on newlines and ranks every line: a preamble or a
     blank line is an event of its own. Our numbers and the authors' agree on each."""
     reference = ["a", "b", "c"]
     lines = answer.split("\n")
-    theirs = compute_metrics()["event_ordering_score"](reference_list=reference, system_list=lines, align_type="llm",
-                                                       llm=_exact_judge(reference, lines))
+    theirs = compute_metrics()["event_ordering_score"](
+        reference_list=reference, system_list=lines, align_type="llm", llm=_exact_judge(reference, lines)
+    )
     alignment = align(reference, lines, lambda r, s: reference[r] == lines[s])
     ours = event_ordering_score(alignment.reference, alignment.system)
     assert ours.tau_norm == theirs["tau_norm"] == pytest.approx(tau_norm)
@@ -196,8 +220,9 @@ def test_event_ordering_scores_every_line_of_the_answer(answer, tau_norm):
 
 def test_a_one_item_union_is_nan_as_in_the_authors_files():
     with pytest.warns(RuntimeWarning, match="too small"):  # scipy: a sample too small, NaN
-        theirs = compute_metrics()["event_ordering_score"](reference_list=["only"], system_list=["only"], align_type="llm",
-                                                           llm=_exact_judge(["only"], ["only"]))
+        theirs = compute_metrics()["event_ordering_score"](
+            reference_list=["only"], system_list=["only"], align_type="llm", llm=_exact_judge(["only"], ["only"])
+        )
     judged = JudgedQuestion("q", "s", "event_ordering", ("only",), (1.0,), "only", (Equivalence(0, 0, "yes"),))
     score = score_question(judged)
     assert math.isnan(theirs["tau_norm"]) and math.isnan(score.figure(OFFICIAL))
@@ -217,10 +242,18 @@ def test_a_score_the_official_int_cannot_read_is_a_failure_not_a_zero():
 
 def test_replies_are_read_as_parse_json_response_reads_them():
     parse = compute_metrics()["parse_json_response"]
-    replies = ['{"score": 0.5}', '```json\n{"score": 1.0, "reason": "x"}\n```', '```\n{"score": 0}\n```',
-               'Sure. {"score": 0.0, "reason": "no"} Done.', '{"score": 1.0, "reason": "a {nested} brace"}',
-               '[{"score": 1}]', '{"reason": "no score"}', "no json at all", '```json\n{"score": 1.0,\n```',
-               '{"score": 1.0} and {"score": 0.0}']
+    replies = [
+        '{"score": 0.5}',
+        '```json\n{"score": 1.0, "reason": "x"}\n```',
+        '```\n{"score": 0}\n```',
+        'Sure. {"score": 0.0, "reason": "no"} Done.',
+        '{"score": 1.0, "reason": "a {nested} brace"}',
+        '[{"score": 1}]',
+        '{"reason": "no score"}',
+        "no json at all",
+        '```json\n{"score": 1.0,\n```',
+        '{"score": 1.0} and {"score": 0.0}',
+    ]
     for reply in replies:
         ours = parse_judge_reply(reply)
         try:
@@ -234,7 +267,6 @@ def test_replies_are_read_as_parse_json_response_reads_them():
 def test_a_prefix_has_per_ability_figures_with_their_n_and_no_overall(tier, stored):
     first = [score_question(stored.judged(tier.questions[q.question_id])) for q in tier.conversations[0].questions[:5]]
     figures = profile_figures(first, OFFICIAL)
-    assert figures.overall is None and set(figures.per_ability) == {"abstention", "contradiction_resolution",
-                                                                    "event_ordering"}
+    assert figures.overall is None and set(figures.per_ability) == {"abstention", "contradiction_resolution", "event_ordering"}
     assert figures.conversations == {"abstention": 1, "contradiction_resolution": 1, "event_ordering": 1}
     assert figures.questions == {"abstention": 2, "contradiction_resolution": 2, "event_ordering": 1}

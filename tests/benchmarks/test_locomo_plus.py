@@ -35,10 +35,12 @@ def authors(tmp_path_factory):
     for folder in (ROOT / "data", ROOT / "evaluation_framework"):
         sys.path.insert(0, str(folder))
     try:
-        yield SimpleNamespace(build_conv=importlib.import_module("build_conv"),
-                              unified=importlib.import_module("unified_input"),
-                              judge=importlib.import_module("task_eval.llm_as_judge"),
-                              utils=importlib.import_module("task_eval.utils"))
+        yield SimpleNamespace(
+            build_conv=importlib.import_module("build_conv"),
+            unified=importlib.import_module("unified_input"),
+            judge=importlib.import_module("task_eval.llm_as_judge"),
+            utils=importlib.import_module("task_eval.utils"),
+        )
     finally:
         for folder in (ROOT / "data", ROOT / "evaluation_framework"):
             sys.path.remove(str(folder))
@@ -75,8 +77,9 @@ def test_the_stitching_follows_build_conv_py_item_by_item(samples, authors):
         dialogue = [(t["speaker"], t["text"]) for t in theirs["dialogue"]][: -len(theirs["query_turns"])]
         assert [(t.speaker, t.text) for s in ours.sessions for t in s.turns] == dialogue
         # the gold the judge reads is the authors' evidence of the item
-        assert question.answer == authors.unified._cue_dialogue_to_evidence(items[record.item]["cue_dialogue"],
-                                                                            locomo[record.conversation])
+        assert question.answer == authors.unified._cue_dialogue_to_evidence(
+            items[record.item]["cue_dialogue"], locomo[record.conversation]
+        )
 
 
 def _locomo(stamp: str) -> str:
@@ -106,8 +109,13 @@ def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_picks(samples
 
 
 def _row(question, prediction: str):
-    return SimpleNamespace(question_id=question.question_id, category=question.category, gold=question.answer,
-                           question=question.question, prediction=prediction)
+    return SimpleNamespace(
+        question_id=question.question_id,
+        category=question.category,
+        gold=question.answer,
+        question=question.question,
+        prediction=prediction,
+    )
 
 
 def test_the_judge_sends_the_authors_bytes(samples, authors):
@@ -128,7 +136,8 @@ def test_the_judge_sends_the_authors_bytes(samples, authors):
             sample = unified[(BENCHMARK.category_names[question.category], question.question)]
             evidence, gold = sample["evidence"], sample.get("answer") or ""
         theirs = authors.utils._prepend_conv_prefix(
-            authors.judge.get_judge_prompt(BENCHMARK.category_names[question.category], evidence, prediction, gold))
+            authors.judge.get_judge_prompt(BENCHMARK.category_names[question.category], evidence, prediction, gold)
+        )
         call = judge.request(row, model="gpt-4o-mini", sampling={"temperature": 0.0, "max_tokens": 512})
         assert call.request.messages == ({"role": "user", "content": theirs},), question.question_id
         assert call.request.temperature == 0.0 and call.request.max_tokens == 512 and call.request.response_format is None
@@ -136,11 +145,21 @@ def test_the_judge_sends_the_authors_bytes(samples, authors):
         assert LocomoPlusJudge.fill(judge.templates[call.template_file], call.slots) == theirs
 
 
-@pytest.mark.parametrize("reply", [
-    '{"label": "correct", "reason": "same"}', '{"label": "partial", "reason": "close"}', '{"reason": "x", "label": "wrong"}',
-    '```json\n{"label": "Correct", "reason": "ok"}\n```', "The answer is wrong.", "partially correct", "no idea", "",
-    '{"label": 3}', '{"label": "partial"}',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"label": "correct", "reason": "same"}',
+        '{"label": "partial", "reason": "close"}',
+        '{"reason": "x", "label": "wrong"}',
+        '```json\n{"label": "Correct", "reason": "ok"}\n```',
+        "The answer is wrong.",
+        "partially correct",
+        "no idea",
+        "",
+        '{"label": 3}',
+        '{"label": "partial"}',
+    ],
+)
 def test_replies_are_read_as_the_authors_read_them(reply, authors):
     assert parse_judge_response(reply) == authors.judge._parse_judge_response(reply)
     label, _ = parse_judge_response(reply)
@@ -153,8 +172,17 @@ def test_replies_are_read_as_the_authors_read_them(reply, authors):
 
 def test_a_scripted_run_of_the_cognitive_category_verifies_and_is_judged(tmp_path, capsys):
     with ScriptedOpenAIServer() as reader:
-        code = main(["qa", "dataset=locomo_plus_cognitive", *scripted_reader(reader.base_url), "max_questions=3",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=lp"])
+        code = main(
+            [
+                "qa",
+                "dataset=locomo_plus_cognitive",
+                *scripted_reader(reader.base_url),
+                "max_questions=3",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+                "name=lp",
+            ]
+        )
     assert code == 0
     (pack,) = (tmp_path / "packs" / "lp" / "runs").iterdir()
     assert verify_pack(pack) == []
@@ -164,8 +192,16 @@ def test_a_scripted_run_of_the_cognitive_category_verifies_and_is_judged(tmp_pat
     assert metrics["benchmark"] == "locomo_plus" and "task_averaged" not in metrics["token_f1"]
     replies = iter(['{"label": "correct", "reason": "a"}', '{"label": "partial", "reason": "b"}', "nothing readable"])
     with ScriptedOpenAIServer(responder=lambda body: Reply(next(replies))) as judge:
-        code = main(["autorater", str(pack), "judge=openai_compatible", f"judge.base_url={judge.base_url}",
-                     "judge.model=scripted-judge", "judge.protocol=locomo_plus"])
+        code = main(
+            [
+                "autorater",
+                str(pack),
+                "judge=openai_compatible",
+                f"judge.base_url={judge.base_url}",
+                "judge.model=scripted-judge",
+                "judge.protocol=locomo_plus",
+            ]
+        )
     assert code == 0
     out = capsys.readouterr().out
     assert "6   Cognitive" in out and "0.7500" in out and "1 unreadable, excluded from the figure" in out
@@ -174,15 +210,29 @@ def test_a_scripted_run_of_the_cognitive_category_verifies_and_is_judged(tmp_pat
 
 def test_show_says_how_a_stitched_question_was_built(tmp_path, capsys):
     with ScriptedOpenAIServer() as reader:
-        assert main(["qa", "dataset=locomo_plus_cognitive", *scripted_reader(reader.base_url), "max_questions=1",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=lp"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    "dataset=locomo_plus_cognitive",
+                    *scripted_reader(reader.base_url),
+                    "max_questions=1",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=lp",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp_path / "packs" / "lp" / "runs").iterdir()
     capsys.readouterr()
     assert main(["show", str(pack), "plus-000-q-0"]) == 0
     out = capsys.readouterr().out
     record = stitches()["plus-000"]
-    assert (f"built: LoCoMo-Plus item 0 stitched into {record.conversation}: the cue ({record.time_gap}, "
-            f"{record.gap_days} days before the trigger) as a session at {record.cue_time}") in out
+    assert (
+        f"built: LoCoMo-Plus item 0 stitched into {record.conversation}: the cue ({record.time_gap}, "
+        f"{record.gap_days} days before the trigger) as a session at {record.cue_time}"
+    ) in out
     assert f"(seed {SEED})" in out and "evidence: CUE:1, CUE:2" in out
 
 

@@ -100,9 +100,9 @@ def test_runs_table_matches_metrics(design, tmp_path):
     table = pq.read_table(result.runs)
     assert table.schema.metadata[b"memorybench.schema"] == b"runs.v4"
     names = table.schema.names
-    assert names[:len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
-    assert names[len(RUNS_SCHEMA):len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS)] == [f"{c}/{judge_id}" for c in JUDGE_RUN_COLUMNS]
-    assert all(n.startswith("cfg.") for n in names[len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS):])
+    assert names[: len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
+    assert names[len(RUNS_SCHEMA) : len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS)] == [f"{c}/{judge_id}" for c in JUDGE_RUN_COLUMNS]
+    assert all(n.startswith("cfg.") for n in names[len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS) :])
     runs = {r["pack"]: r for r in table.to_pylist()}
     for pack in (judged, plain):
         metrics = json.loads((pack / "metrics.json").read_text())
@@ -160,13 +160,26 @@ def test_reads_what_the_real_autorater_writes(tmp_path):
 
     pack, _ = make_packs(tmp_path)
     with ScriptedOpenAIServer(responder=lambda body: Reply(text='{"label": "CORRECT"}')) as server:
-        assert autorater.autorater_main([str(pack), "judge=openai_compatible", f"judge.base_url={server.base_url}",
-                                         "judge.model=scripted", "--passes", "2", "--quiet"]) == 0
+        assert (
+            autorater.autorater_main(
+                [
+                    str(pack),
+                    "judge=openai_compatible",
+                    f"judge.base_url={server.base_url}",
+                    "judge.model=scripted",
+                    "--passes",
+                    "2",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     rows = pq.read_table(aggregate([pack], tmp_path).examples).to_pylist()
     (judge,) = PackReader.open(pack).judges()
     judged = [r for r in rows if r["category"] != 5]
-    assert judged and all(r[f"j_verdict/{judge}"] == "CORRECT" and r[f"j_score/{judge}"] == 1.0 and r[f"j_agree/{judge}"]
-                          for r in judged)
+    assert judged and all(
+        r[f"j_verdict/{judge}"] == "CORRECT" and r[f"j_score/{judge}"] == 1.0 and r[f"j_agree/{judge}"] for r in judged
+    )
     assert all(r[f"j_verdict/{judge}"] == "SKIPPED" for r in rows if r["category"] == 5)
     runs = pq.read_table(tmp_path / "collected" / "runs.parquet").to_pylist()
     assert runs[0][f"j_mean/{judge}"] == 1.0 and runs[0][f"j_passes/{judge}"] == 2
@@ -181,12 +194,29 @@ def test_an_agent_packs_usage_comes_from_its_answer_traces(design, tmp_path):
     shutil.copytree(plain, pack)
     (pack / "reader" / "traces.jsonl").unlink()
     rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_text().splitlines()]
-    agent = [{"schema": "agent_trace.v1", "sample_id": "mini-1", "phase": "ingest", "model": "m", "wall_s": 9.0,
-              "usage": {"input_tokens": 999}}]
-    agent += [{"schema": "agent_trace.v1", "question_id": r["question_id"], "sample_id": r["sample_id"], "phase": "answer",
-               "model": "gpt-agent", "wall_s": 1.5 + i, "status": "completed",
-               "usage": {"input_tokens": 100 + i, "cached_input_tokens": 10, "output_tokens": 7, "reasoning_output_tokens": 3}}
-              for i, r in enumerate(rows)]
+    agent = [
+        {
+            "schema": "agent_trace.v1",
+            "sample_id": "mini-1",
+            "phase": "ingest",
+            "model": "m",
+            "wall_s": 9.0,
+            "usage": {"input_tokens": 999},
+        }
+    ]
+    agent += [
+        {
+            "schema": "agent_trace.v1",
+            "question_id": r["question_id"],
+            "sample_id": r["sample_id"],
+            "phase": "answer",
+            "model": "gpt-agent",
+            "wall_s": 1.5 + i,
+            "status": "completed",
+            "usage": {"input_tokens": 100 + i, "cached_input_tokens": 10, "output_tokens": 7, "reasoning_output_tokens": 3},
+        }
+        for i, r in enumerate(rows)
+    ]
     (pack / "agent").mkdir()
     (pack / "agent" / "traces.jsonl").write_text("".join(json.dumps(a) + "\n" for a in agent))
     table = pq.read_table(aggregate([pack], tmp_path).examples).to_pylist()

@@ -42,7 +42,11 @@ def packs(tmp_path_factory):
 
 def test_the_columns_are_longmemevals_own():
     columns = list(benchmark_run_columns(LONGMEMEVAL))
-    assert columns == [DIAGNOSTIC, f"{DIAGNOSTIC}_task_avg", *(f"{DIAGNOSTIC}_{name}" for name in LONGMEMEVAL.category_names.values())]
+    assert columns == [
+        DIAGNOSTIC,
+        f"{DIAGNOSTIC}_task_avg",
+        *(f"{DIAGNOSTIC}_{name}" for name in LONGMEMEVAL.category_names.values()),
+    ]
     assert f"{DIAGNOSTIC}_knowledge-update" in columns and benchmark_run_columns(LOCOMO) == {}
     assert not set(columns) & set(RUNS_SCHEMA.names)
 
@@ -52,7 +56,7 @@ def test_a_longmemeval_row_has_its_diagnostic_by_type_and_no_locomo_f1(packs, tm
     result = aggregate([lme, locomo], tmp_path)
     table = pq.read_table(result.runs)
     assert table.schema.metadata[b"memorybench.schema"] == b"runs.v4"
-    assert table.schema.names[:len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
+    assert table.schema.names[: len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
     assert all(table.schema.field(c).type == "double" for c in benchmark_run_columns(LONGMEMEVAL))
     runs = {r["pack"]: r for r in table.to_pylist()}
     row, metrics = runs[str(lme)], json.loads((lme / "metrics.json").read_text())["locomo_f1"]
@@ -106,10 +110,15 @@ def test_a_longmemeval_judge_has_its_accuracy_by_type_and_no_j(packs, tmp_path):
     # the columns are MLflow's names for the same numbers
     logged = benchmark_metrics(lme, {})
     assert {k: v for k, v in row.items() if k.startswith(f"{FIGURE}")} == {
-        k: logged[k] for k in logged if k.startswith(FIGURE) and "_pass" not in k}
+        k: logged[k] for k in logged if k.startswith(FIGURE) and "_pass" not in k
+    }
     assert list(benchmark_judge_columns(LONGMEMEVAL, judge_id)) == [
-        f"{FIGURE}/{judge_id}", f"{FIGURE}_sd/{judge_id}", f"{FIGURE}_task_avg/{judge_id}", f"{FIGURE}_abstention/{judge_id}",
-        *(f"{FIGURE}_{name}/{judge_id}" for name in LONGMEMEVAL.category_names.values())]
+        f"{FIGURE}/{judge_id}",
+        f"{FIGURE}_sd/{judge_id}",
+        f"{FIGURE}_task_avg/{judge_id}",
+        f"{FIGURE}_abstention/{judge_id}",
+        *(f"{FIGURE}_{name}/{judge_id}" for name in LONGMEMEVAL.category_names.values()),
+    ]
     assert all(table.schema.field(c).type == "double" for c in benchmark_judge_columns(LONGMEMEVAL, judge_id))
     # the LoCoMo row beside it: its judges' J as ever, no LongMemEval judge column
     other = runs[str(locomo)]

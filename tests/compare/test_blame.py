@@ -22,8 +22,12 @@ def packs(tmp_path_factory):
     root = tmp_path_factory.mktemp("blame")
     full, summaries = make_packs(root)
     judge = add_autorater(full, passes=2)
-    (rag,) = make_packs(root, memories=("rag",), name="rag",
-                        extra=("embedder=hashing", "memory.top_k=1", "memory.chunk_tokens=16", "memory.chunk_overlap=0"))
+    (rag,) = make_packs(
+        root,
+        memories=("rag",),
+        name="rag",
+        extra=("embedder=hashing", "memory.top_k=1", "memory.chunk_tokens=16", "memory.chunk_overlap=0"),
+    )
     return root, full, summaries, rag, judge
 
 
@@ -76,7 +80,9 @@ def test_a_session_the_lineage_does_not_list_is_not_stored(packs, tmp_path):
     _, full, *_ = packs
     pack = tmp_path / full.name
     shutil.copytree(full, pack)
-    lineage = [r for r in _rows(pack / "memory/lineage.jsonl") if not (r["sample_id"] == "mini-1" and r["item_id"] == "session_2")]
+    lineage = [
+        r for r in _rows(pack / "memory/lineage.jsonl") if not (r["sample_id"] == "mini-1" and r["item_id"] == "session_2")
+    ]
     (pack / "memory/lineage.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lineage))
     blames = _blame(pack)
     assert blames["mini-1-q-1"].blame == "not_stored" and blames["mini-1-q-1"].not_stored == ("D2:2",)
@@ -87,8 +93,16 @@ def test_a_writer_task_given_up_does_not_store_its_turns(packs, tmp_path):
     _, _, summaries, *_ = packs
     pack = tmp_path / summaries.name
     shutil.copytree(summaries, pack)
-    failure = {"schema": "writer_failure.v1", "sample_id": "mini-2", "method": "session_summaries", "role": "summary",
-               "session": 2, "sources": ["D2:1", "D2:2"], "error": "no reply", "action": "the session has no summary"}
+    failure = {
+        "schema": "writer_failure.v1",
+        "sample_id": "mini-2",
+        "method": "session_summaries",
+        "role": "summary",
+        "session": 2,
+        "sources": ["D2:1", "D2:2"],
+        "error": "no reply",
+        "action": "the session has no summary",
+    }
     (pack / "memory/writer").mkdir(parents=True, exist_ok=True)
     (pack / "memory/writer/failures.jsonl").write_text(json.dumps(failure) + "\n")
     blames = _blame(pack)
@@ -132,7 +146,11 @@ def test_examples_carry_the_blame_and_the_report_table_sums_to_the_rows(packs, t
     for r in rows:
         b = expected[(r["pack"].rstrip("/").rsplit("/", 1)[-1], r["question_id"])]
         assert (r["blame"], r["evidence_stored"], r["evidence_given"], r["answer_used_evidence"]) == (
-            b.blame, b.evidence_stored, b.evidence_given, b.answer_used_evidence)
+            b.blame,
+            b.evidence_stored,
+            b.evidence_given,
+            b.answer_used_evidence,
+        )
 
     design = tmp_path / "design.yaml"
     design.write_text(json.dumps({"packs": [str(full), str(summaries), str(rag)], "tables": ["blame"], "figures": []}))
@@ -157,8 +175,18 @@ def test_a_miscited_question_of_the_pinned_locomo_takes_the_audits_corrected_evi
     from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
 
     with ScriptedOpenAIServer(responder=lambda body: Reply("Not mentioned in the conversation")) as server:
-        assert main(["qa", *scripted_reader(server.base_url), "max_questions=2", f"paths.packs={tmp_path / 'packs'}",
-                     f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    "max_questions=2",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp_path / "packs").glob("*/runs/*")
     blame = pack_blame(PackWalker.open(pack))
     assert blame["conv-26-q-1"].evidence == ("D1:14",)

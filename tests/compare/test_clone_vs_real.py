@@ -77,8 +77,11 @@ def memory_reader(body: dict[str, Any]) -> Reply:
     user = next((m["content"] for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
     memory = user.split("two people.\n\n", 1)[-1].split("\n\nAnswer the question", 1)[0]
     words = memory.split()[:12]
-    return Reply(text=" ".join(words) or "Not mentioned in the conversation", prompt_tokens=max(1, len(user.split())),
-                 completion_tokens=max(1, len(words)))
+    return Reply(
+        text=" ".join(words) or "Not mentioned in the conversation",
+        prompt_tokens=max(1, len(user.split())),
+        completion_tokens=max(1, len(words)),
+    )
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -94,14 +97,26 @@ def clone_vs_real(tmp_path_factory):
     with ScriptedOpenAIServer(responder=memory_reader) as reader, ScriptedOpenAIServer(responder=scripted_writer) as writer:
         for job in jobs:
             memory = next(o.split("=", 1)[1] for o in job if o.startswith("memory="))
-            args = ["qa", *job, *scripted_reader(reader.base_url),
-                    "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-                    "embedder=hashing", f"dataset.path={MINI}", "max_questions=6",
-                    f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}", *EXTRA.get(memory, [])]
+            args = [
+                "qa",
+                *job,
+                *scripted_reader(reader.base_url),
+                "writer=openai_compatible",
+                f"writer.base_url={writer.base_url}",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+                f"dataset.path={MINI}",
+                "max_questions=6",
+                f"paths.packs={root / 'packs'}",
+                f"paths.cache={root / 'cache'}",
+                *EXTRA.get(memory, []),
+            ]
             assert main(args) == 0, job
     design = root / "clone_vs_real.yaml"
     data = yaml.safe_load(DESIGN.read_text("utf-8"))
-    design.write_text(yaml.safe_dump({**data, "packs": [str(root / "packs")], "bootstrap": {"resamples": 200, "seed": 0}}), "utf-8")
+    design.write_text(
+        yaml.safe_dump({**data, "packs": [str(root / "packs")], "bootstrap": {"resamples": 200, "seed": 0}}), "utf-8"
+    )
     report = run_report(design, root / "report")
     return root, jobs, report
 
@@ -126,7 +141,9 @@ def test_the_report_puts_them_side_by_side_with_the_paired_comparison(clone_vs_r
     scores = _csv(report.table_files["scores_by_category"])
     overall = {r["condition"]: r for r in scores if r["category"] == "1-4"}
     assert sorted(overall) == sorted(MEMORIES)
-    paired = [r for r in _csv(report.table_files["paired_differences"]) if r["metric"] == "locomo_f1" and r["categories"] == "1-4"]
+    paired = [
+        r for r in _csv(report.table_files["paired_differences"]) if r["metric"] == "locomo_f1" and r["categories"] == "1-4"
+    ]
     assert {(r["baseline"], r["condition"]) for r in paired} == PAIRS
     for r in paired:
         # each side's number is its own score over the compared questions; the difference is real minus clone

@@ -29,7 +29,7 @@ def packs_root(tmp_path_factory):
     prefix = "".join(f"Instruction line {i}: answer from the memory only, cite the session.\n" for i in range(60))
     lines = []
     for i in range(12):
-        task = prefix + f"Question {i}: what did \"Ana\" start? \u00e9\u4e2d \\n not a newline\n" + "tail " * (i * 40)
+        task = prefix + f'Question {i}: what did "Ana" start? \u00e9\u4e2d \\n not a newline\n' + "tail " * (i * 40)
         lines.append(json.dumps({"schema": "agent_event.v1", "i": i, "task": task}, ensure_ascii=i % 2 == 0))
     lines.append('{"broken": "not closed, \\" still string')
     (full / "agent").mkdir(exist_ok=True)

@@ -52,11 +52,25 @@ def _judge(model: str = "judge-x"):
 def _judge_node(server, model: str = "judge-x"):
     from omegaconf import OmegaConf
 
-    return OmegaConf.create({
-        "name": "openai_compatible", "provider": "openai_compatible", "model": model, "base_url": server.base_url,
-        "api_key_env": None, "temperature": 0.0, "max_tokens": 256, "seed": None, "prompt": None, "timeout_s": 30.0,
-        "max_retries": 0, "retry_max_wait_s": 1.0, "min_request_interval_s": 0.0, "cache": False, "n_ctx": None,
-    })
+    return OmegaConf.create(
+        {
+            "name": "openai_compatible",
+            "provider": "openai_compatible",
+            "model": model,
+            "base_url": server.base_url,
+            "api_key_env": None,
+            "temperature": 0.0,
+            "max_tokens": 256,
+            "seed": None,
+            "prompt": None,
+            "timeout_s": 30.0,
+            "max_retries": 0,
+            "retry_max_wait_s": 1.0,
+            "min_request_interval_s": 0.0,
+            "cache": False,
+            "n_ctx": None,
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +79,21 @@ def packs(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("compare")
     made: dict[str, Path] = {}
     runs = {
-        "seed0": ["reader.seed=0"], "seed1": ["reader.seed=1"], "seed2": ["reader.seed=2"],
+        "seed0": ["reader.seed=0"],
+        "seed1": ["reader.seed=1"],
+        "seed2": ["reader.seed=2"],
         "summaries": ["reader.seed=1", "memory=session_summaries"],
     }
     with ScriptedOpenAIServer(responder=_reader) as server, ScriptedOpenAIServer(responder=_judge()) as judge:
         for name, extra in runs.items():
-            args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / name}",
-                    f"paths.cache={root / 'cache'}", *extra]
+            args = [
+                "qa",
+                *scripted_reader(server.base_url),
+                f"dataset.path={MINI}",
+                f"paths.packs={root / name}",
+                f"paths.cache={root / 'cache'}",
+                *extra,
+            ]
             assert main(args) == 0
             (made[name],) = sorted((root / name).glob("*/runs/*"))
             run_autorater(made[name], _judge_node(judge))
@@ -130,8 +152,9 @@ def test_one_conversation_says_it_has_no_interval(packs, tmp_path):
 
 
 def test_categories_restrict_both_sides_and_label_the_overall(packs):
-    result = paired_difference([packs["seed1"]], [packs["summaries"]], resampling=Resampling(resamples=200),
-                               categories=parse_categories("1-4"))
+    result = paired_difference(
+        [packs["seed1"]], [packs["summaries"]], resampling=Resampling(resamples=200), categories=parse_categories("1-4")
+    )
     assert result["questions"] == 8 and result["locomo_f1"]["covers"] == "categories 1-4 (category 5 not asked)"
     whole = paired_difference([packs["seed1"]], [packs["summaries"]], resampling=Resampling(resamples=200))
     assert whole["locomo_f1"]["covers"] == "categories 1-5" and whole["questions"] == 10
@@ -217,8 +240,12 @@ def test_question_protocols_that_differ_are_marked(packs, tmp_path):
 
 def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
     out = tmp_path / "cmp.json"
-    assert compare_main([str(packs["seed0"]), str(packs["seed1"]), "--vs", str(packs["summaries"]),
-                         "--resamples", "200", "--json", str(out)]) == 0
+    assert (
+        compare_main(
+            [str(packs["seed0"]), str(packs["seed1"]), "--vs", str(packs["summaries"]), "--resamples", "200", "--json", str(out)]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "B minus A, paired over 10 questions in 2 conversation(s)" in text
     assert "condition A (full_context / scripted): 10 questions" in text  # what A and B are, in words
@@ -230,15 +257,22 @@ def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
     assert result["schema"] == "compare.v2" and "200 resamples" in result["difference"]["locomo_f1"]["conditional"]["method"]
     f1 = result["difference"]["locomo_f1"]
     # what the MDD is, in words: never "cannot be told from noise"
-    verdict = ("this difference is significant" + (" although smaller than it" if abs(f1["difference"]) < f1["mdd"] else "")
-               if f1["p_two_sided"] < 0.05 else "this difference is not significant, which does not show there is none "
-               "(a true difference below the MDD is detected with less than 80% power)")
-    assert (f"    minimum detectable difference {f1['mdd']:.4f}: the true difference this design (2 conversations) "
-            f"detects with 80% power at two-sided alpha 0.05; {verdict}\n") in text
+    verdict = (
+        "this difference is significant" + (" although smaller than it" if abs(f1["difference"]) < f1["mdd"] else "")
+        if f1["p_two_sided"] < 0.05
+        else "this difference is not significant, which does not show there is none "
+        "(a true difference below the MDD is detected with less than 80% power)"
+    )
+    assert (
+        f"    minimum detectable difference {f1['mdd']:.4f}: the true difference this design (2 conversations) "
+        f"detects with 80% power at two-sided alpha 0.05; {verdict}\n"
+    ) in text
     # the question-level bootstrap: an interval only, labelled conditional, no p-value
     c = f1["conditional"]
-    assert (f"    paired question-level percentile bootstrap (200 resamples), conditional on these 2 conversations: "
-            f"[{c['low']:.4f}, {c['high']:.4f}] (an interval only, no p-value)\n") in text and c["p_two_sided"] is None
+    assert (
+        f"    paired question-level percentile bootstrap (200 resamples), conditional on these 2 conversations: "
+        f"[{c['low']:.4f}, {c['high']:.4f}] (an interval only, no p-value)\n"
+    ) in text and c["p_two_sided"] is None
     # per category, Holm over the five category tests of LoCoMo F1 (by hand: sorted p times 5, 4, ... made monotone)
     family = f1["by_category"]
     assert family["family"] == "Holm over the 5 category tests of LoCoMo F1 in this comparison"
@@ -251,8 +285,10 @@ def test_compare_main_prints_and_writes_json(packs, tmp_path, capsys):
         expected[i] = running
     for i, t in enumerate(tests):
         assert t["p_adjusted"] == pytest.approx(expected[i]) and t["p_adjusted"] >= t["p_two_sided"]
-        line = (f"      {t['category']} {t['name']:<13} {t['difference']:+.4f} (n {t['n']}, 2 conversations) "
-                f"[{t['low']:.4f}, {t['high']:.4f}], p {t['p_text']}, Holm p {expected[i]:.4f}\n")
+        line = (
+            f"      {t['category']} {t['name']:<13} {t['difference']:+.4f} (n {t['n']}, 2 conversations) "
+            f"[{t['low']:.4f}, {t['high']:.4f}], p {t['p_text']}, Holm p {expected[i]:.4f}\n"
+        )
         assert line in text, line
     assert [t["category"] for t in tests] == [1, 2, 3, 4, 5]
     assert compare_main([str(packs["seed0"]), "--vs", str(packs["summaries"]), "--adjust", "none", "--json", "-"]) == 0
@@ -272,8 +308,10 @@ def test_answer_lengths_are_shown_and_a_2x_difference_warns(packs, capsys):
     assert length_warning({"mean": 3.0, "p95": 5}, {"mean": 6.0, "p95": 9}) is None
     scores = load_pack_scores(packs["seed0"])
     result = seed_summary([packs["seed0"]], resampling=Resampling(resamples=100))
-    lengths = sorted(len(str(p).split()) for p in (json.loads(line)["prediction"] for line in
-                     (packs["seed0"] / "predictions.jsonl").read_text().splitlines()))
+    lengths = sorted(
+        len(str(p).split())
+        for p in (json.loads(line)["prediction"] for line in (packs["seed0"] / "predictions.jsonl").read_text().splitlines())
+    )
     assert result["answer_tokens"]["mean"] == pytest.approx(sum(lengths) / len(lengths))
     assert scores.answer_tokens and max(scores.answer_tokens.values()) == lengths[-1]
     assert compare_main([str(packs["seed0"]), "--resamples", "100"]) == 0
@@ -291,8 +329,17 @@ def test_j_carries_what_its_judge_accepts_once_calibrated(packs, capsys):
     assert result["judge_calibration"] == "not calibrated"
     cache = packs["seed0"].parents[3] / "cache"
     with ScriptedOpenAIServer(responder=_judge()) as judge:
-        outcome = cli_in_process(["judge-check", "judge=openai_compatible", f"judge.base_url={judge.base_url}",
-                                  "judge.model=judge-x", f"paths.cache={cache}", "max_questions=12", "--quiet"])
+        outcome = cli_in_process(
+            [
+                "judge-check",
+                "judge=openai_compatible",
+                f"judge.base_url={judge.base_url}",
+                "judge.model=judge-x",
+                f"paths.cache={cache}",
+                "max_questions=12",
+                "--quiet",
+            ]
+        )
     assert outcome.returncode == 0, outcome.stderr
     identity = load_pack_scores(packs["seed0"]).judge_identity
     calibration = load_calibration(identity, cache)
@@ -315,10 +362,25 @@ def test_compare_lists_every_setting_that_differs_besides_the_factor_and_names_t
 
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=writer_responder) as writer:
         for name, model, tokens in (("a", "writer-small", "64"), ("b", "writer-big", "96")):
-            assert main(["qa", *scripted_reader(reader.base_url), "memory=graph", "writer=openai_compatible",
-                         f"writer.base_url={writer.base_url}", f"writer.model={model}", "writer.max_retries=0",
-                         f"reader.max_tokens={tokens}", f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-                         f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", f"name={name}"]) == 0
+            assert (
+                main(
+                    [
+                        "qa",
+                        *scripted_reader(reader.base_url),
+                        "memory=graph",
+                        "writer=openai_compatible",
+                        f"writer.base_url={writer.base_url}",
+                        f"writer.model={model}",
+                        "writer.max_retries=0",
+                        f"reader.max_tokens={tokens}",
+                        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                        f"paths.packs={tmp_path / 'packs'}",
+                        f"paths.cache={tmp_path / 'cache'}",
+                        f"name={name}",
+                    ]
+                )
+                == 0
+            )
     (a,) = (tmp_path / "packs" / "a" / "runs").iterdir()
     (b,) = (tmp_path / "packs" / "b" / "runs").iterdir()
     capsys.readouterr()

@@ -33,7 +33,9 @@ def packs(tmp_path_factory) -> tuple[Path, Path]:
     (theirs / "run_meta.json").write_text(json.dumps(meta, indent=2), "utf-8")
     config = (theirs / "config.resolved.yaml").read_text("utf-8")
     assert "model: scripted\n" in config
-    (theirs / "config.resolved.yaml").write_text(config.replace("model: scripted\n", 'model: "scripted\\e]0;pwned\\a"\n', 1), "utf-8")
+    (theirs / "config.resolved.yaml").write_text(
+        config.replace("model: scripted\n", 'model: "scripted\\e]0;pwned\\a"\n', 1), "utf-8"
+    )
     (theirs / "memory" / "dumps" / f"x{EVIL}.txt").write_text("added", "utf-8")
     return theirs, ours
 
@@ -64,8 +66,18 @@ def test_report_prints_writes_and_draws_no_control_character(packs, tmp_path):
     theirs, _ = packs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = cli_in_process(["report", "--packs", str(theirs.parent), "--conditions", "choice.memory", "cfg.reader.model",
-                              "--out", str(tmp_path / "rep")])
+        out = cli_in_process(
+            [
+                "report",
+                "--packs",
+                str(theirs.parent),
+                "--conditions",
+                "choice.memory",
+                "cfg.reader.model",
+                "--out",
+                str(tmp_path / "rep"),
+            ]
+        )
     assert out.returncode == 0, out.stderr
     assert _clean(out.stdout) and _clean(out.stderr)
     assert not [w for w in caught if not _clean(str(w.message))]  # matplotlib names a missing glyph raw

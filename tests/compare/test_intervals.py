@@ -119,8 +119,9 @@ def test_a_clustered_rate_gets_korn_graubards_interval_by_hand() -> None:
 def test_cluster_labels_need_not_be_contiguous() -> None:
     order = [4, 0, 7, 2, 8, 1, 6, 3, 5]
     shuffled = mean_interval([VALUES[i] for i in order], [CLUSTERS[i] for i in order])
-    assert (shuffled.low, shuffled.high) == pytest.approx((mean_interval(VALUES, CLUSTERS).low,
-                                                           mean_interval(VALUES, CLUSTERS).high))
+    assert (shuffled.low, shuffled.high) == pytest.approx(
+        (mean_interval(VALUES, CLUSTERS).low, mean_interval(VALUES, CLUSTERS).high)
+    )
 
 
 @pytest.mark.parametrize("groups", [2, 3, 5, 10])
@@ -235,9 +236,13 @@ def test_adding_a_condition_does_not_move_the_others() -> None:
     resampling = Resampling(resamples=500)
 
     def table(names: list[str]) -> dict[str, tuple[Interval, Interval]]:
-        return {name: (question_bootstrap_interval(scores[name], clusters, resampling, name, "f1"),
-                       cluster_bootstrap_interval(scores[name], clusters, resampling, name, "f1"))
-                for name in names}
+        return {
+            name: (
+                question_bootstrap_interval(scores[name], clusters, resampling, name, "f1"),
+                cluster_bootstrap_interval(scores[name], clusters, resampling, name, "f1"),
+            )
+            for name in names
+        }
 
     two, three = table(["A", "B"]), table(["C", "A", "B"])
     assert two["A"] == three["A"] and two["B"] == three["B"]
@@ -252,8 +257,9 @@ def test_question_bootstrap_is_the_plain_percentile_bootstrap() -> None:
     clusters = ["c"] * 150 + ["d"] * 151
     resampling = Resampling(resamples=2500, seed=9)
     rng = resampling_rng(resampling, "A", "f1")
-    means = np.concatenate([values[rng.integers(0, values.size, size=(size, values.size))].mean(axis=1)
-                            for size in (1000, 1000, 500)])
+    means = np.concatenate(
+        [values[rng.integers(0, values.size, size=(size, values.size))].mean(axis=1) for size in (1000, 1000, 500)]
+    )
     low, high = np.quantile(means, [0.025, 0.975])
     got = question_bootstrap_interval(values, clusters, resampling, "A", "f1")
     assert (got.low, got.high) == (float(low), float(high))
@@ -291,8 +297,7 @@ def test_cluster_bootstrap_resamples_whole_conversations() -> None:
     assert got.method == "conversation-level percentile bootstrap (300 resamples), 3 conversations"
     paired = cluster_paired_bootstrap([0] * 9, VALUES, CLUSTERS, resampling, "k")
     assert (paired.low, paired.high) == pytest.approx((low, high), rel=1e-12)
-    assert paired.p_two_sided == pytest.approx(min(1.0, 2 * min(np.mean(np.array(means) <= 0),
-                                                                np.mean(np.array(means) >= 0))))
+    assert paired.p_two_sided == pytest.approx(min(1.0, 2 * min(np.mean(np.array(means) <= 0), np.mean(np.array(means) >= 0))))
 
 
 def test_main_interval_is_wider_than_question_level_on_clustered_data() -> None:
@@ -328,11 +333,14 @@ def test_format_p(p: float | None, resolution: float | None, text: str) -> None:
 
 
 def test_p_in_json_is_never_zero_for_a_resampled_p() -> None:
-    assert p_as_json(0.0, 1 / 10000) == {"p_two_sided": 1 / 10000, "p_upper_bound": True,
-                                         "p_resolution": 1 / 10000, "p_text": "< 1/10000"}
+    assert p_as_json(0.0, 1 / 10000) == {
+        "p_two_sided": 1 / 10000,
+        "p_upper_bound": True,
+        "p_resolution": 1 / 10000,
+        "p_text": "< 1/10000",
+    }
     assert p_as_json(0.25, 1 / 10000)["p_two_sided"] == 0.25
-    assert p_as_json(1e-9, None) == {"p_two_sided": 1e-9, "p_upper_bound": False, "p_resolution": None,
-                                     "p_text": "< 0.0001"}
+    assert p_as_json(1e-9, None) == {"p_two_sided": 1e-9, "p_upper_bound": False, "p_resolution": None, "p_text": "< 0.0001"}
     diff = cluster_paired_bootstrap([0] * 40, [1] * 40, ["a", "b"] * 20, Resampling(resamples=1000))
     assert diff.p_two_sided == 0.0
     data = diff.as_dict()
@@ -346,8 +354,21 @@ def test_as_dict_is_plain_json() -> None:
     got = mean_interval(VALUES, CLUSTERS)
     assert json.loads(json.dumps(got.as_dict()))["method"] == got.method
     diff = paired_difference([0] * 9, VALUES, CLUSTERS).as_dict()
-    assert set(diff) >= {"a", "b", "difference", "low", "high", "p_two_sided", "p_resolution", "mdd", "n",
-                         "clusters", "confidence", "method", "note"}
+    assert set(diff) >= {
+        "a",
+        "b",
+        "difference",
+        "low",
+        "high",
+        "p_two_sided",
+        "p_resolution",
+        "mdd",
+        "n",
+        "clusters",
+        "confidence",
+        "method",
+        "note",
+    }
     json.dumps(diff)
 
 
@@ -377,10 +398,13 @@ def test_holm_by_hand() -> None:
 def test_the_mdd_says_what_it_is_and_never_calls_a_significant_difference_noise() -> None:
     # memobase 0709 -> 0710, category 1 (the outside audit): +0.0481, p 0.0225, MDD 0.0545
     text = mdd_sentence(0.0481, 0.0225, 0.0545, 10)
-    assert text == ("minimum detectable difference 0.0545: the true difference this design (10 conversations) detects "
-                    "with 80% power at two-sided alpha 0.05; this difference is significant although smaller than it")
+    assert text == (
+        "minimum detectable difference 0.0545: the true difference this design (10 conversations) detects "
+        "with 80% power at two-sided alpha 0.05; this difference is significant although smaller than it"
+    )
     assert "noise" not in text and "cannot be told" not in text
     assert mdd_sentence(0.08, 0.001, 0.0545, 10).endswith("; this difference is significant")
     assert "does not show there is none" in mdd_sentence(0.01, 0.4, 0.0545, 10)
-    assert mdd_sentence(None, None, 0.03, 500, unit="question").endswith("(500 questions) detects with 80% power at "
-                                                                         "two-sided alpha 0.05")
+    assert mdd_sentence(None, None, 0.03, 500, unit="question").endswith(
+        "(500 questions) detects with 80% power at two-sided alpha 0.05"
+    )

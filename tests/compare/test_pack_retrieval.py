@@ -24,9 +24,23 @@ from memorybench.testing.scripted_server import ScriptedOpenAIServer  # noqa: E4
 
 def _run(tmp: Path, data: Path, memory: str, *extra: str) -> Path:
     with ScriptedOpenAIServer() as server:
-        assert main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                     f"memory={memory}", "embedder=hashing", *extra, f"paths.packs={tmp / 'packs'}",
-                     f"paths.cache={tmp / 'cache'}", f"name={memory}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    "dataset=longmemeval_oracle",
+                    f"dataset.path={data}",
+                    *scripted_reader(server.base_url),
+                    f"memory={memory}",
+                    "embedder=hashing",
+                    *extra,
+                    f"paths.packs={tmp / 'packs'}",
+                    f"paths.cache={tmp / 'cache'}",
+                    f"name={memory}",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp / "packs" / memory / "runs").iterdir()
     return pack
 
@@ -38,8 +52,10 @@ def test_a_rag_packs_rankings_are_scored_against_the_has_answer_turns(tmp_path):
     found = pack_retrieval(pack)
     assert found.script == "print_retrieval_metrics.py" and found.n == 8 and len(found.skipped_abstention) == 2
     # recompute one question by hand from the pack's own rows and the authors' formula
-    lineage = {(r["sample_id"], r["item_id"]): r["sources"]
-               for r in map(json.loads, (pack / "memory/lineage.jsonl").read_text().splitlines())}
+    lineage = {
+        (r["sample_id"], r["item_id"]): r["sources"]
+        for r in map(json.loads, (pack / "memory/lineage.jsonl").read_text().splitlines())
+    }
     rows = {r["question_id"]: r for r in map(json.loads, (pack / "memory/rag/retrievals.jsonl").read_text().splitlines())}
     haystacks = {h.sample_id: h for h in load_longmemeval(data)}
     per_question = []
@@ -48,11 +64,12 @@ def test_a_rag_packs_rankings_are_scored_against_the_has_answer_turns(tmp_path):
             continue
         h = haystacks[qid]
         evidence = set(h.questions[0].evidence)
-        corpus = build_corpus([s.session_id for s in h.sessions],
-                              [[{"role": t.speaker, "has_answer": t.dia_id in evidence} for t in s.turns] for s in h.sessions],
-                              "turn")
-        keys = [(d.rpartition(":")[0], int(d.rpartition(":")[2])) for hit in row["hits"]
-                for d in lineage[(qid, hit["item_id"])]]
+        corpus = build_corpus(
+            [s.session_id for s in h.sessions],
+            [[{"role": t.speaker, "has_answer": t.dia_id in evidence} for t in s.turns] for s in h.sessions],
+            "turn",
+        )
+        keys = [(d.rpartition(":")[0], int(d.rpartition(":")[2])) for hit in row["hits"] for d in lineage[(qid, hit["item_id"])]]
         ranking = ranking_from_keys(corpus, keys)
         per_question.append(evaluate_retrieval(ranking, corpus.correct_docs, corpus.ids, k=5)[1])
     assert found.metrics["turn"]["recall_all@5"] == pytest.approx(sum(per_question) / len(per_question))
@@ -69,8 +86,20 @@ def test_a_locomo_pack_is_refused(tmp_path):
     from conftest import FIXTURES
 
     with ScriptedOpenAIServer() as server:
-        assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=l", "max_questions=2"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=l",
+                    "max_questions=2",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp_path / "packs" / "l" / "runs").iterdir()
     with pytest.raises(UserError, match="is not a LongMemEval pack"):
         pack_retrieval(pack)
@@ -86,8 +115,17 @@ def test_the_report_shows_a_retrieval_table_for_longmemeval_rag(tmp_path):
     data = make_longmemeval(tmp_path / "lme.json", questions=10)
     pack = _run(tmp_path, data, "rag", "memory.chunk_tokens=24", "memory.chunk_overlap=0", "memory.top_k=3")
     design = tmp_path / "d.yaml"
-    design.write_text(yaml.safe_dump({"name": "t", "packs": [str(tmp_path / "packs")], "conditions": ["memory"],
-                                      "tables": ["retrieval", "scores_by_category"], "figures": ["scores_by_category"]}))
+    design.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "packs": [str(tmp_path / "packs")],
+                "conditions": ["memory"],
+                "tables": ["retrieval", "scores_by_category"],
+                "figures": ["scores_by_category"],
+            }
+        )
+    )
     report = run_report(design, tmp_path / "out")
     (row,) = list(csv.DictReader(report.table_files["retrieval"].open()))
     expected = pack_retrieval(pack)

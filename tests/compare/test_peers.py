@@ -28,8 +28,7 @@ NOT_ASKED = "categories 1-4 (category 5 not asked)"
 def peers(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("peers")
     memobase = import_results([PEERS / "memobase_eval_0710_3000.json"], "mem0_evals", name="memobase", packs=root)
-    zep = import_results([PEERS / "zep_locomo_grades.json", PEERS / "zep_locomo_responses.json"], "zep", name="zep",
-                         packs=root)
+    zep = import_results([PEERS / "zep_locomo_grades.json", PEERS / "zep_locomo_responses.json"], "zep", name="zep", packs=root)
     return {"memobase": memobase.pack_root, "zep": zep.pack_root, "root": root}
 
 
@@ -53,8 +52,10 @@ def test_memobase_against_zep_compares_locomo_f1_and_says_why_j_is_left_out(peer
     assert "different judges" in result["j_left_out"]
     text = format_compare({"difference": result})
     assert "J left out: judged by different judges" in text and "noise" not in text
-    assert (f"minimum detectable difference {f1['mdd']:.4f}: the true difference this design (10 conversations) detects "
-            "with 80% power at two-sided alpha 0.05; this difference is significant") in text
+    assert (
+        f"minimum detectable difference {f1['mdd']:.4f}: the true difference this design (10 conversations) detects "
+        "with 80% power at two-sided alpha 0.05; this difference is significant"
+    ) in text
     # each category 1-4 tested too, Holm-adjusted over that family of four
     family = f1["by_category"]
     assert family["family"] == "Holm over the 4 category tests of LoCoMo F1 in this comparison"
@@ -71,8 +72,18 @@ def test_an_own_full_run_against_memobase_compares_on_the_1540_common_questions(
         return Reply("Not mentioned in the conversation" if len(body["messages"][-1]["content"]) % 3 else "May 2023")
 
     with ScriptedOpenAIServer(responder=answer) as server:
-        assert main(["qa", *scripted_reader(server.base_url), "memory=session_summaries",
-                     f"paths.packs={tmp_path / 'own'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    "memory=session_summaries",
+                    f"paths.packs={tmp_path / 'own'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
     (own,) = sorted((tmp_path / "own").glob("*/runs/*"))
     metrics = json.loads((own / "metrics.json").read_text())
     assert metrics["questions"] == 1986 and metrics["overall_covers"] == "categories 1-5"
@@ -108,8 +119,10 @@ def test_memobase_is_shown_without_the_known_gold_errors_and_with_the_corrected_
     wrong = {q for q, e in errors.items() if e.wrong_answer}
     kept = [q for q in scores.question_ids if q not in wrong]
     assert clean["estimate"] == pytest.approx(sum(scores.locomo_f1[q] for q in kept) / len(kept))
-    fixed = [locomo_score(scores.predictions[q], errors[q].scoring_answer, scores.categories[q]) if q in wrong
-             else scores.locomo_f1[q] for q in scores.question_ids]
+    fixed = [
+        locomo_score(scores.predictions[q], errors[q].scoring_answer, scores.categories[q]) if q in wrong else scores.locomo_f1[q]
+        for q in scores.question_ids
+    ]
     assert f1["corrected_gold"]["estimate"] == pytest.approx(sum(fixed) / len(fixed)) and f1["corrected_gold"]["rescored"] == 99
     assert compare_main([str(peers["memobase"]), "--corrected-gold"]) == 0
     text = capsys.readouterr().out
@@ -124,8 +137,18 @@ def test_a_report_over_memobase_shows_all_questions_and_those_without_a_known_go
     from memorybench.compare.report import run_report
 
     design = tmp_path / "design.yaml"
-    design.write_text(yaml.safe_dump({"name": "memobase", "packs": [str(peers["memobase"])], "conditions": ["experiment"],
-                                      "tables": ["scores_by_category"], "figures": [], "corrected_gold": True}))
+    design.write_text(
+        yaml.safe_dump(
+            {
+                "name": "memobase",
+                "packs": [str(peers["memobase"])],
+                "conditions": ["experiment"],
+                "tables": ["scores_by_category"],
+                "figures": [],
+                "corrected_gold": True,
+            }
+        )
+    )
     report = run_report(design, tmp_path / "out")
     with report.table_files["scores_by_category"].open(newline="") as f:
         rows = {r["category"]: r for r in csv.DictReader(f)}

@@ -33,8 +33,21 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     made = {}
     with ScriptedOpenAIServer(responder=_responder) as server:
         for name, extra in {"open": [], "locomo": ["reader.prompt=locomo"]}.items():
-            assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                         f"paths.cache={root / 'cache'}", f"name={name}", "memory=full_context", *extra]) == 0
+            assert (
+                main(
+                    [
+                        "qa",
+                        *scripted_reader(server.base_url),
+                        f"dataset.path={MINI}",
+                        f"paths.packs={root / 'packs'}",
+                        f"paths.cache={root / 'cache'}",
+                        f"name={name}",
+                        "memory=full_context",
+                        *extra,
+                    ]
+                )
+                == 0
+            )
             (made[name],) = (root / "packs" / name / "runs").iterdir()
     made["root"] = root / "packs"
     return made
@@ -42,8 +55,17 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 def test_a_report_marks_the_protocols_as_different(runs, tmp_path):
     design = tmp_path / "design.yaml"
-    design.write_text(yaml.safe_dump({"name": "protocols", "packs": [str(runs["root"])], "conditions": ["experiment"],
-                                      "tables": ["scores_by_category", "paired_differences"], "figures": []}))
+    design.write_text(
+        yaml.safe_dump(
+            {
+                "name": "protocols",
+                "packs": [str(runs["root"])],
+                "conditions": ["experiment"],
+                "tables": ["scores_by_category", "paired_differences"],
+                "figures": [],
+            }
+        )
+    )
     report = run_report(design, tmp_path / "out")
     text = report.markdown.read_text("utf-8")
     assert "The question protocols differ (locomo: locomo; open: open-ended)" in text

@@ -12,7 +12,16 @@ import yaml
 from tracking.pack_factory import add_autorater, make_packs
 
 from memorybench import CONF_DIR
-from memorybench.compare.report import FIGURES, TABLES, all_tables, bootstrap_interval, load_design, report_main, run_report, stems
+from memorybench.compare.report import (
+    FIGURES,
+    TABLES,
+    all_tables,
+    bootstrap_interval,
+    load_design,
+    report_main,
+    run_report,
+    stems,
+)
 from memorybench.errors import UserError
 from memorybench.score.locomo import normalize_answer
 
@@ -30,7 +39,9 @@ def packs(tmp_path_factory):
 
 
 def write_design(path: Path, packs_root: Path, **extra) -> Path:
-    path.write_text(yaml.safe_dump({"name": "t", "packs": [str(packs_root)], "bootstrap": {"resamples": 500, "seed": 7}, **extra}))
+    path.write_text(
+        yaml.safe_dump({"name": "t", "packs": [str(packs_root)], "bootstrap": {"resamples": 500, "seed": 7}, **extra})
+    )
     return path
 
 
@@ -97,8 +108,9 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
     # an overall is one test; the categories are a family, their p Holm-adjusted over it (by hand)
     assert f1["family"] == "one test (an overall): not adjusted" and f1["p_adjusted"] == f1["p"]
     cats = [paired[("locomo_f1", str(c))] for c in range(1, 6)]
-    assert {r["family"] for r in cats} == {"Holm over the 5 category tests of locomo_f1, full_context / scripted vs "
-                                           "session_summaries / scripted"}
+    assert {r["family"] for r in cats} == {
+        "Holm over the 5 category tests of locomo_f1, full_context / scripted vs session_summaries / scripted"
+    }
     ps = [float(r["p"]) for r in cats]
     order = sorted(range(5), key=lambda i: ps[i])
     running, holm_p = 0.0, {}
@@ -262,13 +274,16 @@ def test_compare_and_report_give_one_interval_for_the_same_two_packs(packs, tmp_
     from memorybench.compare.intervals import Resampling
 
     root, full, summaries, lenient, _ = packs
-    report = run_report(write_design(tmp_path / "d.yaml", root / "packs", tables=["paired_differences"], figures=[]),
-                        tmp_path / "out")
+    report = run_report(
+        write_design(tmp_path / "d.yaml", root / "packs", tables=["paired_differences"], figures=[]), tmp_path / "out"
+    )
     row = {(r["metric"], r["categories"]): r for r in _csv(report.table_files["paired_differences"])}[("locomo_f1", "1-5")]
     a, b = load_pack_scores(full, judge=lenient), load_pack_scores(summaries)
     ours = paired_difference([a], [b], resampling=Resampling(resamples=500, seed=7))["locomo_f1"]
     assert float(row["difference"]) == pytest.approx(ours["difference"], abs=1e-6)
-    assert float(row["ci_low"]) == pytest.approx(ours["low"], abs=1e-6) and float(row["ci_high"]) == pytest.approx(ours["high"], abs=1e-6)
+    assert float(row["ci_low"]) == pytest.approx(ours["low"], abs=1e-6) and float(row["ci_high"]) == pytest.approx(
+        ours["high"], abs=1e-6
+    )
     conditional = ours["conditional"]
     assert float(row["conditional_ci_low"]) == pytest.approx(conditional["low"], abs=1e-6)
     assert float(row["conditional_ci_high"]) == pytest.approx(conditional["high"], abs=1e-6)
@@ -279,12 +294,17 @@ def test_report_takes_packs_and_conditions_on_the_command_line(packs, tmp_path, 
     and a pooling refusal says which flag fixes it."""
     root, *_ = packs
     out = tmp_path / "cli"
-    assert report_main(["--packs", str(root / "packs"), "--conditions", "choice.memory", "--name", "mine",
-                        "--out", str(out)]) == 0
+    assert (
+        report_main(["--packs", str(root / "packs"), "--conditions", "choice.memory", "--name", "mine", "--out", str(out)]) == 0
+    )
     assert "| full_context |" in (out / "report.md").read_text()
     design = write_design(tmp_path / "d.yaml", tmp_path / "nowhere", conditions=["reader_model"], figures=["scores_by_category"])
-    assert report_main([str(design), "--packs", str(root / "packs"), "--conditions", "choice.memory",
-                        "--out", str(tmp_path / "over")]) == 0
+    assert (
+        report_main(
+            [str(design), "--packs", str(root / "packs"), "--conditions", "choice.memory", "--out", str(tmp_path / "over")]
+        )
+        == 0
+    )
     assert "| full_context |" in (tmp_path / "over" / "report.md").read_text()
     with pytest.raises(UserError, match=r"a design file or --packs"):
         report_main([])
@@ -298,8 +318,14 @@ def test_the_example_design_keeps_runs_of_different_lengths_apart(tmp_path):
     make_packs(tmp_path, memories=("full_context",), name="mine", extra=("max_questions=4",))
     make_packs(tmp_path, memories=("full_context",), name="mine", extra=("max_questions=6",))
     example = yaml.safe_load((CONF_DIR / "analysis" / "example.yaml").read_text())
-    design = write_design(tmp_path / "d.yaml", tmp_path / "packs", conditions=example["conditions"],
-                          replicates=example["replicates"], tables=["scores_by_category"], figures=[])
+    design = write_design(
+        tmp_path / "d.yaml",
+        tmp_path / "packs",
+        conditions=example["conditions"],
+        replicates=example["replicates"],
+        tables=["scores_by_category"],
+        figures=[],
+    )
     report = run_report(design, tmp_path / "out")
     rows = _csv(report.table_files["scores_by_category"])
     asked: dict[str, int] = {}

@@ -27,16 +27,35 @@ def sweep(tmp_path_factory):
     with ScriptedOpenAIServer(responder=lookup_responder) as server:
         for extra in (["memory.top_k=1"], ["memory.top_k=8"], ["memory.top_k=8", "reader.seed=1"]):
             # small chunks, so that top_k changes what the reader sees
-            args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                    f"paths.cache={root / 'cache'}", "name=sweep", "memory=raw_chunks", "memory.chunk_tokens=48",
-                    "memory.chunk_overlap=0", *extra]
+            args = [
+                "qa",
+                *scripted_reader(server.base_url),
+                f"dataset.path={MINI}",
+                f"paths.packs={root / 'packs'}",
+                f"paths.cache={root / 'cache'}",
+                "name=sweep",
+                "memory=raw_chunks",
+                "memory.chunk_tokens=48",
+                "memory.chunk_overlap=0",
+                *extra,
+            ]
             assert main(args) == 0
     return root
 
 
 def _design(path: Path, root: Path, **extra) -> Path:
-    path.write_text(yaml.safe_dump({"name": "t", "packs": [str(root / "packs")], "figures": [], "tables": ["scores_by_category"],
-                                    "bootstrap": {"resamples": 200, "seed": 1}, **extra}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "packs": [str(root / "packs")],
+                "figures": [],
+                "tables": ["scores_by_category"],
+                "bootstrap": {"resamples": 200, "seed": 1},
+                **extra,
+            }
+        )
+    )
     return path
 
 

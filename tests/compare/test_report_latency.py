@@ -34,12 +34,24 @@ def packs(tmp_path_factory):
     root = tmp_path_factory.mktemp("latency")
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=writer_responder) as writer:
         for method in METHODS:
-            assert main([
-                "qa", *scripted_reader(reader.base_url), f"memory={method}",
-                "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-                "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}",
-                "name=latency",
-            ]) == 0, method
+            assert (
+                main(
+                    [
+                        "qa",
+                        *scripted_reader(reader.base_url),
+                        f"memory={method}",
+                        "writer=openai_compatible",
+                        f"writer.base_url={writer.base_url}",
+                        "writer.model=scripted-writer",
+                        "embedder=hashing",
+                        f"dataset.path={MINI}",
+                        f"paths.packs={root / 'packs'}",
+                        f"paths.cache={root / 'cache'}",
+                        "name=latency",
+                    ]
+                )
+                == 0
+            ), method
     found = {}
     for pack in (root / "packs" / "latency" / "runs").iterdir():
         found[json.loads((pack / "run_meta.json").read_text())["choices"]["memory"]] = pack
@@ -67,8 +79,11 @@ def _expected(pack: Path) -> dict[str, float]:
     predictions = rows(pack / "predictions.jsonl")
     search = [retrievals[p["question_id"]]["latency_s"] for p in predictions] if searched else []
     tokens = [retrievals[p["question_id"]]["memory_tokens"] if searched else per_sample[p["sample_id"]] for p in predictions]
-    total = [(retrievals[p["question_id"]]["latency_s"] if searched else 0.0) + traces[p["question_id"]]["latency_s"]
-             for p in predictions if not traces[p["question_id"]]["cache_hit"]]
+    total = [
+        (retrievals[p["question_id"]]["latency_s"] if searched else 0.0) + traces[p["question_id"]]["latency_s"]
+        for p in predictions
+        if not traces[p["question_id"]]["cache_hit"]
+    ]
     builds = rows(pack / "memory/build_cost.jsonl")
     writer = [(b["writer"] or {}) for b in builds]
     return {
@@ -79,7 +94,9 @@ def _expected(pack: Path) -> dict[str, float]:
         "memory_tokens_per_query": float(np.mean(tokens)),
         "conversations_built": len(builds),
         "build_s_per_conversation": float(np.mean([b["latency_s"] for b in builds])),
-        "build_tokens_per_conversation": float(np.mean([w.get("prompt_tokens", 0) + w.get("completion_tokens", 0) for w in writer])),
+        "build_tokens_per_conversation": float(
+            np.mean([w.get("prompt_tokens", 0) + w.get("completion_tokens", 0) for w in writer])
+        ),
         "build_embedding_tokens_per_conversation": float(np.mean([(b["embedder"] or {}).get("tokens", 0) for b in builds])),
     }
 
@@ -94,7 +111,7 @@ def test_latency_tokens_are_the_packs_own_numbers(packs, tmp_path):
     assert sorted(table) == sorted(METHODS)
     columns = list(next(iter(table.values())))
     assert columns[:4] == ["condition", "runs", "questions", "rows"] and "locomo_f1_1_4" in columns
-    assert columns[-len(LATENCY_COLUMNS):] == list(LATENCY_COLUMNS)
+    assert columns[-len(LATENCY_COLUMNS) :] == list(LATENCY_COLUMNS)
     for method, pack in found.items():
         want = _expected(pack)
         got = {k: _cell(table[method][k]) for k in LATENCY_COLUMNS}
@@ -126,8 +143,14 @@ def test_a_v1_retrieval_has_tokens_and_no_search_time(packs, tmp_path):
 
 def test_the_designs_pairs_are_the_paired_rows(packs, tmp_path):
     root, _ = packs
-    design = AnalysisDesign(name="pairs", packs=[str(root / "packs")], conditions=["memory"], tables=["paired_differences"],
-                            figures=[], pairs=[("rag", "mem0"), ("full_context", "rag"), ("mem0", "amem")])
+    design = AnalysisDesign(
+        name="pairs",
+        packs=[str(root / "packs")],
+        conditions=["memory"],
+        tables=["paired_differences"],
+        figures=[],
+        pairs=[("rag", "mem0"), ("full_context", "rag"), ("mem0", "amem")],
+    )
     report = run_report(design, tmp_path / "out")
     with report.table_files["paired_differences"].open(newline="") as f:
         paired = list(csv.DictReader(f))

@@ -40,14 +40,18 @@ def test_the_table_is_the_judges_longmemeval_block_per_type(lme):
     first = block["passes"][0]
     rows = _rows(report)
     # the types in the benchmark record's order, numbered and named by it
-    assert [(k, r["type_name"]) for k, r in rows.items()][:6] == [(str(n), name) for n, name in LONGMEMEVAL.category_names.items()]
+    assert [(k, r["type_name"]) for k, r in rows.items()][:6] == [
+        (str(n), name) for n, name in LONGMEMEVAL.category_names.items()
+    ]
     for number, name in LONGMEMEVAL.category_names.items():
         row = rows[str(number)]
         assert int(row["n"]) == first["by_type"][name]["n"]
         assert float(row["accuracy"]) == pytest.approx(block["accuracy_by_type"][name])
         assert row["judge"] == folder.name and row["condition"] == "full_context" and row["benchmark"] == "longmemeval"
     assert float(rows["task-averaged"]["accuracy"]) == pytest.approx(block["task_averaged_accuracy"])
-    assert float(rows["overall"]["accuracy"]) == pytest.approx(block["overall_accuracy"]) and int(rows["overall"]["n"]) == first["n"]
+    assert (
+        float(rows["overall"]["accuracy"]) == pytest.approx(block["overall_accuracy"]) and int(rows["overall"]["n"]) == first["n"]
+    )
     assert float(rows["abstention"]["accuracy"]) == pytest.approx(block["abstention_accuracy"])
     assert int(rows["abstention"]["n"]) == first["abstention_n"] == 4
     # LongMemEval's unit is the question and a verdict is right or wrong: Wilson's interval, inside [0, 1]
@@ -83,29 +87,46 @@ def test_an_unjudged_pack_has_no_table_and_says_why(lme, tmp_path):
     shutil.rmtree(unjudged / "autorater")
     report = run_report(AnalysisDesign(name="u", packs=[str(tmp_path / "packs")], conditions=["memory"]), tmp_path / "out")
     assert "accuracy_by_type" not in report.tables
-    assert "No judge on the longmemeval_oracle packs: no accuracy_by_type table (run `memorybench autorater PACK " \
-           "judge=longmemeval`)." in report.markdown.read_text()
+    assert (
+        "No judge on the longmemeval_oracle packs: no accuracy_by_type table (run `memorybench autorater PACK "
+        "judge=longmemeval`)." in report.markdown.read_text()
+    )
 
 
 def test_a_locomo_report_has_no_such_table(tmp_path):
     make_packs(tmp_path, memories=("full_context",), name="mini")
-    report = run_report(AnalysisDesign(name="l", packs=[str(tmp_path / "packs")], conditions=["memory"], figures=[]),
-                        tmp_path / "out")
+    report = run_report(
+        AnalysisDesign(name="l", packs=[str(tmp_path / "packs")], conditions=["memory"], figures=[]), tmp_path / "out"
+    )
     assert "accuracy_by_type" not in report.tables and "accuracy_by_type" not in report.markdown.read_text()
     assert "locomo_f1_1_4" in report.tables["cost_latency"].columns
 
 
 def test_a_third_benchmark_takes_its_kinds_from_its_record(monkeypatch):
-    toy = Benchmark(name="toy", datasets=(Dataset("toy_small", pin="toy:PIN"),), unit="question",
-                    category_names={1: "recall", 2: "update"}, loader="toy:load", figure_key="toy_accuracy",
-                    task_averaged=True, id_marks={"unanswerable": "_na"})
+    toy = Benchmark(
+        name="toy",
+        datasets=(Dataset("toy_small", pin="toy:PIN"),),
+        unit="question",
+        category_names={1: "recall", 2: "update"},
+        loader="toy:load",
+        figure_key="toy_accuracy",
+        task_averaged=True,
+        id_marks={"unanswerable": "_na"},
+    )
     monkeypatch.setitem(benchmarks._builtins(), "toy", toy)
     judge = "toy-judge-00000000"
-    frame = pd.DataFrame({
-        "condition": "c", "dataset": "toy_small", "pack": "p",
-        "question_id": ["a", "b", "c_na", "d"], "sample_id": ["a", "b", "c_na", "d"], "category": [1, 1, 2, 2],
-        f"j_score/{judge}": [1.0, 0.0, 1.0, 1.0], f"j_passes/{judge}": [1, 1, 1, 1],
-    })
+    frame = pd.DataFrame(
+        {
+            "condition": "c",
+            "dataset": "toy_small",
+            "pack": "p",
+            "question_id": ["a", "b", "c_na", "d"],
+            "sample_id": ["a", "b", "c_na", "d"],
+            "category": [1, 1, 2, 2],
+            f"j_score/{judge}": [1.0, 0.0, 1.0, 1.0],
+            f"j_passes/{judge}": [1, 1, 1, 1],
+        }
+    )
     table = accuracy_by_type(frame, Bootstrap())
     assert list(table["type"]) == ["1", "2", "task-averaged", "overall", "unanswerable"]
     assert list(table["type_name"][:2]) == ["recall", "update"] and list(table["n"]) == [2, 2, 4, 4, 1]
@@ -120,14 +141,29 @@ def test_a_third_benchmark_takes_its_kinds_from_its_record(monkeypatch):
 def test_a_kind_without_questions_has_no_row(monkeypatch):
     """Issue 40, item 9: a report of a prefix printed a row per empty kind, each 'no values:
     nothing to estimate'; the task average still says which kind it lacks."""
-    toy = Benchmark(name="toy", datasets=(Dataset("toy_small", pin="toy:PIN"),), unit="question",
-                    category_names={1: "recall", 2: "update", 3: "abstain"}, loader="toy:load", figure_key="toy_accuracy",
-                    task_averaged=True)
+    toy = Benchmark(
+        name="toy",
+        datasets=(Dataset("toy_small", pin="toy:PIN"),),
+        unit="question",
+        category_names={1: "recall", 2: "update", 3: "abstain"},
+        loader="toy:load",
+        figure_key="toy_accuracy",
+        task_averaged=True,
+    )
     monkeypatch.setitem(benchmarks._builtins(), "toy", toy)
     judge = "toy-judge-00000000"
-    frame = pd.DataFrame({"condition": "c", "dataset": "toy_small", "pack": "p", "question_id": ["a", "b"],
-                          "sample_id": ["a", "b"], "category": [1, 1], f"j_score/{judge}": [1.0, 0.0],
-                          f"j_passes/{judge}": [1, 1]})
+    frame = pd.DataFrame(
+        {
+            "condition": "c",
+            "dataset": "toy_small",
+            "pack": "p",
+            "question_id": ["a", "b"],
+            "sample_id": ["a", "b"],
+            "category": [1, 1],
+            f"j_score/{judge}": [1.0, 0.0],
+            f"j_passes/{judge}": [1, 1],
+        }
+    )
     table = accuracy_by_type(frame, Bootstrap())
     assert list(table["type"]) == ["1", "task-averaged", "overall"]
     assert "no question of update, abstain" in table[table["type"] == "task-averaged"].iloc[0]["type_name"]

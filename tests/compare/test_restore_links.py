@@ -47,7 +47,9 @@ def test_a_blob_that_is_a_link_is_not_read_through(tmp_path, host):
     blob = collected / "blobs" / _sha(HOST)[:2] / _sha(HOST)
     blob.unlink()
     blob.symlink_to(host)
-    with pytest.raises(UserError, match=rf"blobs/{_sha(HOST)[:2]}/{_sha(HOST)} is a link; a collected folder's files are its own") as e:
+    with pytest.raises(
+        UserError, match=rf"blobs/{_sha(HOST)[:2]}/{_sha(HOST)} is a link; a collected folder's files are its own"
+    ) as e:
         restore_collected(collected, tmp_path / "out")
     assert "\n" not in e.value.message
     assert not any(p.is_file() and p.read_bytes() == HOST for p in (tmp_path / "out").rglob("*"))
@@ -63,8 +65,16 @@ def test_a_pin_that_is_a_link_is_not_read_through(tmp_path):
         restore_collected(collected, tmp_path / "out")
 
 
-@pytest.mark.parametrize("path, relpath", [("../../escaped", "x.txt"), ("exp/runs/r1", "../../../../escaped.txt"),
-                                           ("/abs", "x.txt"), ("exp//r1", "x.txt"), ("exp/runs/r1", "a/./b")])
+@pytest.mark.parametrize(
+    "path, relpath",
+    [
+        ("../../escaped", "x.txt"),
+        ("exp/runs/r1", "../../../../escaped.txt"),
+        ("/abs", "x.txt"),
+        ("exp//r1", "x.txt"),
+        ("exp/runs/r1", "a/./b"),
+    ],
+)
 def test_a_pin_path_outside_the_destination_is_refused_before_anything_is_written(tmp_path, path, relpath):
     collected = _collected(tmp_path / "c", {relpath: b"planted\n", "metrics.json": b"{}\n"}, path=path)
     out = tmp_path / "a" / "b" / "out"

@@ -26,10 +26,20 @@ def make(folder, files=FILES):
 
 
 def pin_of(files=FILES) -> FolderPin:
-    members = tuple(Pin(relpath=f"bench/tier/{rel}", sha256=sha256_bytes(data), repository="o/r", commit="c" * 40,
-                        source_path=f"data/tier/{rel}", licence="MIT") for rel, data in files.items())
-    return FolderPin(relpath="bench/tier", repository="o/r", commit="c" * 40, source_path="data/tier", licence="MIT",
-                     members=members)
+    members = tuple(
+        Pin(
+            relpath=f"bench/tier/{rel}",
+            sha256=sha256_bytes(data),
+            repository="o/r",
+            commit="c" * 40,
+            source_path=f"data/tier/{rel}",
+            licence="MIT",
+        )
+        for rel, data in files.items()
+    )
+    return FolderPin(
+        relpath="bench/tier", repository="o/r", commit="c" * 40, source_path="data/tier", licence="MIT", members=members
+    )
 
 
 def test_a_folder_hashes_as_sha256sum_lists_it(tmp_path):
@@ -38,8 +48,14 @@ def test_a_folder_hashes_as_sha256sum_lists_it(tmp_path):
     assert manifest == "".join(f"{sha256_bytes(FILES[rel])}  {rel}\n" for rel in sorted(FILES))
     assert folder_sha256(folder) == sha256_text(manifest) == pin_of().sha256  # a copy hashes to its pin's number
     # what the module's docstring says to type in a shell gives the same lines
-    shell = subprocess.run("find -L . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum", shell=True,
-                           cwd=folder, capture_output=True, text=True, check=True)
+    shell = subprocess.run(
+        "find -L . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum",
+        shell=True,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert shell.stdout == manifest
     (folder / "2" / "chat.json").write_bytes(b"[3]")  # a changed file changes it
     assert folder_sha256(folder) != pin_of().sha256
@@ -87,11 +103,11 @@ def test_a_pinned_folder_is_verified_as_a_whole(tmp_path):
 
 
 def test_a_member_outside_its_folder_is_refused():
-    member = Pin(relpath="elsewhere/x.json", sha256="0" * 64, repository="o/r", commit="c", source_path="data/tier/x.json",
-                 licence="MIT")
+    member = Pin(
+        relpath="elsewhere/x.json", sha256="0" * 64, repository="o/r", commit="c", source_path="data/tier/x.json", licence="MIT"
+    )
     with pytest.raises(ValueError, match="not inside the pinned folder"):
-        FolderPin(relpath="bench/tier", repository="o/r", commit="c", source_path="data/tier", licence="MIT",
-                  members=(member,))
+        FolderPin(relpath="bench/tier", repository="o/r", commit="c", source_path="data/tier", licence="MIT", members=(member,))
 
 
 def test_fetch_downloads_a_folders_members_and_verifies_it_whole(tmp_path, monkeypatch):

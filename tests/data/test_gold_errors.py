@@ -38,13 +38,24 @@ def test_the_counts_are_the_audits():
     kinds = Counter(e.kind for e in errors.values())
     assert kinds == {"answer": 99, "evidence": 57}
     answer = [e for e in errors.values() if e.kind == "answer"]
-    assert Counter(e.error_type for e in answer) == {"HALLUCINATION": 33, "TEMPORAL_ERROR": 26, "ATTRIBUTION_ERROR": 24,
-                                                      "AMBIGUOUS": 13, "INCOMPLETE": 3}
+    assert Counter(e.error_type for e in answer) == {
+        "HALLUCINATION": 33,
+        "TEMPORAL_ERROR": 26,
+        "ATTRIBUTION_ERROR": 24,
+        "AMBIGUOUS": 13,
+        "INCOMPLETE": 3,
+    }
     assert Counter(e.category for e in answer) == {1: 28, 2: 26, 3: 9, 4: 36}
     assert {e.error_type for e in errors.values() if e.kind == "evidence"} == {"WRONG_CITATION"}
     assert overlay_provenance(errors) == {
-        "name": "locomo-audit errors.json", "repository": "dial481/locomo-audit", "commit": LOCOMO_AUDIT_ERRORS.commit,
-        "source_path": "errors.json", "sha256": sha256_file(ERRORS), "findings": 156, "answer": 99, "evidence": 57,
+        "name": "locomo-audit errors.json",
+        "repository": "dial481/locomo-audit",
+        "commit": LOCOMO_AUDIT_ERRORS.commit,
+        "source_path": "errors.json",
+        "sha256": sha256_file(ERRORS),
+        "findings": 156,
+        "answer": 99,
+        "evidence": 57,
     }
     assert overlay_sha256() == sha256_file(ERRORS)
 

@@ -49,8 +49,9 @@ class Server:
 
 
 def pin(sha: str | None = None, size: int = len(BODY)) -> LargePin:
-    return LargePin("longmemeval/test.json", "owner/data", "rev1", "test.json", size,
-                    sha or hashlib.sha256(BODY).hexdigest(), "MIT")
+    return LargePin(
+        "longmemeval/test.json", "owner/data", "rev1", "test.json", size, sha or hashlib.sha256(BODY).hexdigest(), "MIT"
+    )
 
 
 def test_a_partial_download_resumes_and_the_file_is_verified(tmp_path, monkeypatch):

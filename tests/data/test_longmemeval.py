@@ -64,14 +64,17 @@ def test_the_benchmark_reads_its_datasets(lme):
     assert path == lme and info["pinned"] is False and len(info["sha256"]) == 64 and info["name"] == "longmemeval_oracle"
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d[0].pop("haystack_dates"), "missing key 'haystack_dates'"),
-    (lambda d: d[0].update(question_type="single-hop"), "question_type 'single-hop' is not one of single-session-user"),
-    (lambda d: d[0]["haystack_sessions"][1].append({"role": "system", "content": "x"}), "role 'user' or 'assistant'"),
-    (lambda d: d[0]["haystack_dates"].pop(), "must be non-empty lists of one length, got 3, 2 and 3"),
-    (lambda d: d[1].update(question_id=d[0]["question_id"]), "occurs twice"),
-    (lambda d: d[0].update(question_id="../x"), "cannot be a folder or file name"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d[0].pop("haystack_dates"), "missing key 'haystack_dates'"),
+        (lambda d: d[0].update(question_type="single-hop"), "question_type 'single-hop' is not one of single-session-user"),
+        (lambda d: d[0]["haystack_sessions"][1].append({"role": "system", "content": "x"}), "role 'user' or 'assistant'"),
+        (lambda d: d[0]["haystack_dates"].pop(), "must be non-empty lists of one length, got 3, 2 and 3"),
+        (lambda d: d[1].update(question_id=d[0]["question_id"]), "occurs twice"),
+        (lambda d: d[0].update(question_id="../x"), "cannot be a folder or file name"),
+    ],
+)
 def test_a_malformed_file_is_one_line_naming_the_place(lme, edit, message):
     data = json.loads(lme.read_text())
     edit(data)

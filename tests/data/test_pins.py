@@ -92,8 +92,13 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
     # the benchmarks' own pins (LoCoMo-Plus's files) come with every fetch: whole files, as the peers
     own = {p for b in benchmarks().values() for p in b.own_pins()}
     # and their datasets fetched with the pins (a folder's files: BEAM's 128K tier)
-    own |= {m for b in benchmarks().values() for d in b.datasets if d.fetched_with_pins
-            for m in (d.pinned().members if d.folder else (d.pinned(),))} - {pins.LOCOMO10}  # that one is there already
+    own |= {
+        m
+        for b in benchmarks().values()
+        for d in b.datasets
+        if d.fetched_with_pins
+        for m in (d.pinned().members if d.folder else (d.pinned(),))
+    } - {pins.LOCOMO10}  # that one is there already
     by_url.update({pin.url: (shared / pin.relpath).read_bytes() for pin in own})
     fetched: list[str] = []
 
@@ -108,8 +113,10 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["fetch", "--peers", "--pins", str(tmp_path / "pins")]) == 0
     assert sorted(fetched) == sorted(by_url)
-    assert ("https://raw.githubusercontent.com/snap-research/LoCoMo/48aa2206a62ef0f1f98271d5358af666ca234379/"
-            "results/honcho/locomo10_qa_stats%20honcho_base.json") in fetched
+    assert (
+        "https://raw.githubusercontent.com/snap-research/LoCoMo/48aa2206a62ef0f1f98271d5358af666ca234379/"
+        "results/honcho/locomo10_qa_stats%20honcho_base.json"
+    ) in fetched
     for pin in pins.PEER_PINS:
         assert (tmp_path / "pins" / pin.relpath).read_bytes() == by_url[pin.url]
         assert (tmp_path / "cache" / "memorybench" / "pins" / pin.relpath).is_file()

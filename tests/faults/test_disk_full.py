@@ -45,11 +45,15 @@ def small_disk(tmp_path) -> Iterator[Path]:
     mount = tmp_path / "small"
     mount.mkdir()
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True, timeout=30
+        )
     except (FileNotFoundError, PermissionError) as e:
         pytest.skip(f"cannot mount a size-limited tmpfs here ({e}); the disk-full tests need root or CAP_SYS_ADMIN")
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a size-limited tmpfs here ({done.stderr.strip()}); the disk-full tests need root or CAP_SYS_ADMIN")
+        pytest.skip(
+            f"cannot mount a size-limited tmpfs here ({done.stderr.strip()}); the disk-full tests need root or CAP_SYS_ADMIN"
+        )
     try:
         yield mount
     finally:
@@ -97,7 +101,11 @@ def assert_one_line_disk_full(result: subprocess.CompletedProcess, under: Path |
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     (line,) = lines
-    start = f"memorybench: error: no space left on device writing {under}/" if under else "memorybench: error: no space left on device;"
+    start = (
+        f"memorybench: error: no space left on device writing {under}/"
+        if under
+        else "memorybench: error: no space left on device;"
+    )
     assert line.startswith(start), line
     assert "free space on" in line and "move the pack to a bigger one" in line and "rerun the same command to resume" in line
     return line
@@ -136,7 +144,13 @@ def test_a_row_cut_by_a_full_disk_is_taken_back_whole(small_disk):
 def test_qa_on_a_disk_that_fills_stops_in_one_line_keeps_its_rows_and_resumes(then, small_disk, tmp_path, undisturbed):
     name = "full_disk"
     with ScriptedOpenAIServer(responder=filling_at(2, small_disk)) as server:
-        args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.cache={tmp_path / 'cache'}", f"name={name}"]
+        args = [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.cache={tmp_path / 'cache'}",
+            f"name={name}",
+        ]
         failed = run_cli(*args, f"paths.packs={small_disk / 'packs'}", cwd=tmp_path, timeout=120)
         assert_one_line_disk_full(failed, small_disk / "packs" / name)
         pack = pack_of(small_disk, name)
@@ -172,8 +186,13 @@ def qa_files(pack: Path) -> dict[str, bytes]:
 
 
 def judge_args(server: ScriptedOpenAIServer, tmp_path: Path) -> list[str]:
-    return ["judge=openai_compatible", f"judge.base_url={server.base_url}", "judge.model=judge-x", f"paths.cache={tmp_path / 'cache'}",
-            "--quiet"]
+    return [
+        "judge=openai_compatible",
+        f"judge.base_url={server.base_url}",
+        "judge.model=judge-x",
+        f"paths.cache={tmp_path / 'cache'}",
+        "--quiet",
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -46,8 +46,15 @@ def rate_limited(seconds: str = "0.02") -> Status:
 
 def test_a_429_storm_over_the_whole_run_loses_nothing_and_traces_every_attempt(tmp_path, undisturbed):
     # per question: 0..4 consecutive 429s (4 is every retry the reader has), one 503 among them
-    storm = {0: [rate_limited()] * 4, 1: [rate_limited()], 3: [rate_limited(), Status(503), rate_limited()],
-             4: [rate_limited()] * 2, 5: [rate_limited()] * 4, 7: [rate_limited()], 9: [rate_limited()] * 3}
+    storm = {
+        0: [rate_limited()] * 4,
+        1: [rate_limited()],
+        3: [rate_limited(), Status(503), rate_limited()],
+        4: [rate_limited()] * 2,
+        5: [rate_limited()] * 4,
+        7: [rate_limited()],
+        9: [rate_limited()] * 3,
+    }
     limited = sum(len(script) for script in storm.values())
     with ScriptedOpenAIServer(responder=PerQuestion(storm)) as server:
         assert run_qa(server, tmp_path, "storm", *FAST_RETRIES) == 0

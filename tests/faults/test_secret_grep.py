@@ -33,11 +33,11 @@ from memorybench.secrets import CREDENTIAL_ENV
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
 
 
-def run(tmp: Path, env: dict[str, str], log: list[tuple[str, subprocess.CompletedProcess]], *args: str) -> subprocess.CompletedProcess:
+def run(
+    tmp: Path, env: dict[str, str], log: list[tuple[str, subprocess.CompletedProcess]], *args: str
+) -> subprocess.CompletedProcess:
     """`memorybench ARGS` in a subprocess whose environment holds the fake credentials."""
-    done = subprocess.run(
-        [sys.executable, "-m", "memorybench.cli", *args], cwd=tmp, env=env, capture_output=True, timeout=240
-    )
+    done = subprocess.run([sys.executable, "-m", "memorybench.cli", *args], cwd=tmp, env=env, capture_output=True, timeout=240)
     log.append((" ".join(args[:1]), done))
     return done
 
@@ -68,8 +68,14 @@ def test_no_credential_reaches_any_output(tmp_path):
     with reader, judge:
         judge.script(echoes(token))
         packs = work / "packs"
-        common = [*scripted_reader(reader.base_url), "reader.api_key_env=OPENAI_API_KEY", "reader.retry_max_wait_s=0.05",
-                  f"dataset.path={MINI}", f"paths.packs={packs}", f"paths.cache={work / 'cache'}"]
+        common = [
+            *scripted_reader(reader.base_url),
+            "reader.api_key_env=OPENAI_API_KEY",
+            "reader.retry_max_wait_s=0.05",
+            f"dataset.path={MINI}",
+            f"paths.packs={packs}",
+            f"paths.cache={work / 'cache'}",
+        ]
         assert run(work, env, log, "qa", *common, "name=secret").returncode == 0, log[-1][1].stderr
         (pack,) = (packs / "secret" / "runs").iterdir()
         # a run that fails on the echoed key: its one-line error goes to stderr
@@ -77,8 +83,19 @@ def test_no_credential_reaches_any_output(tmp_path):
         failed = run(work, env, log, "qa", *common, "name=failing", "reader.max_retries=1")
         assert failed.returncode == 3 and b"[REDACTED]" in failed.stderr, failed.stderr
         assert run(work, env, log, "rescore", str(pack)).returncode == 0, log[-1][1].stderr
-        judged = run(work, env, log, "autorater", str(pack), "judge=openai_compatible", f"judge.base_url={judge.base_url}",
-                     "judge.model=judge-x", "judge.api_key_env=JUDGE_API_TOKEN", f"paths.cache={work / 'cache'}", "--quiet")
+        judged = run(
+            work,
+            env,
+            log,
+            "autorater",
+            str(pack),
+            "judge=openai_compatible",
+            f"judge.base_url={judge.base_url}",
+            "judge.model=judge-x",
+            "judge.api_key_env=JUDGE_API_TOKEN",
+            f"paths.cache={work / 'cache'}",
+            "--quiet",
+        )
         assert judged.returncode == 0, judged.stderr
         # verify searches the pack for the values of the credential variables it finds in its environment
         verified = run(work, env, log, "verify", str(pack))
@@ -100,7 +117,10 @@ def test_no_credential_reaches_any_output(tmp_path):
     files = every_file(tmp_path)
     written = {p.relative_to(tmp_path).as_posix() for p in files}
     # every output is here: the pack, the judge's files, the collected tables, the MLflow store and artifacts
-    assert {"work/mlflow.db", f"work/packs/secret/runs/{pack.name}/autorater/{judge_dir.name}/autorater_verdicts.jsonl"} <= written
+    assert {
+        "work/mlflow.db",
+        f"work/packs/secret/runs/{pack.name}/autorater/{judge_dir.name}/autorater_verdicts.jsonl",
+    } <= written
     assert any(p.startswith("work/out/collected/") for p in written), sorted(written)
     assert any("/artifacts/" in p for p in written), sorted(written)
     assert len(files) > 40
@@ -141,10 +161,16 @@ def test_url_credentials_are_sent_as_credentials():
         cases = [
             (f"http://user:{key}@{_hostport(server)}/v1", f"Bearer {key}", "/v1/chat/completions"),
             (f"http://{key}@{_hostport(server)}/v1", f"Bearer {key}", "/v1/chat/completions"),
-            (f"http://alice:{password}%40x@{_hostport(server)}/v1/",
-             "Basic " + base64.b64encode(f"alice:{password}@x".encode()).decode(), "/v1/chat/completions"),
-            (f"http://{_hostport(server)}/v1?api-version=2024-06-01&api-key={password}", "Bearer no-key",
-             f"/v1/chat/completions?api-version=2024-06-01&api-key={password}"),
+            (
+                f"http://alice:{password}%40x@{_hostport(server)}/v1/",
+                "Basic " + base64.b64encode(f"alice:{password}@x".encode()).decode(),
+                "/v1/chat/completions",
+            ),
+            (
+                f"http://{_hostport(server)}/v1?api-version=2024-06-01&api-key={password}",
+                "Bearer no-key",
+                f"/v1/chat/completions?api-version=2024-06-01&api-key={password}",
+            ),
         ]
         for url, authorization, path in cases:
             client = ChatClient(base_url=url, api_key=None, max_retries=0)
@@ -173,15 +199,26 @@ def test_clean_url_and_scrub():
 
 
 def test_a_component_key_it_does_not_declare_fails_in_one_line(capsys):
-    code = main(["plan", "reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=m",
-                 "+reader.temprature=1.5"])
+    code = main(
+        ["plan", "reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=m", "+reader.temprature=1.5"]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "unknown key reader.temprature" in err and "Did you mean 'temperature'?" in err, err
     # a key the component's own schema declares is taken (`++` adds or overrides), and so is
     # any key under a free-form dict (`memory.prompts`, `pricing`)
-    assert main(["plan", "memory=rag", "++memory.top_k=2", "+memory.prompts.extra=readers/qa_v1.txt",
-                 "+pricing.m={input: 1.0, cached_input: 0.5, output: 2.0}"]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "plan",
+                "memory=rag",
+                "++memory.top_k=2",
+                "+memory.prompts.extra=readers/qa_v1.txt",
+                "+pricing.m={input: 1.0, cached_input: 0.5, output: 2.0}",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     assert main(["plan", "+memory.top_k=2"]) == 2  # full_context has no top_k
     assert "unknown key memory.top_k" in capsys.readouterr().err
 
@@ -202,13 +239,24 @@ def test_no_credential_in_a_url_or_a_reply_reaches_any_output(tmp_path):
     log: list[tuple[str, subprocess.CompletedProcess]] = []
 
     reader = PathServer(responder=lambda body: Reply(f"my key is {reader.headers[-1].get('authorization')}"))
-    judge = PathServer(responder=lambda body: Reply(json.dumps(
-        {"label": "CORRECT", "reason": f"{judge.headers[-1].get('authorization')} at {judge.paths[-1]}"}), model="judge-x"))
+    judge = PathServer(
+        responder=lambda body: Reply(
+            json.dumps({"label": "CORRECT", "reason": f"{judge.headers[-1].get('authorization')} at {judge.paths[-1]}"}),
+            model="judge-x",
+        )
+    )
     with reader, judge:
         packs = work / "packs"
         reader_url = f"http://user:{key}@{_hostport(reader)}/v1"
-        common = ["reader=openai_compatible", f"reader.base_url={reader_url}", "reader.model=scripted",
-                  "reader.retry_max_wait_s=0.05", f"dataset.path={MINI}", f"paths.packs={packs}", f"paths.cache={work / 'cache'}"]
+        common = [
+            "reader=openai_compatible",
+            f"reader.base_url={reader_url}",
+            "reader.model=scripted",
+            "reader.retry_max_wait_s=0.05",
+            f"dataset.path={MINI}",
+            f"paths.packs={packs}",
+            f"paths.cache={work / 'cache'}",
+        ]
         assert run(work, env, log, "qa", *common, "name=secret").returncode == 0, log[-1][1].stderr
         (pack,) = (packs / "secret" / "runs").iterdir()
         # the same run as a sweep (finished: nothing to do) and a failing sweep: Hydra writes
@@ -221,8 +269,18 @@ def test_no_credential_in_a_url_or_a_reply_reaches_any_output(tmp_path):
         planned = run(work, env, log, "plan", *common, "name=secret")
         assert planned.returncode == 0 and pack.name.encode() in planned.stdout, planned.stderr
         judge_url = f"http://judgeuser:{judge_password}@{_hostport(judge)}/v1?api-version=1&access_token={query_token}"
-        judged = run(work, env, log, "autorater", str(pack), "judge=openai_compatible", f"judge.base_url='{judge_url}'",  # quoted: '=' in an override value
-                     "judge.model=judge-x", f"paths.cache={work / 'cache'}", "--quiet")
+        judged = run(
+            work,
+            env,
+            log,
+            "autorater",
+            str(pack),
+            "judge=openai_compatible",
+            f"judge.base_url='{judge_url}'",  # quoted: '=' in an override value
+            "judge.model=judge-x",
+            f"paths.cache={work / 'cache'}",
+            "--quiet",
+        )
         assert judged.returncode == 0, judged.stderr
         verified = run(work, env, log, "verify", str(pack))
         assert verified.returncode == 0 and verified.stdout.decode().strip() == f"ok {pack}", verified.stdout
@@ -246,8 +304,14 @@ def test_no_credential_in_a_url_or_a_reply_reaches_any_output(tmp_path):
     files = every_file(tmp_path)
     written = {p.relative_to(tmp_path).as_posix() for p in files}
     assert "work/out/collected/examples.parquet" in written and any("/artifacts/" in p for p in written), sorted(written)
-    needles = [key.encode(), key[len("sk-test-"):].encode(), judge_password.encode(), basic.encode(), query_token.encode(),
-               query_token[4:-4].encode()]
+    needles = [
+        key.encode(),
+        key[len("sk-test-") :].encode(),
+        judge_password.encode(),
+        basic.encode(),
+        query_token.encode(),
+        query_token[4:-4].encode(),
+    ]
     hits = [str(p) for p in files for needle in needles if needle in p.read_bytes()]
     hits += [f"examples.parquet ({needle!r})" for needle in needles if needle.decode() in examples]
     hits += [f"{name} stdout/stderr" for name, done in log for needle in needles if needle in done.stdout + done.stderr]

@@ -115,8 +115,16 @@ def sweep(gcs, standin, reader, tmp_path_factory) -> Sweep:
     reader.script(Status(500, message="scripted outage"))
     started = len(standin.requests)
     before = len(reader.requests)
-    args = ["qa", "-m", *common_args(reader, tmp), *SWEEP, "reader.max_retries=0", "storage=gcs", f"storage.root={SWEEP_ROOT}",
-            *cloudrun_args(standin)]
+    args = [
+        "qa",
+        "-m",
+        *common_args(reader, tmp),
+        *SWEEP,
+        "reader.max_retries=0",
+        "storage=gcs",
+        f"storage.root={SWEEP_ROOT}",
+        *cloudrun_args(standin),
+    ]
     assert main(args) == 0
     storage = open_storage(SWEEP_ROOT, client=gcs.client())
     (manifest_rel,) = [p for p in storage.list("_cloudrun/") if p.endswith("/manifest.json")]

@@ -59,7 +59,10 @@ def test_the_manifest_holds_every_job_composed_and_hashed(sweep):
     jobs = jobs_of(sweep)
     assert [j["index"] for j in jobs] == [0, 1, 2, 3]
     assert [(j["config"]["memory"]["name"], j["config"]["reader"]["max_tokens"]) for j in jobs] == [
-        ("full_context", 8), ("full_context", 16), ("session_summaries", 8), ("session_summaries", 16),
+        ("full_context", 8),
+        ("full_context", 16),
+        ("session_summaries", 8),
+        ("session_summaries", 16),
     ]
     assert len({j["run_id"] for j in jobs}) == 4
     for job in jobs:
@@ -123,8 +126,20 @@ def test_every_pack_is_in_the_bucket_with_success_last_and_provenance(sweep):
 
 def test_a_cloud_pack_equals_the_same_run_done_locally(sweep, reader, tmp_path):
     job = jobs_of(sweep)[0]
-    assert main(["qa", *scripted_reader(reader.base_url), f"dataset.path={MINI}", "memory=full_context", "reader.max_tokens=8",
-                 f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]) == 0
+    assert (
+        main(
+            [
+                "qa",
+                *scripted_reader(reader.base_url),
+                f"dataset.path={MINI}",
+                "memory=full_context",
+                "reader.max_tokens=8",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+            ]
+        )
+        == 0
+    )
     local = tmp_path / "packs" / "default" / "runs" / job["run_id"]
     assert (local / SUCCESS).is_file(), "the local run has another run id than the cloud task"
     for name in ("predictions.jsonl", "predictions.csv", "REFERENCE_PIN.json", "memory/manifest.jsonl", "memory/lineage.jsonl"):
@@ -141,8 +156,14 @@ def test_a_retried_task_whose_pack_is_published_does_nothing(sweep, reader, monk
     success = join(job["pack_relpath"], SUCCESS)
     generation = sweep.storage.generation(success)
     calls = len(reader.requests)
-    env = {MANIFEST_ENV: sweep.manifest["manifest_uri"], "CLOUD_RUN_TASK_INDEX": "2", "CLOUD_RUN_TASK_ATTEMPT": "1",
-           "CLOUD_RUN_TASK_COUNT": "4", "CLOUD_RUN_EXECUTION": "memorybench-qa-retry", "CLOUD_RUN_JOB": "memorybench-qa"}
+    env = {
+        MANIFEST_ENV: sweep.manifest["manifest_uri"],
+        "CLOUD_RUN_TASK_INDEX": "2",
+        "CLOUD_RUN_TASK_ATTEMPT": "1",
+        "CLOUD_RUN_TASK_COUNT": "4",
+        "CLOUD_RUN_EXECUTION": "memorybench-qa-retry",
+        "CLOUD_RUN_JOB": "memorybench-qa",
+    }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert task_main([]) == 0
@@ -159,18 +180,30 @@ def test_a_task_whose_config_hash_differs_refuses_in_one_line(sweep, gcs, standi
     job = manifest["jobs"][0]
     job["config_sha256"] = "0" * 64
     job["storage_root"], job["pack_uri"] = f"gs://{BUCKET}/tampered", f"gs://{BUCKET}/tampered/{job['pack_relpath']}"
-    manifest.update(jobs=[job], task_count=1, control_prefix="_cloudrun/tampered",
-                    manifest_uri=f"{sweep.root}/_cloudrun/tampered/manifest.json")
+    manifest.update(
+        jobs=[job],
+        task_count=1,
+        control_prefix="_cloudrun/tampered",
+        manifest_uri=f"{sweep.root}/_cloudrun/tampered/manifest.json",
+    )
     sweep.storage.create_only("_cloudrun/tampered/manifest.json", json.dumps(manifest).encode())
-    report = run_cloud_execution(standin.job_name("memorybench-qa-no-retry"), task_count=1, env={MANIFEST_ENV: manifest["manifest_uri"]},
-                                 api_endpoint=standin.api_endpoint, anonymous=True, poll_interval_s=0.2)
+    report = run_cloud_execution(
+        standin.job_name("memorybench-qa-no-retry"),
+        task_count=1,
+        env={MANIFEST_ENV: manifest["manifest_uri"]},
+        api_endpoint=standin.api_endpoint,
+        anonymous=True,
+        poll_interval_s=0.2,
+    )
     assert report.done and not report.ok
     assert (report.succeeded, report.failed, report.retried) == (0, 1, 0)
     assert "failed with message" in (report.error or "")
     (log,) = standin.task_logs(report.execution).values()
     lines = [line for line in log.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in log, log
-    assert lines[0].startswith("memorybench: error: task 0: config hash ") and "differs from the manifest's 000000000000" in lines[0]
+    assert (
+        lines[0].startswith("memorybench: error: task 0: config hash ") and "differs from the manifest's 000000000000" in lines[0]
+    )
     status = json.loads(sweep.storage.read_bytes("_cloudrun/tampered/tasks/00000.attempt-0.json"))
     assert status["status"] == "failed" and "config hash" in status["message"]
     assert open_storage(f"gs://{BUCKET}/tampered", client=gcs.client()).list("default/") == []
@@ -188,8 +221,13 @@ def test_cloudrun_refuses_a_local_pack_root_before_any_cloud_call(standin, reade
 
 
 def test_a_missing_cloud_run_job_is_one_line(standin, reader, tmp_path, capfd):
-    args = [*common_args(reader, tmp_path), "memory=full_context", "storage=gcs", f"storage.root=gs://{BUCKET}/nojob",
-            *cloudrun_args(standin, "nope")]
+    args = [
+        *common_args(reader, tmp_path),
+        "memory=full_context",
+        "storage=gcs",
+        f"storage.root=gs://{BUCKET}/nojob",
+        *cloudrun_args(standin, "nope"),
+    ]
     with pytest.raises(SystemExit):
         main(["qa", "-m", *args])
     err = capfd.readouterr().err
@@ -206,7 +244,9 @@ def test_missing_google_credentials_are_one_line(monkeypatch, tmp_path):
     fix = r"\); run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS"
     with pytest.raises(UserError, match=r"^no Google credentials for gs:// storage \(File .*missing.json was not found" + fix):
         open_storage(f"gs://{BUCKET}/anything")
-    with pytest.raises(UserError, match=r"^no Google credentials for the Cloud Run Admin API \(File .*missing.json was not found" + fix):
+    with pytest.raises(
+        UserError, match=r"^no Google credentials for the Cloud Run Admin API \(File .*missing.json was not found" + fix
+    ):
         cloudrun_clients()
 
 
@@ -218,8 +258,16 @@ def test_cloudrun_local_runs_max_jobs_and_fails_a_failed_task_in_hydra(tmp_path,
         return Status(500, message="scripted: no answer for 16 tokens") if body["max_tokens"] == 16 else echo_responder(body)
 
     with ScriptedOpenAIServer(responder=responder) as server:
-        args = ["qa", "-m", *common_args(server, tmp_path), *SWEEP, "reader.max_retries=0",
-                "hydra/launcher=cloudrun_local", "hydra.launcher.max_jobs=2", "hydra.launcher.parallelism=2"]
+        args = [
+            "qa",
+            "-m",
+            *common_args(server, tmp_path),
+            *SWEEP,
+            "reader.max_retries=0",
+            "hydra/launcher=cloudrun_local",
+            "hydra.launcher.max_jobs=2",
+            "hydra.launcher.parallelism=2",
+        ]
         with pytest.raises(SystemExit) as info:
             main(args)
     assert info.value.code == 1
@@ -229,7 +277,9 @@ def test_cloudrun_local_runs_max_jobs_and_fails_a_failed_task_in_hydra(tmp_path,
     # Hydra's own line naming the job, then ours: one line, no traceback
     lines = error_lines(err)
     assert len(lines) == 2 and lines[0].startswith("Error executing job with overrides: ["), lines
-    assert lines[1].startswith("task 1 (run full_context-") and "did not publish" in lines[1] and "scripted: no answer" in lines[1]
+    assert (
+        lines[1].startswith("task 1 (run full_context-") and "did not publish" in lines[1] and "scripted: no answer" in lines[1]
+    )
     storage = open_storage(str(tmp_path / "packs"))
     (pack,) = list_packs(storage)
     prov = json.loads(storage.read_bytes(join(pack, "provenance/cloudrun.json")))
@@ -272,8 +322,16 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
     said: list[str] = []
     with ScriptedOpenAIServer(responder=judge_reply) as judge:
         stage_args = ["judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x"]
-        wave = dict(executor="cloudrun", job="memorybench-autorater", project=PROJECT, api_endpoint=standin.api_endpoint,
-                    anonymous=True, poll_interval_s=0.2, stage_args=stage_args, say=said.append)
+        wave = dict(
+            executor="cloudrun",
+            job="memorybench-autorater",
+            project=PROJECT,
+            api_endpoint=standin.api_endpoint,
+            anonymous=True,
+            poll_interval_s=0.2,
+            stage_args=stage_args,
+            say=said.append,
+        )
         result = run_wave("autorater", storage.root, **wave)
         assert result.ok, result.messages
         assert [i.pack_relpath for i in result.manifest.items] == finished
@@ -283,8 +341,15 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
             files = storage.list(join(pack, "autorater/"))
             (judge_id,) = {rel.removeprefix(pack + "/").split("/")[1] for rel in files}  # one judge, one folder
             assert sorted(rel.removeprefix(pack + "/") for rel in files) == [
-                f"autorater/{judge_id}/{name}" for name in ("_SUCCESS", "autorater_meta.json", "autorater_metrics.json",
-                                                            "autorater_verdicts.jsonl", "prompts/mem0_accuracy_prompt.txt", "traces.jsonl")
+                f"autorater/{judge_id}/{name}"
+                for name in (
+                    "_SUCCESS",
+                    "autorater_meta.json",
+                    "autorater_metrics.json",
+                    "autorater_verdicts.jsonl",
+                    "prompts/mem0_accuracy_prompt.txt",
+                    "traces.jsonl",
+                )
             ]
             marker = join(pack, "autorater", judge_id, SUCCESS)
             assert storage.generation(marker) == max(storage.generation(rel) for rel in files), "autorater/_SUCCESS is not last"
@@ -303,13 +368,20 @@ def test_an_autorater_wave_judges_finished_packs_and_publishes_its_files_create_
 
         # a retried task (Cloud Run starts it again after its output was published) does nothing
         generations = {rel: storage.generation(rel) for rel in storage.list("default/")}
-        env = {MANIFEST_ENV: result.manifest.manifest_uri, "CLOUD_RUN_TASK_INDEX": "1", "CLOUD_RUN_TASK_ATTEMPT": "1",
-               "CLOUD_RUN_TASK_COUNT": "2", "CLOUD_RUN_EXECUTION": "memorybench-autorater-retry",
-               "CLOUD_RUN_JOB": "memorybench-autorater"}
+        env = {
+            MANIFEST_ENV: result.manifest.manifest_uri,
+            "CLOUD_RUN_TASK_INDEX": "1",
+            "CLOUD_RUN_TASK_ATTEMPT": "1",
+            "CLOUD_RUN_TASK_COUNT": "2",
+            "CLOUD_RUN_EXECUTION": "memorybench-autorater-retry",
+            "CLOUD_RUN_JOB": "memorybench-autorater",
+        }
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         assert task_main([]) == 0
-        assert f"{storage.uri(join(finished[1], 'autorater', judge_id, SUCCESS))} exists; nothing to do" in capsys.readouterr().out
+        assert (
+            f"{storage.uri(join(finished[1], 'autorater', judge_id, SUCCESS))} exists; nothing to do" in capsys.readouterr().out
+        )
         status = json.loads(storage.read_bytes(f"{result.manifest.control_prefix}/tasks/00001.attempt-1.json"))
         assert (status["status"], status["execution"]) == ("skipped", "memorybench-autorater-retry")
 
@@ -331,9 +403,28 @@ def test_a_wave_runs_only_on_finished_packs_and_publishes_what_it_adds(sweep, gc
     copy_packs(sweep.storage, storage, [finished], leave_out=("predictions.csv",))
     # unfinished (no _SUCCESS): the wave leaves it alone
     copy_packs(sweep.storage, storage, [unfinished], leave_out=(SUCCESS, "predictions.csv"))
-    assert main(["wave", "rescore", "--root", storage.root, "--executor", "cloudrun", "--job", "memorybench-autorater",
-                 "--project", PROJECT, "--api-endpoint", standin.api_endpoint, "--anonymous-credentials",
-                 "--poll-interval", "0.2"]) == 0
+    assert (
+        main(
+            [
+                "wave",
+                "rescore",
+                "--root",
+                storage.root,
+                "--executor",
+                "cloudrun",
+                "--job",
+                "memorybench-autorater",
+                "--project",
+                PROJECT,
+                "--api-endpoint",
+                standin.api_endpoint,
+                "--anonymous-credentials",
+                "--poll-interval",
+                "0.2",
+            ]
+        )
+        == 0
+    )
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("0\tsucceeded\trescore: ") and line.endswith("published 1 new file(s)")
     (manifest_rel,) = [p for p in storage.list("_waves/") if p.endswith("/manifest.json")]
@@ -365,8 +456,13 @@ def test_a_wave_stage_that_is_not_installed_fails_before_starting(monkeypatch, s
 def test_the_worker_module_runs_as_python_dash_m(tmp_path):
     import subprocess
 
-    result = subprocess.run([sys.executable, "-m", "memorybench.cloudrun.worker"], capture_output=True, text=True, timeout=120,
-                            env={k: v for k, v in __import__("os").environ.items() if k != MANIFEST_ENV})
+    result = subprocess.run(
+        [sys.executable, "-m", "memorybench.cloudrun.worker"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in __import__("os").environ.items() if k != MANIFEST_ENV},
+    )
     assert result.returncode == 2
     assert result.stderr.strip().startswith("memorybench: error: no manifest: set MEMORYBENCH_MANIFEST=")
 
@@ -376,8 +472,18 @@ def test_an_aggregate_wave_collects_a_design_from_the_bucket(sweep, standin):
     pytest.importorskip("memorybench.compare.aggregate", reason="the aggregate stage is not in this build")
     from memorybench.cloudrun.waves import run_wave
 
-    result = run_wave("aggregate", sweep.root, names=["default"], executor="cloudrun", job="memorybench-autorater", project=PROJECT,
-                      api_endpoint=standin.api_endpoint, anonymous=True, poll_interval_s=0.2, say=lambda _: None)
+    result = run_wave(
+        "aggregate",
+        sweep.root,
+        names=["default"],
+        executor="cloudrun",
+        job="memorybench-autorater",
+        project=PROJECT,
+        api_endpoint=standin.api_endpoint,
+        anonymous=True,
+        poll_interval_s=0.2,
+        say=lambda _: None,
+    )
     assert result.ok, result.messages
     (item,) = result.manifest.items
     assert item.name == "default" and len(item.packs) == 4

@@ -21,14 +21,25 @@ def _no_key(text: str) -> None:
 
 @pytest.mark.parametrize("launcher", ["cloudrun_local", "cloudrun"])
 @pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "EXTRA_SETTING"])
-def test_a_key_in_the_launcher_env_is_refused_in_one_line_and_never_written(launcher, variable, reader, standin, tmp_path,
-                                                                               monkeypatch):
+def test_a_key_in_the_launcher_env_is_refused_in_one_line_and_never_written(
+    launcher, variable, reader, standin, tmp_path, monkeypatch
+):
     # the value appears only under hydra.launcher.env: not exported, in no other node
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     started = len(standin.requests)
     chosen = cloudrun_args(standin) if launcher == "cloudrun" else ["hydra/launcher=cloudrun_local"]
-    outcome = cli_in_process(["qa", "-m", *common_args(reader, tmp_path), "storage=gcs", f"storage.root=gs://{BUCKET}/refused",
-                              *chosen, f"+hydra.launcher.env={{{variable}: {KEY}}}"], cwd=tmp_path)
+    outcome = cli_in_process(
+        [
+            "qa",
+            "-m",
+            *common_args(reader, tmp_path),
+            "storage=gcs",
+            f"storage.root=gs://{BUCKET}/refused",
+            *chosen,
+            f"+hydra.launcher.env={{{variable}: {KEY}}}",
+        ],
+        cwd=tmp_path,
+    )
     assert outcome.returncode != 0
     _no_key(outcome.stdout + outcome.stderr)
     assert f"hydra.launcher.env.{variable} is a credential (not shown)" in outcome.stderr
@@ -49,9 +60,19 @@ def test_a_secret_reference_reaches_cloud_run_as_secret_key_ref(gcs, standin, re
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     standin.secrets["openai-api-key"] = KEY  # Secret Manager, as the stand-in reads it
     started, before = len(standin.requests), set(standin.executions)
-    outcome = cli_in_process(["qa", "-m", *common_args(reader, tmp_path), "reader.api_key_env=OPENAI_API_KEY", "storage=gcs",
-                              f"storage.root=gs://{BUCKET}/secret-ref", *cloudrun_args(standin),
-                              "+hydra.launcher.secrets={OPENAI_API_KEY: openai-api-key:latest}"], cwd=tmp_path)
+    outcome = cli_in_process(
+        [
+            "qa",
+            "-m",
+            *common_args(reader, tmp_path),
+            "reader.api_key_env=OPENAI_API_KEY",
+            "storage=gcs",
+            f"storage.root=gs://{BUCKET}/secret-ref",
+            *cloudrun_args(standin),
+            "+hydra.launcher.secrets={OPENAI_API_KEY: openai-api-key:latest}",
+        ],
+        cwd=tmp_path,
+    )
     assert outcome.returncode == 0, outcome.stderr
     requests = standin.requests[started:]
     (run,) = [body for method, _, body in requests if method == "POST"]
@@ -65,10 +86,13 @@ def test_a_secret_reference_reaches_cloud_run_as_secret_key_ref(gcs, standin, re
 def test_bad_secret_references_are_one_line(reader, standin, tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     base = ["qa", "-m", *common_args(reader, tmp_path)]
-    pasted = cli_in_process([*base, "hydra/launcher=cloudrun_local", f"+hydra.launcher.secrets={{OPENAI_API_KEY: {KEY}}}"], cwd=tmp_path)
+    pasted = cli_in_process(
+        [*base, "hydra/launcher=cloudrun_local", f"+hydra.launcher.secrets={{OPENAI_API_KEY: {KEY}}}"], cwd=tmp_path
+    )
     assert pasted.returncode != 0 and "holds a credential itself (not shown)" in pasted.stderr
     _no_key(pasted.stdout + pasted.stderr + (tmp_path / "multirun" / "multirun.yaml").read_text())
-    unset = cli_in_process([*base, "hydra/launcher=cloudrun_local", "+hydra.launcher.secrets={OPENAI_API_KEY: openai-api-key}"],
-                           cwd=tmp_path)
+    unset = cli_in_process(
+        [*base, "hydra/launcher=cloudrun_local", "+hydra.launcher.secrets={OPENAI_API_KEY: openai-api-key}"], cwd=tmp_path
+    )
     # one line (Hydra adds its HYDRA_FULL_ERROR hint to any launcher's error)
     assert unset.returncode != 0 and "export OPENAI_API_KEY=" in unset.stderr.splitlines()[0] and "Traceback" not in unset.stderr

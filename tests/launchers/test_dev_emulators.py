@@ -33,8 +33,13 @@ EXPORT = re.compile(r"^export ([A-Z_]+)=(\S+)$")
 @contextmanager
 def emulators(tmp_path: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
     """The command running, and the environment it printed (read up to its `# ready` line)."""
-    proc = subprocess.Popen([sys.executable, "-m", "memorybench.cli", "dev", "cloud-emulators", *extra], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=open(tmp_path / "emulators.err", "w"), text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memorybench.cli", "dev", "cloud-emulators", *extra],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "emulators.err", "w"),
+        text=True,
+    )
     env: dict[str, str] = {}
     try:
         assert proc.stdout is not None
@@ -80,7 +85,9 @@ def test_both_endpoints_answer_and_ctrl_c_stops_them(tmp_path):
         status, bucket = get(f"{env['STORAGE_EMULATOR_HOST']}/storage/v1/b/dev-bucket")
         assert status == 200 and bucket["name"] == "dev-bucket"
         # the stand-in: the Admin API's own answer for an execution it never ran (its jobs are deployed)
-        status, error = get(f"{env['STANDIN']}/v2/projects/{env['PROJECT']}/locations/us-central1/jobs/memorybench-qa/executions/none")
+        status, error = get(
+            f"{env['STANDIN']}/v2/projects/{env['PROJECT']}/locations/us-central1/jobs/memorybench-qa/executions/none"
+        )
         assert status == 404 and error["error"]["status"] == "NOT_FOUND"
         status, models = get(f"{env['READER']}/models")
         assert status == 200 and models["data"]
@@ -114,8 +121,14 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     with emulators(tmp_path, "--scripted-model", "--env-file", str(tmp_path / "cloud.env")):
-        result = subprocess.run(["bash", "-e", "-c", script], cwd=work, capture_output=True, text=True, timeout=600,
-                                env={**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"})
+        result = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"},
+        )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[cloudrun] 2 of 2 pack(s) published" in result.stderr
     assert "[wave] autorater: 2 of 2 task(s) done" in result.stderr

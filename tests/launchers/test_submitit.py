@@ -19,12 +19,28 @@ SWEEP = ["memory=full_context,session_summaries", "reader.max_tokens=8,16"]
 
 
 def test_submitit_local_runs_the_sweep_and_writes_every_pack(scripted_server, tmp_path):
-    common = [*scripted_reader(scripted_server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-              f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"]
+    common = [
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+    ]
     expected = sorted(spec.run_id for spec in plan_runs([*common, *SWEEP], multirun=True))
     assert len(expected) == 4
-    assert main(["qa", "-m", *common, *SWEEP, f"hydra.sweep.dir={tmp_path / 'multirun'}", "hydra/launcher=submitit_local",
-                 "hydra.launcher.timeout_min=10"]) == 0
+    assert (
+        main(
+            [
+                "qa",
+                "-m",
+                *common,
+                *SWEEP,
+                f"hydra.sweep.dir={tmp_path / 'multirun'}",
+                "hydra/launcher=submitit_local",
+                "hydra.launcher.timeout_min=10",
+            ]
+        )
+        == 0
+    )
     packs = sorted((tmp_path / "packs" / "default" / "runs").iterdir())
     assert [p.name for p in packs] == expected
     for pack in packs:
@@ -52,12 +68,27 @@ def test_a_failed_job_is_failed_in_hydras_results_in_one_line(launcher, tmp_path
         return Status(500, message="scripted: no answer for 16 tokens") if body["max_tokens"] == 16 else echo_responder(body)
 
     with ScriptedOpenAIServer(responder=responder) as server:
-        common = [*scripted_reader(server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}", "reader.max_retries=0",
-                  f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "memory=full_context"]
+        common = [
+            *scripted_reader(server.base_url),
+            f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+            "reader.max_retries=0",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "memory=full_context",
+        ]
         failing, passing = plan_runs([*common, "reader.max_tokens=16,8"], multirun=True)
         with pytest.raises(SystemExit) as info:
-            main(["qa", "-m", *common, "reader.max_tokens=16,8", f"hydra.sweep.dir={tmp_path / 'multirun'}",
-                  f"hydra/launcher={launcher}", *(["hydra.launcher.timeout_min=10"] if launcher != "basic" else [])])
+            main(
+                [
+                    "qa",
+                    "-m",
+                    *common,
+                    "reader.max_tokens=16,8",
+                    f"hydra.sweep.dir={tmp_path / 'multirun'}",
+                    f"hydra/launcher={launcher}",
+                    *(["hydra.launcher.timeout_min=10"] if launcher != "basic" else []),
+                ]
+            )
     assert info.value.code == 1
     err = capfd.readouterr().err
     assert "Traceback" not in err

@@ -143,18 +143,30 @@ def test_a_key_read_with_a_trailing_newline_is_sent_without_it(scripted_server):
     assert result.attempts[-1].status == 200
 
 
-@pytest.mark.parametrize("extra", [
-    {},
-    {"seed": 7, "stop": ("\n", "Q:"), "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"enum": ["a", "b"]}}}},
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {
+            "seed": 7,
+            "stop": ("\n", "Q:"),
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"enum": ["a", "b"]}}},
+        },
+    ],
+)
 def test_the_request_hash_is_over_the_fields_as_a_json_dump_gives_them(extra):
     """canonical_json builds its dict directly (no model_dump copy): the same bytes as the dump's,
     so every cache key and trace hash stays what it was."""
     from memorybench.hashing import canonical_json
     from memorybench.llm.records import ChatRequest
 
-    request = ChatRequest(model="m", messages=({"role": "system", "content": "S"}, {"role": "user", "content": "é \u2028 \"q\""}),
-                          temperature=0.0, max_tokens=32, **extra)
+    request = ChatRequest(
+        model="m",
+        messages=({"role": "system", "content": "S"}, {"role": "user", "content": 'é \u2028 "q"'}),
+        temperature=0.0,
+        max_tokens=32,
+        **extra,
+    )
     assert request.canonical_json() == canonical_json(request.model_dump(mode="json"))
 
 
@@ -163,16 +175,22 @@ def test_the_body_sent_is_the_canonical_json_of_the_params(scripted_server):
 
     from memorybench.hashing import canonical_json
 
-    request = ChatRequest(model="scripted", messages=({"role": "user", "content": "é \\u2028 x"},), temperature=0.0,
-                          max_tokens=8, stop=("\n",))
+    request = ChatRequest(
+        model="scripted", messages=({"role": "user", "content": "é \\u2028 x"},), temperature=0.0, max_tokens=8, stop=("\n",)
+    )
     client = ChatClient(base_url=scripted_server.base_url, api_key="k", max_retries=0)
     try:
         client.complete(request)
     finally:
         client.close()
     (sent,) = scripted_server.requests
-    assert sent == {"model": "scripted", "messages": [{"role": "user", "content": "é \\u2028 x"}], "temperature": 0.0,
-                    "max_tokens": 8, "stop": ["\n"]}
+    assert sent == {
+        "model": "scripted",
+        "messages": [{"role": "user", "content": "é \\u2028 x"}],
+        "temperature": 0.0,
+        "max_tokens": 8,
+        "stop": ["\n"],
+    }
     assert ChatClient._body(request, request.messages_json()) == canonical_json(sent).encode("utf-8")
 
 

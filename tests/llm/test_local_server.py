@@ -342,7 +342,12 @@ def _spawn_parent(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], int
     script.write_text(_PARENT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     parent = subprocess.Popen(
-        [sys.executable, str(script), mode, str(tmp_path / "server.log")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env
+        [sys.executable, str(script), mode, str(tmp_path / "server.log")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
     )
     assert parent.stdout is not None
     line = parent.stdout.readline()

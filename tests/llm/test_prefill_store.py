@@ -51,8 +51,14 @@ def _write_state(store: PrefillStore, prefix: list[int], data: bytes, settings: 
     import hashlib
     import struct
 
-    header = json.dumps({"settings": settings or store.settings, "n_tokens": len(prefix), "data_bytes": len(data),
-                         "data_sha256": hashlib.sha256(data).hexdigest()}).encode()
+    header = json.dumps(
+        {
+            "settings": settings or store.settings,
+            "n_tokens": len(prefix),
+            "data_bytes": len(data),
+            "data_sha256": hashlib.sha256(data).hexdigest(),
+        }
+    ).encode()
     path = store.path(store.keys(prefix, [len(prefix)])[len(prefix)])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(MAGIC + struct.pack("<I", len(header)) + header + struct.pack(f"<{len(prefix)}i", *prefix) + data)
@@ -101,11 +107,15 @@ def _ask(server: LocalServer, question: str) -> Any:
 
     client = ChatClient(base_url=server.base_url, api_key=None, max_retries=0, timeout_s=300)
     try:
-        return client.complete(ChatRequest(
-            model=server.model_id,
-            messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": _user(question)}],
-            temperature=0.0, max_tokens=48, seed=0,
-        ))
+        return client.complete(
+            ChatRequest(
+                model=server.model_id,
+                messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": _user(question)}],
+                temperature=0.0,
+                max_tokens=48,
+                seed=0,
+            )
+        )
     finally:
         client.close()
 
@@ -163,8 +173,14 @@ def test_restored_logits_are_bitwise_those_of_a_fresh_evaluation(tmp_path: Path)
 
     def run(store: Path, texts: list[str]) -> list[dict[str, Any]]:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-c", _LOGITS, str(store), json.dumps(texts)], capture_output=True,
-                              text=True, timeout=300, env=env, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _LOGITS, str(store), json.dumps(texts)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            check=True,
+        )
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     shared = tmp_path / "shared"

@@ -29,8 +29,12 @@ def _client(server, retries: int = 1) -> ChatClient:
 
 
 def _body(**changes) -> bytes:
-    reply = {"id": "c-1", "model": "m", "choices": [{"message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
-             "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    reply = {
+        "id": "c-1",
+        "model": "m",
+        "choices": [{"message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
     for dotted, value in changes.items():
         node = reply
         *path, last = dotted.split("__")
@@ -40,16 +44,19 @@ def _body(**changes) -> bytes:
     return json.dumps(reply).encode()
 
 
-@pytest.mark.parametrize("field, value, named", [
-    ("usage", "lots", "field usage is 'lots'"),
-    ("usage", [1, 2], "field usage is [1, 2]"),
-    ("usage__prompt_tokens", "3", "field usage.prompt_tokens is '3'"),
-    ("usage__completion_tokens", -1, "field usage.completion_tokens is -1"),
-    ("model", 7, "field model is 7"),
-    ("id", {"x": 1}, "field id is {\"x\": 1}"),
-    ("choices__0__finish_reason", 3, "field choices.0.finish_reason is 3"),
-    ("choices__0__message", "hi", "field choices.0.message is 'hi'"),
-])
+@pytest.mark.parametrize(
+    "field, value, named",
+    [
+        ("usage", "lots", "field usage is 'lots'"),
+        ("usage", [1, 2], "field usage is [1, 2]"),
+        ("usage__prompt_tokens", "3", "field usage.prompt_tokens is '3'"),
+        ("usage__completion_tokens", -1, "field usage.completion_tokens is -1"),
+        ("model", 7, "field model is 7"),
+        ("id", {"x": 1}, 'field id is {"x": 1}'),
+        ("choices__0__finish_reason", 3, "field choices.0.finish_reason is 3"),
+        ("choices__0__message", "hi", "field choices.0.message is 'hi'"),
+    ],
+)
 def test_a_reply_field_of_the_wrong_type_is_retried_then_one_line(scripted_server, field, value, named):
     scripted_server.script(Raw(_body(**{field: value})), Raw(_body(**{field: value})))
     with pytest.raises(ModelCallError) as caught:
@@ -66,11 +73,14 @@ def test_a_malformed_reply_then_a_good_one_is_the_good_one(scripted_server):
     assert "field model is 7" in result.attempts[0].error
 
 
-@pytest.mark.parametrize("message, shown", [
-    ({"role": "assistant", "content": None}, "content null"),
-    ({"role": "assistant", "content": ""}, "content empty"),
-    ({"role": "assistant", "content": None, "tool_calls": [{"id": "t", "type": "function"}]}, "content null, 1 tool call(s)"),
-])
+@pytest.mark.parametrize(
+    "message, shown",
+    [
+        ({"role": "assistant", "content": None}, "content null"),
+        ({"role": "assistant", "content": ""}, "content empty"),
+        ({"role": "assistant", "content": None, "tool_calls": [{"id": "t", "type": "function"}]}, "content null, 1 tool call(s)"),
+    ],
+)
 def test_a_reply_without_text_is_asked_twice_then_stored_with_its_problem(scripted_server, message, shown):
     body = _body(choices__0__message=message)
     scripted_server.script(Raw(body), Raw(body))
@@ -87,8 +97,18 @@ def test_a_reply_without_text_then_text_is_the_text(scripted_server):
 
 
 def _qa(tmp_path, server, *extra: str) -> int:
-    return main(["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-                 f"paths.cache={tmp_path / 'cache'}", "max_questions=3", "reader.max_retries=1", *extra])
+    return main(
+        [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "max_questions=3",
+            "reader.max_retries=1",
+            *extra,
+        ]
+    )
 
 
 def _pack(tmp_path):

@@ -36,8 +36,9 @@ def test_the_chat_client_jitters_and_records_the_seconds_it_waited():
     request = ChatRequest(model="m", messages=({"role": "user", "content": "hi"},), temperature=0.0, max_tokens=8, seed=1)
     with ScriptedOpenAIServer() as server:
         server.script(*[Status(503)] * 6, Reply("ok"))
-        client = ChatClient(base_url=server.base_url, api_key=None, timeout_s=5.0, max_retries=6, backoff_base_s=0.02,
-                            retry_max_wait_s=1.0)
+        client = ChatClient(
+            base_url=server.base_url, api_key=None, timeout_s=5.0, max_retries=6, backoff_base_s=0.02, retry_max_wait_s=1.0
+        )
         t0 = time.perf_counter()
         result = client.complete(request)
         elapsed = time.perf_counter() - t0
@@ -53,12 +54,26 @@ def test_the_chat_client_jitters_and_records_the_seconds_it_waited():
 
 def _embedding_reply(body):
     data = [{"object": "embedding", "index": i, "embedding": [1.0, float(len(t))]} for i, t in enumerate(body["input"])]
-    return Raw(json.dumps({"object": "list", "data": data, "model": "e", "usage": {"prompt_tokens": 3, "total_tokens": 3}}).encode())
+    return Raw(
+        json.dumps({"object": "list", "data": data, "model": "e", "usage": {"prompt_tokens": 3, "total_tokens": 3}}).encode()
+    )
 
 
 def _embedder(server, max_retries: int) -> OpenAIEmbedder:
-    return OpenAIEmbedder("x", model="e", base_url=server.base_url, api_key=None, dimensions=None, batch_size=8, cache_dir=None,
-                          prices={}, timeout_s=5.0, max_retries=max_retries, retry_max_wait_s=1.0, backoff_base_s=0.02)
+    return OpenAIEmbedder(
+        "x",
+        model="e",
+        base_url=server.base_url,
+        api_key=None,
+        dimensions=None,
+        batch_size=8,
+        cache_dir=None,
+        prices={},
+        timeout_s=5.0,
+        max_retries=max_retries,
+        retry_max_wait_s=1.0,
+        backoff_base_s=0.02,
+    )
 
 
 def test_the_embedder_records_each_try_of_a_batch_in_its_usage():

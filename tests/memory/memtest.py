@@ -74,7 +74,11 @@ def writer_responder(body: dict[str, Any]) -> Reply:
         return _reply({"obsolete": []}, prompt)
     if prompt.startswith("You keep a short list of saved memories"):
         speaker = prompt.split("saved memories about ", 1)[1].split(",", 1)[0]
-        saved = [line[2:] for line in _block(prompt, f"Saved memories about {speaker}:\n", "\n\nSession date:").splitlines() if line.startswith("- ")]
+        saved = [
+            line[2:]
+            for line in _block(prompt, f"Saved memories about {speaker}:\n", "\n\nSession date:").splitlines()
+            if line.startswith("- ")
+        ]
         lines = _lines(_block(prompt, "Session date:").split("\n", 2)[-1])
         return _reply({"facts": saved + [f"{s}: {t}" for s, t in lines if s == speaker][:2]}, prompt)
     return Reply(text="unrecognized writer task", prompt_tokens=1, completion_tokens=1)
@@ -89,11 +93,17 @@ def base_cfg() -> Any:
     if "cfg" not in _BASE:
         from memorybench.plan import plan_runs
 
-        (spec,) = plan_runs([
-            "reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=r",
-            "writer=openai_compatible", "writer.base_url=http://127.0.0.1:9/v1", "writer.model=scripted-writer",
-            "embedder=hashing",
-        ])
+        (spec,) = plan_runs(
+            [
+                "reader=openai_compatible",
+                "reader.base_url=http://127.0.0.1:9/v1",
+                "reader.model=r",
+                "writer=openai_compatible",
+                "writer.base_url=http://127.0.0.1:9/v1",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+            ]
+        )
         _BASE["cfg"] = spec.cfg
     return _BASE["cfg"]
 
@@ -133,7 +143,9 @@ def open_method(cfg: Any, pack_root: Any) -> tuple[Any, Any]:
     return method, open_build_context(cfg, pack, pack_root / "cache", method=method)
 
 
-def conversation(sessions: list[list[tuple[str, str]]], speakers: tuple[str, str] = ("Ana", "Ben"), sample_id: str = "t-1") -> Any:
+def conversation(
+    sessions: list[list[tuple[str, str]]], speakers: tuple[str, str] = ("Ana", "Ben"), sample_id: str = "t-1"
+) -> Any:
     """A Conversation from [[(speaker, text), ...] per session]; dates 1..N May 2023."""
     from memorybench.data.records import Conversation, Session, Turn
 

@@ -17,16 +17,39 @@ from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 MINI = FIXTURES / "mini_locomo.json"
 #: USD per 1M tokens for the scripted models, so every cost is known
-PRICES = ["+pricing.pricedwriter={input: 2.0, cached_input: 1.0, output: 8.0}",
-          "+pricing.pricedreader={input: 0.5, cached_input: 0.25, output: 1.5}"]
-READER_KEYS = {"calls", "prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd", "cost_known", "retries",
-               "cache_hits", "models_answered", "latency_s"}
+PRICES = [
+    "+pricing.pricedwriter={input: 2.0, cached_input: 1.0, output: 8.0}",
+    "+pricing.pricedreader={input: 0.5, cached_input: 0.25, output: 1.5}",
+]
+READER_KEYS = {
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "cost_usd",
+    "cost_known",
+    "retries",
+    "cache_hits",
+    "models_answered",
+    "latency_s",
+}
 
 
 def run(tmp: Path, reader, writer, *extra: str) -> tuple[int, Path | None]:
-    args = ["qa", *scripted_reader(reader.base_url, model="pricedreader"), "memory=session_summaries", "memory.source=writer",
-            "writer=openai_compatible", f"writer.base_url={writer.base_url}", "embedder=hashing",
-            f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", "name=cost", *extra]
+    args = [
+        "qa",
+        *scripted_reader(reader.base_url, model="pricedreader"),
+        "memory=session_summaries",
+        "memory.source=writer",
+        "writer=openai_compatible",
+        f"writer.base_url={writer.base_url}",
+        "embedder=hashing",
+        f"dataset.path={MINI}",
+        f"paths.packs={tmp / 'packs'}",
+        f"paths.cache={tmp / 'cache'}",
+        "name=cost",
+        *extra,
+    ]
     try:
         code = main(args)
     except SystemExit as e:  # a job's error ends Hydra's task with SystemExit
@@ -70,8 +93,10 @@ def test_build_cost_is_in_metrics_and_the_total_adds_the_reader(tmp_path, capsys
 
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("cost: "))
-    assert line == (f"cost: build ${build['cost_usd']:.4f} (4 calls) + reader ${reader_usage['cost_usd']:.4f} (10 calls) "
-                    f"= total ${total['cost_usd']:.4f}, ${total['cost_per_question_usd']:.6f} per question")
+    assert line == (
+        f"cost: build ${build['cost_usd']:.4f} (4 calls) + reader ${reader_usage['cost_usd']:.4f} (10 calls) "
+        f"= total ${total['cost_usd']:.4f}, ${total['cost_per_question_usd']:.6f} per question"
+    )
     assert "memory: 0 of 4 writer tasks failed" in out.splitlines()
 
     # the same writer cost in runs.parquet and in MLflow
@@ -111,29 +136,51 @@ def test_an_unpriced_writer_makes_the_total_unknown_not_zero(tmp_path, capsys):
 
 def test_build_usage_counts_embedder_tokens_as_input_and_an_unknown_cost_as_null():
     rows = [
-        {"writer": {"calls": 3, "repairs": 1, "failures": 0, "prompt_tokens": 100, "completion_tokens": 20}, "embedder": None,
-         "cost_usd": 0.001},
+        {
+            "writer": {"calls": 3, "repairs": 1, "failures": 0, "prompt_tokens": 100, "completion_tokens": 20},
+            "embedder": None,
+            "cost_usd": 0.001,
+        },
         {"writer": None, "embedder": {"calls": 2, "texts": 9, "tokens": 40}, "cost_usd": None},
     ]
     assert build_usage(rows) == {"calls": 5, "prompt_tokens": 140, "completion_tokens": 20, "cost_usd": None, "cost_known": False}
     assert build_usage(rows[:1])["cost_usd"] == 0.001
     # software-only memory: no call, and known to be free
     assert build_usage([{"writer": None, "embedder": None, "cost_usd": 0.0}]) == {
-        "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "cost_known": True}
+        "calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "cost_known": True,
+    }
 
 
 def test_agent_usage_sums_the_codex_turns_and_prices_a_known_model():
     prices = {"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.60}}
     rows = [
-        {"model": "gpt-4o-mini", "usage": {"input_tokens": 1000, "cached_input_tokens": 400, "output_tokens": 100,
-                                           "reasoning_output_tokens": 50}},
+        {
+            "model": "gpt-4o-mini",
+            "usage": {"input_tokens": 1000, "cached_input_tokens": 400, "output_tokens": 100, "reasoning_output_tokens": 50},
+        },
         {"model": "gpt-4o-mini", "usage": {}},  # a process that ended before any turn
     ]
     usage = agent_usage(rows, prices)
-    assert usage == {"calls": 2, "prompt_tokens": 1000, "completion_tokens": 100, "cached_tokens": 400,
-                     "cost_usd": round((600 * 0.15 + 400 * 0.075 + 100 * 0.60) / 1e6, 10), "cost_known": True}
+    assert usage == {
+        "calls": 2,
+        "prompt_tokens": 1000,
+        "completion_tokens": 100,
+        "cached_tokens": 400,
+        "cost_usd": round((600 * 0.15 + 400 * 0.075 + 100 * 0.60) / 1e6, 10),
+        "cost_known": True,
+    }
     unknown = agent_usage(rows, {})
     assert unknown["cost_usd"] is None and unknown["cost_known"] is False
     total = total_usage([build_usage([{"writer": None, "embedder": None, "cost_usd": 0.0}]), unknown], questions=2)
-    assert total == {"calls": 2, "prompt_tokens": 1000, "completion_tokens": 100, "cost_usd": None, "cost_known": False,
-                     "cost_per_question_usd": None}
+    assert total == {
+        "calls": 2,
+        "prompt_tokens": 1000,
+        "completion_tokens": 100,
+        "cost_usd": None,
+        "cost_known": False,
+        "cost_per_question_usd": None,
+    }

@@ -40,10 +40,24 @@ def data(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_each_memory_method_answers_every_longmemeval_question_with_no_gold_at_the_writer(tmp_path, data, method):
     with ScriptedOpenAIServer(responder=writer_responder) as server:
-        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", f"memory={method}", *METHODS[method],
-                     "reader=openai_compatible", f"reader.base_url={server.base_url}", "reader.model=r",
-                     "writer=openai_compatible", f"writer.base_url={server.base_url}", "writer.model=scripted-writer",
-                     "embedder=hashing", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"])
+        code = main(
+            [
+                "qa",
+                "dataset=longmemeval_oracle",
+                f"dataset.path={data}",
+                f"memory={method}",
+                *METHODS[method],
+                "reader=openai_compatible",
+                f"reader.base_url={server.base_url}",
+                "reader.model=r",
+                "writer=openai_compatible",
+                f"writer.base_url={server.base_url}",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+            ]
+        )
         bodies = [json.dumps(r) for r in server.requests]
     assert code == 0
     (pack,) = (tmp_path / "packs" / "default" / "runs").iterdir()

@@ -70,12 +70,22 @@ def test_a_prefix_build_feeds_the_writer_only_the_first_sessions(method, tmp_pat
     """The mini fixture's conversations have two sessions each: with max_sessions=1 every
     writer call is about session 1, the stored memory says so, and the pack verifies."""
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=writer_responder) as writer:
-        code = main([
-            "qa", f"memory={method}", "memory.max_sessions=1", *scripted_reader(reader.base_url),
-            "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}", "name=prefix",
-        ])
+        code = main(
+            [
+                "qa",
+                f"memory={method}",
+                "memory.max_sessions=1",
+                *scripted_reader(reader.base_url),
+                "writer=openai_compatible",
+                f"writer.base_url={writer.base_url}",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+                f"dataset.path={MINI}",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+                "name=prefix",
+            ]
+        )
     assert code == 0
     (pack,) = (tmp_path / "packs" / "prefix" / "runs").iterdir()
     assert verify_pack(pack) == []
@@ -102,8 +112,9 @@ class _BigPrompt:
 
 
 def _local_writer(model: str, max_tokens: int = 1024):
-    return OmegaConf.create({"memory": {"name": "big"},
-                             "writer": {"name": "local", "provider": "local", "model": model, "max_tokens": max_tokens}})
+    return OmegaConf.create(
+        {"memory": {"name": "big"}, "writer": {"name": "local", "provider": "local", "model": model, "max_tokens": max_tokens}}
+    )
 
 
 def test_plan_refuses_a_local_writer_too_small_for_the_declared_prompt_naming_the_writer():
@@ -149,8 +160,16 @@ def test_clone_vs_real_smoke_sets_one_prefix_on_clones_and_real_systems():
     """The documented offline smoke: one prefix setting on all five run specs, in each run id."""
     with pytest.raises(UserError, match=r"memory=mem0_lib: the writer \(writer=local"):
         plan_runs(["experiment=clone_vs_real"], multirun=True)
-    specs = plan_runs(["experiment=clone_vs_real", "writer.model=gemma3-270m", "memory.max_sessions=1", "max_questions=3",
-                       "memory.max_failed_share=1.0"], multirun=True)
+    specs = plan_runs(
+        [
+            "experiment=clone_vs_real",
+            "writer.model=gemma3-270m",
+            "memory.max_sessions=1",
+            "max_questions=3",
+            "memory.max_failed_share=1.0",
+        ],
+        multirun=True,
+    )
     assert sorted(s.cfg.memory.name for s in specs) == ["graph", "graphiti", "mem0", "mem0_lib", "mem0g"]
     assert all(identity_config(s.cfg)["memory"]["max_sessions"] == 1 for s in specs)
     assert len({json.dumps([OmegaConf.to_container(s.cfg[g]) for g in ("reader", "writer", "embedder")]) for s in specs}) == 1

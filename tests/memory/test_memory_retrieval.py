@@ -33,7 +33,7 @@ def test_chunks_hold_whole_lines_within_the_size_with_overlap(conversations):
         assert chunk.text == "\n".join(lines[p][1] for p in positions)
     for a, b in zip(chunks, chunks[1:]):
         shared = [d for d in b.sources if d in a.sources]
-        assert shared == list(a.sources[len(a.sources) - len(shared):])  # b starts with a's tail
+        assert shared == list(a.sources[len(a.sources) - len(shared) :])  # b starts with a's tail
         assert sum(count_tokens(lines[order[d]][1] + "\n") for d in shared) <= 48
         assert order[b.sources[-1]] > order[a.sources[-1]]  # always forward
 
@@ -46,8 +46,12 @@ def test_an_overlong_line_is_cut_into_token_pieces():
 
 
 def test_raw_chunks_bm25_in_conversation_order(tmp_path):
-    conv = conversation([[("Ana", "I started pottery classes."), ("Ben", "I adopted a dog named Biscuit.")],
-                         [("Ben", "Biscuit loves the beach."), ("Ana", "My pottery teacher moved to Lisbon.")]])
+    conv = conversation(
+        [
+            [("Ana", "I started pottery classes."), ("Ben", "I adopted a dog named Biscuit.")],
+            [("Ben", "Biscuit loves the beach."), ("Ana", "My pottery teacher moved to Lisbon.")],
+        ]
+    )
     method, ctx = open_method(cfg_for("raw_chunks", chunk_tokens=30, chunk_overlap=0, top_k=2), tmp_path / "pack")
     built = method.build(conv, ctx)
     assert len(built.items) == 4 and built.text is None
@@ -62,8 +66,12 @@ def test_raw_chunks_bm25_in_conversation_order(tmp_path):
 
 
 def test_rag_ranks_by_cosine_best_first_with_a_separator(tmp_path):
-    conv = conversation([[("Ana", "I started pottery classes."), ("Ben", "I adopted a dog named Biscuit.")],
-                         [("Ben", "Biscuit loves the beach."), ("Ana", "My pottery teacher moved to Lisbon.")]])
+    conv = conversation(
+        [
+            [("Ana", "I started pottery classes."), ("Ben", "I adopted a dog named Biscuit.")],
+            [("Ben", "Biscuit loves the beach."), ("Ana", "My pottery teacher moved to Lisbon.")],
+        ]
+    )
     method, ctx = open_method(cfg_for("rag", chunk_tokens=30, chunk_overlap=0, top_k=2), tmp_path / "pack")
     built = method.build(conv, ctx)
     assert built.metadata["index"]["dimensions"] == 1024 and built.metadata["index"]["embedder"]["provider"] == "hashing"
@@ -97,11 +105,14 @@ def test_the_budget_cuts_question_independent_memory_and_records_it(tmp_path):
     assert cost["memory_tokens"] == built.metadata["memory_tokens"] == count_tokens(built.text) and cost["writer"] is None
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"chunk_tokens": 4}, "memory.chunk_tokens=4 must be at least 8"),
-    ({"chunk_overlap": 600}, "memory.chunk_overlap=600 must be >= 0 and below memory.chunk_tokens=512"),
-    ({"top_k": 0}, "memory.top_k=0 must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"chunk_tokens": 4}, "memory.chunk_tokens=4 must be at least 8"),
+        ({"chunk_overlap": 600}, "memory.chunk_overlap=600 must be >= 0 and below memory.chunk_tokens=512"),
+        ({"top_k": 0}, "memory.top_k=0 must be at least 1"),
+    ],
+)
 def test_bad_chunk_settings_fail_with_one_line(values, message):
     from memorybench.errors import UserError
     from memorybench.memory import build_memory_method

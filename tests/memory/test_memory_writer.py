@@ -35,8 +35,16 @@ def test_json_is_found_in_fences_and_prose():
 
 
 def test_mem0_does_exactly_what_the_update_calls_say(tmp_path, writer):
-    conv = conversation([[("Ana", "I like tea and I live in Porto."), ("Ben", "Cool."),
-                          ("Ana", "I moved to Oslo. I drink green tea, no more black tea."), ("Ben", "Nice.")]])
+    conv = conversation(
+        [
+            [
+                ("Ana", "I like tea and I live in Porto."),
+                ("Ben", "Cool."),
+                ("Ana", "I moved to Oslo. I drink green tea, no more black tea."),
+                ("Ben", "Nice."),
+            ]
+        ]
+    )
     writer.script(
         # Ana, pair 1
         J({"facts": ["Ana likes tea", "Ana lives in Porto"]}),
@@ -59,25 +67,48 @@ def test_mem0_does_exactly_what_the_update_calls_say(tmp_path, writer):
     built = method.build(conv, ctx)
     assert not writer.queue, "every scripted reply was used"
     assert built.state["memories"]["Ana"] == [
-        {"id": "m2", "text": "Ana lives in Oslo", "created": "10:00 am on 1 May, 2023", "updated": "10:00 am on 1 May, 2023",
-         "time": "10:00 am on 1 May, 2023", "sources": ["D1:1", "D1:2", "D1:3", "D1:4"]}
+        {
+            "id": "m2",
+            "text": "Ana lives in Oslo",
+            "created": "10:00 am on 1 May, 2023",
+            "updated": "10:00 am on 1 May, 2023",
+            "time": "10:00 am on 1 May, 2023",
+            "sources": ["D1:1", "D1:2", "D1:3", "D1:4"],
+        }
     ]
     assert built.state["memories"]["Ben"] == []
-    assert [(i.item_id, i.text, i.sources) for i in built.items] == [("Ana/m2", "Ana lives in Oslo", ("D1:1", "D1:2", "D1:3", "D1:4"))]
+    assert [(i.item_id, i.text, i.sources) for i in built.items] == [
+        ("Ana/m2", "Ana lives in Oslo", ("D1:1", "D1:2", "D1:3", "D1:4"))
+    ]
     ops = jrows(tmp_path / "pack/memory/mem0/operations.jsonl")
     assert [(o["event"], o.get("memory_id")) for o in ops] == [
-        ("EXTRACT", None), ("ADD", "m1"), ("ADD", "m2"), ("EXTRACT", None), ("UPDATE", "m2"), ("NOOP", None),
-        ("DELETE", "m1"), ("FAILED", None), ("EXTRACT", None),
+        ("EXTRACT", None),
+        ("ADD", "m1"),
+        ("ADD", "m2"),
+        ("EXTRACT", None),
+        ("UPDATE", "m2"),
+        ("NOOP", None),
+        ("DELETE", "m1"),
+        ("FAILED", None),
+        ("EXTRACT", None),
     ]
     assert ops[4]["before"] == "Ana lives in Porto" and ops[4]["after"] == "Ana lives in Oslo"
     assert ops[6]["before"] == "Ana likes tea" and ops[7]["step"] == "extract" and ops[7]["speaker"] == "Ben"
     assert all(o["sample_id"] == "t-1" for o in ops)
     calls = jrows(tmp_path / "pack/memory/writer/calls.jsonl")
     assert [(c["role"], c["attempt"], c["ok"]) for c in calls] == [
-        ("extract", "first", True), ("update", "first", True), ("update", "first", True),
-        ("extract", "first", True), ("update", "first", False), ("update", "repair", True),
-        ("update", "first", False), ("update", "repair", True), ("update", "first", True),
-        ("extract", "first", False), ("extract", "repair", False), ("extract", "first", True),
+        ("extract", "first", True),
+        ("update", "first", True),
+        ("update", "first", True),
+        ("extract", "first", True),
+        ("update", "first", False),
+        ("update", "repair", True),
+        ("update", "first", False),
+        ("update", "repair", True),
+        ("update", "first", True),
+        ("extract", "first", False),
+        ("extract", "repair", False),
+        ("extract", "first", True),
     ]
     assert calls[6]["error"].startswith("schema mismatch") and "'m9' is not one of the stored memories shown" in calls[6]["error"]
     repair = calls[5]["request"]["messages"]
@@ -106,12 +137,25 @@ def test_mem0g_marks_a_contradicted_relation_obsolete(tmp_path, writer):
     conv = conversation([[("Ana", "I live in Porto."), ("Ben", "Cool."), ("Ana", "I moved to Oslo."), ("Ben", "Nice.")]])
     no_facts = J({"facts": []})
     writer.script(
-        no_facts, no_facts, no_facts, no_facts,  # mem0 extraction: Ana's two pairs, Ben's two pairs
-        J({"entities": [{"name": "Ana", "type": "person"}, {"name": "Porto", "type": "place"}],
-           "relations": [{"source": "Ana", "relation": "lives in", "target": "Porto", "when": None}]}),
-        J({"entities": [{"name": "Ana", "type": "person"}, {"name": "Oslo", "type": "place"}],
-           "relations": [{"source": "Ana", "relation": "lives in", "target": "Oslo", "when": "1 May 2023"},
-                         {"source": "ana", "relation": "Lives in", "target": "porto"}]}),  # the same as r1: seen again
+        no_facts,
+        no_facts,
+        no_facts,
+        no_facts,  # mem0 extraction: Ana's two pairs, Ben's two pairs
+        J(
+            {
+                "entities": [{"name": "Ana", "type": "person"}, {"name": "Porto", "type": "place"}],
+                "relations": [{"source": "Ana", "relation": "lives in", "target": "Porto", "when": None}],
+            }
+        ),
+        J(
+            {
+                "entities": [{"name": "Ana", "type": "person"}, {"name": "Oslo", "type": "place"}],
+                "relations": [
+                    {"source": "Ana", "relation": "lives in", "target": "Oslo", "when": "1 May 2023"},
+                    {"source": "ana", "relation": "Lives in", "target": "porto"},
+                ],
+            }
+        ),  # the same as r1: seen again
         J({"obsolete": ["r1"]}),
     )
     method, ctx = open_method(cfg_for("mem0g", writer.base_url), tmp_path / "pack")
@@ -140,8 +184,10 @@ def test_mem0g_marks_a_contradicted_relation_obsolete(tmp_path, writer):
 def test_a_malformed_graph_session_is_skipped_visibly(tmp_path, writer, capsys):
     conv = conversation([[("Ana", "I adopted a cat."), ("Ben", "Great.")], [("Ben", "I run."), ("Ana", "Me too.")]])
     writer.script(
-        Reply(text='```json\n{"entities": [{"name": "Ana", "type": "person"}, {"name": "cat"}],\n'
-                   ' "relations": [{"source": "Ana", "relation": "adopted", "target": "cat"}]}\n```'),
+        Reply(
+            text='```json\n{"entities": [{"name": "Ana", "type": "person"}, {"name": "cat"}],\n'
+            ' "relations": [{"source": "Ana", "relation": "adopted", "target": "cat"}]}\n```'
+        ),
         Reply(text='{"entities": [], "relations": [{"source": "Ben", "relation": "runs"}]}'),  # no target
         Reply(text='{"entities": "Ben"}'),
     )
@@ -154,10 +200,18 @@ def test_a_malformed_graph_session_is_skipped_visibly(tmp_path, writer, capsys):
     )
     assert built.metadata["failed_sessions"] == [2]
     calls = jrows(tmp_path / "pack/memory/writer/calls.jsonl")
-    assert [(c["session"], c["attempt"], c["ok"]) for c in calls] == [(1, "first", True), (2, "first", False), (2, "repair", False)]
+    assert [(c["session"], c["attempt"], c["ok"]) for c in calls] == [
+        (1, "first", True),
+        (2, "first", False),
+        (2, "repair", False),
+    ]
     assert "schema mismatch at relations.0.target" in calls[1]["error"]
     (failure,) = jrows(tmp_path / "pack/memory/writer/failures.jsonl")
-    assert failure["session"] == 2 and failure["sources"] == ["D2:1", "D2:2"] and failure["action"] == "the session is left out of the graph"
+    assert (
+        failure["session"] == 2
+        and failure["sources"] == ["D2:1", "D2:2"]
+        and failure["action"] == "the session is left out of the graph"
+    )
     assert "writer extract for t-1 session 2 failed twice" in capsys.readouterr().err
     nodes = jrows(tmp_path / "pack/memory/graph/nodes.jsonl")
     edges = jrows(tmp_path / "pack/memory/graph/edges.jsonl")
@@ -171,7 +225,8 @@ def test_openai_memory_keeps_a_bounded_list_per_speaker(tmp_path, writer):
     conv = conversation([[("Ana", "a"), ("Ben", "b")], [("Ana", "c"), ("Ben", "d")]])
     writer.script(
         J({"facts": ["Ana paints", "Ana has a cat", "Ana likes jazz"]}),  # over max_facts=2: the third is dropped
-        Reply(text="nope"), Reply(text="still nope"),  # Ben, session 1: the list stays empty
+        Reply(text="nope"),
+        Reply(text="still nope"),  # Ben, session 1: the list stays empty
         J({"facts": ["Ana has a cat", "Ana moved to Oslo"]}),
         J({"facts": ["Ben runs"]}),
     )
@@ -181,7 +236,9 @@ def test_openai_memory_keeps_a_bounded_list_per_speaker(tmp_path, writer):
         "Saved memories about Ana:\n- Ana has a cat\n- Ana moved to Oslo\n\nSaved memories about Ben:\n- Ben runs"
     )
     assert [(i.item_id, i.sources) for i in built.items] == [
-        ("Ana/fact_1", ("session_1",)), ("Ana/fact_2", ("session_2",)), ("Ben/fact_1", ("session_2",))
+        ("Ana/fact_1", ("session_1",)),
+        ("Ana/fact_2", ("session_2",)),
+        ("Ben/fact_1", ("session_2",)),
     ]
     updates = jrows(tmp_path / "pack/memory/openai_memory/updates.jsonl")
     assert [(u["session"], u["speaker"], u["added"], u["removed"], u["dropped_over_max_facts"]) for u in updates] == [
@@ -227,8 +284,14 @@ def test_the_bounded_schema_bounds_every_list_and_free_string_and_keeps_enums():
 @pytest.mark.parametrize("json_schema", [False, True])
 def test_json_tasks_send_their_schema_only_when_asked(json_schema, tmp_path, writer):
     conv = conversation([[("Ana", "I moved to Oslo."), ("Ben", "Nice.")]])
-    writer.script(J({"entities": [{"name": "Ana"}, {"name": "Oslo"}],
-                     "relations": [{"source": "Ana", "relation": "moved to", "target": "Oslo"}]}))
+    writer.script(
+        J(
+            {
+                "entities": [{"name": "Ana"}, {"name": "Oslo"}],
+                "relations": [{"source": "Ana", "relation": "moved to", "target": "Oslo"}],
+            }
+        )
+    )
     cfg = cfg_for("graph", writer.base_url)
     cfg.writer.json_schema = json_schema
     cfg.writer.json_max_items = 5

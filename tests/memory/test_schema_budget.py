@@ -77,8 +77,12 @@ def test_fit_lowers_strings_then_items_and_says_when_nothing_fits():
     assert fitted.tightened and fitted.worst_case_tokens <= 1024
     assert fitted.max_items < 8 and fitted.max_chars >= 16  # strings no shorter than 16 before fewer items
     assert worst_case_tokens(bound(fitted.max_items, fitted.max_chars + 1), len) > 1024  # the longest that fits
-    assert fitted.record() == {"max_items": fitted.max_items, "max_chars": fitted.max_chars,
-                               "worst_case_tokens": fitted.worst_case_tokens, "tightened": True}
+    assert fitted.record() == {
+        "max_items": fitted.max_items,
+        "max_chars": fitted.max_chars,
+        "worst_case_tokens": fitted.worst_case_tokens,
+        "tightened": True,
+    }
     with pytest.raises(UserError, match="writer.max_tokens=20; raise writer.max_tokens"):
         fit_bounds(bound, max_items=8, max_chars=120, budget=20, count=len, what="graph")
 

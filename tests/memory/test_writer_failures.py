@@ -25,9 +25,20 @@ def never_json(body) -> Reply:
 
 
 def qa(tmp: Path, reader, writer, *extra: str) -> int:
-    args = ["qa", *scripted_reader(reader.base_url), "memory=graph", "writer=openai_compatible",
-            f"writer.base_url={writer.base_url}", "writer.model=scripted-writer", "writer.max_retries=0",
-            f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", "name=holes", *extra]
+    args = [
+        "qa",
+        *scripted_reader(reader.base_url),
+        "memory=graph",
+        "writer=openai_compatible",
+        f"writer.base_url={writer.base_url}",
+        "writer.model=scripted-writer",
+        "writer.max_retries=0",
+        f"dataset.path={MINI}",
+        f"paths.packs={tmp / 'packs'}",
+        f"paths.cache={tmp / 'cache'}",
+        "name=holes",
+        *extra,
+    ]
     try:
         return main(args)
     except SystemExit as e:  # a job's error ends Hydra's task with SystemExit
@@ -93,8 +104,15 @@ def test_verify_is_an_error_when_the_failures_exceed_the_run_s_own_bound(tmp_pat
 
 def test_a_memory_without_a_writer_has_no_memory_entry(tmp_path):
     with ScriptedOpenAIServer() as reader:
-        args = ["qa", *scripted_reader(reader.base_url), "memory=session_summaries", f"dataset.path={MINI}",
-                f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=released"]
+        args = [
+            "qa",
+            *scripted_reader(reader.base_url),
+            "memory=session_summaries",
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=released",
+        ]
         assert main(args) == 0
     (pack,) = (tmp_path / "packs" / "released" / "runs").iterdir()
     metrics = json.loads((pack / "metrics.json").read_text())

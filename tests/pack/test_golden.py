@@ -77,8 +77,14 @@ def normalized_pack(pack: Path, tmp: Path) -> dict[str, str]:
 
 
 def test_mini_pack_matches_golden(tmp_path, scripted_server):
-    args = ["qa", *scripted_reader(scripted_server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-            f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=golden"]
+    args = [
+        "qa",
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "name=golden",
+    ]
     assert main(args) == 0
     (pack,) = (tmp_path / "packs" / "golden" / "runs").iterdir()
     got = normalized_pack(pack, tmp_path)

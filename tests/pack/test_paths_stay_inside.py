@@ -51,8 +51,16 @@ def test_qa_refuses_an_experiment_name_that_leaves_the_packs_root(tmp_path, scri
     root = tmp_path / "deep" / "packs"
     root.mkdir(parents=True)
     before = files_under(tmp_path)
-    assert qa(scripted_server, f"dataset.path={FIXTURES / 'mini_locomo.json'}", f"paths.packs={root}",
-              f"paths.cache={root / 'cache'}", f"name={name}") != 0
+    assert (
+        qa(
+            scripted_server,
+            f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+            f"paths.packs={root}",
+            f"paths.cache={root / 'cache'}",
+            f"name={name}",
+        )
+        != 0
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert any("experiment name" in line and "cannot be a folder or file name" in line for line in err), err
     assert "Traceback" not in "\n".join(err)

@@ -61,8 +61,20 @@ def test_the_reader_refuses_a_linked_folder_and_a_fifo(linked, tmp_path):
 def run_pack(tmp_path) -> Path:
     """A finished qa pack (the golden pack's files are normalised, not readable as records)."""
     with ScriptedOpenAIServer(responder=lookup_responder) as reader:
-        assert main(["qa", *scripted_reader(reader.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=links", "max_questions=2"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(reader.base_url),
+                    f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=links",
+                    "max_questions=2",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp_path / "packs" / "links" / "runs").iterdir()
     return pack
 

@@ -65,7 +65,7 @@ def test_every_experiments_written_config_reads_the_same(tmp_path: Path) -> None
         "lr: 1e-3\nb: 1_000\nc: 1.5e+2\nd: .5\ne: -.inf\nf: .nan\ng: 0x1f\nh: 0o17\ni: 010\n",
         "day: 2024-01-01\nwhen: 2001-12-14t21:59:43.10-05:00\n",
         "a: yes\nb: no\nc: on\nd: off\ne: ~\nf: null\ng: 'yes'\nh: \"1e-3\"\n",
-        "text: |\n  two\n  lines\nfolded: >\n  one\n  line\nuni: \"caf\\u00e9 \\U0001F600\"\nmissing: ???\n",
+        'text: |\n  two\n  lines\nfolded: >\n  one\n  line\nuni: "caf\\u00e9 \\U0001F600"\nmissing: ???\n',
         "nested:\n  list: [1, 2.0, three, {x: [true]}]\n  empty: {}\n  none: []\n",
         "a: 1\na: 2\n",  # a duplicate key: both refuse
         "base: 1\nref: ${base}\n",  # an interpolation: resolved, as OmegaConf resolves it

@@ -19,8 +19,17 @@ from memorybench.pack.walk import PackWalker
 
 SCORER_SIDE = "## 6. Scorer side (after the answer, never seen by a model)"
 #: what LoCoMo's scorer side says and a LongMemEval one never may
-LOCOMO_WORDS = ("Rule (LoCoMo", "LoCoMo F1", "category 5", "category 1", "adversarial", "the gold is ignored",
-                "split on `,`", "multi-hop", "{sample_id}-q-{qa_index}")
+LOCOMO_WORDS = (
+    "Rule (LoCoMo",
+    "LoCoMo F1",
+    "category 5",
+    "category 1",
+    "adversarial",
+    "the gold is ignored",
+    "split on `,`",
+    "multi-hop",
+    "{sample_id}-q-{qa_index}",
+)
 
 
 @pytest.fixture(scope="module")

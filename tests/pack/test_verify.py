@@ -198,7 +198,9 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
         lambda p: edit_json_line(
             p / TRACES,
             4,
-            lambda r: r["request"]["slots"]["question"].update(text=r["request"]["slots"]["question"]["text"] + " (hint: Lisbon; travel)"),
+            lambda r: r["request"]["slots"]["question"].update(
+                text=r["request"]["slots"]["question"]["text"] + " (hint: Lisbon; travel)"
+            ),
         ),
         "gold.leak",
         {"row.mismatch", "hash.payload"},
@@ -235,17 +237,29 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
     ),
     "dropped prediction row": (lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:3] + ls[4:]), "count", {"metrics"}),
     "dropped last prediction row": (lambda p: edit_lines(p / "predictions.jsonl", lambda ls: ls[:-1]), "count", {"metrics"}),
-    "reordered prediction rows": (lambda p: edit_lines(p / "predictions.jsonl", lambda ls: _swap(ls, 1, 2)), "order", {"metrics"}),
+    "reordered prediction rows": (
+        lambda p: edit_lines(p / "predictions.jsonl", lambda ls: _swap(ls, 1, 2)),
+        "order",
+        {"metrics"},
+    ),
     "reordered traces": (lambda p: edit_lines(p / TRACES, lambda ls: _swap(ls, 6, 7)), "order", set()),
     "changed config.resolved.yaml": (
         lambda p: edit(p / "config.resolved.yaml", lambda b: b.replace(b"max_tokens: 64", b"max_tokens: 65", 1)),
         "hash.config",
         set(),
     ),
-    "prediction schema bumped": (lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("schema", "prediction.v9")), "schema", set()),
+    "prediction schema bumped": (
+        lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("schema", "prediction.v9")),
+        "schema",
+        set(),
+    ),
     "run_meta schema bumped": (lambda p: edit_json(p / "run_meta.json", _set("schema", "run_meta.v2")), "schema", set()),
     "trace schema bumped": (lambda p: edit_json_line(p / TRACES, 3, _set("schema", "reader_trace.v0")), "schema", set()),
-    "lineage row missing a field": (lambda p: edit_json_line(p / "memory/lineage.jsonl", 1, lambda r: r.pop("sources")), "schema", set()),
+    "lineage row missing a field": (
+        lambda p: edit_json_line(p / "memory/lineage.jsonl", 1, lambda r: r.pop("sources")),
+        "schema",
+        set(),
+    ),
     "unknown top-level JSON file": (lambda p: plant(p / "extra.json", '{"schema": "extra.v1"}'), "schema", set()),
     "autorater row without schema": (lambda p: plant(p / "autorater/notes.jsonl", '{"x": 1}\n'), "schema", set()),
     "corrupt JSON line in the middle": (
@@ -253,8 +267,16 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
         "json",
         set(),
     ),
-    "prediction gold changed": (lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("gold", "clay")), "row.mismatch", {"metrics"}),
-    "trace reply changed": (lambda p: edit_json_line(p / TRACES, 5, lambda r: r["response"].update(text="Oslo")), "row.mismatch", set()),
+    "prediction gold changed": (
+        lambda p: edit_json_line(p / "predictions.jsonl", 1, _set("gold", "clay")),
+        "row.mismatch",
+        {"metrics"},
+    ),
+    "trace reply changed": (
+        lambda p: edit_json_line(p / TRACES, 5, lambda r: r["response"].update(text="Oslo")),
+        "row.mismatch",
+        set(),
+    ),
     "prediction changed": (
         lambda p: edit_json_line(p / "predictions.jsonl", 5, _set("prediction", "Not mentioned")),
         "row.mismatch",
@@ -265,7 +287,11 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
         "hash.payload",
         set(),
     ),
-    "trace payload hash changed": (lambda p: edit_json_line(p / TRACES, 2, _set("reader_payload_sha256", "0" * 64)), "hash.payload", set()),
+    "trace payload hash changed": (
+        lambda p: edit_json_line(p / TRACES, 2, _set("reader_payload_sha256", "0" * 64)),
+        "hash.payload",
+        set(),
+    ),
     "trace question changed": (
         lambda p: edit_json_line(p / TRACES, 1, lambda r: r["request"]["slots"]["question"].update(text="What did Ana stop?")),
         "row.mismatch",
@@ -282,14 +308,20 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
         set(),
     ),
     "reference pin points at the wrong file": (
-        lambda p: edit_json(p / "REFERENCE_PIN.json", lambda d: [v.update(path="memory/dumps/mini-2.txt") for v in d["refs"].values()]),
+        lambda p: edit_json(
+            p / "REFERENCE_PIN.json", lambda d: [v.update(path="memory/dumps/mini-2.txt") for v in d["refs"].values()]
+        ),
         "hash.reference",
         set(),
     ),
     "question_count changed": (lambda p: edit_json(p / "run_meta.json", _set("question_count", 9)), "count", set()),
     "is_prefix changed": (lambda p: edit_json(p / "run_meta.json", _set("is_prefix", True)), "count", {"metrics"}),
     "metrics changed": (lambda p: edit_json(p / "metrics.json", lambda d: d["locomo_f1"].update(overall=0.99)), "metrics", set()),
-    "data hash changed": (lambda p: edit_json(p / "run_meta.json", lambda d: d["data"].update(sha256="0" * 64)), "hash.data", set()),
+    "data hash changed": (
+        lambda p: edit_json(p / "run_meta.json", lambda d: d["data"].update(sha256="0" * 64)),
+        "hash.data",
+        set(),
+    ),
     "TRACE.md missing": (lambda p: (p / "TRACE.md").unlink(), "file.missing", set()),
     "leftover .part file": (lambda p: plant(p / "metrics.json.part", "{"), "file.partial", set()),
 }
@@ -356,9 +388,11 @@ def test_a_repair_turns_own_reply_and_the_task_schema_are_not_writer_input(packs
     pack = copy_pack(packs["mini_full"], tmp_path)
     row = writer_call(
         "mini-1",
-        [{"role": "user", "content": "Summarize."},
-         {"role": "assistant", "content": 'Maybe "Lisbon; travel"'},  # the model's first reply
-         {"role": "user", "content": "That reply could not be used."}],
+        [
+            {"role": "user", "content": "Summarize."},
+            {"role": "assistant", "content": 'Maybe "Lisbon; travel"'},  # the model's first reply
+            {"role": "user", "content": "That reply could not be used."},
+        ],
         "{}",
         response_format={"type": "json_object", "schema": {"description": "Lisbon; travel"}},
     )
@@ -454,8 +488,16 @@ def test_credential_values_come_from_key_and_token_variables():
 def test_autorater_files_are_judged_by_their_own_marker(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
     (pack / "autorater").mkdir()
-    verdict = {"schema": "autorater_verdict.v1", "question_id": "mini-1-q-0", "sample_id": "mini-1", "index": 0, "category": 1,
-               "pass": 1, "status": "SKIPPED", "judge_prompt_sha256": "0" * 64}
+    verdict = {
+        "schema": "autorater_verdict.v1",
+        "question_id": "mini-1-q-0",
+        "sample_id": "mini-1",
+        "index": 0,
+        "category": 1,
+        "pass": 1,
+        "status": "SKIPPED",
+        "judge_prompt_sha256": "0" * 64,
+    }
     (pack / "autorater/autorater_verdicts.jsonl").write_text(json.dumps(verdict) + "\n")
     assert verify_pack(pack) == []  # added after _SUCCESS, with a schema: fine
     (pack / "autorater/_SUCCESS").write_text("")  # the autorater's marker before it hashed its files: not checked
@@ -534,7 +576,9 @@ def test_any_file_cut_in_half_is_reported_never_raised(packs, tmp_path):
         findings = verify_pack(pack)  # never an exception, whatever the file
         # every file verify recomputes something from (others, like TRACE.md, are free text)
         checked = rel.endswith((".json", ".jsonl", ".txt", ".csv", ".yaml")) and (
-            not rel.startswith("memory/") or rel.startswith("memory/dumps/") or rel in ("memory/manifest.jsonl", "memory/lineage.jsonl")
+            not rel.startswith("memory/")
+            or rel.startswith("memory/dumps/")
+            or rel in ("memory/manifest.jsonl", "memory/lineage.jsonl")
         )
         if checked:
             assert findings, rel
@@ -569,7 +613,12 @@ def test_gold_scan_reads_json_string_values_not_keys_or_numbers(tmp_path, script
     assert verify_pack(pack) == []
     call = writer_call("mini-1", [{"role": "user", "content": "Summarize the session."}], "ok", max_tokens=2024)
     plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
-    store = {"schema": "memory_store.v1", "sample_id": "mini-2", "method": "graph", "items": [{"messages": 2024, "nodes": ["Cleo"]}]}
+    store = {
+        "schema": "memory_store.v1",
+        "sample_id": "mini-2",
+        "method": "graph",
+        "items": [{"messages": 2024, "nodes": ["Cleo"]}],
+    }
     plant(pack / "memory/graph/mini-2.json", json.dumps(store))
     assert verify_pack(pack) == []
     # the same gold in a string value is still found, in a JSONL row and in a JSON file

@@ -28,16 +28,30 @@ from memorybench.stages.rescore import rescore
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 MINI = FIXTURES / "mini_locomo.json"
-VERDICT = {"schema": "autorater_verdict.v1", "question_id": "mini-1-q-0", "sample_id": "mini-1", "index": 0, "category": 1,
-           "pass": 1, "status": "SKIPPED", "judge_prompt_sha256": "0" * 64}
+VERDICT = {
+    "schema": "autorater_verdict.v1",
+    "question_id": "mini-1-q-0",
+    "sample_id": "mini-1",
+    "index": 0,
+    "category": 1,
+    "pass": 1,
+    "status": "SKIPPED",
+    "judge_prompt_sha256": "0" * 64,
+}
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("by_content")
     with ScriptedOpenAIServer() as server:
-        args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                f"paths.cache={root / 'cache'}", "name=mini"]
+        args = [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={root / 'packs'}",
+            f"paths.cache={root / 'cache'}",
+            "name=mini",
+        ]
         assert main(args) == 0
     (pack,) = (root / "packs" / "mini" / "runs").iterdir()
     return pack
@@ -97,7 +111,15 @@ def test_a_copy_with_new_timestamps_verifies(finished, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "rel", ["predictions.jsonl", "memory/dumps/mini-1.txt", "config.resolved.yaml", "reader/traces.jsonl", "TRACE.md", "prompts/system.txt"]
+    "rel",
+    [
+        "predictions.jsonl",
+        "memory/dumps/mini-1.txt",
+        "config.resolved.yaml",
+        "reader/traces.jsonl",
+        "TRACE.md",
+        "prompts/system.txt",
+    ],
 )
 def test_one_changed_byte_of_a_closed_file_fails_naming_it(finished, tmp_path, rel):
     pack = copy_pack(finished, tmp_path)
@@ -148,13 +170,22 @@ def test_an_empty_success_predates_hashes(finished, tmp_path):
     (pack / "_SUCCESS").write_bytes(b"")
     (finding,) = verify_pack(pack)
     assert (finding.code, finding.path) == ("success.unhashed", "_SUCCESS")
-    assert "before _SUCCESS held content hashes" in finding.message and "rerun the pack's `memorybench qa` command" in finding.message
+    assert (
+        "before _SUCCESS held content hashes" in finding.message
+        and "rerun the pack's `memorybench qa` command" in finding.message
+    )
 
 
 def test_an_empty_success_is_fixed_by_rerunning_qa(tmp_path):
     with ScriptedOpenAIServer() as server:  # the same server: the same config, so the same run id
-        args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-                f"paths.cache={tmp_path / 'cache'}", "name=old"]
+        args = [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=old",
+        ]
         assert main(args) == 0
         (pack,) = (tmp_path / "packs" / "old" / "runs").iterdir()
         (pack / "_SUCCESS").write_bytes(b"")  # as a pack from before content hashes
@@ -217,8 +248,15 @@ def test_an_empty_autorater_marker_is_not_checked(finished, tmp_path):
 
 
 def test_a_marker_closes_its_folder_but_not_a_deeper_closed_one():
-    files = ["TRACE.md", "_SUCCESS", "autorater/_SUCCESS", "autorater/cache/x.json", "autorater/j1/_SUCCESS", "autorater/j1/v.jsonl",
-             "memory/_SUCCESS"]
+    files = [
+        "TRACE.md",
+        "_SUCCESS",
+        "autorater/_SUCCESS",
+        "autorater/cache/x.json",
+        "autorater/j1/_SUCCESS",
+        "autorater/j1/v.jsonl",
+        "memory/_SUCCESS",
+    ]
     assert closes("", files) == ["TRACE.md", "memory/_SUCCESS"]  # only the top and autorater/ markers are markers
     assert closes("autorater", files) == ["autorater/cache/x.json"]
     assert closes("autorater/j1", files) == ["autorater/j1/v.jsonl"]

@@ -31,7 +31,7 @@ def _stub(name: str) -> types.ModuleType:
         module.APIError = type("APIError", (Exception,), {})  # type: ignore[attr-defined]
         module.OpenAI = object  # type: ignore[attr-defined]
     elif name == "backoff":
-        module.on_exception = lambda *a, **k: (lambda fn: fn)  # type: ignore[attr-defined]
+        module.on_exception = lambda *a, **k: lambda fn: fn  # type: ignore[attr-defined]
         module.expo = module.constant = None  # type: ignore[attr-defined]
     elif name == "tqdm":
         module.tqdm = lambda it, *a, **k: it  # type: ignore[attr-defined]

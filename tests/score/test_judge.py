@@ -48,7 +48,9 @@ def test_braces_in_answers_are_copied_not_filled(template):
     assert f"Generated answer: {tricky}\n" in prompt
     assert "Question: Q {generated_answer}?\nGold answer: gold {question}\n" in prompt
     # a naive slot-by-slot str.replace would fill the slot typed inside the question
-    naive = template.replace("{question}", "Q {generated_answer}?").replace("{gold_answer}", "g").replace("{generated_answer}", "p")
+    naive = (
+        template.replace("{question}", "Q {generated_answer}?").replace("{gold_answer}", "g").replace("{generated_answer}", "p")
+    )
     assert naive != build_judge_prompt(template, "Q {generated_answer}?", "g", "p")
 
 

@@ -275,8 +275,16 @@ def test_int_golds_of_the_real_file(questions: dict[str, dict]) -> None:
     ("qid", "prediction", "released"),
     [
         # >= 8 gold parts: numpy's pairwise mean differs from sum()/n in the last bit here
-        ("conv-42-q-55", "Personal experiences,her own journey ofself discovery, Nate,nature, validation,stories about", 0.6296296296296295),
-        ("conv-42-q-58", 'A pet,"The Lord of the Rings" movies,a dragon book series,coconut flavoring,"Project Hail', 0.6458333333333333),
+        (
+            "conv-42-q-55",
+            "Personal experiences,her own journey ofself discovery, Nate,nature, validation,stories about",
+            0.6296296296296295,
+        ),
+        (
+            "conv-42-q-58",
+            'A pet,"The Lord of the Rings" movies,a dragon book series,coconut flavoring,"Project Hail',
+            0.6458333333333333,
+        ),
         ("conv-42-q-55", "Personal experiences,her own journey ofself discovery, Nate,nature", 0.4444444444444444),
         ("conv-42-q-58", "a pet, coconut oil, the Hobbit", 0.3125),
         ("conv-49-q-50", "painting, hiking and skiing", 0.2333333333333333),

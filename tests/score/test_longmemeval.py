@@ -81,18 +81,22 @@ def test_an_altered_evaluate_qa_is_refused_naming_both_hashes(tmp_path):
     assert LONGMEMEVAL_EVALUATE_QA.sha256 in info.value.message and sha256_bytes(data) in info.value.message
 
 
-@pytest.mark.parametrize("body", [
-    "    import os\n    return os.getcwd()\n",
-    "    return open('/etc/passwd').read()\n",
-    "    return task.__class__\n",
-    "    return [x for x in task]\n",
-    "    return eval(task)\n",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    import os\n    return os.getcwd()\n",
+        "    return open('/etc/passwd').read()\n",
+        "    return task.__class__\n",
+        "    return [x for x in task]\n",
+        "    return eval(task)\n",
+    ],
+)
 def test_a_function_that_does_more_than_format_strings_is_never_run(tmp_path, body):
     source = f"def get_anscheck_prompt(task, question, answer, response, abstention=False):\n{body}".encode()
     (tmp_path / "evil.py").write_bytes(source)
-    pin = Pin(relpath="evil.py", sha256=sha256_bytes(source), repository="x/y", commit="0" * 40,
-              source_path="evil.py", licence="MIT")
+    pin = Pin(
+        relpath="evil.py", sha256=sha256_bytes(source), repository="x/y", commit="0" * 40, source_path="evil.py", licence="MIT"
+    )
     with pytest.raises(UserError, match="which memorybench does not run"):
         pinned_function(pin, "get_anscheck_prompt", tmp_path)
 
@@ -100,8 +104,11 @@ def test_a_function_that_does_more_than_format_strings_is_never_run(tmp_path, bo
 # -- the judge's prompts ----------------------------------------------------------------------
 
 VALUES = [
-    ("How many days passed between my two trips?", "18 days. 19 days (including the last day) is also acceptable.",
-     "It was 19 days."),
+    (
+        "How many days passed between my two trips?",
+        "18 days. 19 days (including the last day) is also acceptable.",
+        "It was 19 days.",
+    ),
     ("Which {city} did I move to? {}", 3, "The answer is {0} {question} {{x}}"),  # braces copied, an int answer
     ("Qu\u2019est-ce que j\u2019ai achet\u00e9 ?\n", "Un v\u00e9lo \U0001f6b2", "\n  I don't know.  \n"),
     ("", "", ""),
@@ -114,8 +121,9 @@ def test_the_prompt_is_the_bytes_the_authors_function_returns(authors, question_
     for question, answer, response in VALUES:
         ours = anscheck_prompt(question_type, question, answer, response, abstention)
         assert ours == authors.get_anscheck_prompt(question_type, question, answer, response, abstention=abstention)
-        assert ours.encode("utf-8") == authors.get_anscheck_prompt(
-            question_type, question, answer, response, abstention).encode("utf-8")
+        assert ours.encode("utf-8") == authors.get_anscheck_prompt(question_type, question, answer, response, abstention).encode(
+            "utf-8"
+        )
 
 
 def test_abstention_ids_take_the_abstention_prompt_whatever_their_type(authors):
@@ -124,7 +132,8 @@ def test_abstention_ids_take_the_abstention_prompt_whatever_their_type(authors):
         request = judge_request("gpt4_2655b836_abs", question_type, "Q?", "The user never said.", "Not mentioned.")
         assert request.messages[0]["content"] == templates[ABSTENTION].format("Q?", "The user never said.", "Not mentioned.")
         assert request.messages[0]["content"] == authors.get_anscheck_prompt(
-            question_type, "Q?", "The user never said.", "Not mentioned.", abstention=True)
+            question_type, "Q?", "The user never said.", "Not mentioned.", abstention=True
+        )
         plain = judge_request("gpt4_2655b836", question_type, "Q?", "A", "R").messages[0]["content"]
         assert plain == templates[question_type].format("Q?", "A", "R") != request.messages[0]["content"]
     assert is_abstention("x_abs") and is_abstention("x_abs_2") and not is_abstention("x_ab")
@@ -154,8 +163,11 @@ def test_the_five_templates_are_the_functions_literals():
 def test_the_request_is_the_one_evaluate_qa_sends(authors):
     """model_zoo['gpt-4o'] (the README's command), and __main__'s kwargs dict literal."""
     assert JUDGE_MODEL == authors.model_zoo["gpt-4o"][0]
-    kwargs = next(n.value for n in ast.walk(_main_block(LONGMEMEVAL_EVALUATE_QA))
-                  if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "kwargs")
+    kwargs = next(
+        n.value
+        for n in ast.walk(_main_block(LONGMEMEVAL_EVALUATE_QA))
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "kwargs"
+    )
     literal = {k.value: v for k, v in zip(kwargs.keys, kwargs.values)}
     assert ast.literal_eval(literal["temperature"]) == JUDGE_TEMPERATURE
     assert ast.literal_eval(literal["max_tokens"]) == JUDGE_MAX_TOKENS
@@ -163,8 +175,12 @@ def test_the_request_is_the_one_evaluate_qa_sends(authors):
     assert ast.unparse(literal["messages"]) == "[{'role': 'user', 'content': prompt}]"
     request = judge_request("q1", "knowledge-update", "Where do I live now?", "Oslo", "Oslo, since May.")
     assert request.model == "gpt-4o-2024-08-06" and request.temperature == 0 and request.max_tokens == 10
-    assert request.messages == ({"role": "user", "content": authors.get_anscheck_prompt(
-        "knowledge-update", "Where do I live now?", "Oslo", "Oslo, since May.")},)
+    assert request.messages == (
+        {
+            "role": "user",
+            "content": authors.get_anscheck_prompt("knowledge-update", "Where do I live now?", "Oslo", "Oslo, since May."),
+        },
+    )
     assert request.response_format is None and request.seed is None and request.stop is None
 
 
@@ -173,8 +189,16 @@ def test_the_label_is_yes_in_the_lowercased_stripped_reply():
     statements = {ast.unparse(n) for n in ast.walk(main) if isinstance(n, ast.Assign)}
     assert "eval_response = completion.choices[0].message.content.strip()" in statements
     assert "label = 'yes' in eval_response.lower()" in statements
-    for reply, label in [("yes", True), ("Yes.", True), (" YES ", True), ("no", False), ("No, it is not.", False),
-                         ("eyes", True), ("", False), ("The answer: yes or no? no", True)]:
+    for reply, label in [
+        ("yes", True),
+        ("Yes.", True),
+        (" YES ", True),
+        ("no", False),
+        ("No, it is not.", False),
+        ("eyes", True),
+        ("", False),
+        ("The answer: yes or no? no", True),
+    ]:
         assert judge_label(reply) is label
         assert ("yes" in reply.strip().lower()) is label
     assert judge_label(None) is None
@@ -194,12 +218,16 @@ def _authors_print(tmp_path, rows: list[tuple[str, str, bool]]) -> str:
     ref = tmp_path / "ref.json"
     ref.write_text(json.dumps([{"question_id": q, "question_type": t, "question": "q", "answer": "a"} for q, t, _ in rows]))
     judged = tmp_path / "judged.jsonl"
-    judged.write_text("".join(json.dumps({"question_id": q, "hypothesis": "h",
-                                          "autoeval_label": {"model": JUDGE_MODEL, "label": label}}) + "\n"
-                              for q, _, label in rows))
+    judged.write_text(
+        "".join(
+            json.dumps({"question_id": q, "hypothesis": "h", "autoeval_label": {"model": JUDGE_MODEL, "label": label}}) + "\n"
+            for q, _, label in rows
+        )
+    )
     script = pins.pin_path(LONGMEMEVAL_PRINT_QA_METRICS)
-    proc = subprocess.run([sys.executable, str(script), str(judged), str(ref)], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(judged), str(ref)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -241,8 +269,11 @@ def test_a_missing_type_and_no_abstention_print_nan_as_the_script_does(tmp_path)
 
 def test_rounding_is_numpys_as_in_the_script(tmp_path):
     # 2/3, 1/7, 5/6 ... rounded to 4 places by numpy's round, then printed by str()
-    rows = [(f"q{t}{i}", t, i < k) for t, (k, n) in zip(QUESTION_TYPES, [(2, 3), (1, 7), (5, 6), (0, 1), (1, 1), (3, 8)])
-            for i in range(n)]
+    rows = [
+        (f"q{t}{i}", t, i < k)
+        for t, (k, n) in zip(QUESTION_TYPES, [(2, 3), (1, 7), (5, 6), (0, 1), (1, 1), (3, 8)])
+        for i in range(n)
+    ]
     metrics = qa_metrics(JudgedQuestion(*r) for r in rows)
     assert authors_report(metrics) == _authors_print(tmp_path, rows)
     assert "\tsingle-session-user: 0.6667 (3)\n" in authors_report(metrics)

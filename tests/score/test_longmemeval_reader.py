@@ -50,31 +50,55 @@ def _entry(seed: int) -> dict:
     for _ in range(n):
         turns = []
         for t in range(rng.randint(1, 5)):
-            text = rng.choice(["I adopted a beagle named {Rex}.", "  Caf\u00e9 visits \u201924 \n", "Sure \u2014 here's a plan:\n1. {}\n2. \"x\"",
-                               "ok", "\u4f60\u597d \U0001f436"])
+            text = rng.choice(
+                [
+                    "I adopted a beagle named {Rex}.",
+                    "  Caf\u00e9 visits \u201924 \n",
+                    'Sure \u2014 here\'s a plan:\n1. {}\n2. "x"',
+                    "ok",
+                    "\u4f60\u597d \U0001f436",
+                ]
+            )
             turn = {"role": "user" if t % 2 == 0 else "assistant", "content": text}
             if rng.random() < 0.5:
                 turn["has_answer"] = rng.random() < 0.5
             turns.append(turn)
         sessions.append(turns)
     return {
-        "question_id": f"q{seed}", "question": "How many {days} did I spend in Caf\u00e9 Lisbon?",
-        "question_date": "2023/06/01 (Thu) 10:00", "haystack_dates": dates,
+        "question_id": f"q{seed}",
+        "question": "How many {days} did I spend in Caf\u00e9 Lisbon?",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_dates": dates,
         "haystack_session_ids": [f"answer_{seed}_{s}" if s % 2 else f"sharegpt_{seed}_{s}" for s in range(n)],
         "haystack_sessions": sessions,
     }
 
 
 def _ours(entry: dict, notes: list[str] | None = None) -> list[HistorySession]:
-    return [HistorySession(date, tuple({"role": t["role"], "content": t["content"]} for t in turns),
-                           None if notes is None else notes[i])
-            for i, (date, turns) in enumerate(zip(entry["haystack_dates"], entry["haystack_sessions"]))]
+    return [
+        HistorySession(
+            date, tuple({"role": t["role"], "content": t["content"]} for t in turns), None if notes is None else notes[i]
+        )
+        for i, (date, turns) in enumerate(zip(entry["haystack_dates"], entry["haystack_sessions"]))
+    ]
 
 
 def _authors_prompt(authors, entry, *, cot: bool, history_format: str, useronly: bool, con: bool = False, client=None):
-    return authors.prepare_prompt(copy.deepcopy(entry), "orig-session", 1000, useronly, history_format, cot,
-                                  tokenizer=ScriptedTokenizer(), tokenizer_backend="openai", max_retrieval_length=10**9,
-                                  merge_key_expansion_into_value="none", con=con, con_client=client, con_model="reader-model")
+    return authors.prepare_prompt(
+        copy.deepcopy(entry),
+        "orig-session",
+        1000,
+        useronly,
+        history_format,
+        cot,
+        tokenizer=ScriptedTokenizer(),
+        tokenizer_backend="openai",
+        max_retrieval_length=10**9,
+        merge_key_expansion_into_value="none",
+        con=con,
+        con_client=client,
+        con_model="reader-model",
+    )
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -85,10 +109,15 @@ def test_the_prompt_is_the_bytes_prepare_prompt_builds(authors, seed, history_fo
     entry = _entry(seed)
     if user_only and not any(t["role"] == "user" for s in entry["haystack_sessions"] for t in s):
         pytest.skip("no user turn")
-    expected = _authors_prompt(authors, entry, cot=reading_method == "con", history_format=history_format,
-                               useronly=user_only)
-    ours = reader_prompt(_ours(entry), entry["question"], entry["question_date"], reading_method=reading_method,
-                         history_format=history_format, user_only=user_only)
+    expected = _authors_prompt(authors, entry, cot=reading_method == "con", history_format=history_format, useronly=user_only)
+    ours = reader_prompt(
+        _ours(entry),
+        entry["question"],
+        entry["question_date"],
+        reading_method=reading_method,
+        history_format=history_format,
+        user_only=user_only,
+    )
     assert ours.encode("utf-8") == expected.encode("utf-8")
 
 
@@ -102,7 +131,7 @@ class _NoteClient:
 
     def _create(self, **kwargs):
         self.requests.append(kwargs)
-        note = f"  note {len(self.requests)}: the user said {{something}} \u2014 \"quoted\"\n"
+        note = f'  note {len(self.requests)}: the user said {{something}} \u2014 "quoted"\n'
         self.replies.append(note)
         return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=note))])
 
@@ -116,12 +145,15 @@ def test_con_separate_asks_for_notes_and_reads_them_as_the_authors_do(authors, s
     sessions = _ours(entry)
     assert [r["messages"] for r in client.requests] == [
         [{"role": "user", "content": chain_of_note_prompt(s, entry["question"], entry["question_date"], user_only=user_only)}]
-        for s in sessions]
+        for s in sessions
+    ]
     assert {(r["temperature"], r["max_tokens"], r["n"], r["model"]) for r in client.requests} == {
-        (0, NOTE_MAX_TOKENS, 1, "reader-model")}
+        (0, NOTE_MAX_TOKENS, 1, "reader-model")
+    }
     notes = [reply.strip() for reply in client.replies]  # the authors keep `content.strip()`
-    ours = reader_prompt(_ours(entry, notes), entry["question"], entry["question_date"], reading_method="con-separate",
-                         user_only=user_only)
+    ours = reader_prompt(
+        _ours(entry, notes), entry["question"], entry["question_date"], reading_method="con-separate", user_only=user_only
+    )
     assert ours == expected
 
 
@@ -144,13 +176,17 @@ def test_the_reader_request_settings_are_run_generations():
 
 
 def test_the_history_keeps_no_gold_and_sorts_by_date():
-    sessions = [HistorySession("2023/05/20 (Sat) 10:15", ({"role": "user", "content": "late"},)),
-                HistorySession("2023/05/11 (Thu) 17:50", ({"role": "user", "content": "early", "has_answer": True},))]  # type: ignore[dict-item]
+    sessions = [
+        HistorySession("2023/05/20 (Sat) 10:15", ({"role": "user", "content": "late"},)),
+        HistorySession("2023/05/11 (Thu) 17:50", ({"role": "user", "content": "early", "has_answer": True},)),
+    ]  # type: ignore[dict-item]
     history = render_history(sessions)
-    assert history == ('\n### Session 1:\nSession Date: 2023/05/11 (Thu) 17:50\nSession Content:\n\n'
-                       '[{"role": "user", "content": "early"}]\n'
-                       '\n### Session 2:\nSession Date: 2023/05/20 (Sat) 10:15\nSession Content:\n\n'
-                       '[{"role": "user", "content": "late"}]\n')
+    assert history == (
+        "\n### Session 1:\nSession Date: 2023/05/11 (Thu) 17:50\nSession Content:\n\n"
+        '[{"role": "user", "content": "early"}]\n'
+        "\n### Session 2:\nSession Date: 2023/05/20 (Sat) 10:15\nSession Content:\n\n"
+        '[{"role": "user", "content": "late"}]\n'
+    )
     assert "has_answer" not in history
 
 

@@ -68,8 +68,9 @@ def _haystack(rng: random.Random, n_sessions: int) -> tuple[list[str], list[list
         ids.append(sid)
         sessions.append(turns)
     ids.append(f"answer_assistant_only_{n_sessions}")
-    sessions.append([{"role": "user", "content": "hi", "has_answer": False},
-                     {"role": "assistant", "content": "the fact", "has_answer": True}])
+    sessions.append(
+        [{"role": "user", "content": "hi", "has_answer": False}, {"role": "assistant", "content": "the fact", "has_answer": True}]
+    )
     return ids, sessions
 
 
@@ -110,8 +111,11 @@ def test_a_questions_metrics_are_the_authors(eval_utils, process_item_flat_index
 def test_the_ids_follow_the_noans_rule(process_item_flat_index):
     ids = ["answer_ab_1", "sharegpt_x_2", "answer_cd_3"]
     sessions = [
-        [{"role": "user", "content": "a", "has_answer": True}, {"role": "assistant", "content": "b", "has_answer": False},
-         {"role": "user", "content": "c", "has_answer": False}],
+        [
+            {"role": "user", "content": "a", "has_answer": True},
+            {"role": "assistant", "content": "b", "has_answer": False},
+            {"role": "user", "content": "c", "has_answer": False},
+        ],
         [{"role": "user", "content": "d"}, {"role": "assistant", "content": "e"}],
         [{"role": "user", "content": "f", "has_answer": False}, {"role": "assistant", "content": "g", "has_answer": True}],
     ]
@@ -133,10 +137,12 @@ def test_eval_utils_functions_match_on_edge_cases(eval_utils):
     for rankings, correct, corpus_ids in cases:
         for k in (1, 2, 3, 10):
             assert evaluate_retrieval(rankings, correct, corpus_ids, k) == eval_utils.evaluate_retrieval(
-                rankings, correct, corpus_ids, k)
+                rankings, correct, corpus_ids, k
+            )
             assert ndcg(rankings, correct, corpus_ids, k) == eval_utils.ndcg(rankings, correct, corpus_ids, k)
-            assert evaluate_retrieval_turn2session(rankings, correct, corpus_ids, k) == \
-                eval_utils.evaluate_retrieval_turn2session(rankings, correct, corpus_ids, k)
+            assert evaluate_retrieval_turn2session(
+                rankings, correct, corpus_ids, k
+            ) == eval_utils.evaluate_retrieval_turn2session(rankings, correct, corpus_ids, k)
     rng = random.Random(7)
     for _ in range(50):
         rel = [rng.randint(0, 1) for _ in range(rng.randint(0, 60))]
@@ -146,22 +152,27 @@ def test_eval_utils_functions_match_on_edge_cases(eval_utils):
 
 def test_the_names_and_ks_are_run_retrievals():
     tree = _run_retrieval_tree()
-    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For) and ast.unparse(n.target) == "k"
-             and isinstance(n.iter, ast.List)]
+    loops = [
+        n for n in ast.walk(tree) if isinstance(n, ast.For) and ast.unparse(n.target) == "k" and isinstance(n.iter, ast.List)
+    ]
     assert [tuple(ast.literal_eval(n.iter)) for n in loops] == [KS]
     source = ast.unparse(loops[0])
     for name in ("recall_any@{}", "recall_all@{}", "ndcg_any@{}"):
         assert source.count(f"'{name}'.format(k)") == 2  # the granularity's, and turn2session's
-    printed = {n.targets[0].id: ast.literal_eval(n.value) for n in ast.walk(ast.parse(
-        pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS).read_text("utf-8")))
-        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id.endswith("_metric_names")}
+    printed = {
+        n.targets[0].id: ast.literal_eval(n.value)
+        for n in ast.walk(ast.parse(pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS).read_text("utf-8")))
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id.endswith("_metric_names")
+    }
     assert printed == {"sess_metric_names": list(PRINTED["session"]), "turn_metric_names": list(PRINTED["turn"])}
 
 
 def test_our_keys_rank_the_corpus():
     ids = ["answer_ab_1", "sharegpt_x_2"]
-    sessions = [[{"role": "user", "content": "a", "has_answer": True}, {"role": "assistant", "content": "b"}],
-                [{"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}, {"role": "user", "content": "e"}]]
+    sessions = [
+        [{"role": "user", "content": "a", "has_answer": True}, {"role": "assistant", "content": "b"}],
+        [{"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}, {"role": "user", "content": "e"}],
+    ]
     turns = build_corpus(ids, sessions, "turn")
     # an assistant turn is not in the authors' corpus; a repeated key keeps its first rank
     assert ranking_from_keys(turns, [("sharegpt_x_2", 2), ("answer_ab_1", 1), ["answer_ab_1", 0], ("sharegpt_x_2", 2)]) == [2, 0]
@@ -211,15 +222,18 @@ def test_run_retrievals_average_also_skips_questions_without_a_user_target():
     tree = _run_retrieval_tree()
     source = ast.unparse(tree)
     assert "if '_abs' in eval_entry['question_id']:" in source
-    assert ("if not any(('has_answer' in turn and turn['has_answer'] for turn in [x for y in "
-            "eval_entry['haystack_sessions'] for x in y if x['role'] == 'user'])):") in source
+    assert (
+        "if not any(('has_answer' in turn and turn['has_answer'] for turn in [x for y in "
+        "eval_entry['haystack_sessions'] for x in y if x['role'] == 'user'])):"
+    ) in source
     rows, _ = _rows(5, 40, "turn")
     average = average_metrics(rows)
     kept = [r for r in rows if "_abs" not in r.question_id and r.has_user_target]
     assert average.script == "run_retrieval.py" and average.n == len(kept) > 0
     assert set(average.skipped_abstention) == {r.question_id for r in rows if "_abs" in r.question_id}
-    assert set(average.skipped_no_target) == {r.question_id for r in rows
-                                              if "_abs" not in r.question_id and not r.has_user_target}
+    assert set(average.skipped_no_target) == {
+        r.question_id for r in rows if "_abs" not in r.question_id and not r.has_user_target
+    }
     import numpy as np
 
     for level in ("session", "turn"):
@@ -234,6 +248,10 @@ def test_no_question_left_prints_nan(tmp_path):
     rows = [QuestionRetrieval("x_abs", rows[0].metrics, True)]
     path = tmp_path / "log"
     path.write_text(json.dumps({"question_id": "x_abs", "retrieval_results": {"metrics": rows[0].metrics}}) + "\n")
-    proc = subprocess.run([sys.executable, str(pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS)), str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS)), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert authors_retrieval_report(average_metrics(rows, "print_retrieval_metrics.py")) == proc.stdout

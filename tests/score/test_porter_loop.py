@@ -96,5 +96,7 @@ def test_a_row_no_scorer_can_score_is_one_line_naming_its_question(monkeypatch) 
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(rows, "scorers", lambda stage="qa": [Scorer("boom", crash, "a scorer that crashes", owner="ours")])
-    with pytest.raises(UserError, match=r"question 'conv-9-q-4': scorer boom could not score .*RecursionError.*predictions.jsonl"):
+    with pytest.raises(
+        UserError, match=r"question 'conv-9-q-4': scorer boom could not score .*RecursionError.*predictions.jsonl"
+    ):
         rows.score_row({"question_id": "conv-9-q-4", "prediction": "y" * 50, "gold": "teal", "category": 4})

@@ -81,10 +81,21 @@ def judge_node(server: ScriptedOpenAIServer | None, **extra):
     from omegaconf import OmegaConf
 
     node = {
-        "name": "openai_compatible", "provider": "openai_compatible", "model": "judge-x",
+        "name": "openai_compatible",
+        "provider": "openai_compatible",
+        "model": "judge-x",
         "base_url": server.base_url if server else "http://127.0.0.1:9/v1",
-        "api_key_env": None, "temperature": 0.0, "max_tokens": 256, "seed": None, "prompt": None, "timeout_s": 30.0,
-        "max_retries": 4, "retry_max_wait_s": 60.0, "min_request_interval_s": 0.0, "cache": False, "n_ctx": None,
+        "api_key_env": None,
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": None,
+        "prompt": None,
+        "timeout_s": 30.0,
+        "max_retries": 4,
+        "retry_max_wait_s": 60.0,
+        "min_request_interval_s": 0.0,
+        "cache": False,
+        "n_ctx": None,
     }
     node.update(extra)
     return OmegaConf.create(node)
@@ -104,8 +115,14 @@ def mini_pack(tmp_path_factory) -> Path:
         return Reply(next(a for q, a in READER.items() if f"Question: {q}\n" in content))
 
     with ScriptedOpenAIServer(responder=reader) as server:
-        args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                f"paths.cache={root / 'cache'}", "name=mini"]
+        args = [
+            "qa",
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={root / 'packs'}",
+            f"paths.cache={root / 'cache'}",
+            "name=mini",
+        ]
         assert main(args) == 0
     (pack,) = sorted((root / "packs").glob("*/runs/*"))
     return pack
@@ -145,7 +162,9 @@ def test_one_request_per_category_1_4_row_per_pass_and_none_for_category_5(pack,
     assert [(v["question_id"], v["pass"]) for v in verdicts] == [(r["question_id"], n) for n in (1, 2, 3) for r in predictions]
     assert all(v["schema"] == "autorater_verdict.v1" for v in verdicts)
     skipped = [v for v in verdicts if v["category"] == 5]
-    assert len(skipped) == 6 and all(v["status"] == "SKIPPED" and v["score"] is None and v["request_sha256"] is None for v in skipped)
+    assert len(skipped) == 6 and all(
+        v["status"] == "SKIPPED" and v["score"] is None and v["request_sha256"] is None for v in skipped
+    )
     assert all(v["judge_prompt_sha256"] == MEM0_ACCURACY_PROMPT.sha256 for v in verdicts)
 
     text = (judge_dir(pack) / "autorater_metrics.json").read_text("utf-8")
@@ -153,8 +172,24 @@ def test_one_request_per_category_1_4_row_per_pass_and_none_for_category_5(pack,
     assert metrics["schema"] == "autorater_metrics.v1"
     # a record (AutoraterMetrics) written as the dict it replaced: same keys, same order, same floats
     assert list(metrics) == [
-        "schema", "run_id", "questions", "is_prefix", "reader_local_model", "local_judge", "passes", "judge",
-        "judge_prompt_sha256", "prompt", "category_names", "j", "counts", "mem0_f1", "mem0_bleu1", "usage", "labels", "notes",
+        "schema",
+        "run_id",
+        "questions",
+        "is_prefix",
+        "reader_local_model",
+        "local_judge",
+        "passes",
+        "judge",
+        "judge_prompt_sha256",
+        "prompt",
+        "category_names",
+        "j",
+        "counts",
+        "mem0_f1",
+        "mem0_bleu1",
+        "usage",
+        "labels",
+        "notes",
     ]
     assert list(metrics["j"]) == ["overall", "by_category", "passes", "passes_by_category", "mean", "sd", "agreement"]
     assert text == json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
@@ -334,8 +369,13 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(pack, tmp_path)
     with ScriptedOpenAIServer(responder=labeller(delay=slow)) as server:
         args = [*judge_args(server), "--passes", "6", "--quiet"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "memorybench.stages.autorater", str(pack), *args],
-                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memorybench.stages.autorater", str(pack), *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         verdicts = judge_dir(pack) / "autorater_verdicts.jsonl"
         deadline = time.time() + 120
         reached = False
@@ -403,8 +443,17 @@ def test_an_unfinished_pack_is_refused(pack):
         (["judge=gpt"], "unknown judge option 'gpt'"),
         (["reader=local"], "autorater takes only judge="),
         (["judge=openai_compatible", "judge.base_url=http://127.0.0.1:9/v1", "judge.model=m", "--passes", "0"], "--passes 0"),
-        (["judge=openai_compatible", "judge.base_url=http://127.0.0.1:9/v1", "judge.model=m", "judge.cache=true",
-          "--passes", "2"], "judge.cache=true"),
+        (
+            [
+                "judge=openai_compatible",
+                "judge.base_url=http://127.0.0.1:9/v1",
+                "judge.model=m",
+                "judge.cache=true",
+                "--passes",
+                "2",
+            ],
+            "judge.cache=true",
+        ),
     ],
 )
 def test_user_mistakes_are_one_line_errors(pack, extra, expected):
@@ -419,8 +468,19 @@ def test_real_data_prefix_one_request_per_category_1_4_row(tmp_path, conversatio
     # the first 40 questions of the file hold no category 5 row (the first is at index 152),
     # so a 160-question prefix (8 of them) checks that none is sent
     with ScriptedOpenAIServer() as reader:
-        assert main(["qa", *scripted_reader(reader.base_url), f"max_questions={prefix}", f"paths.packs={tmp_path / 'packs'}",
-                     f"paths.cache={tmp_path / 'cache'}", "memory=session_summaries"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(reader.base_url),
+                    f"max_questions={prefix}",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "memory=session_summaries",
+                ]
+            )
+            == 0
+        )
     (pack,) = sorted((tmp_path / "packs").glob("*/runs/*"))
     questions = list(iter_questions(conversations))[:prefix]
     judged = [q for q in questions if q.category != 5]
@@ -464,7 +524,9 @@ def test_the_embedded_judge_on_a_few_rows(pack):
     assert metrics["counts"]["requests"] == 3 and metrics["counts"]["judged"] + metrics["counts"]["failed"] == 3
     assert metrics["counts"]["skipped"] == 1
     assert metrics["judge"]["models_answered"] and metrics["judge"]["weights"]["sha256"]
-    (traces_file,) = (pack / "autorater").glob("mem0-gemma3-270m-*/traces.jsonl")  # judge=local: auto, named as the model it picks
+    (traces_file,) = (pack / "autorater").glob(
+        "mem0-gemma3-270m-*/traces.jsonl"
+    )  # judge=local: auto, named as the model it picks
     traces = rows(traces_file)
     assert all(t["request"]["response_format"] == {"type": "json_object"} for t in traces)
 
@@ -474,8 +536,12 @@ def test_one_accounting_line_and_a_table_whose_n_is_what_j_is_over(pack):
     a table with n 8; one line accounts for every row, and n is the rows J is over."""
     from memorybench.stages.autorater_metrics import format_autorater_table
 
-    replies = {"How old is Ben's dog?": '{"verdict": "CORRECT"}', "What might Ana enjoy?": '{"label": "correct"}',
-               "When did Cleo move?": '{"label": "WRONG",,}', "What might Cleo enjoy?": "CORRECT"}
+    replies = {
+        "How old is Ben's dog?": '{"verdict": "CORRECT"}',
+        "What might Ana enjoy?": '{"label": "correct"}',
+        "When did Cleo move?": '{"label": "WRONG",,}',
+        "What might Cleo enjoy?": "CORRECT",
+    }
     with ScriptedOpenAIServer(responder=labeller(replies)) as server:
         metrics = run_autorater(pack, judge_node(server))
     table = format_autorater_table(metrics)
@@ -483,7 +549,8 @@ def test_one_accounting_line_and_a_table_whose_n_is_what_j_is_over(pack):
     assert line == (
         "judge accounting: 8 rows of categories 1-4: 5 labelled; 1 of them non-standard ('correct' x1), scored WRONG "
         "as Mem0 does; 3 unreadable, excluded from J: mini-1-q-2, mini-2-q-1, mini-2-q-3; J over 5 rows; "
-        "not comparable with Mem0's published J (that is judge=mem0 with gpt-4o-mini)")
+        "not comparable with Mem0's published J (that is judge=mem0 with gpt-4o-mini)"
+    )
     (total,) = [row for row in table.splitlines() if row.startswith("1-4 ")]
     assert total.split()[1] == "5" and sum(metrics["counts"]["in_j_by_category"].values()) == 5
     assert "judge failures" not in table and "answered, 0 failed" not in table

@@ -19,8 +19,14 @@ MINI = FIXTURES / "mini_locomo.json"
 
 
 def _args(tmp_path, base_url: str) -> list[str]:
-    return ["qa", *scripted_reader(base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}", "name=ports"]
+    return [
+        "qa",
+        *scripted_reader(base_url),
+        f"dataset.path={MINI}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        "name=ports",
+    ]
 
 
 def test_a_new_port_keeps_the_run_id_and_finishes_the_half_done_pack(tmp_path):

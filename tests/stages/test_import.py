@@ -46,9 +46,14 @@ def packs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def memobase(packs):
-    return import_results([MEMOBASE], "mem0_evals", name="memobase", packs=packs,
-                          source="memodb-io/memobase@358c16bbc6d687937d79bc2f984a11c3be8da901:docs/experiments/"
-                                 "locomo-benchmark/fixture/memobase/memobase_eval_0710_3000.json")
+    return import_results(
+        [MEMOBASE],
+        "mem0_evals",
+        name="memobase",
+        packs=packs,
+        source="memodb-io/memobase@358c16bbc6d687937d79bc2f984a11c3be8da901:docs/experiments/"
+        "locomo-benchmark/fixture/memobase/memobase_eval_0710_3000.json",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +82,10 @@ def test_memobase_reproduces_its_readme_row_by_row_and_per_category(memobase):
         assert _figures(metric, "reported") == MEMOBASE_README[name], name
         assert _figures(metric, "ours") == MEMOBASE_README[name], name
     assert [metric.rows.reported_field for metric in (rep.metrics["mem0_bleu1"], rep.metrics["mem0_f1"], rep.metrics["j"])] == [
-        "bleu_score", "f1_score", "llm_score"]
+        "bleu_score",
+        "f1_score",
+        "llm_score",
+    ]
     # LoCoMo F1: ours only (the file has none), over the file's 1,540 rows
     assert rep.metrics["locomo_f1"].rows is None and rep.metrics["locomo_f1"].overall.rows == 1540
 
@@ -171,7 +179,9 @@ def test_aggregate_and_report_read_imported_packs(memobase, zep, honcho, packs, 
     design = tmp_path / "design.yaml"
     design.write_text(
         f"name: imported\npacks: [{packs}]\nconditions: [experiment]\n"
-        "tables: [scores_by_category, judge_agreement, refusals]\nfigures: [scores_by_category]\n", "utf-8")
+        "tables: [scores_by_category, judge_agreement, refusals]\nfigures: [scores_by_category]\n",
+        "utf-8",
+    )
     report = run_report(design, tmp_path / "report")
     text = (tmp_path / "report" / "report.md").read_text("utf-8")
     assert "memobase" in text and "honcho" in text and report is not None
@@ -188,7 +198,10 @@ def test_rescore_leaves_an_imported_pack_as_it_was(honcho):
 
 def test_the_cli_prints_the_table_and_the_pack(memobase, packs, capsys):
     source = "memodb-io/memobase@358c16bbc6d687937d79bc2f984a11c3be8da901:x.json"
-    assert main(["import", str(MEMOBASE), "--format", "mem0_evals", "--name", "memobase", "--packs", str(packs), "--source", source]) == 0
+    assert (
+        main(["import", str(MEMOBASE), "--format", "mem0_evals", "--name", "memobase", "--packs", str(packs), "--source", source])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Mem0 BLEU-1 (bleu_score): 1540 of 1540 rows equal ours" in out
     assert f"pack: {memobase.pack_root}" in out
@@ -220,7 +233,9 @@ def test_unmapped_and_contradicting_rows_are_one_error_with_counts(tmp_path):
 
 def test_a_file_without_some_category_1_to_4_rows_is_refused(tmp_path):
     with pytest.raises(UserError, match=r"no row for 2 questions .*category [1-4]"):
-        import_results([_edited_memobase(tmp_path, lambda d: d["0"].__delitem__(slice(0, 2)))], "mem0_evals", packs=tmp_path / "p")
+        import_results(
+            [_edited_memobase(tmp_path, lambda d: d["0"].__delitem__(slice(0, 2)))], "mem0_evals", packs=tmp_path / "p"
+        )
 
 
 def test_rows_without_a_judge_label_are_judge_failures_not_wrong(tmp_path):
@@ -253,9 +268,16 @@ def test_mem0_search_output_imports_every_category(tmp_path, locomo_raw):
     data = {}
     for i, conversation in enumerate(locomo_raw):
         data[str(i)] = [
-            {"question": q["question"], "answer": q.get("answer", ""), "category": q["category"], "evidence": q.get("evidence", []),
-             "response": "Not mentioned in the conversation" if q["category"] == 5 else str(q["answer"]),
-             "adversarial_answer": q.get("adversarial_answer", ""), "speaker_1_memories": [], "speaker_2_memories": []}
+            {
+                "question": q["question"],
+                "answer": q.get("answer", ""),
+                "category": q["category"],
+                "evidence": q.get("evidence", []),
+                "response": "Not mentioned in the conversation" if q["category"] == 5 else str(q["answer"]),
+                "adversarial_answer": q.get("adversarial_answer", ""),
+                "speaker_1_memories": [],
+                "speaker_2_memories": [],
+            }
             for q in conversation["qa"]
         ]
     path = tmp_path / "search.json"

@@ -37,21 +37,42 @@ def _core_files(folder: Path, locomo_raw: list[dict]) -> tuple[list[Path], Count
             if q["category"] == 5:  # CORE leaves the adversarial questions out
                 continue
             label = _label(i)
-            results.append({
-                "question": q["question"], "expectedAnswer": q["answer"], "evidence": q.get("evidence", []),
-                "category": q["category"], "conversationId": f"locomo_{n}",
-                "generatedAnswer": str(q["answer"]) if label == "CORRECT" else "I do not know.",
-                "evaluationResult": label, "evaluationReasoning": json.dumps({"label": label}), "evaluationMethod": "llm",
-            })
+            results.append(
+                {
+                    "question": q["question"],
+                    "expectedAnswer": q["answer"],
+                    "evidence": q.get("evidence", []),
+                    "category": q["category"],
+                    "conversationId": f"locomo_{n}",
+                    "generatedAnswer": str(q["answer"]) if label == "CORRECT" else "I do not know.",
+                    "evaluationResult": label,
+                    "evaluationReasoning": json.dumps({"label": label}),
+                    "evaluationMethod": "llm",
+                }
+            )
         mine = Counter(r["category"] for r in results if r["evaluationResult"] == "CORRECT")
         wrong = Counter(r["category"] for r in results if r["evaluationResult"] == "WRONG")
         correct += mine
         judged += mine + wrong
-        summary = {"totalQuestions": len(conversation["qa"]), "categoryBreakdown": {
-            str(c): {"total": mine[c] + wrong[c], "correct": mine[c], "wrong": wrong[c], "errors": 0} for c in sorted(mine | wrong)}}
+        summary = {
+            "totalQuestions": len(conversation["qa"]),
+            "categoryBreakdown": {
+                str(c): {"total": mine[c] + wrong[c], "correct": mine[c], "wrong": wrong[c], "errors": 0}
+                for c in sorted(mine | wrong)
+            },
+        }
         path = folder / f"evaluation_locomo{n}.json"
-        path.write_text(json.dumps({"timestamp": "2025-08-24T17:28:41.903Z", "summary": summary,
-                                    "conversations": [{"conversationId": f"locomo_{n}", "results": results}]}, indent=2), "utf-8")
+        path.write_text(
+            json.dumps(
+                {
+                    "timestamp": "2025-08-24T17:28:41.903Z",
+                    "summary": summary,
+                    "conversations": [{"conversationId": f"locomo_{n}", "results": results}],
+                },
+                indent=2,
+            ),
+            "utf-8",
+        )
         paths.append(path)
     return paths, correct, judged
 
@@ -86,7 +107,7 @@ def test_an_imported_core_pack_verifies_and_has_the_files_judge(core):
 
 
 def test_the_files_order_does_not_change_the_pack(core):
-    result, paths, *_ , root = core
+    result, paths, *_, root = core
     again = import_results(list(reversed(paths)), "core", name="core", packs=root / "packs")
     assert again.pack_root == result.pack_root and not again.created
 

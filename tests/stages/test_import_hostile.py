@@ -59,7 +59,9 @@ def test_a_link_as_the_file_is_refused_naming_it_and_the_fix(tmp_path):
     link = tmp_path / "release" / "results.json"
     link.parent.mkdir()
     link.symlink_to(real)
-    message = _refused(link, r"released file .*release/results.json is a symbolic link \(to .*real/memobase.json\); .* pass the real file's path")
+    message = _refused(
+        link, r"released file .*release/results.json is a symbolic link \(to .*real/memobase.json\); .* pass the real file's path"
+    )
     assert MEMOBASE.read_text("utf-8")[:40] not in message
     assert not (tmp_path / "release" / "packs").exists()  # nothing was written
     linked_folder = tmp_path / "linked"
@@ -113,7 +115,11 @@ def test_nan_scores_and_huge_answers_make_a_strict_bounded_pack(tmp_path, capsys
         raise ValueError(f"{name} in a pack file")
 
     for name in (REPRODUCTION, ROWS):
-        for line in (result.pack_root / name).read_text("utf-8").splitlines() if name == ROWS else [(result.pack_root / name).read_text("utf-8")]:
+        for line in (
+            (result.pack_root / name).read_text("utf-8").splitlines()
+            if name == ROWS
+            else [(result.pack_root / name).read_text("utf-8")]
+        ):
             json.loads(line, parse_constant=strict)
     notes = " ".join(result.reproduction.notes)
     assert "2 rows hold NaN or Infinity, kept as null" in notes and "0[0] (mem0_f1)" in notes and "0[1] (mem0_bleu1)" in notes

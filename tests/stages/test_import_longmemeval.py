@@ -50,11 +50,18 @@ def made(tmp_path_factory) -> dict:
     data = make_longmemeval(tmp / "lme.json")
     items = json.loads(data.read_text("utf-8"))
     order = items[7:] + items[:7]  # not the dataset's order: rows are found by id
-    hypotheses = [{"question_id": it["question_id"], "hypothesis": f"I think {it['question_id']}: \u00e9t\u00e9 {{x}}\n"}
-                  for it in order]
+    hypotheses = [
+        {"question_id": it["question_id"], "hypothesis": f"I think {it['question_id']}: \u00e9t\u00e9 {{x}}\n"} for it in order
+    ]
     judged = [{**h, "autoeval_label": {"model": JUDGE_MODEL, "label": (i * 7) % 5 < 3}} for i, h in enumerate(hypotheses)]
-    return {"tmp": tmp, "data": data, "items": items, "hypotheses": _jsonl(tmp / "hyp.jsonl", hypotheses),
-            "judged": _jsonl(tmp / "hyp.jsonl.eval-results-gpt-4o", judged), "judged_rows": judged}
+    return {
+        "tmp": tmp,
+        "data": data,
+        "items": items,
+        "hypotheses": _jsonl(tmp / "hyp.jsonl", hypotheses),
+        "judged": _jsonl(tmp / "hyp.jsonl.eval-results-gpt-4o", judged),
+        "judged_rows": judged,
+    }
 
 
 def _import(made: dict, path: Path, fmt: str, packs: Path, **extra):
@@ -62,8 +69,13 @@ def _import(made: dict, path: Path, fmt: str, packs: Path, **extra):
 
 
 def _authors_print(judged: Path, reference: Path, cwd: Path) -> str:
-    proc = subprocess.run([sys.executable, str(pin_path(LONGMEMEVAL_PRINT_QA_METRICS)), str(judged), str(reference)],
-                          capture_output=True, text=True, timeout=120, cwd=cwd)
+    proc = subprocess.run(
+        [sys.executable, str(pin_path(LONGMEMEVAL_PRINT_QA_METRICS)), str(judged), str(reference)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -118,8 +130,20 @@ def test_an_imported_hypothesis_file_is_judged_by_the_authors_protocol(made, tmp
 
     root = _import(made, made["hypotheses"], HYPOTHESES, tmp_path / "packs").pack_root
     with ScriptedOpenAIServer(responder=lambda body: Reply("Yes.")) as judge:
-        assert autorater_main([str(root), "--quiet", "judge=openai_compatible", "judge.protocol=longmemeval",
-                               f"judge.base_url={judge.base_url}", "judge.model=judge-x", f"paths.cache={tmp_path / 'cache'}"]) == 0
+        assert (
+            autorater_main(
+                [
+                    str(root),
+                    "--quiet",
+                    "judge=openai_compatible",
+                    "judge.protocol=longmemeval",
+                    f"judge.base_url={judge.base_url}",
+                    "judge.model=judge-x",
+                    f"paths.cache={tmp_path / 'cache'}",
+                ]
+            )
+            == 0
+        )
         assert len(judge.requests) == 20
     (folder,) = (root / "autorater").iterdir()
     metrics = json.loads((folder / "autorater_metrics.json").read_text("utf-8"))
@@ -142,7 +166,9 @@ def test_a_judged_file_reproduces_print_qa_metrics_exactly(made, tmp_path):
     printed = _authors_print(made["judged"], made["data"], tmp_path)
     assert first["report"] == printed
     types = {it["question_id"]: it["question_type"] for it in made["items"]}
-    labels = [JudgedQuestion(r["question_id"], types[r["question_id"]], r["autoeval_label"]["label"]) for r in made["judged_rows"]]
+    labels = [
+        JudgedQuestion(r["question_id"], types[r["question_id"]], r["autoeval_label"]["label"]) for r in made["judged_rows"]
+    ]
     expected = qa_metrics(labels)
     assert authors_report(expected) == printed
     assert lme["accuracy_by_type"] == {t.question_type: t.accuracy for t in expected.by_type}
@@ -165,8 +191,20 @@ def test_a_judged_file_reproduces_print_qa_metrics_exactly(made, tmp_path):
 
 
 def test_the_command_prints_the_authors_table(made, tmp_path, capsys):
-    code = main(["import", str(made["judged"]), "--format", JUDGED, "--dataset", DATASET, "--dataset-path", str(made["data"]),
-                 "--packs", str(tmp_path / "packs")])
+    code = main(
+        [
+            "import",
+            str(made["judged"]),
+            "--format",
+            JUDGED,
+            "--dataset",
+            DATASET,
+            "--dataset-path",
+            str(made["data"]),
+            "--packs",
+            str(tmp_path / "packs"),
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert _authors_print(made["judged"], made["data"], tmp_path).strip("\n") in out

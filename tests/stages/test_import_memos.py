@@ -53,8 +53,10 @@ def test_the_runs_their_mean_and_the_majority_vote(path):
 
 
 def test_the_cli_prints_the_mean_each_run_and_the_majority_vote(specific, packs, capsys):
-    published = {SPECIFIC: ("0.1061", "0.1058", "0.1078", "0.1045", "0.1065", "0.10606060606060606"),
-                 VAGUE: ("0.6281", "0.6299", "0.6247", "0.6299", "0.6273", "0.6281385281385282")}
+    published = {
+        SPECIFIC: ("0.1061", "0.1058", "0.1078", "0.1045", "0.1065", "0.10606060606060606"),
+        VAGUE: ("0.6281", "0.6299", "0.6247", "0.6299", "0.6273", "0.6281385281385282"),
+    }
     for path, name in ((SPECIFIC, "audit-specific"), (VAGUE, "audit-vague")):
         assert main(["import", str(path), "--format", "memos_eval", "--name", name, "--packs", str(packs)]) == 0
         out = capsys.readouterr().out
@@ -117,15 +119,25 @@ def test_a_stated_accuracy_that_is_not_the_mean_says_so(tmp_path):
     assert not figures.reproduced and any("NOT reproduced" in line for line in figures.lines())
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.pop("accuracy"), r"is not a memos_eval file: expected .* found an object without accuracy"),
-    (lambda d: d["detailed_results"]["locomo_exp_user_0"][3]["llm_judgments"].update(judgment_2="yes"),
-     r"row locomo_exp_user_0\[3\] has llm_judgments .*true or false"),
-    (lambda d: d["detailed_results"]["locomo_exp_user_1"][0]["llm_judgments"].pop("judgment_3"),
-     r"row locomo_exp_user_1\[0\] was judged by runs judgment_1, judgment_2, the first row by judgment_1, judgment_2, judgment_3"),
-    (lambda d: d["detailed_results"]["locomo_exp_user_0"][0].pop("generated_answer"),
-     r"row locomo_exp_user_0\[0\] has no generated_answer"),
-], ids=["no-accuracy", "not-bool", "other-runs", "no-answer"])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.pop("accuracy"), r"is not a memos_eval file: expected .* found an object without accuracy"),
+        (
+            lambda d: d["detailed_results"]["locomo_exp_user_0"][3]["llm_judgments"].update(judgment_2="yes"),
+            r"row locomo_exp_user_0\[3\] has llm_judgments .*true or false",
+        ),
+        (
+            lambda d: d["detailed_results"]["locomo_exp_user_1"][0]["llm_judgments"].pop("judgment_3"),
+            r"row locomo_exp_user_1\[0\] was judged by runs judgment_1, judgment_2, the first row by judgment_1, judgment_2, judgment_3",
+        ),
+        (
+            lambda d: d["detailed_results"]["locomo_exp_user_0"][0].pop("generated_answer"),
+            r"row locomo_exp_user_0\[0\] has no generated_answer",
+        ),
+    ],
+    ids=["no-accuracy", "not-bool", "other-runs", "no-answer"],
+)
 def test_a_malformed_file_is_one_line(tmp_path, capsys, edit, message):
     path = _edited(tmp_path, edit)
     with pytest.raises(UserError, match=message):

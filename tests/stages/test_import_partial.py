@@ -65,8 +65,10 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return {
         "memobase9": _write(folder / "memobase_9_conversations.json", memobase),
         "conv26": _write(folder / "locomo10_qa_honcho_conv-26.json", first),
-        "conv26_stats": _write(folder / "locomo10_qa_stats_honcho_conv-26.json",
-                               {"honcho": {"category_counts": counts, "cum_accuracy_by_category": totals}}),
+        "conv26_stats": _write(
+            folder / "locomo10_qa_stats_honcho_conv-26.json",
+            {"honcho": {"category_counts": counts, "cum_accuracy_by_category": totals}},
+        ),
         "stopped": _write(folder / "locomo10_qa_honcho_stopped.json", stopped),
     }
 
@@ -88,11 +90,14 @@ def conv26(files, packs):
 
 
 # -- refused without the flag, in one line naming it ---------------------------------------
-@pytest.mark.parametrize("which, fmt, expected", [
-    ("memobase9", "mem0_evals", "has no row for 152 questions .* by conversation conv-26: 152;"),
-    ("conv26", "locomo_task_eval", "has no row for 1787 questions .* by conversation conv-30: 105,"),
-    ("stopped", "locomo_task_eval", r"has no row for 3 questions .* 3 of them rows left unanswered, first conv-30 qa\[102\]"),
-])
+@pytest.mark.parametrize(
+    "which, fmt, expected",
+    [
+        ("memobase9", "mem0_evals", "has no row for 152 questions .* by conversation conv-26: 152;"),
+        ("conv26", "locomo_task_eval", "has no row for 1787 questions .* by conversation conv-30: 105,"),
+        ("stopped", "locomo_task_eval", r"has no row for 3 questions .* 3 of them rows left unanswered, first conv-30 qa\[102\]"),
+    ],
+)
 def test_a_partial_file_is_refused_in_one_line_naming_the_flag(files, tmp_path, which, fmt, expected):
     with pytest.raises(UserError, match=expected) as error:
         import_results([files[which]], fmt, packs=tmp_path / "packs")
@@ -176,7 +181,9 @@ def test_a_whole_run_stats_file_is_not_comparable_with_one_conversation(conv26):
 
 
 def test_a_stats_file_of_the_same_conversation_is_comparable(files, tmp_path):
-    result = import_results([files["conv26"], files["conv26_stats"]], "locomo_task_eval", packs=tmp_path / "packs", allow_partial=True)
+    result = import_results(
+        [files["conv26"], files["conv26_stats"]], "locomo_task_eval", packs=tmp_path / "packs", allow_partial=True
+    )
     f1 = result.reproduction.metrics["locomo_f1"]
     for figure in [*f1.by_category.values(), f1.overall]:
         assert figure.stated_comparable is True and figure.stated_rows == figure.rows
@@ -211,8 +218,19 @@ def test_verify_still_counts_the_questions_of_a_partial_pack(memobase9, tmp_path
 
 
 def test_the_cli_imports_a_partial_file_with_the_flag(files, memobase9, packs, capsys):
-    code = main(["import", str(files["memobase9"]), "--format", "mem0_evals", "--name", "memobase9", "--packs", str(packs),
-                 "--allow-partial"])
+    code = main(
+        [
+            "import",
+            str(files["memobase9"]),
+            "--format",
+            "mem0_evals",
+            "--name",
+            "memobase9",
+            "--packs",
+            str(packs),
+            "--allow-partial",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "PARTIAL: over the 1388 of 1540 questions" in out and f"pack: {memobase9.pack_root}" in out
 

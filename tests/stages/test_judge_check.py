@@ -79,8 +79,9 @@ def checked(tmp_path_factory):
     """One scripted check of the first two conversations: its calibration, the requests, the cache folder."""
     cache = tmp_path_factory.mktemp("cache")
     with ScriptedOpenAIServer(responder=token_judge) as server:
-        outcome = cli_in_process(["judge-check", *judge_args(server), f"paths.cache={cache}", f"max_questions={TWO_CONVERSATIONS}",
-                                  "--quiet"])
+        outcome = cli_in_process(
+            ["judge-check", *judge_args(server), f"paths.cache={cache}", f"max_questions={TWO_CONVERSATIONS}", "--quiet"]
+        )
         requests = list(server.requests)
     assert outcome.returncode == 0, outcome.stderr
     return load_calibration(_identity(), cache), requests, cache, outcome.stdout
@@ -89,8 +90,13 @@ def checked(tmp_path_factory):
 def _identity() -> JudgeIdentity:
     from memorybench.data.pins import MEM0_ACCURACY_PROMPT
 
-    return JudgeIdentity(protocol="mem0", model="judge-x", prompt_sha256=MEM0_ACCURACY_PROMPT.sha256, temperature=0.0,
-                         response_format={"type": "json_object"})
+    return JudgeIdentity(
+        protocol="mem0",
+        model="judge-x",
+        prompt_sha256=MEM0_ACCURACY_PROMPT.sha256,
+        temperature=0.0,
+        response_format={"type": "json_object"},
+    )
 
 
 def test_rates_per_category_equal_the_rule_applied_to_the_pinned_files(checked):
@@ -154,8 +160,12 @@ def test_stored_and_loaded_by_identity_or_judge_id(checked, tmp_path):
     other = identity.model_copy(update={"temperature": 0.7})
     assert load_calibration(other, cache) is None and calibration_line(other, cache) == "not calibrated"
     assert load_calibration(identity, tmp_path) is None  # another cache: never calibrated there
-    assert Calibration.model_validate_json(
-        (cache / "judge_check" / identity.judge_id / f"prefix-{TWO_CONVERSATIONS}" / "calibration.json").read_bytes()) == calibration
+    assert (
+        Calibration.model_validate_json(
+            (cache / "judge_check" / identity.judge_id / f"prefix-{TWO_CONVERSATIONS}" / "calibration.json").read_bytes()
+        )
+        == calibration
+    )
 
 
 def test_a_recheck_is_free_and_the_widest_check_wins(checked, tmp_path):
@@ -175,9 +185,23 @@ def test_a_recheck_is_free_and_the_widest_check_wins(checked, tmp_path):
 def _node(server: ScriptedOpenAIServer, **extra):
     from omegaconf import OmegaConf
 
-    node = {"name": "openai_compatible", "provider": "openai_compatible", "model": "judge-x", "base_url": server.base_url,
-            "api_key_env": None, "temperature": 0.0, "max_tokens": 256, "seed": None, "protocol": "mem0", "timeout_s": 30.0,
-            "max_retries": 0, "retry_max_wait_s": 1.0, "min_request_interval_s": 0.0, "cache": True, "n_ctx": None}
+    node = {
+        "name": "openai_compatible",
+        "provider": "openai_compatible",
+        "model": "judge-x",
+        "base_url": server.base_url,
+        "api_key_env": None,
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": None,
+        "protocol": "mem0",
+        "timeout_s": 30.0,
+        "max_retries": 0,
+        "retry_max_wait_s": 1.0,
+        "min_request_interval_s": 0.0,
+        "cache": True,
+        "n_ctx": None,
+    }
     node.update(extra)
     return OmegaConf.create(node)
 
@@ -197,7 +221,9 @@ def test_an_edited_strict_prompt_is_refused(monkeypatch, tmp_path):
     from memorybench.score import judge
 
     (tmp_path / "judges").mkdir()
-    (tmp_path / STRICT_PROMPT).write_text("Question: {question}\nGold answer: {gold_answer}\nGenerated answer: {generated_answer}\n")
+    (tmp_path / STRICT_PROMPT).write_text(
+        "Question: {question}\nGold answer: {gold_answer}\nGenerated answer: {generated_answer}\n"
+    )
     monkeypatch.setattr(judge, "PROMPTS_DIR", tmp_path)
     with pytest.raises(UserError, match="strict_v2.txt") as info:
         StrictJudge.load()
@@ -206,12 +232,24 @@ def test_an_edited_strict_prompt_is_refused(monkeypatch, tmp_path):
 
 def test_strict_protocol_sends_its_prompt_and_is_calibrated_the_same_way(tmp_path):
     with ScriptedOpenAIServer(responder=token_judge) as server:
-        outcome = cli_in_process(["judge-check", *judge_args(server, "judge.protocol=strict"), f"paths.cache={tmp_path}",
-                                  "max_questions=20", "--quiet"])
+        outcome = cli_in_process(
+            [
+                "judge-check",
+                *judge_args(server, "judge.protocol=strict"),
+                f"paths.cache={tmp_path}",
+                "max_questions=20",
+                "--quiet",
+            ]
+        )
         requests = list(server.requests)
     assert outcome.returncode == 0, outcome.stderr
-    identity = JudgeIdentity(protocol="strict", model="judge-x", prompt_sha256=STRICT_PROMPT_SHA256, temperature=0.0,
-                             response_format={"type": "json_object"})
+    identity = JudgeIdentity(
+        protocol="strict",
+        model="judge-x",
+        prompt_sha256=STRICT_PROMPT_SHA256,
+        temperature=0.0,
+        response_format={"type": "json_object"},
+    )
     calibration = load_calibration(identity, tmp_path)
     assert calibration is not None and calibration.judge_id.startswith("strict-judge-x-")
     assert calibration.prompt["sha256"] == STRICT_PROMPT_SHA256 and calibration.prompt["path"] == "prompts/judges/strict_v1.txt"
@@ -281,8 +319,19 @@ def test_autorater_judges_a_pack_with_the_strict_protocol_in_a_folder_of_its_own
     from memorybench.stages.autorater import run_autorater
 
     with ScriptedOpenAIServer(responder=lambda body: Reply("May 2023")) as reader:
-        assert main(["qa", *scripted_reader(reader.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=mini"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(reader.base_url),
+                    f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=mini",
+                ]
+            )
+            == 0
+        )
     (pack,) = sorted((tmp_path / "packs").glob("*/runs/*"))
     with ScriptedOpenAIServer(responder=token_judge) as server:
         strict = run_autorater(pack, _node(server, protocol="strict", cache=False))

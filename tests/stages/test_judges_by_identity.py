@@ -59,9 +59,21 @@ def node(base_url: str, model: str = "judge-x", **extra):
     from omegaconf import OmegaConf
 
     data = {
-        "name": "openai_compatible", "protocol": "mem0", "provider": "openai_compatible", "model": model,
-        "base_url": base_url, "api_key_env": None, "temperature": 0.0, "max_tokens": 256, "seed": None, "prompt": None,
-        "timeout_s": 10.0, "max_retries": 0, "retry_max_wait_s": 1.0, "min_request_interval_s": 0.0, "cache": False,
+        "name": "openai_compatible",
+        "protocol": "mem0",
+        "provider": "openai_compatible",
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": None,
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": None,
+        "prompt": None,
+        "timeout_s": 10.0,
+        "max_retries": 0,
+        "retry_max_wait_s": 1.0,
+        "min_request_interval_s": 0.0,
+        "cache": False,
         "n_ctx": None,
     }
     data.update(extra)
@@ -86,8 +98,19 @@ def free_port() -> int:
 def mini_pack(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("judges")
     with ScriptedOpenAIServer(responder=lambda body: Reply("pottery classes")) as server:
-        assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                     f"paths.cache={root / 'cache'}", "name=mini"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    f"dataset.path={MINI}",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=mini",
+                ]
+            )
+            == 0
+        )
     (pack,) = sorted((root / "packs").glob("*/runs/*"))
     return pack
 
@@ -101,8 +124,9 @@ def pack(mini_pack, tmp_path) -> Path:
 
 # -- the judge id ------------------------------------------------------------------------------
 def test_the_judge_id_is_readable_safe_and_changes_with_the_identity():
-    identity = JudgeIdentity(protocol="mem0", model="gpt-4o-mini", prompt_sha256="a" * 64, temperature=0.0,
-                             response_format={"type": "json_object"})
+    identity = JudgeIdentity(
+        protocol="mem0", model="gpt-4o-mini", prompt_sha256="a" * 64, temperature=0.0, response_format={"type": "json_object"}
+    )
     assert re.fullmatch(r"mem0-gpt-4o-mini-[0-9a-f]{8}", identity.judge_id)
     assert identity.judge_id.endswith(identity.sha256()[:8])
     assert identity.judge_id == JudgeIdentity.model_validate_json(identity.model_dump_json(by_alias=True)).judge_id
@@ -112,9 +136,15 @@ def test_the_judge_id_is_readable_safe_and_changes_with_the_identity():
     long = identity.model_copy(update={"model": "m" * 300})
     assert len(long.judge_id) <= 128
     # every field is part of who the judge is
-    others = [identity.model_copy(update=change) for change in (
-        {"temperature": 0.7}, {"prompt_sha256": "b" * 64}, {"protocol": "other"}, {"response_format": {"type": "text"}},
-    )]
+    others = [
+        identity.model_copy(update=change)
+        for change in (
+            {"temperature": 0.7},
+            {"prompt_sha256": "b" * 64},
+            {"protocol": "other"},
+            {"response_format": {"type": "text"}},
+        )
+    ]
     assert len({identity.judge_id, *(o.judge_id for o in others)}) == 5
 
 
@@ -147,12 +177,17 @@ def test_two_judges_keep_two_folders_each_verifies_and_the_reader_lists_both(pac
     for judge_id in (id_x, id_y):
         folder = pack / layout.autorater_dir(judge_id)
         assert sorted(folder_bytes(folder)) == [
-            "_SUCCESS", "autorater_meta.json", "autorater_metrics.json", "autorater_verdicts.jsonl",
-            "prompts/mem0_accuracy_prompt.txt", "traces.jsonl",
+            "_SUCCESS",
+            "autorater_meta.json",
+            "autorater_metrics.json",
+            "autorater_verdicts.jsonl",
+            "prompts/mem0_accuracy_prompt.txt",
+            "traces.jsonl",
         ]
         closed = json.loads((folder / "_SUCCESS").read_text())  # success.v1: the sha256 of every file of the folder
-        assert sorted(closed["files"]) == sorted(f"{layout.autorater_dir(judge_id)}/{rel}" for rel in folder_bytes(folder)
-                                                 if rel != "_SUCCESS")
+        assert sorted(closed["files"]) == sorted(
+            f"{layout.autorater_dir(judge_id)}/{rel}" for rel in folder_bytes(folder) if rel != "_SUCCESS"
+        )
     assert verify_pack(pack) == []
     # the run summary keys each J by its judge: both are there, never one in place of the other
     summary = run_summary(pack)
@@ -283,10 +318,14 @@ def flatten(pack: Path, judge_id: str, *, keep_meta: bool = True) -> None:
     shutil.rmtree(folder)
     (pack / layout.legacy_autorater_file(layout.SUCCESS)).write_text("")  # markers were empty then
     old = {**meta.judge_config, "prompt_sha256": meta.identity.prompt_sha256, "response_format": meta.response_format}
-    old = {k: v for k, v in old.items() if k not in ("timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s",
-                                                      "cache", "api_key_env")}
-    v1 = AutoraterMetaV1(**meta.model_dump(exclude={"schema_", "judge_id", "identity", "judge_settings", "legacy"}),
-                         judge_identity=old)
+    old = {
+        k: v
+        for k, v in old.items()
+        if k not in ("timeout_s", "max_retries", "retry_max_wait_s", "min_request_interval_s", "cache", "api_key_env")
+    }
+    v1 = AutoraterMetaV1(
+        **meta.model_dump(exclude={"schema_", "judge_id", "identity", "judge_settings", "legacy"}), judge_identity=old
+    )
     path = pack / layout.legacy_autorater_file(layout.JUDGE_META)
     if keep_meta:
         path.write_text(v1.dump())

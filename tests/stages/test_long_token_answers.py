@@ -27,8 +27,18 @@ LOOPS = {"y10k": "y" * 10_000, "letters100k": "ya" * 50_000}
 
 def _run(tmp: Path, reply: str, *dataset: str) -> Path:
     with ScriptedOpenAIServer(responder=lambda body: Reply(reply)) as server:
-        code = main(["qa", *dataset, *scripted_reader(server.base_url), "reader.max_answer_chars=200000",
-                     "max_questions=6", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", "name=loop"])
+        code = main(
+            [
+                "qa",
+                *dataset,
+                *scripted_reader(server.base_url),
+                "reader.max_answer_chars=200000",
+                "max_questions=6",
+                f"paths.packs={tmp / 'packs'}",
+                f"paths.cache={tmp / 'cache'}",
+                "name=loop",
+            ]
+        )
     assert code == 0
     (pack,) = (tmp / "packs" / "loop" / "runs").iterdir()
     return pack
@@ -55,10 +65,23 @@ def test_a_longmemeval_hypothesis_of_one_long_token_imports_and_verifies(tmp_pat
     data = make_longmemeval(tmp_path / "lme.json")
     items = json.loads(data.read_text("utf-8"))
     hypotheses = tmp_path / "hyp.jsonl"
-    hypotheses.write_text("".join(json.dumps({"question_id": it["question_id"], "hypothesis": "y" * 10_000}) + "\n"
-                                  for it in items), "utf-8")
-    code = main(["import", str(hypotheses), "--format", "longmemeval_hypotheses", "--dataset", "longmemeval_oracle",
-                 "--dataset-path", str(data), "--packs", str(tmp_path / "packs")])
+    hypotheses.write_text(
+        "".join(json.dumps({"question_id": it["question_id"], "hypothesis": "y" * 10_000}) + "\n" for it in items), "utf-8"
+    )
+    code = main(
+        [
+            "import",
+            str(hypotheses),
+            "--format",
+            "longmemeval_hypotheses",
+            "--dataset",
+            "longmemeval_oracle",
+            "--dataset-path",
+            str(data),
+            "--packs",
+            str(tmp_path / "packs"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     (pack,) = (tmp_path / "packs").glob("*/runs/*")
     assert verify_pack(pack) == []

@@ -79,15 +79,36 @@ def lme(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lme_judge")
     data = make_longmemeval(tmp / "lme.json")
     with ScriptedOpenAIServer(responder=answer_from_memory) as server:
-        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                     f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", "name=lme"])
+        code = main(
+            [
+                "qa",
+                "dataset=longmemeval_oracle",
+                f"dataset.path={data}",
+                *scripted_reader(server.base_url),
+                f"paths.packs={tmp / 'packs'}",
+                f"paths.cache={tmp / 'cache'}",
+                "name=lme",
+            ]
+        )
     assert code == 0
     (pack,) = (tmp / "packs" / "lme" / "runs").iterdir()
     clean = tmp / "clean"
     shutil.copytree(pack, clean)
     with ScriptedOpenAIServer(responder=judge_rule) as judge:
-        assert autorater_main([str(pack), "--quiet", "judge=openai_compatible", "judge.protocol=longmemeval",
-                               f"judge.base_url={judge.base_url}", "judge.model=judge-x", f"paths.cache={tmp / 'cache'}"]) == 0
+        assert (
+            autorater_main(
+                [
+                    str(pack),
+                    "--quiet",
+                    "judge=openai_compatible",
+                    "judge.protocol=longmemeval",
+                    f"judge.base_url={judge.base_url}",
+                    "judge.model=judge-x",
+                    f"paths.cache={tmp / 'cache'}",
+                ]
+            )
+            == 0
+        )
         requests = list(judge.requests)
     (folder,) = (pack / "autorater").iterdir()
     return {"pack": pack, "clean": clean, "data": data, "requests": requests, "folder": folder, "tmp": tmp}
@@ -111,7 +132,8 @@ def test_every_request_is_the_authors_prompt_for_its_question_and_their_request(
         abstention = is_abstention(row["question_id"])
         prompt = anscheck_prompt(qtype, row["question"], row["gold"], row["prediction"], abstention)
         assert prompt.encode("utf-8") == authors.get_anscheck_prompt(
-            qtype, row["question"], row["gold"], row["prediction"], abstention=abstention).encode("utf-8")
+            qtype, row["question"], row["gold"], row["prediction"], abstention=abstention
+        ).encode("utf-8")
         expected.append(prompt)
     # in saved order; a reply without text is asked once more (the same bytes, right after)
     once = [c for i, c in enumerate(contents) if i == 0 or c != contents[i - 1]]
@@ -162,8 +184,9 @@ def test_metrics_are_the_authors_qa_metrics_over_the_verdicts(lme, tmp_path):
     labelled = [v for v in verdicts if v["status"] != "FAILED"]
     assert {v["score"] for v in labelled} == {0, 1}
     assert all(v["score"] == int("yes" in v["label_raw"].strip().lower()) for v in labelled)
-    expected = qa_metrics(JudgedQuestion(v["question_id"], LONGMEMEVAL.category_names[v["category"]], v["score"] == 1)
-                          for v in labelled)
+    expected = qa_metrics(
+        JudgedQuestion(v["question_id"], LONGMEMEVAL.category_names[v["category"]], v["score"] == 1) for v in labelled
+    )
     lme_metrics = metrics["longmemeval"]
     assert metrics["benchmark"] == "longmemeval" and lme_metrics["failed"] == len(failed)
     (first,) = lme_metrics["passes"]
@@ -174,11 +197,26 @@ def test_metrics_are_the_authors_qa_metrics_over_the_verdicts(lme, tmp_path):
     assert expected.task_averaged_accuracy is not None and expected.abstention_n == first["abstention_n"] > 0
     assert first["report"] == authors_report(expected)
     # the authors' script prints the same text over the same labels
-    (tmp_path / "judged.jsonl").write_text("".join(json.dumps({
-        "question_id": v["question_id"], "hypothesis": "h",
-        "autoeval_label": {"model": JUDGE_MODEL, "label": v["score"] == 1}}) + "\n" for v in labelled))
-    proc = subprocess.run([sys.executable, str(pin_path(LONGMEMEVAL_PRINT_QA_METRICS)), str(tmp_path / "judged.jsonl"),
-                           str(lme["data"])], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    (tmp_path / "judged.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question_id": v["question_id"],
+                    "hypothesis": "h",
+                    "autoeval_label": {"model": JUDGE_MODEL, "label": v["score"] == 1},
+                }
+            )
+            + "\n"
+            for v in labelled
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, str(pin_path(LONGMEMEVAL_PRINT_QA_METRICS)), str(tmp_path / "judged.jsonl"), str(lme["data"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == first["report"]
     # J is the same accuracy, per type by category number
@@ -199,8 +237,16 @@ def test_the_result_is_labelled_not_comparable_with_the_authors_figures(lme, cap
 
 def test_only_gpt_4o_2024_08_06_through_openai_is_comparable():
     def summary(**extra) -> JudgeSummary:
-        fields = dict(name="longmemeval", provider="openai", model_requested=JUDGE_MODEL, models_answered=[JUDGE_MODEL],
-                      base_url="https://api.openai.com/v1", temperature=0.0, max_tokens=10, local=False)
+        fields = dict(
+            name="longmemeval",
+            provider="openai",
+            model_requested=JUDGE_MODEL,
+            models_answered=[JUDGE_MODEL],
+            base_url="https://api.openai.com/v1",
+            temperature=0.0,
+            max_tokens=10,
+            local=False,
+        )
         return JudgeSummary(**{**fields, **extra})
 
     assert comparability("longmemeval", summary())[0] is True
@@ -260,8 +306,19 @@ def test_a_changed_template_or_slot_is_found_by_verify(lme, tmp_path):
 
 def test_verify_rebuilds_mem0_judge_messages_by_mem0s_protocol(tmp_path):
     with ScriptedOpenAIServer() as server:
-        assert main(["qa", *scripted_reader(server.base_url), f"dataset.path={FIXTURES / 'mini_locomo.json'}",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=mini"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=mini",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp_path / "packs" / "mini" / "runs").iterdir()
     with pytest.raises(UserError, match="locomo pack and judge.protocol=longmemeval"):
         run_autorater(pack, _node(server, protocol="longmemeval"))
@@ -281,9 +338,21 @@ def test_verify_rebuilds_mem0_judge_messages_by_mem0s_protocol(tmp_path):
 def _node(server, **extra):
     from omegaconf import OmegaConf
 
-    node = {"name": "openai_compatible", "provider": "openai_compatible", "model": "judge-x", "base_url": server.base_url,
-            "api_key_env": None, "temperature": 0.0, "max_tokens": 256, "seed": None, "timeout_s": 30.0, "max_retries": 0,
-            "retry_max_wait_s": 1.0, "min_request_interval_s": 0.0, "cache": False}
+    node = {
+        "name": "openai_compatible",
+        "provider": "openai_compatible",
+        "model": "judge-x",
+        "base_url": server.base_url,
+        "api_key_env": None,
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": None,
+        "timeout_s": 30.0,
+        "max_retries": 0,
+        "retry_max_wait_s": 1.0,
+        "min_request_interval_s": 0.0,
+        "cache": False,
+    }
     node.update(extra)
     return OmegaConf.create(node)
 
@@ -293,8 +362,19 @@ def test_the_embedded_judge_is_said_to_be_served_on_this_machine_not_at_none():
     from memorybench.benchmarks.longmemeval.autorater import comparability
     from memorybench.pack.autorater_schemas import JudgeSummary
 
-    judge = JudgeSummary(name="local", provider="local", model_requested="smollm2-135m", model_configured="auto",
-                         models_answered=["smollm2-135m"], base_url=None, temperature=0.0, max_tokens=10, seed=None,
-                         response_format=None, local=True, weights=None)
+    judge = JudgeSummary(
+        name="local",
+        provider="local",
+        model_requested="smollm2-135m",
+        model_configured="auto",
+        models_answered=["smollm2-135m"],
+        base_url=None,
+        temperature=0.0,
+        max_tokens=10,
+        seed=None,
+        response_format=None,
+        local=True,
+        weights=None,
+    )
     comparable, why = comparability("longmemeval", judge)
     assert not comparable and "served by local (on this machine)" in why and "None" not in why

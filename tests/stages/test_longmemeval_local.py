@@ -21,8 +21,16 @@ from make_longmemeval import make_longmemeval  # noqa: E402
 @pytest.mark.local_model
 def test_the_readme_longmemeval_run_finishes_on_the_embedded_model(tmp_path, capsys):
     data = make_longmemeval(tmp_path / "lme.json", questions=6)
-    code = main(["qa", "experiment=longmemeval", f"dataset.path={data}", "max_questions=6",
-                 f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"])
+    code = main(
+        [
+            "qa",
+            "experiment=longmemeval",
+            f"dataset.path={data}",
+            "max_questions=6",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+        ]
+    )
     assert code == 0
     (pack,) = (tmp_path / "packs" / "longmemeval" / "runs").iterdir()
     assert verify_pack(pack) == []

@@ -34,8 +34,17 @@ def pack(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("lme")
     data = make_longmemeval(tmp / "lme.json")
     with ScriptedOpenAIServer(responder=answer_from_memory) as server:
-        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                     f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}", "name=lme"])
+        code = main(
+            [
+                "qa",
+                "dataset=longmemeval_oracle",
+                f"dataset.path={data}",
+                *scripted_reader(server.base_url),
+                f"paths.packs={tmp / 'packs'}",
+                f"paths.cache={tmp / 'cache'}",
+                "name=lme",
+            ]
+        )
     assert code == 0
     (found,) = (tmp / "packs" / "lme" / "runs").iterdir()
     return found
@@ -77,17 +86,27 @@ def test_the_authors_reader_prompt_is_sent_byte_for_byte_and_the_pack_verifies(t
 
     data = make_longmemeval(tmp_path / "lme.json", questions=6)
     with ScriptedOpenAIServer() as server:
-        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                     "reader.prompt=longmemeval_con", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}",
-                     "name=lme"])
+        code = main(
+            [
+                "qa",
+                "dataset=longmemeval_oracle",
+                f"dataset.path={data}",
+                *scripted_reader(server.base_url),
+                "reader.prompt=longmemeval_con",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+                "name=lme",
+            ]
+        )
         sent = [r["messages"] for r in server.requests]
     assert code == 0
     (pack,) = (tmp_path / "packs" / "lme" / "runs").iterdir()
     assert verify_pack(pack) == []
     for haystack, messages in zip(load_longmemeval(data), sent, strict=True):
         (q,) = haystack.questions
-        sessions = [HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns))
-                    for s in haystack.sessions]
+        sessions = [
+            HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns)) for s in haystack.sessions
+        ]
         assert messages == [{"role": "user", "content": reader_prompt(sessions, q.question, q.question_date)}]
 
 
@@ -103,8 +122,20 @@ def test_compare_resamples_questions_and_names_the_diagnostic(pack, tmp_path, ca
     the lexical score is named a diagnostic over types 1-6, and there is no "conversation"."""
     data = make_longmemeval(tmp_path / "lme.json")
     with ScriptedOpenAIServer() as server:  # the same questions, a reader that never answers
-        assert main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=other"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    "dataset=longmemeval_oracle",
+                    f"dataset.path={data}",
+                    *scripted_reader(server.base_url),
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=other",
+                ]
+            )
+            == 0
+        )
     (other,) = (tmp_path / "packs" / "other" / "runs").iterdir()
     capsys.readouterr()
     assert main(["compare", str(pack), "--vs", str(other), "--resamples", "200"]) == 0
@@ -118,8 +149,17 @@ def test_a_prefix_of_some_types_has_no_task_average_in_any_table(tmp_path, capsy
     table printed "-" and the docs say it exists only over all six: one rule, everywhere."""
     data = make_longmemeval(tmp_path / "lme.json")
     with ScriptedOpenAIServer(responder=answer_from_memory) as server:
-        code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                     "max_questions=3", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}"])
+        code = main(
+            [
+                "qa",
+                "dataset=longmemeval_oracle",
+                f"dataset.path={data}",
+                *scripted_reader(server.base_url),
+                "max_questions=3",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+            ]
+        )
     assert code == 0
     out = capsys.readouterr().out
     (pack,) = (tmp_path / "packs").glob("*/runs/*")

@@ -22,8 +22,9 @@ def _pack(root: Path, run_id: str, started: str, finished: bool = True) -> Path:
     pack = root / "runs" / run_id
     shutil.copytree(GOLDEN, pack)
     meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
-    meta.update(run_id=run_id, started_at=started, ended_at=started, git_commit="0" * 40, git_dirty=False,
-                package_versions={})  # the golden pack's placeholders, as a run writes them
+    meta.update(
+        run_id=run_id, started_at=started, ended_at=started, git_commit="0" * 40, git_dirty=False, package_versions={}
+    )  # the golden pack's placeholders, as a run writes them
     (pack / "run_meta.json").write_text(json.dumps(meta), "utf-8")
     if not finished:
         (pack / "_SUCCESS").unlink()
@@ -66,7 +67,8 @@ def test_latest_alone_is_the_newest_under_the_default_packs_root(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     assert main(["ls"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "memorybench: error: no pack under outputs/packs; run `memorybench qa ...` first, or pass a packs folder")
+        "memorybench: error: no pack under outputs/packs; run `memorybench qa ...` first, or pass a packs folder"
+    )
     _pack(tmp_path / "outputs" / "packs" / "default", "run-1", "2026-01-01T10:00:00Z")
     newest = _pack(tmp_path / "outputs" / "packs" / "other", "run-2", "2026-03-01T10:00:00Z")
     assert require_pack_folder("latest") == newest.resolve()

@@ -21,8 +21,16 @@ SEPARATORS = "\u2028\u2029\x85\x1c\x0b\x0c"
 
 
 def _verdict(question_id: str, n: int = 1) -> AutoraterVerdict:
-    return AutoraterVerdict(question_id=question_id, sample_id="s", index=0, category=5, pass_=n, status="SKIPPED",
-                            judge_prompt_sha256="0" * 64, error=f"a{SEPARATORS}b")
+    return AutoraterVerdict(
+        question_id=question_id,
+        sample_id="s",
+        index=0,
+        category=5,
+        pass_=n,
+        status="SKIPPED",
+        judge_prompt_sha256="0" * 64,
+        error=f"a{SEPARATORS}b",
+    )
 
 
 def test_a_journal_frames_rows_by_newline_only(tmp_path):
@@ -34,8 +42,11 @@ def test_a_journal_frames_rows_by_newline_only(tmp_path):
     assert "\u2028".encode() in data  # written raw, as pydantic writes it
     assert [r["question_id"] for r in journal.rows()] == ["q1", "q2", "q3"]
     records = list(journal.records(AutoraterVerdict))
-    assert [(r.question_id, r.pass_, r.error) for r in records] == [("q1", 1, f"a{SEPARATORS}b"), ("q2", 2, f"a{SEPARATORS}b"),
-                                                                   ("q3", 3, f"a{SEPARATORS}b")]
+    assert [(r.question_id, r.pass_, r.error) for r in records] == [
+        ("q1", 1, f"a{SEPARATORS}b"),
+        ("q2", 2, f"a{SEPARATORS}b"),
+        ("q3", 3, f"a{SEPARATORS}b"),
+    ]
     assert [type(r) for r in journal.records()] == [AutoraterVerdict] * 3  # found by their `schema`
     assert journal.retain(lambda r: r["question_id"] != "q2") == 1
     assert journal.path.read_bytes() == b"".join(line + b"\n" for i, line in enumerate(data.split(b"\n")[:-1]) if i != 1)
@@ -58,8 +69,10 @@ def test_a_journal_as_an_arrow_table(tmp_path):
     pack = PackReader.open(tmp_path)
     schema = pa.schema([("question_id", pa.string()), ("pass", pa.int64()), ("error", pa.string())])
     table = pack.table(layout.JUDGE_VERDICTS, schema)
-    assert table.to_pylist() == [{"question_id": "q1", "pass": 1, "error": f"a{SEPARATORS}b"},
-                                 {"question_id": "q2", "pass": 2, "error": f"a{SEPARATORS}b"}]
+    assert table.to_pylist() == [
+        {"question_id": "q1", "pass": 1, "error": f"a{SEPARATORS}b"},
+        {"question_id": "q2", "pass": 2, "error": f"a{SEPARATORS}b"},
+    ]
     assert pack.table(layout.JUDGE_TRACES, schema).num_rows == 0  # absent: no rows
 
 
@@ -113,8 +126,17 @@ def test_aggregate_and_report_read_packs_in_a_bucket(judged, tmp_path):
         remote = aggregate(["gs://packs-bucket/packs"], tmp_path / "remote")
         local = aggregate([full, plain], tmp_path / "local")
         design = tmp_path / "design.yaml"
-        design.write_text(yaml.safe_dump({"name": "gs", "packs": ["gs://packs-bucket/packs"], "bootstrap": {"resamples": 100},
-                                          "tables": ["scores_by_category", "judge_passes", "gold_token_drop"], "figures": []}))
+        design.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "gs",
+                    "packs": ["gs://packs-bucket/packs"],
+                    "bootstrap": {"resamples": 100},
+                    "tables": ["scores_by_category", "judge_passes", "gold_token_drop"],
+                    "figures": [],
+                }
+            )
+        )
         report = run_report(design, tmp_path / "report")
     by_pack = dict(zip(sorted(uris), sorted(map(str, (full, plain)), key=lambda p: Path(p).name)))
     for name in ("examples.parquet", "runs.parquet"):

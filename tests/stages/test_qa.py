@@ -40,9 +40,21 @@ def test_mini_run_writes_a_complete_pack(tmp_path, scripted_server, capsys):
     assert main(qa_args(tmp_path, scripted_server, f"dataset.path={MINI}", "name=mini")) == 0
     (pack,) = packs_of(tmp_path)
     assert pack.parent.parent.name == "mini"
-    for name in ("config.resolved.yaml", "run_meta.json", "TRACE.md", "predictions.jsonl", "predictions.csv",
-                 "metrics.json", "reader/traces.jsonl", "memory/lineage.jsonl", "memory/manifest.jsonl",
-                 "REFERENCE_PIN.json", "prompts/readers/qa_v1.txt", "prompts/system.txt", "_SUCCESS"):
+    for name in (
+        "config.resolved.yaml",
+        "run_meta.json",
+        "TRACE.md",
+        "predictions.jsonl",
+        "predictions.csv",
+        "metrics.json",
+        "reader/traces.jsonl",
+        "memory/lineage.jsonl",
+        "memory/manifest.jsonl",
+        "REFERENCE_PIN.json",
+        "prompts/readers/qa_v1.txt",
+        "prompts/system.txt",
+        "_SUCCESS",
+    ):
         assert (pack / name).is_file(), name
     rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_text().splitlines()]
     expected = [q.question_id for q in iter_questions(load_locomo(MINI))]
@@ -151,8 +163,13 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path, conve
     with ScriptedOpenAIServer(responder=slow) as server:
         common = [*qa_args(tmp_path, server, "max_questions=60", "memory=session_summaries")[1:]]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "memorybench.cli", "qa", *common, "name=killed"],
-                                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memorybench.cli", "qa", *common, "name=killed"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         predictions = None
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -209,8 +226,14 @@ def test_bad_input_is_one_line_without_traceback(args, expected, tmp_path):
 
 def test_openai_reader_without_key_fails_before_any_call(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-    result = subprocess.run([sys.executable, "-m", "memorybench.cli", "qa", "reader=openai", f"paths.packs={tmp_path}"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "memorybench.cli", "qa", "reader=openai", f"paths.packs={tmp_path}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "OPENAI_API_KEY is not set" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -218,11 +241,26 @@ def test_openai_reader_without_key_fails_before_any_call(tmp_path):
 def test_the_summary_of_a_run_served_from_the_cache_says_so_instead_of_none():
     from memorybench.stages.rescore import format_table
 
-    reader = {"calls": 3, "prompt_tokens": 30, "completion_tokens": 6, "cached_tokens": 0, "cost_usd": 0, "cost_known": False,
-              "retries": 0, "cache_hits": 3, "models_answered": ["m"], "latency_s": {"p50": None, "p95": None, "mean": None}}
+    reader = {
+        "calls": 3,
+        "prompt_tokens": 30,
+        "completion_tokens": 6,
+        "cached_tokens": 0,
+        "cost_usd": 0,
+        "cost_known": False,
+        "retries": 0,
+        "cache_hits": 3,
+        "models_answered": ["m"],
+        "latency_s": {"p50": None, "p95": None, "mean": None},
+    }
     category = {"overall": 0.5, "by_category": {str(c): 0.5 for c in range(1, 6)}}
-    metrics = {"counts": {"total": 3, "by_category": {str(c): 1 for c in range(1, 6)}}, "locomo_f1": category,
-               "exact_match": category, "token_f1": category, "usage": {"reader": reader}}
+    metrics = {
+        "counts": {"total": 3, "by_category": {str(c): 1 for c in range(1, 6)}},
+        "locomo_f1": category,
+        "exact_match": category,
+        "token_f1": category,
+        "usage": {"reader": reader},
+    }
     line = next(x for x in format_table(metrics).splitlines() if x.startswith("reader:"))
     assert "None" not in line and "no latency (3 calls from the response cache)" in line and "cost unknown" in line
 
@@ -234,8 +272,13 @@ def test_the_qa_summary_says_how_to_get_j(capsys):
     from memorybench.stages import qa as qa_stage
 
     category = {"overall": 0.5, "by_category": {str(c): 0.5 for c in range(1, 6)}}
-    metrics = {"counts": {"total": 3, "by_category": {str(c): 1 for c in range(1, 6)}}, "locomo_f1": category,
-               "exact_match": category, "token_f1": category, "usage": {}}
+    metrics = {
+        "counts": {"total": 3, "by_category": {str(c): 1 for c in range(1, 6)}},
+        "locomo_f1": category,
+        "exact_match": category,
+        "token_f1": category,
+        "usage": {},
+    }
     qa_stage.print_summary(SimpleNamespace(metrics=metrics, pack_uri="/p/default/runs/r1"))  # type: ignore[arg-type]
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.startswith("J (Mem0's LLM judge, categories 1-4): memorybench autorater /p/default/runs/r1")

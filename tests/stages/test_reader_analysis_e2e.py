@@ -27,8 +27,15 @@ DESIGN = PROJECT_ROOT / "conf" / "analysis" / "reader_analysis.yaml"
 
 
 def _codex(base_url: str) -> list[str]:
-    return ["answerer.provider=openai_compatible", f"answerer.base_url={base_url}", "answerer.model=scripted",
-            "answerer.api_key_env=null", "answerer.request_max_retries=0", "answerer.stream_max_retries=0", "answerer.timeout_s=60"]
+    return [
+        "answerer.provider=openai_compatible",
+        f"answerer.base_url={base_url}",
+        "answerer.model=scripted",
+        "answerer.api_key_env=null",
+        "answerer.request_max_retries=0",
+        "answerer.stream_max_retries=0",
+        "answerer.timeout_s=60",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +46,22 @@ def analysis(tmp_path_factory):
     with ScriptedOpenAIServer() as reader, ScriptedResponsesServer() as agent:
         for job in jobs:
             agent_arm = any(o.startswith("arm=codex") for o in job)
-            args = ["qa", *job, *scripted_reader(reader.base_url), *(_codex(agent.base_url) if agent_arm else []),
-                    f"dataset.path={MINI}", "max_questions=2", f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}"]
+            args = [
+                "qa",
+                *job,
+                *scripted_reader(reader.base_url),
+                *(_codex(agent.base_url) if agent_arm else []),
+                f"dataset.path={MINI}",
+                "max_questions=2",
+                f"paths.packs={root / 'packs'}",
+                f"paths.cache={root / 'cache'}",
+            ]
             assert main(args) == 0, job
     design = root / "reader_analysis.yaml"
     data = yaml.safe_load(DESIGN.read_text("utf-8"))
-    design.write_text(yaml.safe_dump({**data, "packs": [str(root / "packs")], "bootstrap": {"resamples": 200, "seed": 0}}), "utf-8")
+    design.write_text(
+        yaml.safe_dump({**data, "packs": [str(root / "packs")], "bootstrap": {"resamples": 200, "seed": 0}}), "utf-8"
+    )
     return root, jobs, design
 
 
@@ -82,8 +99,16 @@ def test_its_notebook_runs_on_those_packs(analysis, tmp_path, monkeypatch):
     kernels = tmp_path / "jupyter" / "kernels" / "python3"
     kernels.mkdir(parents=True)
     import sys
-    (kernels / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                                                     "display_name": "venv", "language": "python"}))
+
+    (kernels / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "venv",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     monkeypatch.setenv("MEMORYBENCH_DESIGN", str(design))
     monkeypatch.setenv("MEMORYBENCH_REPORT_OUT", str(tmp_path / "nb-out"))

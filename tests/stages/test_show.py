@@ -53,11 +53,26 @@ def _judge(body: dict) -> Reply:
 def reader_pack(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("show-reader")
     with ScriptedOpenAIServer(responder=lookup_responder) as reader, ScriptedOpenAIServer(responder=_judge) as judge:
-        assert main(["qa", *scripted_reader(reader.base_url), f"dataset.path={MINI}", f"paths.packs={root / 'packs'}",
-                     f"paths.cache={root / 'cache'}", "name=reader"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(reader.base_url),
+                    f"dataset.path={MINI}",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=reader",
+                ]
+            )
+            == 0
+        )
         pack = _only(root)
-        assert autorater_main([str(pack), "judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x",
-                               "--quiet"]) == 0
+        assert (
+            autorater_main(
+                [str(pack), "judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x", "--quiet"]
+            )
+            == 0
+        )
     return pack
 
 
@@ -75,9 +90,24 @@ def _writer(body: dict) -> Reply:
 def writer_pack(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("show-writer")
     with ScriptedOpenAIServer(responder=_writer) as server:
-        assert main(["qa", *scripted_reader(server.base_url), "memory=session_summaries", "memory.source=writer",
-                     "writer=openai_compatible", f"writer.base_url={server.base_url}", "writer.model=scripted-writer",
-                     f"dataset.path={MINI}", f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}", "name=writer"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    "memory=session_summaries",
+                    "memory.source=writer",
+                    "writer=openai_compatible",
+                    f"writer.base_url={server.base_url}",
+                    "writer.model=scripted-writer",
+                    f"dataset.path={MINI}",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=writer",
+                ]
+            )
+            == 0
+        )
     return _only(root)
 
 
@@ -87,8 +117,10 @@ def _agent(body: dict):
         return Message("scripted answer", usage=Usage(input_tokens=50, cached_tokens=20, output_tokens=4, reasoning_tokens=1))
     question = last_user_text(body).split("Question: ", 1)[1].split("\n", 1)[0]
     note = shlex.quote(f"- asked: {question}")
-    return Shell(f"cat memory/notes.md; grep -n Biscuit sessions/*.md; echo {note} >> memory/notes.md",
-                 usage=Usage(input_tokens=40, cached_tokens=0, output_tokens=6, reasoning_tokens=2))
+    return Shell(
+        f"cat memory/notes.md; grep -n Biscuit sessions/*.md; echo {note} >> memory/notes.md",
+        usage=Usage(input_tokens=40, cached_tokens=0, output_tokens=6, reasoning_tokens=2),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -96,10 +128,27 @@ def codex_pack(tmp_path_factory) -> Path:
     """One Codex pack for the module: the real CLI, ten questions (about half a minute)."""
     root = tmp_path_factory.mktemp("show-codex")
     with ScriptedResponsesServer(responder=_agent) as server:
-        assert main(["qa", "answerer=codex", "answerer.provider=openai_compatible", f"answerer.base_url={server.base_url}",
-                     "answerer.model=scripted", "answerer.api_key_env=null", "answerer.request_max_retries=0",
-                     "answerer.stream_max_retries=0", "answerer.timeout_s=60", "answerer.persist=true", f"dataset.path={MINI}",
-                     f"paths.packs={root / 'packs'}", f"paths.cache={root / 'cache'}", "name=agent"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    "answerer=codex",
+                    "answerer.provider=openai_compatible",
+                    f"answerer.base_url={server.base_url}",
+                    "answerer.model=scripted",
+                    "answerer.api_key_env=null",
+                    "answerer.request_max_retries=0",
+                    "answerer.stream_max_retries=0",
+                    "answerer.timeout_s=60",
+                    "answerer.persist=true",
+                    f"dataset.path={MINI}",
+                    f"paths.packs={root / 'packs'}",
+                    f"paths.cache={root / 'cache'}",
+                    "name=agent",
+                ]
+            )
+            == 0
+        )
     return _only(root)
 
 
@@ -196,7 +245,10 @@ def test_show_lists_the_writer_calls_that_made_the_memory(writer_pack):
             assert f"reply: {c['response']['text']!r}" in text
         assert "method session_summaries (question-independent)" in text and "matches reader_payload_sha256" in text
     trace = (writer_pack / "TRACE.md").read_text()
-    assert "- Written by a writer model (`scripted-writer`): `memory/writer/calls.jsonl` lines 1-2 (2 call(s) for `mini-1`)." in trace
+    assert (
+        "- Written by a writer model (`scripted-writer`): `memory/writer/calls.jsonl` lines 1-2 (2 call(s) for `mini-1`)."
+        in trace
+    )
 
 
 # -- a Codex pack ----------------------------------------------------------------------
@@ -244,4 +296,6 @@ def test_a_pack_whose_dataset_is_gone_still_shows_and_says_why(reader_pack, tmp_
     assert f"evidence: unknown (dataset file {tmp_path / 'moved.json'} is not here; put the file back at that path" in text
     assert f"evidence_stored unknown (the gold evidence is not known: dataset file {tmp_path / 'moved.json'} is not here" in text
     assert "evidence_given unknown (the gold evidence is not known" in text
-    assert "answer_used_evidence False" in text and "None" not in text.split("7. Blame", 1)[1]  # the gold is in the prediction row
+    assert (
+        "answer_used_evidence False" in text and "None" not in text.split("7. Blame", 1)[1]
+    )  # the gold is in the prediction row

@@ -38,7 +38,10 @@ def test_show_prints_the_corrected_answer_and_the_reasoning(pack, capsys):
     assert "KNOWN GOLD ERROR (dial481/locomo-audit errors.json locomo_0_qa5, TEMPORAL_ERROR)" in out
     assert "corrected answer: 'The Saturday before 25 May 2023 (approximately May 20, 2023)'" in out
     assert error.reasoning in out
-    assert json.loads(show(str(pack), "conv-26-q-5", as_json=True))["walk"]["source"]["gold_error"]["corrected_answer"] == error.corrected_answer
+    assert (
+        json.loads(show(str(pack), "conv-26-q-5", as_json=True))["walk"]["source"]["gold_error"]["corrected_answer"]
+        == error.corrected_answer
+    )
 
 
 def test_a_citation_only_finding_shows_the_corrected_evidence(pack):
@@ -58,7 +61,10 @@ def test_without_the_overlay_show_says_it_was_not_checked(pack, tmp_path, monkey
     shutil.copytree(PINS / "data", pins / "data")
     monkeypatch.setenv("MEMORYBENCH_PINS", str(pins))
     out = show(str(pack), "conv-26-q-5")
-    assert "known gold errors not checked: pinned file" in out and "locomo-audit/errors.json is missing; run `memorybench fetch`" in out
+    assert (
+        "known gold errors not checked: pinned file" in out
+        and "locomo-audit/errors.json is missing; run `memorybench fetch`" in out
+    )
     assert "corrected answer" not in out
 
 
@@ -66,7 +72,9 @@ def test_the_view_payload_carries_the_finding(pack):
     data, _ = view_payload([pack])
     by_id = {q["id"]: q for q in data["questions"]}
     assert by_id["conv-26-q-5"]["ge"]["kind"] == "answer" and by_id["conv-26-q-5"]["ge"]["answer"].startswith("The Saturday")
-    assert by_id["conv-26-q-1"]["ge"]["kind"] == "evidence" and [e["id"] for e in by_id["conv-26-q-1"]["ge"]["evidence"]] == ["D1:14"]
+    assert by_id["conv-26-q-1"]["ge"]["kind"] == "evidence" and [e["id"] for e in by_id["conv-26-q-1"]["ge"]["evidence"]] == [
+        "D1:14"
+    ]
     assert by_id["conv-26-q-0"]["ge"] is None
 
 
@@ -89,8 +97,10 @@ def test_brief_flags_a_known_gold_error_as_the_full_walk_does(pack, capsys):
     """Issue 40, item 7: `show --brief` left out the finding the full walk prints."""
     assert main(["show", str(pack), "conv-26-q-5", "--brief"]) == 0
     out = capsys.readouterr().out
-    assert ("gold error: KNOWN GOLD ERROR (dial481/locomo-audit errors.json locomo_0_qa5, TEMPORAL_ERROR): corrected answer "
-            "'The Saturday before 25 May 2023 (approximately May 20, 2023)'") in out
+    assert (
+        "gold error: KNOWN GOLD ERROR (dial481/locomo-audit errors.json locomo_0_qa5, TEMPORAL_ERROR): corrected answer "
+        "'The Saturday before 25 May 2023 (approximately May 20, 2023)'"
+    ) in out
     assert main(["show", str(pack), "conv-26-q-1", "--brief"]) == 0
     assert "KNOWN CITATION ERROR" in capsys.readouterr().out
     assert main(["show", str(pack), "conv-26-q-0", "--brief"]) == 0

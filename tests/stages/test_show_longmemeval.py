@@ -40,11 +40,17 @@ def test_a_question_is_shown_by_its_type_and_abstention_flag_never_by_a_locomo_c
 
 
 def test_lexical_scores_are_labelled_diagnostics(lme):
-    row = next(json.loads(line) for line in (lme / "predictions.jsonl").read_text().splitlines()
-               if json.loads(line)["question_id"] == "lme010")
+    row = next(
+        json.loads(line)
+        for line in (lme / "predictions.jsonl").read_text().splitlines()
+        if json.loads(line)["question_id"] == "lme010"
+    )
     lines = _walk_lines(show(str(lme), "lme010"))
     (scores,) = [line for line in lines if "lexical diagnostics" in line]
-    assert scores.startswith("  lexical diagnostics stemmed_token_f1 ") and "(not longmemeval's score, which is its judge's)" in scores
+    assert (
+        scores.startswith("  lexical diagnostics stemmed_token_f1 ")
+        and "(not longmemeval's score, which is its judge's)" in scores
+    )
     assert row["prediction"] == "12 days"  # the scores are the pack's own (predictions.csv), renamed only
     csv_row = next(r for r in (lme / "predictions.csv").read_text().splitlines() if r.startswith("lme010,"))
     assert f"stemmed_token_f1 {float(csv_row.split(',')[-3])!r}" in scores
@@ -54,15 +60,20 @@ def test_each_judge_is_followed_by_the_packs_longmemeval_accuracy(lme):
     block = _block(lme)
     lines = _walk_lines(show(str(lme), "lme010"))
     at = next(i for i, line in enumerate(lines) if line.startswith("  over the whole pack, by this judge (autorater/"))
-    table = lines[at + 1:at + 16]
+    table = lines[at + 1 : at + 16]
     first = block["passes"][0]
     for name in ("single-session-user", "multi-session", "knowledge-update"):
         (line,) = [t for t in table if t.strip().startswith(name + " ")]
         assert line.split()[1:] == [str(first["by_type"][name]["n"]), f"{block['accuracy_by_type'][name]:.4f}"]
     assert f"{block['task_averaged_accuracy']:.4f}" in next(t for t in table if "task-averaged" in t)
-    assert next(t for t in table if t.strip().startswith("overall")).split()[1:] == [str(first["n"]), f"{block['overall_accuracy']:.4f}"]
+    assert next(t for t in table if t.strip().startswith("overall")).split()[1:] == [
+        str(first["n"]),
+        f"{block['overall_accuracy']:.4f}",
+    ]
     assert next(t for t in table if t.strip().startswith("abstention")).split()[1:] == [
-        str(first["abstention_n"]), f"{block['abstention_accuracy']:.4f}"]
+        str(first["abstention_n"]),
+        f"{block['abstention_accuracy']:.4f}",
+    ]
     assert block["accuracy_by_type"]["multi-session"] == pytest.approx(1 / 3)  # the made pack's types differ
 
 
@@ -72,8 +83,10 @@ def test_brief_gives_the_type_the_diagnostics_and_the_packs_accuracy(lme):
     assert "(type 4, multi-session; abstention ('_abs' in its id))" in text
     assert "lexical diagnostics stemmed_token_f1 " in text and "locomo_f1" not in text
     (pack_line,) = [line for line in text.splitlines() if line.startswith("  pack:     ")]
-    assert (f"overall {block['overall_accuracy']:.4f} (n 20), task-averaged {block['task_averaged_accuracy']:.4f}, "
-            f"abstention {block['abstention_accuracy']:.4f} (n 4), multi-session 0.3333 (n 3)") in pack_line
+    assert (
+        f"overall {block['overall_accuracy']:.4f} (n 20), task-averaged {block['task_averaged_accuracy']:.4f}, "
+        f"abstention {block['abstention_accuracy']:.4f} (n 4), multi-session 0.3333 (n 3)"
+    ) in pack_line
 
 
 def test_blame_takes_the_gold_of_type_5_whole(lme):

@@ -14,9 +14,17 @@ from memorybench.sweep_table import COLUMNS
 @pytest.mark.parametrize("launcher", ["basic", "cloudrun_local"])
 def test_a_sweep_ends_with_one_table_of_its_runs(tmp_path, scripted_server, launcher):
     done = run_cli(
-        "qa", "-m", "memory=full_context,session_summaries", *scripted_reader(scripted_server.base_url),
-        f"dataset.path={FIXTURES / 'mini_locomo.json'}", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}",
-        f"hydra.sweep.dir={tmp_path / 'multirun'}", "name=sweep", "max_questions=4", f"hydra/launcher={launcher}",
+        "qa",
+        "-m",
+        "memory=full_context,session_summaries",
+        *scripted_reader(scripted_server.base_url),
+        f"dataset.path={FIXTURES / 'mini_locomo.json'}",
+        f"paths.packs={tmp_path / 'packs'}",
+        f"paths.cache={tmp_path / 'cache'}",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}",
+        "name=sweep",
+        "max_questions=4",
+        f"hydra/launcher={launcher}",
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr

@@ -25,8 +25,9 @@ from memorybench.viewers.view import build_view
 from memorybench.testing.scripted_server import ScriptedOpenAIServer
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: setup.sh installs it with apt-get "
-                                                             "(`apt-get install -y chromium`)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium on PATH: setup.sh installs it with apt-get (`apt-get install -y chromium`)"
+)
 
 
 def _rows(path: Path) -> list[dict]:
@@ -93,8 +94,13 @@ class _Dom(HTMLParser):
 
 def dom(page: Path, fragment: str = "") -> _Dom:
     url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
-    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
-                           "--dump-dom", url], capture_output=True, text=True, timeout=180, check=False)
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     parsed = _Dom()
     parsed.feed(done.stdout)
@@ -171,8 +177,9 @@ def test_the_paired_view_lists_exactly_the_questions_whose_correctness_differs(p
 
 def test_packs_are_named_by_memory_and_model_and_right_is_defined_without_a_judge(packs):
     *_, page = packs
-    data = json.loads(re.search(r'<script type="application/json" id="mb-data">(.*?)</script>', page.read_text("utf-8"), re.S)
-                      .group(1))
+    data = json.loads(
+        re.search(r'<script type="application/json" id="mb-data">(.*?)</script>', page.read_text("utf-8"), re.S).group(1)
+    )
     assert [p["name"] for p in data["packs"]] == ["full_context / scripted", "session_summaries / scripted"]
     assert "without a judge (no autorater run, category 5, or every pass failed), LoCoMo F1 &gt;= 0.5" in page.read_text("utf-8")
 
@@ -194,9 +201,22 @@ def test_the_viewer_heads_pack_columns_with_memory_and_model_and_says_what_right
 def test_a_screenshot_renders(packs, tmp_path):
     *_, page = packs
     shot = tmp_path / "viewer.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,900",
-                    "--virtual-time-budget=10000", f"--screenshot={shot}", page.resolve().as_uri() + "#open=mini-1-q-0"],
-                   capture_output=True, timeout=180, check=True)
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,900",
+            "--virtual-time-budget=10000",
+            f"--screenshot={shot}",
+            page.resolve().as_uri() + "#open=mini-1-q-0",
+        ],
+        capture_output=True,
+        timeout=180,
+        check=True,
+    )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
@@ -212,8 +232,20 @@ def test_view_on_the_command_line(packs, tmp_path, capsys):
 def test_a_full_context_pack_of_all_1986_questions_opens_and_lists_them(tmp_path):
     """The released locomo10.json on the scripted server: every question in the DOM, a filter works."""
     with ScriptedOpenAIServer() as server:
-        assert main(["qa", "reader=openai_compatible", f"reader.base_url={server.base_url}", "reader.model=scripted",
-                     f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=big"]) == 0
+        assert (
+            main(
+                [
+                    "qa",
+                    "reader=openai_compatible",
+                    f"reader.base_url={server.base_url}",
+                    "reader.model=scripted",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=big",
+                ]
+            )
+            == 0
+        )
     (pack,) = (tmp_path / "packs" / "big" / "runs").iterdir()
     page = build_view([pack], tmp_path / "big.html")
     predictions = _rows(pack / "predictions.jsonl")

@@ -92,7 +92,10 @@ def test_publish_uploads_markers_last_and_never_twice(storage, tmp_path):
     assert not published.already
     assert published.files[-1] == f"exp/runs/r1/{SUCCESS}"
     assert storage.list("exp/runs/r1/") == [
-        "exp/runs/r1/_SUCCESS", "exp/runs/r1/metrics.json", "exp/runs/r1/predictions.jsonl", "exp/runs/r1/reader/traces.jsonl",
+        "exp/runs/r1/_SUCCESS",
+        "exp/runs/r1/metrics.json",
+        "exp/runs/r1/predictions.jsonl",
+        "exp/runs/r1/reader/traces.jsonl",
     ]
     if hasattr(storage, "generation"):  # GCS: _SUCCESS is the newest object of the pack
         generations = {rel: storage.generation(rel) for rel in storage.list("exp/runs/r1/")}

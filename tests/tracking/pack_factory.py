@@ -39,8 +39,9 @@ def lookup_responder(body: dict) -> Reply:
 _MADE: dict[tuple, Path] = {}
 
 
-def make_packs(root: Path, memories: Sequence[str] = ("full_context", "session_summaries"), name: str = "mini",
-               extra: Sequence[str] = ()) -> list[Path]:
+def make_packs(
+    root: Path, memories: Sequence[str] = ("full_context", "session_summaries"), name: str = "mini", extra: Sequence[str] = ()
+) -> list[Path]:
     """Finished packs under `root/packs/<name>/runs/`, one per memory method.
 
     The runs happen once per test process; later calls copy the packs (same bytes).
@@ -51,8 +52,16 @@ def make_packs(root: Path, memories: Sequence[str] = ("full_context", "session_s
         atexit.register(shutil.rmtree, made, True)
         with ScriptedOpenAIServer(responder=lookup_responder) as server:
             for memory in memories:
-                args = ["qa", *scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={made / 'packs'}",
-                        f"paths.cache={made / 'cache'}", f"name={name}", f"memory={memory}", *extra]
+                args = [
+                    "qa",
+                    *scripted_reader(server.base_url),
+                    f"dataset.path={MINI}",
+                    f"paths.packs={made / 'packs'}",
+                    f"paths.cache={made / 'cache'}",
+                    f"name={name}",
+                    f"memory={memory}",
+                    *extra,
+                ]
                 assert main(args) == 0
         _MADE[key] = made / "packs" / name / "runs"
     runs = root / "packs" / name / "runs"
@@ -83,8 +92,14 @@ def add_autorater(pack: Path, passes: int = 2, model: str = "scripted-judge", th
     for n in range(1, passes + 1):
         judged = 0
         for i, row in enumerate(rows):
-            base = dict(question_id=row["question_id"], sample_id=row["sample_id"], index=i, category=row["category"],
-                        pass_=n, judge_prompt_sha256=PROMPT_SHA256)
+            base = dict(
+                question_id=row["question_id"],
+                sample_id=row["sample_id"],
+                index=i,
+                category=row["category"],
+                pass_=n,
+                judge_prompt_sha256=PROMPT_SHA256,
+            )
             if row["category"] == 5:
                 verdicts.append(AutoraterVerdict(**base, status="SKIPPED"))
                 continue
@@ -93,22 +108,53 @@ def add_autorater(pack: Path, passes: int = 2, model: str = "scripted-judge", th
             if n == 2 and judged == 1:
                 score = 1 - score
             if n == 2 and judged == 2:
-                verdicts.append(AutoraterVerdict(**base, status="FAILED", failure="parse", error="no JSON object in the reply",
-                                                 mem0_f1=0.25, mem0_bleu1=0.5))
+                verdicts.append(
+                    AutoraterVerdict(
+                        **base,
+                        status="FAILED",
+                        failure="parse",
+                        error="no JSON object in the reply",
+                        mem0_f1=0.25,
+                        mem0_bleu1=0.5,
+                    )
+                )
                 continue
-            verdicts.append(AutoraterVerdict(**base, status="CORRECT" if score else "WRONG", label_raw="CORRECT" if score else "WRONG",
-                                             label_standard=True, score=score, mem0_f1=0.25, mem0_bleu1=0.5))
-    judge = {"name": "scripted", "provider": "openai_compatible", "model": model, "temperature": 0.0, "max_tokens": 256,
-             "seed": None}
-    identity = JudgeIdentity(protocol="mem0", model=model, prompt_sha256=PROMPT_SHA256, temperature=0.0,
-                             response_format={"type": "json_object"})
+            verdicts.append(
+                AutoraterVerdict(
+                    **base,
+                    status="CORRECT" if score else "WRONG",
+                    label_raw="CORRECT" if score else "WRONG",
+                    label_standard=True,
+                    score=score,
+                    mem0_f1=0.25,
+                    mem0_bleu1=0.5,
+                )
+            )
+    judge = {
+        "name": "scripted",
+        "provider": "openai_compatible",
+        "model": model,
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": None,
+    }
+    identity = JudgeIdentity(
+        protocol="mem0", model=model, prompt_sha256=PROMPT_SHA256, temperature=0.0, response_format={"type": "json_object"}
+    )
     meta = AutoraterMeta(
-        judge_id=identity.judge_id, identity=identity,
-        run_id=json.loads((pack / "run_meta.json").read_text())["run_id"], passes=passes, judge_config=judge,
-        judge_settings={"max_tokens": 256, "seed": None}, judge_model_sent=model,
+        judge_id=identity.judge_id,
+        identity=identity,
+        run_id=json.loads((pack / "run_meta.json").read_text())["run_id"],
+        passes=passes,
+        judge_config=judge,
+        judge_settings={"max_tokens": 256, "seed": None},
+        judge_model_sent=model,
         judge=ModelIdentity(role="judge", provider="openai_compatible", requested=model),
-        prompt={"name": "mem0 ACCURACY_PROMPT", "sha256": PROMPT_SHA256}, response_format={"type": "json_object"},
-        package_versions={}, started_at="2025-01-01T00:00:00+00:00", ended_at="2025-01-01T00:00:01+00:00",
+        prompt={"name": "mem0 ACCURACY_PROMPT", "sha256": PROMPT_SHA256},
+        response_format={"type": "json_object"},
+        package_versions={},
+        started_at="2025-01-01T00:00:00+00:00",
+        ended_at="2025-01-01T00:00:01+00:00",
     )
     out = pack / layout.autorater_dir(identity.judge_id)
     out.mkdir(parents=True, exist_ok=True)
@@ -182,14 +228,37 @@ def make_longmemeval_pack(root: Path, questions: int = 20, judged: bool = True, 
         atexit.register(shutil.rmtree, made, True)
         data = make_longmemeval(made / "lme.json", questions=questions)
         with ScriptedOpenAIServer(responder=_lme_reader) as server:
-            assert main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", *scripted_reader(server.base_url),
-                         f"paths.packs={made / 'packs'}", f"paths.cache={made / 'cache'}", f"name={name}"]) == 0
+            assert (
+                main(
+                    [
+                        "qa",
+                        "dataset=longmemeval_oracle",
+                        f"dataset.path={data}",
+                        *scripted_reader(server.base_url),
+                        f"paths.packs={made / 'packs'}",
+                        f"paths.cache={made / 'cache'}",
+                        f"name={name}",
+                    ]
+                )
+                == 0
+            )
         (pack,) = (made / "packs" / name / "runs").iterdir()
         if judged:
             with ScriptedOpenAIServer(responder=_lme_judge) as judge:
-                assert autorater_main([str(pack), "--quiet", "judge=openai_compatible", "judge.protocol=longmemeval",
-                                       f"judge.base_url={judge.base_url}", "judge.model=judge-x",
-                                       f"paths.cache={made / 'cache'}"]) == 0
+                assert (
+                    autorater_main(
+                        [
+                            str(pack),
+                            "--quiet",
+                            "judge=openai_compatible",
+                            "judge.protocol=longmemeval",
+                            f"judge.base_url={judge.base_url}",
+                            "judge.model=judge-x",
+                            f"paths.cache={made / 'cache'}",
+                        ]
+                    )
+                    == 0
+                )
         _MADE[key] = pack
     target = root / "packs" / name / "runs" / _MADE[key].name
     if not target.exists():

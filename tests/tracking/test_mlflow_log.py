@@ -47,12 +47,33 @@ def store(tmp_path_factory):
     (root / "packs").mkdir()
     MlflowClient(tracking_uri=uri).search_experiments()  # creates the tables once, before the server reads them
     port = _free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+    env = {
+        **os.environ,
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DO_NOT_TRACK": "true",
+    }
     log = (root / "server.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            uri,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         yield root, uri, server, f"http://127.0.0.1:{port}"
@@ -113,7 +134,9 @@ def test_one_parent_and_one_nested_run_per_finished_pack(logged):
         assert run.data.tags["memorybench.pack_key"] == f"{meta['run_id']}@{meta['config_sha256']}"
         params = run.data.params
         assert params["choice.memory"] == meta["choices"]["memory"] and params["memory.name"] == meta["choices"]["memory"]
-        assert params["reader.model"] == "scripted" and params["reader.temperature"] == "0.0" and params["reader.max_tokens"] == "64"
+        assert (
+            params["reader.model"] == "scripted" and params["reader.temperature"] == "0.0" and params["reader.max_tokens"] == "64"
+        )
         assert params["config_sha256"] == meta["config_sha256"] and params["data_sha256"] == meta["data"]["sha256"]
         assert params["prompt_sha256.readers/qa_v1.txt"] == meta["prompts"]["readers/qa_v1.txt"]
         assert params["model.reader.requested"] == "scripted" and params["model.reader.answered"] == "scripted"
@@ -130,7 +153,9 @@ def test_one_parent_and_one_nested_run_per_finished_pack(logged):
 
         interval = seed_summary([tracked.pack], categories=parse_categories("1-4"))["locomo_f1"]["interval"]
         assert m["conversations"] == interval["clusters"] == 2
-        assert m["locomo_f1_1_4_ci_low"] == pytest.approx(interval["low"]) and m["locomo_f1_1_4_ci_high"] == pytest.approx(interval["high"])
+        assert m["locomo_f1_1_4_ci_low"] == pytest.approx(interval["low"]) and m["locomo_f1_1_4_ci_high"] == pytest.approx(
+            interval["high"]
+        )
         assert m["answer_prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
         assert m["total_calls"] == metrics["usage"]["total"]["calls"] and m["build_calls"] == 0
         assert m["latency_p95_s"] == pytest.approx(metrics["usage"]["reader"]["latency_s"]["p95"])
@@ -181,7 +206,9 @@ def test_params_drop_credential_like_config_keys(logged, tmp_path):
     pack = tmp_path / "p"
     shutil.copytree(full, pack)
     config = (pack / "config.resolved.yaml").read_text()
-    (pack / "config.resolved.yaml").write_text(config.replace("  api_key_env: null\n", "  api_key_env: null\n  api_key: hunter2\n", 1))
+    (pack / "config.resolved.yaml").write_text(
+        config.replace("  api_key_env: null\n", "  api_key_env: null\n  api_key: hunter2\n", 1)
+    )
     params = pack_params(pack)
     assert "reader.api_key_env" in params and not any(k.endswith(".api_key") for k in params)
     assert "hunter2" not in json.dumps(params)
@@ -208,8 +235,16 @@ def test_driver_logs_a_finished_run_spec(tmp_path, logged):
 
     _, _, _, uri, result = logged
     with ScriptedOpenAIServer() as server:
-        args = [*scripted_reader(server.base_url), f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-                f"paths.cache={tmp_path / 'cache'}", "name=mini", "max_questions=3", "tracking=mlflow", f"tracking.uri={uri}"]
+        args = [
+            *scripted_reader(server.base_url),
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=mini",
+            "max_questions=3",
+            "tracking=mlflow",
+            f"tracking.uri={uri}",
+        ]
         assert main(["qa", *args]) == 0
         specs = plan_runs(args)
     # `memorybench qa` (the driver) logged the finished pack itself; logging again adds nothing
@@ -225,8 +260,10 @@ def test_track_main(logged, capsys):
     assert "0 run(s) logged, 0 updated, 2 unchanged" in out
     experiment = re.search(r"\(id (\w+)\)", out).group(1)
     # MLflow 3 opens on its GenAI overview: the line names the experiment's runs view, and the one-worker command
-    assert (f"tracking URI {uri}; runs: mlflow ui --backend-store-uri {uri} --workers 1, then open "
-            f"http://127.0.0.1:5000/#/experiments/{experiment}/runs (each pack is nested under its sweep's parent run)") in out
+    assert (
+        f"tracking URI {uri}; runs: mlflow ui --backend-store-uri {uri} --workers 1, then open "
+        f"http://127.0.0.1:5000/#/experiments/{experiment}/runs (each pack is nested under its sweep's parent run)"
+    ) in out
     assert out.count("mlflow: unchanged") == 2
     from memorybench.errors import UserError
 
@@ -283,5 +320,7 @@ def test_the_ui_address_is_the_experiments_runs_view():
     run = TrackedRun(pack=None, run_id="r", mlflow_run_id="abc", created=True)  # type: ignore[arg-type]
     assert server.ui_address(run) == "https://mlflow.example/prefix/#/experiments/7/runs/abc"
     local = TrackingResult(tracking_uri="sqlite:////data/my runs/mlflow.db", experiment_id="3", parent_run_id="p")
-    assert local.ui_address() == ("mlflow ui --backend-store-uri 'sqlite:////data/my runs/mlflow.db' --workers 1, "
-                                  "then open http://127.0.0.1:5000/#/experiments/3/runs")
+    assert local.ui_address() == (
+        "mlflow ui --backend-store-uri 'sqlite:////data/my runs/mlflow.db' --workers 1, "
+        "then open http://127.0.0.1:5000/#/experiments/3/runs"
+    )

@@ -63,5 +63,7 @@ def test_a_locomo_pack_keeps_its_names(logged):
     _, locomo, runs = logged
     metrics = runs[locomo].metrics
     assert {"locomo_f1", "locomo_f1_cat5", "locomo_f1_1_4", "exact_match", "token_f1", "conversations"} <= set(metrics)
-    assert any(k.startswith("j_mean/") for k in metrics) and not any(k.startswith(("longmemeval", "diagnostic_")) for k in metrics)
+    assert any(k.startswith("j_mean/") for k in metrics) and not any(
+        k.startswith(("longmemeval", "diagnostic_")) for k in metrics
+    )
     assert pack_metrics(locomo) == metrics

@@ -70,9 +70,17 @@ def test_packs_in_a_bucket_are_logged_by_track_and_by_the_driver_hook(tmp_path):
         assert local.runs[0].action == "unchanged"  # the same pack, read from the bucket or from disk
 
         # what `memorybench qa tracking=mlflow storage=gcs` calls once the sweep is done
-        overrides = ["reader=openai_compatible", "reader.base_url=http://127.0.0.1:9/v1", "reader.model=scripted",
-                     f"dataset.path={MINI}", "name=gcs", "storage=gcs", "storage.root=gs://track-bucket/root",
-                     "tracking=mlflow", f"tracking.uri=sqlite:///{tmp_path / 'hook.db'}"]
+        overrides = [
+            "reader=openai_compatible",
+            "reader.base_url=http://127.0.0.1:9/v1",
+            "reader.model=scripted",
+            f"dataset.path={MINI}",
+            "name=gcs",
+            "storage=gcs",
+            "storage.root=gs://track-bucket/root",
+            "tracking=mlflow",
+            f"tracking.uri=sqlite:///{tmp_path / 'hook.db'}",
+        ]
         specs = plan_runs(overrides)
         # the planned run's pack in the bucket (the published one's files under the planned run id)
         for rel in storage.list(f"gcs/runs/{pack.name}"):

@@ -88,7 +88,9 @@ def compose_jobs(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_
 
 def _storage_root(spec: Any, remote: bool, num: int) -> str:
     if spec.cfg.storage.name == "gcs" and not str(spec.cfg.storage.root or "").startswith("gs://"):
-        raise UserError(f"storage=gcs needs storage.root=gs://BUCKET/PREFIX (job #{num} has storage.root={spec.cfg.storage.root!r})")
+        raise UserError(
+            f"storage=gcs needs storage.root=gs://BUCKET/PREFIX (job #{num} has storage.root={spec.cfg.storage.root!r})"
+        )
     root = spec.cfg.storage.root or spec.cfg.paths.packs
     if remote and not str(root).startswith("gs://"):
         raise UserError(
@@ -108,7 +110,9 @@ def _project(conf: CloudRunLauncherConf) -> str:
         except Exception:  # noqa: BLE001 - any failure means "not found": the message below says how to set it
             project = None
     if not project:
-        raise UserError("hydra/launcher=cloudrun needs a GCP project: add hydra.launcher.project=PROJECT_ID (or set GOOGLE_CLOUD_PROJECT)")
+        raise UserError(
+            "hydra/launcher=cloudrun needs a GCP project: add hydra.launcher.project=PROJECT_ID (or set GOOGLE_CLOUD_PROJECT)"
+        )
     return str(project)
 
 
@@ -121,7 +125,9 @@ def build(launcher: Any, composed: list[tuple[DictConfig, Any]]) -> CloudRunMani
         jobs.append(manifest_job(index, num, spec, _choices(sweep_config), _storage_root(spec, remote, num)))
     control_root = conf.manifest_root or jobs[0].storage_root
     if remote and not str(control_root).startswith("gs://"):
-        raise UserError(f"hydra.launcher.manifest_root={control_root!r}: Cloud Run tasks read the manifest from storage; use gs://BUCKET/PREFIX")
+        raise UserError(
+            f"hydra.launcher.manifest_root={control_root!r}: Cloud Run tasks read the manifest from storage; use gs://BUCKET/PREFIX"
+        )
     if remote:
         project, region = _project(conf), conf.region
         job_name = f"projects/{project}/locations/{region}/jobs/{conf.job}"
@@ -151,7 +157,12 @@ def task_secrets(conf: Any, remote: bool) -> tuple[SecretRef, ...]:
 def execute(launcher: Any, manifest: CloudRunManifest, run_dir: Path, secrets: tuple[SecretRef, ...] = ()) -> ExecutionReport:
     """Start the one execution of the manifest's tasks and wait for it to end."""
     conf = launcher.conf
-    shared = {"task_timeout_s": conf.task_timeout_s, "log_dir": run_dir / "logs", "work_root": run_dir / "work", "secrets": secrets}
+    shared = {
+        "task_timeout_s": conf.task_timeout_s,
+        "log_dir": run_dir / "logs",
+        "work_root": run_dir / "work",
+        "secrets": secrets,
+    }
     if launcher.remote:
         settings = ExecutionSettings(
             remote=True,
@@ -171,8 +182,8 @@ def _failure_hint(manifest: CloudRunManifest, report: ExecutionReport, index: in
     if manifest.launcher == "cloudrun":
         execution = report.execution.rsplit("/", 1)[-1]
         return (
-            f"logs: gcloud logging read 'resource.type=\"cloud_run_job\" AND labels.\"run.googleapis.com/execution_name\"=\"{execution}\" "
-            f"AND labels.\"run.googleapis.com/task_index\"=\"{index}\"' --project {manifest.project}"
+            f'logs: gcloud logging read \'resource.type="cloud_run_job" AND labels."run.googleapis.com/execution_name"="{execution}" '
+            f'AND labels."run.googleapis.com/task_index"="{index}"\' --project {manifest.project}'
         )
     task = report.tasks[index] if index < len(report.tasks) else None
     return f"log: {task.log}" if task and task.log else f"logs in {report.log_uri}"
@@ -206,7 +217,9 @@ def job_returns(
             status = statuses.get(job.index)
             reason = status.message if status else (report.error or "the task left no status record")
             hint = _failure_hint(manifest, report, job.index)
-            ret.return_value = CloudRunTaskFailed(f"task {job.index} (run {job.run_id}) did not publish {job.pack_uri}: {reason}; {hint}")
+            ret.return_value = CloudRunTaskFailed(
+                f"task {job.index} (run {job.run_id}) did not publish {job.pack_uri}: {reason}; {hint}"
+            )
             ret.status = JobStatus.FAILED
         results.append(ret)
     return results

@@ -64,7 +64,9 @@ class LocalCloudRunLauncherConf:
     secrets: Dict[str, str] = field(default_factory=dict)
 
 
-ConfigStore.instance().store(group="hydra/launcher", name="cloudrun", node=CloudRunLauncherConf, provider="memorybench_cloudrun_launcher")
+ConfigStore.instance().store(
+    group="hydra/launcher", name="cloudrun", node=CloudRunLauncherConf, provider="memorybench_cloudrun_launcher"
+)
 ConfigStore.instance().store(
     group="hydra/launcher", name="cloudrun_local", node=LocalCloudRunLauncherConf, provider="memorybench_cloudrun_launcher"
 )

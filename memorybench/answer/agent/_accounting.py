@@ -18,8 +18,12 @@ from memorybench.templates import PromptTemplate
 
 BUDGET_KEYS = ("max_requests", "max_input_tokens", "max_output_tokens", "max_total_tokens")
 #: the gateway's usage keys -> the CLI's turn.completed usage keys
-CLI_USAGE_KEYS = {"input_tokens": "input_tokens", "cached_tokens": "cached_input_tokens",
-                  "output_tokens": "output_tokens", "reasoning_tokens": "reasoning_output_tokens"}
+CLI_USAGE_KEYS = {
+    "input_tokens": "input_tokens",
+    "cached_tokens": "cached_input_tokens",
+    "output_tokens": "output_tokens",
+    "reasoning_tokens": "reasoning_output_tokens",
+}
 
 
 @dataclass
@@ -40,9 +44,14 @@ class AuditConfig:
     raw: bool = False
 
 
-
-def question_budget(limits: dict[str, int], match_reader: bool, question: str, memory: str,
-                    reader_prompt: PromptTemplate | None, reader_max_tokens: int | None) -> Budget | None:
+def question_budget(
+    limits: dict[str, int],
+    match_reader: bool,
+    question: str,
+    memory: str,
+    reader_prompt: PromptTemplate | None,
+    reader_max_tokens: int | None,
+) -> Budget | None:
     """A question's budget: the configured limits; with match_reader the reader's tokens as the total."""
     if not limits and not match_reader:
         return None
@@ -56,8 +65,13 @@ def question_budget(limits: dict[str, int], match_reader: bool, question: str, m
     prompt_tokens = count_tokens(SYSTEM_MESSAGE) + count_tokens(user)
     total = prompt_tokens + int(reader_max_tokens)
     limits["max_total_tokens"] = min(total, limits.get("max_total_tokens", total))
-    return Budget(**limits, source="reader", reader_prompt_tokens=prompt_tokens, reader_max_tokens=int(reader_max_tokens),
-                  tokenizer=ENCODING)
+    return Budget(
+        **limits,
+        source="reader",
+        reader_prompt_tokens=prompt_tokens,
+        reader_max_tokens=int(reader_max_tokens),
+        tokenizer=ENCODING,
+    )
 
 
 def summarize(report: GatewayReport, out: Outcome, budget: Budget | None, journal: Journal, *, run_id: str) -> GatewaySummary:
@@ -70,14 +84,24 @@ def summarize(report: GatewayReport, out: Outcome, budget: Budget | None, journa
             totals[theirs] += int(row.get(ours) or 0)
         retries += int(row.get("retries") or 0)
     # a turn that failed (a budget refusal, an error) reports no usage: nothing to check against
-    differ = [f"{k}: gateway {v}, cli {int(out.usage.get(k, 0))}" for k, v in totals.items()
-              if v != int(out.usage.get(k, 0))] if out.turns else []
+    differ = (
+        [f"{k}: gateway {v}, cli {int(out.usage.get(k, 0))}" for k, v in totals.items() if v != int(out.usage.get(k, 0))]
+        if out.turns
+        else []
+    )
     matches = (not differ) if out.turns else None
     refused = report.refused
     return GatewaySummary(
-        requests=len(report.rows), refused=len(refused), budget_exceeded=refused[0]["reason"] if refused else None,
-        retries=retries, usage=totals, usage_matches_cli=matches,
-        mismatch="; ".join(differ) or None, unattributed=report.unattributed, in_flight=report.in_flight, budget=budget,
+        requests=len(report.rows),
+        refused=len(refused),
+        budget_exceeded=refused[0]["reason"] if refused else None,
+        retries=retries,
+        usage=totals,
+        usage_matches_cli=matches,
+        mismatch="; ".join(differ) or None,
+        unattributed=report.unattributed,
+        in_flight=report.in_flight,
+        budget=budget,
         not_forwarded=report.not_forwarded[:10],
     )
 

@@ -132,8 +132,9 @@ class Bridge:
     """Harness side: accepts the listeners `INNER` sends and splices their connections to
     the same port of `upstream_host` (the endpoint's 127.0.0.1 or localhost) on the host."""
 
-    def __init__(self, ports: tuple[int, ...] = (), *, upstream_host: str = "127.0.0.1",
-                 connect_to: tuple[str, int] | None = None):
+    def __init__(
+        self, ports: tuple[int, ...] = (), *, upstream_host: str = "127.0.0.1", connect_to: tuple[str, int] | None = None
+    ):
         """`ports`: spliced to the same port of `upstream_host`; `connect_to`: (host, port) a CONNECT
         on PROXY_PORT may reach."""
         self.connect_to = (connect_to[0].lower(), connect_to[1]) if connect_to else None
@@ -191,8 +192,7 @@ class Bridge:
                         listener = key.fileobj
                         assert isinstance(listener, socket.socket)
                         inside, _ = listener.accept()
-                        threading.Thread(target=self._splice, args=(inside, listener.getsockname()[1]),
-                                         daemon=True).start()
+                        threading.Thread(target=self._splice, args=(inside, listener.getsockname()[1]), daemon=True).start()
         except OSError:
             return
         finally:

@@ -60,8 +60,10 @@ def locate_cli(root: Path = PROJECT_ROOT) -> CodexCli:
     fix = f"run `npm ci` in {root} (setup.sh does it)"
     key = (platform.system(), platform.machine())
     if key not in PLATFORMS:
-        raise UserError(f"answerer=codex runs on Linux x86_64 or aarch64 only (this is {key[0]} {key[1]}): "
-                        "the agent's isolation from the gold files needs Linux mount namespaces")
+        raise UserError(
+            f"answerer=codex runs on Linux x86_64 or aarch64 only (this is {key[0]} {key[1]}): "
+            "the agent's isolation from the gold files needs Linux mount namespaces"
+        )
     triple, package = PLATFORMS[key]
     installed = root / "node_modules" / PACKAGE / "package.json"
     try:
@@ -80,5 +82,10 @@ def locate_cli(root: Path = PROJECT_ROOT) -> CodexCli:
         raise UserError(f"the Codex binary {binary} does not run ({e}); {fix}") from None
     if not out.endswith(version):
         raise UserError(f"{binary} reports {out!r}, expected version {version}; {fix}")
-    return CodexCli(binary=binary.resolve(), vendor_dir=vendor.resolve(), version=version, reported=out,
-                    binary_sha256=sha256_file_cached(binary))
+    return CodexCli(
+        binary=binary.resolve(),
+        vendor_dir=vendor.resolve(),
+        version=version,
+        reported=out,
+        binary_sha256=sha256_file_cached(binary),
+    )

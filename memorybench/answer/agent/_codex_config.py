@@ -15,8 +15,18 @@ PROVIDER_ID = "memorybench"
 
 #: `[features]` switched off: every one is a tool or context source outside the experiment
 FEATURES_OFF = (
-    "apps", "plugins", "remote_plugin", "goals", "image_generation", "memories", "browser_use", "computer_use",
-    "hooks", "tool_suggest", "skill_search", "shell_snapshot",
+    "apps",
+    "plugins",
+    "remote_plugin",
+    "goals",
+    "image_generation",
+    "memories",
+    "browser_use",
+    "computer_use",
+    "hooks",
+    "tool_suggest",
+    "skill_search",
+    "shell_snapshot",
 )
 
 

@@ -22,18 +22,43 @@ from typing import Any
 DIA_ID = re.compile(r"\bD\d+:\d+\b")
 SESSION_FILE = re.compile(r"^sessions/session_\d+\.md$")
 SHELLS = {"bash", "sh", "zsh", "dash"}
-READERS = {"cat", "head", "tail", "sed", "awk", "less", "more", "nl", "tac", "cut", "sort", "uniq", "wc", "jq", "strings", "od", "xxd", "diff"}
+READERS = {
+    "cat",
+    "head",
+    "tail",
+    "sed",
+    "awk",
+    "less",
+    "more",
+    "nl",
+    "tac",
+    "cut",
+    "sort",
+    "uniq",
+    "wc",
+    "jq",
+    "strings",
+    "od",
+    "xxd",
+    "diff",
+}
 SEARCHERS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "zgrep"}
 LISTERS = {"ls", "find", "tree", "fd", "du", "stat", "file"}
 WRITERS = {"tee", "touch", "mkdir", "cp", "mv", "rm", "truncate", "ln", "install"}
 #: per program, the options whose value is the next word (so that word is not a path)
 VALUED = {
-    "head": {"-n", "-c"}, "tail": {"-n", "-c"},
+    "head": {"-n", "-c"},
+    "tail": {"-n", "-c"},
     "grep": {"-e", "-f", "-m", "-A", "-B", "-C", "--max-count", "--regexp", "--file", "-d", "-D"},
     "rg": {"-e", "-f", "-m", "-A", "-B", "-C", "-g", "--glob", "-t", "--type", "-T", "-M", "--max-count", "--regexp"},
-    "sed": {"-e", "-f"}, "awk": {"-F", "-v", "-f"}, "cut": {"-d", "-f", "-c", "-b"}, "sort": {"-k", "-t"},
+    "sed": {"-e", "-f"},
+    "awk": {"-F", "-v", "-f"},
+    "cut": {"-d", "-f", "-c", "-b"},
+    "sort": {"-k", "-t"},
     "find": {"-name", "-iname", "-maxdepth", "-mindepth", "-type", "-path", "-newer", "-size", "-regex"},
-    "ls": {"-I", "--ignore"}, "tree": {"-L", "-I", "-P"}, "nl": {"-b", "-s", "-w"},
+    "ls": {"-I", "--ignore"},
+    "tree": {"-L", "-I", "-P"},
+    "nl": {"-b", "-s", "-w"},
 }
 for _name in ("egrep", "fgrep", "zgrep"):
     VALUED[_name] = VALUED["grep"]
@@ -113,8 +138,16 @@ def outcome(events: list[dict[str, Any]], *, exit_code: int | None, timed_out: b
         status, error = "no_answer", "the turn ended without an agent message"
     else:
         status, error = "completed", None
-    return Outcome(status=status, answer=answer if status == "completed" else "", error=error, warnings=warnings,
-                   usage=usage, turns=turns, thread_id=thread_id, items=ordered)
+    return Outcome(
+        status=status,
+        answer=answer if status == "completed" else "",
+        error=error,
+        warnings=warnings,
+        usage=usage,
+        turns=turns,
+        thread_id=thread_id,
+        items=ordered,
+    )
 
 
 def _message_of(text: str) -> str:

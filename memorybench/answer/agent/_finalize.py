@@ -43,12 +43,18 @@ from memorybench.pack.run_pack import RunPack
 from memorybench.pack.walk import evidence_ids
 from memorybench.stats import spread
 
-NO_BUDGET = ("no token budget enforced: no answerer.budget limit was set, so an agent may spend many times a "
-             "reader's tokens on one question (set answerer.budget.match_reader=true)")
-NO_GATEWAY = ("no token budget enforced: these traces were written without the memorybench gateway (before agent_trace.v3), "
-              "so no request was counted or limited")
-NOT_READER = ("the budget is not the reader's: set answerer.budget.match_reader=true so that each question gets the "
-              "reader's prompt tokens plus its max_tokens")
+NO_BUDGET = (
+    "no token budget enforced: no answerer.budget limit was set, so an agent may spend many times a "
+    "reader's tokens on one question (set answerer.budget.match_reader=true)"
+)
+NO_GATEWAY = (
+    "no token budget enforced: these traces were written without the memorybench gateway (before agent_trace.v3), "
+    "so no request was counted or limited"
+)
+NOT_READER = (
+    "the budget is not the reader's: set answerer.budget.match_reader=true so that each question gets the "
+    "reader's prompt tokens plus its max_tokens"
+)
 
 
 def _gateway_reasons(traces: list[AgentTraceV1], every_trace: list[AgentTraceV1]) -> tuple[list[str], bool | None]:
@@ -66,18 +72,24 @@ def _gateway_reasons(traces: list[AgentTraceV1], every_trace: list[AgentTraceV1]
     mismatched = [g for g in processes if g.usage_matches_cli is False]
     unattributed = sum(g.unattributed for g in processes)
     if mismatched:
-        reasons.append(f"not every request accounted for: in {len(mismatched)} process(es) the gateway's request sums "
-                       f"differ from Codex's turn.completed usage ({mismatched[0].mismatch})")
+        reasons.append(
+            f"not every request accounted for: in {len(mismatched)} process(es) the gateway's request sums "
+            f"differ from Codex's turn.completed usage ({mismatched[0].mismatch})"
+        )
     if unattributed:
         reasons.append(f"not every request accounted for: {unattributed} model request(s) arrived outside any question")
     not_forwarded = [r for g in processes for r in g.not_forwarded]
     if not_forwarded:
-        reasons.append(f"{len(not_forwarded)} request(s) to an endpoint no budget counts (first: {not_forwarded[0]}) were "
-                       "refused by the gateway, not forwarded: the agent tried to reach the model around the budget")
+        reasons.append(
+            f"{len(not_forwarded)} request(s) to an endpoint no budget counts (first: {not_forwarded[0]}) were "
+            "refused by the gateway, not forwarded: the agent tried to reach the model around the budget"
+        )
     in_flight = sum(g.in_flight for g in processes)
     if in_flight:
-        reasons.append(f"not every request accounted for: {in_flight} request(s) still unanswered when their process "
-                       "ended (killed at the timeout), so their usage is unknown")
+        reasons.append(
+            f"not every request accounted for: {in_flight} request(s) still unanswered when their process "
+            "ended (killed at the timeout), so their usage is unknown"
+        )
     return reasons, not mismatched and not unattributed and not in_flight
 
 
@@ -113,8 +125,17 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
             seen |= set(row.dia_ids)
         found = [e for e in evidence if e in seen]
         recall = round(len(found) / len(evidence), 6) if evidence and files_mode else None
-        recalls.append(AgentRecall(question_id=q.question_id, sample_id=q.sample_id, evidence=evidence, found=found,
-                                   memory_recall=recall, hop_to_evidence=hop if files_mode else None, steps=len(rows)))
+        recalls.append(
+            AgentRecall(
+                question_id=q.question_id,
+                sample_id=q.sample_id,
+                evidence=evidence,
+                found=found,
+                memory_recall=recall,
+                hop_to_evidence=hop if files_mode else None,
+                steps=len(rows),
+            )
+        )
     pack.write_text(layout.AGENT_RECALL, "".join(json.dumps(r.row(), ensure_ascii=False) + "\n" for r in recalls))
 
     statuses = [r.status for r in traces]
@@ -131,20 +152,26 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
     if mcp:
         reasons.append(f"MCP tool calls in {len(mcp)} question(s)")
     if statuses.count("timeout"):
-        reasons.append(f"{statuses.count('timeout')} question(s) hit the outer timeout ({first.timeout_s} s) and count as empty answers")
+        reasons.append(
+            f"{statuses.count('timeout')} question(s) hit the outer timeout ({first.timeout_s} s) and count as empty answers"
+        )
     if statuses.count("failed"):
         reasons.append(f"{statuses.count('failed')} question(s) failed and count as empty answers")
     flagged = [t for t in every_trace if isinstance(t, AgentTrace) and t.workspace_findings]
     if flagged:
-        reasons.append(f"workspace findings in {len(flagged)} process(es), ingest passes included (links, special files, "
-                       f"hard links from outside, oversized notes; none followed or read): see workspace_findings in "
-                       f"{layout.AGENT_TRACES}")
+        reasons.append(
+            f"workspace findings in {len(flagged)} process(es), ingest passes included (links, special files, "
+            f"hard links from outside, oversized notes; none followed or read): see workspace_findings in "
+            f"{layout.AGENT_TRACES}"
+        )
     notes = []
     unchecked = [t for t in every_trace if not isinstance(t, AgentTrace)]
     if unchecked:
         notes.append(f"{len(unchecked)} trace(s) are agent_trace.v1, written before workspaces were checked for links")
     if first.mode != "prompt_injected":
-        notes.append(f"mode {first.mode}: the agent reads files it chooses; the configured memory method's text was not shown to it")
+        notes.append(
+            f"mode {first.mode}: the agent reads files it chooses; the configured memory method's text was not shown to it"
+        )
     if first.persist:
         notes.append("persist on: notes carry over between the questions of a conversation, so answers depend on question order")
     gated = [t.gateway for t in traces if isinstance(t, AgentTraceV3) and t.gateway is not None]
@@ -152,8 +179,11 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
     first_budget = next((g.budget for g in gated if g.budget is not None), None)
     budget = None
     if first_budget is not None:
-        budget = {k: v for k, v in first_budget.model_dump().items()
-                  if v is not None and k not in ("reader_prompt_tokens", "max_total_tokens" if first_budget.source == "reader" else "")}
+        budget = {
+            k: v
+            for k, v in first_budget.model_dump().items()
+            if v is not None and k not in ("reader_prompt_tokens", "max_total_tokens" if first_budget.source == "reader" else "")
+        }
         if first_budget.source == "reader":
             totals = [g.budget.max_total_tokens for g in gated if g.budget is not None and g.budget.max_total_tokens]
             budget["max_total_tokens_per_question"] = spread([float(v) for v in totals])
@@ -177,7 +207,8 @@ def finalize_agent_pack(pack_root: Path, questions: Sequence[Question]) -> Agent
         usage_total=dict(sorted(usage.items())),
         requests_per_question=spread([float(g.requests) for g in gated]) if gated else None,
         tokens_per_question=spread([float(g.usage.get("input_tokens", 0) + g.usage.get("output_tokens", 0)) for g in gated])
-        if gated else None,
+        if gated
+        else None,
         budget_exceeded=budget_hits,
         budget=budget,
         requests_accounted=accounted,
@@ -200,8 +231,14 @@ def _markdown(c: AgentComparison) -> str:
         "",
         "## Why" if c.reasons else "## Checks",
         "",
-        *(f"- {r}" for r in c.reasons or ["the reader's token budget enforced by the gateway on every question, every "
-                                           "request accounted for, no web search, no MCP calls, every question finished"]),
+        *(
+            f"- {r}"
+            for r in c.reasons
+            or [
+                "the reader's token budget enforced by the gateway on every question, every "
+                "request accounted for, no web search, no MCP calls, every question finished"
+            ]
+        ),
         "",
         "## Requests and budget (counted by the memorybench gateway: agent/requests.jsonl)",
         "",

@@ -258,8 +258,9 @@ class Isolation:
     bridge: Bridge | None = None
 
     @classmethod
-    def create(cls, mountpoint: Path, always_visible: Sequence[Path], *, endpoint: str | None = None,
-               network: str = "isolated") -> Isolation:
+    def create(
+        cls, mountpoint: Path, always_visible: Sequence[Path], *, endpoint: str | None = None, network: str = "isolated"
+    ) -> Isolation:
         """`endpoint`: the model's base URL the agent must reach; `network`: `answerer.network`."""
         if network not in NETWORKS:
             raise UserError(f"answerer.network={network!r} is unknown; use one of {', '.join(NETWORKS)}")
@@ -313,13 +314,21 @@ class Isolation:
         """What runs the command as the agent: an unprivileged uid, no capabilities, its own user namespace."""
         # as root: host uid AGENT_ID, no groups, an empty bounding set. As another user the outer
         # namespace's root keeps its bounding set: emptied, the nested namespace could not map its uid
-        ids = ([f"--reuid={AGENT_ID}", f"--regid={AGENT_ID}", "--clear-groups", "--bounding-set=-all"]
-               if os.geteuid() == 0 else [])
-        return [_tool("setpriv"), *ids, "--inh-caps=-all", "--no-new-privs", "--",
-                _tool("unshare"), "--user", f"--map-user={AGENT_ID}", f"--map-group={AGENT_ID}", "--"]
+        ids = [f"--reuid={AGENT_ID}", f"--regid={AGENT_ID}", "--clear-groups", "--bounding-set=-all"] if os.geteuid() == 0 else []
+        return [
+            _tool("setpriv"),
+            *ids,
+            "--inh-caps=-all",
+            "--no-new-privs",
+            "--",
+            _tool("unshare"),
+            "--user",
+            f"--map-user={AGENT_ID}",
+            f"--map-group={AGENT_ID}",
+            "--",
+        ]
 
-    def wrap(self, argv: Sequence[str], *, cwd: Path, visible: Sequence[Path] = (),
-             readonly: Sequence[Path] = ()) -> list[str]:
+    def wrap(self, argv: Sequence[str], *, cwd: Path, visible: Sequence[Path] = (), readonly: Sequence[Path] = ()) -> list[str]:
         """`argv` run with `cwd` inside the minimal root that shows only `visible` (writable),
         `readonly` and always_visible, as the unprivileged agent."""
         ro = [str(p) for p in (*self.always_visible, *(Path(r).resolve() for r in readonly))]
@@ -328,9 +337,29 @@ class Isolation:
         ctl = str(self.bridge.ctl_path) if self.bridge is not None else "-"
         ports = ",".join(map(str, self.bridge.ports)) if self.bridge is not None else "-"
         owner = f"{AGENT_ID}:{AGENT_ID}" if os.geteuid() == 0 else "-"
-        return [*self.unshare_prefix(), *(["--net"] if isolated else []), "--", "/bin/sh", "-c", SCRIPT,
-                "memorybench-agent-root", str(self.mountpoint), str(cwd.resolve()), owner, self.network,
-                sys.executable, INNER, ctl, ports, *ro, "--", *rw, "--", *self.drop_prefix(), *argv]
+        return [
+            *self.unshare_prefix(),
+            *(["--net"] if isolated else []),
+            "--",
+            "/bin/sh",
+            "-c",
+            SCRIPT,
+            "memorybench-agent-root",
+            str(self.mountpoint),
+            str(cwd.resolve()),
+            owner,
+            self.network,
+            sys.executable,
+            INNER,
+            ctl,
+            ports,
+            *ro,
+            "--",
+            *rw,
+            "--",
+            *self.drop_prefix(),
+            *argv,
+        ]
 
     def visible_roots(self, visible: Sequence[Path] = ()) -> list[Path]:
         return [*system_roots(), *self.always_visible, *(Path(v).resolve() for v in visible)]
@@ -352,29 +381,36 @@ class Isolation:
         if self.network == "shared":
             net = "the host's network (answerer.network=shared)"
         elif self.bridge is not None and self.bridge.connect_to is not None:
-            net = ("its own network namespace (HTTPS_PROXY 127.0.0.1:%d inside, bridged to a CONNECT to the model "
-                   "endpoint's host and port only)" % PROXY_PORT)
+            net = (
+                "its own network namespace (HTTPS_PROXY 127.0.0.1:%d inside, bridged to a CONNECT to the model "
+                "endpoint's host and port only)" % PROXY_PORT
+            )
         else:
             net = "its own network namespace (the model endpoint's port bridged from the host's loopback)"
-        return ("unshare mount+pid namespace; pivot_root into a tmpfs root holding /usr, /etc (read-only), a minimal "
-                "/dev, no /sys, the CLI's vendor folder (read-only), and the process's own fresh CODEX_HOME, HOME, "
-                f"TMPDIR and workspace only; run as host uid {AGENT_ID if os.geteuid() == 0 else os.geteuid()} in a "
-                f"user namespace of its own, no capabilities, no_new_privs; {net}")
+        return (
+            "unshare mount+pid namespace; pivot_root into a tmpfs root holding /usr, /etc (read-only), a minimal "
+            "/dev, no /sys, the CLI's vendor folder (read-only), and the process's own fresh CODEX_HOME, HOME, "
+            f"TMPDIR and workspace only; run as host uid {AGENT_ID if os.geteuid() == 0 else os.geteuid()} in a "
+            f"user namespace of its own, no capabilities, no_new_privs; {net}"
+        )
 
     def probe(self, sentinels: Sequence[Path], *, cwd: Path, visible: Sequence[Path], binary: Path) -> None:
         """Prove the isolation from inside before the first question: the CLI's `--version` runs,
         each sentinel file is gone, and every property of the module docstring holds."""
         missing = [tool for tool in ("unshare", "setpriv") if not shutil.which(tool)]
         if missing:
-            raise UserError(f"cannot isolate the agent from the gold files: {' and '.join(missing)} (util-linux) "
-                            "not installed; install util-linux")
+            raise UserError(
+                f"cannot isolate the agent from the gold files: {' and '.join(missing)} (util-linux) "
+                "not installed; install util-linux"
+            )
         bad = self.findings(sentinels, cwd=cwd, visible=visible, binary=binary)
         if bad:
             more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
             raise UserError(f"the agent's isolation does not hold: {bad[0]}{more}; answerer=codex refuses to run unsafe")
 
-    def findings(self, sentinels: Sequence[Path], *, cwd: Path, visible: Sequence[Path], binary: Path,
-                 wrap: Wrapper | None = None) -> list[str]:
+    def findings(
+        self, sentinels: Sequence[Path], *, cwd: Path, visible: Sequence[Path], binary: Path, wrap: Wrapper | None = None
+    ) -> list[str]:
         """What does not hold of the module docstring's properties, seen from inside `wrap`
         (default: this isolation's own `wrap`; bench/sandbox_compare.py runs the same probe
         under bubblewrap). Raises UserError when the wrapper cannot start at all."""
@@ -382,22 +418,41 @@ class Isolation:
         python, extra = _probe_python()
         with _host_listener(self.network == "isolated") as host_port:
             readonly = [*system_roots(), *self.always_visible, binary]
-            config = {"marker": MARKER, "readonly": [str(p) for p in readonly],
-                      "host_port": host_port, "bridged": list(self.bridge.ports) if self.bridge else []}
-            argv = ["/bin/sh", "-c", f'"$0" --version >/dev/null || exit 4\nPY="$1"; CODE="$2"; CFG="$3"; shift 3\n'
-                    f'{PROBE}exec "$PY" -I -S -c "$CODE" "$CFG"', str(binary), python, PROBE_PY, json.dumps(config),
-                    *(str(s) for s in sentinels)]
+            config = {
+                "marker": MARKER,
+                "readonly": [str(p) for p in readonly],
+                "host_port": host_port,
+                "bridged": list(self.bridge.ports) if self.bridge else [],
+            }
+            argv = [
+                "/bin/sh",
+                "-c",
+                f'"$0" --version >/dev/null || exit 4\nPY="$1"; CODE="$2"; CFG="$3"; shift 3\n'
+                f'{PROBE}exec "$PY" -I -S -c "$CODE" "$CFG"',
+                str(binary),
+                python,
+                PROBE_PY,
+                json.dumps(config),
+                *(str(s) for s in sentinels),
+            ]
             marker = cwd / MARKER
             with contextlib.suppress(FileNotFoundError):
                 marker.unlink()
             try:
-                done = subprocess.run(wrap(argv, cwd=cwd, visible=visible, readonly=extra),
-                                      capture_output=True, text=True, timeout=60)
+                done = subprocess.run(
+                    wrap(argv, cwd=cwd, visible=visible, readonly=extra), capture_output=True, text=True, timeout=60
+                )
             except (OSError, subprocess.SubprocessError) as e:
-                raise UserError(f"cannot isolate the agent from the gold files ({e}); answerer=codex needs Linux namespaces") from None
+                raise UserError(
+                    f"cannot isolate the agent from the gold files ({e}); answerer=codex needs Linux namespaces"
+                ) from None
         if done.returncode != 0:
             detail = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
-            who = "root with CAP_SYS_ADMIN" if os.geteuid() == 0 else "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+            who = (
+                "root with CAP_SYS_ADMIN"
+                if os.geteuid() == 0
+                else "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
+            )
             raise UserError(
                 f"cannot isolate the agent from the gold files: {detail}; answerer=codex refuses to run unsafe. "
                 f"It needs private mount, PID, network and user namespaces ({who}); in a container, run it with "

@@ -78,5 +78,6 @@ def run_process(argv: Sequence[str], *, stdin_text: str, env: Mapping[str, str],
     for t in threads[1:]:
         t.join(timeout=10)
     tail = b"".join(stderr).decode("utf-8", "replace")[-STDERR_TAIL:]
-    return ProcessResult(lines, None if timed_out else proc.returncode, timed_out, round(time.monotonic() - t0, 3),
-                         started_at, utc_now(), tail)
+    return ProcessResult(
+        lines, None if timed_out else proc.returncode, timed_out, round(time.monotonic() - t0, 3), started_at, utc_now(), tail
+    )

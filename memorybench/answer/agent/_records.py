@@ -18,7 +18,6 @@ Phase = Literal["answer", "ingest"]
 
 
 class _Row(Record):
-
     def row(self) -> dict[str, Any]:
         """The JSON object for a journal line: `schema` first; a null `question_id` is left out."""
         data = self.model_dump(mode="json", by_alias=True)
@@ -302,7 +301,6 @@ class AgentComparison(Record, schema="agent_comparison.v1"):
     recall_questions: int = 0
     hop_to_evidence_median: Optional[float] = None
     notes: list[str] = Field(default_factory=list)
-
 
 
 class CliIdentity(Record, schema="agent_cli.v1"):

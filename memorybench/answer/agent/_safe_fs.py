@@ -62,9 +62,15 @@ class Entry:
 
 
 def kind_of(mode: int) -> str:
-    for test, name in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "folder"), (stat.S_ISLNK, "symlink"),
-                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device")):
+    for test, name in (
+        (stat.S_ISREG, "file"),
+        (stat.S_ISDIR, "folder"),
+        (stat.S_ISLNK, "symlink"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return name
     return "other"
@@ -238,7 +244,7 @@ def write_file(root: Path, rel: str, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
 
@@ -291,8 +297,10 @@ def remove_tree(path: Path, *, within: Path) -> None:
     base = within.resolve()
     parent = path.parent.resolve()
     if path.name in ("", ".", "..") or not parent.is_relative_to(base):
-        raise UserError(f"refusing to delete {show(str(path))}: it is not inside the run's scratch folder {base}; "
-                        "a sample or question id must be one plain path component (see memorybench/names.py)")
+        raise UserError(
+            f"refusing to delete {show(str(path))}: it is not inside the run's scratch folder {base}; "
+            "a sample or question id must be one plain path component (see memorybench/names.py)"
+        )
     if not parent.is_dir():
         return  # nothing was made there yet
     with _root(parent) as fd:

@@ -21,6 +21,7 @@ PROVIDERS = ("openai", "openai_compatible")
 ON_FAILURE = ("abort", "record")
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
+
 @dataclass
 class CodexAnswererConfig(AnswererConfig):
     """`answerer=codex`: one `codex exec` per question over a prepared workspace."""
@@ -121,8 +122,10 @@ def validate_codex_config(cfg: DictConfig) -> None:
     if s.provider not in PROVIDERS:
         raise UserError(f"answerer.provider={s.provider!r} is unknown. {did_you_mean(s.provider, PROVIDERS)}")
     if s.provider == "openai_compatible" and not s.base_url:
-        raise UserError("answerer.base_url is required for provider openai_compatible (a server that speaks the "
-                        "Responses API); add answerer.base_url=http://HOST:PORT/v1")
+        raise UserError(
+            "answerer.base_url is required for provider openai_compatible (a server that speaks the "
+            "Responses API); add answerer.base_url=http://HOST:PORT/v1"
+        )
     if s.provider == "openai" and not s.api_key_env:
         raise UserError("answerer.api_key_env is required for provider openai; add answerer.api_key_env=OPENAI_API_KEY")
     if not s.model:
@@ -137,14 +140,18 @@ def validate_codex_config(cfg: DictConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UserError(f"answerer.budget.{key}={value!r} must be a whole number >= 1 (or null: no limit)")
     if s.match_reader and (not cfg.reader.get("prompt") or not cfg.reader.get("max_tokens")):
-        raise UserError("answerer.budget.match_reader=true takes the budget from the reader: set reader.prompt and "
-                        "reader.max_tokens (e.g. reader=openai)")
+        raise UserError(
+            "answerer.budget.match_reader=true takes the budget from the reader: set reader.prompt and "
+            "reader.max_tokens (e.g. reader=openai)"
+        )
     memory = str(cfg.memory.name) if cfg.get("memory") is not None else None
     if s.mode != "prompt_injected" and memory not in (None, "full_context", *AGENT_MEMORIES):
         # the agent reads its workspace, never memory's text: another memory would be a run
         # of the same id (the memory is out of it in these modes) that did not use it
-        raise UserError(f"answerer=codex in mode {s.mode} reads its workspace of session files, not memory={memory}; "
-                        f"use memory={s.mode}, or answerer.mode=prompt_injected to hand it {memory}'s text")
+        raise UserError(
+            f"answerer=codex in mode {s.mode} reads its workspace of session files, not memory={memory}; "
+            f"use memory={s.mode}, or answerer.mode=prompt_injected to hand it {memory}'s text"
+        )
     if s.mode == "prompt_injected" and not cfg.reader.get("prompt"):
         raise UserError("answerer.mode=prompt_injected fills the reader's template; set reader.prompt (e.g. readers/qa_v1.txt)")
 

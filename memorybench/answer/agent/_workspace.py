@@ -93,9 +93,7 @@ def render_index(conversation: ConversationView, *, sessions: bool, notes: bool)
             "then each line is one turn: `[DIA_ID] SPEAKER: TEXT`, with `[image: CAPTION]` when a photo was shared.",
             "",
         ]
-        lines += [
-            f"- {session_relpath(s)}: {s.date_time} ({len(s.turns)} turns)" for s in conversation.sessions
-        ]
+        lines += [f"- {session_relpath(s)}: {s.date_time} ({len(s.turns)} turns)" for s in conversation.sessions]
         lines.append("")
     if notes:
         lines += [f"Notes about the conversation: {NOTES}", ""]
@@ -179,8 +177,9 @@ def audit(folder: Path, files: dict[str, str], *, notes: bool) -> list[str]:
         elif want is None and entry.kind not in ("file", "folder"):
             findings.append(f"{show(rel)}: the agent made a {entry.describe()}")
         if outside_link(entry, inside):
-            findings.append(f"{show(rel)}: a hard link to a file outside the workspace "
-                            f"({entry.nlink} names, {inside[entry.key]} inside)")
+            findings.append(
+                f"{show(rel)}: a hard link to a file outside the workspace ({entry.nlink} names, {inside[entry.key]} inside)"
+            )
     return findings
 
 

@@ -98,12 +98,19 @@ PERSIST_FOOTER = "agents/codex_persist_footer_v1.txt"
 #: variables passed through to the CLI when set (a proxy or CA bundle for a remote provider)
 PASS_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
-EVENTS, TRAJECTORY, TRACES, NOTES_LEDGER = "agent/events.jsonl", "agent/trajectory.jsonl", "agent/traces.jsonl", "agent/notes.jsonl"
+EVENTS, TRAJECTORY, TRACES, NOTES_LEDGER = (
+    "agent/events.jsonl",
+    "agent/trajectory.jsonl",
+    "agent/traces.jsonl",
+    "agent/notes.jsonl",
+)
 REQUESTS = layout.AGENT_REQUESTS
 #: the base URL cli.json records for the gateway (its port differs from run to run)
 GATEWAY_PLACEHOLDER = "http://127.0.0.1:<gateway>/v1"
 #: upstream retries the gateway makes when answerer.request_max_retries is null (the CLI's own default)
 DEFAULT_RETRIES = 4
+
+
 def _sha(text: str) -> str:
     return sha256_text(text)
 
@@ -169,8 +176,13 @@ class CodexAnswerer:
         s = self.settings
         return [
             ModelIdentity(role="agent", provider=s.provider, requested=s.model, base_url=s.base_url, local=False),
-            ModelIdentity(role="agent_cli", provider="npm", requested=self.cli.spec, answered=[self.cli.reported],
-                          weights={"package": self.cli.spec, "binary_sha256": self.cli.binary_sha256}),
+            ModelIdentity(
+                role="agent_cli",
+                provider="npm",
+                requested=self.cli.spec,
+                answered=[self.cli.reported],
+                weights={"package": self.cli.spec, "binary_sha256": self.cli.binary_sha256},
+            ),
         ]
 
     @property
@@ -222,6 +234,7 @@ class CodexAnswerer:
         for row in self.notes_ledger.rows():
             if row.get("sample_id") == sid and row.get("phase") == "ingest" and "question_id" not in row:
                 return self.pack.path(row["path"]).read_text("utf-8")
+
         # an ingest pass cut off by a crash: drop its rows, redo it whole
         def keep(row: dict[str, Any]) -> bool:
             return not (row.get("sample_id") == sid and row.get("phase") == "ingest" and "question_id" not in row)
@@ -236,22 +249,47 @@ class CodexAnswerer:
         assert self.ingest_template is not None
         task = self.ingest_template.text
         record = AgentTask(template=self.ingest_template.relpath, template_sha256=self.ingest_template.sha256, slots={})
-        result, out, steps, gateway = self._run(folder, task, "workspace-write", self.settings.ingest_timeout_s,
-                                                question_id=None, sample_id=sid, phase="ingest")
+        result, out, steps, gateway = self._run(
+            folder, task, "workspace-write", self.settings.ingest_timeout_s, question_id=None, sample_id=sid, phase="ingest"
+        )
         # read without following anything: notes.md made a link to the dataset must not become the notes
         findings = audit(folder, files, notes=True)
         read = read_notes(folder)
         notes = read.text
-        self._write_trace(None, sid, "ingest", "workspace-write", result, out, steps, task=task, record=record,
-                          payload_sha=None, notes_before=None, notes_after=_sha(notes), restored=[],
-                          findings=[*findings, *read.findings], gateway=gateway)
+        self._write_trace(
+            None,
+            sid,
+            "ingest",
+            "workspace-write",
+            result,
+            out,
+            steps,
+            task=task,
+            record=record,
+            payload_sha=None,
+            notes_before=None,
+            notes_after=_sha(notes),
+            restored=[],
+            findings=[*findings, *read.findings],
+            gateway=gateway,
+        )
         if out.status != "completed":
-            raise ModelCallError(f"codex ingest of {sid} ended with status {out.status} ({out.error}); "
-                                 "check the provider (or raise answerer.ingest_timeout_s), then rerun to resume")
+            raise ModelCallError(
+                f"codex ingest of {sid} ended with status {out.status} ({out.error}); "
+                "check the provider (or raise answerer.ingest_timeout_s), then rerun to resume"
+            )
         relpath = f"agent/notes/{sid}.ingest.md"
         self.pack.write_text(relpath, notes)
-        self.notes_ledger.append(NotesRow(sample_id=sid, phase="ingest", notes_sha256=_sha(notes),
-                                          bytes=len(notes.encode("utf-8")), path=relpath, changed=bool(notes)).row())
+        self.notes_ledger.append(
+            NotesRow(
+                sample_id=sid,
+                phase="ingest",
+                notes_sha256=_sha(notes),
+                bytes=len(notes.encode("utf-8")),
+                path=relpath,
+                changed=bool(notes),
+            ).row()
+        )
         remove_tree(folder, within=self.scratch)
         return notes
 
@@ -277,8 +315,16 @@ class CodexAnswerer:
             before = read_notes(workspace)
             notes_before, findings = _sha(before.text), [*findings, *before.findings]
         budget = question_budget(s.budget, s.match_reader, asked.question, memory, self.reader_prompt, self.reader_max_tokens)
-        result, out, steps, gateway = self._run(workspace, task, s.sandbox, s.timeout_s, question_id=asked.question_id,
-                                                sample_id=asked.sample_id, phase="answer", budget=budget)
+        result, out, steps, gateway = self._run(
+            workspace,
+            task,
+            s.sandbox,
+            s.timeout_s,
+            question_id=asked.question_id,
+            sample_id=asked.sample_id,
+            phase="answer",
+            budget=budget,
+        )
         findings += audit(workspace, self._files, notes=self._notes)
         restored: list[str] = []
         notes_after = None
@@ -292,17 +338,41 @@ class CodexAnswerer:
             write_notes(workspace, notes)
             relpath = f"agent/notes/{asked.question_id}.md"
             self.pack.write_text(relpath, notes)
-            self.notes_ledger.append(NotesRow(question_id=asked.question_id, sample_id=asked.sample_id, phase="answer",
-                                              notes_sha256=notes_after, bytes=len(notes.encode("utf-8")), path=relpath,
-                                              changed=notes_after != notes_before).row())
+            self.notes_ledger.append(
+                NotesRow(
+                    question_id=asked.question_id,
+                    sample_id=asked.sample_id,
+                    phase="answer",
+                    notes_sha256=notes_after,
+                    bytes=len(notes.encode("utf-8")),
+                    path=relpath,
+                    changed=notes_after != notes_before,
+                ).row()
+            )
         else:
             remove_tree(workspace, within=self.scratch)
-        self._write_trace(asked.question_id, asked.sample_id, "answer", s.sandbox, result, out, steps, task=task,
-                          record=record, payload_sha=payload_sha, notes_before=notes_before, notes_after=notes_after,
-                          restored=restored, findings=list(dict.fromkeys(findings)), gateway=gateway)
+        self._write_trace(
+            asked.question_id,
+            asked.sample_id,
+            "answer",
+            s.sandbox,
+            result,
+            out,
+            steps,
+            task=task,
+            record=record,
+            payload_sha=payload_sha,
+            notes_before=notes_before,
+            notes_after=notes_after,
+            restored=restored,
+            findings=list(dict.fromkeys(findings)),
+            gateway=gateway,
+        )
         if out.status == "failed" and s.on_failure == "abort":
-            raise ModelCallError(f"codex failed on {asked.question_id}: {out.error}; fix the cause and rerun the same "
-                                 "command to resume (or set answerer.on_failure=record to keep failures as empty answers)")
+            raise ModelCallError(
+                f"codex failed on {asked.question_id}: {out.error}; fix the cause and rerun the same "
+                "command to resume (or set answerer.on_failure=record to keep failures as empty answers)"
+            )
         return Answer(out.answer, payload_sha)
 
     def _task(self, asked: AskedQuestion, memory: str) -> tuple[str, AgentTask, str | None]:
@@ -323,8 +393,19 @@ class CodexAnswerer:
 
     # -- one process -----------------------------------------------------------------
     def argv(self, workspace: Path, sandbox: str) -> list[str]:
-        return [str(self.cli.binary), "exec", "--json", "--ephemeral", "--skip-git-repo-check", "--strict-config",
-                "-s", sandbox, "-C", str(workspace), "-"]
+        return [
+            str(self.cli.binary),
+            "exec",
+            "--json",
+            "--ephemeral",
+            "--skip-git-repo-check",
+            "--strict-config",
+            "-s",
+            sandbox,
+            "-C",
+            str(workspace),
+            "-",
+        ]
 
     def env(self, proc_dir: Path) -> dict[str, str]:
         env = {
@@ -351,9 +432,18 @@ class CodexAnswerer:
             text = text.replace(secret, "[REDACTED]")
         return text
 
-    def _run(self, workspace: Path, task: str, sandbox: str, timeout_s: float, *, question_id: str | None,
-             sample_id: str, phase: str, budget: Budget | None = None,
-             ) -> tuple[ProcessResult, Outcome, list[dict[str, Any]], GatewaySummary | None]:
+    def _run(
+        self,
+        workspace: Path,
+        task: str,
+        sandbox: str,
+        timeout_s: float,
+        *,
+        question_id: str | None,
+        sample_id: str,
+        phase: str,
+        budget: Budget | None = None,
+    ) -> tuple[ProcessResult, Outcome, list[dict[str, Any]], GatewaySummary | None]:
         # a fresh CODEX_HOME, HOME and TMPDIR per process: nothing of an earlier question's thread is left to read
         proc_dir = self.scratch / "processes" / (question_id or f"{sample_id}.{phase}")
         remove_tree(proc_dir, within=self.scratch)
@@ -362,8 +452,12 @@ class CodexAnswerer:
         (proc_dir / "codex_home" / "config.toml").write_text(self.config_toml, "utf-8")
         visible = [proc_dir / "codex_home", proc_dir / "home", proc_dir / "tmp"]
         writable = sandbox != "read-only"  # the read-only sandbox's workspace is read-only in the outer root too
-        argv = self.isolation.wrap(self.argv(workspace, sandbox), cwd=workspace, visible=[*visible, workspace] if writable
-                                   else visible, readonly=[] if writable else [workspace])
+        argv = self.isolation.wrap(
+            self.argv(workspace, sandbox),
+            cwd=workspace,
+            visible=[*visible, workspace] if writable else visible,
+            readonly=[] if writable else [workspace],
+        )
         if self.gateway is not None:
             self.gateway.begin(question_id, sample_id, phase, budget.limits() if budget is not None else None)
         try:
@@ -381,7 +475,9 @@ class CodexAnswerer:
             self.events.append(AgentEvent(question_id=question_id, sample_id=sample_id, phase=phase, seq=seq, event=event).row())
         steps = steps_from_items(out.items, workspace, self._valid)
         for number, step in enumerate(steps, start=1):
-            self.trajectory.append(AgentStep(question_id=question_id, sample_id=sample_id, phase=phase, step=number, **step).row())
+            self.trajectory.append(
+                AgentStep(question_id=question_id, sample_id=sample_id, phase=phase, step=number, **step).row()
+            )
         summary = None
         if report is not None:
             summary = summarize(report, out, budget, self.requests, run_id=self.pack.root.name)
@@ -391,21 +487,59 @@ class CodexAnswerer:
                 out = budget_outcome(out, summary.budget_exceeded)
         return result, out, steps, summary
 
-    def _write_trace(self, question_id: str | None, sample_id: str, phase: str, sandbox: str, result: ProcessResult,
-                     out: Outcome, steps: list[dict[str, Any]], *, task: str, record: AgentTask, payload_sha: str | None,
-                     notes_before: str | None, notes_after: str | None, restored: list[str],
-                     findings: list[str], gateway: GatewaySummary | None = None) -> None:
+    def _write_trace(
+        self,
+        question_id: str | None,
+        sample_id: str,
+        phase: str,
+        sandbox: str,
+        result: ProcessResult,
+        out: Outcome,
+        steps: list[dict[str, Any]],
+        *,
+        task: str,
+        record: AgentTask,
+        payload_sha: str | None,
+        notes_before: str | None,
+        notes_after: str | None,
+        restored: list[str],
+        findings: list[str],
+        gateway: GatewaySummary | None = None,
+    ) -> None:
         s = self.settings
         trace = AgentTraceV3(
-            question_id=question_id, sample_id=sample_id, phase=phase, mode=s.mode, persist=s.persist, sandbox=sandbox,
-            model=s.model, provider=s.provider, base_url=s.base_url, codex_version=self.cli.version,
-            status=out.status, answer=out.answer, exit_code=result.exit_code, error=out.error, warnings=out.warnings,
-            usage=out.usage, turns=out.turns, wall_s=result.wall_s,
+            question_id=question_id,
+            sample_id=sample_id,
+            phase=phase,
+            mode=s.mode,
+            persist=s.persist,
+            sandbox=sandbox,
+            model=s.model,
+            provider=s.provider,
+            base_url=s.base_url,
+            codex_version=self.cli.version,
+            status=out.status,
+            answer=out.answer,
+            exit_code=result.exit_code,
+            error=out.error,
+            warnings=out.warnings,
+            usage=out.usage,
+            turns=out.turns,
+            wall_s=result.wall_s,
             timeout_s=s.ingest_timeout_s if phase == "ingest" else s.timeout_s,
-            started_at=result.started_at, ended_at=result.ended_at, thread_id=out.thread_id,
-            agent_task_sha256=_sha(task), reader_payload_sha256=payload_sha, task=record,
-            events=len(result.lines), steps=len(steps), notes_before_sha256=notes_before, notes_after_sha256=notes_after,
-            workspace_restored=restored, stderr_tail=result.stderr_tail or None, workspace_findings=findings,
+            started_at=result.started_at,
+            ended_at=result.ended_at,
+            thread_id=out.thread_id,
+            agent_task_sha256=_sha(task),
+            reader_payload_sha256=payload_sha,
+            task=record,
+            events=len(result.lines),
+            steps=len(steps),
+            notes_before_sha256=notes_before,
+            notes_after_sha256=notes_after,
+            workspace_restored=restored,
+            stderr_tail=result.stderr_tail or None,
+            workspace_findings=findings,
             gateway=gateway,
         )
         self.traces.append(trace.row())
@@ -417,7 +551,12 @@ def _secret_paths(cfg: DictConfig, pack: RunPack, cache_dir: Path) -> tuple[dict
     from memorybench.data.pins import LOCOMO10, pins_dir
 
     pins = pins_dir(cfg.paths.get("pins"))
-    secrets: dict[str, Path] = {"pins folder": pins, "pack": pack.root, "cache folder": cache_dir, "project checkout": PROJECT_ROOT}
+    secrets: dict[str, Path] = {
+        "pins folder": pins,
+        "pack": pack.root,
+        "cache folder": cache_dir,
+        "project checkout": PROJECT_ROOT,
+    }
     packs_root = str(cfg.storage.get("root") or cfg.paths.packs)
     if "://" not in packs_root:
         secrets["packs folder"] = Path(packs_root).expanduser().resolve()
@@ -464,9 +603,14 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
 
     # every model request goes through the run's gateway, which alone holds the key; the CLI does not
     # retry (the gateway retries the upstream and counts it) and is given no key
-    gateway = GatewayProcess(s.base_url, key_env, raw=s.audit_raw,
-                             max_retries=DEFAULT_RETRIES if s.request_max_retries is None else int(s.request_max_retries),
-                             timeout_s=s.timeout_s, log_path=scratch / "gateway.log")
+    gateway = GatewayProcess(
+        s.base_url,
+        key_env,
+        raw=s.audit_raw,
+        max_retries=DEFAULT_RETRIES if s.request_max_retries is None else int(s.request_max_retries),
+        timeout_s=s.timeout_s,
+        log_path=scratch / "gateway.log",
+    )
 
     def config_for(base_url: str) -> str:
         return render_config(
@@ -486,9 +630,18 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
             isolation.probe(sentinels, cwd=scratch / "probe", visible=[scratch / "probe"], binary=cli.binary)
             (scratch / "config.toml").write_text(config_for(gateway.base_url), "utf-8")  # copied into each CODEX_HOME
             answerer = CodexAnswerer(
-                s, cli, pack, scratch, isolation, task_template=task_template, ingest_template=ingest, footer=footer,
-                secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [], gateway=gateway,
-                reader_prompt=reader_prompt, reader_max_tokens=reader_max_tokens,
+                s,
+                cli,
+                pack,
+                scratch,
+                isolation,
+                task_template=task_template,
+                ingest_template=ingest,
+                footer=footer,
+                secrets=[os.environ.get(s.api_key_env, "")] if s.api_key_env else [],
+                gateway=gateway,
+                reader_prompt=reader_prompt,
+                reader_max_tokens=reader_max_tokens,
             )
             _write_identity(pack, cli, answerer, s, config_toml, isolation.describe())
             yield answerer
@@ -496,14 +649,19 @@ def open_codex_answerer(cfg: DictConfig, pack: RunPack, *, cache_dir: Path) -> I
             isolation.close()
 
 
-def _write_identity(pack: RunPack, cli: CodexCli, answerer: CodexAnswerer, s: CodexSettings, config_toml: str,
-                    isolation: str) -> None:
+def _write_identity(
+    pack: RunPack, cli: CodexCli, answerer: CodexAnswerer, s: CodexSettings, config_toml: str, isolation: str
+) -> None:
     identity = CliIdentity(
-        package="@openai/codex", version=cli.version, reported=cli.reported, binary_sha256=cli.binary_sha256,
-        argv=answerer.argv(Path("<workspace>"), s.sandbox), config_toml=config_toml,
+        package="@openai/codex",
+        version=cli.version,
+        reported=cli.reported,
+        binary_sha256=cli.binary_sha256,
+        argv=answerer.argv(Path("<workspace>"), s.sandbox),
+        config_toml=config_toml,
         config_toml_sha256=sha256_text(config_toml),
         isolation=isolation,
         gateway=f"memorybench Responses gateway on 127.0.0.1 ({GATEWAY_PLACEHOLDER} above), forwarding to "
-                f"{s.base_url} with the key it alone holds; every request counted in {REQUESTS}",
+        f"{s.base_url} with the key it alone holds; every request counted in {REQUESTS}",
     )
     pack.write_json("agent/cli.json", identity)

@@ -69,8 +69,16 @@ def _package_root() -> str:
 class GatewayProcess:
     """One gateway child process forwarding to `upstream` with the key in `$key_env` (None: no key)."""
 
-    def __init__(self, upstream: str, key_env: str | None = None, *, raw: bool = False, max_retries: int = 4,
-                 timeout_s: float = 600.0, log_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        key_env: str | None = None,
+        *,
+        raw: bool = False,
+        max_retries: int = 4,
+        timeout_s: float = 600.0,
+        log_path: Path | None = None,
+    ) -> None:
         self.upstream = upstream
         self.key_env = key_env
         self.raw = raw
@@ -104,9 +112,19 @@ class GatewayProcess:
         self.stop()
 
     def command(self, pdeathsig: bool) -> list[str]:
-        cmd = [sys.executable, "-m", "memorybench.answer.agent.gateway_server", "--upstream", self.upstream,
-               "--parent-pid", str(os.getpid()), "--max-retries", str(int(self.max_retries)),
-               "--timeout-s", str(float(self.timeout_s))]
+        cmd = [
+            sys.executable,
+            "-m",
+            "memorybench.answer.agent.gateway_server",
+            "--upstream",
+            self.upstream,
+            "--parent-pid",
+            str(os.getpid()),
+            "--max-retries",
+            str(int(self.max_retries)),
+            "--timeout-s",
+            str(float(self.timeout_s)),
+        ]
         if self.key_env:
             cmd += ["--key-env", self.key_env]  # the variable's name; the value stays in the environment
         if self.raw:
@@ -126,9 +144,14 @@ class GatewayProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = self.log_path.open("ab")
         self._owner = os.getpid()
-        self.process = start_group(self.command(pdeathsig), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=self._log if self._log is not None else subprocess.DEVNULL, env=env,
-                                   close_fds=True)
+        self.process = start_group(
+            self.command(pdeathsig),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log if self._log is not None else subprocess.DEVNULL,
+            env=env,
+            close_fds=True,
+        )
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -176,12 +199,16 @@ class GatewayProcess:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([fd], [], [], max(0.0, left))
             if not ready:
-                raise UserError(f"the memorybench gateway did not answer within {timeout_s:.0f} s"
-                                f"{self._log_hint()}; rerun, or check that {sys.executable} can start")
+                raise UserError(
+                    f"the memorybench gateway did not answer within {timeout_s:.0f} s"
+                    f"{self._log_hint()}; rerun, or check that {sys.executable} can start"
+                )
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                raise UserError(f"the memorybench gateway exited (code {proc.poll()}){self._log_hint()}; "
-                                f"check answerer.base_url={self.upstream}")
+                raise UserError(
+                    f"the memorybench gateway exited (code {proc.poll()}){self._log_hint()}; "
+                    f"check answerer.base_url={self.upstream}"
+                )
             line += chunk
         return json.loads(line)
 
@@ -202,14 +229,18 @@ class GatewayProcess:
 
     def begin(self, question_id: str | None, sample_id: str, phase: str, budget: dict[str, Any] | None = None) -> None:
         """Open one piece of work: every model request until `end` is counted as its own."""
-        self._call({"op": "begin", "question_id": question_id, "sample_id": sample_id, "phase": phase,
-                    "budget": budget or {}})
+        self._call({"op": "begin", "question_id": question_id, "sample_id": sample_id, "phase": phase, "budget": budget or {}})
 
     def end(self) -> GatewayReport:
         reply = self._call({"op": "end"})
-        return GatewayReport(rows=reply["rows"], refused=reply["refused"], unattributed=int(reply["unattributed"]),
-                             in_flight=int(reply.get("in_flight", 0)), other_requests=int(reply["other_requests"]),
-                             not_forwarded=list(reply.get("not_forwarded", [])))
+        return GatewayReport(
+            rows=reply["rows"],
+            refused=reply["refused"],
+            unattributed=int(reply["unattributed"]),
+            in_flight=int(reply.get("in_flight", 0)),
+            other_requests=int(reply["other_requests"]),
+            not_forwarded=list(reply.get("not_forwarded", [])),
+        )
 
 
 def _stop_all() -> None:

@@ -60,21 +60,34 @@ class Work:
             if b.get("max_requests") is not None and self.started + 1 > b["max_requests"]:
                 reason = f"max_requests={b['max_requests']} ({self.started} requests made)"
             elif b.get("max_input_tokens") is not None and self.started and used_in + self.last_input > b["max_input_tokens"]:
-                reason = (f"max_input_tokens={b['max_input_tokens']} ({self.input} input tokens used{pending}; the next request "
-                          f"repeats at least the last one's {self.last_input})")
-            elif b.get("max_total_tokens") is not None and self.started and \
-                    used_in + used_out + self.last_input > b["max_total_tokens"]:
-                reason = (f"max_total_tokens={b['max_total_tokens']} ({self.input + self.output} tokens used{pending}; the next "
-                          f"request repeats at least the last one's {self.last_input} input tokens)")
+                reason = (
+                    f"max_input_tokens={b['max_input_tokens']} ({self.input} input tokens used{pending}; the next request "
+                    f"repeats at least the last one's {self.last_input})"
+                )
+            elif (
+                b.get("max_total_tokens") is not None
+                and self.started
+                and used_in + used_out + self.last_input > b["max_total_tokens"]
+            ):
+                reason = (
+                    f"max_total_tokens={b['max_total_tokens']} ({self.input + self.output} tokens used{pending}; the next "
+                    f"request repeats at least the last one's {self.last_input} input tokens)"
+                )
             cap = None
             if reason is None:
-                left = [b[k] - used for k, used in (("max_output_tokens", used_out),
-                                                    ("max_total_tokens", used_in + used_out)) if b.get(k) is not None]
+                left = [
+                    b[k] - used
+                    for k, used in (("max_output_tokens", used_out), ("max_total_tokens", used_in + used_out))
+                    if b.get(k) is not None
+                ]
                 if left:
                     cap = min(left)
                     if cap < MIN_OUTPUT_CAP:
-                        name = "max_output_tokens" if b.get("max_output_tokens") is not None and \
-                            b["max_output_tokens"] - used_out == cap else "max_total_tokens"
+                        name = (
+                            "max_output_tokens"
+                            if b.get("max_output_tokens") is not None and b["max_output_tokens"] - used_out == cap
+                            else "max_total_tokens"
+                        )
                         reason = f"{name}={b[name]} ({cap} tokens left, under the {MIN_OUTPUT_CAP} a request needs)"
             if reason is not None:
                 return None, reason, None

@@ -72,9 +72,26 @@ EXIT_ORPHANED = 97
 PR_SET_PDEATHSIG = 1
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: request headers not passed upstream (hop-by-hop, recomputed, or credentials: ours only)
-DROP_REQUEST = frozenset({"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer",
-                          "transfer-encoding", "upgrade", "host", "content-length", "authorization", "accept-encoding",
-                          "api-key", "openai-organization", "openai-project", "chatgpt-account-id"})
+DROP_REQUEST = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "authorization",
+        "accept-encoding",
+        "api-key",
+        "openai-organization",
+        "openai-project",
+        "chatgpt-account-id",
+    }
+)
 #: reply headers not passed back (hop-by-hop, or set by the relay)
 DROP_REPLY = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "trailer", "upgrade"})
 #: the endpoints forwarded, by method (paths after the gateway's own `/v1`); every other one is refused
@@ -113,8 +130,9 @@ class Gateway:
         op = command.get("op")
         with self.lock:
             if op == "begin":
-                self.work = Work(command.get("question_id"), str(command.get("sample_id")), str(command.get("phase")),
-                                 command.get("budget"))
+                self.work = Work(
+                    command.get("question_id"), str(command.get("sample_id")), str(command.get("phase")), command.get("budget")
+                )
                 self.unattributed = self.other_requests = 0
                 self.not_forwarded = []
                 return {"ok": True}
@@ -125,9 +143,15 @@ class Gateway:
             open_rows = work.wait_settled(SETTLE_TIMEOUT_S) if work else 0
             with self.lock:
                 rows = sorted(work.rows, key=lambda r: r["index"]) if work else []
-                return {"ok": True, "rows": rows, "refused": work.refused if work else [], "in_flight": open_rows,
-                        "unattributed": self.unattributed, "other_requests": self.other_requests,
-                        "not_forwarded": list(self.not_forwarded)}
+                return {
+                    "ok": True,
+                    "rows": rows,
+                    "refused": work.refused if work else [],
+                    "in_flight": open_rows,
+                    "unattributed": self.unattributed,
+                    "other_requests": self.other_requests,
+                    "not_forwarded": list(self.not_forwarded),
+                }
         with self.lock:
             if op == "ping":
                 return {"ok": True}
@@ -148,8 +172,13 @@ class Gateway:
         started_at = utc_now()
         encoding = (handler.headers.get("Content-Encoding") or "").strip().lower() or None
         if encoding not in (None, "identity", "gzip"):
-            self.refuse(handler, 415, "unsupported_encoding", f"POST {handler.path} Content-Encoding {encoding}",
-                        f"memorybench gateway: Content-Encoding {encoding!r} is not read here (identity or gzip); not forwarded")
+            self.refuse(
+                handler,
+                415,
+                "unsupported_encoding",
+                f"POST {handler.path} Content-Encoding {encoding}",
+                f"memorybench gateway: Content-Encoding {encoding!r} is not read here (identity or gzip); not forwarded",
+            )
             return
         try:
             decoded = gunzip_bounded(raw_body) if encoding == "gzip" else raw_body
@@ -158,8 +187,13 @@ class Gateway:
             body = None
         body = body if isinstance(body, dict) else None
         if body is None:  # the budget cannot read it: never forwarded unread
-            self.refuse(handler, 400, "unreadable_body", f"POST {handler.path} unreadable body",
-                        "memorybench gateway: the request body is not a JSON object the budget can read; not forwarded")
+            self.refuse(
+                handler,
+                400,
+                "unreadable_body",
+                f"POST {handler.path} unreadable body",
+                "memorybench gateway: the request body is not a JSON object the budget can read; not forwarded",
+            )
             return
         with self.lock:
             work = self.work
@@ -184,9 +218,14 @@ class Gateway:
             body = {**body, "max_output_tokens": capped}
             data, encoding = json.dumps(body, ensure_ascii=False).encode("utf-8"), None
         row: dict[str, Any] = {
-            "question_id": work.question_id, "sample_id": work.sample_id, "phase": work.phase, "index": index,
-            "started_at": started_at, "model_requested": body.get("model") if body is not None else None,
-            "request_sha256": hashlib.sha256(request_bytes).hexdigest(), "request_bytes": len(request_bytes),
+            "question_id": work.question_id,
+            "sample_id": work.sample_id,
+            "phase": work.phase,
+            "index": index,
+            "started_at": started_at,
+            "model_requested": body.get("model") if body is not None else None,
+            "request_sha256": hashlib.sha256(request_bytes).hexdigest(),
+            "request_bytes": len(request_bytes),
             "max_output_tokens_cap": capped,
         }
         if self.raw and body is not None:
@@ -200,10 +239,21 @@ class Gateway:
             self.forward(handler, work, row, path, data, headers, t0)
         except BaseException as e:  # the CLI hung up while headers were sent, or a bug: the row is kept all the same
             if not any(r is row for r in work.rows):
-                row.update(self.empty_usage(), upstream_status=row.get("upstream_status"), retries=row.get("retries", 0),
-                           retry_statuses=row.get("retry_statuses", []), error=f"gateway: {type(e).__name__}: {e}",
-                           completed=False, reply_sha256=None, reply_bytes=0, response_id=None, model_answered=None,
-                           latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None, client_gone=True)
+                row.update(
+                    self.empty_usage(),
+                    upstream_status=row.get("upstream_status"),
+                    retries=row.get("retries", 0),
+                    retry_statuses=row.get("retry_statuses", []),
+                    error=f"gateway: {type(e).__name__}: {e}",
+                    completed=False,
+                    reply_sha256=None,
+                    reply_bytes=0,
+                    response_id=None,
+                    model_answered=None,
+                    latency_s=round(time.perf_counter() - t0, 6),
+                    first_byte_s=None,
+                    client_gone=True,
+                )
                 work.record(row)
             raise
 
@@ -213,8 +263,16 @@ class Gateway:
             self.not_forwarded.append(what[:200])
         send_error(handler, status, code, message)
 
-    def forward(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], path: str, data: bytes,
-                headers: dict[str, str], t0: float) -> None:
+    def forward(
+        self,
+        handler: BaseHTTPRequestHandler,
+        work: Work,
+        row: dict[str, Any],
+        path: str,
+        data: bytes,
+        headers: dict[str, str],
+        t0: float,
+    ) -> None:
         retries, statuses = 0, []
         waits: list[float] = []
         asked: list[bool] = []
@@ -252,9 +310,20 @@ class Gateway:
             asked.append(from_upstream)
             row.update(retry_waits_s=waits, retry_after=asked)  # on the row at once: every way out records them
             time.sleep(wait)
-        row.update(self.empty_usage(), upstream_status=None, retries=retries, retry_statuses=statuses,
-                   error=error or "upstream unreachable", completed=False, reply_sha256=None, reply_bytes=0,
-                   response_id=None, model_answered=None, latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None)
+        row.update(
+            self.empty_usage(),
+            upstream_status=None,
+            retries=retries,
+            retry_statuses=statuses,
+            error=error or "upstream unreachable",
+            completed=False,
+            reply_sha256=None,
+            reply_bytes=0,
+            response_id=None,
+            model_answered=None,
+            latency_s=round(time.perf_counter() - t0, 6),
+            first_byte_s=None,
+        )
         work.record(row)
         send_error(handler, 502, "upstream_unreachable", f"memorybench gateway: upstream unreachable ({error})")
 
@@ -262,9 +331,18 @@ class Gateway:
     def empty_usage() -> dict[str, int]:
         return usage_fields(None)
 
-    def finish_plain(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any],
-                     resp: http.client.HTTPResponse, reply: bytes, conn: http.client.HTTPConnection, retries: int,
-                     statuses: list[int | None], t0: float) -> None:
+    def finish_plain(
+        self,
+        handler: BaseHTTPRequestHandler,
+        work: Work,
+        row: dict[str, Any],
+        resp: http.client.HTTPResponse,
+        reply: bytes,
+        conn: http.client.HTTPConnection,
+        retries: int,
+        statuses: list[int | None],
+        t0: float,
+    ) -> None:
         """An error status after the last retry: passed on whole (it is small), recorded."""
         self.upstream.put(conn) if not resp.will_close else conn.close()
         message = None
@@ -272,17 +350,36 @@ class Gateway:
             message = (json.loads(reply).get("error") or {}).get("message")
         except (ValueError, AttributeError):
             pass
-        row.update(self.empty_usage(), upstream_status=resp.status, retries=retries, retry_statuses=statuses,
-                   error=str(message or f"HTTP {resp.status}"), completed=False,
-                   reply_sha256=hashlib.sha256(reply).hexdigest(), reply_bytes=len(reply), response_id=None,
-                   model_answered=None, latency_s=round(time.perf_counter() - t0, 6), first_byte_s=None)
+        row.update(
+            self.empty_usage(),
+            upstream_status=resp.status,
+            retries=retries,
+            retry_statuses=statuses,
+            error=str(message or f"HTTP {resp.status}"),
+            completed=False,
+            reply_sha256=hashlib.sha256(reply).hexdigest(),
+            reply_bytes=len(reply),
+            response_id=None,
+            model_answered=None,
+            latency_s=round(time.perf_counter() - t0, 6),
+            first_byte_s=None,
+        )
         if self.raw:
             row["raw_reply"] = reply.decode("utf-8", "replace")
         work.record(row)
         send_whole(handler, resp.status, resp.getheaders(), reply)
 
-    def relay(self, handler: BaseHTTPRequestHandler, work: Work, row: dict[str, Any], resp: http.client.HTTPResponse,
-              conn: http.client.HTTPConnection, retries: int, statuses: list[int | None], t0: float) -> None:
+    def relay(
+        self,
+        handler: BaseHTTPRequestHandler,
+        work: Work,
+        row: dict[str, Any],
+        resp: http.client.HTTPResponse,
+        conn: http.client.HTTPConnection,
+        retries: int,
+        statuses: list[int | None],
+        t0: float,
+    ) -> None:
         first_byte = time.perf_counter() - t0
         length = resp.getheader("Content-Length")
         chunked = length is None
@@ -339,10 +436,20 @@ class Gateway:
             error = error or f"HTTP {resp.status}"
         elif not watch.completed and error is None:
             error = "the stream ended without response.completed"
-        row.update(usage_fields(watch.usage), upstream_status=resp.status, retries=retries, retry_statuses=statuses,
-                   error=error, completed=watch.completed, reply_sha256=digest.hexdigest(), reply_bytes=size,
-                   response_id=watch.response_id, model_answered=watch.model,
-                   latency_s=round(time.perf_counter() - t0, 6), first_byte_s=round(first_byte, 6))
+        row.update(
+            usage_fields(watch.usage),
+            upstream_status=resp.status,
+            retries=retries,
+            retry_statuses=statuses,
+            error=error,
+            completed=watch.completed,
+            reply_sha256=digest.hexdigest(),
+            reply_bytes=size,
+            response_id=watch.response_id,
+            model_answered=watch.model,
+            latency_s=round(time.perf_counter() - t0, 6),
+            first_byte_s=round(first_byte, 6),
+        )
         if client_gone:
             row["client_gone"] = True
         if self.raw:
@@ -355,8 +462,12 @@ class Gateway:
             self.other_requests += 1
         conn, _ = self.upstream.get()
         try:
-            conn.request(method, self.upstream.path(suffix_of(handler.path)), body=body,
-                         headers=self.headers_for_upstream(handler, handler.headers.get("Content-Encoding")))
+            conn.request(
+                method,
+                self.upstream.path(suffix_of(handler.path)),
+                body=body,
+                headers=self.headers_for_upstream(handler, handler.headers.get("Content-Encoding")),
+            )
             resp = conn.getresponse()
             reply = resp.read()
         except (OSError, http.client.HTTPException) as e:
@@ -377,8 +488,13 @@ def refused_path(method: str, path: str) -> tuple[int, str, str] | None:
     must already be normal: no dot segments, repeated slashes, percent-escapes or backslashes."""
     route = path.split("?", 1)[0]
     segments = route.split("/")[1:]
-    if not route.startswith("/") or "%" in route or "\\" in route or any(seg in ("", ".", "..") for seg in segments[:-1]) \
-            or (segments and segments[-1] in (".", "..")):
+    if (
+        not route.startswith("/")
+        or "%" in route
+        or "\\" in route
+        or any(seg in ("", ".", "..") for seg in segments[:-1])
+        or (segments and segments[-1] in (".", ".."))
+    ):
         return 400, "bad_path", f"memorybench gateway: path {route[:100]!r} is not a normal path; not forwarded"
     suffix = suffix_of(route.rstrip("/") or "/")
     if suffix not in FORWARDED.get(method, ()):

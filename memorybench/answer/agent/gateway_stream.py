@@ -30,7 +30,7 @@ class SSEWatch:
             end = self.buffer.find(b"\n\n")
             if end < 0:
                 return
-            block, self.buffer = self.buffer[:end], self.buffer[end + 2:]
+            block, self.buffer = self.buffer[:end], self.buffer[end + 2 :]
             self._event(block)
 
     def close(self) -> None:

@@ -30,41 +30,70 @@ _REPOSITORY = "mohammadtavakoli78/BEAM at commit b2a3ee8b"
 
 def _unpinned(name: str, tier: str, hub: str) -> Dataset:
     """A tier without a pin: a local copy of its folder only (`dataset.path`)."""
-    return Dataset(name, pin=None, folder=True, max_bytes=4 << 30,
-                   expected=f"a local copy of BEAM's tier folder chats/{tier} (keeping its name {tier})",
-                   source=f"{_REPOSITORY} (chats/{tier}) and the Hugging Face dataset {hub}")
+    return Dataset(
+        name,
+        pin=None,
+        folder=True,
+        max_bytes=4 << 30,
+        expected=f"a local copy of BEAM's tier folder chats/{tier} (keeping its name {tier})",
+        source=f"{_REPOSITORY} (chats/{tier}) and the Hugging Face dataset {hub}",
+    )
 
 
 BENCHMARK = Benchmark(
     name="beam",
     title="BEAM",
-    datasets=(Dataset("beam_128k", pin="memorybench.benchmarks.beam.pins:TIER_128K", folder=True, max_bytes=512 << 20,
-                      expected="BEAM's tier folder chats/100K (its numbered conversation folders)"),
-              _unpinned("beam_500k", "500K", "Mohammadta/BEAM"), _unpinned("beam_1m", "1M", "Mohammadta/BEAM"),
-              _unpinned("beam_10m", "10M", "Mohammadta/BEAM-10M")),
+    datasets=(
+        Dataset(
+            "beam_128k",
+            pin="memorybench.benchmarks.beam.pins:TIER_128K",
+            folder=True,
+            max_bytes=512 << 20,
+            expected="BEAM's tier folder chats/100K (its numbered conversation folders)",
+        ),
+        _unpinned("beam_500k", "500K", "Mohammadta/BEAM"),
+        _unpinned("beam_1m", "1M", "Mohammadta/BEAM"),
+        _unpinned("beam_10m", "10M", "Mohammadta/BEAM-10M"),
+    ),
     # the 20 questions of a conversation share its memory: intervals resample conversations
     unit="conversation",
     # the ten abilities as the authors' files and report_results.py's columns name them
-    category_names={1: "abstention", 2: "contradiction_resolution", 3: "event_ordering", 4: "information_extraction",
-                    5: "instruction_following", 6: "knowledge_update", 7: "multi_session_reasoning",
-                    8: "preference_following", 9: "summarization", 10: "temporal_reasoning"},
+    category_names={
+        1: "abstention",
+        2: "contradiction_resolution",
+        3: "event_ordering",
+        4: "information_extraction",
+        5: "instruction_following",
+        6: "knowledge_update",
+        7: "multi_session_reasoning",
+        8: "preference_following",
+        9: "summarization",
+        10: "temporal_reasoning",
+    },
     loader="memorybench.benchmarks.beam.data:load_beam",
-    scored_by=("the authors' rubric judge (src/prompts.py unified_llm_judge_base_prompt, gpt-4.1-mini): 1 / 0.5 / 0 per "
-               "rubric item; event ordering by Kendall tau-b of the LLM-aligned answer lines (compute_metrics.py), "
-               "averaged per ability over conversations (report_results.py)"),
+    scored_by=(
+        "the authors' rubric judge (src/prompts.py unified_llm_judge_base_prompt, gpt-4.1-mini): 1 / 0.5 / 0 per "
+        "rubric item; event ordering by Kendall tau-b of the LLM-aligned answer lines (compute_metrics.py), "
+        "averaged per ability over conversations (report_results.py)"
+    ),
     judge="beam",
     judge_figures="memorybench.benchmarks.beam.figures",
-    report_tables={"beam_profiles": OwnTable(
-        "memorybench.benchmarks.beam.figures:profiles_table",
-        "BEAM's two profiles side by side, per condition and judge (every judge's one pass gives both): per ability "
-        "`beam_official` (the pinned compute_metrics.py's arithmetic: every 0.5 rubric verdict truncated to 0; event "
-        "ordering by tau_norm) and `beam_paper` (0.5 kept), each with its {conf:.0%} interval over conversations "
-        "(cluster-robust t), and `difference` (paper minus official, paired by question, with its interval); `n` "
-        "questions over `conversations`; the overall is the plain mean of the ten abilities (report_results.py "
-        "writes none), given only when every ability has questions. A question's figure is its first pass's, "
-        "averaged over the condition's packs.")},
-    judge_protocols={"beam": "memorybench.benchmarks.beam.judge:BeamJudge",
-                     "beam_official": "memorybench.benchmarks.beam.judge:BeamOfficialJudge"},
+    report_tables={
+        "beam_profiles": OwnTable(
+            "memorybench.benchmarks.beam.figures:profiles_table",
+            "BEAM's two profiles side by side, per condition and judge (every judge's one pass gives both): per ability "
+            "`beam_official` (the pinned compute_metrics.py's arithmetic: every 0.5 rubric verdict truncated to 0; event "
+            "ordering by tau_norm) and `beam_paper` (0.5 kept), each with its {conf:.0%} interval over conversations "
+            "(cluster-robust t), and `difference` (paper minus official, paired by question, with its interval); `n` "
+            "questions over `conversations`; the overall is the plain mean of the ten abilities (report_results.py "
+            "writes none), given only when every ability has questions. A question's figure is its first pass's, "
+            "averaged over the condition's packs.",
+        )
+    },
+    judge_protocols={
+        "beam": "memorybench.benchmarks.beam.judge:BeamJudge",
+        "beam_official": "memorybench.benchmarks.beam.judge:BeamOfficialJudge",
+    },
     judge_figure="score (BEAM's rubric judge)",
     figure_key="beam_score",
     kind_word="ability",
@@ -73,10 +102,14 @@ BENCHMARK = Benchmark(
     # others' BEAM results: Cognee's runs on the 128K tier, AMB's output files (`importer.py`)
     released_formats=("cognee_beam", "amb_beam"),
     importer="memorybench.benchmarks.beam.importer",
-    judge_hint=("score (BEAM's rubric judge, both profiles, beam_official and beam_paper, from one pass): memorybench "
-                "autorater {pack} judge=beam_official  (the pinned compute_metrics.py's requests; judge=beam: ours, the "
-                "question filled in; gpt-4.1-mini, needs OPENAI_API_KEY; offline: judge=local judge.protocol=beam, the "
-                "embedded model, not comparable; docs/beam.md)"),
-    notes=("the tier folder chats/100K is the paper's 128K tier",
-           "beam_official truncates every 0.5 rubric verdict to 0 (compute_metrics.py int(score)); beam_paper keeps it"),
+    judge_hint=(
+        "score (BEAM's rubric judge, both profiles, beam_official and beam_paper, from one pass): memorybench "
+        "autorater {pack} judge=beam_official  (the pinned compute_metrics.py's requests; judge=beam: ours, the "
+        "question filled in; gpt-4.1-mini, needs OPENAI_API_KEY; offline: judge=local judge.protocol=beam, the "
+        "embedded model, not comparable; docs/beam.md)"
+    ),
+    notes=(
+        "the tier folder chats/100K is the paper's 128K tier",
+        "beam_official truncates every 0.5 rubric verdict to 0 (compute_metrics.py int(score)); beam_paper keeps it",
+    ),
 )

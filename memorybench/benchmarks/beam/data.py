@@ -45,29 +45,63 @@ from memorybench.data.files import encodable, read_json_file, regular_file, requ
 from memorybench.data.records import Conversation, Question, Session, Turn
 from memorybench.errors import DataError
 
-__all__ = ["ABILITIES", "REFERENCE_KEY", "SUBTYPE_KEY", "TIERS", "BeamQuestion", "BeamTier", "beam_questions",
-           "load_beam", "question_columns", "read_tier"]
+__all__ = [
+    "ABILITIES",
+    "REFERENCE_KEY",
+    "SUBTYPE_KEY",
+    "TIERS",
+    "BeamQuestion",
+    "BeamTier",
+    "beam_questions",
+    "load_beam",
+    "question_columns",
+    "read_tier",
+]
 
 #: BEAM's ten abilities, in the order of the files' keys and of report_results.py's columns; an
 #: ability's category number is its position here plus one
 ABILITIES: tuple[str, ...] = (
-    "abstention", "contradiction_resolution", "event_ordering", "information_extraction", "instruction_following",
-    "knowledge_update", "multi_session_reasoning", "preference_following", "summarization", "temporal_reasoning",
+    "abstention",
+    "contradiction_resolution",
+    "event_ordering",
+    "information_extraction",
+    "instruction_following",
+    "knowledge_update",
+    "multi_session_reasoning",
+    "preference_following",
+    "summarization",
+    "temporal_reasoning",
 )
 #: the field that holds an ability's reference answer (the files use five names for it)
-REFERENCE_KEY: Mapping[str, str] = MappingProxyType({
-    "abstention": "ideal_response", "contradiction_resolution": "ideal_answer", "event_ordering": "answer",
-    "information_extraction": "answer", "instruction_following": "expected_compliance", "knowledge_update": "answer",
-    "multi_session_reasoning": "answer", "preference_following": "expected_compliance", "summarization": "ideal_summary",
-    "temporal_reasoning": "answer",
-})
+REFERENCE_KEY: Mapping[str, str] = MappingProxyType(
+    {
+        "abstention": "ideal_response",
+        "contradiction_resolution": "ideal_answer",
+        "event_ordering": "answer",
+        "information_extraction": "answer",
+        "instruction_following": "expected_compliance",
+        "knowledge_update": "answer",
+        "multi_session_reasoning": "answer",
+        "preference_following": "expected_compliance",
+        "summarization": "ideal_summary",
+        "temporal_reasoning": "answer",
+    }
+)
 #: the field that names an ability's own kind of question ("missing_detail", "mention_sequence", ...)
-SUBTYPE_KEY: Mapping[str, str] = MappingProxyType({
-    "abstention": "abstention_type", "contradiction_resolution": "contradiction_type", "event_ordering": "ordering_type",
-    "information_extraction": "question_type", "instruction_following": "instruction_type", "knowledge_update": "update_type",
-    "multi_session_reasoning": "reasoning_type", "preference_following": "preference_type",
-    "summarization": "summarization_type", "temporal_reasoning": "temporal_type",
-})
+SUBTYPE_KEY: Mapping[str, str] = MappingProxyType(
+    {
+        "abstention": "abstention_type",
+        "contradiction_resolution": "contradiction_type",
+        "event_ordering": "ordering_type",
+        "information_extraction": "question_type",
+        "instruction_following": "instruction_type",
+        "knowledge_update": "update_type",
+        "multi_session_reasoning": "reasoning_type",
+        "preference_following": "preference_type",
+        "summarization": "summarization_type",
+        "temporal_reasoning": "temporal_type",
+    }
+)
 #: the tier folders of the repository (`chats/<tier>`; 100K is the paper's 128K tier): a question
 #: id carries its tier, so a local copy keeps the folder's name
 TIERS: tuple[str, ...] = ("100K", "500K", "1M", "10M")
@@ -171,8 +205,10 @@ def _tier_folder(path: Path) -> Path:
     if not path.is_dir():
         raise DataError(f"dataset.path {path} is a file; BEAM's dataset is a folder: point it at {_EXPECTED}")
     if path.name not in TIERS:
-        raise DataError(f"dataset.path {path}: the folder must keep its tier's name ({', '.join(TIERS)}), which every "
-                        f"question id carries; rename the copy or point at {_EXPECTED}")
+        raise DataError(
+            f"dataset.path {path}: the folder must keep its tier's name ({', '.join(TIERS)}), which every "
+            f"question id carries; rename the copy or point at {_EXPECTED}"
+        )
     return path
 
 
@@ -195,14 +231,15 @@ def _batches(path: Path, raw: Any) -> list[tuple[str, dict[str, Any], str]]:
         if isinstance(item, dict) and "turns" in item:
             out.append(("", item, where))
         elif isinstance(item, dict) and len(item) == 1 and isinstance(next(iter(item.values())), list):
-            (plan, batches), = item.items()  # the 10M tier: one plan's batches under its name
+            ((plan, batches),) = item.items()  # the 10M tier: one plan's batches under its name
             for b, batch in enumerate(batches):
                 if not isinstance(batch, dict):
                     raise DataError(f"{where}.{plan}[{b}]: a batch must be a JSON object, got {type(batch).__name__}")
                 out.append((f"{plan}/", batch, f"{where}.{plan}[{b}]"))
         else:
-            raise DataError(f"{where}: neither a batch (an object with key 'turns') nor a plan ({{name: [batches]}}); "
-                            "use BEAM's chat.json")
+            raise DataError(
+                f"{where}: neither a batch (an object with key 'turns') nor a plan ({{name: [batches]}}); use BEAM's chat.json"
+            )
     return out
 
 
@@ -241,15 +278,18 @@ def _anchor(batch: dict[str, Any], turn_anchors: list[str], where: str) -> str:
     distinct = list(dict.fromkeys(turn_anchors))
     if len(distinct) != 1:
         found = "none" if not distinct else ", ".join(repr(a) for a in distinct)
-        raise DataError(f"{where}: key 'time_anchor' is null and its turns carry {found} (one expected); "
-                        "a batch's date is its time anchor: use BEAM's chat.json")
+        raise DataError(
+            f"{where}: key 'time_anchor' is null and its turns carry {found} (one expected); "
+            "a batch's date is its time anchor: use BEAM's chat.json"
+        )
     return distinct[0]
 
 
 def _questions(path: Path, raw: Any, sample_id: str, turn_ids: set[str]) -> tuple[list[Question], list[BeamQuestion]]:
     if not isinstance(raw, dict) or not raw:
-        raise DataError(f"{path} must hold a non-empty JSON object of abilities, got {type(raw).__name__}; "
-                        "use BEAM's probing_questions.json")
+        raise DataError(
+            f"{path} must hold a non-empty JSON object of abilities, got {type(raw).__name__}; use BEAM's probing_questions.json"
+        )
     asked: list[Question] = []
     scorer: list[BeamQuestion] = []
     for ability, items in raw.items():
@@ -268,8 +308,9 @@ def _questions(path: Path, raw: Any, sample_id: str, turn_ids: set[str]) -> tupl
     return asked, scorer
 
 
-def _question(item: dict[str, Any], ability: str, index: int, qid: str, sample_id: str, qa_index: int, where: str,
-              turn_ids: set[str]) -> tuple[Question, BeamQuestion]:
+def _question(
+    item: dict[str, Any], ability: str, index: int, qid: str, sample_id: str, qa_index: int, where: str, turn_ids: set[str]
+) -> tuple[Question, BeamQuestion]:
     text = require(item, "question", str, where)
     reference_key = REFERENCE_KEY[ability]
     reference = require(item, reference_key, str, where)
@@ -285,17 +326,29 @@ def _question(item: dict[str, Any], ability: str, index: int, qid: str, sample_i
     sources = tuple(_ids(item.get("source_chat_ids", []), f"{where}.source_chat_ids"))
     missing = [s for s in sources if str(s) not in turn_ids]
     if missing:
-        raise DataError(f"{where}: key 'source_chat_ids' names turn {missing[0]}, which chat.json does not have; "
-                        "use the chat.json of the same conversation")
+        raise DataError(
+            f"{where}: key 'source_chat_ids' names turn {missing[0]}, which chat.json does not have; "
+            "use the chat.json of the same conversation"
+        )
     skip = {"question", reference_key, "difficulty", "rubric", subtype_key, "source_chat_ids"}
     details = MappingProxyType({k: v for k, v in item.items() if k not in skip})
-    record = BeamQuestion(qid, sample_id, ability, index, difficulty, subtype, reference_key, reference, tuple(rubric),
-                          sources, details, text)
+    record = BeamQuestion(
+        qid, sample_id, ability, index, difficulty, subtype, reference_key, reference, tuple(rubric), sources, details, text
+    )
     # the rubric and the answer-bearing fields ride with the question as gold (`Question.other_gold`):
     # scorer-side, and what verify's contamination check looks for beside the reference
-    question = Question(question_id=qid, sample_id=sample_id, qa_index=qa_index, category=ABILITIES.index(ability) + 1,
-                        question=text, answer=reference, adversarial_answer=None, evidence=tuple(str(s) for s in sources),
-                        question_type=subtype, other_gold=tuple(g for g in record.gold_strings() if g != reference))
+    question = Question(
+        question_id=qid,
+        sample_id=sample_id,
+        qa_index=qa_index,
+        category=ABILITIES.index(ability) + 1,
+        question=text,
+        answer=reference,
+        adversarial_answer=None,
+        evidence=tuple(str(s) for s in sources),
+        question_type=subtype,
+        other_gold=tuple(g for g in record.gold_strings() if g != reference),
+    )
     return question, record
 
 

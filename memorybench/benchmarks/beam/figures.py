@@ -34,14 +34,18 @@ FIELD = "figures"
 SCHEMA = "beam_figures.v1"
 
 LABELS = {
-    "j": ("BEAM's rubric judge, a question's figure under the profile the protocol is named for (beam: beam_paper, "
-          "beam_official: beam_official), per ability a plain mean over its judged questions; the benchmark's own "
-          "figures are `figures` (per ability a mean over conversations, as report_results.py computes it)"),
+    "j": (
+        "BEAM's rubric judge, a question's figure under the profile the protocol is named for (beam: beam_paper, "
+        "beam_official: beam_official), per ability a plain mean over its judged questions; the benchmark's own "
+        "figures are `figures` (per ability a mean over conversations, as report_results.py computes it)"
+    ),
     "j.agreement": "share of rows judged in every pass whose passes all gave the same figure",
-    "figures": ("both profiles from the same stored replies: beam_official (compute_metrics.py's int() truncates every "
-                "0.5 to 0; event ordering by tau_norm) and beam_paper (0.5 kept); per ability the mean over "
-                "conversations of each conversation's mean, its conversations and questions; overall the plain mean of "
-                "the ten abilities (report_results.py writes no overall), null unless all ten have a figure"),
+    "figures": (
+        "both profiles from the same stored replies: beam_official (compute_metrics.py's int() truncates every "
+        "0.5 to 0; event ordering by tau_norm) and beam_paper (0.5 kept); per ability the mean over "
+        "conversations of each conversation's mean, its conversations and questions; overall the plain mean of "
+        "the ten abilities (report_results.py writes no overall), null unless all ten have a figure"
+    ),
     "mem0_f1": "not computed: Mem0's lexical F1 is not a BEAM score",
     "mem0_bleu1": "not computed: Mem0's BLEU-1 is not a BEAM score",
 }
@@ -71,14 +75,26 @@ def _judged(verdict: Any, calls: Sequence[Mapping[str, Any]]) -> JudgedQuestion 
         return None
     ordered = [rubric[n] for n in sorted(rubric)]
     ability = ABILITIES[int(verdict.category) - 1]
-    return JudgedQuestion(verdict.question_id, verdict.sample_id, ability, tuple(i for i, _ in ordered),
-                          tuple(v for _, v in ordered), answer if ability == EVENT_ORDERING else None, tuple(equivalences))
+    return JudgedQuestion(
+        verdict.question_id,
+        verdict.sample_id,
+        ability,
+        tuple(i for i, _ in ordered),
+        tuple(v for _, v in ordered),
+        answer if ability == EVENT_ORDERING else None,
+        tuple(equivalences),
+    )
 
 
 def _profile(figures: Any) -> dict[str, Any]:
-    return {"per_ability": dict(figures.per_ability), "conversations": dict(figures.conversations),
-            "questions": dict(figures.questions), "overall": figures.overall, "failed": len(figures.failures),
-            "failures": dict(sorted(figures.failures.items()))}
+    return {
+        "per_ability": dict(figures.per_ability),
+        "conversations": dict(figures.conversations),
+        "questions": dict(figures.questions),
+        "overall": figures.overall,
+        "failed": len(figures.failures),
+        "failures": dict(sorted(figures.failures.items())),
+    }
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -86,8 +102,9 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(present) / len(present) if present and len(present) == len(values) else None
 
 
-def scores(verdicts: Sequence[Any], passes: int, protocol: str, judge: Any, *,
-           traces: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def scores(
+    verdicts: Sequence[Any], passes: int, protocol: str, judge: Any, *, traces: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
     """Both profiles per pass and their means over the passes, from the judge's stored calls."""
     calls: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for trace in traces:
@@ -97,10 +114,21 @@ def scores(verdicts: Sequence[Any], passes: int, protocol: str, judge: Any, *,
         judged = [_judged(v, calls.get((v.question_id, n), [])) for v in verdicts if v.pass_ == n]
         scored = [score_question(j) for j in judged if j is not None]
         per_pass.append({p: _profile(profile_figures(scored, p)) for p in PROFILES})
-    means = {p: {"per_ability": {a: _mean([q[p]["per_ability"].get(a) for q in per_pass]) for a in ABILITIES},
-                 "overall": _mean([q[p]["overall"] for q in per_pass])} for p in PROFILES}
-    return {"schema": SCHEMA, "protocol": protocol, "ours": protocol == BeamJudge.name,
-            "official_requests": protocol != BeamJudge.name, "profiles": means, "passes": per_pass}
+    means = {
+        p: {
+            "per_ability": {a: _mean([q[p]["per_ability"].get(a) for q in per_pass]) for a in ABILITIES},
+            "overall": _mean([q[p]["overall"] for q in per_pass]),
+        }
+        for p in PROFILES
+    }
+    return {
+        "schema": SCHEMA,
+        "protocol": protocol,
+        "ours": protocol == BeamJudge.name,
+        "official_requests": protocol != BeamJudge.name,
+        "profiles": means,
+        "passes": per_pass,
+    }
 
 
 def lines(metrics: Mapping[str, Any]) -> list[str]:
@@ -128,10 +156,15 @@ def lines(metrics: Mapping[str, Any]) -> list[str]:
         out.append("left out (a verdict the profile cannot read): " + ", ".join(f"{p} {k}" for p, k in failed.items()))
     if metrics["passes"] > 1:
         out.append(f"passes: {metrics['passes']}; each figure is the mean over the passes")
-    out.append("requests: " + ("ours (the question filled in, no fact extraction)" if own["ours"] else
-                               "the pinned compute_metrics.py's, byte for byte (the discarded fact-extraction call included)"))
+    out.append(
+        "requests: "
+        + (
+            "ours (the question filled in, no fact extraction)"
+            if own["ours"]
+            else "the pinned compute_metrics.py's, byte for byte (the discarded fact-extraction call included)"
+        )
+    )
     return out
-
 
 
 def question_lines(category: int, calls: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -148,8 +181,10 @@ def question_lines(category: int, calls: Sequence[Mapping[str, Any]]) -> list[st
         for k, item in enumerate(scored.items):
             out.append(f"  item {k}: {item.raw!r} -> {item.official}, {item.paper}: {item.item}")
         if scored.event is not None:
-            out.append(f"  event ordering: tau_norm {scored.event.tau_norm:.4f} in both profiles (precision "
-                       f"{scored.event.precision:.4f}, recall {scored.event.recall:.4f})")
+            out.append(
+                f"  event ordering: tau_norm {scored.event.tau_norm:.4f} in both profiles (precision "
+                f"{scored.event.precision:.4f}, recall {scored.event.recall:.4f})"
+            )
         for profile in PROFILES:
             figure = scored.figure(profile)
             why = f" ({scored.failures[profile]})" if profile in scored.failures else ""
@@ -177,8 +212,9 @@ def question_figures(pack_root: str, judge_id: str) -> dict[str, dict[str, float
     for verdict in pack.rows(verdicts_path):
         if int(verdict.get("pass", 1)) != 1:
             continue
-        row = SimpleNamespace(question_id=str(verdict["question_id"]), sample_id=str(verdict["sample_id"]),
-                              category=int(verdict["category"]))
+        row = SimpleNamespace(
+            question_id=str(verdict["question_id"]), sample_id=str(verdict["sample_id"]), category=int(verdict["category"])
+        )
         judged = _judged(row, calls.get(row.question_id, []))
         if judged is not None:
             scored = score_question(judged)
@@ -220,15 +256,33 @@ def profiles_table(frame: Any, boot: Any = None) -> Any:
                     if values and len(values) == len(per_pack) and not any(math.isnan(v) for v in values):
                         figures.setdefault(qid, {})[profile] = sum(values) / len(values)
 
-            def row(name: str, qids: list[str], condition: Any = condition, judge: str = judge,
-                    figures: dict[str, dict[str, float]] = figures, samples: dict[str, Any] = samples) -> dict[str, Any]:
+            def row(
+                name: str,
+                qids: list[str],
+                condition: Any = condition,
+                judge: str = judge,
+                figures: dict[str, dict[str, float]] = figures,
+                samples: dict[str, Any] = samples,
+            ) -> dict[str, Any]:
                 both = [q for q in qids if len(figures.get(q, {})) == len(PROFILES)]
                 clusters = np.array([samples[q] for q in both])
-                found: dict[str, Any] = {"condition": condition, "judge": judge, "ability": name, "n": len(both),
-                                         "conversations": len(set(clusters.tolist()))}
+                found: dict[str, Any] = {
+                    "condition": condition,
+                    "judge": judge,
+                    "ability": name,
+                    "n": len(both),
+                    "conversations": len(set(clusters.tolist())),
+                }
                 for profile in (*PROFILES, "difference"):
-                    values = np.array([figures[q]["beam_paper"] - figures[q]["beam_official"] if profile == "difference"
-                                       else figures[q][profile] for q in both], dtype=float)
+                    values = np.array(
+                        [
+                            figures[q]["beam_paper"] - figures[q]["beam_official"]
+                            if profile == "difference"
+                            else figures[q][profile]
+                            for q in both
+                        ],
+                        dtype=float,
+                    )
                     if not len(values):
                         found.update({profile: math.nan, f"{profile}_ci_low": math.nan, f"{profile}_ci_high": math.nan})
                         continue
@@ -241,8 +295,13 @@ def profiles_table(frame: Any, boot: Any = None) -> Any:
             abilities = [row(a, [q for q in samples if int(categories[q]) == n]) for n, a in enumerate(ABILITIES, 1)]
             out += [a for a in abilities if a["n"]]
             if all(a["n"] for a in abilities):
-                overall = {"condition": condition, "judge": judge, "ability": "overall (mean of the ten)",
-                           "n": sum(a["n"] for a in abilities), "conversations": max(a["conversations"] for a in abilities)}
+                overall = {
+                    "condition": condition,
+                    "judge": judge,
+                    "ability": "overall (mean of the ten)",
+                    "n": sum(a["n"] for a in abilities),
+                    "conversations": max(a["conversations"] for a in abilities),
+                }
                 for key in (*PROFILES, "difference"):
                     overall[key] = float(np.mean([a[key] for a in abilities]))
                     overall[f"{key}_ci_low"] = overall[f"{key}_ci_high"] = math.nan  # a mean of ten means: no interval here

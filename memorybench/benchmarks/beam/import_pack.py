@@ -52,21 +52,31 @@ __all__ = ["write_all"]
 
 NO_MEMORY_SHA256 = sha256_text("")
 
-def write_all(plan: ImportPlan, *, name: str, source: SourceRef | None, packs: Any, pins: Any
-               ) -> tuple[Path, ImportSource, Reproduction, bool]:
+
+def write_all(
+    plan: ImportPlan, *, name: str, source: SourceRef | None, packs: Any, pins: Any
+) -> tuple[Path, ImportSource, Reproduction, bool]:
     packs_root = Path(packs).expanduser().resolve()
     side = [{"role": role, "name": p.name, "sha256": sha256_file(p)} for role, p in plan.side]
     shas = [sha256_file(r.path) for r in plan.runs]
     specs = []
     for run, sha in zip(plan.runs, shas):
         cfg = {
-            "name": name, "max_questions": None,
+            "name": name,
+            "max_questions": None,
             "dataset": {"name": plan.dataset, "path": None if plan.data_info.get("pinned") else str(plan.data_path)},
             "memory": {"name": MEMORY},
-            "answerer": {"name": ANSWERER, "format": plan.fmt, "model": plan.fmt, "model_key": None, "run": run.run_idx,
-                         "profile": plan.profile, "judge_model": plan.judge_model,
-                         # every file read: the identity of an import is all of it
-                         "files": {"results": sha, "runs": shas, "side": {s["role"]: s["sha256"] for s in side}}},
+            "answerer": {
+                "name": ANSWERER,
+                "format": plan.fmt,
+                "model": plan.fmt,
+                "model_key": None,
+                "run": run.run_idx,
+                "profile": plan.profile,
+                "judge_model": plan.judge_model,
+                # every file read: the identity of an import is all of it
+                "files": {"results": sha, "runs": shas, "side": {s["role"]: s["sha256"] for s in side}},
+            },
             "paths": {"packs": str(packs_root), "pins": None if pins is None else str(pins)},
         }
         rid, config_sha = run_identity(cfg)
@@ -94,11 +104,23 @@ def write_all(plan: ImportPlan, *, name: str, source: SourceRef | None, packs: A
                 continue
             work, record, meta, judge_id = entry
             own = BeamImport(
-                format=plan.fmt, profile=plan.profile, profile_note=PROFILES[plan.profile], judge_model=plan.judge_model,
-                judge_note=plan.judge_note, dataset=plan.dataset, system=plan.system, conversations=run.mapped.conversations,
-                runs=figures, overall=overall, by_ability=by_ability,
-                files=[*side, *({"role": "run", "name": r.path.name, "sha256": s} for r, s in zip(plan.runs, shas) if r is not run)],
-                notes=stated_notes)
+                format=plan.fmt,
+                profile=plan.profile,
+                profile_note=PROFILES[plan.profile],
+                judge_model=plan.judge_model,
+                judge_note=plan.judge_note,
+                dataset=plan.dataset,
+                system=plan.system,
+                conversations=run.mapped.conversations,
+                runs=figures,
+                overall=overall,
+                by_ability=by_ability,
+                files=[
+                    *side,
+                    *({"role": "run", "name": r.path.name, "sha256": s} for r, s in zip(plan.runs, shas) if r is not run),
+                ],
+                notes=stated_notes,
+            )
             reproduction = _reproduction(work, plan, run, sha, rid, judge_id, m, record, own)
             RunPack(work).write_text(REPRODUCTION, reproduction.dump())
             RunPack(work).write_text(layout.TRACE_MD, _trace_md(plan, run, rid, record, judge_id))
@@ -115,8 +137,13 @@ def _judge_identity(plan: ImportPlan, sha: str) -> JudgeIdentity:
     """The file's scores as a judge: protocol `imported`, the release's judge model, and where a judge's
     prompt sha256 would be, the pinned file of the release's judge prompt (Cognee's four runs are one
     judge), else the results file's sha256 (the scores were given, not asked: the file names the judge)."""
-    return JudgeIdentity(protocol="imported", model=plan.judge_model, prompt_sha256=plan.judge_prompt_sha256 or sha,
-                         temperature=0.0, response_format=None)
+    return JudgeIdentity(
+        protocol="imported",
+        model=plan.judge_model,
+        prompt_sha256=plan.judge_prompt_sha256 or sha,
+        temperature=0.0,
+        response_format=None,
+    )
 
 
 def _clean(rows: Sequence[BeamRow]) -> tuple[list[BeamRow], list[str]]:
@@ -124,55 +151,133 @@ def _clean(rows: Sequence[BeamRow]) -> tuple[list[BeamRow], list[str]]:
     return bounded_rows(rows, id_field="file_id", answer_field="prediction")
 
 
-def _write_pack(root: Path, plan: ImportPlan, run: ImportRun, sha: str, cfg: dict[str, Any], rid: str, config_sha: str,
-                source: SourceRef | None, side: list[dict[str, str]]) -> tuple[ImportSource, RunMeta, str]:
+def _write_pack(
+    root: Path,
+    plan: ImportPlan,
+    run: ImportRun,
+    sha: str,
+    cfg: dict[str, Any],
+    rid: str,
+    config_sha: str,
+    source: SourceRef | None,
+    side: list[dict[str, str]],
+) -> tuple[ImportSource, RunMeta, str]:
     """Every file of one run's pack but its reproduction, TRACE.md and _SUCCESS."""
     from memorybench.stages.rescore import rescore
 
     rows, notes = _clean(run.rows)
     files = [SourceFile(role="results", name=run.path.name, sha256=sha, bytes=run.path.stat().st_size)]
-    files += [SourceFile(role="stats", name=p.name, sha256=sha256_file(p), bytes=p.stat().st_size)
-              for role, p in plan.side if role == "summary"]
-    record = ImportSource(format=plan.fmt, files=files, source=source, rows=len(rows), conversations=run.mapped.conversations,
-                          tie_broken=0, notes=[*plan.notes, *notes], partial=plan.partial)
+    files += [
+        SourceFile(role="stats", name=p.name, sha256=sha256_file(p), bytes=p.stat().st_size)
+        for role, p in plan.side
+        if role == "summary"
+    ]
+    record = ImportSource(
+        format=plan.fmt,
+        files=files,
+        source=source,
+        rows=len(rows),
+        conversations=run.mapped.conversations,
+        tie_broken=0,
+        notes=[*plan.notes, *notes],
+        partial=plan.partial,
+    )
     pack = RunPack(root)
     commit, dirty = git_state()
     started = utc_now()
     held_ids = {q.question_id for q in run.mapped.questions.values()}
     held = [q for c in plan.tier.conversations for q in c.questions if q.question_id in held_ids]
     total = len(plan.tier.questions)
-    label = (f"scores: profile {plan.profile}, judge {plan.judge_model} (imported/reproduction.json `own`; "
-             f"autorater/ holds them as the judge `imported`)")
+    label = (
+        f"scores: profile {plan.profile}, judge {plan.judge_model} (imported/reproduction.json `own`; "
+        f"autorater/ holds them as the judge `imported`)"
+    )
     meta = RunMeta(
-        run_id=rid, name=str(cfg["name"]), config_sha256=config_sha, overrides=[],
-        choices={"dataset": plan.dataset, "memory": MEMORY, "answerer": ANSWERER}, git_commit=commit, git_dirty=dirty,
-        package_versions=package_versions(), data=plan.data_info, prompts={}, models=[], started_at=started,
-        question_count=len(held), questions_total=total, is_prefix=False, max_questions=None, local_model=False,
-        notes=[f"Imported from {run.path.name} ({plan.fmt}"
-               + (f", run {run.run_idx}" if run.run_idx is not None else "") + f", sha256 {sha}): no model call was made here.",
-               label, *record.notes, *_partial_notes(plan.partial)],
-        plugins=plugins_used(cfg), partial=plan.partial,
+        run_id=rid,
+        name=str(cfg["name"]),
+        config_sha256=config_sha,
+        overrides=[],
+        choices={"dataset": plan.dataset, "memory": MEMORY, "answerer": ANSWERER},
+        git_commit=commit,
+        git_dirty=dirty,
+        package_versions=package_versions(),
+        data=plan.data_info,
+        prompts={},
+        models=[],
+        started_at=started,
+        question_count=len(held),
+        questions_total=total,
+        is_prefix=False,
+        max_questions=None,
+        local_model=False,
+        notes=[
+            f"Imported from {run.path.name} ({plan.fmt}"
+            + (f", run {run.run_idx}" if run.run_idx is not None else "")
+            + f", sha256 {sha}): no model call was made here.",
+            label,
+            *record.notes,
+            *_partial_notes(plan.partial),
+        ],
+        plugins=plugins_used(cfg),
+        partial=plan.partial,
     )
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
     pack.write_json(layout.RUN_META, meta)
     row_of = {run.mapped.questions[r.index].question_id: r for r in rows}
-    pack.write_text(layout.PREDICTIONS, "".join(dump_line(Prediction(
-        question_id=q.question_id, sample_id=q.sample_id, index=i, category=q.category, question=q.question,
-        prediction=row_of[q.question_id].prediction, gold=q.answer, adversarial_answer=q.adversarial_answer,
-        memory_sha256=NO_MEMORY_SHA256, answerer=ANSWERER,
-    )) for i, q in enumerate(held)))
+    pack.write_text(
+        layout.PREDICTIONS,
+        "".join(
+            dump_line(
+                Prediction(
+                    question_id=q.question_id,
+                    sample_id=q.sample_id,
+                    index=i,
+                    category=q.category,
+                    question=q.question,
+                    prediction=row_of[q.question_id].prediction,
+                    gold=q.answer,
+                    adversarial_answer=q.adversarial_answer,
+                    memory_sha256=NO_MEMORY_SHA256,
+                    answerer=ANSWERER,
+                )
+            )
+            for i, q in enumerate(held)
+        ),
+    )
     samples = list(dict.fromkeys(q.sample_id for q in held))
-    pack.write_text(layout.MEMORY_MANIFEST, "".join(dump_line(MemoryManifestRow(
-        sample_id=s, method=MEMORY, question_dependent=False, item_count=0,
-        metadata={"note": "the released file holds answers (and their retrieved context, kept in imported/rows.jsonl), not the "
-                          "memory they were made from"},
-    )) for s in samples))
+    pack.write_text(
+        layout.MEMORY_MANIFEST,
+        "".join(
+            dump_line(
+                MemoryManifestRow(
+                    sample_id=s,
+                    method=MEMORY,
+                    question_dependent=False,
+                    item_count=0,
+                    metadata={
+                        "note": "the released file holds answers (and their retrieved context, kept in imported/rows.jsonl), not the "
+                        "memory they were made from"
+                    },
+                )
+            )
+            for s in samples
+        ),
+    )
     pack.write_text(layout.LINEAGE, "")
-    imported = [ImportedRow(
-        question_id=run.mapped.questions[r.index].question_id, sample_id=run.mapped.questions[r.index].sample_id,
-        category=category_of(run.mapped.questions[r.index]), file_key=r.key, file_index=r.index, prediction=r.prediction,
-        reported_label=r.score, reported_j=None, reported_extra={**r.extra, "question": r.question},
-    ) for r in rows]
+    imported = [
+        ImportedRow(
+            question_id=run.mapped.questions[r.index].question_id,
+            sample_id=run.mapped.questions[r.index].sample_id,
+            category=category_of(run.mapped.questions[r.index]),
+            file_key=r.key,
+            file_index=r.index,
+            prediction=r.prediction,
+            reported_label=r.score,
+            reported_j=None,
+            reported_extra={**r.extra, "question": r.question},
+        )
+        for r in rows
+    ]
     pack.write_text(ROWS, "".join(dump_line(r) for r in imported))
     pack.write_text(SOURCE, record.dump())
     rescore(root)  # predictions.csv and metrics.json, as for any pack
@@ -184,46 +289,92 @@ def _write_pack(root: Path, plan: ImportPlan, run: ImportRun, sha: str, cfg: dic
 def _partial_notes(partial: Coverage | None) -> list[str]:
     if partial is None:
         return []
-    return [f"Partial: {partial.reason}. The pack holds {partial.questions} of {partial.of} questions (run_meta.partial lists "
-            "the others); its figures are over the questions held."]
+    return [
+        f"Partial: {partial.reason}. The pack holds {partial.questions} of {partial.of} questions (run_meta.partial lists "
+        "the others); its figures are over the questions held."
+    ]
 
 
-def _write_judge(root: Path, plan: ImportPlan, rid: str, held: Sequence[Question], row_of: Mapping[str, BeamRow], sha: str,
-                 run: ImportRun, started: str, commit: str | None, dirty: bool | None) -> str:
+def _write_judge(
+    root: Path,
+    plan: ImportPlan,
+    rid: str,
+    held: Sequence[Question],
+    row_of: Mapping[str, BeamRow],
+    sha: str,
+    run: ImportRun,
+    started: str,
+    commit: str | None,
+    dirty: bool | None,
+) -> str:
     """The file's scores as a judge of their own: `autorater/<judge id>/`, the autorater's records."""
     identity = _judge_identity(plan, sha)
     judge_id = identity.judge_id
     meta = AutoraterMeta(
-        judge_id=judge_id, identity=identity, run_id=rid, passes=1,
-        judge_config={"name": "imported", "protocol": "imported", "format": plan.fmt, "score_field": plan.score_field,
-                      "profile": plan.profile, "model": plan.judge_model},
-        judge_settings={}, judge=ModelIdentity(role="judge", provider="imported", requested=plan.judge_model),
+        judge_id=judge_id,
+        identity=identity,
+        run_id=rid,
+        passes=1,
+        judge_config={
+            "name": "imported",
+            "protocol": "imported",
+            "format": plan.fmt,
+            "score_field": plan.score_field,
+            "profile": plan.profile,
+            "model": plan.judge_model,
+        },
+        judge_settings={},
+        judge=ModelIdentity(role="judge", provider="imported", requested=plan.judge_model),
         judge_model_sent=plan.judge_model,
         prompt={"name": f"{plan.score_field} of {run.path.name}", "sha256": identity.prompt_sha256, "stored_at": None},
         response_format=None,
-        package_versions=package_versions(), git_commit=commit, git_dirty=dirty, started_at=started, ended_at=utc_now(),
-        notes=[f"Scores from the file's own {plan.score_field} (judge {plan.judge_note}); no judge was called here.",
-               f"Profile {PROFILES[plan.profile]}.",
-               "A verdict's score is the question's score as written; CORRECT where it is 1, else WRONG; a row without a "
-               "score is FAILED (counted, outside the mean, as the release leaves it out of its own)."],
+        package_versions=package_versions(),
+        git_commit=commit,
+        git_dirty=dirty,
+        started_at=started,
+        ended_at=utc_now(),
+        notes=[
+            f"Scores from the file's own {plan.score_field} (judge {plan.judge_note}); no judge was called here.",
+            f"Profile {PROFILES[plan.profile]}.",
+            "A verdict's score is the question's score as written; CORRECT where it is 1, else WRONG; a row without a "
+            "score is FAILED (counted, outside the mean, as the release leaves it out of its own).",
+        ],
     )
     verdicts = []
     for index, q in enumerate(held):
         row = row_of[q.question_id]
-        base = dict(question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, pass_=1,
-                    judge_prompt_sha256=sha)
+        base = dict(
+            question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, pass_=1, judge_prompt_sha256=sha
+        )
         if row.score is None:
-            verdicts.append(AutoraterVerdict(**base, status="FAILED", failure="parse", label_raw=row.label,
-                                             error=f"the released file has no {plan.score_field} for this row"))
+            verdicts.append(
+                AutoraterVerdict(
+                    **base,
+                    status="FAILED",
+                    failure="parse",
+                    label_raw=row.label,
+                    error=f"the released file has no {plan.score_field} for this row",
+                )
+            )
             continue
-        verdicts.append(AutoraterVerdict(**base, status="CORRECT" if row.score == 1 else "WRONG", label_raw=row.label,
-                                         score=row.score))
+        verdicts.append(
+            AutoraterVerdict(**base, status="CORRECT" if row.score == 1 else "WRONG", label_raw=row.label, score=row.score)
+        )
     write_imported_judge(root, meta, verdicts)
     return judge_id
 
 
-def _reproduction(root: Path, plan: ImportPlan, run: ImportRun, sha: str, rid: str, judge_id: str, metrics: Any, record: ImportSource,
-                  own: BeamImport) -> Reproduction:
+def _reproduction(
+    root: Path,
+    plan: ImportPlan,
+    run: ImportRun,
+    sha: str,
+    rid: str,
+    judge_id: str,
+    metrics: Any,
+    record: ImportSource,
+    own: BeamImport,
+) -> Reproduction:
     """Per ability the file's scores beside the judge folder's; rows whose score its own words give back."""
     verdicts = {v.question_id: v.score for v in PackReader.open(root).verdicts(judge_id)}
     bad = []
@@ -235,27 +386,54 @@ def _reproduction(root: Path, plan: ImportPlan, run: ImportRun, sha: str, rid: s
     by_category = {}
     for c in present:
         these = [r.score for r in run.rows if category_of(run.mapped.questions[r.index]) == c and r.score is not None]
-        by_category[str(c)] = CategoryFigure(rows=sum(1 for r in run.rows if category_of(run.mapped.questions[r.index]) == c),
-                                             ours=metrics.j.by_category.get(str(c)), reported=mean_of(these))
+        by_category[str(c)] = CategoryFigure(
+            rows=sum(1 for r in run.rows if category_of(run.mapped.questions[r.index]) == c),
+            ours=metrics.j.by_category.get(str(c)),
+            reported=mean_of(these),
+        )
     scored = [r.score for r in run.rows if r.score is not None]
     stated_overall = own.overall.get("accuracy")
     score = MetricReproduction(
         label=f"BEAM score per ability ({plan.score_field}; profile {plan.profile}, judge {plan.judge_model}): the file's "
-              "per-question scores beside the judge folder's",
-        rows=RowAgreement(reported_field=plan.score_field, compared=plan.row_check_words + "; and the judge folder's verdict "
-                          "is the file's score", rows=len(run.rows), equal=len(run.rows) - len(bad), mismatched=len(bad),
-                          examples=[Mismatch(question_id=q.question_id, category=category_of(q), prediction=r.prediction[:500],
-                                             reported=r.score, ours=r.counts.paper if r.counts else None)
-                                    for r, q in bad[:5]]),
+        "per-question scores beside the judge folder's",
+        rows=RowAgreement(
+            reported_field=plan.score_field,
+            compared=plan.row_check_words + "; and the judge folder's verdict is the file's score",
+            rows=len(run.rows),
+            equal=len(run.rows) - len(bad),
+            mismatched=len(bad),
+            examples=[
+                Mismatch(
+                    question_id=q.question_id,
+                    category=category_of(q),
+                    prediction=r.prediction[:500],
+                    reported=r.score,
+                    ours=r.counts.paper if r.counts else None,
+                )
+                for r, q in bad[:5]
+            ],
+        ),
         by_category=by_category,
-        overall=CategoryFigure(rows=len(run.rows), ours=metrics.j.overall, reported=mean_of(scored),
-                               stated=stated_overall.mean.stated if stated_overall else None,
-                               stated_rows=len(scored) if stated_overall else None,
-                               stated_comparable=None if stated_overall is None else plan.partial is None),
+        overall=CategoryFigure(
+            rows=len(run.rows),
+            ours=metrics.j.overall,
+            reported=mean_of(scored),
+            stated=stated_overall.mean.stated if stated_overall else None,
+            stated_rows=len(scored) if stated_overall else None,
+            stated_comparable=None if stated_overall is None else plan.partial is None,
+        ),
         overall_categories=present,
     )
-    return Reproduction(run_id=rid, format=plan.fmt, results_sha256=sha, judge_id=judge_id, metrics={"score": score},
-                        notes=list(record.notes), partial=plan.partial, own=json.loads(own.dump()))
+    return Reproduction(
+        run_id=rid,
+        format=plan.fmt,
+        results_sha256=sha,
+        judge_id=judge_id,
+        metrics={"score": score},
+        notes=list(record.notes),
+        partial=plan.partial,
+        own=json.loads(own.dump()),
+    )
 
 
 def _trace_md(plan: ImportPlan, run: ImportRun, rid: str, source: ImportSource, judge_id: str) -> str:
@@ -285,5 +463,3 @@ def _trace_md(plan: ImportPlan, run: ImportRun, rid: str, source: ImportSource, 
         "figures the release states, beside the same arithmetic over the files and beside the packs.",
     ]
     return "\n".join(lines) + "\n"
-
-

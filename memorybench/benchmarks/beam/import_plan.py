@@ -22,22 +22,42 @@ from memorybench.benchmarks.beam.released_files import BeamRow
 from memorybench.pack.schemas import Coverage
 from memorybench.records import Record
 
-__all__ = ["AMB", "ANSWERER", "COGNEE", "MEMORY", "PROFILES", "BeamImport", "Figure", "ImportPlan", "ImportRun", "Mapped",
-           "RunFigure", "StatedFigures", "category_of", "format_reproduction"]
+__all__ = [
+    "AMB",
+    "ANSWERER",
+    "COGNEE",
+    "MEMORY",
+    "PROFILES",
+    "BeamImport",
+    "Figure",
+    "ImportPlan",
+    "ImportRun",
+    "Mapped",
+    "RunFigure",
+    "StatedFigures",
+    "category_of",
+    "format_reproduction",
+]
 
 COGNEE = "cognee_beam"
 AMB = "amb_beam"
 ANSWERER = MEMORY = "imported"
 PROFILES = {
-    "beam_paper": ("beam_paper: the judge's 0.5 kept (Cognee's metrics/beam_rubric.py: float(score), snapped to 1 / 0.5 / 0, "
-                   "mean over the rubric items); unlike our beam_paper, event ordering is scored by the same rubric judge, "
-                   "not tau_norm, and the judge prompt has the question filled in (our `beam` protocol's requests, not "
-                   "compute_metrics.py's)"),
-    "mem0_nugget": ("mem0_nugget (non-official): AMB's dataset/beam.py score_result, mem0's nugget-judge prompt per rubric "
-                    "item, 0 / 0.5 / 1 kept, mean over the items; event ordering by its rubric items as \"should mention\" "
-                    "nuggets, no tau; neither beam_official nor beam_paper"),
-    "amb_binary": ("amb_binary (non-official): AMB's per-ability binary judge (dataset/beam.py get_judge_prompt_fn), "
-                   "`correct` as 1 / 0; no BEAM profile"),
+    "beam_paper": (
+        "beam_paper: the judge's 0.5 kept (Cognee's metrics/beam_rubric.py: float(score), snapped to 1 / 0.5 / 0, "
+        "mean over the rubric items); unlike our beam_paper, event ordering is scored by the same rubric judge, "
+        "not tau_norm, and the judge prompt has the question filled in (our `beam` protocol's requests, not "
+        "compute_metrics.py's)"
+    ),
+    "mem0_nugget": (
+        "mem0_nugget (non-official): AMB's dataset/beam.py score_result, mem0's nugget-judge prompt per rubric "
+        'item, 0 / 0.5 / 1 kept, mean over the items; event ordering by its rubric items as "should mention" '
+        "nuggets, no tau; neither beam_official nor beam_paper"
+    ),
+    "amb_binary": (
+        "amb_binary (non-official): AMB's per-ability binary judge (dataset/beam.py get_judge_prompt_fn), "
+        "`correct` as 1 / 0; no BEAM profile"
+    ),
 }
 
 
@@ -155,7 +175,9 @@ class ImportPlan:
     system: dict[str, Any]
     notes: list[str]
     #: (plan, per-run judge metrics) -> the figures the release states, beside ours
-    stated: Callable[[ImportPlan, list[RunFigure], list[Any]], tuple[dict[str, StatedFigures], dict[str, dict[str, StatedFigures]], list[str]]]
+    stated: Callable[
+        [ImportPlan, list[RunFigure], list[Any]], tuple[dict[str, StatedFigures], dict[str, dict[str, StatedFigures]], list[str]]
+    ]
     #: the reported score's field, and how a row's score is checked against the row's own words
     score_field: str
     #: what the imported judge's identity names as its prompt: the pinned file that holds the
@@ -185,28 +207,38 @@ def format_reproduction(rep: Reproduction) -> str:
         lines.append(f"PARTIAL: {rep.partial.questions} of {rep.partial.of} questions ({rep.partial.reason})")
     score = rep.metrics.get("score")
     if score is not None and score.rows is not None:
-        lines += ["", f"{score.label}", f"rows ({score.rows.reported_field}): {score.rows.equal} of {score.rows.rows} agree"
-                  + (f", {score.rows.mismatched} do not" if score.rows.mismatched else "") + f" ({score.rows.compared})"]
+        lines += [
+            "",
+            f"{score.label}",
+            f"rows ({score.rows.reported_field}): {score.rows.equal} of {score.rows.rows} agree"
+            + (f", {score.rows.mismatched} do not" if score.rows.mismatched else "")
+            + f" ({score.rows.compared})",
+        ]
         lines.append(f"  {'ability':<30}{'n':>4}  {'pack':>7}  {'file':>7}")
         for c, f in score.by_category.items():
             lines.append(f"  {c + ' ' + BENCHMARK.category_names[int(c)]:<30}{f.rows:>4}  {fmt(f.ours):>7}  {fmt(f.reported):>7}")
-        lines.append(f"  {'overall (mean over questions)':<30}{score.overall.rows:>4}  {fmt(score.overall.ours):>7}  "
-                     f"{fmt(score.overall.reported):>7}")
+        lines.append(
+            f"  {'overall (mean over questions)':<30}{score.overall.rows:>4}  {fmt(score.overall.ours):>7}  "
+            f"{fmt(score.overall.reported):>7}"
+        )
     if own is not None:
         lines += ["", "runs (one pack each):", f"  {'run':<5}{'n':>4}  {'file mean':>10}  {'pack mean':>10}  run id"]
         for r in own.runs:
-            lines.append(f"  {('-' if r.run_idx is None else str(r.run_idx)):<5}{r.questions:>4}  {fmt(r.mean_recomputed):>10}  "
-                         f"{fmt(r.mean_ours):>10}  {r.run_id}")
+            lines.append(
+                f"  {('-' if r.run_idx is None else str(r.run_idx)):<5}{r.questions:>4}  {fmt(r.mean_recomputed):>10}  "
+                f"{fmt(r.mean_ours):>10}  {r.run_id}"
+            )
         lines += ["", "stated figures: as stated, recomputed from the files, from the packs"]
         for scope, cells in [("overall", own.overall), *own.by_ability.items()]:
             for metric, cell in cells.items():
                 for kind, fig in (("mean", cell.mean), ("run sd", cell.run_sd)):
                     if fig is None or (fig.stated is None and kind == "run sd" and fig.recomputed is None):
                         continue
-                    lines.append(f"  {scope + ' ' + metric + ' ' + kind:<52} stated {full(fig.stated):<22} recomputed "
-                                 f"{full(fig.recomputed):<22} packs {fmt(fig.ours):>7}  {fig.agreement}"
-                                 + (f" (packs: {fig.ours_agreement})" if fig.ours_agreement else ""))
+                    lines.append(
+                        f"  {scope + ' ' + metric + ' ' + kind:<52} stated {full(fig.stated):<22} recomputed "
+                        f"{full(fig.recomputed):<22} packs {fmt(fig.ours):>7}  {fig.agreement}"
+                        + (f" (packs: {fig.ours_agreement})" if fig.ours_agreement else "")
+                    )
         lines += own.notes
     lines += rep.notes
     return "\n".join(lines)
-

@@ -124,13 +124,14 @@ class BeamJudge:
         self.pins = pins
         system, parts = equivalence_parts(pins)
         self.equivalence_system = system
-        texts = {RUBRIC_FILE: judge_template(pins),
-                 EQUIVALENCE_FILE: "".join("{" + text + "}" if kind == "slot" else text for kind, text in parts)}
+        texts = {
+            RUBRIC_FILE: judge_template(pins),
+            EQUIVALENCE_FILE: "".join("{" + text + "}" if kind == "slot" else text for kind, text in parts),
+        }
         if self.extracts_facts:
             texts[FACTS_FILE] = prompt_literal(FACTS_PROMPT, pins)
         self.templates = {name: texts[name] for name in self.template_files()}
-        self.template_sha256 = sha256_text("\n".join(f"{k}\n{v}" for k, v in sorted(self.templates.items()))
-                                           + "\n" + system)
+        self.template_sha256 = sha256_text("\n".join(f"{k}\n{v}" for k, v in sorted(self.templates.items())) + "\n" + system)
         self.gold: Mapping[str, BeamQuestion] = {}
 
     @classmethod
@@ -188,11 +189,14 @@ class BeamJudge:
         return {}
 
     def prompt_info(self, stored_at: str) -> dict[str, Any]:
-        return {**pinned_prompt_info(f"BEAM src/prompts.py and compute_metrics.py ({self.name})", PROMPTS,
-                                     self.template_sha256, stored_at),
-                "files": {name: sha256_text(text) for name, text in self.templates.items()},
-                "equivalence_system_sha256": sha256_text(self.equivalence_system),
-                "compute_metrics": COMPUTE_METRICS.url}
+        return {
+            **pinned_prompt_info(
+                f"BEAM src/prompts.py and compute_metrics.py ({self.name})", PROMPTS, self.template_sha256, stored_at
+            ),
+            "files": {name: sha256_text(text) for name, text in self.templates.items()},
+            "equivalence_system_sha256": sha256_text(self.equivalence_system),
+            "compute_metrics": COMPUTE_METRICS.url,
+        }
 
     # -- the calls ---------------------------------------------------------------------------------------
     def _rubric_slots(self, row: Any, gold: BeamQuestion, item: str) -> dict[str, str]:
@@ -202,20 +206,33 @@ class BeamJudge:
         values = {"item": item, "llm_response": str(row.prediction or "")}
         return {old: values[name] for old, name in steps}
 
-    def _call(self, name: str, slots: dict[str, str], *, model: str, sampling: Mapping[str, Any],
-              system: str | None = None) -> JudgeCall:
+    def _call(
+        self, name: str, slots: dict[str, str], *, model: str, sampling: Mapping[str, Any], system: str | None = None
+    ) -> JudgeCall:
         prompt = self.fill(self.templates[name], slots)
         messages = ({"role": "user", "content": prompt},)
         if system is not None:
             messages = ({"role": "system", "content": system}, *messages)
         seed, limit = sampling.get("seed"), sampling.get("max_tokens")
-        request = ChatRequest(model=model, messages=messages, temperature=float(sampling["temperature"]),
-                              max_tokens=None if limit is None else int(limit), seed=None if seed is None else int(seed))
-        return JudgeCall(request, slots, sha256_text(prompt), template_file=name,
-                         template_sha256=sha256_text(self.templates[name]), system=system)
+        request = ChatRequest(
+            model=model,
+            messages=messages,
+            temperature=float(sampling["temperature"]),
+            max_tokens=None if limit is None else int(limit),
+            seed=None if seed is None else int(seed),
+        )
+        return JudgeCall(
+            request,
+            slots,
+            sha256_text(prompt),
+            template_file=name,
+            template_sha256=sha256_text(self.templates[name]),
+            system=system,
+        )
 
-    def judge_question(self, row: Any, ask: Callable[[JudgeCall, str], str], *, model: str,
-                       sampling: Mapping[str, Any]) -> QuestionVerdict:
+    def judge_question(
+        self, row: Any, ask: Callable[[JudgeCall, str], str], *, model: str, sampling: Mapping[str, Any]
+    ) -> QuestionVerdict:
         """Every call of one question, in the official code's order; `ask(call, part)` sends one
         (raising `ModelCallError` when it gets no reply) and gives the reply's text."""
         gold = self.question(row)
@@ -225,13 +242,17 @@ class BeamJudge:
             if self.extracts_facts:
                 chain = fact_extraction_chain(self.pins)
                 values = {"question": str(row.question), "paragraph": answer}
-                ask(self._call(FACTS_FILE, {old: values[name] for old, name in chain.steps}, model=model, sampling=sampling),
-                    "facts (discarded, as compute_metrics.py discards it)")
+                ask(
+                    self._call(FACTS_FILE, {old: values[name] for old, name in chain.steps}, model=model, sampling=sampling),
+                    "facts (discarded, as compute_metrics.py discards it)",
+                )
 
             def same(r: int, s: int) -> bool:
                 slots = {"{first_paragraph}": gold.rubric[r], "{second_paragraph}": lines[s]}
-                reply = ask(self._call(EQUIVALENCE_FILE, slots, model=model, sampling=sampling,
-                                       system=self.equivalence_system), f"align {r} {s}")
+                reply = ask(
+                    self._call(EQUIVALENCE_FILE, slots, model=model, sampling=sampling, system=self.equivalence_system),
+                    f"align {r} {s}",
+                )
                 equivalences.append(Equivalence(r, s, reply))
                 return equivalences[-1].same
 
@@ -239,12 +260,21 @@ class BeamJudge:
             align(gold.rubric, lines, same)
         verdicts = []
         for n, item in enumerate(gold.rubric):
-            reply = ask(self._call(RUBRIC_FILE, self._rubric_slots(row, gold, item), model=model, sampling=sampling),
-                        f"rubric {n}")
+            reply = ask(
+                self._call(RUBRIC_FILE, self._rubric_slots(row, gold, item), model=model, sampling=sampling), f"rubric {n}"
+            )
             verdicts.append(parse_judge_reply(reply).score)
-        scored = score_question(JudgedQuestion(str(row.question_id), str(row.sample_id), gold.ability, gold.rubric,
-                                               tuple(verdicts), answer if gold.ability == EVENT_ORDERING else None,
-                                               tuple(equivalences)))
+        scored = score_question(
+            JudgedQuestion(
+                str(row.question_id),
+                str(row.sample_id),
+                gold.ability,
+                gold.rubric,
+                tuple(verdicts),
+                answer if gold.ability == EVENT_ORDERING else None,
+                tuple(equivalences),
+            )
+        )
         label = ",".join("-" if v is None else str(v) for v in verdicts)
         value = scored.figure(self.profile)
         if value is None:

@@ -39,10 +39,26 @@ from memorybench.benchmarks.beam.pins import COMPUTE_METRICS, PROMPTS
 from memorybench.data.pins import Pin, pin_path
 from memorybench.errors import UserError
 
-__all__ = ["FACTS_PROMPT", "JUDGE_MODEL", "JUDGE_PROMPT", "JUDGE_TEMPERATURE", "SLOTS", "ReplaceChain", "equivalence_messages",
-           "fact_extraction_chain", "fact_extraction_messages", "fact_extraction_prompt", "judge_template",
-           "equivalence_parts", "official_rubric_messages", "official_rubric_prompt", "our_rubric_messages", "our_rubric_prompt", "prompt_literal",
-           "rubric_chain"]
+__all__ = [
+    "FACTS_PROMPT",
+    "JUDGE_MODEL",
+    "JUDGE_PROMPT",
+    "JUDGE_TEMPERATURE",
+    "SLOTS",
+    "ReplaceChain",
+    "equivalence_messages",
+    "fact_extraction_chain",
+    "fact_extraction_messages",
+    "fact_extraction_prompt",
+    "judge_template",
+    "equivalence_parts",
+    "official_rubric_messages",
+    "official_rubric_prompt",
+    "our_rubric_messages",
+    "our_rubric_prompt",
+    "prompt_literal",
+    "rubric_chain",
+]
 
 #: the names of the two prompts of src/prompts.py the scoring sends
 JUDGE_PROMPT = "unified_llm_judge_base_prompt"
@@ -114,13 +130,16 @@ def our_rubric_prompt(question: str, rubric_item: str, llm_response: str, *, pin
         at = start + len(slot)
 
 
-def official_rubric_messages(rubric_item: str, llm_response: str, *, ability: str = ABILITIES[0],
-                             pins: _PathLike = None) -> tuple[dict[str, str], ...]:
+def official_rubric_messages(
+    rubric_item: str, llm_response: str, *, ability: str = ABILITIES[0], pins: _PathLike = None
+) -> tuple[dict[str, str], ...]:
     """`model.invoke(prompt)` with a string: one user message."""
     return ({"role": "user", "content": official_rubric_prompt(rubric_item, llm_response, ability=ability, pins=pins)},)
 
 
-def our_rubric_messages(question: str, rubric_item: str, llm_response: str, *, pins: _PathLike = None) -> tuple[dict[str, str], ...]:
+def our_rubric_messages(
+    question: str, rubric_item: str, llm_response: str, *, pins: _PathLike = None
+) -> tuple[dict[str, str], ...]:
     return ({"role": "user", "content": our_rubric_prompt(question, rubric_item, llm_response, pins=pins)},)
 
 
@@ -143,8 +162,10 @@ def equivalence_messages(first: str, second: str, *, pins: _PathLike = None) -> 
     reference item is the first snippet, the answer's line the second."""
     system, user = _equivalence_parts(pin_path(COMPUTE_METRICS, pins))
     values = {"first_paragraph": first, "second_paragraph": second}
-    return ({"role": "system", "content": system},
-            {"role": "user", "content": "".join(values[p[1]] if p[0] == "slot" else p[1] for p in user)})
+    return (
+        {"role": "system", "content": system},
+        {"role": "user", "content": "".join(values[p[1]] if p[0] == "slot" else p[1] for p in user)},
+    )
 
 
 def equivalence_parts(pins: _PathLike = None) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -160,8 +181,13 @@ def _literals(path: Path) -> dict[str, str]:
     tree = ast.parse(path.read_bytes().decode("utf-8"), filename=str(path))
     found: dict[str, str] = {}
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             found[node.targets[0].id] = node.value.value
     return found
 
@@ -181,17 +207,29 @@ def _function(path: Path, pin: Pin, name: str) -> ast.FunctionDef:
 
 def _chain_of(fn: ast.FunctionDef, pin: Pin) -> ReplaceChain:
     """The one `prompt = NAME.replace(...)...` assignment of a function, as a `ReplaceChain`."""
-    assigned = [n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                and isinstance(n.targets[0], ast.Name) and n.targets[0].id == "prompt"]
+    assigned = [
+        n.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id == "prompt"
+    ]
     if len(assigned) != 1:
         raise UserError(f"{pin.url}: {fn.name} does not build one `prompt`; the pin is broken")
     steps: list[tuple[str, str]] = []
     node = assigned[0]
     while isinstance(node, ast.Call):
         func = node.func
-        if (not isinstance(func, ast.Attribute) or func.attr != "replace" or node.keywords or len(node.args) != 2
-                or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str)
-                or not isinstance(node.args[1], ast.Name)):
+        if (
+            not isinstance(func, ast.Attribute)
+            or func.attr != "replace"
+            or node.keywords
+            or len(node.args) != 2
+            or not isinstance(node.args[0], ast.Constant)
+            or not isinstance(node.args[0].value, str)
+            or not isinstance(node.args[1], ast.Name)
+        ):
             raise UserError(f"{pin.url}: {fn.name} builds its prompt other than by str.replace(literal, name); the pin is broken")
         steps.append((node.args[0].value, node.args[1].id))
         node = func.value
@@ -202,10 +240,13 @@ def _chain_of(fn: ast.FunctionDef, pin: Pin) -> ReplaceChain:
 
 @functools.lru_cache(maxsize=None)
 def _rubric_chains(path: Path) -> dict[str, ReplaceChain]:
-    chains = {ability: _chain_of(_function(path, COMPUTE_METRICS, f"evaluate_{ability}"), COMPUTE_METRICS)
-              for ability in ABILITIES}
+    chains = {
+        ability: _chain_of(_function(path, COMPUTE_METRICS, f"evaluate_{ability}"), COMPUTE_METRICS) for ability in ABILITIES
+    }
     if len(set(chains.values())) != 1 or next(iter(chains.values())).template != JUDGE_PROMPT:
-        raise UserError(f"{COMPUTE_METRICS.url}: the ten evaluate_* functions fill the judge prompt differently; the pin is broken")
+        raise UserError(
+            f"{COMPUTE_METRICS.url}: the ten evaluate_* functions fill the judge prompt differently; the pin is broken"
+        )
     return chains
 
 
@@ -230,16 +271,23 @@ def _equivalence_parts(path: Path) -> tuple[str, tuple[tuple[str, str], ...]]:
             if isinstance(role, ast.Constant) and "content" in fields:
                 contents[str(role.value)] = fields["content"]
     system, user = contents.get("system"), contents.get("user")
-    broken = UserError(f"{COMPUTE_METRICS.url}: llm_equivalence's messages are not a literal system message and an "
-                       "f-string user message; the pin is broken")
+    broken = UserError(
+        f"{COMPUTE_METRICS.url}: llm_equivalence's messages are not a literal system message and an "
+        "f-string user message; the pin is broken"
+    )
     if not (isinstance(system, ast.Constant) and isinstance(system.value, str) and isinstance(user, ast.JoinedStr)):
         raise broken
     parts: list[tuple[str, str]] = []
     for value in user.values:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             parts.append(("text", value.value))
-        elif (isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name) and value.conversion == -1
-              and value.format_spec is None and value.value.id in ("first_paragraph", "second_paragraph")):
+        elif (
+            isinstance(value, ast.FormattedValue)
+            and isinstance(value.value, ast.Name)
+            and value.conversion == -1
+            and value.format_spec is None
+            and value.value.id in ("first_paragraph", "second_paragraph")
+        ):
             parts.append(("slot", value.value.id))
         else:
             raise broken

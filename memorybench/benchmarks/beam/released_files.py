@@ -50,8 +50,19 @@ from memorybench.benchmarks.beam.data import ABILITIES
 from memorybench.errors import UserError
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, read_bytes
 
-__all__ = ["AMB_SPLITS", "AmbFile", "BeamRow", "CogneeConfig", "CogneeRun", "CogneeSummary", "MAX_UNZIPPED_BYTES",
-           "RubricCounts", "parse_amb", "parse_cognee", "released_json"]
+__all__ = [
+    "AMB_SPLITS",
+    "AmbFile",
+    "BeamRow",
+    "CogneeConfig",
+    "CogneeRun",
+    "CogneeSummary",
+    "MAX_UNZIPPED_BYTES",
+    "RubricCounts",
+    "parse_amb",
+    "parse_cognee",
+    "released_json",
+]
 
 #: the largest unzipped released file read (AMB's 128K file with its retrieved contexts is some 25 MB)
 MAX_UNZIPPED_BYTES = 512 * 1024 * 1024
@@ -164,19 +175,25 @@ def released_json(path: Path) -> Any:
         except (OSError, EOFError, zlib.error) as e:
             raise UserError(f"released file {path} is not gzip data ({e}); pass the file as released") from None
         if len(raw) > MAX_UNZIPPED_BYTES:
-            raise UserError(f"released file {path} unzips to more than {MAX_UNZIPPED_BYTES // (1024 * 1024)} MiB; "
-                            "the released BEAM files are a few tens of MiB: pass the file as released")
+            raise UserError(
+                f"released file {path} unzips to more than {MAX_UNZIPPED_BYTES // (1024 * 1024)} MiB; "
+                "the released BEAM files are a few tens of MiB: pass the file as released"
+            )
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"released file {path} is not UTF-8 ({e.reason} at byte {e.start}); pass the file as released") from None
     except json.JSONDecodeError as e:
-        raise UserError(f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released") from None
+        raise UserError(
+            f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released"
+        ) from None
     except RecursionError:
         data = None
     if data is None and raw.strip() != b"null" or not depth_at_most(data):
-        raise UserError(f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
-                        "the released formats nest a few levels: pass the file as released")
+        raise UserError(
+            f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
+            "the released formats nest a few levels: pass the file as released"
+        )
     return data
 
 
@@ -185,8 +202,10 @@ def _need(row: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where
     if key not in row or not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
         found = "no such key" if key not in row else type(value).__name__
         names = " or ".join(k.__name__ for k in _kinds(kind))
-        raise UserError(f"{where}: key {key!r} must be {names} (found {found}); is this a {fmt} file? "
-                        "check --format (memorybench import --help lists the formats and their shapes)")
+        raise UserError(
+            f"{where}: key {key!r} must be {names} (found {found}); is this a {fmt} file? "
+            "check --format (memorybench import --help lists the formats and their shapes)"
+        )
     return value
 
 
@@ -228,12 +247,16 @@ def parse_cognee(paths: Sequence[Path]) -> tuple[list[CogneeRun], CogneeSummary 
                 raise UserError(f"{path} and {summary.path} are both cross-run summaries; pass the one of the runs")
             summary = _cognee_summary(path, data)
         else:
-            raise UserError(f"{path} is not a cognee_beam file: expected a run's JSON list of questions, the retriever config "
-                            "(an object with 'retrievers') or aggregate_cross_run.py's summary (an object with 'num_runs'); "
-                            "check --format (memorybench import --help lists the formats and their shapes)")
+            raise UserError(
+                f"{path} is not a cognee_beam file: expected a run's JSON list of questions, the retriever config "
+                "(an object with 'retrievers') or aggregate_cross_run.py's summary (an object with 'num_runs'); "
+                "check --format (memorybench import --help lists the formats and their shapes)"
+            )
     if not runs:
-        raise UserError("a cognee_beam import needs at least one run file (beam_existing_ingestion_metrics_conv<I>_<retriever>_run<N>"
-                        ".json[.gz]); the config and the summary alone hold no answer")
+        raise UserError(
+            "a cognee_beam import needs at least one run file (beam_existing_ingestion_metrics_conv<I>_<retriever>_run<N>"
+            ".json[.gz]); the config and the summary alone hold no answer"
+        )
     seen: dict[int, Path] = {}
     for run in runs:
         if run.run_idx in seen:
@@ -243,12 +266,16 @@ def parse_cognee(paths: Sequence[Path]) -> tuple[list[CogneeRun], CogneeSummary 
     first = runs[0]
     for run in runs[1:]:
         if (run.retriever, run.conversation_id) != (first.retriever, first.conversation_id):
-            raise UserError(f"{run.path} is retriever {run.retriever!r} on conversation {run.conversation_id}, {first.path} "
-                            f"{first.retriever!r} on {first.conversation_id}; import the runs of one retriever and "
-                            "conversation together (aggregate_cross_run.py refuses the same)")
+            raise UserError(
+                f"{run.path} is retriever {run.retriever!r} on conversation {run.conversation_id}, {first.path} "
+                f"{first.retriever!r} on {first.conversation_id}; import the runs of one retriever and "
+                "conversation together (aggregate_cross_run.py refuses the same)"
+            )
         if [r.file_id for r in run.rows] != [r.file_id for r in first.rows]:
-            raise UserError(f"{run.path} and {first.path} do not hold the same questions in the same order (question_idx); "
-                            "aggregate_cross_run.py refuses such runs: pass runs of one evaluation")
+            raise UserError(
+                f"{run.path} and {first.path} do not hold the same questions in the same order (question_idx); "
+                "aggregate_cross_run.py refuses such runs: pass runs of one evaluation"
+            )
     return runs, summary, config
 
 
@@ -273,8 +300,9 @@ def _cognee_run(path: Path, data: list[Any]) -> CogneeRun:
         metrics = _need(item, "metrics", dict, where, fmt)
         rubric_metric = metrics.get("beam_rubric")
         if not isinstance(rubric_metric, dict):
-            raise UserError(f"{where}: key 'metrics' has no 'beam_rubric' object; is this a {fmt} run file (run_sweep's "
-                            "metrics output)?")
+            raise UserError(
+                f"{where}: key 'metrics' has no 'beam_rubric' object; is this a {fmt} run file (run_sweep's metrics output)?"
+            )
         reason = rubric_metric.get("reason")
         counts = None
         if isinstance(reason, str) and (m := _REASON.fullmatch(reason)):
@@ -282,16 +310,31 @@ def _cognee_run(path: Path, data: list[Any]) -> CogneeRun:
             counts = RubricCounts(full, partial, none, criteria, m.group(5))
         tau = metrics.get("kendall_tau") if isinstance(metrics.get("kendall_tau"), dict) else {}
         extra = {k: v for k, v in item.items() if k not in ("question", "answer")}
-        rows.append(BeamRow(key=str(conversation), index=n, file_id=str(idx), question=question, ability=ability,
-                            ability_index=None, prediction=answer or "", score=_number(rubric_metric.get("score")),
-                            label=reason if isinstance(reason, str) else None, counts=counts,
-                            side=_number(tau.get("score")), rubric=_rubric(item.get("rubric")), extra=extra))
+        rows.append(
+            BeamRow(
+                key=str(conversation),
+                index=n,
+                file_id=str(idx),
+                question=question,
+                ability=ability,
+                ability_index=None,
+                prediction=answer or "",
+                score=_number(rubric_metric.get("score")),
+                label=reason if isinstance(reason, str) else None,
+                counts=counts,
+                side=_number(tau.get("score")),
+                rubric=_rubric(item.get("rubric")),
+                extra=extra,
+            )
+        )
     first = data[0]
     for n, item in enumerate(data):
         for key in ("run_idx", "retriever_name", "conversation_id"):
             if item[key] != first[key]:
-                raise UserError(f"{path}[{n}]: key {key!r} is {item[key]!r}, item 0's is {first[key]!r}; a run file holds one "
-                                "run of one retriever over one conversation: pass the file as released")
+                raise UserError(
+                    f"{path}[{n}]: key {key!r} is {item[key]!r}, item 0's is {first[key]!r}; a run file holds one "
+                    "run of one retriever over one conversation: pass the file as released"
+                )
     ids = [r.file_id for r in rows]
     if len(set(ids)) != len(ids):
         twice = next(i for i in ids if ids.count(i) > 1)
@@ -303,8 +346,10 @@ def _figures(value: Any, where: str) -> Mapping[str, float | None] | None:
     if value is None:
         return None
     if not isinstance(value, dict) or "mean" not in value:
-        raise UserError(f"{where}: a metric's figures must be an object with 'mean', 'run_std', 'ci_lower', 'ci_upper' "
-                        "(aggregate_cross_run.py's), or null; pass the summary as released")
+        raise UserError(
+            f"{where}: a metric's figures must be an object with 'mean', 'run_std', 'ci_lower', 'ci_upper' "
+            "(aggregate_cross_run.py's), or null; pass the summary as released"
+        )
     return {k: _number(value.get(k)) for k in ("mean", "run_std", "ci_lower", "ci_upper")}
 
 
@@ -317,13 +362,19 @@ def _cognee_summary(path: Path, data: dict[str, Any]) -> CogneeSummary:
     for name, entry in by_type_raw.items():
         if not isinstance(entry, dict):
             raise UserError(f"{where}: by_question_type.{name} must be an object; pass the summary as released")
-        by_type[name] = {"question_count": entry.get("question_count"),
-                         **{m: _figures(v, f"{where}: by_question_type.{name}.{m}") for m, v in entry.items()
-                            if m != "question_count"}}
-    return CogneeSummary(path, str(_need(data, "retriever_name", str, where, fmt)),
-                         int(_need(data, "conversation_index", int, where, fmt)), int(_need(data, "num_runs", int, where, fmt)),
-                         int(_need(data, "question_count", int, where, fmt)),
-                         {m: _figures(v, f"{where}: overall.{m}") for m, v in overall.items()}, by_type)
+        by_type[name] = {
+            "question_count": entry.get("question_count"),
+            **{m: _figures(v, f"{where}: by_question_type.{name}.{m}") for m, v in entry.items() if m != "question_count"},
+        }
+    return CogneeSummary(
+        path,
+        str(_need(data, "retriever_name", str, where, fmt)),
+        int(_need(data, "conversation_index", int, where, fmt)),
+        int(_need(data, "num_runs", int, where, fmt)),
+        int(_need(data, "question_count", int, where, fmt)),
+        {m: _figures(v, f"{where}: overall.{m}") for m, v in overall.items()},
+        by_type,
+    )
 
 
 def _cognee_config(path: Path, data: dict[str, Any]) -> CogneeConfig:
@@ -343,11 +394,15 @@ def parse_amb(path: Path) -> AmbFile:
     where = str(path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         found = type(data).__name__ if not isinstance(data, dict) else "an object without a 'results' list"
-        raise UserError(f"{path} is not an {fmt} file: expected AMB's output object with 'results' (runner.py's EvalSummary), "
-                        f"found {found}; check --format (memorybench import --help lists the formats and their shapes)")
+        raise UserError(
+            f"{path} is not an {fmt} file: expected AMB's output object with 'results' (runner.py's EvalSummary), "
+            f"found {found}; check --format (memorybench import --help lists the formats and their shapes)"
+        )
     if data.get("dataset", "beam") != "beam":
-        raise UserError(f"{path} is AMB's output for dataset {data.get('dataset')!r}, not BEAM; import BEAM's "
-                        "(outputs/beam/<system>/<mode>/<split>.json.gz)")
+        raise UserError(
+            f"{path} is AMB's output for dataset {data.get('dataset')!r}, not BEAM; import BEAM's "
+            "(outputs/beam/<system>/<mode>/<split>.json.gz)"
+        )
     split = _need(data, "split", str, where, fmt)
     if split.lower() not in AMB_SPLITS:
         raise UserError(f"{path}: split {split!r} is none of BEAM's ({', '.join(AMB_SPLITS)}); pass the file as released")
@@ -366,11 +421,15 @@ def parse_amb(path: Path) -> AmbFile:
         parsed = _QUERY_ID.match(query_id)
         ability = meta.get("question_category") if isinstance(meta.get("question_category"), str) else None
         if parsed is None and ability is None:
-            raise UserError(f"{at}: query_id {query_id!r} is not <conversation>_<ability>_<index> (dataset/beam.py's) and "
-                            "meta names no question_category; is this AMB's BEAM output?")
+            raise UserError(
+                f"{at}: query_id {query_id!r} is not <conversation>_<ability>_<index> (dataset/beam.py's) and "
+                "meta names no question_category; is this AMB's BEAM output?"
+            )
         if parsed is not None and ability is not None and ability != parsed["ability"]:
-            raise UserError(f"{at}: query_id {query_id!r} names ability {parsed['ability']}, meta.question_category {ability}; "
-                            "pass the file as released")
+            raise UserError(
+                f"{at}: query_id {query_id!r} names ability {parsed['ability']}, meta.question_category {ability}; "
+                "pass the file as released"
+            )
         conversation = meta.get("conversation_id", parsed["conversation"] if parsed else None)
         if conversation is None:
             raise UserError(f"{at}: neither meta.conversation_id nor query_id {query_id!r} names the conversation")
@@ -379,11 +438,22 @@ def parse_amb(path: Path) -> AmbFile:
             raise UserError(f"{at}: key 'score' must be a number or null, got {raw_score!r}")
         judge_reason = item.get("judge_reason")
         extra = {k: v for k, v in item.items() if k not in ("query", "answer")}
-        rows.append(BeamRow(key=str(conversation), index=n, file_id=query_id, question=question,
-                            ability=ability or (parsed["ability"] if parsed else None),
-                            ability_index=int(parsed["index"]) if parsed else None, prediction=answer or "",
-                            score=_number(raw_score), label=judge_reason if isinstance(judge_reason, str) else None,
-                            side=correct, rubric=_rubric(meta.get("rubric")), extra=extra))
+        rows.append(
+            BeamRow(
+                key=str(conversation),
+                index=n,
+                file_id=query_id,
+                question=question,
+                ability=ability or (parsed["ability"] if parsed else None),
+                ability_index=int(parsed["index"]) if parsed else None,
+                prediction=answer or "",
+                score=_number(raw_score),
+                label=judge_reason if isinstance(judge_reason, str) else None,
+                side=correct,
+                rubric=_rubric(meta.get("rubric")),
+                extra=extra,
+            )
+        )
     if not rows:
         raise UserError(f"{path} holds no result; nothing to import")
     ids = [r.file_id for r in rows]
@@ -393,8 +463,27 @@ def parse_amb(path: Path) -> AmbFile:
     scored = any("score" in r.extra and r.extra["score"] is not None for r in rows)
     if not scored:  # a file from before beam.py scored: its figure is `correct`, 1 or 0
         rows = [BeamRow(**{**r.__dict__, "score": int(bool(r.side))}) for r in rows]
-    stated = {k: data.get(k) for k in ("dataset", "split", "category", "memory_provider", "run_name", "mode", "oracle",
-                                        "total_queries", "correct", "accuracy", "answer_llm", "judge_llm", "description",
-                                        "ingestion_time_ms", "ingested_docs", "avg_retrieve_time_ms", "avg_context_tokens")
-              if k in data}
+    stated = {
+        k: data.get(k)
+        for k in (
+            "dataset",
+            "split",
+            "category",
+            "memory_provider",
+            "run_name",
+            "mode",
+            "oracle",
+            "total_queries",
+            "correct",
+            "accuracy",
+            "answer_llm",
+            "judge_llm",
+            "description",
+            "ingestion_time_ms",
+            "ingested_docs",
+            "avg_retrieve_time_ms",
+            "avg_context_tokens",
+        )
+        if k in data
+    }
     return AmbFile(path, split.lower(), tuple(rows), scored, stated)

@@ -37,9 +37,27 @@ from typing import Any
 
 from memorybench.benchmarks.beam.data import ABILITIES
 
-__all__ = ["EVENT_ORDERING", "OFFICIAL", "PAPER", "PROFILES", "Alignment", "Equivalence", "EventOrdering", "ItemScore",
-           "JudgedQuestion", "ProfileFigures", "QuestionScore", "VerdictParse", "align", "event_ordering_score",
-           "kendall_tau_b", "parse_judge_reply", "profile_figures", "score_question", "system_lines"]
+__all__ = [
+    "EVENT_ORDERING",
+    "OFFICIAL",
+    "PAPER",
+    "PROFILES",
+    "Alignment",
+    "Equivalence",
+    "EventOrdering",
+    "ItemScore",
+    "JudgedQuestion",
+    "ProfileFigures",
+    "QuestionScore",
+    "VerdictParse",
+    "align",
+    "event_ordering_score",
+    "kendall_tau_b",
+    "parse_judge_reply",
+    "profile_figures",
+    "score_question",
+    "system_lines",
+]
 
 OFFICIAL = "beam_official"
 PAPER = "beam_paper"
@@ -283,12 +301,16 @@ def score_question(judged: JudgedQuestion) -> QuestionScore:
     """A question's item scores, its judge score under both profiles and, for event ordering,
     its alignment scored (compute_metrics.py's `evaluate_<ability>`)."""
     if len(judged.verdicts) != len(judged.rubric):
-        raise ValueError(f"{judged.question_id}: {len(judged.verdicts)} verdicts for {len(judged.rubric)} rubric items; "
-                         "store one verdict per item")
+        raise ValueError(
+            f"{judged.question_id}: {len(judged.verdicts)} verdicts for {len(judged.rubric)} rubric items; "
+            "store one verdict per item"
+        )
     event = judged.ability == EVENT_ORDERING
     # event ordering's rubric judge is added up with float() in the official code too
-    items = tuple(ItemScore(item, raw, _as_float(raw) if event else _as_int(raw), _as_float(raw))
-                  for item, raw in zip(judged.rubric, judged.verdicts))
+    items = tuple(
+        ItemScore(item, raw, _as_float(raw) if event else _as_int(raw), _as_float(raw))
+        for item, raw in zip(judged.rubric, judged.verdicts)
+    )
     ordering, missing = _ordering(judged) if event else (None, None)
     failures: dict[str, str] = {}
     for profile, read in ((OFFICIAL, lambda i: i.official), (PAPER, lambda i: i.paper)):
@@ -297,9 +319,16 @@ def score_question(judged: JudgedQuestion) -> QuestionScore:
             failures[profile] = f"rubric item {bad}: the verdict {items[bad].raw!r} is not a score here"
         elif missing:
             failures[profile] = missing
-    return QuestionScore(judged.question_id, judged.sample_id, judged.ability, items,
-                         _mean([i.official for i in items], len(judged.rubric)),
-                         _mean([i.paper for i in items], len(judged.rubric)), ordering, failures)
+    return QuestionScore(
+        judged.question_id,
+        judged.sample_id,
+        judged.ability,
+        items,
+        _mean([i.official for i in items], len(judged.rubric)),
+        _mean([i.paper for i in items], len(judged.rubric)),
+        ordering,
+        failures,
+    )
 
 
 def _ordering(judged: JudgedQuestion) -> tuple[EventOrdering | None, str | None]:

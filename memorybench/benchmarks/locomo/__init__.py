@@ -25,6 +25,8 @@ BENCHMARK = Benchmark(
     lexical_rules={c: c for c in (1, 2, 3, 4, 5)},
     judged=(1, 2, 3, 4),
     judge="mem0",
-    judge_hint=("J (Mem0's LLM judge, categories 1-4): memorybench autorater {pack}  (judge=mem0, gpt-4o-mini, needs "
-                "OPENAI_API_KEY; judge=local for the embedded model, not comparable)"),
+    judge_hint=(
+        "J (Mem0's LLM judge, categories 1-4): memorybench autorater {pack}  (judge=mem0, gpt-4o-mini, needs "
+        "OPENAI_API_KEY; judge=local for the embedded model, not comparable)"
+    ),
 )

@@ -19,10 +19,16 @@ from memorybench.benchmark import Benchmark, Dataset
 BENCHMARK = Benchmark(
     name="locomo_plus",
     title="LoCoMo-Plus",
-    datasets=(Dataset("locomo_plus", pin="memorybench.benchmarks.locomo_plus.pins:DATA", expected="locomo_plus.json"),
-              # the sixth category alone: the 401 stitched items, without LoCoMo's 1,986 questions
-              Dataset("locomo_plus_cognitive", pin="memorybench.benchmarks.locomo_plus.pins:DATA", expected="locomo_plus.json",
-                      loader="memorybench.benchmarks.locomo_plus.data:load_cognitive")),
+    datasets=(
+        Dataset("locomo_plus", pin="memorybench.benchmarks.locomo_plus.pins:DATA", expected="locomo_plus.json"),
+        # the sixth category alone: the 401 stitched items, without LoCoMo's 1,986 questions
+        Dataset(
+            "locomo_plus_cognitive",
+            pin="memorybench.benchmarks.locomo_plus.pins:DATA",
+            expected="locomo_plus.json",
+            loader="memorybench.benchmarks.locomo_plus.data:load_cognitive",
+        ),
+    ),
     # a stitched conversation is a conversation of its own: LoCoMo's questions cluster in their
     # ten, each cue/trigger item is its own sample
     unit="conversation",
@@ -38,7 +44,9 @@ BENCHMARK = Benchmark(
     pins="memorybench.benchmarks.locomo_plus.pins:PINS",
     sample_note="memorybench.benchmarks.locomo_plus.data:stitch_note",
     judge_protocols={"locomo_plus": "memorybench.benchmarks.locomo_plus.judge:LocomoPlusJudge"},
-    judge_hint=("score (LoCoMo-Plus's judge, the authors' per-category templates): memorybench autorater {pack} "
-                "judge=locomo_plus  (gpt-4o-mini, needs OPENAI_API_KEY; offline: judge=local judge.protocol=locomo_plus, "
-                "the embedded model, not comparable; docs/locomo_plus.md)"),
+    judge_hint=(
+        "score (LoCoMo-Plus's judge, the authors' per-category templates): memorybench autorater {pack} "
+        "judge=locomo_plus  (gpt-4o-mini, needs OPENAI_API_KEY; offline: judge=local judge.protocol=locomo_plus, "
+        "the embedded model, not comparable; docs/locomo_plus.md)"
+    ),
 )

@@ -98,9 +98,15 @@ def _stitched(conversation: Conversation, record: Stitch, item: dict[str, Any]) 
         for index, s in enumerate(ordered, 1)
     )
     question = Question(
-        question_id=f"{sid}-q-0", sample_id=sid, qa_index=0, category=6,
+        question_id=f"{sid}-q-0",
+        sample_id=sid,
+        qa_index=0,
+        category=6,
         question="\n".join(f"{speaker}: {text}" for speaker, text in trigger),
-        answer=cue_evidence(cue), adversarial_answer=None, evidence=tuple(t.dia_id for t in cue_session),
-        question_date=record.query_time, question_type=record.relation_type or None,
+        answer=cue_evidence(cue),
+        adversarial_answer=None,
+        evidence=tuple(t.dia_id for t in cue_session),
+        question_date=record.query_time,
+        question_type=record.relation_type or None,
     )
     return Conversation(sid, conversation.speaker_a, conversation.speaker_b, sessions, (question,), {})

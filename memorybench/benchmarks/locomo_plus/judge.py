@@ -145,9 +145,11 @@ class LocomoPlusJudge:
     published_model: ClassVar[str] = JUDGE_MODEL
     #: what its figures mean (autorater_metrics.json `labels`)
     labels: ClassVar[dict[str, str]] = {
-        "j": ("LoCoMo-Plus's judge score: mean of correct 1 / partial 0.5 / wrong 0 over the judged rows of all six "
-              "categories (failures excluded and counted; the authors' llm_as_judge.py scores them 0), per category its "
-              "`avg`; with several passes, the mean of the per-pass figures and their sample standard deviation (n-1)"),
+        "j": (
+            "LoCoMo-Plus's judge score: mean of correct 1 / partial 0.5 / wrong 0 over the judged rows of all six "
+            "categories (failures excluded and counted; the authors' llm_as_judge.py scores them 0), per category its "
+            "`avg`; with several passes, the mean of the per-pass figures and their sample standard deviation (n-1)"
+        ),
         "j.agreement": "share of rows judged in every pass whose passes all gave the same score",
         "mem0_f1": "Mem0's lexical F1 (token sets), a diagnostic here: mean over every judged row",
         "mem0_bleu1": "Mem0's BLEU-1 (NLTK, smoothing method1), a diagnostic here: mean over every judged row",
@@ -183,8 +185,10 @@ class LocomoPlusJudge:
         try:
             return BENCHMARK.category_names[int(row.category)]
         except (KeyError, TypeError, ValueError):
-            raise UserError(f"a LoCoMo-Plus row has category {row.category!r}, which names none of its six "
-                            "categories; is this pack LoCoMo-Plus's?") from None
+            raise UserError(
+                f"a LoCoMo-Plus row has category {row.category!r}, which names none of its six "
+                "categories; is this pack LoCoMo-Plus's?"
+            ) from None
 
     def skips(self, row: Any) -> bool:
         return False
@@ -213,11 +217,16 @@ class LocomoPlusJudge:
         slots = self.slots(row, self.pins)
         prompt = self.fill(self.templates[name], slots)
         seed = sampling.get("seed")
-        request = ChatRequest(model=model, messages=({"role": "user", "content": prompt},),
-                              temperature=float(sampling["temperature"]), max_tokens=int(sampling["max_tokens"]),
-                              seed=None if seed is None else int(seed))
-        return JudgeCall(request, slots, sha256_text(prompt), template_file=name,
-                         template_sha256=sha256_text(self.templates[name]))
+        request = ChatRequest(
+            model=model,
+            messages=({"role": "user", "content": prompt},),
+            temperature=float(sampling["temperature"]),
+            max_tokens=int(sampling["max_tokens"]),
+            seed=None if seed is None else int(seed),
+        )
+        return JudgeCall(
+            request, slots, sha256_text(prompt), template_file=name, template_sha256=sha256_text(self.templates[name])
+        )
 
     def verdict(self, text: str | None) -> JudgeParse:
         label, _ = parse_judge_response(text)
@@ -229,8 +238,10 @@ class LocomoPlusJudge:
         return {}
 
     def prompt_info(self, stored_at: str) -> dict[str, Any]:
-        return {**pinned_prompt_info("LoCoMo-Plus PROMPT_TEMPLATES", self.pin, self.template_sha256, stored_at),
-                "files": {name: sha256_text(text) for name, text in self.templates.items()}}
+        return {
+            **pinned_prompt_info("LoCoMo-Plus PROMPT_TEMPLATES", self.pin, self.template_sha256, stored_at),
+            "files": {name: sha256_text(text) for name, text in self.templates.items()},
+        }
 
 
 _EVIDENCE: dict[str, dict[str, str]] = {}
@@ -243,8 +254,11 @@ def _evidence_of(question_id: str, pins: str | os.PathLike[str] | None) -> str:
     key = str(pins_dir(pins))
     if key not in _EVIDENCE:
         raw = json.loads(pin_path(LOCOMO10, pins).read_text("utf-8"))
-        _EVIDENCE[key] = {f"{s['sample_id']}-q-{i}": evidence_text(s["conversation"], qa.get("evidence"))
-                          for s in raw for i, qa in enumerate(s["qa"])}
+        _EVIDENCE[key] = {
+            f"{s['sample_id']}-q-{i}": evidence_text(s["conversation"], qa.get("evidence"))
+            for s in raw
+            for i, qa in enumerate(s["qa"])
+        }
     found = _EVIDENCE[key].get(question_id)
     if found is None:
         raise UserError(f"question {question_id!r} is not in the pinned locomo10.json; is this pack LoCoMo-Plus's?")

@@ -30,9 +30,23 @@ __all__ = ["LOCOMO_TIME", "Stitch", "cue_evidence", "locomo_time", "parse_ab_dia
 
 #: how LoCoMo writes a session's date ("1:56 pm on 8 May, 2023")
 LOCOMO_TIME = "%I:%M %p on %d %B, %Y"
-_NUM_WORD = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-             "ten": 10, "eleven": 11, "twelve": 12}
-_GAP = re.compile(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a|an)\b\s*(week|weeks|month|months|year|years)\b")
+_NUM_WORD = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+_GAP = re.compile(
+    r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a|an)\b\s*(week|weeks|month|months|year|years)\b"
+)
 
 
 def parse_time_gap(time_gap: str) -> int:
@@ -79,10 +93,12 @@ class Stitch:
     relation_type: str
 
     def describe(self) -> str:
-        return (f"LoCoMo-Plus item {self.item} stitched into {self.conversation}: the cue ({self.time_gap}, "
-                f"{self.gap_days} days before the trigger) as a session at {self.cue_time}, after session "
-                f"{self.after_session}; the trigger asked at {self.query_time}; A = {self.speakers['A']}, "
-                f"B = {self.speakers['B']}")
+        return (
+            f"LoCoMo-Plus item {self.item} stitched into {self.conversation}: the cue ({self.time_gap}, "
+            f"{self.gap_days} days before the trigger) as a session at {self.cue_time}, after session "
+            f"{self.after_session}; the trigger asked at {self.query_time}; A = {self.speakers['A']}, "
+            f"B = {self.speakers['B']}"
+        )
 
 
 def stitch(items: list[dict[str, Any]], conversations: list[Any], seed: int) -> list[tuple[Any, Stitch]]:
@@ -97,9 +113,23 @@ def stitch(items: list[dict[str, Any]], conversations: list[Any], seed: int) -> 
         days = parse_time_gap(str(item["time_gap"]))
         cue_time = query_time - timedelta(days=days)
         after = sum(1 for t in times if t <= cue_time)  # stable sort: a session at the cue's time stays first
-        out.append((base, Stitch(index, base.sample_id, after, after, locomo_time(cue_time), locomo_time(query_time),
-                                 str(item["time_gap"]), days, {"A": base.speaker_a, "B": base.speaker_b},
-                                 str(item.get("relation_type") or ""))))
+        out.append(
+            (
+                base,
+                Stitch(
+                    index,
+                    base.sample_id,
+                    after,
+                    after,
+                    locomo_time(cue_time),
+                    locomo_time(query_time),
+                    str(item["time_gap"]),
+                    days,
+                    {"A": base.speaker_a, "B": base.speaker_b},
+                    str(item.get("relation_type") or ""),
+                ),
+            )
+        )
     return out
 
 

@@ -17,13 +17,21 @@ _LARGE = {"large": True, "max_bytes": 3 << 30, "expected": "a LongMemEval file",
 BENCHMARK = Benchmark(
     name="longmemeval",
     title="LongMemEval",
-    datasets=tuple(Dataset(name, pin=f"memorybench.data.large_pins:LONGMEMEVAL_DATA.{name}", **_LARGE)  # type: ignore[arg-type]
-                   for name in ("longmemeval_oracle", "longmemeval_s", "longmemeval_m")),
+    datasets=tuple(
+        Dataset(name, pin=f"memorybench.data.large_pins:LONGMEMEVAL_DATA.{name}", **_LARGE)  # type: ignore[arg-type]
+        for name in ("longmemeval_oracle", "longmemeval_s", "longmemeval_m")
+    ),
     # each question has a haystack of its own: its sample id is its question id
     unit="question",
     # the question types, numbered in the order of the authors' README (memorybench.benchmarks.longmemeval.data.TYPES)
-    category_names={1: "single-session-user", 2: "single-session-assistant", 3: "single-session-preference",
-                    4: "multi-session", 5: "temporal-reasoning", 6: "knowledge-update"},
+    category_names={
+        1: "single-session-user",
+        2: "single-session-assistant",
+        3: "single-session-preference",
+        4: "multi-session",
+        5: "temporal-reasoning",
+        6: "knowledge-update",
+    },
     loader="memorybench.benchmarks.longmemeval.data:load_longmemeval",
     scored_by="the authors' per-type judge prompts (gpt-4o-2024-08-06); accuracy per type, task-averaged, overall, abstention",
     judge_figure="accuracy (LongMemEval's judge)",
@@ -36,16 +44,21 @@ BENCHMARK = Benchmark(
     history="memorybench.benchmarks.longmemeval.reader:authors_history",
     reader_template="memorybench.benchmarks.longmemeval.reader:template_of",
     judge_figures="memorybench.benchmarks.longmemeval.autorater",
-    report_tables={"retrieval": OwnTable(
-        "memorybench.benchmarks.longmemeval.pack_retrieval:retrieval_table",
-        "LongMemEval's retrieval metrics (the authors' eval_utils.py, averaged as print_retrieval_metrics.py "
-        "averages: abstention questions skipped): what a retrieving method handed the reader, its items' turns in "
-        "hit order, scored against the has_answer turns at turn level and, by the authors' conversion, at session "
-        "level; recall_all and ndcg_any at 5 and 10. LoCoMo packs and methods that retrieve nothing are left out.")},
+    report_tables={
+        "retrieval": OwnTable(
+            "memorybench.benchmarks.longmemeval.pack_retrieval:retrieval_table",
+            "LongMemEval's retrieval metrics (the authors' eval_utils.py, averaged as print_retrieval_metrics.py "
+            "averages: abstention questions skipped): what a retrieving method handed the reader, its items' turns in "
+            "hit order, scored against the has_answer turns at turn level and, by the authors' conversion, at session "
+            "level; recall_all and ndcg_any at 5 and 10. LoCoMo packs and methods that retrieve nothing are left out.",
+        )
+    },
     judge_protocols={"longmemeval": "memorybench.benchmarks.longmemeval.judge:LongMemEvalJudge"},
     released_formats=("longmemeval_hypotheses", "longmemeval_judged"),
     importer="memorybench.benchmarks.longmemeval.importer",
-    judge_hint=("accuracy (LongMemEval's judge, the authors' per-type prompts): memorybench autorater {pack} "
-                "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; offline: judge=local judge.protocol=longmemeval, "
-                "the embedded model, not comparable; docs/longmemeval.md)"),
+    judge_hint=(
+        "accuracy (LongMemEval's judge, the authors' per-type prompts): memorybench autorater {pack} "
+        "judge=longmemeval  (gpt-4o-2024-08-06, needs OPENAI_API_KEY; offline: judge=local judge.protocol=longmemeval, "
+        "the embedded model, not comparable; docs/longmemeval.md)"
+    ),
 )

@@ -40,14 +40,18 @@ _PARSED = ("CORRECT", "WRONG")
 FIELD = "longmemeval"
 
 LABELS = {
-    "j": ("LongMemEval judge accuracy: share of judged rows the judge labelled yes ('yes' in the lower-cased "
-          "reply, as evaluate_qa.py reads it), failures excluded; by_category is per question type; with several "
-          "passes, the mean of the per-pass accuracies and their sample standard deviation (n-1)"),
+    "j": (
+        "LongMemEval judge accuracy: share of judged rows the judge labelled yes ('yes' in the lower-cased "
+        "reply, as evaluate_qa.py reads it), failures excluded; by_category is per question type; with several "
+        "passes, the mean of the per-pass accuracies and their sample standard deviation (n-1)"
+    ),
     "j.agreement": "share of rows judged in every pass whose passes all gave the same label",
-    "longmemeval": ("print_qa_metrics.py's numbers over the labelled verdicts: accuracy per question type, "
-                    "task-averaged accuracy (the mean of the six per-type accuracies), overall accuracy, abstention "
-                    "accuracy (the _abs questions, also counted in their type); per pass, and each one's mean over "
-                    "the passes"),
+    "longmemeval": (
+        "print_qa_metrics.py's numbers over the labelled verdicts: accuracy per question type, "
+        "task-averaged accuracy (the mean of the six per-type accuracies), overall accuracy, abstention "
+        "accuracy (the _abs questions, also counted in their type); per pass, and each one's mean over "
+        "the passes"
+    ),
     "mem0_f1": "not computed: Mem0's lexical F1 is not a LongMemEval score",
     "mem0_bleu1": "not computed: Mem0's BLEU-1 is not a LongMemEval score",
 }
@@ -61,10 +65,14 @@ def comparability(protocol: str, judge: JudgeSummary) -> tuple[bool, str]:
     if protocol == "imported":
         model = str(judge.model_requested)
         if model == JUDGE_MODEL:
-            return True, (f"the imported file's own labels (evaluate_qa.py's autoeval_label, judged by {JUDGE_MODEL} as the "
-                          "file records; not asked here): comparable with the authors' figures as far as the file is theirs")
-        return False, (f"not comparable with the LongMemEval authors' published figures: the imported file's labels are "
-                       f"{model}'s, not {JUDGE_MODEL}'s (print_qa_metrics.py refuses such a file)")
+            return True, (
+                f"the imported file's own labels (evaluate_qa.py's autoeval_label, judged by {JUDGE_MODEL} as the "
+                "file records; not asked here): comparable with the authors' figures as far as the file is theirs"
+            )
+        return False, (
+            f"not comparable with the LongMemEval authors' published figures: the imported file's labels are "
+            f"{model}'s, not {JUDGE_MODEL}'s (print_qa_metrics.py refuses such a file)"
+        )
     reasons = []
     if protocol != "longmemeval":
         reasons.append(f"judge.protocol is {protocol}, not longmemeval (the authors' per-type prompts)")
@@ -79,14 +87,19 @@ def comparability(protocol: str, judge: JudgeSummary) -> tuple[bool, str]:
     if other:
         reasons.append(f"answered by {', '.join(other)}")
     if reasons:
-        return False, ("not comparable with the LongMemEval authors' published figures (their judge is "
-                       f"judge=longmemeval: {JUDGE_MODEL} through OpenAI): " + "; ".join(reasons))
+        return False, (
+            "not comparable with the LongMemEval authors' published figures (their judge is "
+            f"judge=longmemeval: {JUDGE_MODEL} through OpenAI): " + "; ".join(reasons)
+        )
     return True, f"the LongMemEval authors' judge ({JUDGE_MODEL} through OpenAI, their prompts): comparable with their figures"
 
 
 def _pass_metrics(verdicts: Sequence[AutoraterVerdict], n: int) -> LongMemEvalPass:
-    rows = [JudgedQuestion(v.question_id, LONGMEMEVAL.category_names[v.category], v.score == 1)
-            for v in verdicts if v.pass_ == n and v.status in _PARSED]
+    rows = [
+        JudgedQuestion(v.question_id, LONGMEMEVAL.category_names[v.category], v.score == 1)
+        for v in verdicts
+        if v.pass_ == n and v.status in _PARSED
+    ]
     metrics = qa_metrics(rows)
     data = metrics.as_dict()
     return LongMemEvalPass(
@@ -104,8 +117,9 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(values) / len(values)  # type: ignore[arg-type]
 
 
-def scores(verdicts: Sequence[AutoraterVerdict], passes: int, protocol: str,
-           judge: JudgeSummary, *, traces: Sequence[Any] = ()) -> LongMemEvalScores:
+def scores(
+    verdicts: Sequence[AutoraterVerdict], passes: int, protocol: str, judge: JudgeSummary, *, traces: Sequence[Any] = ()
+) -> LongMemEvalScores:
     """LongMemEval's QA metrics of a judge's verdicts, per pass and their means, with its comparability."""
     per_pass = [_pass_metrics(verdicts, n) for n in range(1, passes + 1)]
     comparable, why = comparability(protocol, judge)
@@ -143,8 +157,11 @@ def lines(metrics: Mapping[str, Any]) -> list[str]:
     if metrics["passes"] > 1:
         lines.append(f"passes: {metrics['passes']}; each accuracy is the mean over the passes")
     counts = metrics["counts"]
-    nonstandard = (f"; {counts['nonstandard_labels']} replies other than a plain yes or no, read by the authors' rule"
-                   if counts["nonstandard_labels"] else "")
+    nonstandard = (
+        f"; {counts['nonstandard_labels']} replies other than a plain yes or no, read by the authors' rule"
+        if counts["nonstandard_labels"]
+        else ""
+    )
     lines.append(f"judge accounting: {counts['judged']} labelled, {lme['failed']} without a reply (left out){nonstandard}")
     lines.append(lme["comparability"])
     return lines

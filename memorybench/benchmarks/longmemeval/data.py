@@ -81,8 +81,10 @@ def _haystack(item: Any, position: int, path: Path) -> Conversation:
     dates = _field(item, "haystack_dates", list, where)
     sessions_raw = _field(item, "haystack_sessions", list, where)
     if not (len(ids) == len(dates) == len(sessions_raw)) or not ids:
-        raise DataError(f"{where}: haystack_session_ids, haystack_dates and haystack_sessions must be non-empty lists "
-                        f"of one length, got {len(ids)}, {len(dates)} and {len(sessions_raw)}")
+        raise DataError(
+            f"{where}: haystack_session_ids, haystack_dates and haystack_sessions must be non-empty lists "
+            f"of one length, got {len(ids)}, {len(dates)} and {len(sessions_raw)}"
+        )
     sessions, evidence = [], []
     for n, (sid, date, turns_raw) in enumerate(zip(ids, dates, sessions_raw, strict=True), start=1):
         at = f"{where} haystack_sessions[{n - 1}]"
@@ -100,10 +102,19 @@ def _haystack(item: Any, position: int, path: Path) -> Conversation:
         sessions.append(Session(index=n, date_time=date, turns=tuple(turns), session_id=sid))
     answer_sessions = _field(item, "answer_session_ids", list, where)
     q = Question(
-        question_id=qid, sample_id=qid, qa_index=0, category=CATEGORY_OF[qtype], question=question, answer=answer,
-        adversarial_answer=None, evidence=tuple(evidence), question_date=_field(item, "question_date", str, where),
-        question_type=qtype, abstention=qid.endswith(ABSTENTION_SUFFIX),
+        question_id=qid,
+        sample_id=qid,
+        qa_index=0,
+        category=CATEGORY_OF[qtype],
+        question=question,
+        answer=answer,
+        adversarial_answer=None,
+        evidence=tuple(evidence),
+        question_date=_field(item, "question_date", str, where),
+        question_type=qtype,
+        abstention=qid.endswith(ABSTENTION_SUFFIX),
         answer_session_ids=tuple(str(s) for s in answer_sessions),
     )
-    return Conversation(sample_id=qid, speaker_a="user", speaker_b="assistant", sessions=tuple(sessions),
-                        questions=(q,), session_summaries={})
+    return Conversation(
+        sample_id=qid, speaker_a="user", speaker_b="assistant", sessions=tuple(sessions), questions=(q,), session_summaries={}
+    )

@@ -86,8 +86,9 @@ def _rows(data: bytes, source: str, shape: str, *, allow_list: bool) -> Iterator
         try:
             items = json.loads(text)
         except json.JSONDecodeError as e:
-            raise DataError(f"{source} is not a valid JSON list ({e.msg} at line {e.lineno}); write one JSON object "
-                            f"per line, {shape}") from None
+            raise DataError(
+                f"{source} is not a valid JSON list ({e.msg} at line {e.lineno}); write one JSON object per line, {shape}"
+            ) from None
         if not isinstance(items, list):
             raise DataError(f"{source} is not a JSON list; write one JSON object per line, {shape}")
         for n, item in enumerate(items, start=1):
@@ -101,16 +102,16 @@ def _rows(data: bytes, source: str, shape: str, *, allow_list: bool) -> Iterator
         try:
             item = json.loads(line)
         except json.JSONDecodeError as e:
-            raise DataError(f"{source}:{n}: not valid JSON ({e.msg} at column {e.colno}); each line is one JSON object, "
-                            f"{shape}") from None
+            raise DataError(
+                f"{source}:{n}: not valid JSON ({e.msg} at column {e.colno}); each line is one JSON object, {shape}"
+            ) from None
         if not isinstance(item, dict):
             raise DataError(f"{source}:{n}: a {_kind(item)}, not an object; each line is one JSON object, {shape}")
         yield n, item
 
 
 def _kind(value: Any) -> str:
-    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value),
-                                                                                                  "number")
+    return {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def _where(source: str, line: int, listed: bool) -> str:
@@ -123,11 +124,14 @@ def _answer(item: dict[str, Any], where: str, shape: str) -> tuple[str, str]:
     if missing:
         raise DataError(f"{where}: no {' and no '.join(missing)}; each row is {shape}")
     if not isinstance(qid, str) or not qid:
-        raise DataError(f"{where}: question_id must be a non-empty string, got {_kind(qid)} {json.dumps(qid)[:40]}; "
-                        "write the dataset's question_id as it is")
+        raise DataError(
+            f"{where}: question_id must be a non-empty string, got {_kind(qid)} {json.dumps(qid)[:40]}; "
+            "write the dataset's question_id as it is"
+        )
     if not isinstance(hypothesis, str):
-        raise DataError(f"{where}: question {qid}: hypothesis must be a string, got {_kind(hypothesis)}; write the "
-                        "answer as text")
+        raise DataError(
+            f"{where}: question {qid}: hypothesis must be a string, got {_kind(hypothesis)}; write the answer as text"
+        )
     return qid, hypothesis
 
 
@@ -162,18 +166,26 @@ def parse_judged(data: bytes, source: str) -> list[JudgedHypothesis]:
         where = _where(source, line, False)
         qid, hypothesis = _answer(item, where, _JUDGED_SHAPE)
         if "autoeval_label" not in item:
-            raise DataError(f"{where}: question {qid} has no autoeval_label; this is a hypothesis file, not evaluate_qa.py's "
-                            "judged output: import it as a hypothesis file, or pass the .eval-results file")
+            raise DataError(
+                f"{where}: question {qid} has no autoeval_label; this is a hypothesis file, not evaluate_qa.py's "
+                "judged output: import it as a hypothesis file, or pass the .eval-results file"
+            )
         verdict = item["autoeval_label"]
         if not isinstance(verdict, dict) or "model" not in verdict or "label" not in verdict:
-            raise DataError(f"{where}: question {qid}: autoeval_label must be an object with model and label, got "
-                            f"{json.dumps(verdict)[:60]}; pass evaluate_qa.py's output as written")
+            raise DataError(
+                f"{where}: question {qid}: autoeval_label must be an object with model and label, got "
+                f"{json.dumps(verdict)[:60]}; pass evaluate_qa.py's output as written"
+            )
         if not isinstance(verdict["model"], str) or not verdict["model"]:
-            raise DataError(f"{where}: question {qid}: autoeval_label.model must be the judge model's name, got "
-                            f"{json.dumps(verdict['model'])[:40]}")
+            raise DataError(
+                f"{where}: question {qid}: autoeval_label.model must be the judge model's name, got "
+                f"{json.dumps(verdict['model'])[:40]}"
+            )
         if not isinstance(verdict["label"], bool):
-            raise DataError(f"{where}: question {qid}: autoeval_label.label must be true or false, got "
-                            f"{json.dumps(verdict['label'])[:40]}; evaluate_qa.py writes a JSON boolean")
+            raise DataError(
+                f"{where}: question {qid}: autoeval_label.label must be true or false, got "
+                f"{json.dumps(verdict['label'])[:40]}; evaluate_qa.py writes a JSON boolean"
+            )
         _check_unique(seen, qid, line, where)
         extra = {k: v for k, v in item.items() if k not in ("question_id", "hypothesis", "autoeval_label")}
         out.append(JudgedHypothesis(qid, hypothesis, verdict["model"], verdict["label"], line, extra))
@@ -206,18 +218,21 @@ def check_authors_judge(judged: Iterable[JudgedHypothesis], source: str) -> None
     """Refuse, as print_qa_metrics.py asserts, a row judged by another model than gpt-4o-2024-08-06."""
     for row in judged:
         if row.model != JUDGE_MODEL:
-            raise DataError(f"{source}:{row.line}: question {row.question_id} was judged by {row.model}, not "
-                            f"{JUDGE_MODEL}; its figures are not comparable with the authors' (print_qa_metrics.py refuses it)")
+            raise DataError(
+                f"{source}:{row.line}: question {row.question_id} was judged by {row.model}, not "
+                f"{JUDGE_MODEL}; its figures are not comparable with the authors' (print_qa_metrics.py refuses it)"
+            )
 
 
-def judged_questions(judged: Iterable[JudgedHypothesis], question_types: Mapping[str, str],
-                     source: str) -> list[JudgedQuestion]:
+def judged_questions(judged: Iterable[JudgedHypothesis], question_types: Mapping[str, str], source: str) -> list[JudgedQuestion]:
     """Judged rows with each question's type from the dataset (`question_id -> question_type`)."""
     out = []
     for row in judged:
         qtype = question_types.get(row.question_id)
         if qtype is None:
-            raise DataError(f"{source}:{row.line}: question {row.question_id} is not in the dataset; pass the dataset "
-                            "the answers were judged against")
+            raise DataError(
+                f"{source}:{row.line}: question {row.question_id} is not in the dataset; pass the dataset "
+                "the answers were judged against"
+            )
         out.append(JudgedQuestion(row.question_id, qtype, row.label))
     return out

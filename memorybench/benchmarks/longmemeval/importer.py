@@ -94,7 +94,7 @@ JUDGED = "longmemeval_judged"
 FORMATS = {
     HYPOTHESES: 'JSON lines {"question_id", "hypothesis"} (the LongMemEval authors\' hypothesis file; needs --dataset)',
     JUDGED: 'JSON lines {"question_id", "hypothesis", "autoeval_label": {"model", "label"}} (evaluate_qa.py\'s output; '
-            "needs --dataset)",
+    "needs --dataset)",
 }
 ANSWERER = MEMORY = "imported"
 NO_MEMORY_SHA256 = sha256_text("")
@@ -118,15 +118,18 @@ def import_released(
     """Import one LongMemEval file of format `fmt` into a pack: (its folder, source record,
     reproduction record, whether it was written now: false when found finished)."""
     if len(paths) != 1:
-        raise UserError(f"a {fmt} import reads one file, got {len(paths)} ({', '.join(p.name for p in paths)}); import each on its own")
+        raise UserError(
+            f"a {fmt} import reads one file, got {len(paths)} ({', '.join(p.name for p in paths)}); import each on its own"
+        )
     path = paths[0]
     raw = read_bytes(path)
     listed = fmt == HYPOTHESES and raw.lstrip().startswith(b"[")
     try:
         rows: list[Row] = list(parse_judged(raw, str(path)) if fmt == JUDGED else parse_hypotheses(raw, str(path)))
     except RecursionError:
-        raise UserError(f"released file {path} nests arrays and objects too deep; the authors' files are flat: pass the file as "
-                        "written") from None
+        raise UserError(
+            f"released file {path} nests arrays and objects too deep; the authors' files are flat: pass the file as written"
+        ) from None
     model = _judge_model(rows, path) if fmt == JUDGED else None
     data_path, data_info = _dataset(dataset, dataset_path, pins, fmt)
     every = list(iter_questions(load_dataset(data_path, dataset)))
@@ -135,9 +138,11 @@ def import_released(
     if unknown:
         first = unknown[0]
         more = f" (and {len(unknown) - 1} more rows of questions it lacks)" if len(unknown) > 1 else ""
-        raise UserError(f"{_where(path, first.line, listed)}: question {first.question_id} is not in {data_path.name} ({dataset}, "
-                        f"{len(every)} questions){more}; pass the dataset the answers were made over (--dataset NAME, "
-                        "--dataset-path FILE), or import a file of its questions only")
+        raise UserError(
+            f"{_where(path, first.line, listed)}: question {first.question_id} is not in {data_path.name} ({dataset}, "
+            f"{len(every)} questions){more}; pass the dataset the answers were made over (--dataset NAME, "
+            "--dataset-path FILE), or import a file of its questions only"
+        )
     answered = {r.question_id for r in rows}
     partial = _partial([q for q in every if q.question_id not in answered], every, path, fmt, dataset, allow_partial)
     rows, notes = _cleaned(rows, path, listed)
@@ -146,7 +151,8 @@ def import_released(
     read = [SourceFile(role="results", name=path.name, sha256=sha, bytes=path.stat().st_size)]
     packs_root = Path(packs).expanduser().resolve()
     cfg = {
-        "name": name, "max_questions": None,
+        "name": name,
+        "max_questions": None,
         "dataset": {"name": dataset, "path": None if dataset_path is None else str(data_path)},
         "memory": {"name": MEMORY},
         "answerer": {"name": ANSWERER, "format": fmt, "model": fmt, "model_key": None, "files": {"results": sha}},
@@ -160,15 +166,26 @@ def import_released(
         return final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), False
     try:
         with built_whole(final, rid) as work:
-            record = ImportSource(format=fmt, files=read, source=source, rows=len(rows), conversations={}, tie_broken=0,
-                                  notes=[*notes, *_partial_notes(partial)], partial=partial)
+            record = ImportSource(
+                format=fmt,
+                files=read,
+                source=source,
+                rows=len(rows),
+                conversations={},
+                tie_broken=0,
+                notes=[*notes, *_partial_notes(partial)],
+                partial=partial,
+            )
             held = [q for q in every if q.question_id in answered]
-            reproduction = _write_pack(work, cfg, rid, config_sha, data_info, held, len(every), rows, record, model, listed,
-                                       dataset)
+            reproduction = _write_pack(
+                work, cfg, rid, config_sha, data_info, held, len(every), rows, record, model, listed, dataset
+            )
     except AlreadyImported:  # another import of the same file finished first: its pack, as a rerun finds it
         done = PackReader.open(final)
-        print(f"{fmt} file already imported: {final} is finished (by another import at the same time); its table below",
-              file=sys.stderr)
+        print(
+            f"{fmt} file already imported: {final} is finished (by another import at the same time); its table below",
+            file=sys.stderr,
+        )
         return final, done.record(SOURCE, ImportSource), done.record(REPRODUCTION, Reproduction), False
     return final, record, reproduction, True
 
@@ -182,17 +199,23 @@ def _judge_model(rows: Sequence[Row], path: Path) -> str:
     models = judge_models(rows)  # type: ignore[arg-type]
     if len(models) > 1:
         other = next(r for r in rows if r.model != rows[0].model)  # type: ignore[union-attr]
-        raise UserError(f"{path}:{other.line}: question {other.question_id} was judged by {other.model}, line {rows[0].line} by "  # type: ignore[union-attr]
-                        f"{rows[0].model} ({len(models)} judge models in one file); a pack's judge folder holds one judge's "  # type: ignore[union-attr]
-                        "labels: split the file by autoeval_label.model and import each part")
+        raise UserError(
+            f"{path}:{other.line}: question {other.question_id} was judged by {other.model}, line {rows[0].line} by "  # type: ignore[union-attr]
+            f"{rows[0].model} ({len(models)} judge models in one file); a pack's judge folder holds one judge's "  # type: ignore[union-attr]
+            "labels: split the file by autoeval_label.model and import each part"
+        )
     return models[0]
 
 
-def _dataset(dataset: str | None, dataset_path: str | os.PathLike[str] | None, pins: Any, fmt: str) -> tuple[Path, dict[str, Any]]:
+def _dataset(
+    dataset: str | None, dataset_path: str | os.PathLike[str] | None, pins: Any, fmt: str
+) -> tuple[Path, dict[str, Any]]:
     names = ", ".join(LONGMEMEVAL.dataset_names)
     if dataset is None:
-        raise UserError(f"a {fmt} import needs --dataset NAME, the LongMemEval file the answers were made over ({names}); "
-                        "add --dataset-path FILE for a local copy of it")
+        raise UserError(
+            f"a {fmt} import needs --dataset NAME, the LongMemEval file the answers were made over ({names}); "
+            "add --dataset-path FILE for a local copy of it"
+        )
     if dataset not in LONGMEMEVAL.dataset_names:
         raise UserError(f"--dataset {dataset!r} is not a LongMemEval dataset. {did_you_mean(dataset, LONGMEMEVAL.dataset_names)}")
     if dataset_path is not None and not resolved_path(dataset_path, "--dataset-path").is_file():
@@ -200,8 +223,9 @@ def _dataset(dataset: str | None, dataset_path: str | os.PathLike[str] | None, p
     return resolve_dataset(OmegaConf.create({"name": dataset, "path": None if dataset_path is None else str(dataset_path)}), pins)
 
 
-def _partial(missing: Sequence[Question], every: Sequence[Question], path: Path, fmt: str, dataset: str | None,
-             allow_partial: bool) -> Coverage | None:
+def _partial(
+    missing: Sequence[Question], every: Sequence[Question], path: Path, fmt: str, dataset: str | None, allow_partial: bool
+) -> Coverage | None:
     """None for a file that answers every question; else one line naming --allow-partial, or with
     it what the pack holds and lacks (each haystack is one question's: a sample is a question)."""
     if not missing:
@@ -212,13 +236,18 @@ def _partial(missing: Sequence[Question], every: Sequence[Question], path: Path,
         raise UserError(
             f"{path.name} has no answer for {len(missing)} of the {len(every)} questions of {dataset} ({types}; first: "
             f"{missing[0].question_id} {missing[0].question!r}): a partial file; pass --allow-partial to import it as a pack "
-            "labelled partial over the questions it answers, or import the file of a full run")
+            "labelled partial over the questions it answers, or import the file of a full run"
+        )
     gone = {q.question_id for q in missing}
     held = [q.sample_id for q in every if q.question_id not in gone]
     return Coverage(
         reason=f"the {fmt} file has no answer for {len(missing)} of the {len(every)} questions of {dataset} (imported with --allow-partial)",
-        questions=len(held), of=len(every), conversations=held, absent_by_conversation={q.sample_id: 1 for q in missing},
-        absent_by_category={str(c): n for c, n in by_type.items()}, absent_question_ids=[q.question_id for q in missing],
+        questions=len(held),
+        of=len(every),
+        conversations=held,
+        absent_by_conversation={q.sample_id: 1 for q in missing},
+        absent_by_category={str(c): n for c, n in by_type.items()},
+        absent_question_ids=[q.question_id for q in missing],
     )
 
 
@@ -226,9 +255,11 @@ def _partial_notes(partial: Coverage | None) -> list[str]:
     if partial is None:
         return []
     types = ", ".join(f"{LONGMEMEVAL.category_names[int(c)]}: {n}" for c, n in partial.absent_by_category.items())
-    return [f"Partial: {partial.reason}. The pack holds {partial.questions} of {partial.of} questions; absent by type {types} "
-            "(run_meta.partial lists them). Its figures are over the questions held: a figure published for all 500 is not "
-            "comparable with them."]
+    return [
+        f"Partial: {partial.reason}. The pack holds {partial.questions} of {partial.of} questions; absent by type {types} "
+        "(run_meta.partial lists them). Its figures are over the questions held: a figure published for all 500 is not "
+        "comparable with them."
+    ]
 
 
 def _cleaned(rows: list[Row], path: Path, listed: bool) -> tuple[list[Row], list[str]]:
@@ -237,14 +268,27 @@ def _cleaned(rows: list[Row], path: Path, listed: bool) -> tuple[list[Row], list
     as a qa answer is (`bounded_rows`); a note for each kind of change."""
     for row in rows:
         if not depth_at_most(dict(row.extra)):
-            raise UserError(f"{_where(path, row.line, listed)}: question {row.question_id} nests its other fields more than "
-                            f"{MAX_RELEASED_DEPTH} deep; pass the file as written")
+            raise UserError(
+                f"{_where(path, row.line, listed)}: question {row.question_id} nests its other fields more than "
+                f"{MAX_RELEASED_DEPTH} deep; pass the file as written"
+            )
     return bounded_rows(rows, id_field="question_id", answer_field="hypothesis", answers="hypotheses")
 
 
-def _write_pack(root: Path, cfg: dict[str, Any], rid: str, config_sha: str, data_info: dict[str, Any], held: Sequence[Question],
-                total: int, rows: Sequence[Row], source: ImportSource, model: str | None, listed: bool,
-                dataset: str | None) -> Reproduction:
+def _write_pack(
+    root: Path,
+    cfg: dict[str, Any],
+    rid: str,
+    config_sha: str,
+    data_info: dict[str, Any],
+    held: Sequence[Question],
+    total: int,
+    rows: Sequence[Row],
+    source: ImportSource,
+    model: str | None,
+    listed: bool,
+    dataset: str | None,
+) -> Reproduction:
     from memorybench.stages.rescore import rescore
 
     pack = RunPack(root)
@@ -252,34 +296,85 @@ def _write_pack(root: Path, cfg: dict[str, Any], rid: str, config_sha: str, data
     started = utc_now()
     results = source.files[0]
     meta = RunMeta(
-        run_id=rid, name=str(cfg["name"]), config_sha256=config_sha, overrides=[],
-        choices={"dataset": str(dataset), "memory": MEMORY, "answerer": ANSWERER}, git_commit=commit, git_dirty=dirty,
-        package_versions=package_versions(), data=data_info, prompts={}, models=[], started_at=started,
-        question_count=len(held), questions_total=total, is_prefix=False, max_questions=None, local_model=False,
-        notes=[f"Imported from {results.name} ({source.format}, sha256 {results.sha256}): the LongMemEval authors' format; no "
-               "model call was made here.", *source.notes],
-        plugins=plugins_used(cfg), partial=source.partial,
+        run_id=rid,
+        name=str(cfg["name"]),
+        config_sha256=config_sha,
+        overrides=[],
+        choices={"dataset": str(dataset), "memory": MEMORY, "answerer": ANSWERER},
+        git_commit=commit,
+        git_dirty=dirty,
+        package_versions=package_versions(),
+        data=data_info,
+        prompts={},
+        models=[],
+        started_at=started,
+        question_count=len(held),
+        questions_total=total,
+        is_prefix=False,
+        max_questions=None,
+        local_model=False,
+        notes=[
+            f"Imported from {results.name} ({source.format}, sha256 {results.sha256}): the LongMemEval authors' format; no "
+            "model call was made here.",
+            *source.notes,
+        ],
+        plugins=plugins_used(cfg),
+        partial=source.partial,
     )
     pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
     pack.write_json(layout.RUN_META, meta)
     row_of = {r.question_id: r for r in rows}
-    pack.write_text(layout.PREDICTIONS, "".join(dump_line(Prediction(
-        question_id=q.question_id, sample_id=q.sample_id, index=i, category=q.category, question=q.question,
-        prediction=row_of[q.question_id].hypothesis, gold=q.answer, adversarial_answer=q.adversarial_answer,
-        memory_sha256=NO_MEMORY_SHA256, answerer=ANSWERER,
-    )) for i, q in enumerate(held)))
-    pack.write_text(layout.MEMORY_MANIFEST, "".join(dump_line(MemoryManifestRow(
-        sample_id=q.sample_id, method=MEMORY, question_dependent=False, item_count=0,
-        metadata={"note": "the released file holds answers, not the memory they were made from"},
-    )) for q in held))
+    pack.write_text(
+        layout.PREDICTIONS,
+        "".join(
+            dump_line(
+                Prediction(
+                    question_id=q.question_id,
+                    sample_id=q.sample_id,
+                    index=i,
+                    category=q.category,
+                    question=q.question,
+                    prediction=row_of[q.question_id].hypothesis,
+                    gold=q.answer,
+                    adversarial_answer=q.adversarial_answer,
+                    memory_sha256=NO_MEMORY_SHA256,
+                    answerer=ANSWERER,
+                )
+            )
+            for i, q in enumerate(held)
+        ),
+    )
+    pack.write_text(
+        layout.MEMORY_MANIFEST,
+        "".join(
+            dump_line(
+                MemoryManifestRow(
+                    sample_id=q.sample_id,
+                    method=MEMORY,
+                    question_dependent=False,
+                    item_count=0,
+                    metadata={"note": "the released file holds answers, not the memory they were made from"},
+                )
+            )
+            for q in held
+        ),
+    )
     pack.write_text(layout.LINEAGE, "")
     category = {q.question_id: q.category for q in held}
-    imported = [ImportedRow(
-        question_id=r.question_id, sample_id=r.question_id, category=category[r.question_id], file_key=r.question_id,
-        file_index=r.line - 1, prediction=r.hypothesis,
-        reported_label=getattr(r, "label", None), reported_j=None if model is None else int(r.label),  # type: ignore[union-attr]
-        reported_extra={**r.extra, **({"autoeval_label": {"model": r.model, "label": r.label}} if model else {})},  # type: ignore[union-attr]
-    ) for r in rows]
+    imported = [
+        ImportedRow(
+            question_id=r.question_id,
+            sample_id=r.question_id,
+            category=category[r.question_id],
+            file_key=r.question_id,
+            file_index=r.line - 1,
+            prediction=r.hypothesis,
+            reported_label=getattr(r, "label", None),
+            reported_j=None if model is None else int(r.label),  # type: ignore[union-attr]
+            reported_extra={**r.extra, **({"autoeval_label": {"model": r.model, "label": r.label}} if model else {})},  # type: ignore[union-attr]
+        )
+        for r in rows
+    ]
     pack.write_text(ROWS, "".join(dump_line(r) for r in imported))
     pack.write_text(SOURCE, source.dump())
     rescore(root)  # predictions.csv and metrics.json, as for any pack
@@ -289,38 +384,78 @@ def _write_pack(root: Path, cfg: dict[str, Any], rid: str, config_sha: str, data
         judge_id = _write_judge(root, rid, held, row_of, source, model, started, commit, dirty)
     reproduction = _reproduction(root, rid, source, imported, held, judge_id, dataset)
     pack.write_text(REPRODUCTION, reproduction.dump())
-    pack.write_text(layout.TRACE_MD, _trace_md(rid, source, imported[0], [q.question_id for q in held], judge_id, listed, dataset))
+    pack.write_text(
+        layout.TRACE_MD, _trace_md(rid, source, imported[0], [q.question_id for q in held], judge_id, listed, dataset)
+    )
     pack.write_json(layout.RUN_META, meta.model_copy(update={"ended_at": utc_now()}))
     write_success(root)  # last: the sha256 of every file above
     return reproduction
 
 
-def _write_judge(root: Path, rid: str, held: Sequence[Question], row_of: dict[str, Row], source: ImportSource, model: str,
-                 started: str, commit: str | None, dirty: bool | None) -> str:
+def _write_judge(
+    root: Path,
+    rid: str,
+    held: Sequence[Question],
+    row_of: dict[str, Row],
+    source: ImportSource,
+    model: str,
+    started: str,
+    commit: str | None,
+    dirty: bool | None,
+) -> str:
     """The file's labels as a judge of their own: `autorater/<judge id>/`, the autorater's records.
 
     Protocol `imported`, the judge model the file names, and the file's sha256 where a judge's
     prompt sha256 would be: the labels were given, not asked, so the file names this judge."""
     results = source.files[0]
-    identity = JudgeIdentity(protocol="imported", model=model, prompt_sha256=results.sha256, temperature=0.0, response_format=None)
+    identity = JudgeIdentity(
+        protocol="imported", model=model, prompt_sha256=results.sha256, temperature=0.0, response_format=None
+    )
     judge_id = identity.judge_id
     meta = AutoraterMeta(
-        judge_id=judge_id, identity=identity, run_id=rid, passes=1,
-        judge_config={"name": "imported", "protocol": "imported", "format": source.format, "label_field": LABEL_FIELD, "model": model},
-        judge_settings={}, judge=ModelIdentity(role="judge", provider="imported", requested=model), judge_model_sent=model,
-        prompt={"name": f"{LABEL_FIELD} of {results.name}", "sha256": results.sha256, "stored_at": None}, response_format=None,
-        package_versions=package_versions(), git_commit=commit, git_dirty=dirty, started_at=started, ended_at=utc_now(),
-        notes=[f"Labels from the file's own autoeval_label (evaluate_qa.py's output, judge {model} as the file records it); no "
-               "judge was called here. true is CORRECT (score 1), false WRONG, as the longmemeval protocol scores a yes."],
+        judge_id=judge_id,
+        identity=identity,
+        run_id=rid,
+        passes=1,
+        judge_config={
+            "name": "imported",
+            "protocol": "imported",
+            "format": source.format,
+            "label_field": LABEL_FIELD,
+            "model": model,
+        },
+        judge_settings={},
+        judge=ModelIdentity(role="judge", provider="imported", requested=model),
+        judge_model_sent=model,
+        prompt={"name": f"{LABEL_FIELD} of {results.name}", "sha256": results.sha256, "stored_at": None},
+        response_format=None,
+        package_versions=package_versions(),
+        git_commit=commit,
+        git_dirty=dirty,
+        started_at=started,
+        ended_at=utc_now(),
+        notes=[
+            f"Labels from the file's own autoeval_label (evaluate_qa.py's output, judge {model} as the file records it); no "
+            "judge was called here. true is CORRECT (score 1), false WRONG, as the longmemeval protocol scores a yes."
+        ],
     )
     verdicts = []
     for index, q in enumerate(held):
         label = row_of[q.question_id].label  # type: ignore[union-attr]
-        verdicts.append(AutoraterVerdict(
-            question_id=q.question_id, sample_id=q.sample_id, index=index, category=q.category, pass_=1,
-            status="CORRECT" if label else "WRONG", label_raw="true" if label else "false", label_standard=True,
-            score=int(label), judge_prompt_sha256=results.sha256,
-        ))
+        verdicts.append(
+            AutoraterVerdict(
+                question_id=q.question_id,
+                sample_id=q.sample_id,
+                index=index,
+                category=q.category,
+                pass_=1,
+                status="CORRECT" if label else "WRONG",
+                label_raw="true" if label else "false",
+                label_standard=True,
+                score=int(label),
+                judge_prompt_sha256=results.sha256,
+            )
+        )
 
     write_imported_judge(root, meta, verdicts)
     return judge_id
@@ -330,16 +465,32 @@ def _mean(values: Sequence[int]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _reproduction(root: Path, rid: str, source: ImportSource, imported: Sequence[ImportedRow], held: Sequence[Question],
-                  judge_id: str | None, dataset: str | None) -> Reproduction:
+def _reproduction(
+    root: Path,
+    rid: str,
+    source: ImportSource,
+    imported: Sequence[ImportedRow],
+    held: Sequence[Question],
+    judge_id: str | None,
+    dataset: str | None,
+) -> Reproduction:
     """A hypothesis file has nothing to reproduce (no score); a judged file: per type the file's
     labels beside the judge folder's accuracy, and print_qa_metrics.py's text over its labels
     beside the folder's report."""
     results = source.files[0]
     if judge_id is None:
-        return Reproduction(run_id=rid, format=source.format, results_sha256=results.sha256, metrics={}, notes=[
-            *source.notes, "A hypothesis file holds answers, no score: judge them as the authors do with "
-            "`memorybench autorater PACK judge=longmemeval`."], partial=source.partial)
+        return Reproduction(
+            run_id=rid,
+            format=source.format,
+            results_sha256=results.sha256,
+            metrics={},
+            notes=[
+                *source.notes,
+                "A hypothesis file holds answers, no score: judge them as the authors do with "
+                "`memorybench autorater PACK judge=longmemeval`.",
+            ],
+            partial=source.partial,
+        )
     judge = PackReader.open(root).autorater_metrics(judge_id)
     assert judge is not None and judge.longmemeval is not None
     lme = judge.longmemeval
@@ -353,26 +504,50 @@ def _reproduction(root: Path, rid: str, source: ImportSource, imported: Sequence
     by_category = {}
     for c in present:
         these = [r.reported_j for r in imported if r.category == c]
-        by_category[str(c)] = CategoryFigure(rows=len(these), ours=lme.accuracy_by_type[LONGMEMEVAL.category_names[c]],
-                                             reported=_mean(these))  # type: ignore[arg-type]
+        by_category[str(c)] = CategoryFigure(
+            rows=len(these), ours=lme.accuracy_by_type[LONGMEMEVAL.category_names[c]], reported=_mean(these)
+        )  # type: ignore[arg-type]
     j = MetricReproduction(
         label="LongMemEval judge accuracy per question type (a label true: 1)",
-        rows=RowAgreement(reported_field=LABEL_FIELD, compared="the file's label (true: 1) equals the judge folder's verdict score",
-                          rows=len(imported), equal=len(imported) - len(bad), mismatched=len(bad)),
+        rows=RowAgreement(
+            reported_field=LABEL_FIELD,
+            compared="the file's label (true: 1) equals the judge folder's verdict score",
+            rows=len(imported),
+            equal=len(imported) - len(bad),
+            mismatched=len(bad),
+        ),
         by_category=by_category,
         overall=CategoryFigure(rows=len(imported), ours=lme.overall_accuracy, reported=_mean([r.reported_j for r in imported])),  # type: ignore[misc]
         overall_categories=present,
     )
     return Reproduction(
-        run_id=rid, format=source.format, results_sha256=results.sha256, judge_id=judge_id, metrics={"j": j}, notes=list(source.notes),
+        run_id=rid,
+        format=source.format,
+        results_sha256=results.sha256,
+        judge_id=judge_id,
+        metrics={"j": j},
+        notes=list(source.notes),
         partial=source.partial,
-        longmemeval=LongMemEvalReproduction(dataset=str(dataset), authors_report=theirs, report=ours, equal=theirs == ours,
-                                            comparable=lme.comparable, comparability=lme.comparability),
+        longmemeval=LongMemEvalReproduction(
+            dataset=str(dataset),
+            authors_report=theirs,
+            report=ours,
+            equal=theirs == ours,
+            comparable=lme.comparable,
+            comparability=lme.comparability,
+        ),
     )
 
 
-def _trace_md(rid: str, source: ImportSource, first: ImportedRow, predictions: Sequence[str], judge_id: str | None, listed: bool,
-              dataset: str | None) -> str:
+def _trace_md(
+    rid: str,
+    source: ImportSource,
+    first: ImportedRow,
+    predictions: Sequence[str],
+    judge_id: str | None,
+    listed: bool,
+    dataset: str | None,
+) -> str:
     """TRACE.md: the file's first row walked to every pack file."""
     results = source.files[0]
     line = predictions.index(first.question_id) + 1
@@ -392,11 +567,14 @@ def _trace_md(rid: str, source: ImportSource, first: ImportedRow, predictions: S
         "- `predictions.csv` and `metrics.json`: the lexical diagnostics (rescore, as for any LongMemEval pack).",
     ]
     if judge_id is not None:
-        lines += [f"- The file's label: `autorater/{judge_id}/autorater_verdicts.jsonl` line {line}; the per-type table in its "
-                  "autorater_metrics.json (`longmemeval`).",
-                  "", "## 4. Reproduction",
-                  "- `imported/reproduction.json`: per type the file's labels beside the judge folder's, and print_qa_metrics.py's "
-                  "text over the file's labels beside the folder's report."]
+        lines += [
+            f"- The file's label: `autorater/{judge_id}/autorater_verdicts.jsonl` line {line}; the per-type table in its "
+            "autorater_metrics.json (`longmemeval`).",
+            "",
+            "## 4. Reproduction",
+            "- `imported/reproduction.json`: per type the file's labels beside the judge folder's, and print_qa_metrics.py's "
+            "text over the file's labels beside the folder's report.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -404,22 +582,35 @@ def format_reproduction(rep: Reproduction) -> str:
     """What `memorybench import` prints for a LongMemEval file: the per-type table and the authors' text."""
     lines = [f"import ({rep.format}, results sha256 {rep.results_sha256[:12]})"]
     if rep.partial is not None:
-        lines.append(f"PARTIAL: {rep.partial.questions} of {rep.partial.of} questions; figures published for all of them are "
-                     "not comparable with these")
+        lines.append(
+            f"PARTIAL: {rep.partial.questions} of {rep.partial.of} questions; figures published for all of them are "
+            "not comparable with these"
+        )
     j, lme = rep.metrics.get("j"), rep.longmemeval
     if j is not None and j.rows is not None and lme is not None:
-        lines += ["", f"{j.label} ({j.rows.reported_field}): {j.rows.equal} of {j.rows.rows} rows equal the judge folder's"
-                  + (f", {j.rows.mismatched} differ" if j.rows.mismatched else "")]
+        lines += [
+            "",
+            f"{j.label} ({j.rows.reported_field}): {j.rows.equal} of {j.rows.rows} rows equal the judge folder's"
+            + (f", {j.rows.mismatched} differ" if j.rows.mismatched else ""),
+        ]
 
         def fmt(v: float | None) -> str:
             return "-" if v is None else f"{v:.4f}"
 
         lines.append(f"  {'type':<30}{'n':>5}  {'ours':>7}  {'file':>7}")
         for c, f in j.by_category.items():
-            lines.append(f"  {c + ' ' + LONGMEMEVAL.category_names[int(c)]:<30}{f.rows:>5}  {fmt(f.ours):>7}  {fmt(f.reported):>7}")
+            lines.append(
+                f"  {c + ' ' + LONGMEMEVAL.category_names[int(c)]:<30}{f.rows:>5}  {fmt(f.ours):>7}  {fmt(f.reported):>7}"
+            )
         lines.append(f"  {'overall':<30}{j.overall.rows:>5}  {fmt(j.overall.ours):>7}  {fmt(j.overall.reported):>7}")
-        lines += ["", f"print_qa_metrics.py over the file's labels (question types from {lme.dataset}):", lme.authors_report.rstrip("\n"),
-                  "", "the pack's report (its judge folder's autorater_metrics.json) is "
-                  + ("the same text, byte for byte" if lme.equal else "DIFFERENT:\n" + lme.report.rstrip("\n")), lme.comparability]
+        lines += [
+            "",
+            f"print_qa_metrics.py over the file's labels (question types from {lme.dataset}):",
+            lme.authors_report.rstrip("\n"),
+            "",
+            "the pack's report (its judge folder's autorater_metrics.json) is "
+            + ("the same text, byte for byte" if lme.equal else "DIFFERENT:\n" + lme.report.rstrip("\n")),
+            lme.comparability,
+        ]
     lines += rep.notes
     return "\n".join(lines)

@@ -99,8 +99,7 @@ class LongMemEvalJudge:
     #: the model whose labels the authors report (for the comparability label)
     published_model: ClassVar[str] = JUDGE_MODEL
 
-    def __init__(self, templates: Mapping[str, str], templates_sha256: str,
-                 pins: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, templates: Mapping[str, str], templates_sha256: str, pins: str | os.PathLike[str] | None = None) -> None:
         missing = [k for k in (*QUESTION_TYPES, ABSTENTION) if k not in templates]
         if missing:
             raise UserError(f"LongMemEval's judge has no template for {', '.join(missing)}; the pin is broken")
@@ -119,8 +118,10 @@ class LongMemEvalJudge:
         try:
             return LONGMEMEVAL.category_names[row.category]
         except KeyError:
-            raise UserError(f"a LongMemEval row has category {row.category!r}, which names no question type "
-                            f"(1-{len(LONGMEMEVAL.category_names)}); is this pack LongMemEval's?") from None
+            raise UserError(
+                f"a LongMemEval row has category {row.category!r}, which names no question type "
+                f"(1-{len(LONGMEMEVAL.category_names)}); is this pack LongMemEval's?"
+            ) from None
 
     def skips(self, row: JudgedRow) -> bool:
         return False
@@ -142,8 +143,9 @@ class LongMemEvalJudge:
 
     def prompt_text(self, row: Any) -> str:
         """The one user message: the pinned `get_anscheck_prompt` run on this row."""
-        return anscheck_prompt(self.question_type(row), row.question, row.gold, row.prediction,
-                               is_abstention(row.question_id), pins=self.pins)
+        return anscheck_prompt(
+            self.question_type(row), row.question, row.gold, row.prediction, is_abstention(row.question_id), pins=self.pins
+        )
 
     def request(self, row: Any, *, model: str, sampling: Mapping[str, Any]) -> JudgeCall:
         """evaluate_qa.py's request: the message as one user message, `sampling`'s temperature and
@@ -162,8 +164,9 @@ class LongMemEvalJudge:
             max_tokens=int(sampling["max_tokens"]),
             seed=None if seed is None else int(seed),
         )
-        return JudgeCall(request, slots, sha256_text(prompt), template_file=name,
-                         template_sha256=sha256_text(self.templates[name]))
+        return JudgeCall(
+            request, slots, sha256_text(prompt), template_file=name, template_sha256=sha256_text(self.templates[name])
+        )
 
     def verdict(self, text: str | None) -> JudgeParse:
         if text is None or not text.strip():
@@ -176,5 +179,7 @@ class LongMemEvalJudge:
 
     def prompt_info(self, stored_at: str) -> dict[str, Any]:
         """What the meta records of the prompts: the pin, one hash over them, and each stored file."""
-        return {**pinned_prompt_info("LongMemEval get_anscheck_prompt", self.pin, self.template_sha256, stored_at),
-                "files": {name: sha256_text(text) for name, text in self.templates.items()}}
+        return {
+            **pinned_prompt_info("LongMemEval get_anscheck_prompt", self.pin, self.template_sha256, stored_at),
+            "files": {name: sha256_text(text) for name, text in self.templates.items()},
+        }

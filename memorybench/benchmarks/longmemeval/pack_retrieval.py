@@ -35,8 +35,13 @@ def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retri
     `RetrievalAverage`), or None when the pack's method retrieves nothing per question."""
     from memorybench.benchmark import LONGMEMEVAL, benchmark_of_meta
     from memorybench.pack.walk import dataset_of
-    from memorybench.benchmarks.longmemeval.retrieval import QuestionRetrieval, average_metrics, build_corpus, question_metrics, \
-        ranking_from_keys
+    from memorybench.benchmarks.longmemeval.retrieval import (
+        QuestionRetrieval,
+        average_metrics,
+        build_corpus,
+        question_metrics,
+        ranking_from_keys,
+    )
 
     pack = PackReader.open(pack_root)
     meta = pack.json_object(layout.RUN_META)
@@ -63,8 +68,12 @@ def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retri
         session_ids = [s.session_id or f"session_{s.index}" for s in haystack.sessions]
         turns = [[{"role": t.speaker, "has_answer": t.dia_id in evidence} for t in s.turns] for s in haystack.sessions]
         corpus = build_corpus(session_ids, turns, "turn")
-        keys = [key for hit in hit_row.get("hits") or () for d in sources.get((sample, str(hit["item_id"])), ())
-                if (key := _turn_key(d)) is not None]
+        keys = [
+            key
+            for hit in hit_row.get("hits") or ()
+            for d in sources.get((sample, str(hit["item_id"])), ())
+            if (key := _turn_key(d)) is not None
+        ]
         ranking = ranking_from_keys(corpus, keys)
         user_target = any(t["has_answer"] for session in turns for t in session if t["role"] == "user")
         rows.append(QuestionRetrieval(qid, question_metrics(corpus, ranking), user_target, len(ranking), len(corpus.ids)))
@@ -88,8 +97,12 @@ def retrieval_table(frame: Any, boot: Any = None) -> Any:
         found = [a for a in (pack_retrieval(p) for p in rows["pack"].unique()) if a is not None]
         if not found:
             continue
-        row: dict[str, Any] = {"condition": condition, "runs": len(found), "questions": found[0].n,
-                               "skipped_abstention": len(found[0].skipped_abstention)}
+        row: dict[str, Any] = {
+            "condition": condition,
+            "runs": len(found),
+            "questions": found[0].n,
+            "skipped_abstention": len(found[0].skipped_abstention),
+        }
         for level in ("session", "turn"):
             for name in ("recall_all@5", "ndcg_any@5", "recall_all@10", "ndcg_any@10"):
                 values = [a.metrics[level][name] for a in found if name in a.metrics.get(level, {})]

@@ -135,8 +135,10 @@ def _check_rendering(pins: str | os.PathLike[str] | None) -> None:
     literals = set(string_constants(_function(pins)))
     missing = [s for s in (_SESSION_BLOCK, _NL_TURN, _JSON_LEAD) if s not in literals]
     if missing:
-        raise UserError(f"{LONGMEMEVAL_RUN_GENERATION.url}: prepare_prompt renders history otherwise "
-                        f"(no literal {missing[0]!r}); the pin is broken")
+        raise UserError(
+            f"{LONGMEMEVAL_RUN_GENERATION.url}: prepare_prompt renders history otherwise "
+            f"(no literal {missing[0]!r}); the pin is broken"
+        )
 
 
 def _turns(session: HistorySession, user_only: bool) -> list[dict[str, str]]:
@@ -149,8 +151,13 @@ def _check_choice(value: str, choices: Sequence[str], what: str) -> None:
         raise UserError(f"LongMemEval's {what} {value!r} is not one of {', '.join(choices)}")
 
 
-def render_history(sessions: Sequence[HistorySession], *, history_format: str = DEFAULT_HISTORY_FORMAT,
-                   user_only: bool = False, pins: str | os.PathLike[str] | None = None) -> str:
+def render_history(
+    sessions: Sequence[HistorySession],
+    *,
+    history_format: str = DEFAULT_HISTORY_FORMAT,
+    user_only: bool = False,
+    pins: str | os.PathLike[str] | None = None,
+) -> str:
     """prepare_prompt's `history_string` for these sessions (session level; see the module docstring)."""
     _check_choice(history_format, HISTORY_FORMATS, "history format")
     _check_rendering(pins)
@@ -161,8 +168,10 @@ def render_history(sessions: Sequence[HistorySession], *, history_format: str = 
     for i, session in enumerate(ordered):
         if session.note is not None:
             if history_format != "json":
-                raise UserError("con-separate notes render in the json history format only (the authors' nl "
-                                "rendering fails on a note); use history_format=json")
+                raise UserError(
+                    "con-separate notes render in the json history format only (the authors' nl "
+                    "rendering fails on a note); use history_format=json"
+                )
             body = _JSON_LEAD + json.dumps({"session_summary": session.note})
         elif history_format == "json":
             body = _JSON_LEAD + json.dumps(_turns(session, user_only))
@@ -172,9 +181,16 @@ def render_history(sessions: Sequence[HistorySession], *, history_format: str = 
     return history
 
 
-def reader_prompt(sessions: Sequence[HistorySession], question: str, question_date: str, *,
-                  reading_method: str = DEFAULT_READING_METHOD, history_format: str = DEFAULT_HISTORY_FORMAT,
-                  user_only: bool = False, pins: str | os.PathLike[str] | None = None) -> str:
+def reader_prompt(
+    sessions: Sequence[HistorySession],
+    question: str,
+    question_date: str,
+    *,
+    reading_method: str = DEFAULT_READING_METHOD,
+    history_format: str = DEFAULT_HISTORY_FORMAT,
+    user_only: bool = False,
+    pins: str | os.PathLike[str] | None = None,
+) -> str:
     """The reader's user message, as prepare_prompt builds it (without truncation). For
     `con-separate` every session must carry its note (`chain_of_note_prompt` asks for it)."""
     _check_choice(reading_method, READING_METHODS, "reading method")
@@ -188,21 +204,32 @@ def reader_prompt(sessions: Sequence[HistorySession], question: str, question_da
     return template.format(history, question_date, question)
 
 
-def chain_of_note_prompt(session: HistorySession, question: str, question_date: str, *, user_only: bool = False,
-                         pins: str | os.PathLike[str] | None = None) -> str:
+def chain_of_note_prompt(
+    session: HistorySession,
+    question: str,
+    question_date: str,
+    *,
+    user_only: bool = False,
+    pins: str | os.PathLike[str] | None = None,
+) -> str:
     """The `con-separate` note request for one session (one user message to the reader model)."""
-    return chain_of_note_template(pins).format(session.date, json.dumps(_turns(session, user_only)), question_date,
-                                               question)
+    return chain_of_note_template(pins).format(session.date, json.dumps(_turns(session, user_only)), question_date, question)
 
 
 def authors_history(conversation: Conversation, pins: str | None = None) -> BuiltMemory:
     """A LongMemEval haystack as its authors' reader sees it: every session, sorted by date,
     in run_generation.py's json history format (`render_history`); one
     item per session (its turns as the json the history holds), the text the whole history."""
-    sessions = [HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns))
-                for s in conversation.sessions]
-    items = [MemoryItem(item_id=f"session_{s.index}", text=json.dumps([dict(t) for t in h.turns]),
-                        sources=tuple(t.dia_id for t in s.turns)) for s, h in zip(conversation.sessions, sessions) if s.turns]
+    sessions = [
+        HistorySession(s.date_time, tuple({"role": t.speaker, "content": t.text} for t in s.turns)) for s in conversation.sessions
+    ]
+    items = [
+        MemoryItem(
+            item_id=f"session_{s.index}", text=json.dumps([dict(t) for t in h.turns]), sources=tuple(t.dia_id for t in s.turns)
+        )
+        for s, h in zip(conversation.sessions, sessions)
+        if s.turns
+    ]
     return BuiltMemory(conversation.sample_id, items, text=render_history(sessions, pins=pins))
 
 

@@ -101,8 +101,9 @@ def ndcg(rankings: Sequence[int], correct_docs: Iterable[str], corpus_ids: Seque
     return actual_dcg / ideal_dcg
 
 
-def evaluate_retrieval(rankings: Sequence[int], correct_docs: Sequence[str], corpus_ids: Sequence[str],
-                       k: int = 10) -> tuple[float, float, float]:
+def evaluate_retrieval(
+    rankings: Sequence[int], correct_docs: Sequence[str], corpus_ids: Sequence[str], k: int = 10
+) -> tuple[float, float, float]:
     """(recall_any, recall_all, ndcg_any) at k (eval_utils.evaluate_retrieval). No correct
     document: recall_any 0, recall_all 1 (all of none), ndcg 0."""
     recalled = {corpus_ids[idx] for idx in rankings[:k]}
@@ -115,8 +116,9 @@ def _strip_turn_id(doc_id: str) -> str:
     return "_".join(doc_id.split("_")[:-1])
 
 
-def evaluate_retrieval_turn2session(rankings: Sequence[int], correct_docs: Sequence[str], corpus_ids: Sequence[str],
-                                    k: int = 10) -> tuple[float, float, float]:
+def evaluate_retrieval_turn2session(
+    rankings: Sequence[int], correct_docs: Sequence[str], corpus_ids: Sequence[str], k: int = 10
+) -> tuple[float, float, float]:
     """A turn ranking scored at session level (eval_utils.evaluate_retrieval_turn2session)."""
     correct = list({_strip_turn_id(x) for x in correct_docs})
     sessions = [_strip_turn_id(x) for x in corpus_ids]
@@ -152,8 +154,7 @@ def _has_answer(turn: Mapping[str, Any]) -> bool:
     return bool(turn.get("has_answer"))
 
 
-def build_corpus(session_ids: Sequence[str], sessions: Sequence[Sequence[Mapping[str, Any]]],
-                 granularity: Granularity) -> Corpus:
+def build_corpus(session_ids: Sequence[str], sessions: Sequence[Sequence[Mapping[str, Any]]], granularity: Granularity) -> Corpus:
     """The corpus of one haystack: `sessions` are lists of turns with `role` and, where the file
     has it, `has_answer` (gold: scorer-side only). A turn without the flag is not evidence (the
     authors' code requires the flag on every user turn of an `answer` session; the released
@@ -199,18 +200,19 @@ def question_metrics(corpus: Corpus, ranking: Sequence[int], ks: Sequence[int] =
     """run_retrieval.py's `retrieval_results.metrics` of one question: `{"session": {...}, "turn": {...}}`
     (a session ranking leaves `turn` empty, as the script does)."""
     if len(set(ranking)) != len(ranking) or any(not 0 <= i < len(corpus.ids) for i in ranking):
-        raise UserError(f"a ranking must name distinct corpus positions 0..{len(corpus.ids) - 1}; "
-                        "build it with ranking_from_keys")
+        raise UserError(
+            f"a ranking must name distinct corpus positions 0..{len(corpus.ids) - 1}; build it with ranking_from_keys"
+        )
     correct = corpus.correct_docs
     metrics: dict[str, dict[str, float]] = {"session": {}, "turn": {}}
     for k in ks:
         recall_any, recall_all, ndcg_any = evaluate_retrieval(ranking, correct, corpus.ids, k=k)
-        metrics[corpus.granularity].update({f"recall_any@{k}": recall_any, f"recall_all@{k}": recall_all,
-                                            f"ndcg_any@{k}": ndcg_any})
+        metrics[corpus.granularity].update(
+            {f"recall_any@{k}": recall_any, f"recall_all@{k}": recall_all, f"ndcg_any@{k}": ndcg_any}
+        )
         if corpus.granularity == "turn":
             recall_any, recall_all, ndcg_any = evaluate_retrieval_turn2session(ranking, correct, corpus.ids, k=k)
-            metrics["session"].update({f"recall_any@{k}": recall_any, f"recall_all@{k}": recall_all,
-                                       f"ndcg_any@{k}": ndcg_any})
+            metrics["session"].update({f"recall_any@{k}": recall_any, f"recall_all@{k}": recall_all, f"ndcg_any@{k}": ndcg_any})
     return metrics
 
 
@@ -244,8 +246,11 @@ class RetrievalAverage:
 
     def printed(self) -> dict[str, dict[str, float]]:
         """The cut print_retrieval_metrics.py prints (levels and names it has)."""
-        return {level: {name: self.metrics[level][name] for name in names if name in self.metrics.get(level, {})}
-                for level, names in PRINTED.items() if self.metrics.get(level)}
+        return {
+            level: {name: self.metrics[level][name] for name in names if name in self.metrics.get(level, {})}
+            for level, names in PRINTED.items()
+            if self.metrics.get(level)
+        }
 
 
 SCRIPTS = ("run_retrieval.py", "print_retrieval_metrics.py")
@@ -271,8 +276,9 @@ def average_metrics(rows: Sequence[QuestionRetrieval], script: str = "run_retrie
                 values = [r.metrics[level][name] for r in kept if name in r.metrics.get(level, {})]
                 if len(values) == len(kept):
                     averaged[level][name] = float(np.mean(values))
-    return RetrievalAverage(script=script, metrics=averaged, n=len(kept), skipped_abstention=abstention,
-                            skipped_no_target=no_target)
+    return RetrievalAverage(
+        script=script, metrics=averaged, n=len(kept), skipped_abstention=abstention, skipped_no_target=no_target
+    )
 
 
 def authors_retrieval_report(average: RetrievalAverage) -> str:
@@ -281,8 +287,10 @@ def authors_retrieval_report(average: RetrievalAverage) -> str:
     joined by `, ` and each led by a tab; a level whose metrics the log lacks prints nothing
     after its heading, as the script's `except: pass`."""
     if average.script != "print_retrieval_metrics.py":
-        raise UserError("authors_retrieval_report prints print_retrieval_metrics.py's average; "
-                        "pass average_metrics(rows, script='print_retrieval_metrics.py')")
+        raise UserError(
+            "authors_retrieval_report prints print_retrieval_metrics.py's average; "
+            "pass average_metrics(rows, script='print_retrieval_metrics.py')"
+        )
     import numpy as np
 
     lines = []

@@ -94,8 +94,9 @@ def _anscheck(pins: str | os.PathLike[str] | None) -> Any:
     return pinned_function(LONGMEMEVAL_EVALUATE_QA, _GET_ANSCHECK_PROMPT, pins, builtins=_BUILTINS)
 
 
-def anscheck_prompt(question_type: str, question: Any, answer: Any, response: Any, abstention: bool, *,
-                    pins: str | os.PathLike[str] | None = None) -> str:
+def anscheck_prompt(
+    question_type: str, question: Any, answer: Any, response: Any, abstention: bool, *, pins: str | os.PathLike[str] | None = None
+) -> str:
     """The judge's user message: the pinned `get_anscheck_prompt(task, question, answer, response,
     abstention)`, run as it is (`str.format` of the raw values: an int answer prints as `3`).
 
@@ -129,14 +130,26 @@ def anscheck_templates_sha256(pins: str | os.PathLike[str] | None = None) -> str
     return sha256_text("".join(t + "\0" for t in distinct))
 
 
-def judge_request(question_id: str, question_type: str, question: Any, answer: Any, hypothesis: Any, *,
-                  model: str = JUDGE_MODEL, pins: str | os.PathLike[str] | None = None) -> ChatRequest:
+def judge_request(
+    question_id: str,
+    question_type: str,
+    question: Any,
+    answer: Any,
+    hypothesis: Any,
+    *,
+    model: str = JUDGE_MODEL,
+    pins: str | os.PathLike[str] | None = None,
+) -> ChatRequest:
     """The request evaluate_qa.py sends for one hypothesis: the prompt of its type (the abstention
     prompt for an `_abs` id) as one user message, temperature 0, max_tokens 10 (n=1 is the API's
     default and is not a field of ours)."""
     prompt = anscheck_prompt(question_type, question, answer, hypothesis, is_abstention(question_id), pins=pins)
-    return ChatRequest(model=model, messages=({"role": "user", "content": prompt},),
-                       temperature=float(JUDGE_TEMPERATURE), max_tokens=JUDGE_MAX_TOKENS)
+    return ChatRequest(
+        model=model,
+        messages=({"role": "user", "content": prompt},),
+        temperature=float(JUDGE_TEMPERATURE),
+        max_tokens=JUDGE_MAX_TOKENS,
+    )
 
 
 def judge_label(reply: str | None) -> bool | None:
@@ -227,8 +240,10 @@ def qa_metrics(rows: Iterable[JudgedRow]) -> QaMetrics:
     abstention: list[int] = []
     for row in rows:
         if row.question_type not in labels:
-            raise UserError(f"question {row.question_id} has type {row.question_type!r}, which LongMemEval does not have; "
-                            f"the types are {', '.join(QUESTION_TYPES)}")
+            raise UserError(
+                f"question {row.question_id} has type {row.question_type!r}, which LongMemEval does not have; "
+                f"the types are {', '.join(QUESTION_TYPES)}"
+            )
         value = 1 if row.label else 0
         labels[row.question_type].append(value)
         if is_abstention(row.question_id):
@@ -258,8 +273,10 @@ def authors_report(metrics: QaMetrics) -> str:
     """The text print_qa_metrics.py writes to stdout for these rows, byte for byte."""
     lines = ["", "Evaluation results by task:"]
     lines += [f"\t{t.question_type}: {_rounded(t.accuracy)} ({t.n})" for t in metrics.by_type]
-    lines += ["", f"Task-averaged Accuracy: {_rounded(metrics.task_averaged_accuracy)}",
-              f"Overall Accuracy: {_rounded(metrics.overall_accuracy)}",
-              f"Abstention Accuracy: {_rounded(metrics.abstention_accuracy)} ({metrics.abstention_n})"]
+    lines += [
+        "",
+        f"Task-averaged Accuracy: {_rounded(metrics.task_averaged_accuracy)}",
+        f"Overall Accuracy: {_rounded(metrics.overall_accuracy)}",
+        f"Abstention Accuracy: {_rounded(metrics.abstention_accuracy)} ({metrics.abstention_n})",
+    ]
     return "\n".join(lines) + "\n"
-

@@ -98,6 +98,4 @@ def register() -> None:
         _strip_answer(result)
         return result
 
-    lcf.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
-        COMPLETION_CHAT_FORMAT, handler, overwrite=True
-    )
+    lcf.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(COMPLETION_CHAT_FORMAT, handler, overwrite=True)

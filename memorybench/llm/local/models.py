@@ -97,8 +97,7 @@ def _locate_in_package(spec: LocalModelSpec, module: str, filename: str) -> Path
         if candidate.exists():
             return candidate
     raise LocalModelError(
-        f"local model {spec.name}: {filename} is missing from {list(found.submodule_search_locations)}; "
-        f"fix: {_fix(spec.package)}"
+        f"local model {spec.name}: {filename} is missing from {list(found.submodule_search_locations)}; fix: {_fix(spec.package)}"
     )
 
 
@@ -155,14 +154,14 @@ def _writable(folder: Path) -> bool:
 
 
 _ASSEMBLE_LOCK = threading.Lock()
+
+
 def _verify_sha256(path: Path, expected: str, package: str) -> None:
     if not path.exists():
         raise LocalModelError(f"model file {path} does not exist; fix: {_fix(package)}")
     actual = sha256_file_cached(path)
     if actual != expected:
-        raise LocalModelError(
-            f"model file {path} is corrupt: sha256 {actual}, expected {expected}; fix: {_fix(package)}"
-        )
+        raise LocalModelError(f"model file {path} is corrupt: sha256 {actual}, expected {expected}; fix: {_fix(package)}")
 
 
 LOCAL_MODELS: dict[str, LocalModelSpec] = {
@@ -315,7 +314,9 @@ def _choose(
         tokens = tokens_for(spec)
         if not _fits(tokens, spec, answer_tokens):
             longer = [s.name for s in models.values() if s is not spec and _fits(tokens_for(s), s, answer_tokens)]
-            hint = f"use a local model with a longer context ({', '.join(f'{role}.model={n}' for n in longer)}), " if longer else ""
+            hint = (
+                f"use a local model with a longer context ({', '.join(f'{role}.model={n}' for n in longer)}), " if longer else ""
+            )
             raise LocalModelError(
                 f"{need(tokens)} but the {role}'s local model {spec.name} holds {spec.max_context}; {hint}"
                 f"{smaller}a {role} with a longer context: {server}"
@@ -329,9 +330,7 @@ def _choose(
         tokens = counts[name] = tokens_for(spec)
         if _fits(tokens, spec, answer_tokens):
             n_ctx = context_size(tokens, spec, answer_tokens)
-            why = AUTO_REASON if rank == 0 else (
-                f"the prompt is too long for {', '.join(order[:rank])}; {spec.name} holds it"
-            )
+            why = AUTO_REASON if rank == 0 else (f"the prompt is too long for {', '.join(order[:rank])}; {spec.name} holds it")
             return spec, n_ctx, f"auto: {spec.name} ({why}); n_ctx {n_ctx} for a {tokens}-token prompt"
     biggest = max(models.values(), key=lambda s: s.max_context)
     raise LocalModelError(

@@ -180,10 +180,15 @@ class PrefillStore:
         if written <= 0 or written > size:
             return None
         data = memoryview(buf)[:written]
-        header = json.dumps({
-            "settings": self.settings, "n_tokens": n, "data_bytes": written,
-            "data_sha256": hashlib.sha256(data).hexdigest(),
-        }, sort_keys=True).encode()
+        header = json.dumps(
+            {
+                "settings": self.settings,
+                "n_tokens": n,
+                "data_bytes": written,
+                "data_sha256": hashlib.sha256(data).hexdigest(),
+            },
+            sort_keys=True,
+        ).encode()
         total = len(MAGIC) + 4 + len(header) + 4 * n + written
         if total > self.max_bytes:
             return None

@@ -173,12 +173,23 @@ def _prefill_store(args: argparse.Namespace, threads: int):  # type: ignore[no-u
     from memorybench.llm.local.prefill_store import PrefillStore, settings
 
     context = {
-        "n_ctx": args.n_ctx, "n_batch": args.n_batch, "n_ubatch": args.n_batch, "n_threads": threads,
-        "n_threads_batch": threads, "flash_attn": not args.no_flash_attn, "swa_full": True,
-        "chat_format": args.chat_format, "logits_all": False, "n_gpu_layers": 0,
+        "n_ctx": args.n_ctx,
+        "n_batch": args.n_batch,
+        "n_ubatch": args.n_batch,
+        "n_threads": threads,
+        "n_threads_batch": threads,
+        "flash_attn": not args.no_flash_attn,
+        "swa_full": True,
+        "chat_format": args.chat_format,
+        "logits_all": False,
+        "n_gpu_layers": 0,
     }
-    return PrefillStore(Path(args.prefill_dir), settings(args.model_sha256, **context),
-                        max_bytes=args.prefill_max_mb * 2**20, min_tokens=args.prefill_min_tokens)
+    return PrefillStore(
+        Path(args.prefill_dir),
+        settings(args.model_sha256, **context),
+        max_bytes=args.prefill_max_mb * 2**20,
+        min_tokens=args.prefill_min_tokens,
+    )
 
 
 def _swa_full_by_default() -> None:

@@ -275,8 +275,14 @@ class LocalServer:
         if self.spec.chat_format:
             cmd += ["--chat-format", self.spec.chat_format]
         if self.prefill_dir is not None and self.prefill_max_mb > 0 and self.prefix_reuse == "exact":
-            cmd += ["--prefill-dir", str(self.prefill_dir), "--prefill-max-mb", str(self.prefill_max_mb),
-                    "--model-sha256", self.spec.sha256]  # spec.path() verified the file against it
+            cmd += [
+                "--prefill-dir",
+                str(self.prefill_dir),
+                "--prefill-max-mb",
+                str(self.prefill_max_mb),
+                "--model-sha256",
+                self.spec.sha256,
+            ]  # spec.path() verified the file against it
         if self.n_threads:
             cmd += ["--n-threads", str(self.n_threads)]
         if not self.flash_attn:

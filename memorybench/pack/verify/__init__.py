@@ -79,7 +79,17 @@ from memorybench.pack.verify.context import Context, local_pack, pack_location, 
 from memorybench.pack.verify.findings import CODES, WARNINGS, Finding, Findings, failures
 from memorybench.pack.verify.secrets import credential_values
 
-__all__ = ["CODES", "WARNINGS", "Finding", "failures", "credential_values", "local_pack", "pack_root", "verify_main", "verify_pack"]
+__all__ = [
+    "CODES",
+    "WARNINGS",
+    "Finding",
+    "failures",
+    "credential_values",
+    "local_pack",
+    "pack_root",
+    "verify_main",
+    "verify_pack",
+]
 
 #: The checks, in the order they run and report. Earlier ones parse what later ones read
 #: (records, then config and dataset, then questions, references and needles).
@@ -133,24 +143,38 @@ def verify_main(argv: Sequence[str]) -> int:
     {pack, code, path, message} instead. The values of the credential variables present
     (OPENAI_API_KEY, *_API_KEY, *_TOKEN, ...) are searched for.
     """
-    parser = OneLineParser(prog="memorybench verify", description="Check packs: schemas, counts, hashes, _SUCCESS, gold leaks, secrets.")
+    parser = OneLineParser(
+        prog="memorybench verify", description="Check packs: schemas, counts, hashes, _SUCCESS, gold leaks, secrets."
+    )
     parser.add_argument("packs", nargs="+", metavar="PACK", help="a pack folder <packs>/<name>/runs/<run_id>, or its gs:// URI")
     parser.add_argument("--json", action="store_true", help="print the findings as a JSON list")
-    parser.add_argument("--pins", help="pins folder holding the pinned dataset (default: $MEMORYBENCH_PINS or the user cache dir)")
+    parser.add_argument(
+        "--pins", help="pins folder holding the pinned dataset (default: $MEMORYBENCH_PINS or the user cache dir)"
+    )
     ns = parser.parse_args(list(argv))
     roots = [pack_location(p) for p in ns.packs]  # a local folder that is not a pack fails before any check
     values = credential_values()
     results = [(root, verify_pack(root, pins_dir=ns.pins, secrets=values)) for root in roots]
     if ns.json:
         # a finding quotes the pack's names and contents, outside text: no control character reaches the terminal
-        print(printable(json.dumps([{"pack": str(root), **asdict(f)} for root, findings in results for f in findings], indent=2,
-                                   ensure_ascii=False)))
+        print(
+            printable(
+                json.dumps(
+                    [{"pack": str(root), **asdict(f)} for root, findings in results for f in findings],
+                    indent=2,
+                    ensure_ascii=False,
+                )
+            )
+        )
     else:
         for root, findings in results:
             for f in findings:
                 print(printable(f.format(root), newlines=False))  # one finding, one line
             if not failures(findings):
                 warned = len(findings)
-                print(printable(f"ok {root}", newlines=False) + (f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""))
+                print(
+                    printable(f"ok {root}", newlines=False)
+                    + (f" ({warned} warning{'s' if warned > 1 else ''})" if warned else "")
+                )
     sys.stdout.flush()
     return 1 if any(failures(findings) for _, findings in results) else 0

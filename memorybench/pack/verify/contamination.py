@@ -57,10 +57,14 @@ def _writer_output(ctx: Context, needles: Needles) -> dict[str | None, list[tupl
 
 def _written_by_the_writer(ctx: Context, sample: str | None, needle: str, before_line: int | None = None) -> bool:
     """Whether a reply of the writer for `sample` (before call line `before_line`, if given) holds `needle`."""
-    return any(needle in text for number, text in ctx.writer_output.get(sample, ()) if before_line is None or number < before_line)
+    return any(
+        needle in text for number, text in ctx.writer_output.get(sample, ()) if before_line is None or number < before_line
+    )
 
 
-def _gold_finding(ctx: Context, out: Findings, sample: str | None, needle: str, relpath: str, line: int | None, what: str) -> None:
+def _gold_finding(
+    ctx: Context, out: Findings, sample: str | None, needle: str, relpath: str, line: int | None, what: str
+) -> None:
     assert ctx.needles is not None
     if relpath != WRITER_CALLS and _written_by_the_writer(ctx, sample, needle):
         # The writer model wrote this string itself (a year, a name): memory made from its

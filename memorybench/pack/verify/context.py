@@ -142,7 +142,6 @@ class Context:
         return path if path.is_relative_to(self.root) else None
 
 
-
 def pack_root(path: str | os.PathLike[str]) -> Path:
     """The folder as a pack root; a UserError when it is not a pack at all."""
     if str(path).startswith("gs://"):
@@ -191,10 +190,14 @@ def local_pack(path: str | os.PathLike[str]) -> Iterator[Path]:
         # cheap checks before any download: a folder of packs, or nothing at all
         runs = sorted({rel.split("/")[1] for rel in storage.list("runs/") if rel.count("/") >= 2})
         if runs:
-            raise UserError(f"{uri} is not a pack: it holds {len(runs)} pack(s) under runs/: pass them (e.g. {uri}/runs/{runs[0]})")
+            raise UserError(
+                f"{uri} is not a pack: it holds {len(runs)} pack(s) under runs/: pass them (e.g. {uri}/runs/{runs[0]})"
+            )
         if not storage.list(""):
             raise UserError(f"{uri} does not exist (no object under it); pass a pack gs://BUCKET/PREFIX/<name>/runs/<run_id>")
-        raise UserError(f"{uri} is not a pack: it has none of {', '.join(PACK_MARKERS)}; pass gs://BUCKET/PREFIX/<name>/runs/<run_id>")
+        raise UserError(
+            f"{uri} is not a pack: it has none of {', '.join(PACK_MARKERS)}; pass gs://BUCKET/PREFIX/<name>/runs/<run_id>"
+        )
     with tempfile.TemporaryDirectory(prefix="memorybench-verify-") as tmp:
         storage.download_dir("", tmp)
         yield pack_root(tmp)

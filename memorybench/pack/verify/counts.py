@@ -99,7 +99,11 @@ def _counts(ctx: Context, out: Findings) -> list[Any] | None:
             got = row.get(field)
             if got != want or type(got) is not type(want):
                 out.grouped(
-                    "row.mismatch", "predictions.jsonl", line, f"{field} of {q.question_id} is {got!r}, the dataset row has {want!r}", field
+                    "row.mismatch",
+                    "predictions.jsonl",
+                    line,
+                    f"{field} of {q.question_id} is {got!r}, the dataset row has {want!r}",
+                    field,
                 )
     if (ctx.root / "reader/traces.jsonl").is_file():
         _check_sequence(ctx, out, "reader/traces.jsonl", ids, check_index=False, run_questions=run_questions)
@@ -117,8 +121,12 @@ def check_journal_keys(ctx: Context, out: Findings) -> None:
     journals = [(rel, fields) for rel, fields in JOURNAL_KEYS.items() if not (with_dataset and rel in _IN_SEQUENCE)]
     for rel in sorted(ctx.rel.values()):
         name = posixpath.basename(rel)
-        if rel.startswith(layout.AUTORATER + "/") and not rel.startswith(NOT_RECORDS) and name in JUDGE_JOURNAL_KEYS \
-                and rel.count("/") in (1, 2):  # autorater/<file> (the flat layout) or autorater/<judge id>/<file>
+        if (
+            rel.startswith(layout.AUTORATER + "/")
+            and not rel.startswith(NOT_RECORDS)
+            and name in JUDGE_JOURNAL_KEYS
+            and rel.count("/") in (1, 2)
+        ):  # autorater/<file> (the flat layout) or autorater/<judge id>/<file>
             journals.append((rel, JUDGE_JOURNAL_KEYS[name]))
     for relpath, fields in journals:
         if relpath in ctx.rows:
@@ -158,8 +166,12 @@ def _selected(ctx: Context, out: Findings, questions: list[Any]) -> list[Any] | 
         return [known[qid] for qid in dict.fromkeys(recorded.get("question_ids") or ()) if qid in known] or None
     if selection_of(cfg) is None:
         if recorded:
-            out.add("count", layout.RUN_META, f"selection by {recorded.get('by')} but config.resolved.yaml sets neither "
-                                              "question_ids nor question_sample.per_kind")
+            out.add(
+                "count",
+                layout.RUN_META,
+                f"selection by {recorded.get('by')} but config.resolved.yaml sets neither "
+                "question_ids nor question_sample.per_kind",
+            )
         return None
     try:
         chosen = select_questions(questions, cfg)
@@ -169,10 +181,17 @@ def _selected(ctx: Context, out: Findings, questions: list[Any]) -> list[Any] | 
     want = selection_record(cfg, questions, chosen)
     if recorded != want:
         got = recorded.get("question_ids") if isinstance(recorded, dict) else None
-        differ = "no selection" if not recorded else (
-            f"{len(got or ())} question ids" if got != (want or {}).get("question_ids") else "other counts or settings")
-        out.add("count", layout.RUN_META, f"selection records {differ}; {_how(ctx)} over the dataset gives "
-                                          f"{len(chosen)} questions (first: {chosen[0].question_id if chosen else '-'})")
+        differ = (
+            "no selection"
+            if not recorded
+            else (f"{len(got or ())} question ids" if got != (want or {}).get("question_ids") else "other counts or settings")
+        )
+        out.add(
+            "count",
+            layout.RUN_META,
+            f"selection records {differ}; {_how(ctx)} over the dataset gives "
+            f"{len(chosen)} questions (first: {chosen[0].question_id if chosen else '-'})",
+        )
     return chosen
 
 
@@ -209,7 +228,11 @@ def _check_sequence(
             continue
         if check_index and row.get("index") != position[qid]:
             out.grouped(
-                "order", relpath, line, f"{qid} has index {row.get('index')}, its position in file order is {position[qid]}", "index"
+                "order",
+                relpath,
+                line,
+                f"{qid} has index {row.get('index')}, its position in file order is {position[qid]}",
+                "index",
             )
         present.append((line, qid))
     for (_, before), (line, qid) in zip(present, present[1:]):
@@ -236,20 +259,38 @@ def _check_memory_rows(ctx: Context, out: Findings, question_samples: list[str])
     for line, row in manifest:
         sid = row["sample_id"]
         if sid in seen:
-            out.grouped("duplicate.row", "memory/manifest.jsonl", line, f"memory of {sid} already has a manifest row at line {seen[sid]}", "dup")
+            out.grouped(
+                "duplicate.row",
+                "memory/manifest.jsonl",
+                line,
+                f"memory of {sid} already has a manifest row at line {seen[sid]}",
+                "dup",
+            )
             continue
         seen[sid] = line
         if sid not in samples:
-            out.grouped("count", "memory/manifest.jsonl", line, f"memory of {sid} was built but none of its questions is in the run", "stranger")
+            out.grouped(
+                "count",
+                "memory/manifest.jsonl",
+                line,
+                f"memory of {sid} was built but none of its questions is in the run",
+                "stranger",
+            )
     if "memory/manifest.jsonl" not in ctx.bad_files:
         missing = [s for s in samples if s not in seen]
         if missing:
-            out.add("count", "memory/manifest.jsonl", f"no manifest row for {len(missing)} conversation(s) of the run (first: {missing[0]})")
+            out.add(
+                "count",
+                "memory/manifest.jsonl",
+                f"no manifest row for {len(missing)} conversation(s) of the run (first: {missing[0]})",
+            )
     lineage_counts: dict[str, int] = {}
     for line, row in ctx.rows["memory/lineage.jsonl"]:
         lineage_counts[row["sample_id"]] = lineage_counts.get(row["sample_id"], 0) + 1
         if row["sample_id"] not in seen:
-            out.grouped("count", "memory/lineage.jsonl", line, f"lineage row of {row['sample_id']}, which has no manifest row", "stranger")
+            out.grouped(
+                "count", "memory/lineage.jsonl", line, f"lineage row of {row['sample_id']}, which has no manifest row", "stranger"
+            )
     if "memory/lineage.jsonl" in ctx.bad_files:
         return
     for line, row in manifest:

@@ -31,7 +31,9 @@ def check_references(ctx: Context, out: Findings) -> None:
             )
             continue
         if len(data) != ref["bytes"]:
-            out.add("hash.reference", "REFERENCE_PIN.json", f"{ref['path']} has {len(data)} bytes, the pin records {ref['bytes']}")
+            out.add(
+                "hash.reference", "REFERENCE_PIN.json", f"{ref['path']} has {len(data)} bytes, the pin records {ref['bytes']}"
+            )
         ctx.ref_texts[sha] = data.decode("utf-8")
 
 
@@ -50,7 +52,9 @@ def check_memory(ctx: Context, out: Findings) -> None:
         if path is None:
             out.add("hash.memory", "memory/manifest.jsonl", f"memory_path {row['memory_path']!r} points outside the pack", line)
         elif not path.is_file():
-            out.add("hash.memory", "memory/manifest.jsonl", f"{row['memory_path']} (memory of {row['sample_id']}) is missing", line)
+            out.add(
+                "hash.memory", "memory/manifest.jsonl", f"{row['memory_path']} (memory of {row['sample_id']}) is missing", line
+            )
         elif sha256_bytes(path.read_bytes()) != row["memory_sha256"]:
             out.add(
                 "hash.memory",

@@ -78,8 +78,14 @@ def check_judge_traces(ctx: Context, out: Findings) -> None:
             except (ValueError, TypeError, KeyError):
                 continue  # not a judge trace: the rows check says so
             if kind is None:
-                out.grouped(CODE, relpath, line, f"the judge protocol {name!r} of {folder} is not known here, so its "
-                            "messages cannot be rebuilt (install the plugin that registers it)", "protocol")
+                out.grouped(
+                    CODE,
+                    relpath,
+                    line,
+                    f"the judge protocol {name!r} of {folder} is not known here, so its "
+                    "messages cannot be rebuilt (install the plugin that registers it)",
+                    "protocol",
+                )
                 break
             template = _template(ctx, out, folder, template_rel, request.get("template_sha256"), templates, relpath, line)
             row = predictions.get(qid)
@@ -88,34 +94,63 @@ def check_judge_traces(ctx: Context, out: Findings) -> None:
                 # protocol's, and its slots hold the stored row's answer (and question, if any)
                 stored = SimpleNamespace(**row)
                 name_of = PurePosixPath(str(template_rel)).name
-                why = kind.slots_fit(stored, name_of, slots) if name_of in kind.template_files() else (
-                    f"names {template_rel}, no template of the {name} protocol")
+                why = (
+                    kind.slots_fit(stored, name_of, slots)
+                    if name_of in kind.template_files()
+                    else (f"names {template_rel}, no template of the {name} protocol")
+                )
                 if why is not None:
                     out.grouped(CODE, relpath, line, f"the judge call {trace.get('part')!r} of {qid}: {why}", "slots")
             elif row is not None:
                 stored = SimpleNamespace(**row)
                 expected = f"{layout.JUDGE_PROMPTS}/{kind.template_file(stored)}"
                 if template_rel != expected:
-                    out.grouped(CODE, relpath, line, f"the judge message of {qid} names {template_rel}; its {name} protocol "
-                                f"fills {expected} for this question", "template")
+                    out.grouped(
+                        CODE,
+                        relpath,
+                        line,
+                        f"the judge message of {qid} names {template_rel}; its {name} protocol "
+                        f"fills {expected} for this question",
+                        "template",
+                    )
                 elif slots != kind.slots(stored):
-                    out.grouped(CODE, relpath, line, f"the judge slots of {qid} are not its stored row's question, gold and "
-                                f"prediction as the {name} protocol fills them", "slots")
+                    out.grouped(
+                        CODE,
+                        relpath,
+                        line,
+                        f"the judge slots of {qid} are not its stored row's question, gold and "
+                        f"prediction as the {name} protocol fills them",
+                        "slots",
+                    )
             if template is None:
                 continue
             try:
                 message = kind.fill(template, slots)
             except (KeyError, IndexError, ValueError, TypeError) as e:
-                out.grouped(CODE, relpath, line, f"the judge message of {qid} cannot be rebuilt from {template_rel}: {e!r}",
-                            "fill")
+                out.grouped(
+                    CODE, relpath, line, f"the judge message of {qid} cannot be rebuilt from {template_rel}: {e!r}", "fill"
+                )
                 continue
             if sha256_text(message) != trace.get("judge_payload_sha256"):
-                out.grouped(CODE, relpath, line, f"the judge message of {qid} rebuilt from {template_rel} and its slots does "
-                            "not hash to judge_payload_sha256", "payload")
+                out.grouped(
+                    CODE,
+                    relpath,
+                    line,
+                    f"the judge message of {qid} rebuilt from {template_rel} and its slots does not hash to judge_payload_sha256",
+                    "payload",
+                )
 
 
-def _template(ctx: Context, out: Findings, folder: str, template_rel: Any, sha256: Any, cache: dict[str, str | None],
-              relpath: str, line: int) -> str | None:
+def _template(
+    ctx: Context,
+    out: Findings,
+    folder: str,
+    template_rel: Any,
+    sha256: Any,
+    cache: dict[str, str | None],
+    relpath: str,
+    line: int,
+) -> str | None:
     """A trace's template file (relative to its judge folder), when it exists and hashes to what the trace records."""
     key = f"{template_rel}\0{sha256}"
     if key in cache:
@@ -123,12 +158,19 @@ def _template(ctx: Context, out: Findings, folder: str, template_rel: Any, sha25
     path = ctx.inside(f"{folder}/{template_rel}") if isinstance(template_rel, str) else None
     text = None
     if path is None or not path.is_file():
-        out.grouped(CODE, relpath, line, f"the judge template {template_rel!r} is not a file of {folder}", f"missing {template_rel}")
+        out.grouped(
+            CODE, relpath, line, f"the judge template {template_rel!r} is not a file of {folder}", f"missing {template_rel}"
+        )
     else:
         data = path.read_bytes()
         if sha256_bytes(data) != sha256:
-            out.grouped(CODE, f"{folder}/{template_rel}", None, f"hashes to {sha256_bytes(data)[:12]}…, the judge traces "
-                        f"record {str(sha256)[:12]}…", "template hash")
+            out.grouped(
+                CODE,
+                f"{folder}/{template_rel}",
+                None,
+                f"hashes to {sha256_bytes(data)[:12]}…, the judge traces record {str(sha256)[:12]}…",
+                "template hash",
+            )
         else:
             text = data.decode("utf-8", errors="replace")
     cache[key] = text

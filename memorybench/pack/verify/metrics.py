@@ -30,7 +30,9 @@ def check_metrics(ctx: Context, out: Findings) -> None:
 
     expected_csv = predictions_csv(rows, benchmark_named(metrics.get("benchmark")))
     if csv_path.is_file() and csv_path.read_bytes().decode("utf-8", errors="replace") != expected_csv:
-        out.add("metrics", "predictions.csv", "differs from a rescore of predictions.jsonl; run `memorybench rescore` on the pack")
+        out.add(
+            "metrics", "predictions.csv", "differs from a rescore of predictions.jsonl; run `memorybench rescore` on the pack"
+        )
     if ctx.metrics_doc is not None and ctx.metrics_doc != json.loads(json.dumps(metrics)):
         changed = sorted(
             k for k in set(metrics) | set(ctx.metrics_doc) if json.loads(json.dumps(metrics.get(k))) != ctx.metrics_doc.get(k)

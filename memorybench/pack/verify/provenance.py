@@ -64,7 +64,11 @@ def _config(ctx: Context, out: Findings) -> Any:
     elif rid != meta["run_id"]:
         out.add("hash.config", relpath, f"gives run id {rid!r}, run_meta.json records {meta['run_id']!r}")
     if cfg.get("max_questions") != meta["max_questions"]:
-        out.add("count", layout.RUN_META, f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}")
+        out.add(
+            "count",
+            layout.RUN_META,
+            f"max_questions={meta['max_questions']} but config.resolved.yaml has {cfg.get('max_questions')}",
+        )
     return cfg
 
 
@@ -128,8 +132,11 @@ def _dataset(ctx: Context, out: Findings) -> Any:
     name = str(data.get("name") or bench.dataset_names[0])  # a pack made before datasets were named: LoCoMo's
     dataset = bench.dataset(name) if name in bench.dataset_names else bench.datasets[0]
     if data.get("pinned") and dataset.pin is None:
-        out.add("hash.data", layout.RUN_META, f"data.pinned is true, but dataset {name} has no pin; counts, rows and gold "
-                                              "were not checked")
+        out.add(
+            "hash.data",
+            layout.RUN_META,
+            f"data.pinned is true, but dataset {name} has no pin; counts, rows and gold were not checked",
+        )
         return None
     if data.get("pinned"):
         pinned = dataset.pinned()
@@ -150,7 +157,9 @@ def _dataset(ctx: Context, out: Findings) -> Any:
         out.add("data.missing", layout.RUN_META, "data.path is empty; counts, rows and gold were not checked")
         return None
     if not is_present(dataset, path):
-        out.add("data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked")
+        out.add(
+            "data.missing", layout.RUN_META, f"dataset file {path} not found; {where}; counts, rows and gold were not checked"
+        )
         return None
     actual = dataset_sha256(dataset, path)
     if actual != expected:
@@ -174,15 +183,21 @@ def _check_data_claim(ctx: Context, data: dict[str, Any], out: Findings) -> None
         return
     asked = ctx.cfg_get("dataset", "path")
     if asked is None and not data.get("pinned"):
-        out.add("hash.data", layout.RUN_META,
-                f"config.resolved.yaml asks for the pinned dataset (dataset.path: null) but run_meta.data names "
-                f"{data.get('path')!r}, not the pin")
+        out.add(
+            "hash.data",
+            layout.RUN_META,
+            f"config.resolved.yaml asks for the pinned dataset (dataset.path: null) but run_meta.data names "
+            f"{data.get('path')!r}, not the pin",
+        )
     elif asked is not None:
         # a relative dataset.path was resolved against the run's folder: compare what is sure
         wanted, claimed = Path(str(asked)).expanduser(), Path(str(data.get("path") or "")).expanduser()
         if (wanted.resolve() != claimed.resolve()) if wanted.is_absolute() else (wanted.name != claimed.name):
-            out.add("hash.data", layout.RUN_META,
-                    f"config.resolved.yaml asks for dataset.path {asked!r} but run_meta.data names {data.get('path')!r}")
+            out.add(
+                "hash.data",
+                layout.RUN_META,
+                f"config.resolved.yaml asks for dataset.path {asked!r} but run_meta.data names {data.get('path')!r}",
+            )
 
 
 # -- prompts ---------------------------------------------------------------------------------

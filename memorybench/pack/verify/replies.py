@@ -24,10 +24,16 @@ def check_replies(ctx: Context, out: Findings) -> None:
     empty = [line for line, row in rows if (row.get("response") or {}).get("problem")]
     cut = [line for line, row in rows if row.get("answer_cut_from_chars")]
     if empty:
-        out.add(EMPTY, f"{layout.READER_TRACES}:{empty[0]}",
-                f"{len(empty)} of {len(rows)} reader replies had no text twice and are stored as empty answers "
-                "(each trace's response.problem says why); they score as given")
+        out.add(
+            EMPTY,
+            f"{layout.READER_TRACES}:{empty[0]}",
+            f"{len(empty)} of {len(rows)} reader replies had no text twice and are stored as empty answers "
+            "(each trace's response.problem says why); they score as given",
+        )
     if cut:
-        out.add(CUT, f"{layout.READER_TRACES}:{cut[0]}",
-                f"{len(cut)} of {len(rows)} answers were longer than reader.max_answer_chars and are stored cut "
-                "(answer_cut_from_chars holds each one's length)")
+        out.add(
+            CUT,
+            f"{layout.READER_TRACES}:{cut[0]}",
+            f"{len(cut)} of {len(rows)} answers were longer than reader.max_answer_chars and are stored cut "
+            "(answer_cut_from_chars holds each one's length)",
+        )

@@ -51,7 +51,11 @@ def check_success(ctx: Context, out: Findings) -> None:
     present = [rel for rel in ctx.rel.values() if not rel.endswith(".part") and posixpath.basename(rel) != layout.LOCK_FILE]
     folders = success.marker_folders(present)
     if "" not in folders:
-        out.add("success.missing", layout.SUCCESS, "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)")
+        out.add(
+            "success.missing",
+            layout.SUCCESS,
+            "absent: the run did not finish (rerun `memorybench qa` with the same overrides to resume)",
+        )
     for under in sorted(folders):  # the pack's own marker first
         record = _marker_record(ctx, out, under)
         if record is not None:
@@ -88,7 +92,11 @@ def _check_closed(ctx: Context, out: Findings, under: str, record: Success, pres
     marker = success.marker_path(under)
     diff = success.compare(ctx.root, record, under, present)
     for rel in diff.changed:
-        out.add("success.hash_mismatch", rel, f"not the bytes {marker} recorded (sha256 or size): it changed after the pack was finished")
+        out.add(
+            "success.hash_mismatch",
+            rel,
+            f"not the bytes {marker} recorded (sha256 or size): it changed after the pack was finished",
+        )
     for rel in diff.missing:
         if not under and rel in REQUIRED_FILES:
             continue  # file.missing says it, with what the file is for
@@ -175,7 +183,9 @@ def validate(out: Findings, relpath: str, line: int | None, row: Any, model: typ
         return False
     got = row.get("schema")
     if got != expected:
-        out.grouped("schema", relpath, line, f"schema {got!r} is not a known version here; expected {expected!r}", ("version", repr(got)))
+        out.grouped(
+            "schema", relpath, line, f"schema {got!r} is not a known version here; expected {expected!r}", ("version", repr(got))
+        )
         return False
     if isinstance(model, str):
         return True
@@ -262,7 +272,11 @@ def check_other_json(ctx: Context, out: Findings) -> None:
         if not relpath.endswith((".json", ".jsonl")):
             continue
         if not relpath.startswith(OPEN_FOLDERS):
-            out.add("schema", relpath, f"unknown JSON file: not a record of this pack's schemas, and outside {', '.join(OPEN_FOLDERS)}")
+            out.add(
+                "schema",
+                relpath,
+                f"unknown JSON file: not a record of this pack's schemas, and outside {', '.join(OPEN_FOLDERS)}",
+            )
             continue
         if relpath.endswith(".jsonl"):
             rows = _jsonl_lines(ctx, out, relpath) or []
@@ -272,5 +286,9 @@ def check_other_json(ctx: Context, out: Findings) -> None:
         for number, row in rows:
             if not (isinstance(row, dict) and isinstance(row.get("schema"), str) and row["schema"]):
                 out.grouped(
-                    "schema", relpath, number, "record has no `schema` field; every JSON record of a pack names its schema version", "missing"
+                    "schema",
+                    relpath,
+                    number,
+                    "record has no `schema` field; every JSON record of a pack names its schema version",
+                    "missing",
                 )

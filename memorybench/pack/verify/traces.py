@@ -109,7 +109,13 @@ def check_traces(ctx: Context, out: Findings) -> None:
         renderer = request.get("renderer")
         pinned = PINNED_READERS.get(renderer) if renderer else None
         if renderer and pinned is None:
-            out.grouped("schema", TRACES, line, f"renderer {renderer!r} is not a pinned template ({', '.join(PINNED_READERS)})", "renderer")
+            out.grouped(
+                "schema",
+                TRACES,
+                line,
+                f"renderer {renderer!r} is not a pinned template ({', '.join(PINNED_READERS)})",
+                "renderer",
+            )
             continue
         expected = sorted(pinned.slot_names(values)) if pinned is not None else ["memory", "question"]
         if sorted(values) != expected:
@@ -118,7 +124,9 @@ def check_traces(ctx: Context, out: Findings) -> None:
         memory, asked = values["memory"], values["question"]
         source = questions.get(qid)
         if source is not None and asked is not None and asked != source.question:
-            out.grouped("row.mismatch", TRACES, line, f"the question slot of {qid} is not the dataset's question text", "question")
+            out.grouped(
+                "row.mismatch", TRACES, line, f"the question slot of {qid} is not the dataset's question text", "question"
+            )
         # LoCoMo's protocol: the category and the options the question was posed with
         posed_own = pinned is LOCOMO_READER and _locomo_posed_as_the_dataset(out, line, qid, values, source)
 
@@ -133,7 +141,13 @@ def check_traces(ctx: Context, out: Findings) -> None:
             try:
                 rendered = pinned.render(template, {name: value or "" for name, value in values.items()})
             except (KeyError, ValueError) as e:
-                out.grouped("hash.payload", TRACES, line, f"the message of {qid} cannot be rebuilt from prompts/{request['template']}: {e}", "render")
+                out.grouped(
+                    "hash.payload",
+                    TRACES,
+                    line,
+                    f"the message of {qid} cannot be rebuilt from prompts/{request['template']}: {e}",
+                    "render",
+                )
                 continue
             rebuilt_sha256 = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
         else:
@@ -191,7 +205,13 @@ def _locomo_posed_as_the_dataset(out: Findings, line: int, qid: str, values: dic
     if source is None or values.get("question") != source.question:
         return False  # an edited question is already a finding; its prompt is scanned as any
     if values.get("category") != str(source.category):
-        out.grouped("row.mismatch", TRACES, line, f"the category slot of {qid} is not the dataset's category {source.category}", "category")
+        out.grouped(
+            "row.mismatch",
+            TRACES,
+            line,
+            f"the category slot of {qid} is not the dataset's category {source.category}",
+            "category",
+        )
         return False
     if source.category != 5:
         return True
@@ -201,7 +221,7 @@ def _locomo_posed_as_the_dataset(out: Findings, line: int, qid: str, values: dic
             "row.mismatch",
             TRACES,
             line,
-            f"the options of {qid} are not \"Not mentioned in the conversation\" and its adversarial_answer in the"
+            f'the options of {qid} are not "Not mentioned in the conversation" and its adversarial_answer in the'
             " order seeded from its id (reader.prompt=locomo)",
             "options",
         )
@@ -210,7 +230,12 @@ def _locomo_posed_as_the_dataset(out: Findings, line: int, qid: str, values: dic
 
 
 def _check_choice(
-    out: Findings, trace: dict[str, Any], line: int, prediction_line: int | None, prediction: dict[str, Any], values: dict[str, str | None]
+    out: Findings,
+    trace: dict[str, Any],
+    line: int,
+    prediction_line: int | None,
+    prediction: dict[str, Any],
+    values: dict[str, str | None],
 ) -> None:
     """A row of LoCoMo's two-way choice: the options its trace posed, its reply, and the
     prediction that reply maps to under LoCoMo's `get_cat_5_answer`."""

@@ -22,8 +22,19 @@ from typing import Any, ClassVar, Protocol
 
 from memorybench.errors import UserError
 
-__all__ = ["JudgeLabels", "Released", "ReleasedFormat", "ReleasedRow", "Stated", "category_of", "depth_at_most", "is_finite_number",
-           "read_bytes", "read_json", "shape_error"]
+__all__ = [
+    "JudgeLabels",
+    "Released",
+    "ReleasedFormat",
+    "ReleasedRow",
+    "Stated",
+    "category_of",
+    "depth_at_most",
+    "is_finite_number",
+    "read_bytes",
+    "read_json",
+    "shape_error",
+]
 
 
 @dataclass(frozen=True)
@@ -117,17 +128,23 @@ def _open_regular(path: Path) -> bytes:
         raise UserError(f"{path} is a folder; pass the released JSON file itself") from None
     except OSError as e:
         if e.errno == errno.ELOOP and os.path.islink(path):
-            raise UserError(f"released file {path} is a symbolic link (to {os.readlink(path)}); import reads no file through a "
-                            "link, so one in a downloaded release cannot make it read a host file: pass the real file's path") from None
+            raise UserError(
+                f"released file {path} is a symbolic link (to {os.readlink(path)}); import reads no file through a "
+                "link, so one in a downloaded release cannot make it read a host file: pass the real file's path"
+            ) from None
         raise UserError(f"released file {path} cannot be read ({e.strerror}); pass a readable file") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise UserError(f"{path} is a folder; pass the released JSON file itself")
         if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"released file {path} is not a regular file (a device, a FIFO or a socket); pass the JSON file itself")
-        too_big = UserError(f"released file {path} is larger than {MAX_RELEASED_BYTES // (1024 * 1024)} MiB; "
-                            "the released files this reads are under a few MiB: pass the file as released")
+            raise UserError(
+                f"released file {path} is not a regular file (a device, a FIFO or a socket); pass the JSON file itself"
+            )
+        too_big = UserError(
+            f"released file {path} is larger than {MAX_RELEASED_BYTES // (1024 * 1024)} MiB; "
+            "the released files this reads are under a few MiB: pass the file as released"
+        )
         if info.st_size > MAX_RELEASED_BYTES:
             raise too_big
         with os.fdopen(fd, "rb", closefd=False) as f:
@@ -168,14 +185,18 @@ def read_json(path: Path) -> Any:
     MAX_RELEASED_BYTES, nested at most MAX_RELEASED_DEPTH deep. NaN and Infinity are read as
     floats (a score may be one); `non_finite` finds them for the caller to report."""
     raw = _open_regular(path)
-    deep = UserError(f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
-                     "the released formats nest a few levels: pass the file as released")
+    deep = UserError(
+        f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
+        "the released formats nest a few levels: pass the file as released"
+    )
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise UserError(f"released file {path} is not UTF-8 ({e.reason} at byte {e.start}); pass the file as released") from None
     except json.JSONDecodeError as e:
-        raise UserError(f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released") from None
+        raise UserError(
+            f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released"
+        ) from None
     except RecursionError:
         raise deep from None
     if not _depth_at_most(data, MAX_RELEASED_DEPTH):
@@ -199,7 +220,9 @@ def finite(value: Any) -> tuple[Any, bool]:
     return (None, True) if not is_finite_number(value) else (value, False)
 
 
-def bounded_rows(rows: Sequence[Any], *, id_field: str, answer_field: str, answers: str = "answers") -> tuple[list[Any], list[str]]:
+def bounded_rows(
+    rows: Sequence[Any], *, id_field: str, answer_field: str, answers: str = "answers"
+) -> tuple[list[Any], list[str]]:
     """Released rows (dataclasses with `extra`) a pack can hold: NaN and Infinity in their other
     fields made null (strict JSON holds neither), each answer (`answer_field`) cut to
     reader.max_answer_chars as a qa answer is; a note for each kind of change, naming rows by
@@ -219,11 +242,15 @@ def bounded_rows(rows: Sequence[Any], *, id_field: str, answer_field: str, answe
         out.append(row)
     notes = []
     if held:
-        notes.append(f"{len(held)} rows hold NaN or Infinity in other fields, kept as null (no value): {', '.join(held[:10])}"
-                     + (f" and {len(held) - 10} more" if len(held) > 10 else ""))
+        notes.append(
+            f"{len(held)} rows hold NaN or Infinity in other fields, kept as null (no value): {', '.join(held[:10])}"
+            + (f" and {len(held) - 10} more" if len(held) > 10 else "")
+        )
     if cut:
-        notes.append(f"{len(cut)} {answers} longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa "
-                     f"answer) were cut to it; first {cut[0][0]} of {cut[0][1]:,} characters")
+        notes.append(
+            f"{len(cut)} {answers} longer than {DEFAULT_MAX_ANSWER_CHARS:,} characters (reader.max_answer_chars, as a qa "
+            f"answer) were cut to it; first {cut[0][0]} of {cut[0][1]:,} characters"
+        )
     return out, notes
 
 

@@ -113,7 +113,9 @@ def map_rows(rows: Sequence[ReleasedRow], conversations: Sequence[Conversation],
             continue
         chosen = next((q for q in gold_matches if q.category == row.category), gold_matches[0])
         if chosen.category != row.category:
-            problems.append(("contradicting", f"category {row.category}, {chosen.question_id} is category {chosen.category}", row))
+            problems.append(
+                ("contradicting", f"category {row.category}, {chosen.question_id} is category {chosen.category}", row)
+            )
             continue
         tie_broken += len(candidates) > 1
         taken.add(chosen.question_id)

@@ -51,7 +51,9 @@ def built_whole(final: Path, rid: str) -> Iterator[Path]:
         final.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=f".{rid}.", suffix=".importing", dir=final.parent))
     except OSError as e:
-        raise UserError(f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder") from None
+        raise UserError(
+            f"cannot create the pack under {final.parent} ({e.strerror}); pass --packs DIR, a writable folder"
+        ) from None
     try:
         yield work
         try:
@@ -59,8 +61,9 @@ def built_whole(final: Path, rid: str) -> Iterator[Path]:
         except OSError as e:
             if (final / layout.SUCCESS).is_file():  # another import of the same files finished first
                 raise AlreadyImported(final) from None
-            raise UserError(f"cannot put the imported pack at {final} ({e.strerror}); move what is there aside and "
-                            "import again") from None
+            raise UserError(
+                f"cannot put the imported pack at {final} ({e.strerror}); move what is there aside and import again"
+            ) from None
         fsync_dir(final.parent)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

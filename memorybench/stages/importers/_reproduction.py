@@ -66,8 +66,9 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _figure(pairs: Sequence[tuple[float | None, Any]], stated: tuple[int, float] | None = None,
-            rounded: Sequence[float] | None = None) -> CategoryFigure:
+def _figure(
+    pairs: Sequence[tuple[float | None, Any]], stated: tuple[int, float] | None = None, rounded: Sequence[float] | None = None
+) -> CategoryFigure:
     ours = [o for o, _ in pairs if o is not None]
     reported = [float(r) for _, r in pairs if r is not None]
     return CategoryFigure(
@@ -101,9 +102,22 @@ def _metric(
         compared = [r for r in scope if reported(r) is not None]
         bad = [r for r in compared if ours(r) is None or not equal(reported(r), ours(r), r.category)]  # type: ignore[arg-type]
         agreement = RowAgreement(
-            reported_field=field, compared=COMPARED[name], rows=len(compared), equal=len(compared) - len(bad), mismatched=len(bad),
-            examples=[Mismatch(question_id=r.question_id, category=r.category, prediction=r.prediction, gold=golds.get(r.question_id),
-                               reported=reported(r), ours=ours(r)) for r in bad[:EXAMPLES]],
+            reported_field=field,
+            compared=COMPARED[name],
+            rows=len(compared),
+            equal=len(compared) - len(bad),
+            mismatched=len(bad),
+            examples=[
+                Mismatch(
+                    question_id=r.question_id,
+                    category=r.category,
+                    prediction=r.prediction,
+                    gold=golds.get(r.question_id),
+                    reported=reported(r),
+                    ours=ours(r),
+                )
+                for r in bad[:EXAMPLES]
+            ],
         )
     stated = released.stated.get(name, {})
     present = sorted({r.category for r in scope})
@@ -118,11 +132,16 @@ def _metric(
             figure = figure.model_copy(update={"ours": ours_by_category.get(str(c))})
         by_category[str(c)] = figure
     in_stats = [stated[c] for c in present if c in stated]
-    overall = _figure([(ours(r), reported(r)) for r in scope],
-                      (sum(s.rows for s in in_stats), sum(s.total for s in in_stats)) if in_stats else None, as_written(scope))
+    overall = _figure(
+        [(ours(r), reported(r)) for r in scope],
+        (sum(s.rows for s in in_stats), sum(s.total for s in in_stats)) if in_stats else None,
+        as_written(scope),
+    )
     if ours_by_category is not None:
         overall = overall.model_copy(update={"ours": ours_overall})
-    return MetricReproduction(label=LABELS[name], rows=agreement, by_category=by_category, overall=overall, overall_categories=present)
+    return MetricReproduction(
+        label=LABELS[name], rows=agreement, by_category=by_category, overall=overall, overall_categories=present
+    )
 
 
 def build_reproduction(
@@ -143,25 +162,61 @@ def build_reproduction(
     of a partial file (`partial`), over the questions it holds."""
     every = tuple(sorted({r.category for r in rows}))
     metrics = {
-        "locomo_f1": _metric("locomo_f1", rows, lambda r: r.locomo_f1, lambda r: r.reported_locomo_f1, locomo_equal,
-                             released.fields.get("locomo_f1"), every, released, golds),
+        "locomo_f1": _metric(
+            "locomo_f1",
+            rows,
+            lambda r: r.locomo_f1,
+            lambda r: r.reported_locomo_f1,
+            locomo_equal,
+            released.fields.get("locomo_f1"),
+            every,
+            released,
+            golds,
+        ),
     }
     for name in ("mem0_f1", "mem0_bleu1"):
-        metrics[name] = _metric(name, rows, lambda r, n=name: getattr(r, n), lambda r, n=name: getattr(r, f"reported_{n}"),
-                                lambda a, b, c: a == b, released.fields.get(name), MEM0_CATEGORIES, released, golds)
+        metrics[name] = _metric(
+            name,
+            rows,
+            lambda r, n=name: getattr(r, n),
+            lambda r, n=name: getattr(r, f"reported_{n}"),
+            lambda a, b, c: a == b,
+            released.fields.get(name),
+            MEM0_CATEGORIES,
+            released,
+            golds,
+        )
     if judge is not None and released.labels is not None:
         metrics["j"] = _metric(
-            "j", rows, lambda r: verdict_scores.get(r.question_id), lambda r: r.reported_j, lambda a, b, c: a == b,
-            released.labels.field, MEM0_CATEGORIES, released, golds, ours_by_category=judge.j.by_category, ours_overall=judge.j.overall,
+            "j",
+            rows,
+            lambda r: verdict_scores.get(r.question_id),
+            lambda r: r.reported_j,
+            lambda a, b, c: a == b,
+            released.labels.field,
+            MEM0_CATEGORIES,
+            released,
+            golds,
+            ours_by_category=judge.j.by_category,
+            ours_overall=judge.j.overall,
         )
     notes = list(notes)
     for metric in metrics.values():
         for key, f in [*metric.by_category.items(), ("overall", metric.overall)]:
             if f.stated_comparable is False:
-                notes.append(f"{metric.label}, {'category ' + key if key != 'overall' else 'overall'}: the figure stated is over "
-                             f"{f.stated_rows} rows, the file holds {f.rows} here: not comparable (n/c), kept in reproduction.json only.")
-    return Reproduction(run_id=run_id, format=format_name, results_sha256=results_sha256, judge_id=judge_id, metrics=metrics,
-                        notes=notes, partial=partial)
+                notes.append(
+                    f"{metric.label}, {'category ' + key if key != 'overall' else 'overall'}: the figure stated is over "
+                    f"{f.stated_rows} rows, the file holds {f.rows} here: not comparable (n/c), kept in reproduction.json only."
+                )
+    return Reproduction(
+        run_id=run_id,
+        format=format_name,
+        results_sha256=results_sha256,
+        judge_id=judge_id,
+        metrics=metrics,
+        notes=notes,
+        partial=partial,
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -173,31 +228,49 @@ def format_reproduction(rep: Reproduction) -> str:
     lines = [f"reproduction ({rep.format}, results sha256 {rep.results_sha256[:12]}): ours beside the file's own"]
     if rep.partial is not None:
         p = rep.partial
-        lines.append(f"PARTIAL: over the {p.questions} of {p.of} questions the file holds ({len(p.conversations)} conversations); "
-                     f"absent: {sum(p.absent_by_category.values())} (by category "
-                     + ", ".join(f"{c}: {n}" for c, n in p.absent_by_category.items()) + "); "
-                     "figures published for the whole set are not comparable with these")
+        lines.append(
+            f"PARTIAL: over the {p.questions} of {p.of} questions the file holds ({len(p.conversations)} conversations); "
+            f"absent: {sum(p.absent_by_category.values())} (by category "
+            + ", ".join(f"{c}: {n}" for c, n in p.absent_by_category.items())
+            + "); "
+            "figures published for the whole set are not comparable with these"
+        )
     for metric in rep.metrics.values():
         lines.append("")
         if metric.rows is None:
             lines.append(f"{metric.label}: the file has no per-row value; ours only")
         else:
             agreement = metric.rows
-            lines.append(f"{metric.label} ({agreement.reported_field}): {agreement.equal} of {agreement.rows} rows equal ours"
-                         + (f", {agreement.mismatched} differ" if agreement.mismatched else ""))
+            lines.append(
+                f"{metric.label} ({agreement.reported_field}): {agreement.equal} of {agreement.rows} rows equal ours"
+                + (f", {agreement.mismatched} differ" if agreement.mismatched else "")
+            )
             for m in agreement.examples:
-                lines.append(f"  differs: {m.question_id} (cat {m.category}) prediction {m.prediction!r}: file {m.reported!r}, ours {m.ours!r}")
+                lines.append(
+                    f"  differs: {m.question_id} (cat {m.category}) prediction {m.prediction!r}: file {m.reported!r}, ours {m.ours!r}"
+                )
         stated = any(f.stated is not None for f in [*metric.by_category.values(), metric.overall])
         rounded = metric.overall.ours_rounded is not None and metric.rows is not None
-        header = (f"  {'cat':<4}{'name':<13}{'n':>5}  {'ours':>7}" + (f"  {'ours@3dp':>8}" if rounded else "") + f"  {'file':>7}"
-                  + (f"  {'stated':>7}" if stated else ""))
+        header = (
+            f"  {'cat':<4}{'name':<13}{'n':>5}  {'ours':>7}"
+            + (f"  {'ours@3dp':>8}" if rounded else "")
+            + f"  {'file':>7}"
+            + (f"  {'stated':>7}" if stated else "")
+        )
         lines.append(header)
         figures = [(c, CATEGORY_NAMES[int(c)], f) for c, f in metric.by_category.items()]
-        span = "-".join(str(c) for c in (metric.overall_categories[0], metric.overall_categories[-1])) if metric.overall_categories else "-"
+        span = (
+            "-".join(str(c) for c in (metric.overall_categories[0], metric.overall_categories[-1]))
+            if metric.overall_categories
+            else "-"
+        )
         figures.append((span, "overall", metric.overall))
         for key, label, f in figures:
-            line = (f"  {key:<4}{label:<13}{f.rows:>5}  {_fmt(f.ours):>7}" + (f"  {_fmt(f.ours_rounded):>8}" if rounded else "")
-                    + f"  {_fmt(f.reported):>7}")
+            line = (
+                f"  {key:<4}{label:<13}{f.rows:>5}  {_fmt(f.ours):>7}"
+                + (f"  {_fmt(f.ours_rounded):>8}" if rounded else "")
+                + f"  {_fmt(f.reported):>7}"
+            )
             shown = "n/c" if f.stated_comparable is False else _fmt(f.stated)
             lines.append(line + (f"  {shown:>7}" if stated else ""))
     lines += rep.notes

@@ -32,8 +32,10 @@ def _is_results(data: Any) -> bool:
 
 class Core:
     name: ClassVar[str] = "core"
-    shape: ClassVar[str] = ("one file per conversation {summary, conversations: [{conversationId, results: "
-                            "[{question, expectedAnswer, category, generatedAnswer, evaluationResult}]}]}")
+    shape: ClassVar[str] = (
+        "one file per conversation {summary, conversations: [{conversationId, results: "
+        "[{question, expectedAnswer, category, generatedAnswer, evaluationResult}]}]}"
+    )
 
     def read(self, files: Sequence[Path], model_key: str | None) -> Released:
         if model_key is not None:
@@ -63,19 +65,31 @@ class Core:
                     label = LABELS.get(item[LABEL]) if isinstance(item[LABEL], str) else None
                     if label is None:
                         bad.append(f"{key}[{index}]={item[LABEL]!r}")
-                    rows.append(ReleasedRow(
-                        key=key, index=index, question=str(item["question"]), gold=item["expectedAnswer"],
-                        category=category_of(item["category"], path, where), prediction=str(item["generatedAnswer"] or ""),
-                        reported={} if label is None else {"label": label},
-                        extra={k: v for k, v in item.items() if k not in ROW_FIELDS},
-                    ))
+                    rows.append(
+                        ReleasedRow(
+                            key=key,
+                            index=index,
+                            question=str(item["question"]),
+                            gold=item["expectedAnswer"],
+                            category=category_of(item["category"], path, where),
+                            prediction=str(item["generatedAnswer"] or ""),
+                            reported={} if label is None else {"label": label},
+                            extra={k: v for k, v in item.items() if k not in ROW_FIELDS},
+                        )
+                    )
         if bad:
-            raise UserError(f"{len(bad)} core rows have an evaluationResult that is not CORRECT or WRONG "
-                            f"(first: {', '.join(bad[:3])}); pass the files as released")
+            raise UserError(
+                f"{len(bad)} core rows have an evaluationResult that is not CORRECT or WRONG "
+                f"(first: {', '.join(bad[:3])}); pass the files as released"
+            )
         stated = {"j": {c: Stated(rows=judged[c], total=float(correct.get(c, 0))) for c in sorted(judged)}}
-        return Released(rows=rows, files=[("results", p) for p in files], stated=stated,
-                        labels=JudgeLabels(LABEL, "CORE's LLM judge as its released evaluation files give it (evaluationResult)"),
-                        drops=(5,))
+        return Released(
+            rows=rows,
+            files=[("results", p) for p in files],
+            stated=stated,
+            labels=JudgeLabels(LABEL, "CORE's LLM judge as its released evaluation files give it (evaluationResult)"),
+            drops=(5,),
+        )
 
     @staticmethod
     def _stated(path: Path, summary: dict[str, Any], correct: dict[int, int], judged: dict[int, int]) -> None:

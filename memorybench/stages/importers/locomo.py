@@ -36,14 +36,22 @@ def _is_stats(data: Any) -> bool:
 
 
 def _model_keys(results: list[Any]) -> list[str]:
-    keys = {k[: -len(PREDICTION)] for sample in results for row in sample.get("qa", []) if isinstance(row, dict)
-            for k in row if k.endswith(PREDICTION) and len(k) > len(PREDICTION)}
+    keys = {
+        k[: -len(PREDICTION)]
+        for sample in results
+        for row in sample.get("qa", [])
+        if isinstance(row, dict)
+        for k in row
+        if k.endswith(PREDICTION) and len(k) > len(PREDICTION)
+    }
     return sorted(keys)
 
 
 class LocomoTaskEval:
     name: ClassVar[str] = "locomo_task_eval"
-    shape: ClassVar[str] = '[{sample_id, qa: [{question, answer, category, evidence, "<model>_prediction", "<model>_f1"}]}] (+ its _stats.json)'
+    shape: ClassVar[str] = (
+        '[{sample_id, qa: [{question, answer, category, evidence, "<model>_prediction", "<model>_f1"}]}] (+ its _stats.json)'
+    )
 
     def read(self, files: Sequence[Path], model_key: str | None) -> Released:
         results: list[tuple[Path, Any]] = []
@@ -72,11 +80,19 @@ class LocomoTaskEval:
         if stats:
             stats_path, stats_data = stats[0]
             if key not in stats_data:
-                raise UserError(f"{stats_path} has no figures of model {key!r} (it has {', '.join(sorted(stats_data))}); pass its own stats file")
+                raise UserError(
+                    f"{stats_path} has no figures of model {key!r} (it has {', '.join(sorted(stats_data))}); pass its own stats file"
+                )
             stated["locomo_f1"] = self._stated(stats_path, stats_data[key])
             read.append(("stats", stats_path))
-        return Released(rows=rows, files=read, model_key=key, stated=stated, unanswered=unanswered,
-                        fields={"locomo_f1": key + F1} if any("locomo_f1" in r.reported for r in rows) else {})
+        return Released(
+            rows=rows,
+            files=read,
+            model_key=key,
+            stated=stated,
+            unanswered=unanswered,
+            fields={"locomo_f1": key + F1} if any("locomo_f1" in r.reported for r in rows) else {},
+        )
 
     @staticmethod
     def _model(path: Path, data: list[Any], model_key: str | None) -> str:
@@ -87,7 +103,9 @@ class LocomoTaskEval:
                 raise UserError(f"{path} holds the predictions of {len(keys)} models ({have}); name one with --model KEY")
             return keys[0]
         if model_key not in keys:
-            raise UserError(f"{path} has no {model_key}{PREDICTION} field; its models are {', '.join(keys) or 'none'} (--model KEY)")
+            raise UserError(
+                f"{path} has no {model_key}{PREDICTION} field; its models are {', '.join(keys) or 'none'} (--model KEY)"
+            )
         return model_key
 
     @staticmethod
@@ -110,11 +128,18 @@ class LocomoTaskEval:
                 reported = {"locomo_f1": row[key + F1]} if row.get(key + F1) is not None else {}
                 # the model's other fields (context, recall...) are kept; other models' are not this import's
                 extra = {k: v for k, v in row.items() if k.startswith(key + "_") and k not in (key + PREDICTION, key + F1)}
-                rows.append(ReleasedRow(
-                    key=sample_key, index=index, question=row["question"], gold=row.get("answer"),
-                    category=category_of(row.get("category"), path, where), prediction=prediction,
-                    reported=reported, extra=extra,
-                ))
+                rows.append(
+                    ReleasedRow(
+                        key=sample_key,
+                        index=index,
+                        question=row["question"],
+                        gold=row.get("answer"),
+                        category=category_of(row.get("category"), path, where),
+                        prediction=prediction,
+                        reported=reported,
+                        extra=extra,
+                    )
+                )
         return rows, missing
 
     @staticmethod
@@ -122,6 +147,10 @@ class LocomoTaskEval:
         counts = figures.get("category_counts") if isinstance(figures, dict) else None
         totals = figures.get("cum_accuracy_by_category") if isinstance(figures, dict) else None
         if not isinstance(counts, dict) or not isinstance(totals, dict):
-            raise UserError(f"{path}: a model's figures need category_counts and cum_accuracy_by_category (LoCoMo's evaluation_stats.py)")
-        return {category_of(c, path, f"category_counts key {c!r}"): Stated(rows=int(n), total=float(totals.get(c, 0)))
-                for c, n in counts.items()}
+            raise UserError(
+                f"{path}: a model's figures need category_counts and cum_accuracy_by_category (LoCoMo's evaluation_stats.py)"
+            )
+        return {
+            category_of(c, path, f"category_counts key {c!r}"): Stated(rows=int(n), total=float(totals.get(c, 0)))
+            for c, n in counts.items()
+        }

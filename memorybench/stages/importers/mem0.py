@@ -31,7 +31,9 @@ def _one_file(files: Sequence[Path], fmt: str, model_key: str | None) -> Path:
     if model_key is not None:
         raise UserError(f"--model {model_key} is for locomo_task_eval files, which hold several models; a {fmt} file holds one")
     if len(files) != 1:
-        raise UserError(f"a {fmt} import reads one file, got {len(files)} ({', '.join(p.name for p in files)}); import each on its own")
+        raise UserError(
+            f"a {fmt} import reads one file, got {len(files)} ({', '.join(p.name for p in files)}); import each on its own"
+        )
     return files[0]
 
 
@@ -64,7 +66,9 @@ class Mem0Evals:
         rows: list[ReleasedRow] = []
         bad_labels: list[str] = []
         for key, index, item in _rows(path, self.name, self.shape):
-            reported: dict[str, Any] = {metric: item[field] for metric, field in SCORE_FIELDS.items() if item.get(field) is not None}
+            reported: dict[str, Any] = {
+                metric: item[field] for metric, field in SCORE_FIELDS.items() if item.get(field) is not None
+            }
             label = item.get(LABEL_FIELD)
             if label is not None:
                 # evals.py writes 1 or 0 (`1 if label == "CORRECT" else 0`); anything else is not its label
@@ -72,11 +76,18 @@ class Mem0Evals:
                     bad_labels.append(f"{key}[{index}]={label!r}")
                 reported["label"] = label
             extra = {k: v for k, v in item.items() if k not in ROW_FIELDS and k not in SCORE_FIELDS.values() and k != LABEL_FIELD}
-            rows.append(ReleasedRow(
-                key=key, index=index, question=item["question"], gold=item["answer"],
-                category=category_of(item["category"], path, f"row {key}[{index}]"),
-                prediction=item["response"], reported=reported, extra=extra,
-            ))
+            rows.append(
+                ReleasedRow(
+                    key=key,
+                    index=index,
+                    question=item["question"],
+                    gold=item["answer"],
+                    category=category_of(item["category"], path, f"row {key}[{index}]"),
+                    prediction=item["response"],
+                    reported=reported,
+                    extra=extra,
+                )
+            )
         if bad_labels:
             raise UserError(
                 f"{path}: {len(bad_labels)} rows have an {LABEL_FIELD} that is not 1 or 0 (first: {', '.join(bad_labels[:3])}); "
@@ -87,7 +98,9 @@ class Mem0Evals:
             rows=rows,
             files=[("results", path)],
             fields={m: f for m, f in SCORE_FIELDS.items() if any(m in r.reported for r in rows)},
-            labels=JudgeLabels(LABEL_FIELD, "mem0's LLM judge as the file's evals.py run called it (llm_score)") if labelled else None,
+            labels=JudgeLabels(LABEL_FIELD, "mem0's LLM judge as the file's evals.py run called it (llm_score)")
+            if labelled
+            else None,
             drops=(5,),  # evals.py: "Skip category 5"
         )
 
@@ -102,9 +115,15 @@ class Mem0Search:
         for key, index, item in _rows(path, self.name, self.shape):
             # the dataset's own fields are checked against the dataset, not kept twice
             extra = {k: v for k, v in item.items() if k not in (*ROW_FIELDS, "evidence", "adversarial_answer")}
-            rows.append(ReleasedRow(
-                key=key, index=index, question=item["question"], gold=item.get("answer"),
-                category=category_of(item["category"], path, f"row {key}[{index}]"),
-                prediction=item["response"], extra=extra,
-            ))
+            rows.append(
+                ReleasedRow(
+                    key=key,
+                    index=index,
+                    question=item["question"],
+                    gold=item.get("answer"),
+                    category=category_of(item["category"], path, f"row {key}[{index}]"),
+                    prediction=item["response"],
+                    extra=extra,
+                )
+            )
         return Released(rows=rows, files=[("results", path)])

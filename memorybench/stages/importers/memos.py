@@ -46,11 +46,13 @@ KNOWN_RELEASES: dict[str, str] = {
     LOCOMO_AUDIT_SPECIFIC_SCORED.sha256: (
         "DELIBERATELY WRONG ANSWERS: dial481/locomo-audit's specific-but-wrong answers (ap-baseline v1) to the 1,540 "
         "questions of categories 1-4, judged 3 times by gpt-4o-mini under a Mem0-style prompt; J here is the rate at "
-        "which that judge accepts a wrong answer (a calibration set), not a memory system's score"),
+        "which that judge accepts a wrong answer (a calibration set), not a memory system's score"
+    ),
     LOCOMO_AUDIT_VAGUE_SCORED.sha256: (
         "DELIBERATELY WRONG ANSWERS: dial481/locomo-audit's vague-but-topical wrong answers (ap-baseline v2) to the "
         "1,540 questions of categories 1-4, judged 3 times by gpt-4o-mini under a Mem0-style prompt; J here is the rate "
-        "at which that judge accepts a wrong answer (a calibration set), not a memory system's score"),
+        "at which that judge accepts a wrong answer (a calibration set), not a memory system's score"
+    ),
 }
 
 
@@ -99,10 +101,17 @@ class JudgmentRuns:
         lines = [
             f"judgment runs ({JUDGMENTS}, {len(self.runs)} per row, {self.rows} rows): {runs}",
             f"mean over the {len(self.runs)} runs {self.mean:.4f} (the published figure: the file's accuracy is this mean"
-            + (f", reproduced exactly: {self.mean!r})" if self.reproduced else f"; the file states {self.stated_accuracy!r}, NOT reproduced)"),
+            + (
+                f", reproduced exactly: {self.mean!r})"
+                if self.reproduced
+                else f"; the file states {self.stated_accuracy!r}, NOT reproduced)"
+            ),
             f"majority vote {self.majority.accuracy:.4f} ({self.majority.correct} of {self.rows}): each row's label, the J above",
-            (f"the file's correct {self.stated_correct} = round(mean x {self.rows}), no run's count" if self.correct_reproduced
-             else f"the file's correct {self.stated_correct!r} of total_questions {self.stated_total!r} is not round(mean x {self.rows})"),
+            (
+                f"the file's correct {self.stated_correct} = round(mean x {self.rows}), no run's count"
+                if self.correct_reproduced
+                else f"the file's correct {self.stated_correct!r} of total_questions {self.stated_total!r} is not round(mean x {self.rows})"
+            ),
         ]
         per = "; ".join(f"{c} {f.mean:.4f}/{f.majority.accuracy:.4f}" for c, f in self.by_category.items())
         if per:
@@ -141,28 +150,39 @@ def _run_order(name: str) -> tuple[int, str]:
 def _check(path: Path, data: Any) -> list[tuple[str, int, dict[str, Any]]]:
     """The rows of a `memos_eval` file, every judgment a bool and every row judged by the same runs, or one line."""
     if not isinstance(data, dict) or any(k not in data for k in TOP_FIELDS) or not isinstance(data["detailed_results"], dict):
-        found = (f"an object without {', '.join(k for k in TOP_FIELDS if k not in data)}" if isinstance(data, dict)
-                 else f"a JSON {type(data).__name__}")
+        found = (
+            f"an object without {', '.join(k for k in TOP_FIELDS if k not in data)}"
+            if isinstance(data, dict)
+            else f"a JSON {type(data).__name__}"
+        )
         raise shape_error(path, MemosEval.name, MemosEval.shape, found)
     out = []
     names: list[str] | None = None
     for key, items in data["detailed_results"].items():
         if not isinstance(items, list):
-            raise UserError(f"{path}: detailed_results[{key!r}] is a {type(items).__name__}, not a list of rows; pass the file as released")
+            raise UserError(
+                f"{path}: detailed_results[{key!r}] is a {type(items).__name__}, not a list of rows; pass the file as released"
+            )
         for index, item in enumerate(items):
             where = f"row {key}[{index}]"
             missing = [k for k in ROW_FIELDS if not isinstance(item, dict) or k not in item]
             if missing:
-                raise UserError(f"{path}: {where} has no {', '.join(missing)}; a {MemosEval.name} row has {', '.join(ROW_FIELDS)}")
+                raise UserError(
+                    f"{path}: {where} has no {', '.join(missing)}; a {MemosEval.name} row has {', '.join(ROW_FIELDS)}"
+                )
             judgments = item[JUDGMENTS]
             if not isinstance(judgments, dict) or not judgments or any(type(v) is not bool for v in judgments.values()):
-                raise UserError(f"{path}: {where} has {JUDGMENTS} {judgments!r}; each run's judgment is true or false, e.g. "
-                                '{"judgment_1": true, "judgment_2": false, "judgment_3": true}')
+                raise UserError(
+                    f"{path}: {where} has {JUDGMENTS} {judgments!r}; each run's judgment is true or false, e.g. "
+                    '{"judgment_1": true, "judgment_2": false, "judgment_3": true}'
+                )
             if names is None:
                 names = sorted(judgments)
             elif sorted(judgments) != names:
-                raise UserError(f"{path}: {where} was judged by runs {', '.join(sorted(judgments))}, the first row by "
-                                f"{', '.join(names)}; every row of one file carries the same runs")
+                raise UserError(
+                    f"{path}: {where} was judged by runs {', '.join(sorted(judgments))}, the first row by "
+                    f"{', '.join(names)}; every row of one file carries the same runs"
+                )
             out.append((str(key), index, item))
     if not out:
         raise UserError(f"{path} has no row under detailed_results; nothing to import")
@@ -171,14 +191,18 @@ def _check(path: Path, data: Any) -> list[tuple[str, int, dict[str, Any]]]:
 
 class MemosEval:
     name: ClassVar[str] = "memos_eval"
-    shape: ClassVar[str] = ("{total_questions, correct, accuracy, detailed_results: {\"<conv key>\": [{question, golden_answer, "
-                            "generated_answer, llm_judgments: {judgment_1, ...}, category}]}}")
+    shape: ClassVar[str] = (
+        '{total_questions, correct, accuracy, detailed_results: {"<conv key>": [{question, golden_answer, '
+        "generated_answer, llm_judgments: {judgment_1, ...}, category}]}}"
+    )
 
     def read(self, files: Sequence[Path], model_key: str | None) -> Released:
         if model_key is not None:
             raise UserError(f"--model {model_key} is for locomo_task_eval files; a {self.name} file holds one system's answers")
         if len(files) != 1:
-            raise UserError(f"a {self.name} import reads one file, got {len(files)} ({', '.join(p.name for p in files)}); import each on its own")
+            raise UserError(
+                f"a {self.name} import reads one file, got {len(files)} ({', '.join(p.name for p in files)}); import each on its own"
+            )
         path = files[0]
         data = read_json(path)
         figures = judgment_runs(path, data)
@@ -187,15 +211,27 @@ class MemosEval:
         for key, index, item in _check(path, data):
             judgments = item[JUDGMENTS]
             majority = 2 * sum(judgments[k] for k in names) > len(names)
-            rows.append(ReleasedRow(
-                key=key, index=index, question=str(item["question"]), gold=item["golden_answer"],
-                category=category_of(item["category"], path, f"row {key}[{index}]"), prediction=str(item["generated_answer"] or ""),
-                reported={"label": majority}, extra={k: v for k, v in item.items() if k not in ROW_FIELDS or k == JUDGMENTS},
-            ))
+            rows.append(
+                ReleasedRow(
+                    key=key,
+                    index=index,
+                    question=str(item["question"]),
+                    gold=item["golden_answer"],
+                    category=category_of(item["category"], path, f"row {key}[{index}]"),
+                    prediction=str(item["generated_answer"] or ""),
+                    reported={"label": majority},
+                    extra={k: v for k, v in item.items() if k not in ROW_FIELDS or k == JUDGMENTS},
+                )
+            )
         known = KNOWN_RELEASES.get(sha256_bytes(path.read_bytes()))
         return Released(
-            rows=rows, files=[("results", path)],
-            labels=JudgeLabels(JUDGMENTS, f"the majority vote of the file's {len(names)} judgment runs ({JUDGMENTS}: "
-                                          f"{', '.join(names)}); the file's own accuracy is their mean"),
-            drops=(5,), notes=[*([known] if known else []), *figures.lines()],
+            rows=rows,
+            files=[("results", path)],
+            labels=JudgeLabels(
+                JUDGMENTS,
+                f"the majority vote of the file's {len(names)} judgment runs ({JUDGMENTS}: "
+                f"{', '.join(names)}); the file's own accuracy is their mean",
+            ),
+            drops=(5,),
+            notes=[*([known] if known else []), *figures.lines()],
         )

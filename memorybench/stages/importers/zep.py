@@ -39,7 +39,9 @@ def _role(data: Any) -> str | None:
 
 class Zep:
     name: ClassVar[str] = "zep"
-    shape: ClassVar[str] = '{"locomo_experiment_user_<i>": [{question, answer, golden_answer, grade, category}]} (+ the responses file)'
+    shape: ClassVar[str] = (
+        '{"locomo_experiment_user_<i>": [{question, answer, golden_answer, grade, category}]} (+ the responses file)'
+    )
 
     def read(self, files: Sequence[Path], model_key: str | None) -> Released:
         if model_key is not None:
@@ -49,7 +51,9 @@ class Zep:
             data = read_json(path)
             role = _role(data)
             if role is None:
-                raise shape_error(path, self.name, self.shape, "neither a grades file (every row with grade) nor a responses file (duration_ms)")
+                raise shape_error(
+                    path, self.name, self.shape, "neither a grades file (every row with grade) nor a responses file (duration_ms)"
+                )
             by_role[role].append((path, data))
         if len(by_role["results"]) != 1 or len(by_role["responses"]) > 1:
             raise UserError(
@@ -71,27 +75,44 @@ class Zep:
                 extra = {k: v for k, v in item.items() if k not in ROW_FIELDS}
                 if (key, index) in durations:
                     extra[DURATION] = durations[(key, index)]
-                rows.append(ReleasedRow(
-                    key=str(key), index=index, question=str(item["question"]), gold=item["golden_answer"],
-                    category=category_of(item["category"], path, where), prediction=str(item["answer"]),
-                    reported={"label": item[GRADE]}, extra=extra,
-                ))
+                rows.append(
+                    ReleasedRow(
+                        key=str(key),
+                        index=index,
+                        question=str(item["question"]),
+                        gold=item["golden_answer"],
+                        category=category_of(item["category"], path, where),
+                        prediction=str(item["answer"]),
+                        reported={"label": item[GRADE]},
+                        extra=extra,
+                    )
+                )
         if bad:
             raise UserError(f"{path}: {len(bad)} rows have a grade that is not true or false (first: {', '.join(bad[:3])})")
         read = [("results", path)] + ([("responses", by_role["responses"][0][0])] if by_role["responses"] else [])
-        return Released(rows=rows, files=read, labels=JudgeLabels(GRADE, "Zep's LLM grader as its released grades give it (grade)"),
-                        drops=(5,))
+        return Released(
+            rows=rows,
+            files=read,
+            labels=JudgeLabels(GRADE, "Zep's LLM grader as its released grades give it (grade)"),
+            drops=(5,),
+        )
 
     @staticmethod
-    def _durations(grades_path: Path, grades: dict[str, Any], path: Path, responses: dict[str, Any]) -> dict[tuple[str, int], Any]:
+    def _durations(
+        grades_path: Path, grades: dict[str, Any], path: Path, responses: dict[str, Any]
+    ) -> dict[tuple[str, int], Any]:
         """`duration_ms` by (key, position), from a responses file whose rows ask the grades' questions."""
         out = {}
         for key, items in grades.items():
             answered = responses.get(key, [])
             if len(answered) != len(items):
-                raise UserError(f"{path} has {len(answered)} rows under {key!r}, {grades_path} has {len(items)}; pass the two files of one run")
+                raise UserError(
+                    f"{path} has {len(answered)} rows under {key!r}, {grades_path} has {len(items)}; pass the two files of one run"
+                )
             for index, (graded, response) in enumerate(zip(items, answered)):
                 if not isinstance(response, dict) or response.get("question") != graded.get("question"):
-                    raise UserError(f"{path}: row {key}[{index}] asks another question than {grades_path}'s; pass the two files of one run")
+                    raise UserError(
+                        f"{path}: row {key}[{index}] asks another question than {grades_path}'s; pass the two files of one run"
+                    )
                 out[(str(key), index)] = response.get(DURATION)
         return out

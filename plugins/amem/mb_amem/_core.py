@@ -116,7 +116,7 @@ def _owns(dist: Any, package: Path) -> bool:
     info = direct_url(dist)
     url = str(info.get("url") or "")
     if (info.get("dir_info") or {}).get("editable") and url.startswith("file://"):
-        return Path(url[len("file://"):]).resolve() in package.parents
+        return Path(url[len("file://") :]).resolve() in package.parents
     return False
 
 
@@ -130,24 +130,31 @@ def library_distribution() -> dict[str, Any]:
     found = installed_distributions()
     spec = importlib.util.find_spec("agentic_memory")
     if spec is None or not found:
-        raise UserError(f"memory=amem needs A-MEM's library (module agentic_memory); install it with `{INSTALL}` "
-                        f"(PyPI's a-mem, a fork) or see plugins/amem/README.md for the authors' code")
+        raise UserError(
+            f"memory=amem needs A-MEM's library (module agentic_memory); install it with `{INSTALL}` "
+            f"(PyPI's a-mem, a fork) or see plugins/amem/README.md for the authors' code"
+        )
     package = Path(str(spec.origin)).resolve().parent
     owners = [name for name, dist in found.items() if _owns(dist, package)]
     if len(owners) != 1:
         have = ", ".join(f"{name} {dist.version}" for name, dist in found.items())
-        raise UserError(f"memory=amem cannot tell which A-MEM distribution installed {package} (installed: {have}); "
-                        f"both provide the module agentic_memory: keep one (`.venv/bin/pip uninstall -y {FORK} "
-                        f"{AUTHORS}`, then install one again)")
+        raise UserError(
+            f"memory=amem cannot tell which A-MEM distribution installed {package} (installed: {have}); "
+            f"both provide the module agentic_memory: keep one (`.venv/bin/pip uninstall -y {FORK} "
+            f"{AUTHORS}`, then install one again)"
+        )
     name = owners[0]
     version = found[name].version
     commit = (direct_url(found[name]).get("vcs_info") or {}).get("commit_id")
     if name == FORK:
-        label = (f"PyPI a-mem {version}: a third party's fork of the authors' A-MEM library (DiaaAj/a-mem-mcp), "
-                 "not the authors' code (agiresearch/A-mem)")
+        label = (
+            f"PyPI a-mem {version}: a third party's fork of the authors' A-MEM library (DiaaAj/a-mem-mcp), "
+            "not the authors' code (agiresearch/A-mem)"
+        )
     else:
         label = f"the authors' A-MEM library (agiresearch/A-mem, agentic-memory {version}" + (
-            f", commit {commit})" if commit else ", commit unknown: not installed from git)")
+            f", commit {commit})" if commit else ", commit unknown: not installed from git)"
+        )
     return {"distribution": name, "version": version, "commit": commit, "fork": name == FORK, "label": label}
 
 
@@ -156,8 +163,10 @@ def import_amem() -> dict[str, Any]:
     if _AMEM:
         return _AMEM
     if "litellm" in sys.modules and os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") != "True":
-        raise UserError("litellm was imported before memory=amem could make it read its price map from the package "
-                        "(LITELLM_LOCAL_MODEL_COST_MAP=True); import agentic_memory only through memory=amem")
+        raise UserError(
+            "litellm was imported before memory=amem could make it read its price map from the package "
+            "(LITELLM_LOCAL_MODEL_COST_MAP=True); import agentic_memory only through memory=amem"
+        )
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     os.environ["ANONYMIZED_TELEMETRY"] = "False"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -169,8 +178,9 @@ def import_amem() -> dict[str, Any]:
         from chromadb.config import Settings
     except ImportError as e:
         raise UserError(f"memory=amem: {e}; reinstall the plugin (`{INSTALL}`)") from None
-    _AMEM.update({"memory_system": memory_system, "retrievers": retrievers, "chromadb": chromadb, "Settings": Settings,
-                  "dist": dist})
+    _AMEM.update(
+        {"memory_system": memory_system, "retrievers": retrievers, "chromadb": chromadb, "Settings": Settings, "dist": dist}
+    )
     return _AMEM
 
 
@@ -180,8 +190,7 @@ _AMEM: dict[str, Any] = {}
 def chroma_client(store: Path) -> Any:
     """A persistent Chroma client on `store`, telemetry off, no reset."""
     a = import_amem()
-    return a["chromadb"].PersistentClient(path=str(store), settings=a["Settings"](anonymized_telemetry=False,
-                                                                                 allow_reset=False))
+    return a["chromadb"].PersistentClient(path=str(store), settings=a["Settings"](anonymized_telemetry=False, allow_reset=False))
 
 
 # -- embeddings through the endpoint ------------------------------------------------------
@@ -288,8 +297,11 @@ class AMemEndpoint(LibraryEndpoint):
 
 def note_content(turn: Turn) -> str:
     """A turn as the authors' evaluation adds it (its loader puts an image's caption first)."""
-    text = f"[Image: {turn.blip_caption}] {turn.text}" if turn.blip_caption and turn.text else (
-        f"[Image: {turn.blip_caption}]" if turn.blip_caption else turn.text)
+    text = (
+        f"[Image: {turn.blip_caption}] {turn.text}"
+        if turn.blip_caption and turn.text
+        else (f"[Image: {turn.blip_caption}]" if turn.blip_caption else turn.text)
+    )
     return "Speaker " + turn.speaker + "says : " + text
 
 
@@ -308,9 +320,11 @@ def decoded(metadata: dict[str, Any] | None) -> dict[str, Any]:
 
 def render_note(note: dict[str, Any]) -> str:
     """A note as A-MEM's find_related_memories_raw shows it to the answering model."""
-    return (f"talk start time:{note.get('timestamp', '')}\tmemory content: {note.get('content', '')}\t"
-            f"memory context: {note.get('context', '')}\tmemory keywords: {_listed(note.get('keywords'))}\t"
-            f"memory tags: {_listed(note.get('tags'))}")
+    return (
+        f"talk start time:{note.get('timestamp', '')}\tmemory content: {note.get('content', '')}\t"
+        f"memory context: {note.get('context', '')}\tmemory keywords: {_listed(note.get('keywords'))}\t"
+        f"memory tags: {_listed(note.get('tags'))}"
+    )
 
 
 def item_text(note: dict[str, Any]) -> str:
@@ -353,15 +367,20 @@ def library_prompts_text() -> str:
     a = import_amem()
     ms = a["memory_system"]
     with swapped(ms, "ChromaRetriever", _NoRetriever):
-        system = ms.AgenticMemorySystem(model_name="all-MiniLM-L6-v2", llm_backend="openai", llm_model="none",
-                                        api_key="unused")
+        system = ms.AgenticMemorySystem(model_name="all-MiniLM-L6-v2", llm_backend="openai", llm_model="none", api_key="unused")
     recorder = _PromptRecorder()
     system.llm_controller = type("Controller", (), {"llm": recorder})()
     system.analyze_content("")
     dist = a["dist"]
     head = f"# A-MEM's prompts, as {dist['distribution']} {dist['version']} writes them ({dist['label']})\n"
-    return (head + "\n## analysis (user message; the content follows)\n" + recorder.prompts[0].rstrip()
-            + "\n\n## evolution (user message; fields in braces)\n" + system._evolution_system_prompt.rstrip() + "\n")
+    return (
+        head
+        + "\n## analysis (user message; the content follows)\n"
+        + recorder.prompts[0].rstrip()
+        + "\n\n## evolution (user message; fields in braces)\n"
+        + system._evolution_system_prompt.rstrip()
+        + "\n"
+    )
 
 
 def chroma_store_text() -> tuple[str, str]:
@@ -383,8 +402,10 @@ def chroma_store_text() -> tuple[str, str]:
         with contextlib.closing(sqlite3.connect(Path(tmp) / "chroma.sqlite3")) as db:
             migrations = list(db.execute("SELECT dir, version, filename, sql FROM migrations ORDER BY dir, version"))
             schema = [row for row in db.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")]
-    parts = [f"# Not a prompt: the SQL text chromadb {chromadb.__version__} writes into every store's chroma.sqlite3 "
-             "(its migrations table and schema), a fixed text of the library, never sent to a model.\n"]
+    parts = [
+        f"# Not a prompt: the SQL text chromadb {chromadb.__version__} writes into every store's chroma.sqlite3 "
+        "(its migrations table and schema), a fixed text of the library, never sent to a model.\n"
+    ]
     parts += [f"\n-- migration {d}/{v:05d} {name}\n{sql.rstrip()}\n" for d, v, name, sql in migrations]
     parts += [f"\n-- schema {name}\n{sql.rstrip()}\n" for name, sql in schema]
     return str(chromadb.__version__), "".join(parts)
@@ -416,9 +437,11 @@ class AMem:
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
         dist = library_distribution()
-        notes = [f"memory=amem ran {dist['label']}; its model and embedding calls went through memorybench's recording "
-                 "endpoint to writer= and embedder=; questions search the notes with the question itself (the authors' "
-                 "evaluation first rewrites it into keywords with an LLM call)"]
+        notes = [
+            f"memory=amem ran {dist['label']}; its model and embedding calls went through memorybench's recording "
+            "endpoint to writer= and embedder=; questions search the notes with the question itself (the authors' "
+            "evaluation first rewrites it into keywords with an LLM call)"
+        ]
         if cfg.memory.get("max_notes") is not None:  # memory.max_sessions has its note for every method
             notes.append(f"memory.max_notes={cfg.memory.max_notes}: only a prefix of each conversation was built")
         return notes
@@ -430,8 +453,10 @@ class AMem:
         their words as the libraries' fixed text, not as leaked gold."""
         dist = library_distribution()
         version, text = chroma_store_text()
-        return {f"library/{METHOD}/{dist['distribution']}-{dist['version']}_prompts.txt": library_prompts_text(),
-                f"library/{METHOD}/chromadb-{version}_store_schema.txt": text}
+        return {
+            f"library/{METHOD}/{dist['distribution']}-{dist['version']}_prompts.txt": library_prompts_text(),
+            f"library/{METHOD}/chromadb-{version}_store_schema.txt": text,
+        }
 
     # -- the endpoint and the library --------------------------------------------------
     def endpoint(self, ctx: BuildContext) -> AMemEndpoint:
@@ -439,9 +464,15 @@ class AMem:
             import_amem()
             # A-MEM reports its failures in log records of agentic_memory ("Error in memory
             # evolution: ...") and by printing ("Error analyzing content: ..."): each counts its task
-            self._endpoint = AMemEndpoint(ctx, method=METHOD, roles=ROLES, max_items=self.json_max_items,
-                                          max_chars=self.json_max_chars, loggers={"agentic_memory": logging.WARNING},
-                                          prints=True).__enter__()
+            self._endpoint = AMemEndpoint(
+                ctx,
+                method=METHOD,
+                roles=ROLES,
+                max_items=self.json_max_items,
+                max_chars=self.json_max_chars,
+                loggers={"agentic_memory": logging.WARNING},
+                prints=True,
+            ).__enter__()
         return self._endpoint
 
     def embedding_function(self, ctx: BuildContext) -> Any:
@@ -456,16 +487,23 @@ class AMem:
         ms = a["memory_system"]
         retriever = retriever_class(ms.ChromaRetriever, store, self.embedding_function(ctx), fresh_after_first=True)
         with swapped(ms, "ChromaRetriever", retriever):
-            system = ms.AgenticMemorySystem(model_name="all-MiniLM-L6-v2", llm_backend="openai",
-                                            llm_model="memorybench-writer", api_key=endpoint.api_key)
+            system = ms.AgenticMemorySystem(
+                model_name="all-MiniLM-L6-v2", llm_backend="openai", llm_model="memorybench-writer", api_key=endpoint.api_key
+            )
         from openai import OpenAI
 
         llm = system.llm_controller.llm
         if not hasattr(llm, "client"):
-            raise UserError(f"memory=amem: A-MEM's LLM controller {type(llm).__name__} has no OpenAI client to point at "
-                            "memorybench's recording endpoint; this A-MEM version is not supported")
-        llm.client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0,
-                            timeout=float(ctx.writer.node.get("timeout_s") or 900))
+            raise UserError(
+                f"memory=amem: A-MEM's LLM controller {type(llm).__name__} has no OpenAI client to point at "
+                "memorybench's recording endpoint; this A-MEM version is not supported"
+            )
+        llm.client = OpenAI(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            max_retries=0,
+            timeout=float(ctx.writer.node.get("timeout_s") or 900),
+        )
         if not str(llm.client.base_url).startswith(endpoint.base_url):
             raise UserError(f"A-MEM's LLM calls {llm.client.base_url}, not memorybench's recording endpoint")
         return system, retriever
@@ -500,8 +538,11 @@ class AMem:
                     extra: dict[str, Any] = {}
                     if not dist["fork"]:  # the authors' add_note does not analyse; their evaluation's note does
                         analysis = system.analyze_content(content)
-                        extra = {"keywords": analysis.get("keywords") or None, "context": analysis.get("context") or None,
-                                 "tags": analysis.get("tags") or None}
+                        extra = {
+                            "keywords": analysis.get("keywords") or None,
+                            "context": analysis.get("context") or None,
+                            "tags": analysis.get("tags") or None,
+                        }
                     made = system.add_note(content, time=session.date_time, id=note_id, **extra)
                     order.append(str(made))
                     sources[str(made)] = turn.dia_id
@@ -511,12 +552,18 @@ class AMem:
         built.runtime["retriever"] = system.retriever
         sessions = len({s.index for s, _ in turns})
         built.metadata["library"] = {
-            **dist, "class": "agentic_memory.memory_system.AgenticMemorySystem",
-            "vector_store": "chromadb (persistent folder; embeddings through the recording endpoint)", "store": relstore,
-            "notes": len(items), "notes_added": len(order), "evolutions": int(getattr(system, "evo_cnt", 0)),
+            **dist,
+            "class": "agentic_memory.memory_system.AgenticMemorySystem",
+            "vector_store": "chromadb (persistent folder; embeddings through the recording endpoint)",
+            "store": relstore,
+            "notes": len(items),
+            "notes_added": len(order),
+            "evolutions": int(getattr(system, "evo_cnt", 0)),
             "links": sum(len(notes[n].get("links") or []) for n in notes),
-            "turns": len(turns), "sessions_built": sessions,
-            "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
+            "turns": len(turns),
+            "sessions_built": sessions,
+            "endpoint_rows": dict(endpoint.rows),
+            "refused": len(endpoint.proxy.refused),
         }
         if endpoint.json_bounds:
             built.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)
@@ -553,8 +600,13 @@ class AMem:
             distance = float(distances[n]) if n < len(distances) else None
             texts.append(render_note(meta))
             # Chroma's cosine distance (the space of A-MEM's embedding function); score = 1 - distance
-            hits.append({"item_id": nid, "score": round(1.0 - distance, 6) if distance is not None else None,
-                         "distance": round(distance, 6) if distance is not None else None})
+            hits.append(
+                {
+                    "item_id": nid,
+                    "score": round(1.0 - distance, 6) if distance is not None else None,
+                    "distance": round(distance, 6) if distance is not None else None,
+                }
+            )
             links = [str(link) for link in (meta.get("links") or []) if str(link) not in shown][: self.top_k]
             if not links:
                 continue
@@ -566,7 +618,8 @@ class AMem:
                     texts.append(render_note(linked[link]))
                     hits.append({"item_id": link, "score": None, "linked_from": nid})
         return Retrieved(
-            texts=texts, hits=hits,
+            texts=texts,
+            hits=hits,
             render=lambda keep: JOINER.join(texts[n] for n in keep),
             extra={"joiner": JOINER, "query": "question"},
         )
@@ -574,4 +627,3 @@ class AMem:
     def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
         retrieved = self.retrieve(built, asked, ctx)
         return retrieved.render(list(range(len(retrieved.texts))))
-

@@ -68,7 +68,8 @@ def amem_responder(body: dict[str, Any]) -> Reply:
         # the fork lists each neighbour by its id, the authors' library by its index
         neighbours = re.findall(r"memory[_ ](?:id|index):(\S+)\ttalk start time:.*?\tmemory content: (.*?)\tmemory context", user)
         reply = {
-            "should_evolve": True, "actions": ["strengthen", "update_neighbor"],
+            "should_evolve": True,
+            "actions": ["strengthen", "update_neighbor"],
             "suggested_connections": [neighbours[0][0]] if neighbours else [],
             "tags_to_update": words(user.split("content:", 1)[1])[:2],
             "new_context_neighborhood": [" ".join(words(text)[:4]) for _, text in neighbours],
@@ -82,12 +83,25 @@ def amem_responder(body: dict[str, Any]) -> Reply:
 
 def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
     try:
-        return main([
-            "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}", "reader.model=scripted",
-            "memory=amem", "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
-            "name=amem", "max_questions=3", *extra,
-        ])
+        return main(
+            [
+                "qa",
+                "reader=openai_compatible",
+                f"reader.base_url={reader.base_url}",
+                "reader.model=scripted",
+                "memory=amem",
+                "writer=openai_compatible",
+                f"writer.base_url={writer.base_url}",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+                f"dataset.path={MINI}",
+                f"paths.packs={tmp / 'packs'}",
+                f"paths.cache={tmp / 'cache'}",
+                "name=amem",
+                "max_questions=3",
+                *extra,
+            ]
+        )
     except SystemExit as e:
         return int(e.code or 0)
 
@@ -196,9 +210,12 @@ def test_a_resumed_run_searches_the_committed_store(tmp_path):
 
 
 def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(
-        responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
-    ) as writer:
+    with (
+        ScriptedOpenAIServer() as reader,
+        ScriptedOpenAIServer(
+            responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
+        ) as writer,
+    ):
         code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0")
     assert code == 0
     (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
@@ -251,9 +268,12 @@ def test_a_reply_amem_refuses_counts_as_a_failed_task_with_amem_s_message(tmp_pa
 def test_what_amem_prints_is_a_report_too(tmp_path):
     """A-MEM prints `Error analyzing content: ...` where it drops an analysis: each printed
     line is journaled (here beside the endpoint's own count of the reply: one failure per task)."""
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(
-        responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
-    ) as writer:
+    with (
+        ScriptedOpenAIServer() as reader,
+        ScriptedOpenAIServer(
+            responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
+        ) as writer,
+    ):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0") == 0
     (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
     printed = [r for r in rows(pack / "memory/amem/library_reports.jsonl") if r["source"] == "stdout"]
@@ -265,8 +285,11 @@ def test_what_amem_prints_is_a_report_too(tmp_path):
 AUTHORS_SRC = os.environ.get("MEMORYBENCH_AMEM_AUTHORS_SRC")
 
 
-@pytest.mark.skipif(not AUTHORS_SRC, reason="set MEMORYBENCH_AMEM_AUTHORS_SRC to a checkout of agiresearch/A-mem "
-                    "(a folder holding agentic_memory/) to run the authors' code path")
+@pytest.mark.skipif(
+    not AUTHORS_SRC,
+    reason="set MEMORYBENCH_AMEM_AUTHORS_SRC to a checkout of agiresearch/A-mem "
+    "(a folder holding agentic_memory/) to run the authors' code path",
+)
 def test_the_authors_library_runs_and_is_labelled(tmp_path, servers):
     """The authors' code (agiresearch/A-mem) instead of the fork, without touching the venv:
     its `agentic_memory` first on PYTHONPATH with a dist-info as pip writes it for a git
@@ -285,16 +308,36 @@ def test_the_authors_library_runs_and_is_labelled(tmp_path, servers):
     files = sorted(p.relative_to(site).as_posix() for p in (site / "agentic_memory").glob("*.py"))
     (info / "RECORD").write_text("".join(f"{f},,\n" for f in files), "utf-8")
     commit = os.environ.get("MEMORYBENCH_AMEM_AUTHORS_COMMIT", AUTHORS_COMMIT)
-    (info / "direct_url.json").write_text(json.dumps(
-        {"url": "https://github.com/agiresearch/A-mem", "vcs_info": {"vcs": "git", "commit_id": commit}}), "utf-8")
+    (info / "direct_url.json").write_text(
+        json.dumps({"url": "https://github.com/agiresearch/A-mem", "vcs_info": {"vcs": "git", "commit_id": commit}}), "utf-8"
+    )
     reader, writer = servers
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "memorybench.cli", "qa", "reader=openai_compatible",
-                           f"reader.base_url={reader.base_url}", "reader.model=scripted", "memory=amem",
-                           "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-                           "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-                           f"paths.cache={tmp_path / 'cache'}", "name=authors", "max_questions=3"],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memorybench.cli",
+            "qa",
+            "reader=openai_compatible",
+            f"reader.base_url={reader.base_url}",
+            "reader.model=scripted",
+            "memory=amem",
+            "writer=openai_compatible",
+            f"writer.base_url={writer.base_url}",
+            "writer.model=scripted-writer",
+            "embedder=hashing",
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=authors",
+            "max_questions=3",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (pack,) = (tmp_path / "packs" / "authors" / "runs").iterdir()
     assert verify_pack(pack) == []
@@ -326,11 +369,28 @@ def test_amem_smoke_on_the_embedded_model(tmp_path):
     started = time.perf_counter()
     # in a process of its own, verified after it exited: the Chroma files _SUCCESS hashed
     # must not change when the library's objects go away
-    done = subprocess.run([
-        sys.executable, "-m", "memorybench.cli", "qa", "memory=amem", "writer=local", "reader=local", "embedder=minilm",
-        "memory.max_notes=6", "memory.max_failed_share=1.0", "max_questions=3", f"dataset.path={locomo}",
-        f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}", "name=amem-smoke",
-    ], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memorybench.cli",
+            "qa",
+            "memory=amem",
+            "writer=local",
+            "reader=local",
+            "embedder=minilm",
+            "memory.max_notes=6",
+            "memory.max_failed_share=1.0",
+            "max_questions=3",
+            f"dataset.path={locomo}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=amem-smoke",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (pack,) = (tmp_path / "packs" / "amem-smoke" / "runs").iterdir()
     findings = verify_pack(pack)  # a warning at most: the small writer's failed tasks, counted (issue 40)
@@ -346,8 +406,10 @@ def test_amem_smoke_on_the_embedded_model(tmp_path):
     assert len(predictions) == 3 and all(p["prediction"].strip() for p in predictions)
     failed = [c for c in calls if not c["ok"]]
     assert cost["writer"]["failures"] == len(failed) == len(rows(pack / "memory/writer/failures.jsonl"))
-    print(f"amem smoke: {time.perf_counter() - started:.0f} s, {len(stored['items'])} notes, {len(calls)} chat calls "
-          f"({len(failed)} failed), {len(embeds)} embedding requests")
+    print(
+        f"amem smoke: {time.perf_counter() - started:.0f} s, {len(stored['items'])} notes, {len(calls)} chat calls "
+        f"({len(failed)} failed), {len(embeds)} embedding requests"
+    )
 
 
 # -- the fourth red team's probe of A-MEM (issue 39, item 9) -----------------------------------
@@ -398,10 +460,25 @@ def test_kill_minus_nine_during_a_build_then_a_rerun_builds_it_whole(tmp_path):
         return amem_responder(body)
 
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=slow) as writer:
-        args = [sys.executable, "-m", "memorybench.cli", "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}",
-                "reader.model=scripted", "memory=amem", "writer=openai_compatible", f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer", "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp_path / 'packs'}",
-                f"paths.cache={tmp_path / 'cache'}", "name=amem", "max_questions=3"]
+        args = [
+            sys.executable,
+            "-m",
+            "memorybench.cli",
+            "qa",
+            "reader=openai_compatible",
+            f"reader.base_url={reader.base_url}",
+            "reader.model=scripted",
+            "memory=amem",
+            "writer=openai_compatible",
+            f"writer.base_url={writer.base_url}",
+            "writer.model=scripted-writer",
+            "embedder=hashing",
+            f"dataset.path={MINI}",
+            f"paths.packs={tmp_path / 'packs'}",
+            f"paths.cache={tmp_path / 'cache'}",
+            "name=amem",
+            "max_questions=3",
+        ]
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 240
         while len(writer.requests) < 4 and time.monotonic() < deadline and proc.poll() is None:

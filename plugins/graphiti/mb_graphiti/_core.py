@@ -73,16 +73,25 @@ def import_graphiti() -> dict[str, Any]:
         from graphiti_core.search.search_config_recipes import COMBINED_HYBRID_SEARCH_RRF
         from graphiti_core.telemetry import telemetry
     except ImportError as e:
-        raise UserError(f"memory=graphiti needs graphiti-core[kuzu]: {e}; install it with "
-                        "`.venv/bin/pip install -e plugins/graphiti`") from None
+        raise UserError(
+            f"memory=graphiti needs graphiti-core[kuzu]: {e}; install it with `.venv/bin/pip install -e plugins/graphiti`"
+        ) from None
     if telemetry.is_telemetry_enabled():
         raise UserError("graphiti's telemetry is on (GRAPHITI_TELEMETRY_ENABLED); import graphiti only through memory=graphiti")
     return {
-        "version": version("graphiti-core"), "Graphiti": Graphiti, "KuzuDriver": KuzuDriver,
-        "OpenAIGenericClient": OpenAIGenericClient, "LLMConfig": LLMConfig, "OpenAIEmbedder": OpenAIEmbedder,
-        "OpenAIEmbedderConfig": OpenAIEmbedderConfig, "OpenAIRerankerClient": OpenAIRerankerClient,
-        "EntityEdge": EntityEdge, "EntityNode": EntityNode, "EpisodeType": EpisodeType,
-        "COMBINED_HYBRID_SEARCH_RRF": COMBINED_HYBRID_SEARCH_RRF, "default_group": get_default_group_id,
+        "version": version("graphiti-core"),
+        "Graphiti": Graphiti,
+        "KuzuDriver": KuzuDriver,
+        "OpenAIGenericClient": OpenAIGenericClient,
+        "LLMConfig": LLMConfig,
+        "OpenAIEmbedder": OpenAIEmbedder,
+        "OpenAIEmbedderConfig": OpenAIEmbedderConfig,
+        "OpenAIRerankerClient": OpenAIRerankerClient,
+        "EntityEdge": EntityEdge,
+        "EntityNode": EntityNode,
+        "EpisodeType": EpisodeType,
+        "COMBINED_HYBRID_SEARCH_RRF": COMBINED_HYBRID_SEARCH_RRF,
+        "default_group": get_default_group_id,
     }
 
 
@@ -94,9 +103,11 @@ def session_time(session: Session) -> datetime:
             return datetime.strptime(session.date_time.strip(), form).replace(tzinfo=timezone.utc)
         except ValueError:
             continue
-    raise UserError(f"memory=graphiti: session {session.index}'s date {session.date_time!r} is not of the form "
-                    "'1:56 pm on 8 May, 2023' (LoCoMo) or '2023/05/11 (Thu) 17:50' (LongMemEval); Graphiti needs each "
-                    "episode's time")
+    raise UserError(
+        f"memory=graphiti: session {session.index}'s date {session.date_time!r} is not of the form "
+        "'1:56 pm on 8 May, 2023' (LoCoMo) or '2023/05/11 (Thu) 17:50' (LongMemEval); Graphiti needs each "
+        "episode's time"
+    )
 
 
 class GraphitiMemory:
@@ -117,12 +128,12 @@ class GraphitiMemory:
         self.turns_per_episode = int(node.turns_per_episode)
         self.max_episodes = int(node.max_episodes) if node.get("max_episodes") is not None else None
         self.json_max_items, self.json_max_chars = int(node.json_max_items), int(node.json_max_chars)
-        counts = {"edge_limit": self.edge_limit, "turns_per_episode": self.turns_per_episode,
-                  "max_episodes": self.max_episodes}
+        counts = {"edge_limit": self.edge_limit, "turns_per_episode": self.turns_per_episode, "max_episodes": self.max_episodes}
         bad = {k: v for k, v in counts.items() if v is not None and v < 1}
         if bad or self.node_limit < 0:
-            raise UserError(f"memory=graphiti: {bad or {'node_limit': self.node_limit}}: each must be at least 1 "
-                            "(node_limit at least 0)")
+            raise UserError(
+                f"memory=graphiti: {bad or {'node_limit': self.node_limit}}: each must be at least 1 (node_limit at least 0)"
+            )
         self._endpoint: LibraryEndpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         from memorybench.benchmark import benchmark_of
@@ -133,9 +144,11 @@ class GraphitiMemory:
 
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
-        notes = ["memory=graphiti runs Graphiti (graphiti-core, Zep's open-source engine) on embedded Kuzu, not a clone; its "
-                 "model and embedding calls went through memorybench's recording endpoint to writer= and embedder=; "
-                 "search is hybrid with RRF (no cross-encoder reranking)"]
+        notes = [
+            "memory=graphiti runs Graphiti (graphiti-core, Zep's open-source engine) on embedded Kuzu, not a clone; its "
+            "model and embedding calls went through memorybench's recording endpoint to writer= and embedder=; "
+            "search is hybrid with RRF (no cross-encoder reranking)"
+        ]
         if cfg.memory.get("max_episodes") is not None:  # memory.max_sessions has its note for every method
             notes.append(f"memory.max_episodes={cfg.memory.max_episodes}: only a prefix of each conversation was built")
         return notes
@@ -148,8 +161,10 @@ class GraphitiMemory:
         the English stopword list Kùzu's full-text index writes into every database, a
         constant of the store (it holds "four", "nine": gold answers elsewhere in LoCoMo)."""
         g = import_graphiti()
-        return {f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library(),
-                f"library/{METHOD}/kuzu-{version('kuzu')}_fts_stopwords.txt": kuzu_stopwords()}
+        return {
+            f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library(),
+            f"library/{METHOD}/kuzu-{version('kuzu')}_fts_stopwords.txt": kuzu_stopwords(),
+        }
 
     # -- the endpoint, the event loop and the library ------------------------------------
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
@@ -157,8 +172,13 @@ class GraphitiMemory:
             import_graphiti()
             # Graphiti's own failures (a reply its strict json.loads refused, a retry, an edge it
             # could not date) are log records of graphiti_core: each counts its task as failed
-            self._endpoint = endpoint = LibraryEndpoint(ctx, method=METHOD, max_items=self.json_max_items,
-                                                        max_chars=self.json_max_chars, loggers={"graphiti_core": logging.WARNING}).__enter__()
+            self._endpoint = endpoint = LibraryEndpoint(
+                ctx,
+                method=METHOD,
+                max_items=self.json_max_items,
+                max_chars=self.json_max_chars,
+                loggers={"graphiti_core": logging.WARNING},
+            ).__enter__()
             ctx.closers.append(lambda: endpoint.__exit__(None, None, None))
         return self._endpoint
 
@@ -180,21 +200,29 @@ class GraphitiMemory:
         dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
         writer = ctx.writer.node
         llm = g["OpenAIGenericClient"](
-            config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url, model="memorybench-writer",
-                                  small_model="memorybench-writer", temperature=float(writer.temperature),
-                                  max_tokens=int(writer.max_tokens)),
+            config=g["LLMConfig"](
+                api_key=endpoint.api_key,
+                base_url=endpoint.base_url,
+                model="memorybench-writer",
+                small_model="memorybench-writer",
+                temperature=float(writer.temperature),
+                max_tokens=int(writer.max_tokens),
+            ),
             max_tokens=int(writer.max_tokens),
         )
-        embedder = g["OpenAIEmbedder"](g["OpenAIEmbedderConfig"](
-            api_key=endpoint.api_key, base_url=endpoint.base_url, embedding_model="memorybench-embedder", embedding_dim=dims))
+        embedder = g["OpenAIEmbedder"](
+            g["OpenAIEmbedderConfig"](
+                api_key=endpoint.api_key, base_url=endpoint.base_url, embedding_model="memorybench-embedder", embedding_dim=dims
+            )
+        )
         # never used by the RRF search; given so that Graphiti does not make its own OpenAI client
-        reranker = g["OpenAIRerankerClient"](config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url,
-                                                                   model="memorybench-writer"))
+        reranker = g["OpenAIRerankerClient"](
+            config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url, model="memorybench-writer")
+        )
         with warnings.catch_warnings():  # "the Kuzu backend is deprecated": said once, in docs/systems/graphiti.md
             warnings.simplefilter("ignore", DeprecationWarning)
             driver = g["KuzuDriver"](db=str(store / "graph.kuzu"))
-        graph = g["Graphiti"](graph_driver=driver, llm_client=llm, embedder=embedder, cross_encoder=reranker,
-                              max_coroutines=1)
+        graph = g["Graphiti"](graph_driver=driver, llm_client=llm, embedder=embedder, cross_encoder=reranker, max_coroutines=1)
         for part, client in (("llm", llm.client), ("embedder", embedder.client), ("reranker", reranker.client)):
             if not str(client.base_url).startswith(endpoint.base_url):
                 raise UserError(f"graphiti's {part} calls {client.base_url}, not memorybench's recording endpoint")
@@ -210,7 +238,11 @@ class GraphitiMemory:
     # -- build -------------------------------------------------------------------------
     def episodes(self, conversation: Conversation) -> list[tuple[Session, tuple[Any, ...]]]:
         # the first memory.max_sessions sessions when set (ManagedMethod cut the conversation)
-        out = [(s, s.turns[i : i + self.turns_per_episode]) for s in conversation.sessions for i in range(0, len(s.turns), self.turns_per_episode)]
+        out = [
+            (s, s.turns[i : i + self.turns_per_episode])
+            for s in conversation.sessions
+            for i in range(0, len(s.turns), self.turns_per_episode)
+        ]
         return out[: self.max_episodes] if self.max_episodes else out
 
     def build(self, conversation: Conversation, ctx: BuildContext) -> BuiltMemory:
@@ -227,11 +259,15 @@ class GraphitiMemory:
                 # turns of one session share its date; a second apart keeps them in file order
                 when = session_time(session) + timedelta(seconds=n)
                 try:
-                    result = self.run(graph.add_episode(
-                        name=",".join(t.dia_id for t in turns), episode_body="\n".join(t.render() for t in turns),
-                        source_description=f"{self.source}, session {session.index}", reference_time=when,
-                        source=g["EpisodeType"].message,
-                    ))
+                    result = self.run(
+                        graph.add_episode(
+                            name=",".join(t.dia_id for t in turns),
+                            episode_body="\n".join(t.render() for t in turns),
+                            source_description=f"{self.source}, session {session.index}",
+                            reference_time=when,
+                            source=g["EpisodeType"].message,
+                        )
+                    )
                 except (UserError, ModelCallError):
                     raise
                 except Exception as e:  # noqa: BLE001 - the library's own failure, named with where it happened
@@ -239,7 +275,8 @@ class GraphitiMemory:
                     raise UserError(
                         f"memory=graphiti: Graphiti stopped on {sid}'s episode {n + 1} of {len(episodes)} "
                         f"({turns[0].dia_id}): {type(e).__name__}: {str(e)[:200]}; {failed} writer replies failed so far "
-                        "(memory/writer/failures.jsonl); a rerun restarts this conversation") from None
+                        "(memory/writer/failures.jsonl); a rerun restarts this conversation"
+                    ) from None
                 dia_of[result.episode.uuid] = tuple(t.dia_id for t in turns)
             nodes, edges = self.dump(graph, sid)
         items = [MemoryItem(e.uuid, render_fact(e), _sources(e, dia_of)) for e in edges]
@@ -248,10 +285,18 @@ class GraphitiMemory:
         built.runtime["graph"] = graph
         sessions = len({s.index for s, _ in episodes})
         built.metadata["library"] = {
-            "distribution": "graphiti-core", "version": g["version"], "class": "graphiti_core.Graphiti",
-            "driver": "kuzu (embedded)", "store": relstore, "episodes": len(episodes), "entities": len(nodes),
-            "facts": len(edges), "sessions_built": sessions,
-            "search": "hybrid BM25 + cosine, RRF", "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
+            "distribution": "graphiti-core",
+            "version": g["version"],
+            "class": "graphiti_core.Graphiti",
+            "driver": "kuzu (embedded)",
+            "store": relstore,
+            "episodes": len(episodes),
+            "entities": len(nodes),
+            "facts": len(edges),
+            "sessions_built": sessions,
+            "search": "hybrid BM25 + cosine, RRF",
+            "endpoint_rows": dict(endpoint.rows),
+            "refused": len(endpoint.proxy.refused),
         }
         if endpoint.json_bounds:
             built.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)
@@ -273,19 +318,25 @@ class GraphitiMemory:
             edges = self.run(g["EntityEdge"].get_by_group_ids(graph.driver, group))
         except GroupsEdgesNotFoundError:
             edges = []
-        return (sorted(nodes, key=lambda n: (str(n.created_at), n.uuid)),
-                sorted(edges, key=lambda e: (str(e.created_at), e.uuid)))
+        return (
+            sorted(nodes, key=lambda n: (str(n.created_at), n.uuid)),
+            sorted(edges, key=lambda e: (str(e.created_at), e.uuid)),
+        )
 
     # -- questions ---------------------------------------------------------------------
     def retrieve(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> Retrieved:
         endpoint = self.endpoint(ctx)
         g = import_graphiti()
         base = g["COMBINED_HYBRID_SEARCH_RRF"]
-        config = base.model_copy(update={
-            "edge_config": base.edge_config.model_copy() if self.edge_limit else None,
-            "node_config": base.node_config.model_copy() if self.node_limit else None,
-            "episode_config": None, "community_config": None, "limit": max(self.edge_limit, self.node_limit),
-        })
+        config = base.model_copy(
+            update={
+                "edge_config": base.edge_config.model_copy() if self.edge_limit else None,
+                "node_config": base.node_config.model_copy() if self.node_limit else None,
+                "episode_config": None,
+                "community_config": None,
+                "limit": max(self.edge_limit, self.node_limit),
+            }
+        )
         with endpoint.scope(asked.sample_id, asked.question_id):
             graph = built.runtime.get("graph")
             if graph is None:  # a resumed run: the committed database, reopened for search
@@ -294,10 +345,15 @@ class GraphitiMemory:
         edges = list(zip(found.edges, found.edge_reranker_scores or [0.0] * len(found.edges)))[: self.edge_limit]
         nodes = list(zip(found.nodes, found.node_reranker_scores or [0.0] * len(found.nodes)))[: self.node_limit]
         texts = [render_fact(e) for e, _ in edges] + [render_entity(n) for n, _ in nodes]
-        hits = ([{"item_id": e.uuid, "score": round(float(s), 6), "kind": "fact"} for e, s in edges]
-                + [{"item_id": n.uuid, "score": round(float(s), 6), "kind": "entity"} for n, s in nodes])
-        return Retrieved(texts=texts, hits=hits, render=lambda keep: render_context(texts, len(edges), keep),
-                         extra={"joiner": JOINER, "facts": len(edges), "entities": len(nodes)})
+        hits = [{"item_id": e.uuid, "score": round(float(s), 6), "kind": "fact"} for e, s in edges] + [
+            {"item_id": n.uuid, "score": round(float(s), 6), "kind": "entity"} for n, s in nodes
+        ]
+        return Retrieved(
+            texts=texts,
+            hits=hits,
+            render=lambda keep: render_context(texts, len(edges), keep),
+            extra={"joiner": JOINER, "facts": len(edges), "entities": len(nodes)},
+        )
 
     def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
         retrieved = self.retrieve(built, asked, ctx)
@@ -377,11 +433,15 @@ def kuzu_stopwords() -> str:
         del driver
         runs = re.findall(rb"[a-z']{200,}", path.read_bytes())
     if not runs:
-        raise UserError(f"memory=graphiti: no stopword list found in an empty Kuzu {version('kuzu')} database; "
-                        "this plugin was written for kuzu 0.11.3 (pip install -e plugins/graphiti)")
+        raise UserError(
+            f"memory=graphiti: no stopword list found in an empty Kuzu {version('kuzu')} database; "
+            "this plugin was written for kuzu 0.11.3 (pip install -e plugins/graphiti)"
+        )
     blob = max(runs, key=len).decode("ascii")
-    return (f"# Kuzu {version('kuzu')}'s default English stopwords, as its full-text index stores them "
-            f"(one run of text, words joined)\n{blob}\n")
+    return (
+        f"# Kuzu {version('kuzu')}'s default English stopwords, as its full-text index stores them "
+        f"(one run of text, words joined)\n{blob}\n"
+    )
 
 
 def render_fact(edge: Any) -> str:

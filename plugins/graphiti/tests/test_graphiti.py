@@ -78,9 +78,18 @@ def graphiti_responder(body: dict[str, Any]) -> Reply:
         entities = json.loads(tagged(user, "ENTITIES") or "[]")
         message = tagged(user, "CURRENT_MESSAGE")
         names = [e["name"] for e in entities]
-        reply = {"edges": [] if len(names) < 2 else [{
-            "source_entity_name": names[0], "target_entity_name": names[1], "relation_type": "MENTIONED",
-            "fact": message.partition(":")[2].strip()[:100] or message[:100]}]}
+        reply = {
+            "edges": []
+            if len(names) < 2
+            else [
+                {
+                    "source_entity_name": names[0],
+                    "target_entity_name": names[1],
+                    "relation_type": "MENTIONED",
+                    "fact": message.partition(":")[2].strip()[:100] or message[:100],
+                }
+            ]
+        }
     else:
         reply = smallest(schema, schema)
     text = json.dumps(reply)
@@ -89,12 +98,26 @@ def graphiti_responder(body: dict[str, Any]) -> Reply:
 
 def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
     try:
-        return main([
-            "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}", "reader.model=scripted",
-            "memory=graphiti", "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
-            "name=graphiti", "max_questions=3", "memory.max_episodes=4", *extra,
-        ])
+        return main(
+            [
+                "qa",
+                "reader=openai_compatible",
+                f"reader.base_url={reader.base_url}",
+                "reader.model=scripted",
+                "memory=graphiti",
+                "writer=openai_compatible",
+                f"writer.base_url={writer.base_url}",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+                f"dataset.path={MINI}",
+                f"paths.packs={tmp / 'packs'}",
+                f"paths.cache={tmp / 'cache'}",
+                "name=graphiti",
+                "max_questions=3",
+                "memory.max_episodes=4",
+                *extra,
+            ]
+        )
     except SystemExit as e:
         return int(e.code or 0)
 
@@ -133,10 +156,14 @@ def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
         # the reader saw the facts Graphiti found
         predictions = rows(pack / "predictions.jsonl")
         assert predictions
-        prompts = [json.loads(line) for line in (pack / "calls.jsonl").read_text("utf-8").splitlines()] \
-            if (pack / "calls.jsonl").is_file() else []
+        prompts = (
+            [json.loads(line) for line in (pack / "calls.jsonl").read_text("utf-8").splitlines()]
+            if (pack / "calls.jsonl").is_file()
+            else []
+        )
         assert any("Facts (with the dates they held):" in json.dumps(p) for p in prompts) or any(
-            "Facts (with the dates they held):" in json.dumps(r) for r in reader.requests)
+            "Facts (with the dates they held):" in json.dumps(r) for r in reader.requests
+        )
 
         # run_meta.json: the wrapped library's version beside the plugin's own
         meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
@@ -256,9 +283,21 @@ def test_graphiti_on_the_embedded_model(tmp_path, monkeypatch):
     if not locomo.is_file():
         pytest.fail(f"{locomo} is missing: the plugin's tests read the pinned files from ../shared/pins")
     try:
-        code = main(["qa", "memory=graphiti", "writer=local", "reader=local", "memory.max_episodes=2", "max_questions=3",
-                     "memory.max_failed_share=1.0", f"dataset.path={locomo}", f"paths.packs={tmp_path / 'packs'}",
-                     f"paths.cache={tmp_path / 'cache'}", "name=gsmoke"])
+        code = main(
+            [
+                "qa",
+                "memory=graphiti",
+                "writer=local",
+                "reader=local",
+                "memory.max_episodes=2",
+                "max_questions=3",
+                "memory.max_failed_share=1.0",
+                f"dataset.path={locomo}",
+                f"paths.packs={tmp_path / 'packs'}",
+                f"paths.cache={tmp_path / 'cache'}",
+                "name=gsmoke",
+            ]
+        )
     except SystemExit as e:
         code = int(e.code or 0)
     assert code == 0
@@ -310,11 +349,26 @@ def test_graphiti_runs_longmemeval_with_its_dates(tmp_path):
     data = make_longmemeval(tmp_path / "lme.json", questions=2)
     with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
         try:
-            code = main(["qa", "dataset=longmemeval_oracle", f"dataset.path={data}", "reader=openai_compatible",
-                         f"reader.base_url={reader.base_url}", "reader.model=scripted", "memory=graphiti",
-                         "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-                         "embedder=hashing", f"paths.packs={tmp_path / 'packs'}", f"paths.cache={tmp_path / 'cache'}",
-                         "name=glme", "memory.max_episodes=2", "memory.max_failed_share=1.0"])
+            code = main(
+                [
+                    "qa",
+                    "dataset=longmemeval_oracle",
+                    f"dataset.path={data}",
+                    "reader=openai_compatible",
+                    f"reader.base_url={reader.base_url}",
+                    "reader.model=scripted",
+                    "memory=graphiti",
+                    "writer=openai_compatible",
+                    f"writer.base_url={writer.base_url}",
+                    "writer.model=scripted-writer",
+                    "embedder=hashing",
+                    f"paths.packs={tmp_path / 'packs'}",
+                    f"paths.cache={tmp_path / 'cache'}",
+                    "name=glme",
+                    "memory.max_episodes=2",
+                    "memory.max_failed_share=1.0",
+                ]
+            )
         except SystemExit as e:
             code = int(e.code or 0)
     assert code == 0

@@ -73,7 +73,9 @@ def import_mem0(home: str) -> Any:
         from mem0 import Memory
         from mem0.configs import prompts
     except ImportError as e:
-        raise UserError(f"memory=mem0_lib needs mem0ai: {e}; install it with `.venv/bin/pip install -e plugins/mem0_lib`") from None
+        raise UserError(
+            f"memory=mem0_lib needs mem0ai: {e}; install it with `.venv/bin/pip install -e plugins/mem0_lib`"
+        ) from None
     from mem0.memory import telemetry
 
     if telemetry.MEM0_TELEMETRY:
@@ -91,8 +93,10 @@ class Mem0Lib:
     #: the least every writer call holds (mem0's prompt and what each call adds), before the
     #: new messages: `plan` refuses a local writer whose context cannot hold it, naming the writer
     WRITER_PROMPT_TOKENS: ClassVar[int] = EXTRACTION_PROMPT_TOKENS + CALL_TOKENS
-    WRITER_PROMPT_NOTE: ClassVar[str] = (f"mem0's own extraction prompt ({EXTRACTION_PROMPT_TOKENS:,}) and what each call "
-                                         f"adds to it (the last 10 messages, up to 10 memories: {CALL_TOKENS:,})")
+    WRITER_PROMPT_NOTE: ClassVar[str] = (
+        f"mem0's own extraction prompt ({EXTRACTION_PROMPT_TOKENS:,}) and what each call "
+        f"adds to it (the last 10 messages, up to 10 memories: {CALL_TOKENS:,})"
+    )
 
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory
@@ -105,8 +109,10 @@ class Mem0Lib:
 
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
-        return ["memory=mem0_lib runs mem0's own library (mem0ai), not a clone; its model and embedding calls went "
-                "through memorybench's recording endpoint to writer= and embedder="]
+        return [
+            "memory=mem0_lib runs mem0's own library (mem0ai), not a clone; its model and embedding calls went "
+            "through memorybench's recording endpoint to writer= and embedder="
+        ]
 
     # -- the endpoint and the library --------------------------------------------------
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
@@ -114,12 +120,17 @@ class Mem0Lib:
             mem0, _, prompts = import_mem0(str(ctx.cache_dir / "mem0_home"))
             copy = ctx.writer.templates["extract"]
             if copy.text.strip() != prompts.ADDITIVE_EXTRACTION_PROMPT.strip():
-                raise UserError(f"prompts/{copy.relpath} is not the extraction prompt of the installed mem0ai "
-                                f"{getattr(mem0, '__version__', '?')}; reinstall the plugin (pip install -e plugins/mem0_lib)")
+                raise UserError(
+                    f"prompts/{copy.relpath} is not the extraction prompt of the installed mem0ai "
+                    f"{getattr(mem0, '__version__', '?')}; reinstall the plugin (pip install -e plugins/mem0_lib)"
+                )
             self._endpoint = LibraryEndpoint(
-                ctx, method=METHOD, roles={"extract": prompts.ADDITIVE_EXTRACTION_PROMPT},
+                ctx,
+                method=METHOD,
+                roles={"extract": prompts.ADDITIVE_EXTRACTION_PROMPT},
                 reply_schemas={"extract": EXTRACT_REPLY_SCHEMA},
-                max_items=self.json_max_items, max_chars=self.json_max_chars,
+                max_items=self.json_max_items,
+                max_chars=self.json_max_chars,
                 # mem0's failures ("Error parsing extraction response: ...") are ERROR records; its
                 # warnings say that an optional package (fastembed, spaCy) is missing: remarks
                 loggers={"mem0": logging.ERROR},
@@ -149,14 +160,34 @@ class Mem0Lib:
         dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
         writer = ctx.writer.node
         config = {
-            "vector_store": {"provider": "qdrant", "config": {
-                "collection_name": "mem0", "path": str(store / "qdrant"), "on_disk": True, "embedding_model_dims": dims}},
-            "llm": {"provider": "openai", "config": {
-                "model": "memorybench-writer", "openai_base_url": endpoint.base_url, "api_key": endpoint.api_key,
-                "temperature": float(writer.temperature), "max_tokens": int(writer.max_tokens)}},
-            "embedder": {"provider": "openai", "config": {
-                "model": "memorybench-embedder", "openai_base_url": endpoint.base_url, "api_key": endpoint.api_key,
-                "embedding_dims": dims}},
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": "mem0",
+                    "path": str(store / "qdrant"),
+                    "on_disk": True,
+                    "embedding_model_dims": dims,
+                },
+            },
+            "llm": {
+                "provider": "openai",
+                "config": {
+                    "model": "memorybench-writer",
+                    "openai_base_url": endpoint.base_url,
+                    "api_key": endpoint.api_key,
+                    "temperature": float(writer.temperature),
+                    "max_tokens": int(writer.max_tokens),
+                },
+            },
+            "embedder": {
+                "provider": "openai",
+                "config": {
+                    "model": "memorybench-embedder",
+                    "openai_base_url": endpoint.base_url,
+                    "api_key": endpoint.api_key,
+                    "embedding_dims": dims,
+                },
+            },
             "history_db_path": str(store / "history.db"),
         }
         memory = Memory.from_config(config)
@@ -165,8 +196,10 @@ class Mem0Lib:
         atexit.register(_close_store, memory)
         for part, client in (("llm", memory.llm.client), ("embedder", memory.embedding_model.client)):
             if not str(client.base_url).startswith(endpoint.base_url):
-                raise UserError(f"mem0's {part} calls {client.base_url}, not memorybench's recording endpoint (is "
-                                "OPENROUTER_API_KEY set? mem0 then ignores its configured base URL); unset it for memory=mem0_lib")
+                raise UserError(
+                    f"mem0's {part} calls {client.base_url}, not memorybench's recording endpoint (is "
+                    "OPENROUTER_API_KEY set? mem0 then ignores its configured base URL); unset it for memory=mem0_lib"
+                )
         return memory
 
     # -- build -------------------------------------------------------------------------
@@ -186,7 +219,9 @@ class Mem0Lib:
                 for speaker in speakers:
                     for start in range(0, len(session.turns), self.batch_size):
                         turns = session.turns[start : start + self.batch_size]
-                        messages = [{"role": "user" if t.speaker == speaker else "assistant", "content": t.render()} for t in turns]
+                        messages = [
+                            {"role": "user" if t.speaker == speaker else "assistant", "content": t.render()} for t in turns
+                        ]
                         metadata = {"session": session.index, "date": session.date_time, "dia_ids": [t.dia_id for t in turns]}
                         result = memory.add(messages, user_id=users[speaker], metadata=metadata)
                         adds += 1
@@ -204,10 +239,15 @@ class Mem0Lib:
         import mem0
 
         built.metadata["library"] = {
-            "distribution": "mem0ai", "version": mem0.__version__ if hasattr(mem0, "__version__") else None,
-            "class": "mem0.Memory", "vector_store": "qdrant (local folder)", "store": relstore,
-            "add_calls": adds, "sessions_built": len(sessions),
-            "endpoint_rows": dict(endpoint.rows), "refused": len(endpoint.proxy.refused),
+            "distribution": "mem0ai",
+            "version": mem0.__version__ if hasattr(mem0, "__version__") else None,
+            "class": "mem0.Memory",
+            "vector_store": "qdrant (local folder)",
+            "store": relstore,
+            "add_calls": adds,
+            "sessions_built": len(sessions),
+            "endpoint_rows": dict(endpoint.rows),
+            "refused": len(endpoint.proxy.refused),
         }
         if endpoint.json_bounds:
             built.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)

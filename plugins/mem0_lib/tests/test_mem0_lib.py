@@ -56,12 +56,25 @@ def mem0_responder(body: dict[str, Any]) -> Reply:
 
 def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
     try:
-        return main([
-            "qa", "reader=openai_compatible", f"reader.base_url={reader.base_url}", "reader.model=scripted",
-            "memory=mem0_lib", "writer=openai_compatible", f"writer.base_url={writer.base_url}", "writer.model=scripted-writer",
-            "embedder=hashing", f"dataset.path={MINI}", f"paths.packs={tmp / 'packs'}", f"paths.cache={tmp / 'cache'}",
-            "name=mem0lib", "max_questions=3", *extra,
-        ])
+        return main(
+            [
+                "qa",
+                "reader=openai_compatible",
+                f"reader.base_url={reader.base_url}",
+                "reader.model=scripted",
+                "memory=mem0_lib",
+                "writer=openai_compatible",
+                f"writer.base_url={writer.base_url}",
+                "writer.model=scripted-writer",
+                "embedder=hashing",
+                f"dataset.path={MINI}",
+                f"paths.packs={tmp / 'packs'}",
+                f"paths.cache={tmp / 'cache'}",
+                "name=mem0lib",
+                "max_questions=3",
+                *extra,
+            ]
+        )
     except SystemExit as e:
         return int(e.code or 0)
 
@@ -125,9 +138,14 @@ def test_mem0_lib_builds_through_the_recording_endpoint(tmp_path, servers):
 
 
 def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(
-        responder=lambda body: Reply(text="no json here") if EXTRACTOR in body["messages"][0]["content"] else echo_responder(body)
-    ) as writer:
+    with (
+        ScriptedOpenAIServer() as reader,
+        ScriptedOpenAIServer(
+            responder=lambda body: (
+                Reply(text="no json here") if EXTRACTOR in body["messages"][0]["content"] else echo_responder(body)
+            )
+        ) as writer,
+    ):
         code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0")
     assert code == 0
     (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
