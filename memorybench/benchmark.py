@@ -220,9 +220,11 @@ class Benchmark:
     #: the judge protocols it owns (`judge.protocol=NAME` -> "module:Class"), registered with the
     #: built-in ones (`memorybench.registry.JUDGES`)
     judge_protocols: Mapping[str, str] = field(default_factory=dict)
-    #: "module:function(prompt, pins) -> str": the template of a `reader.prompt` of `reader_prompts`,
-    #: taken out of the benchmark's pinned files (`memorybench.templates`)
-    reader_template: str | None = None
+    #: "module:NAME" of a mapping `reader.prompt` name -> its pinned template (a
+    #: `memorybench.templates.PinnedSlots` with `text(pins)`, `system(pins)`, `render(text, slots)`,
+    #: `memories`, `message_role`), one for each of `reader_prompts`: the prompt taken out of the
+    #: benchmark's pinned files and rendered as its authors render it (`templates.pinned_reader`)
+    reader_templates: str | None = None
     #: the module of its judge's own figures (`autorater_metrics.json`): it defines `LABELS` (what
     #: each figure is), `scores(verdicts, passes, protocol, judge)` and `lines(metrics)` (printed);
     #: None: Mem0's J per kind is its figure

@@ -52,7 +52,7 @@ def prompt_dirs() -> list[Path]:
 def find_prompt(relpath: str) -> Path:
     """The file of a prompt named relative to a prompts folder (or the verified pinned file of
     a `JINJA_READERS` name, or the made file of a `DERIVED_READERS` one, of `locomo` or of a
-    `LONGMEMEVAL_READERS` one); a one-line error listing the choices."""
+    benchmark's own pinned reader, `pinned_reader`); a one-line error listing the choices."""
     pinned = JINJA_READERS.get(relpath)
     if pinned is not None:
         return pin_path(pinned.pin)
@@ -60,15 +60,16 @@ def find_prompt(relpath: str) -> Path:
         return derived_prompt(relpath)
     if relpath == LOCOMO_READER.name:
         return made_prompt(relpath, LOCOMO_READER.text())
-    if relpath in LONGMEMEVAL_READERS:
-        return made_prompt(relpath, LONGMEMEVAL_READERS[relpath].text())
+    owned = pinned_reader(relpath)
+    if owned is not None:  # a benchmark's own, taken out of its pinned files
+        return made_prompt(relpath, owned.text())
     dirs = prompt_dirs()
     for folder in dirs:
         path = folder / relpath
         if path.is_file():
             return path
     choices = sorted({str(p.relative_to(d)) for d in dirs for p in d.rglob("*.txt")})
-    choices += sorted({*PINNED_READERS, *DERIVED_READERS})
+    choices += sorted({*pinned_reader_names(), *DERIVED_READERS})
     raise UserError(f"prompt template {relpath!r} not found under {PROMPTS_DIR}; choices: {', '.join(choices)}")
 
 
@@ -170,7 +171,7 @@ def _mem0_answer_graph_variables(slots: Mapping[str, str]) -> dict[str, str]:
     return {**_mem0_answer_variables(slots), "speaker_1_graph_memories": relations, "speaker_2_graph_memories": relations}
 
 
-class _PinnedSlots:
+class PinnedSlots:
     """The slots of a pinned reader prompt: `memory`, `question` and its `extra_slots`."""
 
     extra_slots: tuple[str, ...]
@@ -184,8 +185,38 @@ class _PinnedSlots:
         return self.slots
 
 
+class BenchmarkReaderTemplate(PinnedSlots):
+    """A benchmark's own pinned reader prompt (its record's `reader_templates`): the reader sends
+    `render(text(pins), slots)`, where the slots beyond `memory` and `question` are what
+    `question_values` takes from the asked question (LongMemEval's `question_date`), so the
+    reader and `verify` build the same message from a trace's slots."""
+
+    name: str
+    extra_slots: tuple[str, ...]
+    memories: tuple[str, ...] | None
+    message_role: Literal["system", "user"]
+
+    def text(self, pins: str | os.PathLike[str] | None = None) -> str:
+        raise NotImplementedError
+
+    def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
+        return None
+
+    def render(self, text: str, slots: Mapping[str, str]) -> str:
+        raise NotImplementedError
+
+    def question_values(self, asked: Any) -> dict[str, str]:
+        """The `extra_slots` of an asked question (`data.records.AskedQuestion`); a one-line
+        UserError where the question lacks one (a question of another benchmark)."""
+        raise NotImplementedError
+
+    def sizing_values(self) -> dict[str, str]:
+        """Typical `extra_slots` values, for sizing a prompt before any question (`plan --estimate`)."""
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class JinjaReaderTemplate(_PinnedSlots):
+class JinjaReaderTemplate(PinnedSlots):
     """A pinned reader prompt (`reader.prompt=NAME`), rendered with jinja2 as its authors do."""
 
     name: str
@@ -344,7 +375,7 @@ def locomo_cat5_answer(reply: str, options: Mapping[str, str]) -> Cat5Answer:
 
 
 @dataclass(frozen=True)
-class LocomoReaderTemplate(_PinnedSlots):
+class LocomoReaderTemplate(PinnedSlots):
     """`reader.prompt=locomo`: LoCoMo's own question prompts, posed as its gpt_utils.py poses them.
 
     The pack's prompt file `locomo` holds the three pinned literals as a JSON object (keys
@@ -405,46 +436,39 @@ class LocomoReaderTemplate(_PinnedSlots):
 LOCOMO_READER = LocomoReaderTemplate()
 
 
-@dataclass(frozen=True)
-class LongMemEvalReaderTemplate(_PinnedSlots):
-    """`reader.prompt=longmemeval_con` (the authors' default: step by step) or
-    `longmemeval_direct`: LongMemEval's reader prompt as its run_generation.py
-    `prepare_prompt` builds it (its record's `reader_template`), the template taken
-    out of the pinned file. Its three `{}` slots are the history, the question's date and
-    the question; the history is the memory (full_context renders a LongMemEval haystack in
-    the authors' json history format). The only message, a user message."""
-
-    name: str
-    step_by_step: bool
-    system_pin: Pin | None = None
-    memories: tuple[str, ...] | None = None
-    extra_slots: tuple[str, ...] = ("question_date",)
-    message_role: Literal["system", "user"] = "user"
-
-    def text(self, pins: str | os.PathLike[str] | None = None) -> str:
-        from memorybench.benchmark import benchmarks, imported
-
-        owner = next(b for b in benchmarks().values() if self.name in b.reader_prompts and b.reader_template)
-        return str(imported(str(owner.reader_template))(self.name, pins))
-
-    def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
-        return None
-
-    def render(self, text: str, slots: Mapping[str, str]) -> str:
-        """The authors' `template.format(history, question_date, question)`."""
-        try:
-            return text.format(slots["memory"], slots["question_date"], slots["question"])
-        except (IndexError, KeyError):
-            raise ValueError("not LongMemEval's reader template (three {} slots: history, date, question)") from None
-
-
-LONGMEMEVAL_READERS: dict[str, LongMemEvalReaderTemplate] = {
-    t.name: t
-    for t in (LongMemEvalReaderTemplate("longmemeval_con", True), LongMemEvalReaderTemplate("longmemeval_direct", False))
-}
-#: every `reader.prompt` value that names a pinned reader template (rendered by it, not filled)
-PINNED_READERS: dict[str, JinjaReaderTemplate | LocomoReaderTemplate | LongMemEvalReaderTemplate] = {
+#: the `reader.prompt` values of memorybench's own pinned reader templates (rendered by them, not
+#: filled); a benchmark's own (`pinned_reader`) come from its record
+PINNED_READERS: dict[str, JinjaReaderTemplate | LocomoReaderTemplate] = {
     **JINJA_READERS,
     LOCOMO_READER.name: LOCOMO_READER,
-    **LONGMEMEVAL_READERS,
 }
+
+
+def _benchmark_readers() -> dict[str, Any]:
+    """Every pinned reader template a benchmark owns, by name: its record's `reader_prompts`
+    (names) found in the mapping its `reader_templates` names (imported on first use, so a
+    command that asks for no such name imports no benchmark's code)."""
+    from memorybench.benchmark import benchmarks, imported
+
+    found: dict[str, Any] = {}
+    for bench in benchmarks().values():
+        if bench.reader_prompts and bench.reader_templates:
+            table = imported(bench.reader_templates)
+            found.update((name, table[name]) for name in bench.reader_prompts)
+    return found
+
+
+def pinned_reader(name: str | None) -> Any:
+    """The pinned reader template `reader.prompt=name` names (memorybench's own, then a
+    benchmark's), or None for a template file under prompts/."""
+    if not name:
+        return None
+    own = PINNED_READERS.get(name)
+    if own is not None:
+        return own
+    return _benchmark_readers().get(name) if not name.endswith(".txt") else None
+
+
+def pinned_reader_names() -> list[str]:
+    """Every pinned reader template's name: memorybench's own, then the benchmarks'."""
+    return [*PINNED_READERS, *_benchmark_readers()]

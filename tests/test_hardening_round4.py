@@ -209,9 +209,10 @@ class _Body:
 
 @pytest.mark.parametrize("announce", [True, False])
 def test_fetch_dataset_stops_at_the_pinned_size(announce, tmp_path, monkeypatch, capsys):
+    from memorybench.benchmarks.longmemeval import pins as lme_pins
     from memorybench.data import large_pins, pins
 
-    pin = large_pins.LONGMEMEVAL_DATA["longmemeval_oracle"]
+    pin = lme_pins.DATA["longmemeval_oracle"]
     monkeypatch.setattr(pins, "fetch_pins", lambda *a, **k: tmp_path / "pins")  # the small pins: not this test
     with _Body(size=pin.size * 3, announce=announce) as server:
         monkeypatch.setattr(large_pins, "_HF", f"http://127.0.0.1:{server.httpd.server_port}")

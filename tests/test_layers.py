@@ -113,7 +113,9 @@ def test_no_import_points_up():
     assert not upward, "imports that point up:\n" + "\n".join(upward)
 
 
-@pytest.mark.parametrize("limit", [600])
+# lines as `ruff format` lays them out (.ci/run checks it): the limit was 600 in the denser layout
+# before the format commit, where the same modules took about a fifth fewer lines
+@pytest.mark.parametrize("limit", [750])
 def test_no_module_is_over_the_limit(limit):
     long = {str(p.relative_to(PACKAGE.parent)): n for _, p in modules() if (n := len(p.read_text("utf-8").splitlines())) > limit}
     assert not long, f"modules over {limit} lines (split them by concept): {long}"

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memorybench.errors import UserError
-from memorybench.templates import LOCOMO_READER, PINNED_READERS, JinjaReaderTemplate, LocomoReaderTemplate, PromptTemplate
+from memorybench.templates import LOCOMO_READER, JinjaReaderTemplate, LocomoReaderTemplate, PromptTemplate
+from memorybench.templates import pinned_reader as _pinned_template
 
 READER_SLOTS = frozenset({"memory", "question"})
 SYSTEM_MESSAGE = "You answer questions using only the provided memory."
@@ -63,11 +64,12 @@ def _get(node: Any, key: str) -> Any:
     return node.get(key) if isinstance(node, Mapping) or hasattr(node, "get") else None  # a DictConfig is no Mapping
 
 
-def pinned_reader(cfg: Any) -> JinjaReaderTemplate | LocomoReaderTemplate | None:
-    """The pinned template `reader.prompt` names, or None for a template file under prompts/."""
+def pinned_reader(cfg: Any) -> JinjaReaderTemplate | LocomoReaderTemplate | Any | None:
+    """The pinned template `reader.prompt` names (memorybench's own or a benchmark's), or None
+    for a template file under prompts/."""
     reader = cfg.get("reader")
     prompt = reader.get("prompt") if reader is not None else None
-    return PINNED_READERS.get(str(prompt)) if prompt else None
+    return _pinned_template(str(prompt)) if prompt else None
 
 
 def check_reader_template(cfg: Any) -> None:

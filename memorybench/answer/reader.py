@@ -16,9 +16,9 @@ from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
 from memorybench.pack import layout
 from memorybench.registry import ANSWERERS
 from memorybench.templates import (
+    BenchmarkReaderTemplate,
     JinjaReaderTemplate,
     LocomoReaderTemplate,
-    LongMemEvalReaderTemplate,
     PromptTemplate,
     locomo_cat5_answer,
     locomo_options,
@@ -113,7 +113,7 @@ class ReaderAnswerer:
         max_tokens: int,
         seed: int | None,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
-        pinned: JinjaReaderTemplate | LocomoReaderTemplate | LongMemEvalReaderTemplate | None = None,
+        pinned: JinjaReaderTemplate | LocomoReaderTemplate | BenchmarkReaderTemplate | None = None,
         system: str | None = SYSTEM_MESSAGE,
     ):
         self.endpoint = endpoint
@@ -188,16 +188,10 @@ class ReaderAnswerer:
         slots = {"memory": SlotValue(ref=sha256_text(memory)), "question": SlotValue(text=asked.question)}
         if self.pinned is None:
             user = fill_template(self.template.text, memory, asked.question)
-        elif isinstance(self.pinned, LongMemEvalReaderTemplate):
-            if asked.question_date is None:
-                raise UserError(
-                    f"{asked.question_id} has no question date: reader.prompt={self.pinned.name} is "
-                    "LongMemEval's prompt; use it with dataset=longmemeval_*"
-                )
-            slots["question_date"] = SlotValue(text=asked.question_date)
-            user = self.pinned.render(
-                self.template.text, {"memory": memory, "question": asked.question, "question_date": asked.question_date}
-            )
+        elif isinstance(self.pinned, BenchmarkReaderTemplate):  # a benchmark's own: its slots from the question
+            extra = self.pinned.question_values(asked)
+            slots.update({name: SlotValue(text=value) for name, value in extra.items()})
+            user = self.pinned.render(self.template.text, {"memory": memory, "question": asked.question, **extra})
         elif isinstance(self.pinned, LocomoReaderTemplate):
             extra = self.pinned.values(asked.question, asked.category, self._speakers, options)
             slots.update({name: SlotValue(text=value) for name, value in extra.items() if name != "question"})

@@ -1,8 +1,8 @@
 """Large dataset files pinned by address, size and sha256, fetched by a streamed, resumable download.
 
-LongMemEval's files live on the Hugging Face hub (`xiaowu0162/longmemeval-cleaned`) at a
-pinned revision; the authors publish no checksums, so the sizes and sha256 are the ones
-several independent projects pin for that revision (../shared/pins/PINS.md). A fetch
+A benchmark names its large files in its own package (a dataset's `pin`), each by its
+address at a pinned revision (a Hugging Face dataset repository), its size and sha256
+(../shared/pins/PINS.md says where each comes from). A fetch
 
 - streams the file to `<pins>/<relpath>.part` with a progress line, resuming a partial
   `.part` with an HTTP Range request where the server honours it (else starting over);
@@ -10,7 +10,7 @@ several independent projects pin for that revision (../shared/pins/PINS.md). A f
   the pins folder is always a verified one;
 - on a mismatch names both hashes (or sizes) in one line and keeps nothing.
 
-`longmemeval_m` (2.7 GB) is fetched only when asked for. A pins folder that already holds a
+A large file is fetched only when asked for (`memorybench fetch --dataset NAME`). A pins folder that already holds a
 file (MEMORYBENCH_PINS, `memorybench fetch --pins DIR`) is verified, never downloaded.
 Verification streams the file (`sha256_file`): a 2.7 GB file is never read into memory.
 """
@@ -48,33 +48,6 @@ class LargePin:
         return f"{_HF}/{self.repository}/resolve/{self.revision}/{self.source_path}"
 
 
-_LME = ("xiaowu0162/longmemeval-cleaned", "98d7416c24c778c2fee6e6f3006e7a073259d48f")
-LONGMEMEVAL_DATA: dict[str, LargePin] = {
-    "longmemeval_oracle": LargePin(
-        "longmemeval/longmemeval_oracle.json",
-        *_LME,
-        "longmemeval_oracle.json",
-        15_388_478,
-        "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c",
-        "MIT",
-    ),
-    "longmemeval_s": LargePin(
-        "longmemeval/longmemeval_s_cleaned.json",
-        *_LME,
-        "longmemeval_s_cleaned.json",
-        277_383_467,
-        "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
-        "MIT",
-    ),
-    "longmemeval_m": LargePin(
-        "longmemeval/longmemeval_m_cleaned.json",
-        *_LME,
-        "longmemeval_m_cleaned.json",
-        2_737_100_077,
-        "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f",
-        "MIT",
-    ),
-}
 _verified: set[tuple[str, int, int]] = set()
 
 
@@ -197,4 +170,6 @@ def _content_length(response) -> int | None:
 
 def _name_of(pin: LargePin) -> str:
     """The dataset name `memorybench fetch --dataset` takes for this pin."""
-    return next((name for name, p in LONGMEMEVAL_DATA.items() if p == pin), Path(pin.source_path).stem)
+    from memorybench.benchmark import datasets
+
+    return next((d.name for d in datasets().values() if d.large and d.pinned() == pin), Path(pin.source_path).stem)

@@ -206,58 +206,6 @@ LOCOMO_AUDIT_VAGUE_WRONG = _locomo_audit(
 LOCOMO_AUDIT_WRONG_ANSWER_PINS = (LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG)
 LOCOMO_AUDIT_PINS = (LOCOMO_AUDIT_ERRORS, LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_AUDIT_VAGUE_SCORED)
 
-# LongMemEval's evaluation code (xiaowu0162/LongMemEval, MIT), whole files at one commit: the
-# judge's per-type prompts and label rule, the QA and retrieval metrics, the reader prompts.
-# memorybench.benchmarks.longmemeval.score* read them (parsed, never imported); the data files are pinned
-# with the dataset configs
-_LONGMEMEVAL_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
-
-
-def _longmemeval(name: str, sha256: str, source_path: str) -> Pin:
-    """A file of xiaowu0162/LongMemEval at the pinned commit, stored as longmemeval/<name>."""
-    return Pin(
-        relpath=f"longmemeval/{name}",
-        sha256=sha256,
-        repository="xiaowu0162/LongMemEval",
-        commit=_LONGMEMEVAL_COMMIT,
-        source_path=source_path,
-        licence="MIT",
-    )
-
-
-LONGMEMEVAL_EVALUATE_QA = _longmemeval(
-    "evaluate_qa.py", "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251", "src/evaluation/evaluate_qa.py"
-)
-LONGMEMEVAL_PRINT_QA_METRICS = _longmemeval(
-    "print_qa_metrics.py",
-    "e9283933a0cefb7a0ded7365e436ae3d1be5aac41853325e6155d83bf07607f0",
-    "src/evaluation/print_qa_metrics.py",
-)
-LONGMEMEVAL_EVAL_UTILS = _longmemeval(
-    "eval_utils.py", "c98b8d1096877a15aa755c9de44fe33c195298466a2eb6f3c0f9f6bde8c72349", "src/retrieval/eval_utils.py"
-)
-LONGMEMEVAL_RUN_GENERATION = _longmemeval(
-    "run_generation.py", "4f1eb3c69d7ad40f04065b9c0bc86f6582441018fc6ff751d162d66c95baf672", "src/generation/run_generation.py"
-)
-LONGMEMEVAL_RUN_RETRIEVAL = _longmemeval(
-    "run_retrieval.py", "efd7fc5969a904717741fadca3c7dc73611ddbb2aaf3ef33117ebb6943b3e346", "src/retrieval/run_retrieval.py"
-)
-LONGMEMEVAL_PRINT_RETRIEVAL_METRICS = _longmemeval(
-    "print_retrieval_metrics.py",
-    "58b70c0b562ea57372a7774a554c347cd908e901b77ac0149fc90b097b6f1b8f",
-    "src/evaluation/print_retrieval_metrics.py",
-)
-LONGMEMEVAL_LICENSE = _longmemeval("LICENSE", "d3c4b9aa54759df6ded337978a6f3b55b75615e5e4525c3b82d7e2627d4b9732", "LICENSE")
-LONGMEMEVAL_CODE_PINS = (
-    LONGMEMEVAL_EVALUATE_QA,
-    LONGMEMEVAL_PRINT_QA_METRICS,
-    LONGMEMEVAL_EVAL_UTILS,
-    LONGMEMEVAL_RUN_GENERATION,
-    LONGMEMEVAL_RUN_RETRIEVAL,
-    LONGMEMEVAL_PRINT_RETRIEVAL_METRICS,
-    LONGMEMEVAL_LICENSE,
-)
-
 ALL_PINS: tuple[Pin, ...] = (
     LOCOMO10,
     MEM0_ACCURACY_PROMPT,
@@ -266,7 +214,6 @@ ALL_PINS: tuple[Pin, ...] = (
     *PUNKT_TAB,
     *LOCOMO_AUDIT_PINS,
     *LOCOMO_AUDIT_WRONG_ANSWER_PINS,
-    *LONGMEMEVAL_CODE_PINS,
 )
 
 #: other projects' released per-question LoCoMo results (docs/reproducing.md imports them):

@@ -73,7 +73,7 @@ class ReaderRequest(Record):
     the slot values (a `ref` resolves through REFERENCE_PIN.json); its sha256 is the
     trace's `reader_payload_sha256`. With a `renderer` (a pinned Mem0 prompt, or `locomo`:
     LoCoMo's own question protocol), the message is instead
-    `memorybench.templates.PINNED_READERS[renderer].render(template text, slot values)`:
+    `memorybench.templates.pinned_reader(renderer).render(template text, slot values)`:
     jinja2 with the variables those slots give, or LoCoMo's prompts posed with them.
 
     `renderer` and `payload_role` are additions a trace without them reads as before (the

@@ -51,7 +51,7 @@ from memorybench.pack.walk_records import (
     Verdict,
     Walk,
 )
-from memorybench.templates import PINNED_READERS
+from memorybench.templates import pinned_reader
 from memorybench.records import SchemaError, jsonl_lines, load_json, parse_record, record_type
 
 __all__ = [
@@ -520,7 +520,7 @@ class PackWalker:
         template = self.text(f"{layout.PROMPTS}/{request['template']}")
         message = None
         # a pinned template (`renderer`: Mem0's, rendered with jinja2; LoCoMo's) is rendered as the reader sent it
-        pinned = PINNED_READERS.get(request["renderer"]) if request.get("renderer") else None
+        pinned = pinned_reader(request.get("renderer"))
         if template is not None and pinned is not None:
             try:
                 message = pinned.render(template, {name: value or "" for name, value in values.items()})

@@ -35,7 +35,9 @@ from memorybench.benchmarks.longmemeval.score import (
 )
 from memorybench.data import pins
 from memorybench.data.pinned_source import function_node, pinned_function
-from memorybench.data.pins import LONGMEMEVAL_CODE_PINS, LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, Pin
+from memorybench.data.pins import Pin
+from memorybench.benchmark import LONGMEMEVAL
+from memorybench.benchmarks.longmemeval.pins import CODE_PINS, EVALUATE_QA, PRINT_QA_METRICS
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_bytes
 from score.longmemeval_authors import load
@@ -44,7 +46,7 @@ from tests.conftest import PINS
 
 @pytest.fixture(scope="module")
 def authors():
-    return load(LONGMEMEVAL_EVALUATE_QA)
+    return load(EVALUATE_QA)
 
 
 def _main_block(pin: Pin) -> ast.If:
@@ -61,10 +63,11 @@ def test_the_seven_files_are_pinned_with_the_hashes_of_pins_md():
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)]
         if len(cells) > 3 and cells[1].startswith("longmemeval/"):
             table[cells[1]] = (cells[2], cells[3])
-    assert set(table) == {p.relpath for p in LONGMEMEVAL_CODE_PINS}
-    for pin in LONGMEMEVAL_CODE_PINS:
+    assert set(table) == {p.relpath for p in CODE_PINS}
+    for pin in CODE_PINS:
         source, sha = table[pin.relpath]
-        assert pin.sha256 == sha and pin in pins.ALL_PINS and pin.licence == "MIT"
+        # fetched with every pin as the benchmark's own (`memorybench fetch`)
+        assert pin.sha256 == sha and pin in LONGMEMEVAL.own_pins() and pin.licence == "MIT"
         assert pin.url == f"https://raw.githubusercontent.com/xiaowu0162/LongMemEval/{pin.commit}/{pin.source_path}"
         assert pin.commit.startswith("9e0b455") and (pin.commit in source or "same commit" in source)
         assert pin.source_path in source or pin.relpath == "longmemeval/LICENSE"
@@ -72,13 +75,13 @@ def test_the_seven_files_are_pinned_with_the_hashes_of_pins_md():
 
 
 def test_an_altered_evaluate_qa_is_refused_naming_both_hashes(tmp_path):
-    target = tmp_path / LONGMEMEVAL_EVALUATE_QA.relpath
+    target = tmp_path / EVALUATE_QA.relpath
     target.parent.mkdir(parents=True)
-    data = pins.pin_path(LONGMEMEVAL_EVALUATE_QA).read_bytes().replace(b"answer yes", b"answer YES", 1)
+    data = pins.pin_path(EVALUATE_QA).read_bytes().replace(b"answer yes", b"answer YES", 1)
     target.write_bytes(data)
     with pytest.raises(UserError) as info:
         anscheck_prompt("multi-session", "q", "a", "r", False, pins=tmp_path)
-    assert LONGMEMEVAL_EVALUATE_QA.sha256 in info.value.message and sha256_bytes(data) in info.value.message
+    assert EVALUATE_QA.sha256 in info.value.message and sha256_bytes(data) in info.value.message
 
 
 @pytest.mark.parametrize(
@@ -164,9 +167,7 @@ def test_the_request_is_the_one_evaluate_qa_sends(authors):
     """model_zoo['gpt-4o'] (the README's command), and __main__'s kwargs dict literal."""
     assert JUDGE_MODEL == authors.model_zoo["gpt-4o"][0]
     kwargs = next(
-        n.value
-        for n in ast.walk(_main_block(LONGMEMEVAL_EVALUATE_QA))
-        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "kwargs"
+        n.value for n in ast.walk(_main_block(EVALUATE_QA)) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "kwargs"
     )
     literal = {k.value: v for k, v in zip(kwargs.keys, kwargs.values)}
     assert ast.literal_eval(literal["temperature"]) == JUDGE_TEMPERATURE
@@ -185,7 +186,7 @@ def test_the_request_is_the_one_evaluate_qa_sends(authors):
 
 
 def test_the_label_is_yes_in_the_lowercased_stripped_reply():
-    main = _main_block(LONGMEMEVAL_EVALUATE_QA)
+    main = _main_block(EVALUATE_QA)
     statements = {ast.unparse(n) for n in ast.walk(main) if isinstance(n, ast.Assign)}
     assert "eval_response = completion.choices[0].message.content.strip()" in statements
     assert "label = 'yes' in eval_response.lower()" in statements
@@ -208,7 +209,7 @@ def test_the_label_is_yes_in_the_lowercased_stripped_reply():
 
 
 def test_the_question_types_are_print_qa_metrics_types_in_its_order():
-    tree = ast.parse(pins.pin_path(LONGMEMEVAL_PRINT_QA_METRICS).read_text("utf-8"))
+    tree = ast.parse(pins.pin_path(PRINT_QA_METRICS).read_text("utf-8"))
     comp = next(n.value for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "type2acc")
     assert tuple(ast.literal_eval(comp.generators[0].iter)) == QUESTION_TYPES
 
@@ -224,7 +225,7 @@ def _authors_print(tmp_path, rows: list[tuple[str, str, bool]]) -> str:
             for q, _, label in rows
         )
     )
-    script = pins.pin_path(LONGMEMEVAL_PRINT_QA_METRICS)
+    script = pins.pin_path(PRINT_QA_METRICS)
     proc = subprocess.run(
         [sys.executable, str(script), str(judged), str(ref)], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
@@ -288,4 +289,4 @@ def test_metrics_as_dict_round_trips_through_json():
     metrics = qa_metrics(JudgedQuestion(q, t, label) for q, t, label in _made_rows(4, 30))
     data = json.loads(json.dumps(metrics.as_dict()))
     assert list(data["by_type"]) == list(QUESTION_TYPES) and data["n"] == 30
-    assert function_node(LONGMEMEVAL_EVALUATE_QA, "get_anscheck_prompt").name == "get_anscheck_prompt"
+    assert function_node(EVALUATE_QA, "get_anscheck_prompt").name == "get_anscheck_prompt"

@@ -22,7 +22,7 @@ from memorybench.benchmarks.longmemeval.files import (
 )
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, authors_report, qa_metrics
 from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_PRINT_QA_METRICS
+from memorybench.benchmarks.longmemeval.pins import PRINT_QA_METRICS
 from memorybench.errors import DataError, UserError
 
 
@@ -151,7 +151,7 @@ def test_a_judged_file_reproduces_print_qa_metrics_table(tmp_path):
     proc = subprocess.run(
         [
             sys.executable,
-            str(pins.pin_path(LONGMEMEVAL_PRINT_QA_METRICS)),
+            str(pins.pin_path(PRINT_QA_METRICS)),
             str(tmp_path / "judged.jsonl"),
             str(tmp_path / "ref.json"),
         ],

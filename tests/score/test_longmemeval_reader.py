@@ -25,14 +25,14 @@ from memorybench.benchmarks.longmemeval.reader import (
     render_history,
 )
 from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
+from memorybench.benchmarks.longmemeval.pins import RUN_GENERATION
 from memorybench.errors import UserError
 from score.longmemeval_authors import ScriptedTokenizer, load
 
 
 @pytest.fixture(scope="module")
 def authors():
-    return load(LONGMEMEVAL_RUN_GENERATION)
+    return load(RUN_GENERATION)
 
 
 def _entry(seed: int) -> dict:
@@ -167,7 +167,7 @@ def test_the_authors_default_is_con_with_json_history():
 
 
 def test_the_reader_request_settings_are_run_generations():
-    tree = ast.parse(pins.pin_path(LONGMEMEVAL_RUN_GENERATION).read_text("utf-8"))
+    tree = ast.parse(pins.pin_path(RUN_GENERATION).read_text("utf-8"))
     main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     source = ast.unparse(main)
     assert "gen_length = 500 if not args.cot else 800" in source

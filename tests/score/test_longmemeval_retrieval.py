@@ -27,18 +27,18 @@ from memorybench.benchmarks.longmemeval.retrieval import (
     ranking_from_keys,
 )
 from memorybench.data import pins
-from memorybench.data.pins import LONGMEMEVAL_EVAL_UTILS, LONGMEMEVAL_PRINT_RETRIEVAL_METRICS, LONGMEMEVAL_RUN_RETRIEVAL
+from memorybench.benchmarks.longmemeval.pins import EVAL_UTILS, PRINT_RETRIEVAL_METRICS, RUN_RETRIEVAL
 from memorybench.errors import UserError
 from score.longmemeval_authors import load_eval_utils
 
 
 @pytest.fixture(scope="module")
 def eval_utils():
-    return load_eval_utils(LONGMEMEVAL_EVAL_UTILS)
+    return load_eval_utils(EVAL_UTILS)
 
 
 def _run_retrieval_tree() -> ast.Module:
-    return ast.parse(pins.pin_path(LONGMEMEVAL_RUN_RETRIEVAL).read_text("utf-8"))
+    return ast.parse(pins.pin_path(RUN_RETRIEVAL).read_text("utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def test_the_names_and_ks_are_run_retrievals():
         assert source.count(f"'{name}'.format(k)") == 2  # the granularity's, and turn2session's
     printed = {
         n.targets[0].id: ast.literal_eval(n.value)
-        for n in ast.walk(ast.parse(pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS).read_text("utf-8")))
+        for n in ast.walk(ast.parse(pins.pin_path(PRINT_RETRIEVAL_METRICS).read_text("utf-8")))
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id.endswith("_metric_names")
     }
     assert printed == {"sess_metric_names": list(PRINTED["session"]), "turn_metric_names": list(PRINTED["turn"])}
@@ -209,7 +209,7 @@ def test_the_average_prints_as_print_retrieval_metrics_prints_it(tmp_path, granu
     rows, log = _rows(3, 45, granularity)
     path = tmp_path / "retrievallog"
     path.write_text("".join(json.dumps(entry) + "\n" for entry in log))
-    script = pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS)
+    script = pins.pin_path(PRINT_RETRIEVAL_METRICS)
     proc = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     average = average_metrics(rows, "print_retrieval_metrics.py")
@@ -249,7 +249,7 @@ def test_no_question_left_prints_nan(tmp_path):
     path = tmp_path / "log"
     path.write_text(json.dumps({"question_id": "x_abs", "retrieval_results": {"metrics": rows[0].metrics}}) + "\n")
     proc = subprocess.run(
-        [sys.executable, str(pins.pin_path(LONGMEMEVAL_PRINT_RETRIEVAL_METRICS)), str(path)],
+        [sys.executable, str(pins.pin_path(PRINT_RETRIEVAL_METRICS)), str(path)],
         capture_output=True,
         text=True,
         timeout=120,

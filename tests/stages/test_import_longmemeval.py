@@ -24,7 +24,8 @@ from memorybench.answer.imported import REPRODUCTION, Reproduction  # noqa: E402
 from memorybench.benchmark import LONGMEMEVAL  # noqa: E402
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, JudgedQuestion, authors_report, qa_metrics  # noqa: E402
 from memorybench.cli import main  # noqa: E402
-from memorybench.data.pins import LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
+from memorybench.data.pins import pin_path  # noqa: E402
+from memorybench.benchmarks.longmemeval.pins import PRINT_QA_METRICS  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.hashing import sha256_file  # noqa: E402
 from memorybench.pack.reader import PackReader  # noqa: E402
@@ -70,7 +71,7 @@ def _import(made: dict, path: Path, fmt: str, packs: Path, **extra):
 
 def _authors_print(judged: Path, reference: Path, cwd: Path) -> str:
     proc = subprocess.run(
-        [sys.executable, str(pin_path(LONGMEMEVAL_PRINT_QA_METRICS)), str(judged), str(reference)],
+        [sys.executable, str(pin_path(PRINT_QA_METRICS)), str(judged), str(reference)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -35,7 +35,8 @@ from memorybench.benchmarks.longmemeval.score import (  # noqa: E402
     qa_metrics,
 )
 from memorybench.cli import main  # noqa: E402
-from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA, LONGMEMEVAL_PRINT_QA_METRICS, pin_path  # noqa: E402
+from memorybench.data.pins import pin_path  # noqa: E402
+from memorybench.benchmarks.longmemeval.pins import EVALUATE_QA, PRINT_QA_METRICS  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.hashing import sha256_text  # noqa: E402
 from memorybench.pack.autorater_schemas import JudgeSummary  # noqa: E402
@@ -119,7 +120,7 @@ def _rows(path: Path) -> list[dict]:
 
 
 def test_every_request_is_the_authors_prompt_for_its_question_and_their_request(lme):
-    authors = load_authors(LONGMEMEVAL_EVALUATE_QA)
+    authors = load_authors(EVALUATE_QA)
     predictions = _rows(lme["pack"] / "predictions.jsonl")
     types = {item["question_id"]: item["question_type"] for item in json.loads(lme["data"].read_text())}
     asked = [r["messages"] for r in lme["requests"]]
@@ -211,7 +212,7 @@ def test_metrics_are_the_authors_qa_metrics_over_the_verdicts(lme, tmp_path):
         )
     )
     proc = subprocess.run(
-        [sys.executable, str(pin_path(LONGMEMEVAL_PRINT_QA_METRICS)), str(tmp_path / "judged.jsonl"), str(lme["data"])],
+        [sys.executable, str(pin_path(PRINT_QA_METRICS)), str(tmp_path / "judged.jsonl"), str(lme["data"])],
         capture_output=True,
         text=True,
         timeout=120,

@@ -18,7 +18,7 @@ BENCHMARK = Benchmark(
     name="longmemeval",
     title="LongMemEval",
     datasets=tuple(
-        Dataset(name, pin=f"memorybench.data.large_pins:LONGMEMEVAL_DATA.{name}", **_LARGE)  # type: ignore[arg-type]
+        Dataset(name, pin=f"memorybench.benchmarks.longmemeval.pins:DATA.{name}", **_LARGE)  # type: ignore[arg-type]
         for name in ("longmemeval_oracle", "longmemeval_s", "longmemeval_m")
     ),
     # each question has a haystack of its own: its sample id is its question id
@@ -40,9 +40,10 @@ BENCHMARK = Benchmark(
     figure_key="longmemeval_accuracy",
     task_averaged=True,
     id_marks={"abstention": "_abs"},
+    pins="memorybench.benchmarks.longmemeval.pins:CODE_PINS",
     reader_prompts=("longmemeval_con", "longmemeval_direct"),
     history="memorybench.benchmarks.longmemeval.reader:authors_history",
-    reader_template="memorybench.benchmarks.longmemeval.reader:template_of",
+    reader_templates="memorybench.benchmarks.longmemeval.reader:READERS",
     judge_figures="memorybench.benchmarks.longmemeval.autorater",
     report_tables={
         "retrieval": OwnTable(

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from memorybench.benchmark import LONGMEMEVAL
-from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA, Pin
+from memorybench.data.pins import Pin
+from memorybench.benchmarks.longmemeval.pins import EVALUATE_QA
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.records import ChatRequest
@@ -88,7 +89,7 @@ class LongMemEvalJudge:
     user message, temperature 0, max_tokens 10, label = 'yes' in the lower-cased reply."""
 
     name: ClassVar[str] = "longmemeval"
-    pin: ClassVar[Pin] = LONGMEMEVAL_EVALUATE_QA
+    pin: ClassVar[Pin] = EVALUATE_QA
     #: the benchmark whose packs this protocol judges (its categories are that benchmark's kinds)
     benchmark: ClassVar[str] = LONGMEMEVAL.name
     #: what its labels would be compared with (for the labels of a judge that is not it)

@@ -50,12 +50,15 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from memorybench.data.pinned_source import function_node, string_constants
-from memorybench.data.pins import LONGMEMEVAL_RUN_GENERATION
+from memorybench.data.pins import Pin
+from memorybench.benchmarks.longmemeval.pins import RUN_GENERATION
 from memorybench.data.records import Conversation
 from memorybench.errors import UserError
 from memorybench.memory.base import BuiltMemory, MemoryItem
+from memorybench.templates import BenchmarkReaderTemplate
 
 __all__ = [
     "DEFAULT_HISTORY_FORMAT",
@@ -65,7 +68,9 @@ __all__ = [
     "READER_MAX_TOKENS",
     "READER_TEMPERATURE",
     "READING_METHODS",
+    "READERS",
     "HistorySession",
+    "LongMemEvalReaderTemplate",
     "chain_of_note_prompt",
     "chain_of_note_template",
     "reader_prompt",
@@ -104,13 +109,13 @@ class HistorySession:
 
 
 def _function(pins: str | os.PathLike[str] | None) -> ast.FunctionDef:
-    return function_node(LONGMEMEVAL_RUN_GENERATION, _PREPARE_PROMPT, pins)
+    return function_node(RUN_GENERATION, _PREPARE_PROMPT, pins)
 
 
 def _literal(node: ast.stmt, what: str) -> str:
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
         return node.value.value
-    raise UserError(f"{LONGMEMEVAL_RUN_GENERATION.url}: prepare_prompt's {what} is not a string literal; the pin is broken")
+    raise UserError(f"{RUN_GENERATION.url}: prepare_prompt's {what} is not a string literal; the pin is broken")
 
 
 def reader_template(step_by_step: bool, pins: str | os.PathLike[str] | None = None) -> str:
@@ -120,7 +125,7 @@ def reader_template(step_by_step: bool, pins: str | os.PathLike[str] | None = No
             inner = node.body[0]
             if isinstance(inner, ast.If) and ast.unparse(inner.test) == "cot":
                 return _literal(inner.body[0] if step_by_step else inner.orelse[0], "template")
-    raise UserError(f"{LONGMEMEVAL_RUN_GENERATION.url}: prepare_prompt has no template branch; the pin is broken")
+    raise UserError(f"{RUN_GENERATION.url}: prepare_prompt has no template branch; the pin is broken")
 
 
 def chain_of_note_template(pins: str | os.PathLike[str] | None = None) -> str:
@@ -128,7 +133,7 @@ def chain_of_note_template(pins: str | os.PathLike[str] | None = None) -> str:
     for node in ast.walk(_function(pins)):
         if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "con_prompt":
             return _literal(node, "con_prompt")
-    raise UserError(f"{LONGMEMEVAL_RUN_GENERATION.url}: prepare_prompt has no con_prompt; the pin is broken")
+    raise UserError(f"{RUN_GENERATION.url}: prepare_prompt has no con_prompt; the pin is broken")
 
 
 def _check_rendering(pins: str | os.PathLike[str] | None) -> None:
@@ -136,8 +141,7 @@ def _check_rendering(pins: str | os.PathLike[str] | None) -> None:
     missing = [s for s in (_SESSION_BLOCK, _NL_TURN, _JSON_LEAD) if s not in literals]
     if missing:
         raise UserError(
-            f"{LONGMEMEVAL_RUN_GENERATION.url}: prepare_prompt renders history otherwise "
-            f"(no literal {missing[0]!r}); the pin is broken"
+            f"{RUN_GENERATION.url}: prepare_prompt renders history otherwise (no literal {missing[0]!r}); the pin is broken"
         )
 
 
@@ -233,7 +237,49 @@ def authors_history(conversation: Conversation, pins: str | None = None) -> Buil
     return BuiltMemory(conversation.sample_id, items, text=render_history(sessions, pins=pins))
 
 
-def template_of(prompt: str, pins: str | os.PathLike[str] | None = None) -> str:
-    """The template of `reader.prompt=longmemeval_con` (step by step, the authors' default) or
-    `longmemeval_direct` (the record's `reader_template`)."""
-    return reader_template(prompt == "longmemeval_con", pins)
+@dataclass(frozen=True)
+class LongMemEvalReaderTemplate(BenchmarkReaderTemplate):
+    """`reader.prompt=longmemeval_con` (the authors' default: step by step) or
+    `longmemeval_direct`: LongMemEval's reader prompt as its run_generation.py
+    `prepare_prompt` builds it, the template taken out of the pinned file. Its three `{}`
+    slots are the history, the question's date and the question; the history is the memory
+    (full_context renders a LongMemEval haystack in the authors' json history format). The
+    only message, a user message."""
+
+    name: str
+    step_by_step: bool
+    system_pin: Pin | None = None
+    memories: tuple[str, ...] | None = None
+    extra_slots: tuple[str, ...] = ("question_date",)
+    message_role: Literal["system", "user"] = "user"
+
+    def text(self, pins: str | os.PathLike[str] | None = None) -> str:
+        return reader_template(self.step_by_step, pins)
+
+    def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
+        return None
+
+    def render(self, text: str, slots: Mapping[str, str]) -> str:
+        """The authors' `template.format(history, question_date, question)`."""
+        try:
+            return text.format(slots["memory"], slots["question_date"], slots["question"])
+        except (IndexError, KeyError):
+            raise ValueError("not LongMemEval's reader template (three {} slots: history, date, question)") from None
+
+    def question_values(self, asked: Any) -> dict[str, str]:
+        if asked.question_date is None:
+            raise UserError(
+                f"{asked.question_id} has no question date: reader.prompt={self.name} is "
+                "LongMemEval's prompt; use it with dataset=longmemeval_*"
+            )
+        return {"question_date": asked.question_date}
+
+    def sizing_values(self) -> dict[str, str]:
+        return {"question_date": "2023/05/30 (Tue) 23:40"}  # a date is a few tokens: as LongMemEval writes one
+
+
+#: the record's `reader_templates`: its pinned reader prompts by `reader.prompt` name
+READERS: dict[str, LongMemEvalReaderTemplate] = {
+    t.name: t
+    for t in (LongMemEvalReaderTemplate("longmemeval_con", True), LongMemEvalReaderTemplate("longmemeval_direct", False))
+}

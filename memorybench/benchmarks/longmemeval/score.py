@@ -1,6 +1,6 @@
 """LongMemEval scored as its authors score it: the judge and the QA metrics.
 
-The authors' code is pinned (`memorybench.data.pins.LONGMEMEVAL_CODE_PINS`, xiaowu0162/
+The authors' code is pinned (`memorybench.benchmarks.longmemeval.pins.CODE_PINS`, xiaowu0162/
 LongMemEval @ 9e0b455) and read, never retyped:
 
 - The judge (src/evaluation/evaluate_qa.py, `get_anscheck_prompt` and its `__main__`): one
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memorybench.data.pins import LONGMEMEVAL_EVALUATE_QA
+from memorybench.benchmarks.longmemeval.pins import EVALUATE_QA
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.records import ChatRequest
@@ -91,7 +91,7 @@ def is_abstention(question_id: str) -> bool:
 
 
 def _anscheck(pins: str | os.PathLike[str] | None) -> Any:
-    return pinned_function(LONGMEMEVAL_EVALUATE_QA, _GET_ANSCHECK_PROMPT, pins, builtins=_BUILTINS)
+    return pinned_function(EVALUATE_QA, _GET_ANSCHECK_PROMPT, pins, builtins=_BUILTINS)
 
 
 def anscheck_prompt(
@@ -112,13 +112,13 @@ def anscheck_templates(pins: str | os.PathLike[str] | None = None) -> dict[str, 
 
     Each is what the pinned function returns with `{}` for its three slots, checked to be one of
     its string literals exactly (so a template is the literal, not a reconstruction)."""
-    literals = set(string_constants(function_node(LONGMEMEVAL_EVALUATE_QA, _GET_ANSCHECK_PROMPT, pins)))
+    literals = set(string_constants(function_node(EVALUATE_QA, _GET_ANSCHECK_PROMPT, pins)))
     fn = _anscheck(pins)
     out = {t: fn(t, "{}", "{}", "{}", abstention=False) for t in QUESTION_TYPES}
     out[ABSTENTION] = fn(QUESTION_TYPES[0], "{}", "{}", "{}", abstention=True)
     for key, template in out.items():
         if template not in literals:
-            raise UserError(f"{LONGMEMEVAL_EVALUATE_QA.url}: the {key} template is not one literal; the pin is broken")
+            raise UserError(f"{EVALUATE_QA.url}: the {key} template is not one literal; the pin is broken")
     return out
 
 

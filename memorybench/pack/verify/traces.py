@@ -23,7 +23,14 @@ from typing import Any
 from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.contamination import scan_segments
 from memorybench.pack.verify.findings import Findings
-from memorybench.templates import LOCOMO_READER, PINNED_READERS, locomo_cat5_answer, locomo_options, locomo_posed_question
+from memorybench.templates import (
+    LOCOMO_READER,
+    locomo_cat5_answer,
+    pinned_reader,
+    pinned_reader_names,
+    locomo_options,
+    locomo_posed_question,
+)
 
 __all__ = ["check_traces"]
 
@@ -107,13 +114,13 @@ def check_traces(ctx: Context, out: Findings) -> None:
             else:
                 values[name] = slot.get("text")
         renderer = request.get("renderer")
-        pinned = PINNED_READERS.get(renderer) if renderer else None
+        pinned = pinned_reader(renderer)
         if renderer and pinned is None:
             out.grouped(
                 "schema",
                 TRACES,
                 line,
-                f"renderer {renderer!r} is not a pinned template ({', '.join(PINNED_READERS)})",
+                f"renderer {renderer!r} is not a pinned template ({', '.join(pinned_reader_names())})",
                 "renderer",
             )
             continue
