@@ -20,9 +20,10 @@ The record says
 Hooks that need code name it as "module:function", imported on first use; the packages are
 found by name through importlib, as the registry finds components (no import arrow points from
 this low module up to a benchmark's code). Which benchmark a run or pack is comes from here
-only: `benchmark_of(dataset)` for a dataset name, `benchmark_named(name)` for a benchmark's own
-name (metrics.json's `benchmark`), `benchmark_of_meta(data)` for run_meta.json's `data` (a pack
-imported or made before datasets were named is LoCoMo's, the first benchmark).
+only: `benchmark_of_pack(meta)` for a pack (the `benchmark` its run_meta.json records, else its
+dataset's), `benchmark_of(dataset)` for a dataset name, `benchmark_named(name)` for a benchmark's
+own name, `benchmark_of_meta(data)` for run_meta.json's `data` (a pack imported or made before
+datasets were named is LoCoMo's, the first benchmark).
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ __all__ = [
     "PLAIN_RULE",
     "Benchmark",
     "Dataset",
+    "Subset",
     "available_memory",
     "benchmark_named",
     "benchmark_of",
     "benchmark_of_meta",
+    "benchmark_of_pack",
+    "recorded",
     "benchmarks",
     "dataset_named",
     "datasets",
@@ -59,10 +63,10 @@ PLAIN_RULE = 4
 
 def imported(target: str) -> Any:
     """The object a "module:name" string names, imported now; `module:TABLE.key` is a key of
-    a mapping the module holds."""
+    a mapping the module holds; a bare "module" is the module."""
     module, _, path = target.partition(":")
     found: Any = importlib.import_module(module)
-    for part in path.split("."):
+    for part in path.split(".") if path else ():
         found = found[part] if isinstance(found, Mapping) else getattr(found, part)
     return found
 
@@ -165,6 +169,17 @@ class OwnTable:
 
 
 @dataclass(frozen=True)
+class Subset:
+    """A named set of question kinds reported beside the overall (LoCoMo's "1-4", Mem0's basis,
+    and "1-5", LoCoMo's): the mean over the rows of its kinds."""
+
+    kinds: tuple[int, ...]
+    #: the kinds that must have questions for the figure to exist (LoCoMo's 1-5 only where
+    #: category 5 was asked; else it would be the 1-4 figure under another name)
+    asked: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class Benchmark:
     name: str
     #: its datasets, in the order `plan` and the docs list them
@@ -177,6 +192,11 @@ class Benchmark:
     loader: str
     #: how it is called in a sentence ("LoCoMo", "LongMemEval")
     title: str = ""
+    #: the release its package reproduces (data and scoring code: "repository@commit"), recorded
+    #: with its name in every pack's run_meta.json and metrics.json
+    version: str = ""
+    #: named subsets of its kinds, reported per scorer beside the overall (`Subset`)
+    subsets: Mapping[str, Subset] = field(default_factory=dict)
     #: what a published figure on this benchmark is scored by (for labels)
     scored_by: str = ""
     #: whether its rows' lexical scores are its published score (LoCoMo's category F1); else
@@ -241,6 +261,12 @@ class Benchmark:
     #: columns of its own that `plan --questions` lists after each question's kind (BEAM: its
     #: difficulty); None: none
     question_columns: str | None = None
+    #: "module" of its known gold errors, an overlay on its pinned data (LoCoMo's: the
+    #: locomo-audit errors.json): it defines `applies_to(data_sha256)`, `known_gold_errors(path=None,
+    #: *, pins=None, dataset=None)`, `overlay_provenance(errors)`, `described(provenance)`,
+    #: `corrected_score(prediction, error, kind)` and `NOT_APPLIED`; `compare`, `report`, `show`,
+    #: `view` and blame apply it (`memorybench.compare.gold_overlay`); None: no audit
+    gold_audit: str | None = None
     notes: tuple[str, ...] = field(default=())
 
     def own(self, hook: str, name: str) -> Any:
@@ -377,8 +403,32 @@ def benchmark_of_meta(data: Mapping[str, Any] | None) -> Benchmark:
         return _builtins()[DEFAULT]
 
 
-def benchmark_named(name: str | None) -> Benchmark:
-    """A benchmark by its own name (metrics.json's `benchmark`; absent: LoCoMo)."""
+def _field(record: Any, key: str) -> Any:
+    return record.get(key) if isinstance(record, Mapping) else getattr(record, key, None)
+
+
+def benchmark_of_pack(meta: Any, metrics: Any = None) -> Benchmark:
+    """Which benchmark a pack is, from its run_meta.json (and metrics.json), as a mapping or as its
+    record: the `benchmark` it records (every pack written since benchmarks were recorded), else
+    its dataset's name, else LoCoMo's (a pack imported or made before datasets were named). Every
+    reader of a pack asks this."""
+    for record in (meta, metrics):
+        named = _field(record, "benchmark") if record is not None else None
+        name = named.get("name") if isinstance(named, Mapping) else named
+        if name:
+            return benchmark_named(str(name))
+    return benchmark_of_meta(_field(meta, "data") if meta is not None else None)
+
+
+def recorded(benchmark: Benchmark) -> dict[str, str]:
+    """What run_meta.json and metrics.json record of a pack's benchmark: its name and version."""
+    return {"name": benchmark.name, "version": benchmark.version}
+
+
+def benchmark_named(name: str | Mapping[str, Any] | None) -> Benchmark:
+    """A benchmark by its own name (or a record's `benchmark`: {name, version}; absent: LoCoMo)."""
+    if isinstance(name, Mapping):
+        name = name.get("name")
     builtin = _builtins()
     if (name or DEFAULT) in builtin:
         return builtin[name or DEFAULT]

@@ -47,10 +47,18 @@ def job_row(job_return: JobReturn) -> dict[str, str]:
     if not isinstance(value, dict):
         row["status"] = "done (no metrics returned)"
         return row
-    labels = value.get("locomo_f1") or {}
     row.update(run_id=str(value.get("run_id", "-")), questions=str(value.get("questions", "-")), cost=_cost(value), status="done")
-    row["F1 1-4"], row["F1 1-5"] = _score(labels.get("overall_1_4")), _score(labels.get("overall_1_5"))
+    row["F1 1-4"], row["F1 1-5"] = _score(_subset(value, "1-4")), _score(_subset(value, "1-5"))
     return row
+
+
+def _subset(metrics: dict[str, Any], name: str) -> Any:
+    """LoCoMo F1 over a named subset of a run's metrics.json: metrics.v2's `scores.locomo_f1.subsets`,
+    or an older metrics.v1's `locomo_f1.overall_1_4` / `overall_1_5`."""
+    scores = metrics.get("scores")
+    if isinstance(scores, dict):
+        return (((scores.get("locomo_f1") or {}).get("subsets") or {}).get(name) or {}).get("value")
+    return (metrics.get("locomo_f1") or {}).get("overall_" + name.replace("-", "_"))
 
 
 def format_table(rows: list[dict[str, str]]) -> str:

@@ -195,7 +195,7 @@ def test_a_plugin_method_prompt_and_scorer_run_through_qa(plugin_site, tmp_path,
     # the plugin's prompt went out and is in the pack; its scorer is a column and a metric
     assert (pack / "prompts" / "readers" / "last_session_v1.txt").read_text() == PROMPT
     assert (pack / "predictions.csv").read_text().splitlines()[0].endswith(",token_f1,gold_in_answer")
-    assert "gold_in_answer" in json.loads((pack / "metrics.json").read_text())
+    assert "gold_in_answer" in json.loads((pack / "metrics.json").read_text())["scores"]  # a scorer of its own, in the record
     verified = run_cli("verify", str(pack), cwd=tmp_path, env=env_with(plugin_site))
     assert verified.returncode == 0, verified.stdout + verified.stderr
 

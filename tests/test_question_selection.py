@@ -263,3 +263,18 @@ def test_plan_questions_shows_the_sample_with_its_count_of_each_kind(lme, tmp_pa
     assert [x.split("\t")[0] for x in ids.stdout.splitlines() if x.startswith("lme")] == ["lme004_abs", "lme005"]
     prefix = cli_in_process(["plan", "--questions", f"dataset.path={MINI}", "max_questions=3"], cwd=tmp_path)
     assert "questions: the first 3 of 10 in file order (max_questions=3)" in prefix.stdout
+
+
+def test_the_judge_and_the_report_name_a_selection_as_the_part_it_is(tmp_path, scripted_server):
+    from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer
+
+    pack = _qa(tmp_path / "ids", scripted_server, "question_ids=[mini-2-q-1,mini-1-q-4]")
+    with ScriptedOpenAIServer(responder=lambda body: Reply(json.dumps({"label": "CORRECT"}))) as judge:
+        done = cli_in_process(
+            ["autorater", str(pack), "judge=openai_compatible", f"judge.base_url={judge.base_url}", "judge.model=judge-x"],
+            cwd=tmp_path,
+        )
+    assert done.returncode == 0, done.stderr
+    # the judge's notes say which questions, as the qa table does, never "the first 2 questions (max_questions)"
+    assert "Subset: 2 questions, chosen by id (question_ids); not the whole benchmark." in done.stdout
+    assert "max_questions" not in done.stdout

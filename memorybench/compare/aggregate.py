@@ -97,7 +97,7 @@ from memorybench.compare.collected_schemas import (
     with_benchmarks,
     with_judges,
 )
-from memorybench.benchmark import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_pack
 from memorybench.compare.blame import blame_columns
 from memorybench.compare.summary import (
     CATEGORIES,
@@ -511,10 +511,10 @@ def _row_judges(row: dict[str, Any]) -> list[str]:
 def _runs_row(location: str | os.PathLike[str] | PackReader) -> tuple[dict[str, Any], str]:
     pack = PackReader.open(location)
     summary = run_summary(pack)
-    bench = benchmark_of_meta(pack.meta().data)
+    bench = benchmark_of_pack(pack.meta())
     # another benchmark's row: its own columns, LoCoMo's and J's null (`benchmark_run_values`,
     # `benchmark_judge_values`); a LoCoMo row gets none of them
-    own = benchmark_run_values(bench, pack.metrics().locomo_f1 or {})
+    own = benchmark_run_values(bench, pack.metrics().blocks().get("locomo_f1") or {})
     for judge_id in _row_judges(summary):
         own.update(benchmark_judge_values(bench, judge_id, pack.autorater_metrics(judge_id)))
     judged = [k for k in summary if _judge_column(k)]

@@ -3,7 +3,7 @@
 For every answered question, three facts and one class. The gold answer and the
 evidence ids are joined here only, after answering (no model ever saw them); for a pack of
 the pinned locomo10.json, a question the outside audit found miscited (dial481/locomo-audit
-errors.json, `memorybench.data.gold_errors`) takes the audit's corrected evidence ids:
+errors.json, `memorybench.benchmarks.locomo.gold_audit`) takes the audit's corrected evidence ids:
 
 * `evidence_stored`: every gold evidence turn is kept by the memory: a turn `D3:7` is kept
   when a `memory/lineage.jsonl` row of its conversation lists it, or lists its session
@@ -118,15 +118,14 @@ def _gold(category: int, gold: Any) -> str | None:
 
 
 def _gold_errors(walker: PackWalker) -> dict[str, Any]:
-    """The known gold errors (`memorybench.data.gold_errors`) for a pack of the pinned
-    locomo10.json, else none: their corrected evidence ids replace the dataset's."""
-    from memorybench.data.pins import LOCOMO10
+    """The known gold errors (the benchmark's gold audit: LoCoMo's for the pinned locomo10.json)
+    of a pack's data, else none: their corrected evidence ids replace the dataset's."""
+    from memorybench.compare.gold_overlay import gold_audit_of, load_overlay
 
-    if (walker.meta.get("data") or {}).get("sha256") != LOCOMO10.sha256:
+    sha256 = (walker.meta.get("data") or {}).get("sha256")
+    if gold_audit_of(sha256) is None:
         return {}
-    from memorybench.compare.gold_overlay import load_overlay
-
-    return load_overlay([LOCOMO10.sha256]).errors or {}
+    return load_overlay([sha256]).errors or {}
 
 
 class _Blamer:
@@ -143,9 +142,9 @@ class _Blamer:
         self.verdicts = judge["verdicts"] if judge else {}
         self.f1 = self._f1()
         self.gold_errors = _gold_errors(walker)
-        from memorybench.benchmark import benchmark_of_meta
+        from memorybench.benchmark import benchmark_of_pack
 
-        bench = benchmark_of_meta(walker.meta.get("data"))
+        bench = benchmark_of_pack(walker.meta)
         #: the category rule of the gold: LoCoMo's own, or the plain rule for every row of another benchmark
         self.rule = None if bench.own_lexical_rules else bench.lexical_rule
         #: the basis of a row without a judge verdict, named for the benchmark

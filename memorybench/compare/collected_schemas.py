@@ -193,7 +193,8 @@ LOCOMO_RUN_COLUMNS = ("locomo_f1", "locomo_f1_1_4", "locomo_f1_1_5", *(f"locomo_
 
 
 def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, Any]:
-    """Another benchmark's runs-table values from its metrics.json `locomo_f1` block (`f1`), named as
+    """Another benchmark's runs-table values from its metrics.json `locomo_f1` block (`f1`, as
+    `score.score_record.scores_of` reads it: {overall, by_kind, task_average} of {value, ...}), named as
     MLflow names them (`memorybench.tracking.pack_figures`): the lexical diagnostic
     `diagnostic_stemmed_token_f1` (overall), `_task_avg` (where the benchmark reports one) and
     `_<kind name>` for each of its kinds (LongMemEval's six types: `..._temporal-reasoning`), with
@@ -202,12 +203,12 @@ def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, A
         return {}
     from memorybench.score.rows import diagnostic_name
 
-    name, by_kind = f"diagnostic_{diagnostic_name('locomo_f1')}", f1.get("by_category") or {}
+    name, by_kind = f"diagnostic_{diagnostic_name('locomo_f1')}", f1.get("by_kind") or {}
     return {
         **dict.fromkeys(LOCOMO_RUN_COLUMNS),
-        name: f1.get("overall"),
-        **({f"{name}_task_avg": f1.get("task_averaged")} if bench.task_averaged else {}),
-        **{f"{name}_{kind}": by_kind.get(str(number)) for number, kind in bench.category_names.items()},
+        name: (f1.get("overall") or {}).get("value"),
+        **({f"{name}_task_avg": (f1.get("task_average") or {}).get("value")} if bench.task_averaged else {}),
+        **{f"{name}_{kind}": (by_kind.get(str(number)) or {}).get("value") for number, kind in bench.category_names.items()},
     }
 
 

@@ -52,7 +52,7 @@ from typing import Any
 import yaml
 
 from memorybench.answer.prompt import question_protocol
-from memorybench.benchmark import benchmark_named, benchmark_of_meta
+from memorybench.benchmark import benchmark_named, benchmark_of_pack
 from memorybench.compare.category_tests import by_category, metric_kind
 from memorybench.compare.intervals import (
     Resampling,
@@ -227,8 +227,8 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         question_ids=[r["question_id"] for r in rows],
         categories={r["question_id"]: int(r["category"]) for r in rows},
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
-        unit=benchmark_of_meta(pack.meta().data).unit,
-        benchmark=benchmark_of_meta(pack.meta().data).name,
+        unit=benchmark_of_pack(pack.meta()).unit,
+        benchmark=benchmark_of_pack(pack.meta()).name,
         locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
@@ -483,7 +483,7 @@ def _corrected(packs: Sequence[PackScores], q: str, overlay: Overlay, per_questi
     error = overlay.errors.get(q) if overlay.errors else None
     if error is None or not error.wrong_answer:
         return per_question[q]
-    scores = [corrected_f1(p.predictions[q], error, p.categories[q]) for p in packs if q in p.predictions]
+    scores = [corrected_f1(overlay, p.predictions[q], error, p.categories[q]) for p in packs if q in p.predictions]
     return sum(scores) / len(scores)
 
 

@@ -453,7 +453,7 @@ def run_report(
         frame["wrong_gold"] = frame["question_id"].isin(overlay.wrong_gold(frame["question_id"].unique()))
         if design.corrected_gold:
             frame["locomo_f1_corrected"] = [
-                corrected_f1(prediction, overlay.errors[q], category) if wrong else f1
+                corrected_f1(overlay, prediction, overlay.errors[q], category) if wrong else f1
                 for q, prediction, category, f1, wrong in zip(
                     frame["question_id"],
                     frame["prediction"].fillna(""),
@@ -478,7 +478,10 @@ def run_report(
         titles = " or ".join(dict.fromkeys(benchmark_of_meta({"name": d}).title for d in [*named] or [None]))
         notes.append(f"Some answers come from the embedded local model: not comparable with published {titles} numbers.")
     if runs["is_prefix"].fillna(False).astype(bool).any():
-        notes.append("Some packs are prefix runs (max_questions): smoke tests, not benchmark results.")
+        notes.append(
+            "Some packs answer part of the benchmark (the first max_questions, or questions chosen by "
+            "question_ids or question_sample): smoke tests or subsets, not benchmark results."
+        )
     if scan.unfinished:
         notes.append(f"{len(scan.unfinished)} unfinished pack(s) (no _SUCCESS) were left out.")
     failed = runs.groupby("condition", sort=False)["memory_failed_tasks"].sum(min_count=1).dropna()

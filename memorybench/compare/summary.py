@@ -124,11 +124,6 @@ def identity_columns(pack: PackReader, meta: RunMeta) -> dict[str, str | None]:
     return {key: _cell(value) for key, value in sorted(_leaves(identity, CONFIG_PREFIX.rstrip(".")).items())}
 
 
-def _by_category(node: dict[str, Any], category: int) -> Any:
-    by_category = node.get("by_category")
-    return by_category.get(str(category)) if isinstance(by_category, dict) else None
-
-
 def judge_key(name: str, judge_id: str) -> str:
     """A judge's number under its judge id (`j_mean/mem0-gpt-4o-mini-1a2b3c4d`): two judges'
     J never share a column, a metric or a key."""
@@ -258,13 +253,14 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "questions_total": meta.questions_total,
         "is_prefix": meta.is_prefix,
         "local_model": meta.local_model,
-        "locomo_f1": metrics.locomo_f1.get("overall"),
-        "overall_covers": getattr(metrics, "overall_covers", None),
-        "locomo_f1_1_4": metrics.locomo_f1.get("overall_1_4"),
-        "locomo_f1_1_5": metrics.locomo_f1.get("overall_1_5"),
-        **{f"locomo_f1_cat{c}": _by_category(metrics.locomo_f1, c) for c in CATEGORIES},
-        "exact_match": metrics.exact_match.get("overall"),
-        "token_f1": metrics.token_f1.get("overall"),
+        "locomo_f1": metrics.overall("locomo_f1"),
+        "overall_covers": metrics.covers(),
+        # LoCoMo's two overalls (its record's subsets); absent from another benchmark's packs
+        "locomo_f1_1_4": metrics.subset("locomo_f1", "1-4"),
+        "locomo_f1_1_5": metrics.subset("locomo_f1", "1-5"),
+        **{f"locomo_f1_cat{c}": metrics.by_kind("locomo_f1", c) for c in CATEGORIES},
+        "exact_match": metrics.overall("exact_match"),
+        "token_f1": metrics.overall("token_f1"),
         "judges": ",".join(judge_ids) or None,
         "mem0_f1": lexical.mem0_f1.overall if lexical else None,
         "mem0_bleu1": lexical.mem0_bleu1.overall if lexical else None,
@@ -281,8 +277,8 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "ended_at": meta.ended_at,
         "pack": pack.uri(),
         # beyond the runs table: MLflow's metrics and params
-        **{f"exact_match_cat{c}": _by_category(metrics.exact_match, c) for c in CATEGORIES},
-        **{f"token_f1_cat{c}": _by_category(metrics.token_f1, c) for c in CATEGORIES},
+        **{f"exact_match_cat{c}": metrics.by_kind("exact_match", c) for c in CATEGORIES},
+        **{f"token_f1_cat{c}": metrics.by_kind("token_f1", c) for c in CATEGORIES},
         "cache_hits": reader.get("cache_hits"),
     }
     for values in judges.values():

@@ -162,7 +162,7 @@ PUNKT_TAB = tuple(
 )
 
 # dial481/locomo-audit, an outside audit of the locomo10.json above (same sha256): its known
-# gold errors (the overlay of memorybench.data.gold_errors) and its judged wrong-answer sets
+# gold errors (the overlay of memorybench.benchmarks.locomo.gold_audit) and its judged wrong-answer sets
 _LOCOMO_AUDIT_COMMIT = "9493fb4b4af4256ed17a18e8fd0b3cfdeec29539"
 
 

@@ -295,6 +295,10 @@ class JScores(Record):
     mean: Optional[float] = None
     sd: Optional[float] = None
     agreement: Agreement
+    #: with several passes: the interval of J over the benchmark's unit (each question's mean over
+    #: the passes, clustered by its sample: `compare.intervals.mean_interval`, a rate), what the
+    #: figure's uncertainty is; `sd` above is only the judge's spread from pass to pass
+    interval: Optional[dict[str, Any]] = None
 
 
 class PassCounts(Record):

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from memorybench.errors import UserError
 from memorybench.fs import LinkRefused, NotRegular, read_regular
 from memorybench.pack import layout
-from memorybench.pack.schemas import Metrics, Prediction, ReaderTrace, RunMeta
+from memorybench.pack.schemas import Metrics, MetricsV2, Prediction, ReaderTrace, RunMeta
 from memorybench.records import Record, SchemaError, jsonl_lines, load_json, parse_record
 from memorybench.storage import LocalStorage, Storage, StorageNotFound, open_uri
 from memorybench.storage._base import clean_relpath
@@ -217,8 +217,11 @@ class PackReader:
     def meta(self) -> RunMeta:
         return self.record(layout.RUN_META, RunMeta)
 
-    def metrics(self) -> Metrics:
-        return self.record(layout.METRICS, Metrics)
+    def metrics(self) -> Metrics | MetricsV2:
+        """metrics.json as its record: metrics.v2, or the metrics.v1 of an older pack (both read
+        their figures alike: `schemas.ScoresReading`)."""
+        schema = self.json_object(layout.METRICS).get("schema")
+        return self.record(layout.METRICS, Metrics if schema == "metrics.v1" else MetricsV2)
 
     def predictions(self) -> list[Prediction]:
         return list(self.records(layout.PREDICTIONS, Prediction, missing_ok=False))

@@ -218,6 +218,9 @@ class RunMeta(Record, schema="run_meta.v1"):
     git_dirty: Optional[bool]
     package_versions: dict[str, str]
     data: dict[str, Any]
+    #: the benchmark the run's dataset belongs to, recorded (`benchmark.recorded`: name and
+    #: version); absent only from packs written before it was (`benchmark_of_pack` then asks `data`)
+    benchmark: Optional[dict[str, str]] = None
     prompts: dict[str, str]
     models: list[ModelIdentity]
     started_at: str
@@ -254,10 +257,52 @@ class RunMeta(Record, schema="run_meta.v1"):
             data.pop("partial", None)
         if data.get("selection") is None:
             data.pop("selection", None)
+        if data.get("benchmark") is None:
+            data.pop("benchmark", None)
         return data
 
 
-class Metrics(Record, schema="metrics.v1"):
+class ScoresReading:
+    """The figures of a metrics.json record, read the same from metrics.v2 and metrics.v1
+    (`memorybench.score.score_record.scores_of`)."""
+
+    def blocks(self) -> dict[str, dict[str, Any]]:
+        from memorybench.score.score_record import scores_of
+
+        return scores_of(self.model_dump(mode="json", by_alias=True))  # type: ignore[attr-defined]
+
+    def overall(self, metric: str) -> float | None:
+        return ((self.blocks().get(metric) or {}).get("overall") or {}).get("value")
+
+    def by_kind(self, metric: str, kind: int | str) -> float | None:
+        return (((self.blocks().get(metric) or {}).get("by_kind") or {}).get(str(kind)) or {}).get("value")
+
+    def subset(self, metric: str, name: str) -> float | None:
+        """A named subset's figure ("1-4" of locomo_f1), None where the record has none."""
+        return (((self.blocks().get(metric) or {}).get("subsets") or {}).get(name) or {}).get("value")
+
+    def covers(self) -> str | None:
+        """What the overall covers, in words."""
+        extra = getattr(self, "model_extra", None) or {}
+        if "overall_covers" in extra:  # metrics.v1
+            return extra["overall_covers"]
+        first = next(iter(self.blocks().values()), {})
+        return (first.get("overall") or {}).get("covers")
+
+
+class _MetricsRecord(ScoresReading, Record):
+    """What both metrics.json records share: a `memory` entry left out of the file where the
+    method wrote no memory with a model."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_memory(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("memory") is None:
+            data.pop("memory", None)
+        return data
+
+
+class Metrics(_MetricsRecord, schema="metrics.v1"):
     """`metrics.json`: the local scores of a pack, recomputed from its rows by `rescore`.
 
     Every metric is `{overall, by_category}` (category numbers as strings, LoCoMo's
@@ -291,12 +336,28 @@ class Metrics(Record, schema="metrics.v1"):
     #: how many failed twice and were skipped (left out of the file for other methods)
     memory: Optional[dict[str, Any]] = None
 
-    @model_serializer(mode="wrap")
-    def _without_empty_memory(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        if data.get("memory") is None:
-            data.pop("memory", None)
-        return data
+
+class MetricsV2(_MetricsRecord, schema="metrics.v2"):
+    """`metrics.json` since every benchmark's scores share one record
+    (`memorybench.score.score_record`, which says what each key holds): the benchmark and its
+    version, the kinds' names and counts, and per scorer its overall, per-kind, named-subset and
+    task-average figures, each with n and units. `usage` and `memory` as in metrics.v1."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    run_id: Optional[str]
+    benchmark: dict[str, str]
+    questions: int
+    is_prefix: Optional[bool]
+    local_model: Optional[bool]
+    unit: str
+    kind_word: str
+    kind_names: dict[str, str]
+    counts: dict[str, Any]
+    labels: dict[str, str]
+    scores: dict[str, dict[str, Any]]
+    usage: dict[str, Any] = Field(default_factory=dict)
+    memory: Optional[dict[str, Any]] = None
 
 
 def dump_line(record: BaseModel) -> str:

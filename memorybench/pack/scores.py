@@ -11,26 +11,28 @@ from typing import Any
 
 import yaml
 
-from memorybench.benchmark import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_pack
 from memorybench.errors import UserError
 from memorybench.llm.usage import agent_usage, build_usage, total_usage, usage_summary
 from memorybench.pack.writer_tally import library_reported, writer_tally
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import Prediction
-from memorybench.score.rows import local_metrics, score_row
+from memorybench.score.rows import metrics_v1, score_row
+from memorybench.score.score_record import SCHEMA, local_metrics
 
 
-def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def compute_scores(pack_root: str | os.PathLike[str], *, schema: str = SCHEMA) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(rows with scores, metrics) from predictions.jsonl, run_meta, and the cost records
-    (reader and agent traces, memory/build_cost.jsonl)."""
+    (reader and agent traces, memory/build_cost.jsonl); metrics in `schema`'s shape (metrics.v2,
+    or the metrics.v1 an older pack holds, for `verify`)."""
     pack = PackReader.open(pack_root)
     if not pack.exists(layout.PREDICTIONS):
         raise UserError(f"{pack_root} is not a pack: it has no predictions.jsonl; pass a folder <packs>/<name>/runs/<run_id>")
     if not pack.exists(layout.RUN_META):
         raise UserError(f"{pack_root} is not a finished pack: it has no run_meta.json; rerun its `memorybench qa` command")
     meta = pack.json_object(layout.RUN_META)
-    benchmark = benchmark_of_meta(meta.get("data"))
+    benchmark = benchmark_of_pack(meta)
     rows = []
     # every row through its schema (a category "2" is a one-line PackError naming the line),
     # then scored as the dict it was written as
@@ -38,7 +40,7 @@ def compute_scores(pack_root: str | os.PathLike[str]) -> tuple[list[dict[str, An
         raw = prediction.model_dump(mode="json", by_alias=True, exclude_unset=True)
         rows.append({**raw, **score_row(raw, benchmark)})
     traces = list(pack.rows(layout.READER_TRACES))
-    metrics = local_metrics(rows, meta, benchmark)
+    metrics = local_metrics(rows, meta, benchmark) if schema == SCHEMA else metrics_v1(rows, meta, benchmark)
     builds = list(pack.rows(layout.BUILD_COST)) if pack.exists(layout.BUILD_COST) else None
     metrics["usage"] = run_usage(pack, traces, builds, questions=len(rows))
     tally = writer_tally(builds or [])

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_pack
 from memorybench.errors import printable
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -186,12 +186,13 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
         scores = [
             f"- LoCoMo F1 {_num(walk.scores['locomo_f1'])} (category {walk.category} rule, worked out in section 6), "
             f"exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])} (ours).",
-            f'- Aggregated into `{layout.METRICS}`: `locomo_f1.overall` and `locomo_f1.by_category["{walk.category}"]`.',
+            f"- Aggregated into `{layout.METRICS}`: `scores.locomo_f1.overall`, its subsets and "
+            f'`scores.locomo_f1.by_kind["{walk.category}"]`.',
         ]
     else:
         from memorybench.score.rows import diagnostic_name  # the scorers import nltk: only when a trace is written
 
-        task = " `locomo_f1.task_averaged`," if bench.task_averaged else ""
+        task = " `scores.locomo_f1.task_average`," if bench.task_averaged else ""
         source = [
             f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), the {bench.name} question `{qid}` "
             f"(sample `{sample_id}`, `qa[{walk.qa_index}]`).",
@@ -201,8 +202,8 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
             f"- Lexical diagnostics, not {bench.name}'s score (its judge's accuracy, section 6): "
             f"{diagnostic_name('locomo_f1')} {_num(walk.scores['locomo_f1'])} (column `locomo_f1`; its rule is worked out "
             f"in section 6), exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])}.",
-            f"- Aggregated into `{layout.METRICS}` as diagnostics: `locomo_f1.overall`,{task} "
-            f'`locomo_f1.by_category["{walk.category}"]` (each labelled a lexical diagnostic there).',
+            f"- Aggregated into `{layout.METRICS}` as diagnostics: `scores.locomo_f1.overall`,{task} "
+            f'`scores.locomo_f1.by_kind["{walk.category}"]` (each labelled a lexical diagnostic there).',
         ]
     lines = [
         f"# Trace of one answer: {qid}",
@@ -412,5 +413,5 @@ def write_trace_md(pack: RunPack, data_path: Path) -> None:
     if not questions:
         pack.write_text(layout.TRACE_MD, EMPTY)
         return
-    bench = benchmark_of_meta(walker.meta.get("data"))
+    bench = benchmark_of_pack(walker.meta)
     pack.write_text(layout.TRACE_MD, render_trace_md(walker.walk(questions[0]), data_path, bench))

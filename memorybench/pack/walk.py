@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, benchmark_of_meta, benchmark_of_pack
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackError, PackReader
@@ -413,7 +413,7 @@ class PackWalker:
             prediction=pred["prediction"],
             prediction_at=Located(layout.PREDICTIONS, line),
             csv_at=Located(layout.PREDICTIONS_CSV, self.csv_lines.get(question_id)),
-            scores=score_row(pred, benchmark_of_meta(self.meta.get("data"))),
+            scores=score_row(pred, benchmark_of_pack(self.meta)),
             judges=self._judge_steps(question_id),
         )
 
@@ -449,16 +449,19 @@ class PackWalker:
         )
 
     def _gold_error(self, question_id: str) -> tuple[Any, str | None]:
-        """(the audit's finding on this question or None, why none was looked up): the known gold
-        errors (`memorybench.data.gold_errors`) apply to the pinned locomo10.json only."""
-        from memorybench.data.gold_errors import known_gold_errors
-        from memorybench.data.pins import LOCOMO10
+        """(the audit's finding on this question or None, why none was looked up): a benchmark's
+        known gold errors (its record's `gold_audit`: LoCoMo's joins the pinned locomo10.json
+        only) apply to the one file they join."""
+        from memorybench.benchmark import benchmarks, imported
 
-        if (self.meta.get("data") or {}).get("sha256") != LOCOMO10.sha256 or self.data_path is None:
+        sha256 = (self.meta.get("data") or {}).get("sha256")
+        audits = (imported(b.gold_audit) for b in benchmarks().values() if b.gold_audit)
+        audit = next((a for a in audits if a.applies_to(sha256)), None)
+        if audit is None or self.data_path is None:
             return None, None
         if self._gold_errors is None:
             try:
-                self._gold_errors = known_gold_errors(dataset=self.data_path)
+                self._gold_errors = audit.known_gold_errors(dataset=self.data_path)
             except UserError as e:
                 self._gold_errors = e.message
         if isinstance(self._gold_errors, str):

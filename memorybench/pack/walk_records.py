@@ -67,7 +67,7 @@ class SourceRow:
     evidence_turns: tuple[EvidenceTurn, ...]
     #: why the evidence is missing (the file is gone or altered), else None
     note: str | None = None
-    #: the audit's finding on this row (`memorybench.data.gold_errors.GoldError`: kind, corrected
+    #: the audit's finding on this row (`memorybench.benchmarks.locomo.gold_audit.GoldError`: kind, corrected
     #: answer and evidence, reasoning), when the pack ran on the pinned locomo10.json; else None
     gold_error: Any = None
     #: the corrected evidence turns of a finding (evidence diagnostics use them), else ()

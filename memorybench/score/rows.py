@@ -1,4 +1,5 @@
-"""Scores of a pack's stored answers: one row's local scores, the CSV and the metrics.
+"""Scores of a pack's stored answers: one row's local scores, the CSV, and the metrics.v1 of older
+packs (metrics.json's record is `memorybench.score.score_record`).
 
 Pure functions of the rows (no model, no clock, no files), so a rescore is byte-identical
 on every run. Reading the rows from a pack is `memorybench.pack.scores`.
@@ -79,8 +80,10 @@ def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str
     return scores
 
 
-def local_metrics(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, Any]:
-    """`metrics.json` without usage, from scored rows (each a prediction row plus `score_row`)."""
+def metrics_v1(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, Any]:
+    """`metrics.json` in the LoCoMo-shaped metrics.v1 of packs written before metrics.v2
+    (`memorybench.score.score_record`), from scored rows: `verify` rescores an older pack in its
+    own shape, so its metrics.json still verifies."""
     if not benchmark.own_lexical_rules:
         return _other_metrics(rows, meta, benchmark)
     metrics: dict[str, Any] = {

@@ -437,7 +437,11 @@ def _notes(local: bool, run_meta: Any, judge: Any) -> list[str]:
         notes.append(f"Judged by the embedded local model: a local label, not comparable with {judge.published}.")
     if run_meta is not None and run_meta.local_model:
         notes.append("Answers from the embedded local model: not comparable with published numbers.")
-    if run_meta is not None and run_meta.is_prefix:
+    if run_meta is not None and run_meta.selection is not None:  # question_ids or question_sample: a part, labelled so
+        from memorybench.stages.rescore import selection_label
+
+        notes.append(selection_label(run_meta.selection.model_dump(mode="json")))
+    elif run_meta is not None and run_meta.is_prefix:
         notes.append(f"Prefix run: the first {run_meta.question_count} questions only (max_questions).")
     return notes
 

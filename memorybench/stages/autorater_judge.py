@@ -20,7 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_pack
 from memorybench.errors import ModelCallError, UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.endpoints import validate_endpoint
@@ -139,14 +139,11 @@ def templates_stored_at(judge: JudgeProtocol, folder: str) -> str:
 
 
 def pack_benchmark(pack: PackReader) -> Benchmark:
-    """The benchmark of a pack: metrics.json's `benchmark`, else run_meta's dataset name, else LoCoMo."""
-    if pack.exists(layout.METRICS):
-        name = (pack.metrics().model_extra or {}).get("benchmark")
-        if name:
-            return benchmark_named(str(name))
-    if pack.exists(layout.RUN_META):
-        return benchmark_of_meta(pack.meta().data)
-    return LOCOMO
+    """The benchmark of a pack (`benchmark_of_pack`: what its run_meta.json records, else what its
+    metrics.json does, else its dataset's); LoCoMo for a folder without either."""
+    meta = pack.json_object(layout.RUN_META) if pack.exists(layout.RUN_META) else None
+    metrics = pack.json_object(layout.METRICS) if pack.exists(layout.METRICS) else None
+    return benchmark_of_pack(meta, metrics) if meta is not None or metrics is not None else LOCOMO
 
 
 def check_benchmark(protocol: JudgeProtocol, benchmark: Benchmark, where: str) -> None:

@@ -206,6 +206,7 @@ def autorater_metrics(
             mean=_mean(present),
             sd=statistics.stdev(present) if len(present) > 1 else None,
             agreement=Agreement(rows=agreed_rows, unanimous=unanimous, share=share),
+            interval=_j_interval(judged_rows, scores, passes, benchmark.unit) if passes > 1 else None,
         ),
         counts=AutoraterCounts(
             rows=len(rows),
@@ -250,6 +251,21 @@ def autorater_metrics(
             else {}
         ),
     )
+
+
+def _j_interval(rows: Sequence[Any], scores: Mapping[tuple[str, int], float], passes: int, unit: str) -> dict[str, Any]:
+    """J's interval over the benchmark's unit with several passes: each question's mean over the
+    passes that labelled it, its sample the cluster (a rate's interval, as compare and report give)."""
+    from memorybench.compare.intervals import mean_interval
+
+    values, clusters = [], []
+    for row in rows:
+        found = [scores[(row.question_id, n)] for n in range(1, passes + 1) if (row.question_id, n) in scores]
+        if found:
+            values.append(sum(found) / len(found))
+            clusters.append(row.sample_id)
+    found = mean_interval(values, clusters, unit=unit, kind="rate")
+    return {"low": found.low, "high": found.high, "confidence": found.confidence, "units": found.clusters, "unit": unit}
 
 
 def compute_autorater_metrics(pack_root: str | os.PathLike[str] | PackReader, judge_id: str | None = None) -> dict[str, Any]:
@@ -297,9 +313,19 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
     if metrics["passes"] > 1:
         sd = "-" if j["sd"] is None else f"{j['sd']:.4f}"
         share = "-" if j["agreement"]["share"] is None else f"{j['agreement']['share']:.4f}"
+        interval = j.get("interval") or {}
+        over = (
+            f"{interval['confidence']:.0%} interval [{fmt(interval['low'])}, {fmt(interval['high'])}] over "
+            f"{interval['units']} {interval['unit']}s"
+            if interval.get("low") is not None
+            else "no interval over the benchmark's unit (fewer than two)"
+        )
+        # the pass-to-pass sd is the judge's own spread, far narrower than the figure's uncertainty:
+        # never shown without the interval over the benchmark's unit
         lines.append(
             f"passes: {metrics['passes']}; J per pass {', '.join(fmt(p) for p in j['passes'])}; "
-            f"mean {fmt(j['mean'])} sd {sd}; all passes agree on {share} of {j['agreement']['rows']} rows"
+            f"mean {fmt(j['mean'])}, {over}; sd over passes {sd} (the judge's run-to-run spread, not the "
+            f"figure's uncertainty); all passes agree on {share} of {j['agreement']['rows']} rows"
         )
     lines.append(judge_accounting(metrics))
     return "\n".join(lines + _usage_lines(metrics))

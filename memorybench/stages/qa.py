@@ -18,6 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from memorybench.benchmark import benchmark_of, recorded
 from memorybench.config import recorded_config, shown_override
 from memorybench.errors import UserError
 from memorybench.names import writable_folder
@@ -366,6 +367,7 @@ def _run_meta(
         git_dirty=dirty,
         package_versions=package_versions(),
         data=data_info,
+        benchmark=recorded(benchmark_of(str(cfg.dataset.name))),
         prompts=_prompt_hashes(pack),
         models=models,
         started_at=started_at,

@@ -15,7 +15,7 @@ from memorybench.pack.lock import folder_lock
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.scores import compute_scores
 from memorybench.pack.success import reclose
-from memorybench.score import CATEGORY_NAMES
+from memorybench.score.score_record import kind_counts_of, kind_names_of, scores_of
 from memorybench.score.rows import predictions_csv
 
 
@@ -73,66 +73,70 @@ def format_table(metrics: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"
 
-    if not benchmark_named(metrics.get("benchmark")).own_lexical_rules:
-        return "\n".join(lines + _other_table(metrics, fmt)) + "\n" + "\n".join(_usage_lines(metrics))
+    benchmark = benchmark_named(metrics.get("benchmark"))
+    scores, counts, names = scores_of(metrics), kind_counts_of(metrics), kind_names_of(metrics)
+    if not benchmark.own_lexical_rules:
+        return (
+            "\n".join(lines + _other_table(benchmark, scores, counts, names, metrics, fmt))
+            + "\n"
+            + "\n".join(_usage_lines(metrics))
+        )
     header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
     lines += [header, "-" * len(header)]
+    columns = ("locomo_f1", "exact_match", "token_f1")
 
-    for category, name in CATEGORY_NAMES.items():
+    def kind(metric: str, key: str) -> float | None:
+        return scores[metric]["by_kind"][key]["value"]
+
+    for category, name in benchmark.category_names.items():
         key = str(category)
-        n = metrics["counts"]["by_category"][key]
         lines.append(
-            f"{category:<4}{name:<13}{n:>5}  {fmt(metrics['locomo_f1']['by_category'][key]):>9}  "
-            f"{fmt(metrics['exact_match']['by_category'][key]):>9}  {fmt(metrics['token_f1']['by_category'][key]):>12}"
+            f"{category:<4}{name:<13}{counts[key]:>5}  {fmt(kind('locomo_f1', key)):>9}  "
+            f"{fmt(kind('exact_match', key)):>9}  {fmt(kind('token_f1', key)):>12}"
         )
     lines.append("-" * len(header))
-    counts = metrics["counts"]["by_category"]
-    # each overall over the categories it names: 1-4 always, LoCoMo's 1-5 where category 5 was asked
-    # (a metrics.json from before the two overalls has only `overall`, over every question it holds)
-    overalls = [
-        ("overall 1-4", "overall_1_4", sum(counts[c] for c in "1234")),
-        ("overall 1-5", "overall_1_5", metrics["counts"]["total"]),
-    ]
-    for label, key, n in overalls:
-        if key not in metrics["locomo_f1"]:
-            label, key, n = "all", "overall", metrics["counts"]["total"]
-        elif metrics["locomo_f1"][key] is None:
+    # each overall over the kinds it names (the benchmark's subsets: LoCoMo's 1-4 always, 1-5 where
+    # category 5 was asked); a metrics.json from before the two overalls has only `overall`, over
+    # every question it holds
+    subsets = scores["locomo_f1"].get("subsets") or {}
+    if not subsets:
+        values = [fmt(scores[m]["overall"]["value"]) for m in columns]
+        lines.append(f"{'all':<17}{metrics['counts']['total']:>5}  {values[0]:>9}  {values[1]:>9}  {values[2]:>12}")
+    for name, subset in benchmark.subsets.items():
+        if name not in subsets or subsets[name]["value"] is None:
             continue
-        lines.append(
-            f"{label:<17}{n:>5}  {fmt(metrics['locomo_f1'][key]):>9}  "
-            f"{fmt(metrics['exact_match'][key]):>9}  {fmt(metrics['token_f1'][key]):>12}"
-        )
-        if key == "overall":
-            break
+        n = sum(counts[str(k)] for k in subset.kinds)
+        values = [fmt(scores[m]["subsets"][name]["value"]) for m in columns]
+        lines.append(f"{'overall ' + name:<17}{n:>5}  {values[0]:>9}  {values[1]:>9}  {values[2]:>12}")
     lines += _usage_lines(metrics)
     return "\n".join(lines)
 
 
-def _other_table(metrics: dict[str, Any], fmt: Any) -> list[str]:
+def _other_table(
+    benchmark: Any, scores: dict[str, Any], counts: dict[str, int], names: dict[str, str], metrics: dict[str, Any], fmt: Any
+) -> list[str]:
     """Another benchmark's table: per kind, overall and task-averaged, its lexical scores
     labelled a diagnostic (the benchmark's score is its judge's)."""
-    benchmark = benchmark_named(metrics.get("benchmark"))
     lines = [
         f"{benchmark.name}: lexical scores are a diagnostic; its score is its judge's ({benchmark.scored_by}): "
         "memorybench autorater PACK"
     ]
     header = f"{'kind':<30}{'n':>5}  {'tokF1':>7}  {'EM':>7}"
     lines += [header, "-" * len(header)]
-    for key, name in metrics["category_names"].items():
-        n = metrics["counts"]["by_category"][key]
+    token, exact = scores["token_f1"], scores["exact_match"]
+    for key, name in names.items():
         lines.append(
-            f"{key + ' ' + name:<30}{n:>5}  {fmt(metrics['token_f1']['by_category'][key]):>7}  "
-            f"{fmt(metrics['exact_match']['by_category'][key]):>7}"
+            f"{key + ' ' + name:<30}{counts[key]:>5}  {fmt(token['by_kind'][key]['value']):>7}  "
+            f"{fmt(exact['by_kind'][key]['value']):>7}"
         )
     lines.append("-" * len(header))
     lines.append(
-        f"{'overall':<30}{metrics['counts']['total']:>5}  {fmt(metrics['token_f1']['overall']):>7}  "
-        f"{fmt(metrics['exact_match']['overall']):>7}"
+        f"{'overall':<30}{metrics['counts']['total']:>5}  {fmt(token['overall']['value']):>7}  "
+        f"{fmt(exact['overall']['value']):>7}"
     )
-    if "task_averaged" in metrics["token_f1"]:
+    if "task_average" in token:
         lines.append(
-            f"{'task-averaged':<30}{'':>5}  {fmt(metrics['token_f1']['task_averaged']):>7}  "
-            f"{fmt(metrics['exact_match']['task_averaged']):>7}"
+            f"{'task-averaged':<30}{'':>5}  {fmt(token['task_average']['value']):>7}  {fmt(exact['task_average']['value']):>7}"
         )
     return lines
 

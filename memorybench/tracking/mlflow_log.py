@@ -114,7 +114,8 @@ class TrackedRun:
 class TrackingResult:
     tracking_uri: str
     experiment_id: str
-    parent_run_id: str
+    #: the sweep's parent run; None where one pack was logged on its own (no sweep to nest it in)
+    parent_run_id: str | None
     experiment_name: str = ""
     runs: list[TrackedRun] = field(default_factory=list)
     unfinished: list[Location] = field(default_factory=list)
@@ -482,7 +483,9 @@ def _update(
     return TrackedRun(location, str(meta.run_id or pack.name), run_id, created=False, updated=True)
 
 
-def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, location: Location, *, artifacts: bool) -> TrackedRun:
+def _log_one(
+    client: MlflowClient, experiment_id: str, parent_id: str | None, location: Location, *, artifacts: bool
+) -> TrackedRun:
     pack = PackReader.open(location)
     meta = pack.meta()
     rid = str(meta.run_id or pack.name)
@@ -498,7 +501,7 @@ def _log_one(client: MlflowClient, experiment_id: str, parent_id: str, location:
         client.delete_run(existing.info.run_id)  # a crash mid-logging: log it anew
     notes = "\n".join(meta.notes or [])
     tags = {
-        "mlflow.parentRunId": parent_id,
+        **({"mlflow.parentRunId": parent_id} if parent_id is not None else {}),
         TAG_KIND: "run",
         TAG_PACK_KEY: key,
         "memorybench.run_id": rid,
@@ -527,7 +530,8 @@ def log_packs(
     parent_run_name: str | None = None,
     artifacts: bool = True,
 ) -> TrackingResult:
-    """Log every finished pack of `pack_roots` as a nested run under one parent run.
+    """Log every finished pack of `pack_roots` as a nested run under one parent run (a sweep's);
+    one pack on its own, without `parent_run_name`, as a run of its own (no sweep to nest it in).
 
     `pack_roots`: pack folders, or roots scanned like `memorybench aggregate` does.
     `parent_run_name`: names the sweep; None derives a stable name from the run ids. Packs
@@ -549,16 +553,19 @@ def log_packs(
             raise UserError(
                 f"MLflow tracking URI {tracking_uri!r} does not work ({message}); use sqlite:///PATH or http://HOST:PORT"
             ) from None
-        if parent_run_name is None:
-            parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
-        parent_id = _parent_run(client, experiment_id, parent_run_name)
+        parent_id = None
+        if parent_run_name is not None or len(scan.finished) > 1:
+            if parent_run_name is None:
+                parent_run_name = sweep_name((PackReader.open(p).meta().run_id for p in scan.finished), experiment_name)
+            parent_id = _parent_run(client, experiment_id, parent_run_name)
         result = TrackingResult(tracking_uri, experiment_id, parent_id, experiment_name, unfinished=scan.unfinished)
         try:
             for pack in scan.finished:
                 result.runs.append(_log_one(client, experiment_id, parent_id, pack, artifacts=artifacts))
         finally:
-            client.log_batch(parent_id, metrics=_parent_metrics(client, experiment_id, parent_id))
-            client.set_terminated(parent_id, "FINISHED")
+            if parent_id is not None:
+                client.log_batch(parent_id, metrics=_parent_metrics(client, experiment_id, parent_id))
+                client.set_terminated(parent_id, "FINISHED")
     return result
 
 
@@ -627,26 +634,37 @@ def track_main(argv: Sequence[str]) -> int:
     for pack in scan.finished:
         name = ns.experiment or str(PackReader.open(pack).meta().name or "memorybench")
         groups.setdefault(name, []).append(pack)
-    for name, packs in groups.items():
-        result = log_packs(
-            packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts
-        )
-        print_tracking(result)
+    results = [
+        log_packs(packs, tracking_uri=uri, experiment_name=name, parent_run_name=ns.parent, artifacts=not ns.no_artifacts)
+        for name, packs in groups.items()
+    ]
+    for result in results:
+        print_tracking(result, hint=False)
+    print_hint(results)
     if scan.unfinished:
         print(f"left out {len(scan.unfinished)} unfinished pack(s) (no _SUCCESS)", file=sys.stderr)
     return 0
 
 
-def print_tracking(result: TrackingResult) -> None:
-    """What was logged and where: one line per pack, then the experiment and how to open it."""
+def print_tracking(result: TrackingResult, *, hint: bool = True) -> None:
+    """What was logged and where: one line per pack, then the experiment (and, with `hint`, how to open it)."""
     for run in result.runs:
         print(f"mlflow: {run.action:9} {run.run_id} -> run {run.mlflow_run_id}")
     unchanged = len(result.runs) - len(result.created) - len(result.updated)
+    nested = f", parent run {result.parent_run_id}" if result.parent_run_id is not None else ", a run of its own"
     print(
-        f"mlflow: experiment {result.experiment_name!r} (id {result.experiment_id}), parent run {result.parent_run_id}: "
+        f"mlflow: experiment {result.experiment_name!r} (id {result.experiment_id}){nested}: "
         f"{len(result.created)} run(s) logged, {len(result.updated)} updated, {unchanged} unchanged"
     )
-    print(
-        f"mlflow: tracking URI {result.tracking_uri}; runs: {result.ui_address()} "
-        "(each pack is nested under its sweep's parent run)"
-    )
+    if hint:
+        print_hint([result])
+
+
+def print_hint(results: Sequence[TrackingResult]) -> None:
+    """How to open what was logged, once for all the experiments of one tracking URI."""
+    if not results:
+        return
+    first = results[0]
+    where = first.ui_address() if len(results) == 1 else first.ui_address().rsplit(", then open", 1)[0]
+    nested = " (each sweep's packs nested under its parent run)" if any(r.parent_run_id for r in results) else ""
+    print(f"mlflow: tracking URI {first.tracking_uri}; runs: {where}{nested}")

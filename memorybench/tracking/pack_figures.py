@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memorybench.compare.summary import judge_key
-from memorybench.benchmark import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_pack
+from memorybench.score.score_record import scores_of
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
@@ -86,15 +87,18 @@ def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mappin
     from memorybench.score.rows import diagnostic_name
 
     reader = pack if isinstance(pack, PackReader) else PackReader.open(pack)
-    bench = benchmark_of_meta(reader.meta().data)
+    bench = benchmark_of_pack(reader.meta())
     if bench.own_lexical_rules:
         return dict(metrics)
     out = {k: v for k, v in metrics.items() if not _LOCOMO_NAMED.match(k)}
     local = reader.json(layout.METRICS)
+    blocks = scores_of(local)
     for metric in local.get("labels") or {}:
-        scores, name = local.get(metric) or {}, f"diagnostic_{diagnostic_name(metric)}"
-        out[name], out[f"{name}_task_avg"] = scores.get("overall"), scores.get("task_averaged")
-        out.update({f"{name}_{kind}": (scores.get("by_category") or {}).get(str(k)) for k, kind in bench.category_names.items()})
+        scores, name = blocks.get(metric) or {}, f"diagnostic_{diagnostic_name(metric)}"
+        out[name] = (scores.get("overall") or {}).get("value")
+        out[f"{name}_task_avg"] = (scores.get("task_average") or {}).get("value")
+        by_kind = scores.get("by_kind") or {}
+        out.update({f"{name}_{kind}": (by_kind.get(str(k)) or {}).get("value") for k, kind in bench.category_names.items()})
     key = bench.figure_key
     for judge_id in reader.judges():
         judge = reader.autorater_metrics(judge_id)

@@ -63,8 +63,8 @@ def pack_row(folder: Path) -> dict[str, str]:
     row["questions"] = f"{answered}/{total}" if total is not None else str(answered)
     if pack.exists(layout.METRICS):
         metrics = pack.metrics()
-        row["F1 1-4"] = _score(metrics.locomo_f1.get("overall_1_4"))
-        row["F1 1-5"] = _score(metrics.locomo_f1.get("overall_1_5"))
+        row["F1 1-4"] = _score(metrics.subset("locomo_f1", "1-4"))
+        row["F1 1-5"] = _score(metrics.subset("locomo_f1", "1-5"))
         row["cost"] = _cost(metrics.usage, metrics.local_model)
     judges = []
     for judge in pack.judges():

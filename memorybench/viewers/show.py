@@ -12,7 +12,7 @@ terms: its question kind and subsets (type, abstention), its lexical scores labe
 diagnostics they are (`memorybench.score.rows.PLAIN_RULE`: never LoCoMo F1), and beside each
 judge's verdicts the pack's figures by that judge (LongMemEval: accuracy per question type,
 task-averaged, overall, abstention, from its autorater_metrics.json). A question with a known gold error (the audit's
-errors.json, `memorybench.data.gold_errors`) is flagged under its source row, with the
+errors.json, `memorybench.benchmarks.locomo.gold_audit`) is flagged under its source row, with the
 corrected answer or evidence and the audit's reasoning. `--brief` prints a few lines only (question,
 answer, gold, scores, blame class; no lineage, no prompt); `--json` prints the walk and the blame as one JSON object. No model call; nothing is
 written.
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_pack
 from memorybench.benchmark import imported
 from memorybench.errors import OneLineParser, printable
 from memorybench.pack import layout
@@ -111,7 +111,7 @@ def _agent(process: AgentProcess, brief: bool) -> list[str]:
 
 
 def _gold_error(s: SourceRow, brief: bool) -> list[str]:
-    """The audit's finding on the source row (`memorybench.data.gold_errors`): flagged, with the
+    """The audit's finding on the source row (`memorybench.benchmarks.locomo.gold_audit`): flagged, with the
     corrected answer or evidence and the reasoning; nothing when the row has none."""
     if s.gold_error_note:
         return [f"  {s.gold_error_note}"]
@@ -285,7 +285,7 @@ def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: d
 def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, brief: bool = False) -> str:
     """The walk as plain text, with every text in full (or cut, `brief`)."""
     s, m, p = walk.source, walk.memory, walk.prompt
-    bench = benchmark_of_meta(walker.meta.get("data"))
+    bench = benchmark_of_pack(walker.meta)
     out = [
         f"{walk.question_id} in {walk.pack}",
         f"run {walk.run_id} (config sha256 {walk.config_sha256[:12]}…); "
@@ -428,7 +428,7 @@ def show(location: str, question_id: str, *, brief: bool = False, as_json: bool 
         data: dict[str, Any] = {"walk": asdict(walk), "blame": blame.as_dict(), "memory_text": walker.text(walk.memory.text_path)}
         return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
     if brief:
-        bench = benchmark_of_meta(walker.meta.get("data"))
+        bench = benchmark_of_pack(walker.meta)
         return render_brief(walk, blame, bench, judge_figures(walker, bench))
     return render_walk(walk, walker, blame)
 

@@ -39,7 +39,7 @@ from memorybench.errors import OneLineParser, UserError
 from memorybench.fs import write_atomic
 from memorybench.pack.walk import PackWalker, Walk
 from memorybench.compare.blame import BASIS_F1, CLASSES, Blame, f1_basis, pack_blame
-from memorybench.benchmark import benchmark_of_meta
+from memorybench.benchmark import benchmark_of_pack
 
 __all__ = ["build_view", "view_main", "view_payload"]
 
@@ -150,7 +150,7 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
         walker = PackWalker.open(location)
         blames = pack_blame(walker)
         meta = walker.meta
-        basis = f1_basis(benchmark_of_meta(meta.get("data")))  # another benchmark's: its lexical diagnostic by its name
+        basis = f1_basis(benchmark_of_pack(meta))  # another benchmark's: its lexical diagnostic by its name
         pack_rows.append(
             {
                 "label": meta.get("run_id") or walker.pack.name,
@@ -197,13 +197,23 @@ def _pack_name(meta: dict[str, Any], index: int, before: Sequence[dict[str, Any]
     choices = meta.get("choices") or {}
     models = meta.get("models") or []
     answerer = next((m for m in models if m.get("role") in ("reader", "agent", choices.get("answerer"))), None)
-    model = (answerer or (models[0] if models else {})).get("requested") or choices.get("answerer") or "unknown model"
-    name = f"{choices.get('memory') or 'unknown memory'} / {model}"
+    model = _model_name(answerer or (models[0] if models else {})) or choices.get("answerer") or "unknown model"
+    memory = choices.get("memory") or "unknown memory"
+    writer = _model_name(next((m for m in models if m.get("role") == "writer"), {}))
+    if writer:  # a memory a model wrote: named by its writer, as compare names the condition
+        memory = f"{memory} (writer {writer})"
+    name = f"{memory} / {model}"
     return f"{name} (pack {index + 1})" if any(b["name"].split(" (pack ")[0] == name for b in before) else name
 
 
+def _model_name(model: dict[str, Any]) -> str | None:
+    """The model that answered (the embedded model `auto` resolved to, as compare names it), else the one asked for."""
+    answered = model.get("answered") or []
+    return str(answered[0]) if len(answered) == 1 else model.get("requested")
+
+
 def _gold_error(s: Any) -> dict[str, Any] | None:
-    """The audit's finding on a source row for the page (`memorybench.data.gold_errors`), or None."""
+    """The audit's finding on a source row for the page (`memorybench.benchmarks.locomo.gold_audit`), or None."""
     e = s.gold_error
     if e is None:
         return {"note": s.gold_error_note} if s.gold_error_note else None

@@ -410,7 +410,9 @@ def test_prompt_injected_with_match_reader_is_comparable_with_the_reader_run(tmp
         assert {k: codex[f"{name}_{k}"] for k in ("p50", "p95", "max")} == comparison[f"{name}_per_question"]
     assert codex["token_budget_p50"] == comparison["budget"]["max_total_tokens_per_question"]["p50"]
     assert reader["requests_max"] == 1 and reader["tokens_p50"] > 1000  # a conversation's full context
-    assert codex["locomo_f1_1_4"] == pytest.approx(json.loads((pack / "metrics.json").read_text())["locomo_f1"]["overall_1_4"])
+    assert codex["locomo_f1_1_4"] == pytest.approx(
+        json.loads((pack / "metrics.json").read_text())["scores"]["locomo_f1"]["subsets"]["1-4"]["value"]
+    )
     assert "## requests_budget" in report.markdown.read_text()
 
 

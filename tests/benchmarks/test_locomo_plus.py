@@ -189,7 +189,7 @@ def test_a_scripted_run_of_the_cognitive_category_verifies_and_is_judged(tmp_pat
     rows = [json.loads(line) for line in (pack / "predictions.jsonl").read_text("utf-8").splitlines()]
     assert [r["sample_id"] for r in rows] == ["plus-000", "plus-001", "plus-002"] and {r["category"] for r in rows} == {6}
     metrics = json.loads((pack / "metrics.json").read_text("utf-8"))
-    assert metrics["benchmark"] == "locomo_plus" and "task_averaged" not in metrics["token_f1"]
+    assert metrics["benchmark"]["name"] == "locomo_plus" and "task_average" not in metrics["scores"]["token_f1"]
     replies = iter(['{"label": "correct", "reason": "a"}', '{"label": "partial", "reason": "b"}', "nothing readable"])
     with ScriptedOpenAIServer(responder=lambda body: Reply(next(replies))) as judge:
         code = main(

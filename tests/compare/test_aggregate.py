@@ -107,9 +107,10 @@ def test_runs_table_matches_metrics(design, tmp_path):
     for pack in (judged, plain):
         metrics = json.loads((pack / "metrics.json").read_text())
         run = runs[str(pack)]
-        assert run["locomo_f1"] == metrics["locomo_f1"]["overall"]
+        f1 = metrics["scores"]["locomo_f1"]
+        assert run["locomo_f1"] == f1["overall"]["value"]
         for c in "12345":
-            assert run[f"locomo_f1_cat{c}"] == metrics["locomo_f1"]["by_category"][c]
+            assert run[f"locomo_f1_cat{c}"] == f1["by_kind"][c]["value"]
         assert run["answer_prompt_tokens"] == metrics["usage"]["reader"]["prompt_tokens"]
         assert run["total_calls"] == metrics["usage"]["total"]["calls"] == run["answer_calls"] + run["build_calls"]
         assert run["total_cost_usd"] is None and run["cost_known"] is False  # the scripted model has no price

@@ -59,16 +59,18 @@ def test_a_longmemeval_row_has_its_diagnostic_by_type_and_no_locomo_f1(packs, tm
     assert table.schema.names[: len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
     assert all(table.schema.field(c).type == "double" for c in benchmark_run_columns(LONGMEMEVAL))
     runs = {r["pack"]: r for r in table.to_pylist()}
-    row, metrics = runs[str(lme)], json.loads((lme / "metrics.json").read_text())["locomo_f1"]
+    row, metrics = runs[str(lme)], json.loads((lme / "metrics.json").read_text())["scores"]["locomo_f1"]
     assert all(row[c] is None for c in LOCOMO_RUN_COLUMNS)
-    assert row[DIAGNOSTIC] == metrics["overall"] and row[f"{DIAGNOSTIC}_task_avg"] == metrics["task_averaged"]
+    assert row[DIAGNOSTIC] == metrics["overall"]["value"]
+    assert row[f"{DIAGNOSTIC}_task_avg"] == metrics["task_average"]["value"]
     for number, name in LONGMEMEVAL.category_names.items():
-        assert row[f"{DIAGNOSTIC}_{name}"] == metrics["by_category"][str(number)]
+        assert row[f"{DIAGNOSTIC}_{name}"] == metrics["by_kind"][str(number)]["value"]
     assert row[f"{DIAGNOSTIC}_temporal-reasoning"] is not None and row[f"{DIAGNOSTIC}_knowledge-update"] is not None
-    assert row["overall_covers"] == "longmemeval: 6 of 6 kinds"
+    assert row["overall_covers"] == "types 1-6"
     # the LoCoMo row beside it: its own columns as ever, LongMemEval's null
-    other, own = runs[str(locomo)], json.loads((locomo / "metrics.json").read_text())["locomo_f1"]
-    assert other["locomo_f1"] == own["overall"] and all(other[f"locomo_f1_cat{c}"] == own["by_category"][c] for c in "12345")
+    other, own = runs[str(locomo)], json.loads((locomo / "metrics.json").read_text())["scores"]["locomo_f1"]
+    assert other["locomo_f1"] == own["overall"]["value"]
+    assert all(other[f"locomo_f1_cat{c}"] == own["by_kind"][c]["value"] for c in "12345")
     assert all(other[c] is None for c in benchmark_run_columns(LONGMEMEVAL))
     with result.runs_csv.open(newline="") as f:
         header = next(csv.reader(f))

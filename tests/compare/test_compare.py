@@ -101,7 +101,7 @@ def packs(tmp_path_factory) -> dict[str, Path]:
 
 
 def _reported(pack: Path) -> tuple[float, float]:
-    f1 = json.loads((pack / "metrics.json").read_text())["locomo_f1"]["overall"]
+    f1 = json.loads((pack / "metrics.json").read_text())["scores"]["locomo_f1"]["overall"]["value"]
     (judged,) = (pack / "autorater").glob("*/autorater_metrics.json")  # the one judge's folder
     j = json.loads(judged.read_text())["j"]["overall"]
     return f1, j

@@ -35,9 +35,10 @@ def peers(tmp_path_factory) -> dict[str, Path]:
 def test_an_imported_packs_overalls_read_1_to_4(peers):
     for name in ("memobase", "zep"):
         metrics = json.loads((peers[name] / "metrics.json").read_text())
-        assert metrics["overall_covers"] == NOT_ASKED and metrics["questions"] == 1540
-        assert metrics["locomo_f1"]["overall_1_5"] is None
-        assert metrics["locomo_f1"]["overall_1_4"] == pytest.approx(metrics["locomo_f1"]["overall"])
+        f1 = metrics["scores"]["locomo_f1"]
+        assert f1["overall"]["covers"] == NOT_ASKED and metrics["questions"] == 1540
+        assert f1["subsets"]["1-5"]["value"] is None and f1["subsets"]["1-5"]["covers"] == "category 5 not asked"
+        assert f1["subsets"]["1-4"]["value"] == pytest.approx(f1["overall"]["value"])
         assert "overall includes category 5" not in json.dumps(metrics)
 
 
@@ -86,8 +87,9 @@ def test_an_own_full_run_against_memobase_compares_on_the_1540_common_questions(
         )
     (own,) = sorted((tmp_path / "own").glob("*/runs/*"))
     metrics = json.loads((own / "metrics.json").read_text())
-    assert metrics["questions"] == 1986 and metrics["overall_covers"] == "categories 1-5"
-    assert metrics["locomo_f1"]["overall_1_5"] is not None
+    f1 = metrics["scores"]["locomo_f1"]
+    assert metrics["questions"] == 1986 and f1["overall"]["covers"] == "categories 1-5"
+    assert f1["subsets"]["1-5"]["value"] is not None and f1["subsets"]["1-5"]["units"] == 10
     capsys.readouterr()
     assert compare_main([str(own), "--vs", str(peers["memobase"]), "--resamples", "500", "--json", "-"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -95,9 +97,13 @@ def test_an_own_full_run_against_memobase_compares_on_the_1540_common_questions(
     assert difference["questions"] == 1540 and difference["only_a"] == 446 and difference["only_b"] == 0
     assert difference["locomo_f1"]["covers"] == NOT_ASKED
     # each side's summary covers exactly the compared questions: A's 1-4 overall, not its 1-5 one
-    assert result["summary_a"]["locomo_f1"]["estimate"] == pytest.approx(metrics["locomo_f1"]["overall_1_4"])
+    assert result["summary_a"]["locomo_f1"]["estimate"] == pytest.approx(
+        metrics["scores"]["locomo_f1"]["subsets"]["1-4"]["value"]
+    )
     # and so does the pack's own number beside it (not its 1-5 overall from metrics.json)
-    assert result["summary_a"]["locomo_f1"]["values"] == [pytest.approx(metrics["locomo_f1"]["overall_1_4"])]
+    assert result["summary_a"]["locomo_f1"]["values"] == [
+        pytest.approx(metrics["scores"]["locomo_f1"]["subsets"]["1-4"]["value"])
+    ]
     assert difference["protocols_differ"] is True and difference["protocols"]["b"] == ["imported"]
     assert "j_left_out" in difference  # the own run has no judge
 
@@ -106,7 +112,7 @@ def test_memobase_is_shown_without_the_known_gold_errors_and_with_the_corrected_
     """The audit's 99 wrong gold answers are all in categories 1-4: memobase's figure on all
     1,540 questions, on the 1,441 without a known wrong gold, and with the corrected answers."""
     from memorybench.compare.conditions import load_pack_scores, seed_summary
-    from memorybench.data.gold_errors import known_gold_errors
+    from memorybench.benchmarks.locomo.gold_audit import known_gold_errors
     from memorybench.score.locomo import locomo_score
 
     result = seed_summary([peers["memobase"]], corrected_gold=True)

@@ -94,12 +94,17 @@ def test_conditions_by_a_config_leaf_give_one_row_per_value(sweep, tmp_path):
         rows = {(r["condition"], r["category"]): r for r in csv.DictReader(f)}
     metrics = _metrics(sweep)
     one = rows[("raw_chunks / 1", "1-4")]
-    assert one["runs"] == "1" and float(one["locomo_f1"]) == pytest.approx(metrics[("1", "0")]["locomo_f1"]["overall_1_4"])
+    assert one["runs"] == "1" and float(one["locomo_f1"]) == pytest.approx(
+        metrics[("1", "0")]["scores"]["locomo_f1"]["subsets"]["1-4"]["value"]
+    )
     assert one["f1_sd_runs"] == ""  # one run: no sd over replicates
     # top_k=8 has two seeds: replicates, pooled; the question counts once with its mean score
     eight = rows[("raw_chunks / 8", "1-4")]
-    expected = (metrics[("8", "0")]["locomo_f1"]["overall_1_4"] + metrics[("8", "1")]["locomo_f1"]["overall_1_4"]) / 2
-    held = metrics[("8", "0")]["counts"]["by_category"]
+    expected = (
+        metrics[("8", "0")]["scores"]["locomo_f1"]["subsets"]["1-4"]["value"]
+        + metrics[("8", "1")]["scores"]["locomo_f1"]["subsets"]["1-4"]["value"]
+    ) / 2
+    held = metrics[("8", "0")]["counts"]["by_kind"]
     assert eight["runs"] == "2" and int(eight["n"]) == sum(held[c] for c in "1234")
     assert float(eight["locomo_f1"]) == pytest.approx(expected) and float(eight["f1_sd_runs"]) >= 0
     assert {c for c, _ in rows} == {"raw_chunks / 1", "raw_chunks / 8"}

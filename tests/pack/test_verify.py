@@ -316,7 +316,11 @@ TAMPERS: dict[str, tuple[Callable[[Path], None], str, set[str]]] = {
     ),
     "question_count changed": (lambda p: edit_json(p / "run_meta.json", _set("question_count", 9)), "count", set()),
     "is_prefix changed": (lambda p: edit_json(p / "run_meta.json", _set("is_prefix", True)), "count", {"metrics"}),
-    "metrics changed": (lambda p: edit_json(p / "metrics.json", lambda d: d["locomo_f1"].update(overall=0.99)), "metrics", set()),
+    "metrics changed": (
+        lambda p: edit_json(p / "metrics.json", lambda d: d["scores"]["locomo_f1"]["overall"].update(value=0.99)),
+        "metrics",
+        set(),
+    ),
     "data hash changed": (
         lambda p: edit_json(p / "run_meta.json", lambda d: d["data"].update(sha256="0" * 64)),
         "hash.data",
@@ -692,7 +696,7 @@ def test_a_rescored_pack_verifies_and_a_changed_score_is_still_found(packs, tmp_
     for name in ("metrics.json", "predictions.csv"):  # rewritten after _SUCCESS with the same content
         os.utime(pack / name, ns=(0, 3 * 10**9))
     assert verify_pack(pack) == []  # judged by content, not by date
-    edit_json(pack / "metrics.json", lambda m: m["locomo_f1"].update(overall=0.99))
+    edit_json(pack / "metrics.json", lambda m: m["scores"]["locomo_f1"]["overall"].update(value=0.99))
     assert codes(verify_pack(pack)) == {"metrics"}
 
 
@@ -723,7 +727,7 @@ def test_a_schema_no_record_declares_is_a_finding_unless_allowed(packs, tmp_path
 
 def test_a_json_file_with_a_schema_is_validated_and_one_without_is_left_alone(packs, tmp_path):
     pack = copy_pack(packs["mini_full"], tmp_path)
-    edit_json(pack / "metrics.json", lambda d: d.pop("labels"))  # metrics.v1 has no record check of its own
+    edit_json(pack / "metrics.json", lambda d: d.pop("labels"))  # metrics.json has no record check of its own
     assert {(f.code, f.path) for f in verify_pack(pack)} == {("schema", "metrics.json"), ("metrics", "metrics.json")}
     pack = copy_pack(packs["mini_full"], tmp_path / "other")
     plant(pack / "agent/summary.json", json.dumps({"schema": "agent_notes.v1", "notes": 3}))

@@ -276,7 +276,7 @@ def test_rescore_recloses_the_files_it_rewrites(finished, tmp_path):
     rescore(pack)  # the same scores: nothing is rewritten, _SUCCESS included
     assert (pack / "_SUCCESS").read_bytes() == success and (pack / "_SUCCESS").stat().st_mtime_ns == 10**9
     metrics = json.loads((pack / "metrics.json").read_text())
-    metrics["locomo_f1"]["overall"] = 0.99
+    metrics["scores"]["locomo_f1"]["overall"]["value"] = 0.99
     (pack / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     assert pairs(verify_pack(pack)) == {("success.hash_mismatch", "metrics.json"), ("metrics", "metrics.json")}
     rescore(pack)  # rewrites metrics.json from the rows, and records it

@@ -191,7 +191,7 @@ def test_one_request_per_category_1_4_row_per_pass_and_none_for_category_5(pack,
         "labels",
         "notes",
     ]
-    assert list(metrics["j"]) == ["overall", "by_category", "passes", "passes_by_category", "mean", "sd", "agreement"]
+    assert list(metrics["j"]) == ["overall", "by_category", "passes", "passes_by_category", "mean", "sd", "agreement", "interval"]
     assert text == json.dumps(metrics, indent=2, ensure_ascii=False) + "\n"
     assert AutoraterMetrics.model_validate_json(text).dump() == text
     parsed = [v["score"] for v in verdicts if v["status"] in ("CORRECT", "WRONG")]
@@ -359,6 +359,16 @@ def test_passes_that_disagree_give_sd_and_agreement(pack):
 
     assert metrics["j"]["sd"] == pytest.approx(statistics.stdev([5 / 8, 4 / 8, 4 / 8]))
     assert metrics["j"]["agreement"] == {"rows": 8, "unanimous": 7, "share": 7 / 8}
+    # the pass-to-pass sd never stands alone: J's interval over the conversations is beside it, and wider
+    interval = metrics["j"]["interval"]
+    assert interval["unit"] == "conversation" and interval["units"] == 2 and interval["confidence"] == 0.95
+    assert interval["low"] <= metrics["j"]["mean"] <= interval["high"]
+    assert interval["high"] - interval["low"] > 2 * metrics["j"]["sd"]
+    from memorybench.stages.autorater_metrics import format_autorater_table
+
+    line = next(x for x in format_autorater_table(metrics).splitlines() if x.startswith("passes:"))
+    assert f"95% interval [{interval['low']:.4f}, {interval['high']:.4f}] over 2 conversations" in line
+    assert "sd over passes" in line and "not the figure's uncertainty" in line
 
 
 # -- resume, refusal, reruns ------------------------------------------------------------------

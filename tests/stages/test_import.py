@@ -136,10 +136,10 @@ def test_the_pack_keeps_the_files_scores_beside_ours_and_its_source(memobase):
     assert meta.categories == [1, 2, 3, 4] and meta.question_count == 1540 and meta.questions_total == 1986
     assert meta.choices["answerer"] == "imported" and any("446 questions" in n for n in meta.notes)
     metrics = pack.metrics()
-    assert metrics.counts["by_category"]["5"] == 0 and metrics.locomo_f1["by_category"]["5"] is None
+    assert metrics.counts["by_kind"]["5"] == 0 and metrics.by_kind("locomo_f1", 5) is None
     # the overall is over the file's own rows, as the file's is
     scored = {r.question_id: r.locomo_f1 for r in rows}
-    assert metrics.locomo_f1["overall"] == pytest.approx(sum(scored.values()) / len(scored))
+    assert metrics.overall("locomo_f1") == pytest.approx(sum(scored.values()) / len(scored))
     # the twelve repeated questions of LoCoMo each took their own question id
     assert len({r.question_id for r in rows}) == 1540
     assert pack.record(REPRODUCTION, Reproduction) == memobase.reproduction

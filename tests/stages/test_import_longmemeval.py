@@ -104,7 +104,7 @@ def test_a_hypothesis_file_imports_into_a_pack_that_verifies(made, tmp_path):
     assert source["format"] == HYPOTHESES and source["files"][0]["sha256"] == sha256_file(made["hypotheses"])
     assert not (root / "autorater").exists()
     metrics = json.loads((root / "metrics.json").read_text("utf-8"))
-    assert metrics["benchmark"] == "longmemeval" and metrics["questions"] == 20
+    assert metrics["benchmark"]["name"] == meta["benchmark"]["name"] == "longmemeval" and metrics["questions"] == 20
     rows = _rows(root / "imported" / "rows.jsonl")
     assert [r["file_index"] for r in rows] == list(range(20)) and rows[0]["file_key"] == rows[0]["question_id"]
 

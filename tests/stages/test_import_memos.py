@@ -19,7 +19,7 @@ from memorybench.errors import UserError
 from memorybench.pack.reader import PackReader
 from memorybench.pack.verify import failures, verify_pack
 from memorybench.stages.import_results import import_results
-from memorybench.stages.importers.memos import judgment_runs
+from memorybench.benchmarks.locomo.importers.memos import judgment_runs
 
 AUDIT = PINS / "locomo-audit"
 SPECIFIC = AUDIT / "ap_v1_specific_wrong_scored.json"

@@ -24,7 +24,7 @@ from memorybench.errors import UserError
 from memorybench.pack.reader import PackReader
 from memorybench.pack.verify import failures, verify_pack
 from memorybench.stages.import_results import import_results
-from memorybench.stages.importers import format_reproduction
+from memorybench.benchmarks.locomo.importers import format_reproduction
 
 PEERS = PINS / "peers"
 MEMOBASE = PEERS / "memobase_eval_0710_3000.json"

@@ -61,12 +61,13 @@ def test_the_pack_verifies_and_holds_every_question(pack):
 
 def test_metrics_are_per_type_with_the_task_average_and_say_they_are_a_diagnostic(pack):
     metrics = json.loads((pack / "metrics.json").read_text())
-    assert metrics["benchmark"] == "longmemeval" and metrics["category_names"]["5"] == "temporal-reasoning"
-    assert sum(metrics["counts"]["by_category"].values()) == 20 and "overall_1_4" not in metrics["token_f1"]
-    by_type = metrics["token_f1"]["by_category"]
-    assert metrics["token_f1"]["task_averaged"] == pytest.approx(sum(by_type.values()) / len(by_type))
+    assert metrics["benchmark"]["name"] == "longmemeval" and metrics["kind_names"]["5"] == "temporal-reasoning"
+    token = metrics["scores"]["token_f1"]
+    assert sum(metrics["counts"]["by_kind"].values()) == 20 and "subsets" not in token and token["role"] == "diagnostic"
+    by_type = {k: b["value"] for k, b in token["by_kind"].items()}
+    assert token["task_average"]["value"] == pytest.approx(sum(by_type.values()) / len(by_type))
     # the move questions were answered from memory: those types score, the abstention and count ones do not
-    assert by_type["1"] > 0 and metrics["token_f1"]["overall"] > 0
+    assert by_type["1"] > 0 and token["overall"]["value"] > 0
     assert "a lexical diagnostic" in metrics["labels"]["token_f1"]
     csv = (pack / "predictions.csv").read_text().splitlines()
     assert any(",single-session-user," in line for line in csv[1:])
@@ -164,8 +165,8 @@ def test_a_prefix_of_some_types_has_no_task_average_in_any_table(tmp_path, capsy
     out = capsys.readouterr().out
     (pack,) = (tmp_path / "packs").glob("*/runs/*")
     metrics = json.loads((pack / "metrics.json").read_text())
-    held = [k for k, n in metrics["counts"]["by_category"].items() if n]
-    assert 0 < len(held) < 6 and metrics["token_f1"]["task_averaged"] is None
+    held = [k for k, n in metrics["counts"]["by_kind"].items() if n]
+    assert 0 < len(held) < 6 and metrics["scores"]["token_f1"]["task_average"]["value"] is None
     (line,) = [row for row in out.splitlines() if row.startswith("task-averaged")]
     assert line.split()[1:] == ["-", "-"]
     assert "offline: judge=local judge.protocol=longmemeval" in out

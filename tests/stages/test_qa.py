@@ -65,7 +65,7 @@ def test_mini_run_writes_a_complete_pack(tmp_path, scripted_server, capsys):
     assert len(scripted_server.requests) == 10
     assert sorted(p.name for p in (pack / "memory" / "dumps").iterdir()) == ["mini-1.txt", "mini-2.txt"]
     metrics = json.loads((pack / "metrics.json").read_text())
-    assert set(metrics["locomo_f1"]["by_category"]) == {"1", "2", "3", "4", "5"}
+    assert set(metrics["scores"]["locomo_f1"]["by_kind"]) == {"1", "2", "3", "4", "5"}
     assert metrics["counts"]["total"] == 10
     # _SUCCESS is written last
     newest = max(p.stat().st_mtime_ns for p in pack.rglob("*") if p.is_file() and p.name != "_SUCCESS")

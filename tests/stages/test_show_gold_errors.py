@@ -11,7 +11,7 @@ from conftest import PINS
 from test_view import dom, needs_chromium
 
 from memorybench.cli import main
-from memorybench.data.gold_errors import known_gold_errors
+from memorybench.benchmarks.locomo.gold_audit import known_gold_errors
 from memorybench.stages.import_results import import_results
 from memorybench.viewers.show import show
 from memorybench.viewers.view import build_view, view_payload

@@ -38,4 +38,4 @@ def test_a_sweep_ends_with_one_table_of_its_runs(tmp_path, scripted_server, laun
         assert row.startswith(f"memory={memory}")
         (run_id,) = [name for name in packs if name in row]
         metrics = json.loads((packs[run_id] / "metrics.json").read_text())
-        assert f"{metrics['locomo_f1']['overall_1_4']:.4f}" in row and row.rstrip().endswith("done")
+        assert f"{metrics['scores']['locomo_f1']['subsets']['1-4']['value']:.4f}" in row and row.rstrip().endswith("done")

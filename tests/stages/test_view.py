@@ -257,3 +257,22 @@ def test_a_full_context_pack_of_all_1986_questions_opens_and_lists_them(tmp_path
     temporal = dom(page, "cat=2&open=conv-26-q-1")
     assert temporal.shown == sum(1 for r in predictions if r["category"] == 2)
     assert "Question: When did Melanie paint a sunrise?" in temporal.panel_text
+
+
+def test_a_column_is_named_by_the_models_that_answered_and_the_writer_as_compare_names_it():
+    """`reader.model=auto` resolves to the embedded model: the column says which (compare does),
+    and a memory a model wrote names its writer, as compare's condition does."""
+    from memorybench.viewers.view import _pack_name
+
+    meta = {
+        "choices": {"memory": "amem", "answerer": "reader"},
+        "models": [
+            {"role": "reader", "requested": "auto", "answered": ["gemma3-270m"]},
+            {"role": "writer", "requested": "auto", "answered": ["smollm2-135m"]},
+        ],
+    }
+    assert _pack_name(meta, 0, []) == "amem (writer smollm2-135m) / gemma3-270m"
+    before = [{"name": "amem (writer smollm2-135m) / gemma3-270m"}]
+    assert _pack_name(meta, 1, before) == "amem (writer smollm2-135m) / gemma3-270m (pack 2)"
+    plain = {"choices": {"memory": "rag"}, "models": [{"role": "reader", "requested": "gpt-4o-mini", "answered": []}]}
+    assert _pack_name(plain, 0, []) == "rag / gpt-4o-mini"

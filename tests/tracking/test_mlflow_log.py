@@ -142,13 +142,13 @@ def test_one_parent_and_one_nested_run_per_finished_pack(logged):
         assert params["model.reader.requested"] == "scripted" and params["model.reader.answered"] == "scripted"
         assert not any(k.startswith(("paths.", "pricing.", "tracking.", "storage.")) for k in params)
         m = run.data.metrics
-        assert m["locomo_f1"] == pytest.approx(metrics["locomo_f1"]["overall"])
+        assert m["locomo_f1"] == pytest.approx(metrics["scores"]["locomo_f1"]["overall"]["value"])
         for c in "12345":
-            assert m[f"locomo_f1_cat{c}"] == pytest.approx(metrics["locomo_f1"]["by_category"][c])
-        assert m["exact_match"] == pytest.approx(metrics["exact_match"]["overall"]) and "token_f1" in m
+            assert m[f"locomo_f1_cat{c}"] == pytest.approx(metrics["scores"]["locomo_f1"]["by_kind"][c]["value"])
+        assert m["exact_match"] == pytest.approx(metrics["scores"]["exact_match"]["overall"]["value"]) and "token_f1" in m
         # both overalls, and the interval compare and report give them, over the pack's conversations
-        assert m["locomo_f1_1_4"] == pytest.approx(metrics["locomo_f1"]["overall_1_4"])
-        assert m["locomo_f1_1_5"] == pytest.approx(metrics["locomo_f1"]["overall_1_5"])
+        assert m["locomo_f1_1_4"] == pytest.approx(metrics["scores"]["locomo_f1"]["subsets"]["1-4"]["value"])
+        assert m["locomo_f1_1_5"] == pytest.approx(metrics["scores"]["locomo_f1"]["subsets"]["1-5"]["value"])
         from memorybench.compare.conditions import parse_categories, seed_summary
 
         interval = seed_summary([tracked.pack], categories=parse_categories("1-4"))["locomo_f1"]["interval"]
@@ -262,9 +262,9 @@ def test_track_main(logged, capsys):
     # MLflow 3 opens on its GenAI overview: the line names the experiment's runs view, and the one-worker command
     assert (
         f"tracking URI {uri}; runs: mlflow ui --backend-store-uri {uri} --workers 1, then open "
-        f"http://127.0.0.1:5000/#/experiments/{experiment}/runs (each pack is nested under its sweep's parent run)"
+        f"http://127.0.0.1:5000/#/experiments/{experiment}/runs (each sweep's packs nested under its parent run)"
     ) in out
-    assert out.count("mlflow: unchanged") == 2
+    assert out.count("mlflow: unchanged") == 2 and out.count("tracking URI") == 1
     from memorybench.errors import UserError
 
     with pytest.raises(UserError, match="'foo://bar' does not work"):
@@ -324,3 +324,18 @@ def test_the_ui_address_is_the_experiments_runs_view():
         "mlflow ui --backend-store-uri 'sqlite:////data/my runs/mlflow.db' --workers 1, "
         "then open http://127.0.0.1:5000/#/experiments/3/runs"
     )
+
+
+def test_a_pack_tracked_on_its_own_is_a_run_of_its_own_and_the_hint_is_said_once(logged, tmp_path, capsys):
+    """A single pack is no sweep: no parent run is made for it; packs of several experiments
+    tracked at once say where to open them once, not once per experiment."""
+    _, full, summaries, _, _ = logged
+    uri = f"sqlite:///{tmp_path / 'own.db'}"
+    assert track_main([str(full), "--uri", uri]) == 0
+    out = capsys.readouterr().out
+    assert "a run of its own" in out and "parent run" not in out and out.count("tracking URI") == 1
+    (run,) = _runs(uri, re.search(r"\(id (\w+)\)", out).group(1))
+    assert "mlflow.parentRunId" not in run.data.tags
+    assert track_main([str(full), str(summaries), "--uri", uri, "--experiment", "two"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("tracking URI") == 1 and "parent run" in out

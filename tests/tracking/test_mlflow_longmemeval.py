@@ -52,10 +52,12 @@ def test_lexical_scores_are_logged_as_diagnostics(logged):
     lme, _, runs = logged
     metrics = runs[lme].metrics
     local = json.loads((lme / "metrics.json").read_text())
-    assert metrics["diagnostic_stemmed_token_f1"] == pytest.approx(local["locomo_f1"]["overall"])
-    assert metrics["diagnostic_stemmed_token_f1_task_avg"] == pytest.approx(local["locomo_f1"]["task_averaged"])
-    assert metrics["diagnostic_exact_match_temporal-reasoning"] == pytest.approx(local["exact_match"]["by_category"]["5"])
-    assert metrics["diagnostic_token_f1_knowledge-update"] == pytest.approx(local["token_f1"]["by_category"]["6"])
+    assert metrics["diagnostic_stemmed_token_f1"] == pytest.approx(local["scores"]["locomo_f1"]["overall"]["value"])
+    assert metrics["diagnostic_stemmed_token_f1_task_avg"] == pytest.approx(local["scores"]["locomo_f1"]["task_average"]["value"])
+    assert metrics["diagnostic_exact_match_temporal-reasoning"] == pytest.approx(
+        local["scores"]["exact_match"]["by_kind"]["5"]["value"]
+    )
+    assert metrics["diagnostic_token_f1_knowledge-update"] == pytest.approx(local["scores"]["token_f1"]["by_kind"]["6"]["value"])
     assert metrics["questions"] == 20 and metrics["answer_calls"] == 20
 
 

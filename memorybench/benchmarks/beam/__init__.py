@@ -43,6 +43,7 @@ def _unpinned(name: str, tier: str, hub: str) -> Dataset:
 BENCHMARK = Benchmark(
     name="beam",
     title="BEAM",
+    version="mohammadtavakoli78/BEAM@b2a3ee8ba12d",
     datasets=(
         Dataset(
             "beam_128k",

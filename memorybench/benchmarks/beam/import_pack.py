@@ -31,6 +31,8 @@ from memorybench.answer.imported import (
     SourceFile,
     SourceRef,
 )
+from memorybench.benchmark import recorded
+from memorybench.benchmarks.beam import BENCHMARK
 from memorybench.benchmarks.beam.import_figures import mean_of, run_figure
 from memorybench.benchmarks.beam.import_plan import ANSWERER, MEMORY, PROFILES, BeamImport, ImportPlan, ImportRun, category_of
 from memorybench.benchmarks.beam.released_files import BeamRow
@@ -202,6 +204,7 @@ def _write_pack(
         git_dirty=dirty,
         package_versions=package_versions(),
         data=plan.data_info,
+        benchmark=recorded(BENCHMARK),
         prompts={},
         models=[],
         started_at=started,

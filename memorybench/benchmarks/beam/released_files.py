@@ -1,7 +1,7 @@
 """Other projects' released BEAM results, read into rows: Cognee's per-run metrics files and AMB's output files.
 
 Nothing here knows the dataset (`importer.py` finds each row's question in the tier). Each
-file is read as every released file is (`importers._base.read_bytes`: a regular file, never
+file is read as every released file is (`importers._base.released_json`: a regular file, never
 through a link, at most 64 MiB); a name ending `.gz` is gunzipped, at most
 `MAX_UNZIPPED_BYTES`. Every malformed input is one `UserError` line naming the file, the row
 and the key.
@@ -28,19 +28,18 @@ runner.py's EvalSummary as one JSON object: `dataset` ("beam"), `split` (100k, 5
 `context_tokens`, `retrieve_time_ms`, `gold_answers`, `correct`, `judge_reason`, `score` (the
 mean of mem0's nugget judge's 0 / 0.5 / 1 over the rubric items, beam.py `score_result`; null
 where no score was made, and absent from files written before it existed), `meta`
-(`question_category`, `conversation_id`, `rubric`, ...) and `category_axes`. AMB's LoCoMo file
-of the same layout is pinned (`../shared/pins/peers/amb/`); no BEAM file is on our machines,
-so this reader is written from runner.py and dataset/beam.py and tested on files the tests write.
+(`question_category`, `conversation_id`, `rubric`, ...) and `category_axes`. What every AMB
+dataset's file shares (the object, each result's `query_id`, `query`, `answer`, `correct`, the
+query ids, the stated settings) is checked by `memorybench.stages.importers.amb`, as LoCoMo's
+`amb_locomo` checks it; BEAM's own fields are read here. AMB's LoCoMo file of the same layout is
+pinned (`../shared/pins/peers/amb/`); no BEAM file is on our machines, so this reader is written
+from runner.py and dataset/beam.py and tested on files the tests write.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 import math
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +47,10 @@ from typing import Any
 
 from memorybench.benchmarks.beam.data import ABILITIES
 from memorybench.errors import UserError
-from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, depth_at_most, read_bytes
+from memorybench.stages.importers import amb
+from memorybench.stages.importers._base import MAX_UNZIPPED_BYTES
+from memorybench.stages.importers._base import need as _need
+from memorybench.stages.importers._base import released_json as _released_json
 
 __all__ = [
     "AMB_SPLITS",
@@ -64,8 +66,6 @@ __all__ = [
     "released_json",
 ]
 
-#: the largest unzipped released file read (AMB's 128K file with its retrieved contexts is some 25 MB)
-MAX_UNZIPPED_BYTES = 512 * 1024 * 1024
 #: AMB's split names (dataset/beam.py `SPLITS`) -> our datasets
 AMB_SPLITS = {"100k": "beam_128k", "500k": "beam_500k", "1m": "beam_1m", "10m": "beam_10m"}
 #: beam_rubric.py's reason, as it writes it
@@ -166,51 +166,9 @@ class AmbFile:
 
 
 def released_json(path: Path) -> Any:
-    """A released JSON file (gunzipped where its name ends `.gz`), bounded like every released file."""
-    raw = read_bytes(path)
-    if path.name.endswith(".gz"):
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
-                raw = f.read(MAX_UNZIPPED_BYTES + 1)
-        except (OSError, EOFError, zlib.error) as e:
-            raise UserError(f"released file {path} is not gzip data ({e}); pass the file as released") from None
-        if len(raw) > MAX_UNZIPPED_BYTES:
-            raise UserError(
-                f"released file {path} unzips to more than {MAX_UNZIPPED_BYTES // (1024 * 1024)} MiB; "
-                "the released BEAM files are a few tens of MiB: pass the file as released"
-            )
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise UserError(f"released file {path} is not UTF-8 ({e.reason} at byte {e.start}); pass the file as released") from None
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"released file {path} is not valid JSON ({e.msg} at line {e.lineno}); pass the file as released"
-        ) from None
-    except RecursionError:
-        data = None
-    if data is None and raw.strip() != b"null" or not depth_at_most(data):
-        raise UserError(
-            f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
-            "the released formats nest a few levels: pass the file as released"
-        )
-    return data
-
-
-def _need(row: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str, fmt: str) -> Any:
-    value = row.get(key)
-    if key not in row or not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
-        found = "no such key" if key not in row else type(value).__name__
-        names = " or ".join(k.__name__ for k in _kinds(kind))
-        raise UserError(
-            f"{where}: key {key!r} must be {names} (found {found}); is this a {fmt} file? "
-            "check --format (memorybench import --help lists the formats and their shapes)"
-        )
-    return value
-
-
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
+    """A released BEAM JSON file (gunzipped where its name ends `.gz`), bounded like every released
+    file (`memorybench.stages.importers._base.released_json`, shared with AMB's other formats)."""
+    return _released_json(path, "released BEAM")
 
 
 def _number(value: Any) -> float | int | None:
@@ -388,35 +346,16 @@ def _cognee_config(path: Path, data: dict[str, Any]) -> CogneeConfig:
 
 
 def parse_amb(path: Path) -> AmbFile:
-    """An AMB output file of the BEAM dataset."""
+    """An AMB output file of the BEAM dataset: AMB's shared checks (`memorybench.stages.importers.amb`),
+    then BEAM's own per row (the query id's ability and index, `meta`, `score`)."""
     fmt = "amb_beam"
-    data = released_json(path)
-    where = str(path)
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        found = type(data).__name__ if not isinstance(data, dict) else "an object without a 'results' list"
-        raise UserError(
-            f"{path} is not an {fmt} file: expected AMB's output object with 'results' (runner.py's EvalSummary), "
-            f"found {found}; check --format (memorybench import --help lists the formats and their shapes)"
-        )
-    if data.get("dataset", "beam") != "beam":
-        raise UserError(
-            f"{path} is AMB's output for dataset {data.get('dataset')!r}, not BEAM; import BEAM's "
-            "(outputs/beam/<system>/<mode>/<split>.json.gz)"
-        )
-    split = _need(data, "split", str, where, fmt)
+    data = amb.read_summary(path, fmt, dataset="beam", title="BEAM", layout="outputs/beam/<system>/<mode>/<split>.json.gz")
+    split = _need(data, "split", str, str(path), fmt)
     if split.lower() not in AMB_SPLITS:
         raise UserError(f"{path}: split {split!r} is none of BEAM's ({', '.join(AMB_SPLITS)}); pass the file as released")
     rows = []
-    for n, item in enumerate(data["results"]):
-        at = f"{path}: results[{n}]"
-        if not isinstance(item, dict):
-            raise UserError(f"{at}: a result must be a JSON object, got {type(item).__name__}")
-        query_id = _need(item, "query_id", str, at, fmt)
-        question = _need(item, "query", str, at, fmt)
-        answer = item.get("answer")
-        if answer is not None and not isinstance(answer, str):
-            raise UserError(f"{at}: key 'answer' must be text or null, got {type(answer).__name__}")
-        correct = _need(item, "correct", bool, at, fmt)
+    for result in amb.results(path, data, fmt):
+        item, at, query_id = result.item, result.at, result.query_id
         meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
         parsed = _QUERY_ID.match(query_id)
         ability = meta.get("question_category") if isinstance(meta.get("question_category"), str) else None
@@ -441,49 +380,21 @@ def parse_amb(path: Path) -> AmbFile:
         rows.append(
             BeamRow(
                 key=str(conversation),
-                index=n,
+                index=result.index,
                 file_id=query_id,
-                question=question,
+                question=result.query,
                 ability=ability or (parsed["ability"] if parsed else None),
                 ability_index=int(parsed["index"]) if parsed else None,
-                prediction=answer or "",
+                prediction=result.answer or "",
                 score=_number(raw_score),
                 label=judge_reason if isinstance(judge_reason, str) else None,
-                side=correct,
+                side=result.correct,
                 rubric=_rubric(meta.get("rubric")),
                 extra=extra,
             )
         )
-    if not rows:
-        raise UserError(f"{path} holds no result; nothing to import")
-    ids = [r.file_id for r in rows]
-    if len(set(ids)) != len(ids):
-        twice = next(i for i in ids if ids.count(i) > 1)
-        raise UserError(f"{path}: query_id {twice} occurs twice; runner.py writes each query once: pass the file as released")
+    amb.check_ids(path, [r.file_id for r in rows])
     scored = any("score" in r.extra and r.extra["score"] is not None for r in rows)
     if not scored:  # a file from before beam.py scored: its figure is `correct`, 1 or 0
         rows = [BeamRow(**{**r.__dict__, "score": int(bool(r.side))}) for r in rows]
-    stated = {
-        k: data.get(k)
-        for k in (
-            "dataset",
-            "split",
-            "category",
-            "memory_provider",
-            "run_name",
-            "mode",
-            "oracle",
-            "total_queries",
-            "correct",
-            "accuracy",
-            "answer_llm",
-            "judge_llm",
-            "description",
-            "ingestion_time_ms",
-            "ingested_docs",
-            "avg_retrieve_time_ms",
-            "avg_context_tokens",
-        )
-        if k in data
-    }
-    return AmbFile(path, split.lower(), tuple(rows), scored, stated)
+    return AmbFile(path, split.lower(), tuple(rows), scored, amb.stated(data))

@@ -9,11 +9,15 @@ is what the rest of memorybench asks.
 
 from __future__ import annotations
 
-from memorybench.benchmark import Benchmark, Dataset
+from memorybench.benchmark import Benchmark, Dataset, Subset
 
 BENCHMARK = Benchmark(
     name="locomo",
     title="LoCoMo",
+    # the data file and task_eval/evaluation.py of snap-research/locomo at the pinned commit
+    version="snap-research/locomo@3eb6f2c585f5",
+    # Mem0's basis (its judge skips category 5) and LoCoMo's own, only where category 5 was asked
+    subsets={"1-4": Subset((1, 2, 3, 4)), "1-5": Subset((1, 2, 3, 4, 5), asked=(5,))},
     datasets=(Dataset("locomo10", pin="memorybench.data.pins:LOCOMO10", expected="locomo10.json"),),
     unit="conversation",
     # LoCoMo's category numbers as its own scorer names them. Mem0's paper uses other names
@@ -25,8 +29,12 @@ BENCHMARK = Benchmark(
     lexical_rules={c: c for c in (1, 2, 3, 4, 5)},
     judged=(1, 2, 3, 4),
     judge="mem0",
+    gold_audit="memorybench.benchmarks.locomo.gold_audit",
     judge_hint=(
         "J (Mem0's LLM judge, categories 1-4): memorybench autorater {pack}  (judge=mem0, gpt-4o-mini, needs "
         "OPENAI_API_KEY; judge=local for the embedded model, not comparable)"
     ),
+    # others' released LoCoMo results (`memorybench import --format F`): importers/, one module a format
+    released_formats=("mem0_evals", "mem0_search", "locomo_task_eval", "zep", "core", "memos_eval", "amb_locomo"),
+    importer="memorybench.benchmarks.locomo.importers",
 )

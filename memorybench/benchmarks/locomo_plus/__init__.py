@@ -19,6 +19,7 @@ from memorybench.benchmark import Benchmark, Dataset
 BENCHMARK = Benchmark(
     name="locomo_plus",
     title="LoCoMo-Plus",
+    version="xjtuleeyf/Locomo-Plus@059f4e3d38f7; snap-research/locomo@3eb6f2c585f5",
     datasets=(
         Dataset("locomo_plus", pin="memorybench.benchmarks.locomo_plus.pins:DATA", expected="locomo_plus.json"),
         # the sixth category alone: the 401 stitched items, without LoCoMo's 1,986 questions

@@ -17,6 +17,8 @@ _LARGE = {"large": True, "max_bytes": 3 << 30, "expected": "a LongMemEval file",
 BENCHMARK = Benchmark(
     name="longmemeval",
     title="LongMemEval",
+    # the authors' code (xiaowu0162/LongMemEval) and the cleaned data files (longmemeval-cleaned) at their pins
+    version="xiaowu0162/LongMemEval@9e0b455f4ef0; longmemeval-cleaned@98d7416c24c7",
     datasets=tuple(
         Dataset(name, pin=f"memorybench.benchmarks.longmemeval.pins:DATA.{name}", **_LARGE)  # type: ignore[arg-type]
         for name in ("longmemeval_oracle", "longmemeval_s", "longmemeval_m")

@@ -68,7 +68,7 @@ from memorybench.answer.imported import (
 )
 from memorybench.data.source import load_dataset, resolve_dataset
 from memorybench.data import Question, iter_questions
-from memorybench.benchmark import LONGMEMEVAL
+from memorybench.benchmark import LONGMEMEVAL, recorded
 from memorybench.errors import UserError, did_you_mean
 from memorybench.hashing import sha256_file, sha256_text
 from memorybench.llm.records import ModelIdentity
@@ -305,6 +305,7 @@ def _write_pack(
         git_dirty=dirty,
         package_versions=package_versions(),
         data=data_info,
+        benchmark=recorded(LONGMEMEVAL),
         prompts={},
         models=[],
         started_at=started,

@@ -33,7 +33,7 @@ def _turn_key(dia_id: str) -> tuple[str, int] | None:
 def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retrieval_metrics.py") -> Any:
     """The authors' retrieval averages over a LongMemEval pack's retrievals (a
     `RetrievalAverage`), or None when the pack's method retrieves nothing per question."""
-    from memorybench.benchmark import LONGMEMEVAL, benchmark_of_meta
+    from memorybench.benchmark import LONGMEMEVAL, benchmark_of_pack
     from memorybench.pack.walk import dataset_of
     from memorybench.benchmarks.longmemeval.retrieval import (
         QuestionRetrieval,
@@ -45,7 +45,7 @@ def pack_retrieval(pack_root: str | os.PathLike[str], script: str = "print_retri
 
     pack = PackReader.open(pack_root)
     meta = pack.json_object(layout.RUN_META)
-    if benchmark_of_meta(meta.get("data")) is not LONGMEMEVAL:
+    if benchmark_of_pack(meta) is not LONGMEMEVAL:
         raise UserError(f"{pack_root} is not a LongMemEval pack; LongMemEval's retrieval metrics need one")
     method = str((meta.get("choices") or {}).get("memory") or "")
     relpath = f"memory/{method}/retrievals.jsonl"

@@ -48,10 +48,12 @@ KNOWN_JSONL: dict[str, type[BaseModel]] = {
     "memory/lineage.jsonl": LineageRow,
     "memory/manifest.jsonl": MemoryManifestRow,
 }
-KNOWN_JSON: dict[str, type[BaseModel] | str] = {
+KNOWN_JSON: dict[str, type[BaseModel] | str | tuple[str, ...]] = {
     layout.RUN_META: RunMeta,
     "REFERENCE_PIN.json": ReferencePin,
-    "metrics.json": "metrics.v1",
+    # metrics.v2 (`memorybench.score.score_record`) since benchmarks own their scores; older packs'
+    # metrics.v1 still verifies, against a rescore in its own shape
+    "metrics.json": ("metrics.v2", "metrics.v1"),
 }
 #: Records a launcher adds to a pack it published, checked when present.
 PROVENANCE_RECORDS: dict[str, type[BaseModel]] = {

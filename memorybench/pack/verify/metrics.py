@@ -20,15 +20,16 @@ def check_metrics(ctx: Context, out: Findings) -> None:
     from memorybench.pack.scores import compute_scores
     from memorybench.score.rows import predictions_csv
 
+    schema = (ctx.metrics_doc or {}).get("schema") or "metrics.v2"
     try:
-        rows, metrics = compute_scores(ctx.root)
+        rows, metrics = compute_scores(ctx.root, schema=str(schema))
     except (UserError, KeyError, TypeError, ValueError) as e:
         out.add("metrics", "predictions.jsonl", f"cannot be rescored ({' '.join(str(e).split())[:200]})")
         return
     csv_path = ctx.root / "predictions.csv"
-    from memorybench.benchmark import benchmark_named
+    from memorybench.benchmark import benchmark_of_pack
 
-    expected_csv = predictions_csv(rows, benchmark_named(metrics.get("benchmark")))
+    expected_csv = predictions_csv(rows, benchmark_of_pack(ctx.meta, metrics))
     if csv_path.is_file() and csv_path.read_bytes().decode("utf-8", errors="replace") != expected_csv:
         out.add(
             "metrics", "predictions.csv", "differs from a rescore of predictions.jsonl; run `memorybench rescore` on the pack"

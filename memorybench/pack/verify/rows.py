@@ -25,7 +25,9 @@ __all__ = ["UNDECLARED_SCHEMAS", "check_every_row"]
 #: writer methods' stores); a new id goes here only with a comment naming its file.
 UNDECLARED_SCHEMAS: frozenset[str] = frozenset()
 #: Files a specific check validates row by row against these same record classes.
-_VALIDATED = frozenset(KNOWN_JSONL) | {k for k, v in KNOWN_JSON.items() if not isinstance(v, str)} | frozenset(PROVENANCE_RECORDS)
+_VALIDATED = (
+    frozenset(KNOWN_JSONL) | {k for k, v in KNOWN_JSON.items() if not isinstance(v, (str, tuple))} | frozenset(PROVENANCE_RECORDS)
+)
 
 
 def check_every_row(ctx: Context, out: Findings) -> None:

@@ -175,19 +175,22 @@ def _schema_of(model: type[BaseModel]) -> str:
     return str(model.model_fields["schema_"].default)
 
 
-def validate(out: Findings, relpath: str, line: int | None, row: Any, model: type[BaseModel] | str) -> bool:
-    """Whether `row` is a record of `model` (or just carries the schema id `model`); else a finding."""
-    expected = model if isinstance(model, str) else _schema_of(model)
+def validate(out: Findings, relpath: str, line: int | None, row: Any, model: type[BaseModel] | str | tuple[str, ...]) -> bool:
+    """Whether `row` is a record of `model` (or just carries the schema id `model`, or one of
+    several ids, newest first); else a finding."""
+    expected = model if isinstance(model, (str, tuple)) else _schema_of(model)
+    known = expected if isinstance(expected, tuple) else (expected,)
     if not isinstance(row, dict):
         out.grouped("schema", relpath, line, f"a record must be a JSON object, got {type(row).__name__}", "type")
         return False
     got = row.get("schema")
-    if got != expected:
+    if got not in known:
+        said = " or ".join(repr(k) for k in known)
         out.grouped(
-            "schema", relpath, line, f"schema {got!r} is not a known version here; expected {expected!r}", ("version", repr(got))
+            "schema", relpath, line, f"schema {got!r} is not a known version here; expected {said}", ("version", repr(got))
         )
         return False
-    if isinstance(model, str):
+    if isinstance(model, (str, tuple)):
         return True
     try:
         model.model_validate(row)

@@ -1,116 +1,53 @@
-"""What every released-results format is read into: rows with their own scores, and stated figures.
+"""How every importer reads a released file: bounded, never through a link, one line per fault.
 
-A format reader (`ReleasedFormat`) turns its files into `Released`: one `ReleasedRow` per
-answer, in file order, holding the question, the gold and the category as the file writes
-them (checked against the dataset when the rows are mapped), the prediction, and the
-file's own per-row scores keyed by our metric names (`locomo_f1`, `mem0_f1`,
-`mem0_bleu1`, and `label` for a judge's label). Nothing here knows the dataset.
+A released file (another project's per-question results) is read as untrusted input: a
+regular file only (`read_bytes`, `read_json`; no FIFO, device or folder, never through a
+symbolic link), at most MAX_RELEASED_BYTES, nested at most MAX_RELEASED_DEPTH deep, a `.gz`
+name gunzipped within MAX_UNZIPPED_BYTES (`released_json`). What its rows then hold a pack can
+keep (`finite`, `bounded_rows`: no NaN or Infinity, answers within reader.max_answer_chars).
+Every fault is one `UserError` line naming the file and the fix. Nothing here knows a
+benchmark: each benchmark's importers read their formats' rows into their own records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
+import gzip
+import io
 import json
 import math
 import os
 import stat
-import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import zlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 from memorybench.errors import UserError
 
 __all__ = [
-    "JudgeLabels",
-    "Released",
-    "ReleasedFormat",
-    "ReleasedRow",
-    "Stated",
-    "category_of",
+    "MAX_RELEASED_BYTES",
+    "MAX_RELEASED_DEPTH",
+    "MAX_UNZIPPED_BYTES",
+    "bounded_rows",
     "depth_at_most",
+    "finite",
     "is_finite_number",
+    "need",
     "read_bytes",
     "read_json",
+    "released_json",
     "shape_error",
 ]
-
-
-@dataclass(frozen=True)
-class ReleasedRow:
-    #: the file's conversation key (`"3"`, `locomo_experiment_user_3`, `conv-43`) and the row's
-    #: position under it (0-based): where the row is, for error messages and audit rows
-    key: str
-    index: int
-    question: str
-    #: the gold as the file writes it (mem0's evals.py writes `str(answer)`; Zep keeps ints)
-    gold: Any
-    category: int
-    prediction: str
-    #: the file's own per-row scores by our metric name: `locomo_f1`, `mem0_f1`, `mem0_bleu1`,
-    #: `label` (a judge's label as written); absent when the file has none
-    reported: dict[str, Any] = field(default_factory=dict)
-    #: the row's other fields, kept as they are
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Stated:
-    """A figure a stats file states for one category: its row count and score total."""
-
-    rows: int
-    total: float
-
-
-@dataclass(frozen=True)
-class JudgeLabels:
-    """How a format's judge labels read: the field, and the label's J score (1 correct, 0 not)."""
-
-    #: the file's field (`llm_score`, `grade`)
-    field: str
-    #: who gave the labels, in words, for the judge folder's notes
-    described: str
-
-
-@dataclass
-class Released:
-    rows: list[ReleasedRow]
-    #: (role, path) of every file read: `results` first, then `stats`, `responses`
-    files: list[tuple[str, Path]]
-    #: the model key the rows were read under (LoCoMo's `<model>_prediction`), if any
-    model_key: str | None = None
-    #: metric -> category -> what a stats file states
-    stated: dict[str, dict[int, Stated]] = field(default_factory=dict)
-    #: the file's judge labels (`label` in each row's `reported`), if it has any
-    labels: JudgeLabels | None = None
-    #: the file's per-row score fields, by our metric name (`{"mem0_bleu1": "bleu_score"}`)
-    fields: dict[str, str] = field(default_factory=dict)
-    #: categories whose questions the format leaves out (mem0's evals.py and Zep drop 5)
-    drops: tuple[int, ...] = ()
-    #: rows the file has but did not answer (LoCoMo's qa rows without `<model>_prediction`: a run
-    #: that stopped), where each is (`conv-26 qa[3]`); their questions are absent, so the file is
-    #: partial: imported only with --allow-partial
-    unanswered: list[str] = field(default_factory=list)
-    #: what the format says of the file beyond its rows (a judged file's runs and their mean, a known
-    #: release's nature): printed under the reproduction table, kept in imported/source.json's notes
-    notes: list[str] = field(default_factory=list)
-
-
-class ReleasedFormat(Protocol):
-    """One released format: `memorybench import --format NAME`."""
-
-    name: ClassVar[str]
-    #: the shape, in one line, for the help text and for errors
-    shape: ClassVar[str]
-
-    def read(self, files: Sequence[Path], model_key: str | None) -> Released: ...
 
 
 #: the largest released file read (the released files we know are under 1 MB; LoCoMo's own is 3 MB)
 MAX_RELEASED_BYTES = 64 * 1024 * 1024
 #: the deepest nesting of arrays and objects read (the formats we know nest 4 deep)
 MAX_RELEASED_DEPTH = 32
+#: the largest unzipped released file read (AMB's BEAM 128K file with its retrieved contexts is some 25 MB)
+MAX_UNZIPPED_BYTES = 512 * 1024 * 1024
 
 
 def _open_regular(path: Path) -> bytes:
@@ -184,7 +121,29 @@ def read_json(path: Path) -> Any:
     """A released JSON file, or a one-line UserError naming it: a regular file only, at most
     MAX_RELEASED_BYTES, nested at most MAX_RELEASED_DEPTH deep. NaN and Infinity are read as
     floats (a score may be one); `non_finite` finds them for the caller to report."""
-    raw = _open_regular(path)
+    return _parsed(path, _open_regular(path))
+
+
+def released_json(path: Path, kind: str = "released") -> Any:
+    """A released JSON file (gunzipped where its name ends `.gz`), bounded as `read_json` bounds
+    it; `kind` names such files in the size error ("released BEAM")."""
+    raw = read_bytes(path)
+    if path.name.endswith(".gz"):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+                raw = f.read(MAX_UNZIPPED_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as e:
+            raise UserError(f"released file {path} is not gzip data ({e}); pass the file as released") from None
+        if len(raw) > MAX_UNZIPPED_BYTES:
+            raise UserError(
+                f"released file {path} unzips to more than {MAX_UNZIPPED_BYTES // (1024 * 1024)} MiB; "
+                f"the {kind} files are a few tens of MiB: pass the file as released"
+            )
+    return _parsed(path, raw)
+
+
+def _parsed(path: Path, raw: bytes) -> Any:
+    """`raw` as JSON, or one line naming `path`: not UTF-8, not JSON, nested too deep."""
     deep = UserError(
         f"released file {path} nests arrays and objects more than {MAX_RELEASED_DEPTH} deep; "
         "the released formats nest a few levels: pass the file as released"
@@ -202,6 +161,21 @@ def read_json(path: Path) -> Any:
     if not _depth_at_most(data, MAX_RELEASED_DEPTH):
         raise deep
     return data
+
+
+def need(row: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str, fmt: str) -> Any:
+    """`row[key]` when it is of `kind` (a bool only where `kind` names bool), else one line naming
+    the key, what it must be and the format the file was given as."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    value = row.get(key)
+    if key not in row or not isinstance(value, kind) or (isinstance(value, bool) and bool not in kinds):
+        found = "no such key" if key not in row else type(value).__name__
+        names = " or ".join(k.__name__ for k in kinds)
+        raise UserError(
+            f"{where}: key {key!r} must be {names} (found {found}); is this a {fmt} file? "
+            "check --format (memorybench import --help lists the formats and their shapes)"
+        )
+    return value
 
 
 def is_finite_number(value: Any) -> bool:
@@ -260,14 +234,3 @@ def shape_error(path: Path, fmt: str, shape: str, found: str) -> UserError:
         f"{path} is not a {fmt} file: expected {shape}, found {found}; "
         "check --format (memorybench import --help lists the formats and their shapes)"
     )
-
-
-def category_of(value: Any, path: Path, where: str) -> int:
-    """A row's category as an int (mem0's evals.py writes it as a string), or a UserError."""
-    try:
-        category = int(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: Infinity
-        category = None
-    if category not in (1, 2, 3, 4, 5) or isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise UserError(f"{path}: {where} has category {value!r}; LoCoMo's categories are 1, 2, 3, 4, 5")
-    return category

@@ -1,4 +1,4 @@
-"""How an import writes its pack, for every importer (`import_results`, `import_longmemeval`).
+"""How an import writes its pack, for every benchmark's importer (LoCoMo's, LongMemEval's, BEAM's).
 
 The pack is built in a temp folder beside its place and renamed there whole, so a pack at
 its place is always finished; an import run again finds the finished pack and writes

@@ -33,7 +33,8 @@ from typing import Any, ClassVar
 from memorybench.data.pins import LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_AUDIT_VAGUE_SCORED
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_bytes
-from memorybench.stages.importers._base import JudgeLabels, Released, ReleasedRow, category_of, read_json, shape_error
+from memorybench.benchmarks.locomo.importers.released import JudgeLabels, Released, ReleasedRow, category_of
+from memorybench.stages.importers._base import read_json, shape_error
 
 __all__ = ["KNOWN_RELEASES", "JudgmentRuns", "MemosEval", "RunFigure", "judgment_runs"]
 

@@ -7,8 +7,15 @@ from collections import Counter
 
 import pytest
 
-from memorybench.data import gold_errors, iter_questions
-from memorybench.data.gold_errors import evidence_for, known_gold_errors, overlay_provenance, overlay_sha256, without_gold_errors
+from memorybench.benchmarks.locomo import gold_audit
+from memorybench.data import iter_questions
+from memorybench.benchmarks.locomo.gold_audit import (
+    evidence_for,
+    known_gold_errors,
+    overlay_provenance,
+    overlay_sha256,
+    without_gold_errors,
+)
 from memorybench.data.pins import LOCOMO_AUDIT_ERRORS
 from memorybench.errors import DataError
 from memorybench.hashing import sha256_file
@@ -90,7 +97,7 @@ def test_corrected_answer_and_evidence(conversations):
 
 def test_the_data_file_is_untouched(locomo_path):
     before = sha256_file(locomo_path)
-    gold_errors._load.cache_clear()
+    gold_audit._load.cache_clear()
     known_gold_errors()
     assert sha256_file(locomo_path) == before
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from memorybench.errors import UserError
-from memorybench.stages.importers._base import JudgeLabels, Released, ReleasedRow, Stated, category_of, read_json, shape_error
+from memorybench.benchmarks.locomo.importers.released import JudgeLabels, Released, ReleasedRow, Stated, category_of
+from memorybench.stages.importers._base import read_json, shape_error
 
 __all__ = ["Core"]
 

@@ -1,4 +1,5 @@
-"""LoCoMo's known gold errors, as an overlay on the pinned data: never an edit of it.
+"""LoCoMo's known gold errors, as an overlay on the pinned data: never an edit of it (LoCoMo's
+`gold_audit`, which the core's overlay, `show`, `view` and blame ask through the record).
 
 An outside audit of locomo10.json (dial481/locomo-audit, `errors.json`, pinned by its own
 sha256 in `memorybench.data.pins`) lists 156 findings for the exact file we pin:
@@ -16,7 +17,8 @@ order; ours are `{sample_id}-q-{qa index}`. `known_gold_errors` joins them throu
 pinned locomo10.json and refuses (one line) a finding whose question text, gold, category
 or cited evidence is not the dataset row's: the join is checked, never assumed.
 
-How a figure uses the overlay (the comparison layer calls these):
+How a figure uses the overlay (the comparison layer calls these, through the record's hook:
+`applies_to`, `known_gold_errors`, `overlay_provenance`, `described`, `corrected_score`):
 
 - answer accuracy (LoCoMo F1, J, ...) on "the questions without a known gold error":
   `without_gold_errors(question_ids)`. Only kind `answer` removes a question: an
@@ -49,8 +51,12 @@ from memorybench.hashing import sha256_bytes
 __all__ = [
     "ANSWER_ERROR_TYPES",
     "EVIDENCE_ERROR_TYPES",
+    "NOT_APPLIED",
     "GoldError",
     "GoldErrorKind",
+    "applies_to",
+    "corrected_score",
+    "described",
     "evidence_for",
     "known_gold_errors",
     "overlay_provenance",
@@ -111,6 +117,33 @@ class GoldError:
         """The gold to score against in the corrected column: the corrected answer for kind
         `answer`, the dataset's gold for kind `evidence` (its `correct_answer` may carry a remark)."""
         return self.corrected_answer if self.kind == "answer" else self.gold_answer
+
+
+#: why the overlay applies to no pack of a set whose data is not the pinned file
+NOT_APPLIED = (
+    "known gold errors not applied: they join the pinned locomo10.json, and these packs' data "
+    "differs (a fixture, another dataset)"
+)
+
+
+def applies_to(data_sha256: str | None) -> bool:
+    """Whether the audit joins a pack whose dataset file has this sha256: the pinned locomo10.json only."""
+    return data_sha256 == LOCOMO10.sha256
+
+
+def described(provenance: Mapping[str, Any]) -> str:
+    """The overlay in one clause, for a comparison's notes."""
+    return (
+        f"known gold errors: {provenance['answer']} wrong gold answers and {provenance['evidence']} wrong "
+        f"citations (dial481/locomo-audit errors.json, sha256 {provenance['sha256'][:12]}...)"
+    )
+
+
+def corrected_score(prediction: str, error: GoldError, category: int) -> float:
+    """LoCoMo F1 of `prediction` against the audit's corrected answer, by LoCoMo's rules."""
+    from memorybench.score.locomo import locomo_score
+
+    return float(locomo_score(prediction, error.scoring_answer, category))
 
 
 def overlay_sha256() -> str:

@@ -8,6 +8,10 @@ mean next to the mean of the file's own values and, when a stats file came with 
 figure that file states. A metric the file has no per-row value of is shown with ours
 alone. Every number comes from the rows: nothing published is held here.
 
+A format whose file states figures of its own beyond per-category stats (AMB's accuracy,
+correct count and averages) gives a record of them recomputed (`Released.own`): kept as
+reproduction.json's `own` and printed under the tables.
+
 A partial file (`import --allow-partial`) is computed over the questions it holds, and its
 table says so first. A stated figure that counts other rows than the file holds (a stats
 file of the whole run beside a file of some conversations) is kept but marked not
@@ -16,6 +20,7 @@ comparable (`stated_comparable: false`, printed `n/c`), never set beside ours.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +30,9 @@ from memorybench.answer.imported import CategoryFigure, ImportedRow, MetricRepro
 from memorybench.pack.schemas import Coverage
 from memorybench.pack.autorater_schemas import AutoraterMetrics
 from memorybench.score import CATEGORY_NAMES
-from memorybench.stages.importers._base import Released
+from memorybench.benchmarks.locomo.importers.amb import AmbFigures
+from memorybench.benchmarks.locomo.importers.released import Released
+from memorybench.records import Record
 
 __all__ = ["build_reproduction", "format_reproduction", "locomo_equal", "locomo_rounded"]
 
@@ -157,9 +164,10 @@ def build_reproduction(
     golds: Mapping[str, str | None],
     notes: Sequence[str] = (),
     partial: Coverage | None = None,
+    own: Record | None = None,
 ) -> Reproduction:
     """The `reproduction.v1` record of one import, from its rows (and its judge folder's metrics);
-    of a partial file (`partial`), over the questions it holds."""
+    of a partial file (`partial`), over the questions it holds; `own`: the format's stated figures."""
     every = tuple(sorted({r.category for r in rows}))
     metrics = {
         "locomo_f1": _metric(
@@ -216,7 +224,12 @@ def build_reproduction(
         metrics=metrics,
         notes=notes,
         partial=partial,
+        own=None if own is None else json.loads(own.dump()),
     )
+
+
+#: the records a format keeps as reproduction.json's `own`, by schema: each prints its `lines()`
+OWN = {"amb_locomo_figures.v1": AmbFigures}
 
 
 def _fmt(value: float | None) -> str:
@@ -273,5 +286,8 @@ def format_reproduction(rep: Reproduction) -> str:
             )
             shown = "n/c" if f.stated_comparable is False else _fmt(f.stated)
             lines.append(line + (f"  {shown:>7}" if stated else ""))
+    own = OWN.get(str(rep.own.get("schema"))) if rep.own is not None else None
+    if own is not None:
+        lines += ["", *own.model_validate(rep.own).lines()]
     lines += rep.notes
     return "\n".join(lines)

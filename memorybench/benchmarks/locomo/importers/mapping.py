@@ -7,6 +7,10 @@ text not taken yet; LoCoMo repeats 12 questions within a conversation, so severa
 candidates are narrowed by gold, then by category, then taken in order. A row that finds
 no question (unmapped) or whose gold or category differs from the dataset's
 (contradicting) is never dropped: every such row is counted in one error, with examples.
+
+A file that names each row's question id (AMB's `conv-26_q3`: `ReleasedRow.question_id`) is
+joined by it instead: the id must be one of the dataset's, taken once, and the row's question
+text, gold and category must be that question's, each fault counted in the same one error.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 from memorybench.data import Conversation, Question
 from memorybench.errors import UserError
-from memorybench.stages.importers._base import ReleasedRow
+from memorybench.benchmarks.locomo.importers.released import ReleasedRow
 
 __all__ = ["Mapped", "map_rows", "same_gold"]
 
@@ -69,6 +73,8 @@ def _conversation_of(rows: Sequence[ReleasedRow], texts: dict[str, set[str]]) ->
 
 def map_rows(rows: Sequence[ReleasedRow], conversations: Sequence[Conversation], path: Path) -> Mapped:
     """The question id of every row, or one UserError counting every row that has none or contradicts the dataset."""
+    if rows and all(r.question_id is not None for r in rows):
+        return _map_ids(rows, conversations, path)
     by_text: dict[str, dict[str, list[Question]]] = {}
     for conversation in conversations:
         own: dict[str, list[Question]] = {}
@@ -120,13 +126,47 @@ def map_rows(rows: Sequence[ReleasedRow], conversations: Sequence[Conversation],
         tie_broken += len(candidates) > 1
         taken.add(chosen.question_id)
         ids.append(chosen.question_id)
-    if problems:
-        kinds = Counter(kind for kind, _, _ in problems)
-        examples = "; ".join(f"{r.key}[{r.index}] {r.question!r}: {detail}" for _, detail, r in problems[:EXAMPLES])
-        raise UserError(
-            f"{len(problems)} of {len(rows)} rows of {path.name} do not map onto the pinned LoCoMo questions "
-            f"({kinds['unmapped']} unmapped, {kinds['contradicting']} contradicting its gold or category): {examples}; "
-            "import the file as released, against the dataset it was run on"
-        )
+    _refuse(problems, rows, path)
     absent = [q for c in conversations for q in c.questions if q.question_id not in taken]
     return Mapped(question_ids=ids, conversations={k: samples[k] for k in groups}, tie_broken=tie_broken, absent=absent)
+
+
+def _refuse(problems: Sequence[tuple[str, str, ReleasedRow]], rows: Sequence[ReleasedRow], path: Path) -> None:
+    """One UserError counting every row that maps to no question or contradicts it, with examples."""
+    if not problems:
+        return
+    kinds = Counter(kind for kind, _, _ in problems)
+    examples = "; ".join(f"{r.key}[{r.index}] {r.question!r}: {detail}" for _, detail, r in problems[:EXAMPLES])
+    raise UserError(
+        f"{len(problems)} of {len(rows)} rows of {path.name} do not map onto the pinned LoCoMo questions "
+        f"({kinds['unmapped']} unmapped, {kinds['contradicting']} contradicting its gold or category): {examples}; "
+        "import the file as released, against the dataset it was run on"
+    )
+
+
+def _map_ids(rows: Sequence[ReleasedRow], conversations: Sequence[Conversation], path: Path) -> Mapped:
+    """Rows joined by the question id they name; their text (whitespace at the ends aside), gold
+    and category checked against that question's, each fault counted as `map_rows` counts it."""
+    by_id = {q.question_id: q for c in conversations for q in c.questions}
+    taken: set[str] = set()
+    problems: list[tuple[str, str, ReleasedRow]] = []
+    samples: dict[str, str] = {}
+    for row in rows:
+        q = by_id.get(str(row.question_id))
+        if q is None:
+            problems.append(("unmapped", f"question id {row.question_id} is none of the dataset's", row))
+        elif q.question_id in taken:
+            problems.append(("unmapped", f"question id {q.question_id} is named by an earlier row too", row))
+        elif row.question != q.question and row.question.strip() != q.question.strip():
+            problems.append(("unmapped", f"the question is not {q.question_id}'s, which asks {q.question!r}", row))
+        elif not same_gold(row.gold, q):
+            want = q.answer if q.answer is not None else q.adversarial_answer
+            problems.append(("contradicting", f"gold {row.gold!r}, {q.question_id} has {want!r}", row))
+        elif row.category != q.category:
+            problems.append(("contradicting", f"category {row.category}, {q.question_id} is category {q.category}", row))
+        else:
+            taken.add(q.question_id)
+            samples.setdefault(row.key, q.sample_id)  # the reader keys a row by the conversation its id names
+    _refuse(problems, rows, path)
+    absent = [q for c in conversations for q in c.questions if q.question_id not in taken]
+    return Mapped(question_ids=[str(r.question_id) for r in rows], conversations=samples, tie_broken=0, absent=absent)
