@@ -267,6 +267,11 @@ class Benchmark:
     #: `corrected_score(prediction, error, kind)` and `NOT_APPLIED`; `compare`, `report`, `show`,
     #: `view` and blame apply it (`memorybench.compare.gold_overlay`); None: no audit
     gold_audit: str | None = None
+    #: the module that builds its `memorybench judge-check` sets (answers known to be wrong, and
+    #: right ones, over its pinned data): it defines `WHERE` (what check_benchmark calls the sets)
+    #: and `calibration_sets(pins, max_questions, dataset) -> memorybench.stages.judge_check.CalibrationSets`;
+    #: None: judge-check has no sets for it
+    judge_sets: str | None = None
     notes: tuple[str, ...] = field(default=())
 
     def own(self, hook: str, name: str) -> Any:

@@ -2,7 +2,12 @@
 
 `estimate_run(cfg)` composes what `qa` would send and counts it, per model role:
 
-- **calls**: one reader call per selected question (answerer=reader).
+- **calls**: one reader call per selected question (answerer=reader); for memory a writer
+  builds, the writer's calls over the conversations those questions need (cut to
+  `memory.max_sessions`, as the build cuts them), as the method declares them
+  (`writer_calls`, `memorybench.memory._writer_calls`): exact where the input fixes them,
+  else an expectation from a measured build with its range (`calls_low`, `calls_high`) and
+  its basis in `notes`.
 - **input tokens**: every reader prompt (system message, filled template, chat format),
   counted with the reader's own tokenizer (`tokenizer_for`): tiktoken's encoding of an
   OpenAI model (loaded offline only: an encoding not on this machine is replaced by
@@ -19,7 +24,8 @@
   no price, never 0.
 
 What cannot be counted before the run is said in `notes` and leaves its numbers None
-(writer calls of a model-written memory, an agent's turns). `write_estimate` records the
+(an agent's turns, a wrapped library's prompts, the writer calls of a method that declares
+none). `write_estimate` records the
 estimate in a pack (`estimate.json`, written when the run starts); after the run,
 `estimate_vs_actual` sets it beside metrics.json's usage.
 """
@@ -27,6 +33,7 @@ estimate in a pack (`estimate.json`, written when the run starts); after the run
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import re
@@ -36,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from memorybench.records import Record
 
@@ -76,6 +83,22 @@ class RoleEstimate(Record):
     tokenizer: Optional[str] = None
     #: whether input_tokens is the tokenizer's exact count of the prompts (else a bound or an approximation)
     exact: bool = False
+    #: where `calls` is an expectation (a writer's calls that depend on its replies): the fewest
+    #: and the most the input and the bounds allow (calls_high None: no bound); left out of the
+    #: JSON where the calls are counted exactly, as every reader's are
+    calls_low: Optional[int] = None
+    calls_high: Optional[int] = None
+    #: whether `calls` is exact (None: left out, as for a reader, whose calls are)
+    calls_exact: Optional[bool] = None
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a reader's role keeps the JSON it had before writers were estimated (estimate.json's bytes)
+        data = handler(self)
+        if self.calls_exact is None:
+            for key in ("calls_low", "calls_high", "calls_exact"):
+                data.pop(key, None)
+        return data
 
 
 class RunEstimate(Record, schema="estimate.v1"):
@@ -312,13 +335,20 @@ def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
 
     memory_cls = MEMORY.get(method_name)
     partial = False
+    roles = [role]
     if writes_memory(memory_cls, cfg):
-        partial = True
-        notes.append(f"memory={method_name} is written by writer={cfg.writer.name}: its writer calls are not estimated")
+        writer = _writer_estimate(cfg, memory_cls, conversations, questions, notes)
+        if writer is None:
+            partial = True
+            notes.append(
+                f"memory={method_name} is written by writer={cfg.writer.name}, but the method declares no writer_calls: "
+                "its writer calls are not estimated"
+            )
+        else:
+            roles.append(writer)
     if getattr(memory_cls, "uses_embedder", False) and str(cfg.embedder.get("provider")) in ("openai", "openai_compatible"):
         partial = True
         notes.append(f"memory={method_name} embeds with {cfg.embedder.get('model')}: its embedding calls are not estimated")
-    roles = [role]
     costs = [r.cost_usd for r in roles]
     uncached = [r.cost_usd_uncached for r in roles]
     return RunEstimate(
@@ -330,6 +360,124 @@ def estimate_run(cfg: DictConfig, run_id: str) -> RunEstimate:
         cost_usd=None if any(c is None for c in costs) else round(sum(costs), 10),  # type: ignore[arg-type]
         cost_usd_uncached=None if any(c is None for c in uncached) else round(sum(uncached), 10),  # type: ignore[arg-type]
     )
+
+
+def _writer_estimate(
+    cfg: DictConfig, memory_cls: Any, conversations: Sequence[Any], questions: Sequence[Any], notes: list[str]
+) -> RoleEstimate | None:
+    """The writer's calls of a writer-built memory over the conversations the questions need,
+    each cut to memory.max_sessions, as the method declares them (None: it declares none)."""
+    hook = getattr(memory_cls, "writer_calls", None)
+    if hook is None:
+        return None
+    from memorybench.llm.pricing import call_cost
+    from memorybench.llm.records import Usage
+    from memorybench.memory._prefix import max_sessions, session_prefix
+    from memorybench.memory._writer import load_template
+    from memorybench.memory._writer_calls import WriterCallEstimate
+    from memorybench.run_id import resolved_model
+
+    node = dict(cfg.writer)
+    model = resolved_model(node) or (str(node.get("model")) if node.get("model") else None)
+    tokenizer = tokenizer_for({**node, "model": model})
+    system = load_template("system", str(cfg.writer.prompt), frozenset()).text.strip() if cfg.writer.get("prompt") else None
+    system_tokens = tokenizer.count(system) if system else 0
+    # by a digest of the text: a dataset whose conversations share sessions (LongMemEval's
+    # haystacks) counts a repeated prompt once, without holding every prompt's text
+    counts: dict[bytes, int] = {}
+
+    def tokens(user: str) -> int:
+        key = hashlib.blake2b(user.encode("utf-8"), digest_size=16).digest()
+        if key not in counts:
+            counts[key] = tokenizer.count(user) if user else 0
+        return tokenizer.prompt_tokens([system_tokens, counts[key]] if system is not None else [counts[key]])
+
+    needed = {q.sample_id for q in questions}
+    cut = max_sessions(cfg.memory)
+    total = WriterCallEstimate(conversations=0)
+    input_tokens: int | None = 0  # the prompts known before any call, counted one conversation at a time
+    counted: set[str] = set()  # the tasks whose every call's prompt was known
+    for conversation in conversations:
+        if conversation.sample_id not in needed:  # qa builds only the memories its questions need
+            continue
+        one = hook(session_prefix(conversation, cut), cfg)
+        for task in one.tasks:
+            if task.prompts:
+                input_tokens = None if input_tokens is None else input_tokens + sum(tokens(p) for p in task.prompts)
+                counted.add(task.task)
+        total = total.add(one.model_copy(update={"tasks": [t.model_copy(update={"prompts": []}) for t in one.tasks]}))
+    for task in total.tasks:  # the rest: a typical prompt per call, or unknown
+        if task.task in counted or not task.calls:
+            continue
+        if task.typical_prompt is None:
+            input_tokens = None
+        elif input_tokens is not None:
+            input_tokens += task.calls * tokens(task.typical_prompt)
+    calls, max_tokens = total.calls, int(cfg.writer.get("max_tokens") or 0)
+    notes.append(_writer_note(cfg, total, cut))
+    exact_tokens = tokenizer.exact and all(t.task in counted and t.prompts_exact for t in total.tasks)
+    if input_tokens is not None and not exact_tokens:
+        notes.append(
+            f"writer input tokens: {', '.join(_tokens_how(t, t.task in counted) for t in total.tasks)}; the system message and chat format "
+            f"counted per call by {tokenizer.name}"
+        )
+    elif input_tokens is None:
+        notes.append(f"memory={cfg.memory.name}'s writer prompts are the library's own: writer input tokens and cost unknown")
+    prices = cfg.get("pricing") or {}
+    cost = (
+        None
+        if input_tokens is None
+        else call_cost(model or "", Usage(prompt_tokens=input_tokens, completion_tokens=calls * max_tokens), prices)
+    )
+    if cost is None and input_tokens is not None:
+        notes.append(f"{model} has no price in the price table (pricing): writer cost unknown")
+    return RoleEstimate(
+        role="writer",
+        model=model,
+        calls=calls,
+        input_tokens=input_tokens,
+        output_tokens_max=calls * max_tokens,
+        cost_usd=cost,
+        cost_usd_uncached=cost,
+        tokenizer=tokenizer.name,
+        exact=exact_tokens and total.exact,
+        calls_low=total.low,
+        calls_high=total.high,
+        calls_exact=total.exact,
+    )
+
+
+def _writer_note(cfg: DictConfig, total: Any, cut: int | None) -> str:
+    """What the writer's calls are made of: each task exact or expected (its rate and range),
+    the basis of any expectation, and what no count holds (repair turns)."""
+    prefix = f", each cut to its first {cut} session(s) (memory.max_sessions={cut})" if cut is not None else ""
+    parts = []
+    for t in total.tasks:
+        if t.exact:
+            parts.append(f"{t.task} {t.calls:,} (exact)")
+        else:
+            high = "no bound" if t.high is None else f"{t.high:,}"
+            parts.append(f"{t.task} ~{t.calls:,} expected ({t.rate:g} {t.unit}; {t.low:,}-{high})")
+    what = "exact" if total.exact else "an expectation"
+    high = "unbounded" if total.high is None else f"{total.high:,}"
+    line = (
+        f"memory={cfg.memory.name} writer calls over {total.conversations} conversation(s){prefix}: "
+        f"{'; '.join(parts) or 'none'}; {total.calls:,} in all ({what}"
+        + ("" if total.exact else f", range {total.low:,}-{high}")
+        + ")"
+        + (f", not counting {total.uncounted}" if total.uncounted else "")
+    )
+    if not total.exact and total.basis:
+        line += f"; expected counts measured: {total.basis}"
+    return line
+
+
+def _tokens_how(task: Any, counted: bool) -> str:
+    if counted:
+        return f"{task.task} counted from its prompts" + (
+            "" if task.prompts_exact else " (earlier replies' parts at their bounds)"
+        )
+    return f"{task.task} as {task.calls:,} prompts of a typical size (the memories shown at their bounds)"
 
 
 def _reader_estimate(cfg: DictConfig, conversations: Sequence[Any], questions: Sequence[Any], notes: list[str]) -> RoleEstimate:
@@ -436,8 +584,11 @@ def format_estimate(estimate: RunEstimate) -> list[str]:
     for r in estimate.roles:
         cached = f" ({_n(r.cached_input_tokens)} cached)" if r.cached_input_tokens else ""
         uncached = f" ({_usd(r.cost_usd_uncached)} with no cache hit)" if r.cached_input_tokens else ""
+        calls = f"{_n(r.calls)} calls"
+        if r.calls_exact is False:  # a writer's calls that depend on its replies
+            calls = f"~{calls} expected (range {_n(r.calls_low)}-{_n(r.calls_high) if r.calls_high is not None else 'unbounded'})"
         lines.append(
-            f"  {r.role} {r.model or '?'}: {_n(r.calls)} calls, input {_n(r.input_tokens)} tokens{cached}, "
+            f"  {r.role} {r.model or '?'}: {calls}, input {_n(r.input_tokens)} tokens{cached}, "
             f"output at most {_n(r.output_tokens_max)} tokens (max_tokens per call), cost {_usd(r.cost_usd)}"
             f"{uncached}; tokens by {r.tokenizer or '?'}"
         )
@@ -449,6 +600,8 @@ def format_total(estimates: Sequence[RunEstimate]) -> str:
     known = [e.cost_usd for e in estimates if e.cost_usd is not None]
     unknown = len(estimates) - len(known)
     calls = sum(r.calls or 0 for e in estimates for r in e.roles)
+    writer = sum(r.calls or 0 for e in estimates for r in e.roles if r.role == "writer")
+    expected = any(r.calls_exact is False for e in estimates for r in e.roles)
     tokens = sum(r.input_tokens or 0 for e in estimates for r in e.roles)
     out = sum(r.output_tokens_max or 0 for e in estimates for r in e.roles)
     high = [e.cost_usd_uncached for e in estimates if e.cost_usd_uncached is not None]
@@ -456,8 +609,9 @@ def format_total(estimates: Sequence[RunEstimate]) -> str:
     cost += f" for {len(known)} spec(s), {unknown} unknown" if unknown else ""
     partial = sum(1 for e in estimates if e.partial)
     cost += f"; {partial} spec(s) without their writer or embedder calls (see their notes)" if partial else ""
+    of_which = f" ({writer:,} of them writer calls{', partly expected' if expected else ''})" if writer else ""
     return (
-        f"estimate for {len(estimates)} run spec(s): {calls:,} model calls, input {tokens:,} tokens, output at most "
+        f"estimate for {len(estimates)} run spec(s): {calls:,} model calls{of_which}, input {tokens:,} tokens, output at most "
         f"{out:,} tokens (an upper bound: max_tokens per call), cost {cost}"
     )
 
@@ -480,7 +634,8 @@ def estimate_vs_actual(estimate: RunEstimate, metrics: Mapping[str, Any]) -> dic
     for r in estimate.roles:
         actual = usage.get(r.role) or {}
         out[r.role] = {
-            "calls": {"estimated": r.calls, "actual": actual.get("calls")},
+            "calls": {"estimated": r.calls, "actual": actual.get("calls")}
+            | ({"low": r.calls_low, "high": r.calls_high} if r.calls_exact is False else {}),
             "input_tokens": {"estimated": r.input_tokens, "actual": actual.get("prompt_tokens")},
             "output_tokens": {"estimated_max": r.output_tokens_max, "actual": actual.get("completion_tokens")},
             "cost_usd": {"estimated": r.cost_usd, "actual": actual.get("cost_usd") if actual.get("cost_known") else None},

@@ -70,7 +70,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 import yaml
@@ -104,6 +104,7 @@ from memorybench.compare.report_tables import (
 )
 from memorybench.compare.conditions import parse_categories
 from memorybench.compare.gold_overlay import corrected_f1, load_overlay
+from memorybench.compare.judge_sensitivity import judge_sensitivity
 from memorybench.compare.summary import CONFIG_PREFIX, judge_key
 from memorybench.benchmark import benchmark_of, benchmark_of_meta, imported, own_tables
 from memorybench.errors import OneLineParser, UserError, printable
@@ -136,6 +137,7 @@ TABLES: tuple[str, ...] = (
     "requests_budget",
     "judge_passes",
     "judge_agreement",
+    "judge_sensitivity",
     "gold_token_drop",
     "refusals",
     "answer_length",
@@ -143,7 +145,7 @@ TABLES: tuple[str, ...] = (
 )
 FIGURES: tuple[str, ...] = ("scores_by_category", "accuracy_vs_cost", "accuracy_vs_latency")
 #: the tables that read no LoCoMo category: made for another benchmark's packs too
-BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget")
+BENCHMARK_NEUTRAL_TABLES = ("cost_latency", "latency_tokens", "requests_budget", "judge_sensitivity")
 #: the tables of another benchmark's own figures (none for LoCoMo packs: scores_by_category is theirs)
 OWN_BENCHMARK_TABLES = ("accuracy_by_type",)
 RUN_COLUMNS = tuple(
@@ -350,6 +352,12 @@ DEFINITIONS = {
     "labels and Cohen's kappa (chance-corrected; empty when both gave one label to every row) with its "
     "{conf:.0%} interval (`kappa_ci_low`, `kappa_ci_high`: leave-one-conversation-out jackknife, "
     "t on conversations-1 degrees of freedom, cut at [-1, 1]).",
+    "judge_sensitivity": "The same answers under each judge: per judge and condition, the judge's figure over the kinds its "
+    "benchmark's judge scores (LoCoMo: categories 1-4) with its {conf:.0%} interval over the benchmark's unit, the "
+    "condition's `rank` among the `of` conditions that judge judged (1 the highest), `places_moved` (its worst rank "
+    "minus its best over the judges that judged it), and what the judge accepts of answers known to be wrong "
+    "(`memorybench judge-check`: `specific_wrong_accepted`, `vague_wrong_accepted`, and `gold_accepted` of the right "
+    "ones; empty where the judge was never checked, `calibration` says so).",
     "gold_token_drop": "Of the gold stems that were in the memory given to the answerer, the share missing from the answer "
     "(`drop_rate`). Stems are LoCoMo's tokens: normalize_answer, whitespace split, Porter stem; category 3 "
     "uses the gold before the first ';'. `in_memory_share`: gold stems found in the memory at all.",
@@ -408,16 +416,23 @@ def _protocols(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(protocol, index=runs["pack"].to_numpy())
 
 
-def _judge_calibration(judge: str, runs: pd.DataFrame) -> str:
-    """The judge's calibration line, from the runs' `paths.cache` (each pack's
-    config.resolved.yaml), else `outputs/cache`."""
-    from memorybench.pack.judge_calibration import NOT_CALIBRATED, cache_dir_of, find_calibration
+def _calibration(judge: str, runs: pd.DataFrame) -> Any:
+    """The judge's judge-check record, from the runs' `paths.cache` (each pack's
+    config.resolved.yaml), else `outputs/cache`; None where it was never checked."""
+    from memorybench.pack.judge_calibration import cache_dir_of, find_calibration
 
     caches = []
     for location in runs["pack"]:
         pack = PackReader.open(location)
         caches.append(cache_dir_of(yaml.safe_load(pack.read_text(layout.CONFIG)) if pack.exists(layout.CONFIG) else None))
-    found = find_calibration(judge, [c for c in caches if c])
+    return find_calibration(judge, [c for c in caches if c])
+
+
+def _judge_calibration(judge: str, runs: pd.DataFrame) -> str:
+    """The judge's calibration line (`_calibration`)."""
+    from memorybench.pack.judge_calibration import NOT_CALIBRATED
+
+    found = _calibration(judge, runs)
     return NOT_CALIBRATED if found is None else found.summary()
 
 
@@ -534,6 +549,9 @@ def run_report(
         "requests_budget": lambda: requests_budget(frame, runs),
         "judge_passes": lambda: judge_passes(frame, runs, design.bootstrap.confidence),
         "judge_agreement": lambda: judge_agreement(frame, design.bootstrap.confidence),
+        "judge_sensitivity": lambda: judge_sensitivity(
+            frame, lambda judge: _calibration(judge, runs), design.bootstrap.confidence
+        ),
         "gold_token_drop": lambda: gold_token_drop(frame),
         "refusals": lambda: refusals(frame, design.bootstrap.confidence),
         "answer_length": lambda: answer_length(frame),
@@ -568,6 +586,8 @@ def run_report(
         table = computed[name]
         if name == "judge_passes" and table.empty:
             notes.append("No autorater in these packs: no judge tables.")
+            continue
+        if name == "judge_sensitivity" and table.empty:  # no judge: said once, by judge_passes
             continue
         if name in own_tables() and table.empty:
             continue

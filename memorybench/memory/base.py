@@ -97,4 +97,6 @@ class MemoryMethod(Protocol):
     # Optional class methods, called with the run config before any model call:
     # `check(cfg)` raises a UserError for a setting the method cannot run with;
     # `writes_memory(cfg) -> bool` says whether a writer model writes its memory (default:
-    # `uses_writer`); `run_notes(cfg) -> list[str]` adds lines to run_meta.json's notes.
+    # `uses_writer`); `run_notes(cfg) -> list[str]` adds lines to run_meta.json's notes;
+    # `writer_calls(conversation, cfg) -> WriterCallEstimate` the writer calls its build of one
+    # conversation makes, exact or expected with its basis (`memory._writer_calls`, `plan --estimate`).

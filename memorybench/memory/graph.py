@@ -25,6 +25,8 @@ from memorybench.registry import MEMORY
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
     from omegaconf import DictConfig
 
+    from memorybench.memory._writer_calls import WriterCallEstimate
+
 
 store_schema("memory", "graph", WriterMemoryConfig)  # no keys of its own beyond the writer bound
 
@@ -172,6 +174,15 @@ class GraphMemory:
     software_only: ClassVar[bool] = False
     uses_writer: ClassVar[bool] = True
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {"extract": frozenset({"date", "session"})}
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """One extraction per session with turns, its prompt that session's text: exact."""
+        from memorybench.memory._writer_calls import WriterCallEstimate, exact, filler
+
+        fill = filler(cls, cfg, "extract")
+        prompts = [fill({"date": s.date_time, "session": session_text(s)}) for s in conversation.sessions if s.turns]
+        return WriterCallEstimate(tasks=[exact("extract", len(prompts), prompts)])
 
     def __init__(self, cfg: DictConfig) -> None:
         self.cfg = cfg

@@ -39,6 +39,8 @@ from memorybench.registry import MEMORY
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
     from omegaconf import DictConfig
 
+    from memorybench.memory._writer_calls import WriterCallEstimate
+
 CLONE_OF = "Mem0 (Chhikara et al., 2025): extraction and update phases, vector memory per speaker"
 
 
@@ -163,6 +165,43 @@ class Mem0:
 
     #: a high estimate of one rendered memory line (time + fact), in tokens
     LINE_TOKENS: ClassVar[int] = 64
+    #: update calls per extraction call (one per fact extracted), as the embedded writer made
+    #: them (`writer_calls`): see WRITER_CALLS_BASIS and docs/writers.md
+    UPDATES_PER_EXTRACTION: ClassVar[float] = 1.76
+    WRITER_CALLS_BASIS: ClassVar[str] = (
+        "mem0 on conv-26 with writer=local (SmolLM2-135M, json_max_items 4), memory.max_sessions=2 and 4: 114 "
+        "extraction and 201 update calls, no repair (bench/local_memory_smoke.py, docs/writers.md); another writer "
+        "may find more facts"
+    )
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """One extraction per message pair and speaker, its prompt known: exact. Then one update
+        per fact extracted, which only the replies decide: UPDATES_PER_EXTRACTION per extraction
+        (measured), at most `writer.json_max_items` each where the writer sends the schema."""
+        from memorybench.memory._writer_calls import WriterCallEstimate, exact, expected, filler, json_bounds, listing, stand_in
+
+        extract, update = filler(cls, cfg, "extract"), filler(cls, cfg, "update")
+        prompts = [
+            extract({"speaker": speaker, "date": session.date_time, "messages": render_messages(pair)})
+            for session in conversation.sessions
+            for speaker in (conversation.speaker_a, conversation.speaker_b)
+            for pair in pairs(session.turns)
+        ]
+        items, chars = json_bounds(cfg)
+        shown = int(cfg.memory.get("similar_k") or 0)  # the most similar memories shown with each fact
+        typical = update(
+            {"speaker": conversation.speaker_a, "fact": stand_in(chars), "memories": listing(shown, chars, "m{n}: ")}
+        )
+        updates = expected(
+            "update",
+            len(prompts),
+            cls.UPDATES_PER_EXTRACTION,
+            "update calls per extraction call (one per fact)",
+            high=None if items is None else len(prompts) * items,
+            typical_prompt=typical,
+        )
+        return WriterCallEstimate(tasks=[exact("extract", len(prompts), prompts), updates], basis=cls.WRITER_CALLS_BASIS)
 
     def memory_tokens_bound(self, conversations: list[Conversation]) -> int:
         return 2 * self.top_k * self.LINE_TOKENS + 16

@@ -41,6 +41,8 @@ from memorybench.registry import MEMORY
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
     from omegaconf import DictConfig
 
+    from memorybench.memory._writer_calls import WriterCallEstimate
+
 
 @dataclass
 class Mem0gConfig(Mem0Config):
@@ -89,6 +91,48 @@ class Mem0G(Mem0):
         "graph": frozenset({"date", "messages"}),
         "conflict": frozenset({"existing", "new"}),
     }
+
+    #: conflict calls per graph call (one where a new relation meets stored ones it may
+    #: contradict), as the embedded writer made them: see WRITER_CALLS_BASIS and docs/writers.md.
+    #: They grow with the relations stored, so a whole conversation makes more per graph call
+    #: than these prefixes did (docs/writers.md says by how much)
+    CONFLICTS_PER_GRAPH: ClassVar[float] = 0.07
+    WRITER_CALLS_BASIS: ClassVar[str] = (
+        "mem0g on conv-26 with writer=local (SmolLM2-135M, json_max_items 4), memory.max_sessions=2 and 4: 114 "
+        "extraction, 201 update, 57 graph and 4 conflict calls, no repair (bench/local_memory_smoke.py, docs/writers.md); "
+        "another writer may find more facts and relations"
+    )
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """mem0's calls, then after each session one graph extraction per message pair, its
+        prompt known: exact; and at most one conflict call after each, which only the replies
+        decide: CONFLICTS_PER_GRAPH per graph call (measured)."""
+        from memorybench.memory._writer_calls import WriterCallEstimate, exact, expected, filler, json_bounds, listing
+
+        mem0 = super().writer_calls(conversation, cfg)
+        graph = filler(cls, cfg, "graph")
+        prompts = [
+            graph({"date": session.date_time, "messages": render_messages(pair)})
+            for session in conversation.sessions
+            for pair in pairs(session.turns)
+        ]
+        items, chars = json_bounds(cfg)
+        # the stored relations shown (at most MAX_CONFLICT_CANDIDATES) and the new ones, each three strings
+        typical = filler(cls, cfg, "conflict")(
+            {"existing": listing(MAX_CONFLICT_CANDIDATES, 3 * chars, "r{n}: "), "new": listing(items or 4, 3 * chars)}
+        )
+        conflicts = expected(
+            "conflict",
+            len(prompts),
+            cls.CONFLICTS_PER_GRAPH,
+            "conflict calls per graph call",
+            high=len(prompts),
+            typical_prompt=typical,
+        )
+        return WriterCallEstimate(
+            tasks=[*mem0.tasks, exact("graph", len(prompts), prompts), conflicts], basis=cls.WRITER_CALLS_BASIS
+        )
 
     def __init__(self, cfg: DictConfig) -> None:
         super().__init__(cfg)

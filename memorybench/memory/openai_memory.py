@@ -28,6 +28,8 @@ from memorybench.registry import MEMORY
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
     from omegaconf import DictConfig
 
+    from memorybench.memory._writer_calls import WriterCallEstimate
+
 CLONE_OF = "ChatGPT saved memories (the Mem0 paper's OpenAI baseline): a bounded fact list per speaker"
 
 
@@ -50,6 +52,31 @@ class OpenAIMemory:
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {
         "update": frozenset({"speaker", "max_facts", "facts", "date", "session"})
     }
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """One update per session with turns and speaker: exact. Each prompt holds that
+        session's text and the speaker's saved facts so far, which only the replies decide:
+        sized with the list full (`max_facts` facts at the writer's string bound)."""
+        from memorybench.memory._writer_calls import WriterCallEstimate, exact, filler, json_bounds, listing
+
+        fill, (_, chars) = filler(cls, cfg, "update"), json_bounds(cfg)
+        max_facts = int(cfg.memory.get("max_facts") or 0)
+        prompts = [
+            fill(
+                {
+                    "speaker": speaker,
+                    "max_facts": str(max_facts),
+                    # the first session's list is empty; every later one sized full
+                    "facts": "(none yet)" if n == 0 else listing(max_facts, chars),
+                    "date": session.date_time,
+                    "session": session_text(session),
+                }
+            )
+            for n, session in enumerate(s for s in conversation.sessions if s.turns)
+            for speaker in (conversation.speaker_a, conversation.speaker_b)
+        ]
+        return WriterCallEstimate(tasks=[exact("update", len(prompts), prompts, prompts_exact=False)])
 
     def __init__(self, cfg: DictConfig) -> None:
         self.max_facts = int(cfg.memory.get("max_facts") or 0)

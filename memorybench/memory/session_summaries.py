@@ -24,6 +24,8 @@ from memorybench.registry import MEMORY
 if TYPE_CHECKING:  # a type only: reading a class off its registry needs no OmegaConf (verify)
     from omegaconf import DictConfig
 
+    from memorybench.memory._writer_calls import WriterCallEstimate
+
 SOURCES = ("released", "writer")
 
 
@@ -67,6 +69,15 @@ class SessionSummaries:
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
         return [f"session_summaries from the {cfg.memory.source} summaries."]
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """One summary per session with turns, its prompt that session's text: exact."""
+        from memorybench.memory._writer_calls import WriterCallEstimate, exact, filler
+
+        fill = filler(cls, cfg, "summary")
+        prompts = [fill({"date": s.date_time, "session": session_text(s)}) for s in conversation.sessions if s.turns]
+        return WriterCallEstimate(tasks=[exact("summary", len(prompts), prompts)])
 
     def __init__(self, cfg: DictConfig) -> None:
         self.source = str(cfg.memory.source)

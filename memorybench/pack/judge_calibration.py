@@ -1,5 +1,5 @@
-"""A judge's calibration (`judge_calibration.v1`): how often it accepts answers known to be wrong,
-and how often it accepts the gold answers themselves, per LoCoMo category 1-4.
+"""A judge's calibration (`judge_calibration.v2`): how often it accepts answers known to be wrong,
+and how often it accepts the right answers themselves, per question kind of one benchmark.
 
 `memorybench judge-check` (`memorybench.stages.judge_check`) writes it beside the judge's
 response cache, keyed by the judge's identity (`JudgeIdentity`: protocol, model, prompt
@@ -11,9 +11,17 @@ sha256, temperature, response format), so that any later J by that judge can car
 The comparison layer calls `load_calibration(identity or judge id, cache_dir)`: the widest
 calibration stored for that judge (all questions before any prefix, then the longest
 prefix), or None for a judge never calibrated (it prints "not calibrated").
-`Calibration.summary()` is the line printed beside J. The sets are the deliberately wrong
-answers of the LoCoMo audit dial481/locomo-audit (`ap_v1_specific_wrong.json`,
-`ap_v2_vague_wrong.json`); the gold set is LoCoMo's gold answers judged against themselves.
+`Calibration.summary()` is the line printed beside J (or beside another benchmark's figure).
+The sets are the benchmark's (its record's `judge_sets` module): LoCoMo's are the deliberately
+wrong answers of the LoCoMo audit dial481/locomo-audit (`ap_v1_specific_wrong.json`,
+`ap_v2_vague_wrong.json`) and LoCoMo's gold answers judged against themselves; BEAM's are made
+from its pinned 128K tier (benchmarks/beam/judge_sets.py). The record names the benchmark, each
+set's words, and what "accepted" means: a CORRECT label, or for a judge that scores (BEAM's
+rubric judge) a score at or above `pass_level`.
+
+v2 added those (`benchmark`, `title`, the kinds' words, each set's `label` and `words`,
+`right_set`, `summary_order`, `pass_level`, `acceptance`, `accepted`); a v1 record, all
+LoCoMo's, is read as the v2 record with LoCoMo's values (`upgrade_v1`).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any, Optional
 
 from memorybench.errors import UserError
 from memorybench.pack.autorater_schemas import JudgeIdentity
-from memorybench.records import Record
+from memorybench.records import Record, load_json
 
 __all__ = [
     "CALIBRATION_DIR",
@@ -38,8 +46,10 @@ __all__ = [
     "calibration_folder",
     "calibration_line",
     "calibration_scope",
+    "kinds_phrase",
     "load_calibration",
     "stored_calibrations",
+    "upgrade_v1",
 ]
 
 #: the `paths.cache` default (conf/paths/default.yaml), relative to the current directory
@@ -47,12 +57,19 @@ DEFAULT_CACHE = "outputs/cache"
 #: the folder under `paths.cache` that holds every judge's checks
 CALIBRATION_DIR = "judge_check"
 CALIBRATION_FILE = "calibration.json"
-#: the three sets, in the order they are judged and printed: name -> words of the summary
+#: LoCoMo's three sets (a v1 record's), in the order they are judged and printed: name -> words of the summary
 SETS: dict[str, str] = {
     "specific_wrong": "specific wrong answers",
     "vague_wrong": "vague wrong answers",
     "gold": "gold answers",
 }
+#: a v1 record's sets: name -> (the table's label, the summary's words), in the summary's order
+_V1_SETS: dict[str, tuple[str, str]] = {
+    "vague_wrong": ("vague wrong", "vague wrong answers"),
+    "specific_wrong": ("specific wrong", "specific ones"),
+    "gold": ("gold", "gold"),
+}
+SCHEMA_V1 = "judge_calibration.v1"
 NOT_CALIBRATED = "not calibrated"
 
 
@@ -79,15 +96,18 @@ class Rate(Record):
 
 
 class SetRates(Record):
-    """One set's acceptance: over categories 1-4 together, and per category ("1".."4")."""
+    """One set's acceptance: over every kind checked together, and per kind ("1".."4" of LoCoMo's categories)."""
 
     overall: Rate
     by_category: dict[str, Rate]
     #: where the set's answers come from (pinned file, repository, commit, sha256), or how they are made
     source: dict[str, Any]
+    #: its row in the printed table ("specific wrong") and its words in the summary ("specific ones")
+    label: str = ""
+    words: str = ""
 
 
-class Calibration(Record, schema="judge_calibration.v1"):
+class Calibration(Record, schema="judge_calibration.v2"):
     """`<paths.cache>/judge_check/<judge id>/<scope>/calibration.json`: one judge-check of one judge."""
 
     #: `identity.judge_id`, the folder name
@@ -95,17 +115,36 @@ class Calibration(Record, schema="judge_calibration.v1"):
     identity: JudgeIdentity
     #: `identity.sha256()`: what a caller holding an identity matches
     identity_sha256: str
-    #: the LoCoMo categories checked
+    #: the benchmark whose questions were checked (`Benchmark.name`) and its name in a sentence
+    benchmark: str = "locomo"
+    title: str = "LoCoMo"
+    #: what a question kind is called ("category", "ability"), the table's column heading of one
+    #: ("cat " + its number), and each kind's name where the table gives a legend
+    kind_word: str = "category"
+    kind_header: str = "cat "
+    kind_names: dict[str, str] = {}
+    #: the question kinds checked (LoCoMo's categories 1-4, BEAM's abilities 1-10)
     categories: list[int]
-    #: questions of those categories checked (1,540 for the whole file)
+    #: questions of those kinds checked (1,540 for the whole of LoCoMo)
     questions: int
-    #: true when only a prefix of LoCoMo's questions was checked (`max_questions`)
+    #: true when only a prefix of the dataset's questions was checked (`max_questions`)
     is_prefix: bool
-    #: the prefix: the first N questions of LoCoMo in file order, every category (null: all)
+    #: the prefix: the first N questions of the dataset in file order, every kind (null: all)
     max_questions: Optional[int] = None
-    #: specific_wrong, vague_wrong, gold
+    #: per set, in judging order (LoCoMo: specific_wrong, vague_wrong, gold)
     sets: dict[str, SetRates]
-    #: the three overall rates, for a caller that wants numbers only
+    #: the set of right answers, and the order the summary names the sets in
+    right_set: str = "gold"
+    summary_order: list[str] = list(_V1_SETS)
+    #: a verdict's score at or above which its answer counts as accepted (a judge that scores:
+    #: BEAM's rubric judge); null: its label says (CORRECT)
+    pass_level: Optional[float] = None
+    #: what "accepted" means, in words
+    acceptance: str = "labelled CORRECT"
+    #: every set's overall rate, by set
+    accepted: dict[str, Optional[float]] = {}
+    #: the overall rates of the wrong sets every benchmark has and of the right answers, for a
+    #: caller that wants numbers only (MLflow's metrics)
     specific_wrong_accepted: Optional[float] = None
     vague_wrong_accepted: Optional[float] = None
     gold_accepted: Optional[float] = None
@@ -118,7 +157,7 @@ class Calibration(Record, schema="judge_calibration.v1"):
     judge_config: dict[str, Any]
     #: the template's file (copied into the check's folder) and its sha256
     prompt: dict[str, Any]
-    #: the pinned dataset file the questions and gold answers come from
+    #: the pinned dataset the questions and right answers come from (its name, file or folder, sha256)
     dataset: dict[str, Any]
     requests: int
     #: requests answered from the response cache (a re-check is free)
@@ -131,20 +170,43 @@ class Calibration(Record, schema="judge_calibration.v1"):
 
     def summary(self) -> str:
         """The line printed beside J, e.g. "accepts 63% of vague wrong answers, 11% of specific ones,
-        98% of gold (categories 1-4, 1,540 questions)"; a prefix says so."""
-        scope = f"categories {_categories(self.categories)}, {self.questions:,} questions"
+        98% of gold (categories 1-4, 1,540 questions)"; a prefix says so, and a judge that scores
+        says what accepted means."""
+        scope = f"{kinds_phrase(self.kind_word, self.categories)}, {self.questions:,} questions"
         if self.is_prefix:
             scope += f"; prefix of {self.max_questions:,}"
         if self.local_judge:
             scope += "; embedded local judge"
-        return (
-            f"accepts {_pct(self.vague_wrong_accepted)} of vague wrong answers, {_pct(self.specific_wrong_accepted)} "
-            f"of specific ones, {_pct(self.gold_accepted)} of gold ({scope})"
+        if self.pass_level is not None:
+            scope += f"; accepted: {self.acceptance}"
+        said = ", ".join(
+            f"{_pct(self.sets[name].overall.rate)} of {self.sets[name].words or name}"
+            for name in self.summary_order
+            if name in self.sets
         )
+        return f"accepts {said} ({scope})"
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A v1 record (every one LoCoMo's: its three sets, a CORRECT label) as the v2 record says it."""
+    if data.get("schema") != SCHEMA_V1:
+        return data
+    sets = {
+        name: {**rates, **dict(zip(("label", "words"), _V1_SETS.get(name, (name, name))))}
+        for name, rates in (data.get("sets") or {}).items()
+    }
+    accepted = {name: (rates.get("overall") or {}).get("rate") for name, rates in sets.items()}
+    return {**data, "schema": Calibration.SCHEMA, "sets": sets, "accepted": accepted}
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def kinds_phrase(kind_word: str, kinds: list[int]) -> str:
+    """ "categories 1-4", "abilities 1-10", "category 2"."""
+    plural = kind_word if len(kinds) == 1 else (kind_word[:-1] + "ies" if kind_word.endswith("y") else kind_word + "s")
+    return f"{plural} {_categories(kinds)}"
 
 
 def _categories(categories: list[int]) -> str:
@@ -191,7 +253,8 @@ def stored_calibrations(
     found = []
     for path in sorted(folder.glob(f"*/{CALIBRATION_FILE}")):
         try:
-            calibration = Calibration.model_validate_json(path.read_bytes())
+            data = load_json(path.read_bytes())
+            calibration = Calibration.model_validate(upgrade_v1(data) if isinstance(data, dict) else data)
         except (OSError, ValueError) as e:
             reason = str(e).splitlines()[0]
             raise UserError(

@@ -333,3 +333,34 @@ def test_the_example_design_keeps_runs_of_different_lengths_apart(tmp_path):
         if r["category"] in "12345":
             asked[r["condition"]] = asked.get(r["condition"], 0) + int(r["n"])
     assert sorted(asked.values()) == [4, 6], asked
+
+
+def test_judge_sensitivity_ranks_each_condition_under_each_judge(packs, tmp_path):
+    """The same answers under two judges: each judge's figure with its interval, the
+    conditions' ranks under it and how many places each moves; no judge-check, so no
+    acceptance of wrong answers, said so."""
+    import shutil
+
+    root, full, summaries, lenient, strict = packs
+    copied = tmp_path / "packs"
+    shutil.copytree(root / "packs", copied)
+    own_summaries = copied / summaries.relative_to(root / "packs")
+    # the summaries are judged too, by the same two judges
+    assert add_autorater(own_summaries, passes=2) == lenient
+    assert add_autorater(own_summaries, passes=2, model="strict-judge", threshold=0.5) == strict
+    report = run_report(write_design(tmp_path / "d.yaml", copied, tables=["judge_sensitivity"], figures=[]), tmp_path / "out")
+    rows = {(r["condition"], r["judge"]): r for r in _csv(report.table_files["judge_sensitivity"])}
+    conditions = ("full_context / scripted", "session_summaries / scripted")
+    assert set(rows) == {(c, j) for c in conditions for j in (lenient, strict)}
+    for judge in (lenient, strict):
+        figures = {c: float(rows[(c, judge)]["figure"]) for c in conditions}
+        for c in conditions:
+            row = rows[(c, judge)]
+            better = sum(1 for other in conditions if figures[other] > figures[c])
+            assert int(row["rank"]) == 1 + better and row["of"] == "2"
+            assert 0 <= float(row["ci_low"]) <= figures[c] <= float(row["ci_high"]) <= 1
+            assert row["calibration"] == "not calibrated" and row["specific_wrong_accepted"] == ""
+    for c in conditions:
+        ranks = [int(rows[(c, j)]["rank"]) for j in (lenient, strict)]
+        assert int(rows[(c, lenient)]["places_moved"]) == max(ranks) - min(ranks)
+    assert set(report.table_files) == {"judge_sensitivity"}  # only the table asked for is made

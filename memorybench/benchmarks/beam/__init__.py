@@ -79,6 +79,9 @@ BENCHMARK = Benchmark(
     ),
     judge="beam",
     judge_figures="memorybench.benchmarks.beam.figures",
+    # the authors' answer prompt (reader.prompt=beam_rag, `reader.py`; experiment=beam_authors sets their settings)
+    reader_prompts=("beam_rag",),
+    reader_templates="memorybench.benchmarks.beam.reader:READERS",
     report_tables={
         "beam_profiles": OwnTable(
             "memorybench.benchmarks.beam.figures:profiles_table",
@@ -88,7 +91,9 @@ BENCHMARK = Benchmark(
             "(cluster-robust t), and `difference` (paper minus official, paired by question, with its interval); `n` "
             "questions over `conversations`; the overall is the plain mean of the ten abilities (report_results.py "
             "writes none), given only when every ability has questions. A question's figure is its first pass's, "
-            "averaged over the condition's packs.",
+            "averaged over the condition's packs. Beside every figure, what its judge accepts of `memorybench judge-check "
+            "dataset=beam_128k`'s sets (`judge_accepts_<set>`: vague_wrong, specific_wrong, one_side, gold, each the share "
+            "whose figure is 0.5 or more; empty where the judge was never checked) and `judge_calibration`, its summary.",
         )
     },
     judge_protocols={
@@ -100,6 +105,8 @@ BENCHMARK = Benchmark(
     kind_word="ability",
     pins="memorybench.benchmarks.beam.pins:PINS",
     question_columns="memorybench.benchmarks.beam.data:question_columns",
+    # `memorybench judge-check dataset=beam_128k`: wrong and right answers made from the pinned tier
+    judge_sets="memorybench.benchmarks.beam.judge_sets",
     # others' BEAM results: Cognee's runs on the 128K tier, AMB's output files (`importer.py`)
     released_formats=("cognee_beam", "amb_beam"),
     importer="memorybench.benchmarks.beam.importer",

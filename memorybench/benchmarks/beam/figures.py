@@ -27,7 +27,17 @@ from memorybench.benchmarks.beam.score import (
     score_question,
 )
 
-__all__ = ["FIELD", "LABELS", "lines", "profiles_table", "question_figures", "question_lines", "scores"]
+__all__ = [
+    "CALIBRATION_SETS",
+    "FIELD",
+    "LABELS",
+    "judge_acceptance",
+    "lines",
+    "profiles_table",
+    "question_figures",
+    "question_lines",
+    "scores",
+]
 
 #: the key of autorater_metrics.json that holds them
 FIELD = "figures"
@@ -222,11 +232,41 @@ def question_figures(pack_root: str, judge_id: str) -> dict[str, dict[str, float
     return out
 
 
+#: the judge-check sets whose acceptance stands beside every figure (`judge_sets.py`), as columns
+#: `judge_accepts_<set>`: the share of each set the judge accepted (a figure of 0.5 or more)
+CALIBRATION_SETS = ("vague_wrong", "specific_wrong", "one_side", "gold")
+
+
+def judge_acceptance(judge_id: str, packs: Sequence[str]) -> dict[str, float | None]:
+    """What the judge accepts (`memorybench judge-check dataset=beam_128k`, found by its judge id in
+    the packs' `paths.cache`, else outputs/cache): `judge_accepts_<set>` of each set, None where
+    never calibrated; `judge_calibration`, the summary line (or "not calibrated")."""
+    import yaml
+
+    from memorybench.pack import layout
+    from memorybench.pack.judge_calibration import NOT_CALIBRATED, cache_dir_of, find_calibration
+    from memorybench.pack.reader import PackReader
+
+    caches = []
+    for location in packs:
+        pack = PackReader.open(location)
+        config = yaml.safe_load(pack.read_text(layout.CONFIG)) if pack.exists(layout.CONFIG) else None
+        caches.append(cache_dir_of(config))
+    found = find_calibration(judge_id, [c for c in caches if c])
+    out: dict[str, Any] = {
+        f"judge_accepts_{name}": None if found is None or name not in found.sets else found.sets[name].overall.rate
+        for name in CALIBRATION_SETS
+    }
+    out["judge_calibration"] = NOT_CALIBRATED if found is None else found.summary()
+    return out
+
+
 def profiles_table(frame: Any, boot: Any = None) -> Any:
     """The report's `beam_profiles` table: per condition of BEAM packs and judge, per ability and
     overall (the plain mean of the ten), both profiles' figure with its interval over
     conversations (cluster-robust, as every figure of the report), and their difference
-    (beam_paper minus beam_official, paired by question). A question's figure is its first pass's,
+    (beam_paper minus beam_official, paired by question), and beside them what the judge accepts
+    of the judge-check sets (`judge_acceptance`). A question's figure is its first pass's,
     averaged over the condition's packs; empty when no pack of the report is BEAM's."""
     import math
 
@@ -247,6 +287,7 @@ def profiles_table(frame: Any, boot: Any = None) -> Any:
             per_pack = [question_figures(str(p), judge) for p in rows["pack"].unique()]
             if not per_pack or not all(per_pack):
                 continue
+            accepts = judge_acceptance(judge, [str(p) for p in rows["pack"].unique()])
             samples = dict(zip(rows["question_id"], rows["sample_id"]))
             categories = dict(zip(rows["question_id"], rows["category"]))
             figures: dict[str, dict[str, float]] = {}
@@ -263,6 +304,7 @@ def profiles_table(frame: Any, boot: Any = None) -> Any:
                 judge: str = judge,
                 figures: dict[str, dict[str, float]] = figures,
                 samples: dict[str, Any] = samples,
+                accepts: dict[str, Any] = accepts,
             ) -> dict[str, Any]:
                 both = [q for q in qids if len(figures.get(q, {})) == len(PROFILES)]
                 clusters = np.array([samples[q] for q in both])
@@ -290,7 +332,7 @@ def profiles_table(frame: Any, boot: Any = None) -> Any:
                     found[profile] = float(interval.estimate)
                     found[f"{profile}_ci_low"] = math.nan if interval.low is None else float(interval.low)
                     found[f"{profile}_ci_high"] = math.nan if interval.high is None else float(interval.high)
-                return found
+                return {**found, **accepts}
 
             abilities = [row(a, [q for q in samples if int(categories[q]) == n]) for n, a in enumerate(ABILITIES, 1)]
             out += [a for a in abilities if a["n"]]
@@ -305,5 +347,5 @@ def profiles_table(frame: Any, boot: Any = None) -> Any:
                 for key in (*PROFILES, "difference"):
                     overall[key] = float(np.mean([a[key] for a in abilities]))
                     overall[f"{key}_ci_low"] = overall[f"{key}_ci_high"] = math.nan  # a mean of ten means: no interval here
-                out.append(overall)
+                out.append({**overall, **accepts})
     return pd.DataFrame(out)

@@ -29,6 +29,7 @@ __all__ = [
     "COGNEE_SUMMARY",
     "COMPUTE_METRICS",
     "LLM",
+    "LONG_TERM_MEMORY_METHODS",
     "PINS",
     "PROMPTS",
     "PinnedTier",
@@ -169,7 +170,20 @@ LLM = _beam("src/llm.py", "1ce32f8bf67935fc0fcf169963cce79b5f7ee4e63e25baf72b174
 ANSWER_GENERATION = _beam(
     "src/answer_probing_questions/answer_generation.py", "b8117f64146ebfe5693b0ce6f3478fed7584bca6023c25059f2def49341a1f42"
 )
-CODE_PINS: tuple[Pin, ...] = (PROMPTS, COMPUTE_METRICS, REPORT_RESULTS, RUN_EVALUATION, LLM, ANSWER_GENERATION)
+#: the authors' answering methods: `probing_question_evaluation` fills their answer prompt
+#: (`answer_generation_for_rag` of src/prompts.py) for every retrieval method (`reader.py`)
+LONG_TERM_MEMORY_METHODS = _beam(
+    "src/answer_probing_questions/long_term_memory_methods.py", "d3fd96786d2d58a4b0b60ff726ebf00d1adf84f7bb8487abfd8768f3519cffd8"
+)
+CODE_PINS: tuple[Pin, ...] = (
+    PROMPTS,
+    COMPUTE_METRICS,
+    REPORT_RESULTS,
+    RUN_EVALUATION,
+    LLM,
+    ANSWER_GENERATION,
+    LONG_TERM_MEMORY_METHODS,
+)
 
 
 @dataclass(frozen=True)

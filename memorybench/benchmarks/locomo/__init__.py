@@ -30,6 +30,7 @@ BENCHMARK = Benchmark(
     judged=(1, 2, 3, 4),
     judge="mem0",
     gold_audit="memorybench.benchmarks.locomo.gold_audit",
+    judge_sets="memorybench.benchmarks.locomo.judge_sets",
     judge_hint=(
         "J (Mem0's LLM judge, categories 1-4): memorybench autorater {pack}  (judge=mem0, gpt-4o-mini, needs "
         "OPENAI_API_KEY; judge=local for the embedded model, not comparable)"

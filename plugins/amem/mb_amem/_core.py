@@ -66,6 +66,7 @@ from omegaconf import DictConfig
 from memorybench.data.records import AskedQuestion, Conversation, Turn
 from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
+from memorybench.memory._writer_calls import WriterCallEstimate, exact
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.library_endpoint import ROLE_PREFIX_CHARS, LibraryEndpoint, fresh_store
 
@@ -429,6 +430,17 @@ class AMem:
             if value is not None and value < 1:
                 raise UserError(f"memory=amem: memory.{key}={value} must be at least 1")
         self._endpoint: AMemEndpoint | None = None
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """One note per turn (at most `max_notes`), each with two calls: the analysis (keywords,
+        context, tags) and the evolution over its nearest notes, which A-MEM skips for the first
+        note (its store is empty: `process_memory`). So 2N-1 calls for N notes, exact. Its
+        prompts are A-MEM's own (not counted here)."""
+        notes = sum(len(s.turns) for s in conversation.sessions)
+        if cfg.memory.get("max_notes") is not None:
+            notes = min(notes, int(cfg.memory.max_notes))
+        return WriterCallEstimate(tasks=[exact("analysis", notes), exact("evolution", max(0, notes - 1))], uncounted=None)
 
     @classmethod
     def check(cls, cfg: DictConfig) -> None:

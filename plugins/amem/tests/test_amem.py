@@ -493,3 +493,17 @@ def test_kill_minus_nine_during_a_build_then_a_rerun_builds_it_whole(tmp_path):
     assert verify_pack(pack) == []
     (cost,) = rows(pack / "memory/build_cost.jsonl")
     assert cost["writer"]["calls"] == 9
+
+
+def test_its_declared_writer_calls_are_the_calls_amem_makes(tmp_path, servers):
+    """`writer_calls`: an analysis per note and an evolution per note after the first (A-MEM
+    skips it while its store is empty), 2N-1 for N notes, exact; the estimate written when the
+    run starts meets the calls A-MEM made, with memory.max_notes honoured."""
+    reader, writer = servers
+    assert qa(tmp_path, reader, writer, "memory.max_notes=3") == 0
+    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    estimate = json.loads((pack / "estimate.json").read_text("utf-8"))
+    (role,) = [r for r in estimate["roles"] if r["role"] == "writer"]
+    calls = rows(pack / "memory/writer/calls.jsonl")
+    assert role["calls"] == 2 * 3 - 1 == len(calls) and role["calls_exact"] is True
+    assert sum(c["role"] == "amem:analyze" for c in calls) == 3

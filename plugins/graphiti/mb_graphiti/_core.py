@@ -43,6 +43,7 @@ from omegaconf import DictConfig
 from memorybench.data.records import AskedQuestion, Conversation, Session
 from memorybench.errors import ModelCallError, UserError
 from memorybench.memory._managed import Retrieved
+from memorybench.memory._writer_calls import WriterCallEstimate, expected
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.library_endpoint import LibraryEndpoint, fresh_store
 
@@ -121,6 +122,30 @@ class GraphitiMemory:
     #: cannot hold it with the reply, naming the writer
     WRITER_PROMPT_TOKENS: ClassVar[int] = PROMPT_TOKENS
     WRITER_PROMPT_NOTE: ClassVar[str] = "Graphiti's longest prompt (instructions, the previous episodes, the graph's candidates)"
+
+    #: writer calls per episode, as Graphiti 0.31 made them on the embedded writer (conv-26, the
+    #: first 3 episodes: 21 calls, 3 entity and 3 fact extractions, 11 fact datings, 1 duplicate
+    #: check, 1 resolution, 2 summary updates; docs/graphiti.md)
+    CALLS_PER_EPISODE: ClassVar[float] = 7.0
+    WRITER_CALLS_BASIS: ClassVar[str] = (
+        "graphiti: 21 calls over the first 3 episodes of conv-26, writer=local (SmolLM2-135M), Graphiti's own "
+        "retries of replies it could not parse included (docs/graphiti.md)"
+    )
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """Graphiti's calls per episode depend on what it extracts (a dating and a resolution
+        per fact, a summary per entity): CALLS_PER_EPISODE per episode (measured), at least its
+        two extractions (entities, facts). Episodes: `turns_per_episode` turns each, at most
+        `max_episodes`."""
+        node = cfg.memory
+        per = max(1, int(node.turns_per_episode))
+        episodes = sum(-(-len(s.turns) // per) for s in conversation.sessions)  # ceil: the last episode may be short
+        if node.get("max_episodes") is not None:
+            episodes = min(episodes, int(node.max_episodes))
+        calls = expected("add_episode", episodes, cls.CALLS_PER_EPISODE, "calls per episode", low=2 * episodes, high=None)
+        # Graphiti's retries are in the measured rate (the endpoint asks no repair of its own)
+        return WriterCallEstimate(tasks=[calls], basis=cls.WRITER_CALLS_BASIS, uncounted=None)
 
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory

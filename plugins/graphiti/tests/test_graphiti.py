@@ -142,6 +142,10 @@ def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
         # the build cost counts them
         (cost,) = rows(pack / "memory/build_cost.jsonl")
         assert cost["writer"]["calls"] == len(calls)
+        # and the estimate written when the run started (writer_calls) held them: at least the two extractions an episode
+        estimate = json.loads((pack / "estimate.json").read_text("utf-8"))
+        (planned,) = [r for r in estimate["roles"] if r["role"] == "writer"]
+        assert planned["calls_exact"] is False and planned["calls_low"] == 2 * 4 <= len(calls)
 
         # the store lives in the pack; the dump shows facts with their source turns and entities
         sid = cost["sample_id"]
@@ -378,3 +382,33 @@ def test_graphiti_runs_longmemeval_with_its_dates(tmp_path):
     assert rows(pack / "memory/writer/calls.jsonl")
     stored = json.loads((pack / "memory/graphiti/lme000.json").read_text("utf-8"))
     assert stored["metadata"]["library"]["episodes"] == 2
+
+
+def test_plan_estimate_states_graphiti_s_writer_calls_per_episode(capsys):
+    """`writer_calls`: Graphiti's calls per episode depend on what it extracts, so the number is
+    expected (CALLS_PER_EPISODE, measured, its basis named), at least two an episode; the
+    episodes are counted from the sessions memory.max_sessions keeps, `turns_per_episode`
+    turns each, at most max_episodes."""
+    import math
+
+    from mb_graphiti._core import GraphitiMemory
+
+    from memorybench.data.source import load_dataset
+
+    args = ["plan", "--estimate", "memory=graphiti", "writer=openai_compatible", "writer.base_url=http://127.0.0.1:9/v1"]
+    args += ["writer.model=w", "embedder=hashing", f"dataset.path={MINI}", "max_questions=3", "memory.max_sessions=1"]
+    (conversation,) = [c for c in load_dataset(MINI, "locomo10") if c.sample_id == "mini-1"]  # the first 3 questions'
+    turns = len(conversation.sessions[0].turns)
+    assert turns > 2  # so that each setting below changes the count
+    cases = (
+        (["memory.turns_per_episode=1"], turns),
+        (["memory.turns_per_episode=2"], math.ceil(turns / 2)),
+        (["memory.max_episodes=2"], 2),
+    )
+    for extra, n in cases:
+        assert main([*args, *extra]) == 0
+        out = capsys.readouterr().out
+        calls = round(n * GraphitiMemory.CALLS_PER_EPISODE)
+        assert f"writer w: ~{calls:,} calls expected (range {2 * n:,}-unbounded)" in out, out
+        assert f"add_episode ~{calls:,} expected ({GraphitiMemory.CALLS_PER_EPISODE:g} calls per episode" in out
+        assert GraphitiMemory.WRITER_CALLS_BASIS in out

@@ -31,6 +31,7 @@ from omegaconf import DictConfig
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
+from memorybench.memory._writer_calls import WriterCallEstimate, exact
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.memory.library_endpoint import LibraryEndpoint, fresh_store
 
@@ -97,6 +98,18 @@ class Mem0Lib:
         f"mem0's own extraction prompt ({EXTRACTION_PROMPT_TOKENS:,}) and what each call "
         f"adds to it (the last 10 messages, up to 10 memories: {CALL_TOKENS:,})"
     )
+
+    @classmethod
+    def writer_calls(cls, conversation: Conversation, cfg: DictConfig) -> WriterCallEstimate:
+        """One call per `Memory.add`: per session and speaker, one add per `batch_size` turns;
+        mem0ai 2.x's additive pipeline makes a single extraction call per add and no update
+        call (`Memory._add_to_vector_store`, 2.2.1), so the number is exact. Its prompts are
+        mem0's own (not counted here)."""
+        batch = max(1, int(cfg.memory.batch_size))
+        adds = sum(2 * -(-len(s.turns) // batch) for s in conversation.sessions)  # ceil: the last batch may be short
+        return WriterCallEstimate(
+            tasks=[exact("extract", adds)], uncounted=None
+        )  # the endpoint asks no repair; mem0 retries none
 
     def __init__(self, cfg: DictConfig) -> None:
         node = cfg.memory

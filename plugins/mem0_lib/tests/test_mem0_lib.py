@@ -183,3 +183,22 @@ def test_a_control_character_mem0_reads_is_no_failure_and_its_warnings_are_remar
     assert stored["items"] and all("then more" in i["text"] for i in stored["items"])
     reports = rows(pack / "memory/mem0_lib/library_reports.jsonl")
     assert all(not r["failure"] and not r["counted"] and r["source"].endswith("WARNING") for r in reports)
+
+
+def _estimate(pack: Path) -> dict:
+    return json.loads((pack / "estimate.json").read_text("utf-8"))
+
+
+def test_its_declared_writer_calls_are_the_calls_mem0_makes(tmp_path, servers):
+    """`writer_calls`: one extraction per Memory.add (per session and speaker, `batch_size`
+    turns each), exact; the estimate written when the run starts meets the calls mem0 made,
+    with memory.max_sessions and batch_size honoured."""
+    from memorybench.data.source import load_dataset
+
+    reader, writer = servers
+    assert qa(tmp_path, reader, writer, "memory.max_sessions=1", "memory.batch_size=3") == 0
+    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    (conversation,) = [c for c in load_dataset(MINI, "locomo10") if c.sample_id == "mini-1"]  # the first 3 questions'
+    adds = 2 * -(-len(conversation.sessions[0].turns) // 3)
+    (role,) = [r for r in _estimate(pack)["roles"] if r["role"] == "writer"]
+    assert role["calls"] == adds == len(rows(pack / "memory/writer/calls.jsonl")) and role["calls_exact"] is True
