@@ -234,6 +234,9 @@ class Benchmark:
     #: "module:NAME" of a tuple of `data.pins.Pin`: the benchmark's own pinned files beside its
     #: datasets (its judge's templates...), which `memorybench fetch` downloads and verifies
     pins: str | None = None
+    #: "module:NAME" of a tuple of `data.pins.Pin`: others' released results on this benchmark
+    #: that its importers read (Cognee's BEAM runs), fetched only by `memorybench fetch --peers`
+    peer_pins: str | None = None
     #: "module:function(sample_id) -> str | None": how the benchmark built a sample, for `show`
     #: (LoCoMo-Plus: which conversation an item was stitched into, where, when)
     sample_note: str | None = None
@@ -300,6 +303,10 @@ class Benchmark:
     def own_pins(self) -> tuple[Any, ...]:
         """Its pinned files beside its datasets' (`pins`)."""
         return tuple(imported(self.pins)) if self.pins else ()
+
+    def own_peer_pins(self) -> tuple[Any, ...]:
+        """Others' released results on it that its importers read (`peer_pins`), fetched by `fetch --peers`."""
+        return tuple(imported(self.peer_pins)) if self.peer_pins else ()
 
     def judges(self, category: int) -> bool:
         """Whether the benchmark's judge scores a question of this kind."""

@@ -79,7 +79,7 @@ def cmd_fetch(args: Sequence[str]) -> int:
     parser.add_argument(
         "--peers",
         action="store_true",
-        help="also the peers' released results (Memobase, Zep, Honcho) into peers/, pinned like the data",
+        help="also the peers' released results (Memobase, Zep, Honcho; Cognee's BEAM runs) into peers/, pinned like the data",
     )
     parser.add_argument(
         "--dataset",
@@ -106,8 +106,10 @@ def cmd_fetch(args: Sequence[str]) -> int:
         for b in benchmarks().values()
         for p in (*(d.pinned() for d in b.datasets if d.fetched_with_pins and not d.folder), *b.own_pins())
     )
+    if ns.peers:  # others' released results, each benchmark's own (LoCoMo's: Memobase, Zep, Honcho; BEAM's: Cognee's runs)
+        extra += tuple(p for b in benchmarks().values() for p in b.own_peer_pins())
     folders = tuple(dict.fromkeys(d.pinned() for d in known.values() if d.fetched_with_pins and d.folder))
-    root = fetch_pins(ns.pins, cache=user_pins_dir(), peers=ns.peers, extra=extra, folders=folders)
+    root = fetch_pins(ns.pins, cache=user_pins_dir(), extra=extra, folders=folders)
     for name in ns.dataset:
         if known[name].large:
             from memorybench.data.large_pins import fetch_large

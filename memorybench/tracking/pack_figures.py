@@ -30,7 +30,8 @@ _LOCOMO_NAMED = re.compile(
 def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:
     """What a judge accepts, beside its J (`memorybench judge-check`, kept in the run's
     `paths.cache`): `judge_vague_wrong_accepted/<judge id>`, `judge_specific_wrong_accepted/...`,
-    `judge_gold_accepted/...`; nothing for a judge never calibrated. Metrics, not params:
+    `judge_gold_accepted/...`, and a benchmark's other sets alike (`judge_one_side_accepted/...`,
+    BEAM's); nothing for a judge never calibrated. Metrics, not params:
     a judge calibrated after its pack was logged updates them."""
     import yaml
 
@@ -41,11 +42,16 @@ def calibration_metrics(judge_id: str, pack: str | os.PathLike[str] | PackReader
     found = find_calibration(judge_id, [cache] if cache else [])
     if found is None:
         return {}
-    return {
+    figures = {
         judge_key("judge_vague_wrong_accepted", judge_id): found.vague_wrong_accepted,
         judge_key("judge_specific_wrong_accepted", judge_id): found.specific_wrong_accepted,
         judge_key("judge_gold_accepted", judge_id): found.gold_accepted,
     }
+    # a benchmark's other sets (BEAM's one_side: an answer that picks one side of a contradiction)
+    for name, rate in (found.accepted or {}).items():
+        if name not in ("vague_wrong", "specific_wrong", found.right_set):
+            figures[judge_key(f"judge_{name}_accepted", judge_id)] = rate
+    return figures
 
 
 def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float | None]:

@@ -375,7 +375,8 @@ aside h2{font-size:15px;margin:4px 0} aside h3{font-size:13px;margin:12px 0 4px;
 .packs{display:flex;gap:12px} .packs>div{flex:1;min-width:0}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;border:1px solid #e6e9ef;padding:6px;font-size:12px;max-height:420px;overflow:auto}
 mark.ev{background:#ffe58a;outline:1px solid #e0b300} .ok{color:#11703a} .bad{color:#b3261e}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 10px;margin:0} dt{color:#5a6475}
+dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 10px;margin:0} dt{color:#5a6475}
+dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .pair-cols{display:flex;gap:12px} .pair-cols>div{flex:1;min-width:0} h2{font-size:14px}
 """
 

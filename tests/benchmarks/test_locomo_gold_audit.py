@@ -16,12 +16,12 @@ from memorybench.benchmarks.locomo.gold_audit import (
     overlay_sha256,
     without_gold_errors,
 )
-from memorybench.data.pins import LOCOMO_AUDIT_ERRORS
+from memorybench.benchmarks.locomo.pins import AUDIT_ERRORS
 from memorybench.errors import DataError
 from memorybench.hashing import sha256_file
 from tests.conftest import PINS
 
-ERRORS = PINS / LOCOMO_AUDIT_ERRORS.relpath
+ERRORS = PINS / AUDIT_ERRORS.relpath
 
 
 def test_all_156_findings_map_to_the_question_of_the_same_text(locomo_raw, conversations):
@@ -57,7 +57,7 @@ def test_the_counts_are_the_audits():
     assert overlay_provenance(errors) == {
         "name": "locomo-audit errors.json",
         "repository": "dial481/locomo-audit",
-        "commit": LOCOMO_AUDIT_ERRORS.commit,
+        "commit": AUDIT_ERRORS.commit,
         "source_path": "errors.json",
         "sha256": sha256_file(ERRORS),
         "findings": 156,

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from memorybench.benchmarks.locomo.pins import PEER_PINS as LOCOMO_PEERS
 from memorybench.data import pins
 from memorybench.errors import UserError
 
@@ -66,7 +67,9 @@ def test_fetch_from_a_folder_leaves_the_user_cache_complete(tmp_path, locomo_pat
     assert "copied" in capsys.readouterr().out
     monkeypatch.delenv(pins.PINS_ENV)
     assert pins.pins_dir() == tmp_path / "cache" / "memorybench" / "pins"
-    for pin in pins.ALL_PINS:
+    from memorybench.benchmark import LOCOMO
+
+    for pin in (*pins.ALL_PINS, *LOCOMO.own_pins()):  # the audit's files come as LoCoMo's own
         assert pins.pin_path(pin).is_relative_to(tmp_path / "cache")
     assert (pins.nltk_data_dir() / "tokenizers" / "punkt_tab" / "english" / "sent_starters.txt").is_file()
     assert main(["fetch"]) == 0  # the cache itself: verified in place, nothing copied
@@ -74,8 +77,13 @@ def test_fetch_from_a_folder_leaves_the_user_cache_complete(tmp_path, locomo_pat
 
 
 def test_peer_pins_match_the_shared_pins_folder():
-    """The sha256 pinned in code are those of the files PINS.md lists (issue 30, item 4)."""
-    for pin in pins.PEER_PINS:
+    """The sha256 pinned in code are those of the files PINS.md lists (issue 30, item 4): every
+    benchmark's peers (LoCoMo's Memobase, Zep, Honcho; BEAM's Cognee runs)."""
+    from memorybench.benchmark import benchmarks
+
+    peers = [p for b in benchmarks().values() for p in b.own_peer_pins()]
+    assert {p.relpath for p in LOCOMO_PEERS} <= {p.relpath for p in peers}
+    for pin in peers:
         path = pins.pins_dir() / pin.relpath
         assert pins.sha256_bytes(path.read_bytes()) == pin.sha256, pin.relpath
         assert pin.url.startswith(f"https://raw.githubusercontent.com/{pin.repository}/{pin.commit}/")
@@ -88,7 +96,7 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
     from memorybench.cli import main
 
     shared = pins.pins_dir()
-    by_url = {pin.url: (shared / pin.relpath).read_bytes() for pin in pins.PEER_PINS}
+    by_url = {pin.url: (shared / pin.relpath).read_bytes() for pin in LOCOMO_PEERS}
     # the benchmarks' own pins (LoCoMo-Plus's files) come with every fetch: whole files, as the peers
     own = {p for b in benchmarks().values() for p in b.own_pins()}
     # and their datasets fetched with the pins (a folder's files: BEAM's 128K tier)
@@ -100,6 +108,10 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         for m in (d.pinned().members if d.folder else (d.pinned(),))
     } - {pins.LOCOMO10}  # that one is there already
     by_url.update({pin.url: (shared / pin.relpath).read_bytes() for pin in own})
+    # and every other benchmark's peers, with --peers only: Cognee's BEAM runs, its summary and code
+    theirs = {p for b in benchmarks().values() for p in b.own_peer_pins()} - set(LOCOMO_PEERS)
+    assert len(theirs) >= 4 and all(p.relpath.startswith("peers/cognee-beam/") for p in theirs)
+    by_url.update({pin.url: (shared / pin.relpath).read_bytes() for pin in theirs})
     fetched: list[str] = []
 
     def download(url: str) -> bytes:
@@ -117,7 +129,7 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         "https://raw.githubusercontent.com/snap-research/LoCoMo/48aa2206a62ef0f1f98271d5358af666ca234379/"
         "results/honcho/locomo10_qa_stats%20honcho_base.json"
     ) in fetched
-    for pin in pins.PEER_PINS:
+    for pin in (*LOCOMO_PEERS, *theirs):
         assert (tmp_path / "pins" / pin.relpath).read_bytes() == by_url[pin.url]
         assert (tmp_path / "cache" / "memorybench" / "pins" / pin.relpath).is_file()
     assert "the peers' released results in" in capsys.readouterr().out
@@ -125,7 +137,7 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
     monkeypatch.setattr(pins, "ALL_PINS", ())
     (tmp_path / "other").mkdir()
     with pytest.raises(UserError, match="has sha256 .* expected 171489e7"):
-        pins.fetch_pins(tmp_path / "other", peers=True)
+        pins.fetch_pins(tmp_path / "other", extra=LOCOMO_PEERS)
     assert not list((tmp_path / "other").rglob("*.json"))
 
 

@@ -302,3 +302,19 @@ def test_a_v1_record_of_a_locomo_check_is_read_as_locomos_v2(checked, tmp_path):
     )
     assert [found.sets[n].label for n in found.sets] == ["specific wrong", "vague wrong", "gold"]
     assert format_calibration(found).splitlines()[2].startswith("specific wrong")
+
+
+def test_mlflow_gets_every_sets_acceptance_one_side_included(checked, tmp_path):
+    """What a judge accepts goes to MLflow beside its figure: BEAM's one-sided answers too."""
+    from memorybench.tracking.pack_figures import calibration_metrics
+
+    calibration, _, folder, _ = checked
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "config.resolved.yaml").write_text(f"paths:\n  cache: {folder.parents[2]}\n", "utf-8")
+    figures = calibration_metrics(calibration.judge_id, pack)
+    judge = calibration.judge_id
+    assert figures[f"judge_one_side_accepted/{judge}"] == calibration.accepted["one_side"]
+    assert figures[f"judge_vague_wrong_accepted/{judge}"] == calibration.vague_wrong_accepted
+    assert figures[f"judge_gold_accepted/{judge}"] == calibration.gold_accepted
+    assert len(figures) == 4  # each set once: gold is the right set, not logged twice

@@ -109,6 +109,8 @@ BENCHMARK = Benchmark(
     judge_sets="memorybench.benchmarks.beam.judge_sets",
     # others' BEAM results: Cognee's runs on the 128K tier, AMB's output files (`importer.py`)
     released_formats=("cognee_beam", "amb_beam"),
+    # Cognee's four pinned runs on the 128K tier, its summary and its scoring code: `fetch --peers`
+    peer_pins="memorybench.benchmarks.beam.pins:COGNEE_PINS",
     importer="memorybench.benchmarks.beam.importer",
     judge_hint=(
         "score (BEAM's rubric judge, both profiles, beam_official and beam_paper, from one pass): memorybench "

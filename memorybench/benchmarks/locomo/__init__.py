@@ -30,6 +30,9 @@ BENCHMARK = Benchmark(
     judged=(1, 2, 3, 4),
     judge="mem0",
     gold_audit="memorybench.benchmarks.locomo.gold_audit",
+    # the audit's files, fetched with every pin; others' released results, with `fetch --peers`
+    pins="memorybench.benchmarks.locomo.pins:AUDIT_PINS",
+    peer_pins="memorybench.benchmarks.locomo.pins:PEER_PINS",
     judge_sets="memorybench.benchmarks.locomo.judge_sets",
     judge_hint=(
         "J (Mem0's LLM judge, categories 1-4): memorybench autorater {pack}  (judge=mem0, gpt-4o-mini, needs "

@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memorybench.benchmark import LOCOMO
-from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_ERRORS, pin_path
+from memorybench.benchmarks.locomo.pins import AUDIT_ERRORS
+from memorybench.data.pins import LOCOMO10, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import DataError
 from memorybench.hashing import sha256_bytes
@@ -148,7 +149,7 @@ def corrected_score(prediction: str, error: GoldError, category: int) -> float:
 
 def overlay_sha256() -> str:
     """The sha256 of the pinned errors.json: the overlay's identity, for a pack's provenance."""
-    return LOCOMO_AUDIT_ERRORS.sha256
+    return AUDIT_ERRORS.sha256
 
 
 def overlay_provenance(errors: Mapping[str, GoldError] | None = None) -> dict[str, Any]:
@@ -157,10 +158,10 @@ def overlay_provenance(errors: Mapping[str, GoldError] | None = None) -> dict[st
     kinds = [e.kind for e in errors.values()]
     return {
         "name": "locomo-audit errors.json",
-        "repository": LOCOMO_AUDIT_ERRORS.repository,
-        "commit": LOCOMO_AUDIT_ERRORS.commit,
-        "source_path": LOCOMO_AUDIT_ERRORS.source_path,
-        "sha256": LOCOMO_AUDIT_ERRORS.sha256,
+        "repository": AUDIT_ERRORS.repository,
+        "commit": AUDIT_ERRORS.commit,
+        "source_path": AUDIT_ERRORS.source_path,
+        "sha256": AUDIT_ERRORS.sha256,
         "findings": len(kinds),
         "answer": kinds.count("answer"),
         "evidence": kinds.count("evidence"),
@@ -178,7 +179,7 @@ def known_gold_errors(
     `path` is the errors.json to read (default: the pinned one in the pins folder); it must
     have the pinned sha256 either way. `dataset` is the locomo10.json the ids are joined
     through (default: the pinned one). A file that does not join is one DataError line."""
-    errors_path = pin_path(LOCOMO_AUDIT_ERRORS, pins) if path is None else Path(path).expanduser().resolve()
+    errors_path = pin_path(AUDIT_ERRORS, pins) if path is None else Path(path).expanduser().resolve()
     data_path = pin_path(LOCOMO10, pins) if dataset is None else Path(dataset).expanduser().resolve()
     return dict(_load(errors_path, data_path))
 
@@ -196,9 +197,9 @@ def _load(errors_path: Path, data_path: Path) -> tuple[tuple[str, GoldError], ..
             f"gold-error overlay {errors_path} cannot be read ({e.strerror}); check the path and its permissions"
         ) from None
     actual = sha256_bytes(raw_bytes)
-    if actual != LOCOMO_AUDIT_ERRORS.sha256:
+    if actual != AUDIT_ERRORS.sha256:
         raise DataError(
-            f"gold-error overlay {errors_path} has sha256 {actual}, expected {LOCOMO_AUDIT_ERRORS.sha256} "
+            f"gold-error overlay {errors_path} has sha256 {actual}, expected {AUDIT_ERRORS.sha256} "
             "(dial481/locomo-audit errors.json); use the pinned file (`memorybench fetch`)"
         )
     findings = json.loads(raw_bytes.decode("utf-8"))

@@ -20,7 +20,8 @@ from typing import Any
 
 from memorybench.benchmark import LOCOMO
 from memorybench.data import iter_questions
-from memorybench.data.pins import LOCOMO10, LOCOMO_AUDIT_SPECIFIC_WRONG, LOCOMO_AUDIT_VAGUE_WRONG, Pin, pin_path
+from memorybench.benchmarks.locomo.pins import AUDIT_SPECIFIC_WRONG, AUDIT_VAGUE_WRONG
+from memorybench.data.pins import LOCOMO10, Pin, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import UserError
 from memorybench.records import load_json
@@ -31,7 +32,7 @@ __all__ = ["CHECKED_CATEGORIES", "WHERE", "WRONG_SETS", "audit_answers", "calibr
 #: the categories the audit's sets cover (and Mem0's judge judges)
 CHECKED_CATEGORIES = (1, 2, 3, 4)
 #: the pinned file of each wrong set
-WRONG_SETS: dict[str, Pin] = {"specific_wrong": LOCOMO_AUDIT_SPECIFIC_WRONG, "vague_wrong": LOCOMO_AUDIT_VAGUE_WRONG}
+WRONG_SETS: dict[str, Pin] = {"specific_wrong": AUDIT_SPECIFIC_WRONG, "vague_wrong": AUDIT_VAGUE_WRONG}
 #: what a judge of another benchmark is told it was asked to judge (`check_benchmark`)
 WHERE = "judge-check's audit set"
 #: each set: its table label and summary words (the summary names vague, specific, gold in that order)

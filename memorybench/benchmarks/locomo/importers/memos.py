@@ -16,8 +16,8 @@ folder: J), and states the runs beside it: `judgment_runs` computes each run, th
 majority vote, and whether the mean is the file's `accuracy` exactly; the import prints
 them under its table and keeps them in imported/source.json's notes.
 
-dial481/locomo-audit released two such files (pinned: `LOCOMO_AUDIT_SPECIFIC_SCORED`,
-`LOCOMO_AUDIT_VAGUE_SCORED`): deliberately wrong answers to the 1,540 questions of
+dial481/locomo-audit released two such files (pinned: `AUDIT_SPECIFIC_SCORED`,
+`AUDIT_VAGUE_SCORED`): deliberately wrong answers to the 1,540 questions of
 categories 1-4 judged by gpt-4o-mini under a Mem0-style prompt (published 10.61% and
 62.81%, the means). A pack imported from one of them says so in its notes: its J is the
 rate at which that judge accepts a wrong answer, not a memory system's score.
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from memorybench.data.pins import LOCOMO_AUDIT_SPECIFIC_SCORED, LOCOMO_AUDIT_VAGUE_SCORED
+from memorybench.benchmarks.locomo.pins import AUDIT_SPECIFIC_SCORED, AUDIT_VAGUE_SCORED
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_bytes
 from memorybench.benchmarks.locomo.importers.released import JudgeLabels, Released, ReleasedRow, category_of
@@ -44,12 +44,12 @@ TOP_FIELDS = ("total_questions", "correct", "accuracy", "detailed_results")
 
 #: released files of this format that are not a memory system's answers, by sha256: what the pack says
 KNOWN_RELEASES: dict[str, str] = {
-    LOCOMO_AUDIT_SPECIFIC_SCORED.sha256: (
+    AUDIT_SPECIFIC_SCORED.sha256: (
         "DELIBERATELY WRONG ANSWERS: dial481/locomo-audit's specific-but-wrong answers (ap-baseline v1) to the 1,540 "
         "questions of categories 1-4, judged 3 times by gpt-4o-mini under a Mem0-style prompt; J here is the rate at "
         "which that judge accepts a wrong answer (a calibration set), not a memory system's score"
     ),
-    LOCOMO_AUDIT_VAGUE_SCORED.sha256: (
+    AUDIT_VAGUE_SCORED.sha256: (
         "DELIBERATELY WRONG ANSWERS: dial481/locomo-audit's vague-but-topical wrong answers (ap-baseline v2) to the "
         "1,540 questions of categories 1-4, judged 3 times by gpt-4o-mini under a Mem0-style prompt; J here is the rate "
         "at which that judge accepts a wrong answer (a calibration set), not a memory system's score"
