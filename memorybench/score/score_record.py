@@ -35,7 +35,7 @@ from memorybench.benchmark import Benchmark
 from memorybench.score.scorers import scorers
 from memorybench.stats import mean
 
-__all__ = ["SCHEMA", "cluster_se", "covers", "kind_counts_of", "kind_names_of", "local_metrics", "scores_of", "subset_value"]
+__all__ = ["SCHEMA", "cluster_se", "covers", "kind_counts_of", "kind_names_of", "local_metrics", "scores_of"]
 
 SCHEMA = "metrics.v2"
 
@@ -200,11 +200,6 @@ def scores_of(metrics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             block["task_average"] = {"value": old.get("task_averaged")}
         out[name] = block
     return out
-
-
-def subset_value(metrics: Mapping[str, Any], scorer: str, subset: str) -> float | None:
-    """One named subset's figure of one scorer ("1-4" of locomo_f1), None where the file has none."""
-    return (((scores_of(metrics).get(scorer) or {}).get("subsets") or {}).get(subset) or {}).get("value")
 
 
 def kind_names_of(metrics: Mapping[str, Any]) -> dict[str, str]:

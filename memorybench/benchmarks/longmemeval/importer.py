@@ -78,12 +78,18 @@ from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, 
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
 from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
-from memorybench.pack.success import write_success
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used, run_identity
 from memorybench.benchmarks.longmemeval.score import JudgedQuestion, authors_report, qa_metrics
 from memorybench.benchmarks.longmemeval.files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
-from memorybench.stages.importers._pack import AlreadyImported, built_whole, finished_pack, trace_head, write_imported_judge
+from memorybench.stages.importers._pack import (
+    AlreadyImported,
+    built_whole,
+    close_import,
+    finished_pack,
+    trace_head,
+    write_imported_judge,
+)
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, bounded_rows, depth_at_most, read_bytes
 
 __all__ = ["FORMATS", "HYPOTHESES", "JUDGED", "format_reproduction", "import_released"]
@@ -384,12 +390,13 @@ def _write_pack(
     if model is not None:
         judge_id = _write_judge(root, rid, held, row_of, source, model, started, commit, dirty)
     reproduction = _reproduction(root, rid, source, imported, held, judge_id, dataset)
-    pack.write_text(REPRODUCTION, reproduction.dump())
-    pack.write_text(
-        layout.TRACE_MD, _trace_md(rid, source, imported[0], [q.question_id for q in held], judge_id, listed, dataset)
+    close_import(
+        root,
+        pack,
+        meta,
+        reproduction,
+        lambda: _trace_md(rid, source, imported[0], [q.question_id for q in held], judge_id, listed, dataset),
     )
-    pack.write_json(layout.RUN_META, meta.model_copy(update={"ended_at": utc_now()}))
-    write_success(root)  # last: the sha256 of every file above
     return reproduction
 
 

@@ -12,10 +12,11 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 from pathlib import Path
 
-from memorybench.answer.imported import ImportSource
+from memorybench.answer.imported import REPRODUCTION, ImportSource, Reproduction
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.atomic import fsync_dir, write_atomic
@@ -23,6 +24,7 @@ from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import dump_line
 from memorybench.pack.success import write_success
+from memorybench.provenance import utc_now
 
 
 class AlreadyImported(Exception):
@@ -68,6 +70,16 @@ def built_whole(final: Path, rid: str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def close_import(root: Path, pack: Any, meta: Any, reproduction: Reproduction, trace_md: Callable[[], str]) -> None:
+    """The last writes of every import, in order: its reproduction, its TRACE.md (made after the
+    reproduction is on disk: it may read it), run_meta.json with its end time, then `_SUCCESS`
+    (the sha256 of every file above)."""
+    pack.write_text(REPRODUCTION, reproduction.dump())
+    pack.write_text(layout.TRACE_MD, trace_md())
+    pack.write_json(layout.RUN_META, meta.model_copy(update={"ended_at": utc_now()}))
+    write_success(root)
 
 
 def write_imported_judge(root: Path, meta: AutoraterMeta, verdicts: Sequence[AutoraterVerdict]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from memorybench.answer.imported import REPRODUCTION, ROWS, SOURCE, ImportedRow, ImportSource, Reproduction, SourceFile
+from memorybench.answer.imported import ROWS, SOURCE, ImportedRow, ImportSource, Reproduction, SourceFile
 from memorybench.benchmark import LOCOMO, recorded
 from memorybench.benchmarks.locomo.importers.released import Released
 from memorybench.benchmarks.locomo.importers.reproduction import build_reproduction
@@ -27,11 +27,10 @@ from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, 
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
 from memorybench.pack.schemas import MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
-from memorybench.pack.success import write_success
 from memorybench.progress import Progress
 from memorybench.provenance import git_state, package_versions, utc_now
 from memorybench.run_id import plugins_used
-from memorybench.stages.importers._pack import trace_head, write_imported_judge
+from memorybench.stages.importers._pack import close_import, trace_head, write_imported_judge
 
 __all__ = ["ANSWERER", "MEM0_CATEGORIES", "MEMORY", "config", "write_pack"]
 
@@ -232,11 +231,10 @@ def write_pack(
         partial=partial,
         own=own,
     )
-    pack.write_text(REPRODUCTION, reproduction.dump())
     by_id = all(r.question_id is not None for r in released.rows)
-    pack.write_text(layout.TRACE_MD, _trace_md(PackReader.open(root), rid, data_path, source, judge_id, by_id))
-    pack.write_json(layout.RUN_META, meta.model_copy(update={"ended_at": utc_now()}))
-    write_success(root)  # last: the sha256 of every file above
+    close_import(
+        root, pack, meta, reproduction, lambda: _trace_md(PackReader.open(root), rid, data_path, source, judge_id, by_id)
+    )
     return reproduction
 
 
