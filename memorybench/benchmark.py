@@ -109,6 +109,10 @@ class Dataset:
     read_ratio: float | None = None
     #: where its files are published, in words: what a dataset without a pin says it lacks
     source: str = ""
+    #: whether each of its samples fits the largest embedded reader's context by the exact count
+    #: (`llm.local.models.choose_local_model`; LoCoMo's conversations fit Gemma's 32k): `plan`
+    #: skips its high estimate of every haystack (`plan_questions.check_memory_fits`)
+    fits_local_reader: bool = False
 
     def __post_init__(self) -> None:
         if self.large and self.folder:
@@ -275,7 +279,44 @@ class Benchmark:
     #: and `calibration_sets(pins, max_questions, dataset) -> memorybench.stages.judge_check.CalibrationSets`;
     #: None: judge-check has no sets for it
     judge_sets: str | None = None
+    #: what one sample (the memory built once, its questions asked over it) is called in a
+    #: sentence, singular: a LoCoMo conversation, a LongMemEval question's haystack
+    sample: str = "conversation"
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def lexical_figure(self) -> str:
+        """What its rows' lexical F1 (`locomo_f1`) is called in a line: its own published score
+        ("LoCoMo F1"), else a diagnostic, never another benchmark's score."""
+        return f"{self.title} F1" if self.own_lexical_rules else "token F1 (diagnostic)"
+
+    def samples(self, count: int) -> str:
+        """`10 conversation(s)`, `20 haystack(s)`: how many samples a figure covers."""
+        return f"{count} {self.sample}(s)"
+
+    def judge_values(self, judge: Any = None, *, passes: bool = False) -> dict[str, float | None]:
+        """One judge's figures under this benchmark's own names (`figure_key`: the runs table's
+        and MLflow's `<name>/<judge id>`), from its `autorater_metrics.json` record (None: the
+        names, each null): the overall, `_sd` over the passes, `_task_avg` where it reports one,
+        each id-marked subset's and each kind's (`_<kind name>`), and with `passes` each pass's
+        (`_pass<n>`). Its `judge_figures` module names them where it defines `named(judge,
+        benchmark, passes)` (LongMemEval's print_qa_metrics.py figures, BEAM's profiles); else
+        they are the judge's mean score. None for a benchmark whose figure is Mem0's J
+        (`figure_key` "j", LoCoMo's): the J columns hold it."""
+        if self.figure_key == "j":
+            return {}
+        if self.judge_figures is not None:
+            named = getattr(imported(self.judge_figures), "named", None)
+            if named is not None:
+                return dict(named(judge, self, passes))
+        key, j = self.figure_key, judge.j if judge is not None else None
+        by_kind = j.by_category if j is not None else {}
+        return {
+            key: j.overall if j is not None else None,
+            f"{key}_sd": j.sd if j is not None else None,
+            **{f"{key}_{kind}": by_kind.get(str(number)) for number, kind in self.category_names.items()},
+            **({f"{key}_pass{n}": value for n, value in enumerate(j.passes, 1)} if passes and j is not None else {}),
+        }
 
     def own(self, hook: str, name: str) -> Any:
         """`name` of the module its field `hook` names (`judge_figures`, `importer`)."""

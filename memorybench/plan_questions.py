@@ -12,8 +12,8 @@ outgrow the embedded model (LongMemEval: `_s` haystacks are about 115k tokens): 
 `reader=local` and a memory that hands the reader the whole haystack, the longest one must
 fit the largest local context, else one line says how many do not and the ways out,
 before any call. Nothing is ever cut silently. LoCoMo's conversations fit Gemma's 32k
-context by the exact count (`choose_local_model`), so LoCoMo runs skip this check and
-`plan` stays as fast as before.
+context by the exact count (`choose_local_model`): its dataset says so
+(`Dataset.fits_local_reader`), and its runs skip this check, so `plan` stays as fast as before.
 """
 
 from __future__ import annotations
@@ -130,11 +130,11 @@ def format_questions(rows: list[QuestionRow]) -> list[str]:
 
 
 def check_memory_fits(cfg: DictConfig) -> None:
-    """With the embedded reader and a whole-haystack memory on a benchmark other than LoCoMo:
-    every haystack of the run fits the local model's context, else one UserError line."""
-    from memorybench.benchmark import LOCOMO, benchmark_of
+    """With the embedded reader and a whole-haystack memory on a dataset whose samples are not
+    known to fit: every haystack of the run fits the local model's context, else one UserError line."""
+    from memorybench.benchmark import dataset_named
 
-    if benchmark_of(str(cfg.dataset.name)) is LOCOMO or str(cfg.reader.get("provider")) != "local":
+    if dataset_named(str(cfg.dataset.name)).fits_local_reader or str(cfg.reader.get("provider")) != "local":
         return
     if str(cfg.memory.name) not in WHOLE_HAYSTACK or cfg.get("answerer", {}).get("name") not in (None, "reader"):
         return

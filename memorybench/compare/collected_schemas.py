@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named
+from memorybench.benchmark import Benchmark, benchmark_named
 
 __all__ = [
     "EXAMPLES_SCHEMA",
@@ -227,24 +227,13 @@ LOCOMO_JUDGE_COLUMNS = ("j_mean", "j_sd", *(f"j_cat{c}" for c in JUDGED_CATEGORI
 def benchmark_judge_values(bench: Benchmark, judge_id: str, judge: Any = None) -> dict[str, Any]:
     """Another benchmark's runs-table values of one judge, from its autorater_metrics.json (`judge`,
     `memorybench.pack.autorater_schemas.AutoraterMetrics`; None: every value null), named as MLflow
-    names them (`memorybench.tracking.pack_figures.benchmark_metrics`), each `<name>/<judge id>`: the
-    benchmark's figure (`Benchmark.figure_key`: `longmemeval_accuracy`, the judge's overall accuracy)
-    from the judge's block of that benchmark (`longmemeval`), its sd over the passes (`_sd`), the
-    task-averaged figure (`_task_avg`, where the benchmark reports one), each subset's (`_abstention`:
-    `Benchmark.id_marks`) and each kind's (`_<kind name>`: `Benchmark.category_names`), with the
-    judge's `LOCOMO_JUDGE_COLUMNS` null. Nothing for a LoCoMo pack: its row is as ever."""
-    if bench is LOCOMO:
+    names them (`memorybench.tracking.pack_figures.benchmark_metrics`), each `<name>/<judge id>`:
+    the benchmark's figure under its own name (`Benchmark.judge_values`: `longmemeval_accuracy`,
+    `beam_score`, with its subsets and kinds), with the judge's `LOCOMO_JUDGE_COLUMNS` null.
+    Nothing for a benchmark whose figure is J (LoCoMo's): its row is as ever."""
+    figures = bench.judge_values(judge)
+    if not figures:
         return {}
-    key, block = bench.figure_key, getattr(judge, bench.name, None) if judge is not None else None
-    by_kind = (block.accuracy_by_type if block is not None else None) or {}
-    figures: dict[str, Any] = {
-        key: block.overall_accuracy if block is not None else None,
-        f"{key}_sd": judge.j.sd if block is not None else None,
-        **({f"{key}_task_avg": block.task_averaged_accuracy if block is not None else None} if bench.task_averaged else {}),
-        # a subset's figure is the block's `<subset>_accuracy` (LongMemEval: abstention_accuracy), as MLflow reads it
-        **{f"{key}_{subset}": getattr(block, f"{subset}_accuracy", None) for subset in bench.id_marks},
-        **{f"{key}_{kind}": by_kind.get(kind) for kind in bench.category_names.values()},
-    }
     return {
         **{judge_key(name, judge_id): None for name in LOCOMO_JUDGE_COLUMNS},
         **{judge_key(name, judge_id): value for name, value in figures.items()},

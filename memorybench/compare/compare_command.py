@@ -51,15 +51,19 @@ def _metric_name(metric: str, covers: str, benchmark: str | None = None) -> str:
     from memorybench.benchmark import benchmark_named
 
     bench = benchmark_named(benchmark)
-    if bench.name == "locomo":
-        names = {"locomo_f1": "LoCoMo F1", "j": "J", "j_failed_wrong": "J, failures WRONG"}
-    else:
-        names = {
-            "locomo_f1": "token F1 (diagnostic)",
-            "j": bench.judge_figure,
-            "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
-        }
+    names = {
+        "locomo_f1": bench.lexical_figure,
+        "j": bench.judge_figure,
+        "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
+    }
     return f"{names[metric]} ({covers})"
+
+
+def _benchmark(summary: dict[str, Any]) -> Any:
+    """The benchmark a summary or difference is over (its `benchmark`; absent: LoCoMo's)."""
+    from memorybench.benchmark import benchmark_named
+
+    return benchmark_named(summary.get("benchmark"))
 
 
 def _figure(benchmark: str | None) -> str:
@@ -101,10 +105,10 @@ def _category_lines(tests: dict[str, Any], unit: str) -> list[str]:
 
 def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
     name = f"condition {label} ({summary['condition']}): " if label else f"{summary['condition']}: "
-    unit = "conversation(s)" if summary.get("benchmark", "locomo") == "locomo" else "haystack(s)"
+    samples = _benchmark(summary).samples(summary["conversations"])
     lines = [
         f"{name}{summary['questions']} questions in "
-        f"{summary['conversations']} {unit}, {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"
+        f"{samples}, {len(summary['packs'])} pack(s), question protocol {summary['protocol']}"
     ]
     for metric in METRICS:
         if metric not in summary:
@@ -146,8 +150,8 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
     d0 = difference
     left = [f"{d0['only_a']} of A's" if d0["only_a"] else "", f"{d0['only_b']} of B's" if d0["only_b"] else ""]
     left_text = f" ({' and '.join(x for x in left if x)} questions held by one side only left out)" if any(left) else ""
-    unit = "conversation(s)" if d0.get("benchmark", "locomo") == "locomo" else "haystack(s)"
-    lines = [f"B minus A, paired over {d0['questions']} questions in {d0['conversations']} {unit}{left_text}:"]
+    samples = _benchmark(d0).samples(d0["conversations"])
+    lines = [f"B minus A, paired over {d0['questions']} questions in {samples}{left_text}:"]
     differences = d0.get("config_differences") or []
     if differences:  # what else B changes besides the factor meant: each one named, never silently compared
         shown = "; ".join(f"{d['key']} {_value(d['a'])} -> {_value(d['b'])}" for d in differences[:12])
@@ -182,7 +186,7 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
                     d["p_two_sided"],
                     d["mdd"],
                     d["clusters"],
-                    unit=unit.removesuffix("(s)"),
+                    unit=_benchmark(d0).sample,
                     alpha=round(1 - d["confidence"], 10),
                 )
             )
@@ -204,7 +208,7 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         if c["low"] is not None:  # an interval only: a test over questions as if independent is no test here
             lines.append(f"    {c['method']}: [{_fmt(c['low'])}, {_fmt(c['high'])}] (an interval only, no p-value)")
         if d.get("by_category"):
-            lines.extend(_category_lines(d["by_category"], unit.removesuffix("(s)")))
+            lines.extend(_category_lines(d["by_category"], _benchmark(d0).sample))
     if "j_left_out" in d0:
         lines.append(f"  {_figure(d0.get('benchmark'))} left out: {d0['j_left_out']}")
     return lines
@@ -217,11 +221,11 @@ def format_compare(result: dict[str, Any]) -> str:
             lines.extend(_summary_lines(label, summary))
     if result.get("difference"):
         lines.extend(_difference_lines(result["difference"]))
-    # LoCoMo's known gold errors (an audit of locomo10.json) say nothing of another benchmark
+    # a benchmark's known gold errors (LoCoMo's audit of locomo10.json) say nothing of another's
     notes = {
         (result.get(k) or {}).get("gold_errors")
         for k in ("summary", "summary_a", "difference")
-        if (result.get(k) or {}).get("benchmark", "locomo") == "locomo"
+        if result.get(k) and _benchmark(result[k]).gold_audit is not None
     } - {None}
     lines.extend(sorted(notes))
     lines.extend(f"warning: {w}" for w in result.get("warnings") or [])

@@ -20,7 +20,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_pack
+from memorybench.benchmark import DEFAULT, Benchmark, benchmark_named, benchmark_of_pack
 from memorybench.errors import ModelCallError, UserError
 from memorybench.hashing import sha256_text
 from memorybench.llm.endpoints import validate_endpoint
@@ -143,14 +143,15 @@ def pack_benchmark(pack: PackReader) -> Benchmark:
     metrics.json does, else its dataset's); LoCoMo for a folder without either."""
     meta = pack.json_object(layout.RUN_META) if pack.exists(layout.RUN_META) else None
     metrics = pack.json_object(layout.METRICS) if pack.exists(layout.METRICS) else None
-    return benchmark_of_pack(meta, metrics) if meta is not None or metrics is not None else LOCOMO
+    return benchmark_of_pack(meta, metrics) if meta is not None or metrics is not None else benchmark_named(None)
 
 
 def check_benchmark(protocol: JudgeProtocol, benchmark: Benchmark, where: str) -> None:
-    """Refuse a protocol made for another benchmark's packs (one line naming the protocols that fit)."""
-    own = getattr(protocol, "benchmark", LOCOMO.name)
+    """Refuse a protocol made for another benchmark's packs (one line naming the protocols that fit);
+    a protocol that names none (Mem0's, the strict one) judges the default benchmark's."""
+    own = getattr(protocol, "benchmark", DEFAULT)
     if own != benchmark.name:
-        fits = sorted(name for name in JUDGES.names() if getattr(JUDGES.get(name), "benchmark", LOCOMO.name) == benchmark.name)
+        fits = sorted(name for name in JUDGES.names() if getattr(JUDGES.get(name), "benchmark", DEFAULT) == benchmark.name)
         raise UserError(
             f"{where} is a {benchmark.name} pack and judge.protocol={protocol.name} judges {own} packs; "
             f"use judge.protocol={' or '.join(fits) or '...'} (e.g. judge={fits[0] if fits else '...'})"

@@ -24,7 +24,7 @@ from typing import Any
 from memorybench.errors import UserError
 from memorybench.llm.usage import usage_summary
 from memorybench.pack import layout
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_named
+from memorybench.benchmark import Benchmark, benchmark_named
 from memorybench.pack.autorater_schemas import (
     Agreement,
     AutoraterCounts,
@@ -37,7 +37,6 @@ from memorybench.pack.autorater_schemas import (
 )
 from memorybench.pack.reader import PackReader
 from memorybench.registry import JUDGES
-from memorybench.score import CATEGORY_NAMES
 from memorybench.score.judge import Mem0Judge
 from memorybench.stages.autorater_judge import pack_benchmark
 
@@ -80,10 +79,10 @@ def one_judge(pack: PackReader, judge_id: str | None) -> str:
 
 def _judged_categories(protocol: str, benchmark: Benchmark) -> tuple[int, ...]:
     """The categories a judge judges: its protocol's; an unregistered one (`imported`) judges
-    LoCoMo's categories 1-4 as Mem0 does, and every kind of another benchmark."""
+    those the benchmark's judge judges (LoCoMo's 1-4, as Mem0 does), else every kind."""
     if protocol in JUDGES:
         return tuple(JUDGES.get(protocol).judged_categories)
-    return JUDGED_CATEGORIES if benchmark.name == LOCOMO.name else tuple(sorted(benchmark.category_names))
+    return tuple(benchmark.judged) if benchmark.judged is not None else tuple(sorted(benchmark.category_names))
 
 
 def _labels(protocol: str) -> dict[str, str] | None:
@@ -115,11 +114,11 @@ def autorater_metrics(
     passes = meta.passes
     benchmark = pack_benchmark(pack)
     # a benchmark with figures of its own (LongMemEval's print_qa_metrics.py) gets them beside the per-kind means
-    locomo, own = benchmark.name == LOCOMO.name, benchmark.judge_figures is not None
+    own = benchmark.judge_figures is not None
     categories = (
         tuple(judged_categories) if judged_categories is not None else _judged_categories(meta.identity.protocol, benchmark)
     )
-    names = CATEGORY_NAMES if locomo else benchmark.category_names
+    names = benchmark.category_names
     order = {row.question_id: i for i, row in enumerate(rows)}
     judged_rows = [row for row in rows if row.category in categories]
 
@@ -240,7 +239,8 @@ def autorater_metrics(
         usage={"judge": usage} if usage else {},
         labels=_labels(meta.identity.protocol) or (benchmark.own("judge_figures", "LABELS") if own else LABELS),
         notes=meta.notes,
-        benchmark=None if locomo else benchmark.name,
+        # absent where it is the benchmark an absent key means (LoCoMo's): its file keeps its bytes
+        benchmark=None if benchmark is benchmark_named(None) else benchmark.name,
         **(
             {
                 benchmark.own("judge_figures", "FIELD"): benchmark.own("judge_figures", "scores")(
@@ -286,8 +286,10 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
     if metrics.get("longmemeval") is not None or metrics.get("figures") is not None:  # the benchmark's own figures
         own_lines = benchmark_named(metrics.get("benchmark")).own("judge_figures", "lines")
         return "\n".join(lines + own_lines(metrics) + _usage_lines(metrics))
-    locomo = metrics.get("benchmark") is None  # Mem0's J over LoCoMo's categories 1-4; another benchmark's own figure
-    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J' if locomo else 'score':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
+    # Mem0's J over the kinds its judge judges (LoCoMo's 1-4, named by their subset), or the benchmark's own score
+    bench = benchmark_named(metrics.get("benchmark"))
+    judged = next((name for name, s in bench.subsets.items() if bench.judged and tuple(s.kinds) == tuple(bench.judged)), None)
+    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'J' if bench.figure_key == 'j' else 'score':>7}  {'Mem0 F1':>8}  {'BLEU-1':>8}"
     lines += [header, "-" * len(header)]
 
     def fmt(v: float | None) -> str:
@@ -298,17 +300,19 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
     for key in metrics["category_names"]:
         c = int(key)
         lines.append(
-            f"{c:<4}{(CATEGORY_NAMES[c] if locomo else metrics['category_names'][key]):<13}{in_j[key]:>5}  "
+            f"{c:<4}{metrics['category_names'][key]:<13}{in_j[key]:>5}  "
             f"{fmt(metrics['j']['by_category'][key]):>7}  "
             f"{fmt(metrics['mem0_f1']['by_category'][key]):>8}  {fmt(metrics['mem0_bleu1']['by_category'][key]):>8}"
         )
     lines.append("-" * len(header))
     lines.append(
-        f"{'1-4' if locomo else 'overall':<17}{sum(in_j.values()):>5}  {fmt(metrics['j']['overall']):>7}  "
+        f"{judged or 'overall':<17}{sum(in_j.values()):>5}  {fmt(metrics['j']['overall']):>7}  "
         f"{fmt(metrics['mem0_f1']['overall']):>8}  {fmt(metrics['mem0_bleu1']['overall']):>8}"
     )
-    if locomo:
-        lines.append(f"5 (adversarial) skipped: {counts['skipped_rows']} rows, no judge request")
+    unjudged = [k for k in bench.category_names if bench.judged is not None and k not in bench.judged]
+    if unjudged:
+        kinds = ", ".join(f"{k} ({bench.category_names[k]})" for k in unjudged)
+        lines.append(f"{kinds} skipped: {counts['skipped_rows']} rows, no judge request")
     j = metrics["j"]
     if metrics["passes"] > 1:
         sd = "-" if j["sd"] is None else f"{j['sd']:.4f}"

@@ -105,23 +105,11 @@ def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mappin
         out[f"{name}_task_avg"] = (scores.get("task_average") or {}).get("value")
         by_kind = scores.get("by_kind") or {}
         out.update({f"{name}_{kind}": (by_kind.get(str(k)) or {}).get("value") for k, kind in bench.category_names.items()})
-    key = bench.figure_key
     for judge_id in reader.judges():
         judge = reader.autorater_metrics(judge_id)
-        block = getattr(judge, bench.name, None) if judge is not None else None
-        if judge is None or block is None:
+        figures = bench.judge_values(judge, passes=True) if judge is not None else {}
+        if not any(value is not None for value in figures.values()):
             continue
-        figures: dict[str, Any] = {
-            key: block.overall_accuracy,
-            f"{key}_sd": judge.j.sd,
-            "judge_passes": judge.passes,
-            "judge_agreement": judge.j.agreement.share,
-        }
-        if bench.task_averaged:
-            figures[f"{key}_task_avg"] = block.task_averaged_accuracy
-        # a subset's accuracy is the block's `<subset>_accuracy` (LongMemEval: abstention_accuracy)
-        figures.update({f"{key}_{subset}": getattr(block, f"{subset}_accuracy", None) for subset in bench.id_marks})
-        figures.update({f"{key}_{kind}": block.accuracy_by_type.get(kind) for kind in bench.category_names.values()})
-        figures.update({f"{key}_pass{p.pass_}": p.overall_accuracy for p in block.passes})
+        figures.update({"judge_passes": judge.passes, "judge_agreement": judge.j.agreement.share})  # type: ignore[union-attr]
         out.update({judge_key(name, judge_id): value for name, value in figures.items()})
     return out

@@ -146,11 +146,14 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
     texts = _Texts()
     questions: dict[str, dict[str, Any]] = {}
     pack_rows: list[dict[str, Any]] = []
+    first_benchmark = None
     for i, location in enumerate(packs):
         walker = PackWalker.open(location)
         blames = pack_blame(walker)
         meta = walker.meta
-        basis = f1_basis(benchmark_of_pack(meta))  # another benchmark's: its lexical diagnostic by its name
+        bench = benchmark_of_pack(meta)
+        first_benchmark = first_benchmark or bench
+        basis = f1_basis(bench)  # another benchmark's: its lexical diagnostic by its name
         pack_rows.append(
             {
                 "label": meta.get("run_id") or walker.pack.name,
@@ -186,7 +189,7 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
         "packs": pack_rows,
         "classes": list(CLASSES),
         "questions": list(questions.values()),
-        "pairs": paired_lines(list(questions.values()), len(packs)),
+        "pairs": paired_lines(list(questions.values()), len(packs), first_benchmark),
     }
     return data, texts.values
 
@@ -227,11 +230,15 @@ def _gold_error(s: Any) -> dict[str, Any] | None:
     }
 
 
-def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, str]:
-    """Per ordered pair `"a,b"`: B minus A in LoCoMo F1 over the questions both answered,
-    with `compare`'s interval over conversations, p-value and minimum detectable difference
+def paired_lines(questions: Sequence[dict[str, Any]], packs: int, bench: Any = None) -> dict[str, str]:
+    """Per ordered pair `"a,b"`: B minus A in the lexical F1 (LoCoMo F1 on LoCoMo, a diagnostic on
+    another benchmark `bench`) over the questions both answered, with `compare`'s interval over
+    samples, p-value and minimum detectable difference
     (`memorybench.compare.intervals.paired_difference`), in one line."""
+    from memorybench.benchmark import benchmark_named
     from memorybench.compare.intervals import format_p, mdd_sentence, paired_difference
+
+    bench = bench or benchmark_named(None)
 
     out = {}
     for a in range(packs):
@@ -245,7 +252,7 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int) -> dict[str, s
             ]
             both = [x for x in both if x[0] is not None and x[1] is not None]
             d = paired_difference([x[0] for x in both], [x[1] for x in both], [x[2] for x in both])
-            line = f"LoCoMo F1, B minus A over {d.n} questions in {d.clusters} conversation(s): "
+            line = f"{bench.lexical_figure}, B minus A over {d.n} questions in {bench.samples(d.clusters)}: "
             if d.difference is None:
                 out[f"{a},{b}"] = line + "no question in common"
             elif d.low is None:

@@ -286,3 +286,25 @@ def test_the_report_gives_both_profiles_per_ability_with_intervals_and_their_dif
     overall = rows["overall (mean of the ten)"]
     assert float(overall[OFFICIAL]) == pytest.approx(metrics[OFFICIAL]["overall"], abs=1e-6)
     assert "## beam_profiles" in report.markdown.read_text("utf-8")
+
+
+def test_the_runs_table_and_mlflow_carry_beams_figure_by_its_own_name(judged, tmp_path):
+    """`beam_score/<judge id>`: the protocol's profile (beam_official here), both profiles' overalls and
+    each ability's figure, from the judge's `figures`; never Mem0's J (its columns null)."""
+    import pyarrow.parquet as pq
+
+    from memorybench.compare.aggregate import aggregate
+    from memorybench.tracking import pack_metrics
+
+    pack, folder, _ = judged
+    judge = folder.name
+    own = json.loads((folder / "autorater_metrics.json").read_text("utf-8"))["figures"]["profiles"]
+    (row,) = pq.read_table(aggregate([pack], tmp_path).runs).to_pylist()
+    logged = pack_metrics(pack)
+    for figures in (row, logged):
+        assert figures[f"beam_score/{judge}"] == pytest.approx(own[OFFICIAL]["overall"])
+        assert figures[f"beam_score_paper/{judge}"] == pytest.approx(own[PAPER]["overall"])
+        for ability in ABILITIES:
+            assert figures[f"beam_score_{ability}/{judge}"] == pytest.approx(own[OFFICIAL]["per_ability"][ability])
+    assert row[f"j_mean/{judge}"] is None and not [k for k in logged if k.startswith("j_mean")]
+    assert logged[f"beam_score_pass1/{judge}"] == pytest.approx(own[OFFICIAL]["overall"])

@@ -206,6 +206,19 @@ def test_a_scripted_run_of_the_cognitive_category_verifies_and_is_judged(tmp_pat
     out = capsys.readouterr().out
     assert "6   Cognitive" in out and "0.7500" in out and "1 unreadable, excluded from the figure" in out
     assert verify_pack(pack) == []
+    # its figure reaches MLflow and the runs table by its own name, never as Mem0's J
+    import pyarrow.parquet as pq
+
+    from memorybench.compare.aggregate import aggregate
+    from memorybench.tracking import pack_metrics
+
+    (judge,) = (p.name for p in (pack / "autorater").iterdir())
+    (row,) = pq.read_table(aggregate([pack], tmp_path / "collected").runs).to_pylist()
+    logged = pack_metrics(pack)
+    for figures in (row, logged):
+        assert figures[f"locomo_plus_score/{judge}"] == pytest.approx(0.75)
+        assert figures[f"locomo_plus_score_Cognitive/{judge}"] == pytest.approx(0.75)
+    assert row[f"j_mean/{judge}"] is None and logged[f"locomo_plus_score_pass1/{judge}"] == pytest.approx(0.75)
 
 
 def test_show_says_how_a_stitched_question_was_built(tmp_path, capsys):

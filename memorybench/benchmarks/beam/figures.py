@@ -16,9 +16,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from memorybench.benchmarks.beam.data import ABILITIES
-from memorybench.benchmarks.beam.judge import BeamJudge
+from memorybench.benchmarks.beam.judge import BeamJudge, BeamOfficialJudge
 from memorybench.benchmarks.beam.score import (
     EVENT_ORDERING,
+    OFFICIAL,
+    PAPER,
     PROFILES,
     Equivalence,
     JudgedQuestion,
@@ -33,6 +35,7 @@ __all__ = [
     "LABELS",
     "judge_acceptance",
     "lines",
+    "named",
     "profiles_table",
     "question_figures",
     "question_lines",
@@ -138,6 +141,30 @@ def scores(
         "official_requests": protocol != BeamJudge.name,
         "profiles": means,
         "passes": per_pass,
+    }
+
+
+def named(judge: Any, benchmark: Any, passes: bool = False) -> dict[str, float | None]:
+    """A judge's figures under BEAM's names (`Benchmark.judge_values`): `beam_score`, the overall of
+    the profile its protocol is named for (beam: beam_paper, beam_official: beam_official), per
+    ability under that profile, both profiles' overalls (`_official`, `_paper`), `_sd` over the
+    passes, and with `passes` each pass's overall under the protocol's profile (`_pass<n>`)."""
+    key = benchmark.figure_key
+    own = getattr(judge, FIELD, None) if judge is not None else None
+    profile = (OFFICIAL if own.get("protocol") == BeamOfficialJudge.name else PAPER) if own else PAPER
+    profiles = own["profiles"] if own else {}
+    chosen = profiles.get(profile) or {}
+    return {
+        key: chosen.get("overall"),
+        f"{key}_official": (profiles.get(OFFICIAL) or {}).get("overall"),
+        f"{key}_paper": (profiles.get(PAPER) or {}).get("overall"),
+        f"{key}_sd": judge.j.sd if own else None,
+        **{f"{key}_{ability}": (chosen.get("per_ability") or {}).get(ability) for ability in ABILITIES},
+        **(
+            {f"{key}_pass{n}": (p.get(profile) or {}).get("overall") for n, p in enumerate(own["passes"], 1)}
+            if passes and own
+            else {}
+        ),
     }
 
 

@@ -18,7 +18,7 @@ BENCHMARK = Benchmark(
     version="snap-research/locomo@3eb6f2c585f5",
     # Mem0's basis (its judge skips category 5) and LoCoMo's own, only where category 5 was asked
     subsets={"1-4": Subset((1, 2, 3, 4)), "1-5": Subset((1, 2, 3, 4, 5), asked=(5,))},
-    datasets=(Dataset("locomo10", pin="memorybench.data.pins:LOCOMO10", expected="locomo10.json"),),
+    datasets=(Dataset("locomo10", pin="memorybench.data.pins:LOCOMO10", expected="locomo10.json", fits_local_reader=True),),
     unit="conversation",
     # LoCoMo's category numbers as its own scorer names them. Mem0's paper uses other names
     # for the same numbers, so tables print the number beside the name.

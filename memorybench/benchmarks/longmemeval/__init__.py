@@ -25,6 +25,7 @@ BENCHMARK = Benchmark(
     ),
     # each question has a haystack of its own: its sample id is its question id
     unit="question",
+    sample="haystack",
     # the question types, numbered in the order of the authors' README (memorybench.benchmarks.longmemeval.data.TYPES)
     category_names={
         1: "single-session-user",

@@ -30,7 +30,7 @@ from memorybench.pack.autorater_schemas import (
 )
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, JudgedQuestion, authors_report, qa_metrics
 
-__all__ = ["FIELD", "LABELS", "OPENAI_API", "comparability", "lines", "scores"]
+__all__ = ["FIELD", "LABELS", "OPENAI_API", "comparability", "lines", "named", "scores"]
 
 #: where OpenAI's own API is served (a provider=openai judge with another base URL is not OpenAI)
 OPENAI_API = "https://api.openai.com/"
@@ -134,6 +134,23 @@ def scores(
         comparable=comparable,
         comparability=why,
     )
+
+
+def named(judge: Any, benchmark: Any, passes: bool = False) -> dict[str, float | None]:
+    """A judge's figures under LongMemEval's names (`Benchmark.judge_values`), the numbers
+    print_qa_metrics.py gives: `longmemeval_accuracy` overall, `_sd` over the passes, `_task_avg`,
+    `_abstention`, per question type, and with `passes` each pass's overall (`_pass<n>`)."""
+    key, block = benchmark.figure_key, getattr(judge, FIELD, None) if judge is not None else None
+    by_kind = (block.accuracy_by_type if block is not None else None) or {}
+    return {
+        key: block.overall_accuracy if block is not None else None,
+        f"{key}_sd": judge.j.sd if block is not None else None,
+        f"{key}_task_avg": block.task_averaged_accuracy if block is not None else None,
+        # a subset's figure is the block's `<subset>_accuracy` (abstention_accuracy)
+        **{f"{key}_{subset}": getattr(block, f"{subset}_accuracy", None) for subset in benchmark.id_marks},
+        **{f"{key}_{kind}": by_kind.get(kind) for kind in benchmark.category_names.values()},
+        **({f"{key}_pass{p.pass_}": p.overall_accuracy for p in block.passes} if passes and block is not None else {}),
+    }
 
 
 def lines(metrics: Mapping[str, Any]) -> list[str]:
