@@ -263,7 +263,7 @@ def _reader_prompt(cfg: DictConfig, speakers: tuple[str, str]) -> _Prompt:
     """The reader's messages with placeholders for the memory and the question, rendered
     as `memorybench.answer.reader.ReaderAnswerer.call` renders them."""
     from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, pinned_reader, reader_template
-    from memorybench.templates import BenchmarkReaderTemplate, LocomoReaderTemplate
+    from memorybench.templates import BenchmarkReaderTemplate
 
     pinned = pinned_reader(cfg)
     if pinned is None:
@@ -271,10 +271,8 @@ def _reader_prompt(cfg: DictConfig, speakers: tuple[str, str]) -> _Prompt:
     else:
         pins = cfg.paths.get("pins")
         values = {"memory": _MEMORY, "question": _QUESTION}
-        if isinstance(pinned, LocomoReaderTemplate):  # sized as a category 1-4 question (no suffix, no choice)
-            values.update(pinned.values(_QUESTION, 1, speakers, None))
-        elif isinstance(pinned, BenchmarkReaderTemplate):  # a benchmark's own: its typical extra slots
-            values.update(pinned.sizing_values())
+        if isinstance(pinned, BenchmarkReaderTemplate):  # a benchmark's own: its typical extra slots
+            values.update(pinned.sizing_values(speakers))
         elif pinned.extra_slots:
             values.update(zip(("speaker_1", "speaker_2"), speakers))
         user, system = pinned.render(pinned.text(pins), values), pinned.system(pins)

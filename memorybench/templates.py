@@ -1,8 +1,9 @@
 """Prompt templates: versioned text files under prompts/ (and a plugin's prompts folder),
 loaded with an exact set of `{slot}`s; the pinned third-party reader prompts
-(`JINJA_READERS`: Mem0's answer prompts, rendered with jinja2 as Mem0 renders them;
-`LOCOMO_READER`: LoCoMo's own question protocol; both in `PINNED_READERS`); and
-templates made from a pinned prompt when used (`DERIVED_READERS`: `qa_mem0_v1`).
+(`JINJA_READERS`: Mem0's answer prompts, rendered with jinja2 as Mem0 renders them, in
+`PINNED_READERS`; a benchmark's own, `BenchmarkReaderTemplate`, which its package holds:
+LoCoMo's question protocol, LongMemEval's and BEAM's prompts); and templates made from a
+pinned prompt when used (`DERIVED_READERS`: `qa_mem0_v1`).
 
 A template whose slots differ from what its user fills is refused when it is loaded, so
 no slot can exist through which a gold answer could pass. Filling is the user's
@@ -16,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,9 +25,6 @@ from typing import Any, Literal, Optional
 
 from memorybench import PROMPTS_DIR
 from memorybench.data.pins import (
-    LOCOMO_CONV_START_PROMPT,
-    LOCOMO_QA_PROMPT,
-    LOCOMO_QA_PROMPT_CAT_5,
     MEM0_ANSWER_PROMPT,
     MEM0_ANSWER_PROMPT_GRAPH,
     MEM0_RAG_PROMPT,
@@ -51,15 +48,13 @@ def prompt_dirs() -> list[Path]:
 
 def find_prompt(relpath: str) -> Path:
     """The file of a prompt named relative to a prompts folder (or the verified pinned file of
-    a `JINJA_READERS` name, or the made file of a `DERIVED_READERS` one, of `locomo` or of a
-    benchmark's own pinned reader, `pinned_reader`); a one-line error listing the choices."""
+    a `JINJA_READERS` name, or the made file of a `DERIVED_READERS` one or of a benchmark's
+    own pinned reader, `pinned_reader`: LoCoMo's `locomo`); a one-line error listing the choices."""
     pinned = JINJA_READERS.get(relpath)
     if pinned is not None:
         return pin_path(pinned.pin)
     if relpath in DERIVED_READERS:
         return derived_prompt(relpath)
-    if relpath == LOCOMO_READER.name:
-        return made_prompt(relpath, LOCOMO_READER.text())
     owned = pinned_reader(relpath)
     if owned is not None:  # a benchmark's own, taken out of its pinned files
         return made_prompt(relpath, owned.text())
@@ -185,16 +180,43 @@ class PinnedSlots:
         return self.slots
 
 
+@dataclass(frozen=True)
+class ChoiceReply:
+    """A reply to a question posed as a choice, read as the protocol's authors read it."""
+
+    #: the answer scored: the chosen option's text, or the reply as the protocol keeps it
+    answer: str
+    #: the option `answer` is; None: the reply was kept as it was
+    choice: Optional[str]
+    #: the reply was not one of the option letters the prompt asked for
+    malformed: bool
+
+
 class BenchmarkReaderTemplate(PinnedSlots):
     """A benchmark's own pinned reader prompt (its record's `reader_templates`): the reader sends
     `render(text(pins), slots)`, where the slots beyond `memory` and `question` are what
-    `question_values` takes from the asked question (LongMemEval's `question_date`), so the
-    reader and `verify` build the same message from a trace's slots."""
+    `question_values` takes from the asked question (LongMemEval's `question_date`; LoCoMo's
+    speakers and category), so the reader and `verify` build the same message from a trace's slots.
+
+    A protocol that poses some questions as a choice (`poses_choice`: LoCoMo's category 5
+    between its trap and "not mentioned") says which options a question is posed with
+    (`options`), how a reply maps back to one (`read_reply`), and what of the posed question
+    verify must find as the dataset's (`posed_finding`, `posed_question`)."""
 
     name: str
     extra_slots: tuple[str, ...]
     memories: tuple[str, ...] | None
     message_role: Literal["system", "user"]
+    #: how a run under it poses its questions (`answer.prompt.question_protocol`); "open-ended":
+    #: each asked as written. Two runs whose protocols differ answered different tasks.
+    question_protocol: str = "open-ended"
+    #: whether some questions are posed as a choice: the run then hands the answerer each such
+    #: question's wrong option (`AskedChoice.adversarial_answer`, never the gold)
+    poses_choice: bool = False
+    #: what it is, in an error that refuses it ("LoCoMo's own question protocol"); None: "<title>'s reader prompt"
+    about: str | None = None
+    #: how a reply to a choice maps back to an option, in words ("LoCoMo's get_cat_5_answer")
+    reply_rule: str | None = None
 
     def text(self, pins: str | os.PathLike[str] | None = None) -> str:
         raise NotImplementedError
@@ -205,14 +227,33 @@ class BenchmarkReaderTemplate(PinnedSlots):
     def render(self, text: str, slots: Mapping[str, str]) -> str:
         raise NotImplementedError
 
-    def question_values(self, asked: Any) -> dict[str, str]:
-        """The `extra_slots` of an asked question (`data.records.AskedQuestion`); a one-line
-        UserError where the question lacks one (a question of another benchmark)."""
+    def question_values(self, asked: Any, speakers: tuple[str, str] = ("", "")) -> dict[str, str]:
+        """The `extra_slots` of an asked question (`data.records.AskedQuestion`) in a conversation
+        between `speakers`; a one-line UserError where the question lacks one (a question of
+        another benchmark)."""
         raise NotImplementedError
 
-    def sizing_values(self) -> dict[str, str]:
+    def sizing_values(self, speakers: tuple[str, str] = ("", "")) -> dict[str, str]:
         """Typical `extra_slots` values, for sizing a prompt before any question (`plan --estimate`)."""
         raise NotImplementedError
+
+    def options(self, asked: Any) -> dict[str, str] | None:
+        """The options a question is posed with, by letter; None: asked as written."""
+        return None
+
+    def read_reply(self, reply: str, options: Mapping[str, str]) -> ChoiceReply:
+        """A reply to a question posed with `options`, mapped back to one."""
+        raise NotImplementedError(f"reader.prompt={self.name} poses no choice")
+
+    def posed_question(self, values: Mapping[str, str | None]) -> str | None:
+        """The question as a trace's prompt poses it (its own words in the message, no leak);
+        None: the dataset's question text as written."""
+        return None
+
+    def posed_finding(self, question_id: str, values: Mapping[str, str | None], source: Any) -> tuple[str, str] | None:
+        """Where a trace's slots do not pose the dataset's question (`source`) as the protocol
+        poses it: (the finding's line, its key); None: they do."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -301,147 +342,9 @@ def made_prompt(name: str, text: str) -> Path:
     return path
 
 
-# -- LoCoMo's own question protocol (`reader.prompt=locomo`) ---------------------------------
-# As LoCoMo's task_eval/gpt_utils.py poses a question at the data commit (`get_gpt_answers`
-# with batch size 1; ../shared/pins/locomo/gpt_utils.py): the conversation-start line with
-# the two speakers' names, the context, a blank line, then `QA_PROMPT` with the question, or
-# for category 5 `QA_PROMPT_CAT_5` with a two-way choice whose letter reply is mapped back
-# to its option text (`get_cat_5_answer`). The three prompt literals are pinned (never
-# committed); the short phrases around them are LoCoMo's code, copied here.
-
-#: appended to a category-2 question
-LOCOMO_CAT2_SUFFIX = " Use DATE of CONVERSATION to answer with an approximate date."
-#: appended to a category-5 question, its two slots the options (a) and (b)
-LOCOMO_CAT5_CHOICE = " Select the correct answer: (a) {} (b) {}. "
-#: the abstaining option of the category-5 choice
-LOCOMO_NOT_MENTIONED = "Not mentioned in the conversation"
-#: between the context and the question prompt (`query_conv + '\n\n' + QA_PROMPT.format(...)`)
-LOCOMO_JOINER = "\n\n"
-#: the pinned literals in the one prompt file a locomo pack holds (`prompts/locomo`), by LoCoMo's names
-_LOCOMO_LITERALS = {
-    "CONV_START_PROMPT": LOCOMO_CONV_START_PROMPT,
-    "QA_PROMPT": LOCOMO_QA_PROMPT,
-    "QA_PROMPT_CAT_5": LOCOMO_QA_PROMPT_CAT_5,
-}
-_CLEAN_REPLIES = frozenset({"a", "b", "(a)", "(b)"})
-
-
-def locomo_options(question_id: str, adversarial_answer: str) -> dict[str, str]:
-    """The category-5 options by letter, (a) first. LoCoMo draws `random.random() < 0.5` to put
-    "Not mentioned in the conversation" first; here the same draw comes from a generator
-    seeded with the question id, so a rerun (and `verify`) poses the same order."""
-    if random.Random(question_id).random() < 0.5:
-        return {"a": LOCOMO_NOT_MENTIONED, "b": adversarial_answer}
-    return {"a": adversarial_answer, "b": LOCOMO_NOT_MENTIONED}
-
-
-def locomo_posed_question(question: str, category: int | str, options: Mapping[str, str] | None = None) -> str:
-    """The question as LoCoMo poses it: category 2 with its date suffix, category 5 with the choice."""
-    if str(category) == "2":
-        return question + LOCOMO_CAT2_SUFFIX
-    if str(category) == "5":
-        if options is None:
-            raise ValueError("a category-5 question under LoCoMo's protocol needs its two options")
-        return question + LOCOMO_CAT5_CHOICE.format(options["a"], options["b"])
-    return question
-
-
-@dataclass(frozen=True)
-class Cat5Answer:
-    """A category-5 reply read as LoCoMo's `get_cat_5_answer` reads it, then stripped."""
-
-    #: the answer scored: the chosen option's text, or the reply itself lower-cased
-    answer: str
-    #: the option `answer` is; None: the reply was kept (neither one nor three characters long)
-    choice: Optional[Literal["a", "b"]]
-    #: the reply was not a, b, (a) or (b) (any case): LoCoMo still maps a one- or
-    #: three-character reply to (b) and keeps any other reply lower-cased
-    malformed: bool
-
-
-def locomo_cat5_answer(reply: str, options: Mapping[str, str]) -> Cat5Answer:
-    """LoCoMo's `get_cat_5_answer(reply, options)` followed by its `.strip()`, quirks kept: a
-    one-character reply is (a) when it is "a", else (b); a three-character one is (a) when
-    it is "(a)", else (b) ("yes" is (b)); any other reply is kept, stripped and lower-cased."""
-    text = reply.strip().lower()
-    malformed = text not in _CLEAN_REPLIES
-    if len(text) == 1:
-        letter: Literal["a", "b"] = "a" if "a" in text else "b"
-    elif len(text) == 3:
-        letter = "a" if "(a)" in text else "b"
-    else:
-        return Cat5Answer(text.strip(), None, malformed)
-    return Cat5Answer(options[letter].strip(), letter, malformed)
-
-
-@dataclass(frozen=True)
-class LocomoReaderTemplate(PinnedSlots):
-    """`reader.prompt=locomo`: LoCoMo's own question prompts, posed as its gpt_utils.py poses them.
-
-    The pack's prompt file `locomo` holds the three pinned literals as a JSON object (keys
-    CONV_START_PROMPT, QA_PROMPT, QA_PROMPT_CAT_5; values byte for byte the pinned files). A
-    trace's slots: `memory`, `question` (the dataset's text), `speaker_1`, `speaker_2`,
-    `category`, and for category 5 `option_a` and `option_b`; the message is the only one,
-    a user message, as LoCoMo's `run_chatgpt` sends a gpt-4 prompt.
-    """
-
-    name: str = "locomo"
-    system_pin: Pin | None = None
-    memories: tuple[str, ...] | None = None
-    extra_slots: tuple[str, ...] = ("speaker_1", "speaker_2", "category")
-    choice_slots: tuple[str, ...] = ("option_a", "option_b")
-    message_role: Literal["system", "user"] = "user"
-
-    def slot_names(self, values: Mapping[str, Any]) -> frozenset[str]:
-        """The slots of a trace: the options too for a category-5 question."""
-        return self.slots | set(self.choice_slots) if values.get("category") == "5" else self.slots
-
-    def text(self, pins: str | os.PathLike[str] | None = None) -> str:
-        literals = {key: pin_path(pin, pins).read_bytes().decode("utf-8") for key, pin in _LOCOMO_LITERALS.items()}
-        return json.dumps(literals, indent=2, ensure_ascii=False) + "\n"
-
-    def system(self, pins: str | os.PathLike[str] | None = None) -> str | None:
-        return None
-
-    def values(
-        self, question: str, category: int, speakers: tuple[str, str], options: Mapping[str, str] | None
-    ) -> dict[str, str]:
-        """The slot values of one question (options only for category 5)."""
-        values = {"question": question, "speaker_1": speakers[0], "speaker_2": speakers[1], "category": str(category)}
-        if str(category) == "5":
-            assert options is not None
-            values.update(option_a=options["a"], option_b=options["b"])
-        return values
-
-    def render(self, text: str, slots: Mapping[str, str]) -> str:
-        """CONV_START_PROMPT with the speakers, the memory, a blank line, then QA_PROMPT (or
-        QA_PROMPT_CAT_5) with the question as posed. A `text` that is not the JSON object of the
-        three literals is a ValueError."""
-        try:
-            literals = json.loads(text)
-            start, qa, qa5 = (str(literals[k]) for k in _LOCOMO_LITERALS)
-        except (ValueError, KeyError, TypeError):
-            raise ValueError("not the JSON object of LoCoMo's three prompt literals") from None
-        five = slots["category"] == "5"
-        options = {"a": slots["option_a"], "b": slots["option_b"]} if five else None
-        posed = locomo_posed_question(slots["question"], slots["category"], options)
-        try:
-            head = start.format(slots["speaker_1"], slots["speaker_2"])
-            tail = (qa5 if five else qa).format(posed)
-        except (IndexError, KeyError, ValueError):
-            raise ValueError("a LoCoMo prompt literal with other slots than `{}`") from None
-        return head + slots["memory"] + LOCOMO_JOINER + tail
-
-
-LOCOMO_READER = LocomoReaderTemplate()
-
-
 #: the `reader.prompt` values of memorybench's own pinned reader templates (rendered by them, not
 #: filled); a benchmark's own (`pinned_reader`) come from its record
-PINNED_READERS: dict[str, JinjaReaderTemplate | LocomoReaderTemplate] = {
-    **JINJA_READERS,
-    LOCOMO_READER.name: LOCOMO_READER,
-}
+PINNED_READERS: dict[str, JinjaReaderTemplate] = dict(JINJA_READERS)
 
 
 def _benchmark_readers() -> dict[str, Any]:

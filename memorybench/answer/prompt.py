@@ -1,8 +1,8 @@
 """The reader's prompt: a template with `{memory}` and `{question}` only, filled in one pass;
 or a pinned Mem0 prompt (`reader.prompt=mem0_rag | mem0_answer | mem0_answer_graph`,
 `memorybench.templates.JINJA_READERS`) that jinja2 renders as Mem0 does; or LoCoMo's own
-question protocol (`reader.prompt=locomo`, `memorybench.templates.LocomoReaderTemplate`:
-category 5 posed as a two-way choice). `reader.prompt=qa_mem0_v1` is a plain `{memory}`
+question protocol (`reader.prompt=locomo`, `memorybench.benchmarks.locomo.reader`: category 5
+posed as a two-way choice), or another benchmark's own prompt (`templates.BenchmarkReaderTemplate`). `reader.prompt=qa_mem0_v1` is a plain `{memory}`
 template made from Mem0's ANSWER_PROMPT when used (`DERIVED_READERS`), so every answerer
 can take it. `question_protocol` names how a run poses its questions.
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memorybench.errors import UserError
-from memorybench.templates import LOCOMO_READER, JinjaReaderTemplate, LocomoReaderTemplate, PromptTemplate
+from memorybench.templates import JinjaReaderTemplate, PromptTemplate
 from memorybench.templates import pinned_reader as _pinned_template
 
 READER_SLOTS = frozenset({"memory", "question"})
@@ -36,11 +36,11 @@ def fill_template(template: str, memory: str, question: str) -> str:
     return before.replace("{question}", question) + memory + after.replace("{question}", question)
 
 
-#: `question_protocol` values: LoCoMo's own (category 5 as a two-way choice, the category-2
-#: date suffix), a question asked as written (every other reader prompt, an agent), or a
-#: peer's released answers, posed however that peer posed them
+#: `question_protocol` values beside a benchmark's own (its reader template's
+#: `question_protocol`: LoCoMo's "locomo", category 5 as a two-way choice, category 2 with its
+#: date suffix): a question asked as written (every other reader prompt, an agent), or a peer's
+#: released answers, posed as that peer posed them
 QUESTION_PROTOCOLS = {
-    "locomo": "LoCoMo's task_eval protocol: category 5 as a two-way choice, category 2 with its date suffix",
     "open-ended": "each question asked as written, category 5 included",
     "imported": "a peer's released answers, posed as that peer posed them",
 }
@@ -48,8 +48,8 @@ QUESTION_PROTOCOLS = {
 
 def question_protocol(cfg: Any) -> str:
     """How a run posed its questions, from its config (a DictConfig, or a pack's
-    config.resolved.yaml as a mapping): "locomo" for `reader.prompt=locomo` with the reader,
-    "imported" for an imported pack, "open-ended" otherwise. Two runs whose protocols differ
+    config.resolved.yaml as a mapping): with the reader, its pinned template's own protocol
+    ("locomo" for `reader.prompt=locomo`); "imported" for an imported pack; "open-ended" otherwise. Two runs whose protocols differ
     answered different tasks on category 5 (and category 2): compare them with that said."""
     answerer = _get(cfg, "answerer")
     name = _get(answerer, "name") if answerer is not None else None
@@ -57,14 +57,16 @@ def question_protocol(cfg: Any) -> str:
         return "imported"
     reader = _get(cfg, "reader")
     prompt = _get(reader, "prompt") if reader is not None else None
-    return "locomo" if str(prompt) == LOCOMO_READER.name and name in (None, "reader") else "open-ended"
+    if prompt is None or name not in (None, "reader"):
+        return "open-ended"
+    return getattr(_pinned_template(str(prompt)), "question_protocol", "open-ended")
 
 
 def _get(node: Any, key: str) -> Any:
     return node.get(key) if isinstance(node, Mapping) or hasattr(node, "get") else None  # a DictConfig is no Mapping
 
 
-def pinned_reader(cfg: Any) -> JinjaReaderTemplate | LocomoReaderTemplate | Any | None:
+def pinned_reader(cfg: Any) -> JinjaReaderTemplate | Any | None:
     """The pinned template `reader.prompt` names (memorybench's own or a benchmark's), or None
     for a template file under prompts/."""
     reader = cfg.get("reader")
@@ -91,7 +93,7 @@ def check_reader_template(cfg: Any) -> None:
         )
     answerer = str(cfg.answerer.name)
     if answerer != "reader":
-        what = "LoCoMo's own question protocol" if pinned is LOCOMO_READER else "a pinned Mem0 prompt"
+        what = getattr(pinned, "about", None) or (f"{owner.title}'s reader prompt" if owner else "a pinned Mem0 prompt")
         raise UserError(
             f"reader.prompt={pinned.name} is {what} for answerer=reader; answerer={answerer} fills a"
             " {memory} template: set reader.prompt=readers/qa_v1.txt, or answerer=reader"

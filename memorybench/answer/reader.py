@@ -7,22 +7,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
-from memorybench.answer.base import Answer, AskedChoice, ConversationView
+from memorybench.answer.base import Answer, ConversationView
 from memorybench.answer.prompt import SYSTEM_MESSAGE, fill_template, pinned_reader, reader_template
 from memorybench.data.records import AskedQuestion, Question
 from memorybench.llm.endpoints import Endpoint, open_endpoint, validate_endpoint
 from memorybench.pack import layout
 from memorybench.registry import ANSWERERS
-from memorybench.templates import (
-    BenchmarkReaderTemplate,
-    JinjaReaderTemplate,
-    LocomoReaderTemplate,
-    PromptTemplate,
-    locomo_cat5_answer,
-    locomo_options,
-)
+from memorybench.templates import BenchmarkReaderTemplate, JinjaReaderTemplate, PromptTemplate
 
 if TYPE_CHECKING:  # a pack's and a call's records: imported where a call is made (a plan looks the class up, no more)
     from omegaconf import DictConfig  # a type only: verify reads the class's files without OmegaConf
@@ -40,7 +32,7 @@ DEFAULT_MAX_ANSWER_CHARS = 10_000
 class ReaderAnswerer:
     """Answers with `reader.prompt` filled with the memory and the question (or, for a pinned
     Mem0 prompt, rendered by jinja2 with the messages Mem0 sends; for `reader.prompt=locomo`,
-    posed as LoCoMo's task_eval poses it: `memorybench.templates`).
+    posed as LoCoMo's task_eval poses it: `memorybench.benchmarks.locomo.reader`).
 
     The memory sits before the question in the prompt, so consecutive questions of one
     conversation share their longest prefix (a local server reuses its KV cache for it).
@@ -113,7 +105,7 @@ class ReaderAnswerer:
         max_tokens: int,
         seed: int | None,
         max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
-        pinned: JinjaReaderTemplate | LocomoReaderTemplate | BenchmarkReaderTemplate | None = None,
+        pinned: JinjaReaderTemplate | BenchmarkReaderTemplate | None = None,
         system: str | None = SYSTEM_MESSAGE,
     ):
         self.endpoint = endpoint
@@ -132,9 +124,9 @@ class ReaderAnswerer:
 
     @property
     def poses_choice(self) -> bool:
-        """Whether a category-5 question is posed as LoCoMo's two-way choice: the run then
-        hands this answerer the question's `adversarial_answer` (the trap, never the gold)."""
-        return isinstance(self.pinned, LocomoReaderTemplate)
+        """Whether its pinned template poses some questions as a choice (LoCoMo's category 5):
+        the run then hands this answerer the question's `adversarial_answer` (the trap, never the gold)."""
+        return bool(getattr(self.pinned, "poses_choice", False))
 
     @property
     def models(self) -> list[ModelIdentity]:
@@ -154,12 +146,12 @@ class ReaderAnswerer:
 
     def answer(self, asked: AskedQuestion, memory: str) -> Answer:
         options = self._options(asked)
-        reply, trace = self.call(asked, memory, options)
+        reply, trace = self.call(asked, memory)
         if self.traces is not None:
             self.traces.append(trace)
         if options is None:
             return Answer(reply, trace.reader_payload_sha256)
-        read = locomo_cat5_answer(reply, options)  # the mapped answer is the prediction scored
+        read = self.pinned.read_reply(reply, options)  # type: ignore[union-attr]  # the mapped answer is the prediction scored
         return Answer(
             read.answer,
             trace.reader_payload_sha256,
@@ -170,17 +162,10 @@ class ReaderAnswerer:
         )
 
     def _options(self, asked: AskedQuestion) -> dict[str, str] | None:
-        """The two options of a category-5 question under LoCoMo's protocol, (a) first; else None."""
-        if not self.poses_choice or asked.category != 5:
-            return None
-        if not isinstance(asked, AskedChoice):
-            raise UserError(
-                f"{asked.question_id} is category 5 with no adversarial_answer: reader.prompt=locomo poses it as a choice"
-                " against that answer; add it to the dataset row, or use reader.prompt=readers/qa_v1.txt"
-            )
-        return locomo_options(asked.question_id, asked.adversarial_answer)
+        """The options its template poses a question with (LoCoMo's category 5, (a) first); else None."""
+        return self.pinned.options(asked) if self.poses_choice else None  # type: ignore[union-attr]
 
-    def call(self, asked: AskedQuestion, memory: str, options: dict[str, str] | None = None) -> tuple[str, ReaderTrace]:
+    def call(self, asked: AskedQuestion, memory: str) -> tuple[str, ReaderTrace]:
         """One reader call: the stripped answer and its trace (not yet written)."""
         from memorybench.llm.records import ChatRequest  # here: `plan` imports this module
         from memorybench.pack.schemas import ReaderRequest, ReaderTrace, SlotValue
@@ -189,13 +174,9 @@ class ReaderAnswerer:
         if self.pinned is None:
             user = fill_template(self.template.text, memory, asked.question)
         elif isinstance(self.pinned, BenchmarkReaderTemplate):  # a benchmark's own: its slots from the question
-            extra = self.pinned.question_values(asked)
+            extra = self.pinned.question_values(asked, self._speakers)
             slots.update({name: SlotValue(text=value) for name, value in extra.items()})
             user = self.pinned.render(self.template.text, {"memory": memory, "question": asked.question, **extra})
-        elif isinstance(self.pinned, LocomoReaderTemplate):
-            extra = self.pinned.values(asked.question, asked.category, self._speakers, options)
-            slots.update({name: SlotValue(text=value) for name, value in extra.items() if name != "question"})
-            user = self.pinned.render(self.template.text, {"memory": memory, **extra})
         else:
             values = {"memory": memory, "question": asked.question}
             if self.pinned.extra_slots:  # the per-speaker prompts: speaker_a is Mem0's speaker 1
@@ -204,7 +185,7 @@ class ReaderAnswerer:
             user = self.pinned.render(self.template.text, values)
         if self.system is not None:
             messages: tuple[dict[str, str], ...] = ({"role": "system", "content": self.system}, {"role": "user", "content": user})
-        else:  # the only message: as a user message (LoCoMo), or as the system message (Mem0's search script)
+        else:  # the only message: as a user message (LoCoMo's), or as the system message (Mem0's search script)
             messages = ({"role": self.pinned.message_role if self.pinned is not None else "user", "content": user},)
         stop = self.endpoint.stop or None
         request = ChatRequest(

@@ -112,36 +112,6 @@ MEM0_RAG_SYSTEM = _mem0_prompt(
 )
 MEM0_ANSWER_PINS = (MEM0_ANSWER_PROMPT, MEM0_ANSWER_PROMPT_GRAPH, MEM0_RAG_PROMPT, MEM0_RAG_SYSTEM)
 
-# LoCoMo's own question prompts (`reader.prompt=locomo`): string literals of its
-# task_eval/gpt_utils.py at the data commit, each taken out of the source at fetch time
-
-
-def _locomo_prompt(relpath: str, sha256: str, literal: str) -> Pin:
-    """One of LoCoMo's question prompts: the string `literal` of task_eval/gpt_utils.py at the data commit."""
-    return Pin(
-        relpath=relpath,
-        sha256=sha256,
-        repository=LOCOMO10.repository,
-        commit=LOCOMO10.commit,
-        source_path="task_eval/gpt_utils.py",
-        licence=LOCOMO10.licence,
-        literal=literal,
-    )
-
-
-LOCOMO_CONV_START_PROMPT = _locomo_prompt(
-    "prompts/locomo_conv_start_prompt.txt",
-    "68e12aada9c2b0308cf3c92cc50565391d9a408f953413565a573bb15ff0a4d8",
-    "CONV_START_PROMPT",
-)
-LOCOMO_QA_PROMPT = _locomo_prompt(
-    "prompts/locomo_qa_prompt.txt", "a30fe18a6c9b58c5d22b6188860e5a99cdfef33fcc8a36141b571d954b9b0266", "QA_PROMPT"
-)
-LOCOMO_QA_PROMPT_CAT_5 = _locomo_prompt(
-    "prompts/locomo_qa_prompt_cat5.txt", "57005b715f4c2a7c848ab0d7829037afd08d5bb68ba626e4f5a83e8493104986", "QA_PROMPT_CAT_5"
-)
-LOCOMO_PROMPT_PINS = (LOCOMO_CONV_START_PROMPT, LOCOMO_QA_PROMPT, LOCOMO_QA_PROMPT_CAT_5)
-
 _PUNKT = {
     "abbrev_types.txt": "92a3e070f43d9b4c5534758ca40ad7343b04e7e29bfe0c2eb658a39445a4f779",
     "collocations.tab": "8e2da1225e4dd2cc9dba261ee231ccb134859e21b46006e7f472c5ee269af0cf",
@@ -165,7 +135,6 @@ ALL_PINS: tuple[Pin, ...] = (
     LOCOMO10,
     MEM0_ACCURACY_PROMPT,
     *MEM0_ANSWER_PINS,
-    *LOCOMO_PROMPT_PINS,
     *PUNKT_TAB,
 )
 

@@ -299,8 +299,8 @@ def _answer(
     asked = question.asked()  # no gold, no evidence
     text = method.for_question(memory, asked, ctx)
     memory_sha, _ = pack.store_text(text, _memory_relpath(method, memory))
-    if question.category == 5 and question.adversarial_answer is not None and getattr(answerer, "poses_choice", False):
-        # LoCoMo's category-5 choice: the trap, never the gold
+    if question.adversarial_answer is not None and getattr(answerer, "poses_choice", False):
+        # a question posed as a choice (LoCoMo's category 5 under its protocol): the trap, never the gold
         asked = AskedChoice(
             asked.question_id,
             asked.sample_id,

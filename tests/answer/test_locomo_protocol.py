@@ -28,7 +28,10 @@ from memorybench.pack.success import reclose
 from memorybench.pack.verify import verify_pack
 from memorybench.plan import plan_runs
 from memorybench.score import locomo_score
-from memorybench.templates import locomo_cat5_answer
+from memorybench.benchmark import LOCOMO
+from memorybench.benchmarks.locomo import pins as locomo_pins
+from memorybench.benchmarks.locomo import reader as locomo_reader
+from memorybench.benchmarks.locomo.reader import cat5_answer as locomo_cat5_answer
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder
 
 MINI = FIXTURES / "mini_locomo.json"
@@ -87,9 +90,9 @@ def test_the_three_literals_are_pinned_with_the_hashes_of_pins_md():
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)]
         if len(cells) > 3 and cells[1].startswith("prompts/locomo_"):
             table[cells[1]] = cells[3]
-    assert {p.relpath for p in pins.LOCOMO_PROMPT_PINS} == set(LITERALS.values()) == set(table)
-    for pin in pins.LOCOMO_PROMPT_PINS:
-        assert pin.sha256 == table[pin.relpath] and pin in pins.ALL_PINS
+    assert {p.relpath for p in locomo_pins.PROMPT_PINS} == set(LITERALS.values()) == set(table)
+    for pin in locomo_pins.PROMPT_PINS:
+        assert pin.sha256 == table[pin.relpath] and pin in LOCOMO.own_pins()  # fetched with every pin
         assert (pin.repository, pin.commit) == (pins.LOCOMO10.repository, pins.LOCOMO10.commit)
         assert pin.url.endswith(f"/{pin.commit}/task_eval/gpt_utils.py")
         assert pins.pin_path(pin) == (PINS / pin.relpath).resolve()
@@ -103,11 +106,11 @@ def test_fetch_takes_each_literal_out_of_locomos_gpt_utils(tmp_path, monkeypatch
         return GPT_UTILS.read_bytes()
 
     monkeypatch.setattr(pins, "_download", download)
-    monkeypatch.setattr(pins, "ALL_PINS", pins.LOCOMO_PROMPT_PINS)
+    monkeypatch.setattr(pins, "ALL_PINS", ())
     log: list[str] = []
-    root = pins.fetch_pins(tmp_path, log=log.append)
-    assert log == [f"fetched  {p.relpath}" for p in pins.LOCOMO_PROMPT_PINS] and len(fetched) == 1
-    for pin in pins.LOCOMO_PROMPT_PINS:
+    root = pins.fetch_pins(tmp_path, log=log.append, extra=locomo_pins.PROMPT_PINS)
+    assert log == [f"fetched  {p.relpath}" for p in locomo_pins.PROMPT_PINS] and len(fetched) == 1
+    for pin in locomo_pins.PROMPT_PINS:
         assert (root / pin.relpath).read_bytes() == (PINS / pin.relpath).read_bytes()
 
 
@@ -115,7 +118,7 @@ def test_the_phrases_around_the_literals_are_locomos():
     from memorybench import templates
 
     source = GPT_UTILS.read_text("utf-8")
-    for phrase in (templates.LOCOMO_CAT2_SUFFIX, templates.LOCOMO_CAT5_CHOICE, templates.LOCOMO_NOT_MENTIONED):
+    for phrase in (locomo_reader.CAT2_SUFFIX, locomo_reader.CAT5_CHOICE, locomo_reader.NOT_MENTIONED):
         assert repr(phrase)[1:-1] in source or phrase in source, phrase
     assert "query_conv + '\\n\\n' + QA_PROMPT.format(questions[0])" in source
     assert not list(Path(templates.PROMPTS_DIR).rglob("locomo*"))  # the literals are never committed
@@ -157,7 +160,7 @@ def test_a_reply_is_mapped_as_locomos_get_cat_5_answer_maps_it(options):
 
 
 def test_the_option_order_is_seeded_from_the_question_id(locomo_path):
-    from memorybench.templates import locomo_options
+    from memorybench.benchmarks.locomo.reader import options_of as locomo_options
 
     questions = [q for c in load_locomo(locomo_path) for q in c.questions if q.category == 5]
     assert len(questions) == 446 and sum(q.answer is None for q in questions) == 444  # the trap, not `answer`

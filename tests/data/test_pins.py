@@ -107,7 +107,8 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         if d.fetched_with_pins
         for m in (d.pinned().members if d.folder else (d.pinned(),))
     } - {pins.LOCOMO10}  # that one is there already
-    by_url.update({pin.url: (shared / pin.relpath).read_bytes() for pin in own})
+    # a literal pin (LoCoMo's question prompts) is taken out of its source file: gpt_utils.py, downloaded once
+    by_url.update({pin.url: (shared / ("locomo/gpt_utils.py" if pin.literal else pin.relpath)).read_bytes() for pin in own})
     # and every other benchmark's peers, with --peers only: Cognee's BEAM runs, its summary and code
     theirs = {p for b in benchmarks().values() for p in b.own_peer_pins()} - set(LOCOMO_PEERS)
     assert len(theirs) >= 4 and all(p.relpath.startswith("peers/cognee-beam/") for p in theirs)

@@ -121,10 +121,10 @@ class BeamReaderTemplate(BenchmarkReaderTemplate):
             text = text.replace(old, slots[_OURS[name]])
         return text
 
-    def question_values(self, asked: Any) -> dict[str, str]:
+    def question_values(self, asked: Any, speakers: tuple[str, str] = ("", "")) -> dict[str, str]:
         return {}
 
-    def sizing_values(self) -> dict[str, str]:
+    def sizing_values(self, speakers: tuple[str, str] = ("", "")) -> dict[str, str]:
         return {}
 
 

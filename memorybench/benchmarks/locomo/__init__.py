@@ -29,9 +29,12 @@ BENCHMARK = Benchmark(
     lexical_rules={c: c for c in (1, 2, 3, 4, 5)},
     judged=(1, 2, 3, 4),
     judge="mem0",
+    # its own question protocol (category 5 as a two-way choice, category 2's date suffix): `reader.py`
+    reader_prompts=("locomo",),
+    reader_templates="memorybench.benchmarks.locomo.reader:READERS",
     gold_audit="memorybench.benchmarks.locomo.gold_audit",
-    # the audit's files, fetched with every pin; others' released results, with `fetch --peers`
-    pins="memorybench.benchmarks.locomo.pins:AUDIT_PINS",
+    # its question prompts and the audit's files, fetched with every pin; others' released results, with `fetch --peers`
+    pins="memorybench.benchmarks.locomo.pins:PINS",
     peer_pins="memorybench.benchmarks.locomo.pins:PEER_PINS",
     judge_sets="memorybench.benchmarks.locomo.judge_sets",
     judge_hint=(

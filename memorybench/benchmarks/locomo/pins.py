@@ -1,12 +1,42 @@
-"""LoCoMo's own pinned files beside its data file (`memorybench.data.pins.LOCOMO10`): the outside
-audit dial481/locomo-audit (its known gold errors, `gold_audit.py`; its deliberately wrong answers,
+"""LoCoMo's own pinned files beside its data file (`memorybench.data.pins.LOCOMO10`): its question
+prompts (`reader.prompt=locomo`), fetched with every pin; the outside audit dial481/locomo-audit (its known gold errors, `gold_audit.py`; its deliberately wrong answers,
 `judge_sets.py` and the memos_eval importer), fetched with every pin, and other projects' released
 per-question results (`importers/`), fetched with `memorybench fetch --peers`.
 """
 
 from __future__ import annotations
 
-from memorybench.data.pins import Pin
+from memorybench.data.pins import LOCOMO10, Pin
+
+# LoCoMo's own question prompts (`reader.prompt=locomo`, `reader.py`): string literals of its
+# task_eval/gpt_utils.py at the data commit, each taken out of the source at fetch time
+
+
+def _locomo_prompt(relpath: str, sha256: str, literal: str) -> Pin:
+    """One of LoCoMo's question prompts: the string `literal` of task_eval/gpt_utils.py at the data commit."""
+    return Pin(
+        relpath=relpath,
+        sha256=sha256,
+        repository=LOCOMO10.repository,
+        commit=LOCOMO10.commit,
+        source_path="task_eval/gpt_utils.py",
+        licence=LOCOMO10.licence,
+        literal=literal,
+    )
+
+
+CONV_START_PROMPT = _locomo_prompt(
+    "prompts/locomo_conv_start_prompt.txt",
+    "68e12aada9c2b0308cf3c92cc50565391d9a408f953413565a573bb15ff0a4d8",
+    "CONV_START_PROMPT",
+)
+QA_PROMPT = _locomo_prompt(
+    "prompts/locomo_qa_prompt.txt", "a30fe18a6c9b58c5d22b6188860e5a99cdfef33fcc8a36141b571d954b9b0266", "QA_PROMPT"
+)
+QA_PROMPT_CAT_5 = _locomo_prompt(
+    "prompts/locomo_qa_prompt_cat5.txt", "57005b715f4c2a7c848ab0d7829037afd08d5bb68ba626e4f5a83e8493104986", "QA_PROMPT_CAT_5"
+)
+PROMPT_PINS = (CONV_START_PROMPT, QA_PROMPT, QA_PROMPT_CAT_5)
 
 # dial481/locomo-audit, an outside audit of the locomo10.json above (same sha256): its known
 # gold errors (the overlay of memorybench.benchmarks.locomo.gold_audit) and its judged wrong-answer sets
@@ -50,8 +80,9 @@ AUDIT_VAGUE_WRONG = _audit(
     "3118fcc86f683d32e0b7294f65345ff8d612e74bd8d5da9af82627d12b82810a",
     "ap-baseline/v2/ap_eval_results.json",
 )
-#: the record's `pins`: fetched and verified by every `memorybench fetch`
 AUDIT_PINS = (AUDIT_ERRORS, AUDIT_SPECIFIC_SCORED, AUDIT_VAGUE_SCORED, AUDIT_SPECIFIC_WRONG, AUDIT_VAGUE_WRONG)
+#: the record's `pins`: fetched and verified by every `memorybench fetch`
+PINS = (*PROMPT_PINS, *AUDIT_PINS)
 
 
 #: other projects' released per-question LoCoMo results (docs/reproducing.md imports them):

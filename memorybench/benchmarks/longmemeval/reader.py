@@ -266,7 +266,7 @@ class LongMemEvalReaderTemplate(BenchmarkReaderTemplate):
         except (IndexError, KeyError):
             raise ValueError("not LongMemEval's reader template (three {} slots: history, date, question)") from None
 
-    def question_values(self, asked: Any) -> dict[str, str]:
+    def question_values(self, asked: Any, speakers: tuple[str, str] = ("", "")) -> dict[str, str]:
         if asked.question_date is None:
             raise UserError(
                 f"{asked.question_id} has no question date: reader.prompt={self.name} is "
@@ -274,7 +274,7 @@ class LongMemEvalReaderTemplate(BenchmarkReaderTemplate):
             )
         return {"question_date": asked.question_date}
 
-    def sizing_values(self) -> dict[str, str]:
+    def sizing_values(self, speakers: tuple[str, str] = ("", "")) -> dict[str, str]:
         return {"question_date": "2023/05/30 (Tue) 23:40"}  # a date is a few tokens: as LongMemEval writes one
 
 

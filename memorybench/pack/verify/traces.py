@@ -7,12 +7,14 @@ hash to the trace's reader_payload_sha256; the trace must agree with its predict
 (payload hash, reply, memory) and with the dataset's question; and the rebuilt prompt,
 minus the question's own text, is scanned for gold (`contamination.scan_segments`).
 
-Under LoCoMo's own protocol (`renderer` locomo) a category-5 prompt poses the question's
-`adversarial_answer` as one of two options: that trap, as posed by the protocol, is the
-question's own text, not a leak. The options must be the dataset's (the trap and "Not
-mentioned in the conversation", in the order seeded from the question id); the row's
-prediction must be the reply mapped back as LoCoMo maps it. Gold (`answer`) in any
-prompt, and a trap in any other prompt, is scanned for as before.
+A benchmark's own protocol may pose a question as its own words differently (LoCoMo's,
+`renderer` locomo: category 2 with a date suffix, category 5 as a two-way choice whose
+options are the question's `adversarial_answer` and "Not mentioned in the conversation"):
+the question as posed is the question's own text, not a leak, once the template finds the
+trace's slots the dataset's (`BenchmarkReaderTemplate.posed_finding`). A row of a question
+posed as a choice must hold the options its prompt posed and its reply mapped back as the
+protocol maps it (`read_reply`). Gold (`answer`) in any prompt, and a trap in any other
+prompt, is scanned for as before.
 """
 
 from __future__ import annotations
@@ -23,14 +25,7 @@ from typing import Any
 from memorybench.pack.verify.context import Context
 from memorybench.pack.verify.contamination import scan_segments
 from memorybench.pack.verify.findings import Findings
-from memorybench.templates import (
-    LOCOMO_READER,
-    locomo_cat5_answer,
-    pinned_reader,
-    pinned_reader_names,
-    locomo_options,
-    locomo_posed_question,
-)
+from memorybench.templates import BenchmarkReaderTemplate, pinned_reader, pinned_reader_names
 
 __all__ = ["check_traces"]
 
@@ -134,14 +129,14 @@ def check_traces(ctx: Context, out: Findings) -> None:
             out.grouped(
                 "row.mismatch", TRACES, line, f"the question slot of {qid} is not the dataset's question text", "question"
             )
-        # LoCoMo's protocol: the category and the options the question was posed with
-        posed_own = pinned is LOCOMO_READER and _locomo_posed_as_the_dataset(out, line, qid, values, source)
+        # a benchmark's own protocol: the question as it posed it (LoCoMo's category and options)
+        posed = _posed_as_the_dataset(out, line, qid, pinned, values, source)
 
         prediction_line, prediction = predictions.get(qid, (None, None))
         if prediction is not None:
             _check_against_prediction(out, trace, line, prediction_line, prediction, refs)
-            if pinned is LOCOMO_READER or prediction.get("options") is not None:
-                _check_choice(out, trace, line, prediction_line, prediction, values)
+            if getattr(pinned, "poses_choice", False) or prediction.get("options") is not None:
+                _check_choice(out, trace, line, prediction_line, prediction, values, pinned)
         if template is None or memory is None or asked is None:
             continue  # the prompt file or a reference is already a finding: nothing to rebuild from
         if pinned is not None:
@@ -175,8 +170,8 @@ def check_traces(ctx: Context, out: Findings) -> None:
         # a question may name another question's gold
         sample = ctx.needles.sample(trace["sample_id"])
         own = (source.question if source is not None else asked).lower()
-        if posed_own:  # the question as LoCoMo poses it: its own trap among the options is no leak
-            own = _locomo_posed(values).lower()
+        if posed is not None:  # the question as its protocol poses it: its own trap among the options is no leak
+            own = posed.lower()
         if pinned is not None:
             # the memory text, when it stands in the message whole (mem0_rag's CONTEXT), is
             # scanned once per ref; the per-speaker prompts reformat it: the message is scanned
@@ -200,40 +195,20 @@ def check_traces(ctx: Context, out: Findings) -> None:
         scan_segments(ctx, out, sample, segments, TRACES, line, f"the reader prompt of {qid}")
 
 
-def _locomo_posed(values: dict[str, str | None]) -> str:
-    options = {"a": values.get("option_a") or "", "b": values.get("option_b") or ""}
-    return locomo_posed_question(values.get("question") or "", values.get("category") or "", options)
-
-
-def _locomo_posed_as_the_dataset(out: Findings, line: int, qid: str, values: dict[str, str | None], source: Any) -> bool:
-    """Whether a locomo trace's category and options are the dataset question's: its category,
-    and for category 5 "Not mentioned in the conversation" and its `adversarial_answer`, in the
-    order seeded from the question id. Options that are not are a finding (and are scanned)."""
-    if source is None or values.get("question") != source.question:
-        return False  # an edited question is already a finding; its prompt is scanned as any
-    if values.get("category") != str(source.category):
-        out.grouped(
-            "row.mismatch",
-            TRACES,
-            line,
-            f"the category slot of {qid} is not the dataset's category {source.category}",
-            "category",
-        )
-        return False
-    if source.category != 5:
-        return True
-    posed = {"a": values.get("option_a"), "b": values.get("option_b")}
-    if source.adversarial_answer is None or posed != locomo_options(qid, source.adversarial_answer):
-        out.grouped(
-            "row.mismatch",
-            TRACES,
-            line,
-            f'the options of {qid} are not "Not mentioned in the conversation" and its adversarial_answer in the'
-            " order seeded from its id (reader.prompt=locomo)",
-            "options",
-        )
-        return False
-    return True
+def _posed_as_the_dataset(
+    out: Findings, line: int, qid: str, pinned: Any, values: dict[str, str | None], source: Any
+) -> str | None:
+    """The question as a benchmark's own protocol posed it, where the trace's slots are the
+    dataset question's as that protocol poses it (`posed_finding`); None otherwise (an edited
+    question is already a finding, slots that are not the dataset's become one; either way the
+    prompt is scanned as any)."""
+    if not isinstance(pinned, BenchmarkReaderTemplate) or source is None or values.get("question") != source.question:
+        return None
+    finding = pinned.posed_finding(qid, values, source)
+    if finding is not None:
+        out.grouped("row.mismatch", TRACES, line, finding[0], finding[1])
+        return None
+    return pinned.posed_question(values)
 
 
 def _check_choice(
@@ -243,9 +218,10 @@ def _check_choice(
     prediction_line: int | None,
     prediction: dict[str, Any],
     values: dict[str, str | None],
+    pinned: Any,
 ) -> None:
-    """A row of LoCoMo's two-way choice: the options its trace posed, its reply, and the
-    prediction that reply maps to under LoCoMo's `get_cat_5_answer`."""
+    """A row of a question posed as a choice (LoCoMo's two-way choice): the options its trace
+    posed, its reply, and the prediction that reply maps to (`read_reply`: LoCoMo's `get_cat_5_answer`)."""
     qid = trace["question_id"]
     posed = {"a": values["option_a"], "b": values["option_b"]} if "option_a" in values else None
     options, reply = prediction.get("options"), trace["response"].get("text")
@@ -258,16 +234,16 @@ def _check_choice(
             "options",
         )
         return
-    if options is None or not isinstance(reply, str):
+    if options is None or not isinstance(reply, str) or not getattr(pinned, "poses_choice", False):
         return
-    read = locomo_cat5_answer(reply, options)
+    read = pinned.read_reply(reply, options)
     recorded = (prediction.get("reply"), prediction["prediction"], prediction.get("choice"), prediction.get("malformed_reply"))
     if recorded != (reply.strip(), read.answer, read.choice, read.malformed):
         out.grouped(
             "row.mismatch",
             "predictions.jsonl",
             prediction_line,
-            f"prediction of {qid} is not its reader reply mapped to an option as LoCoMo's get_cat_5_answer maps it"
+            f"prediction of {qid} is not its reader reply mapped to an option as {pinned.reply_rule or f'reader.prompt={pinned.name}'} maps it"
             f" ({TRACES} line {line})",
             "choice",
         )
