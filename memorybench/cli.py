@@ -15,6 +15,7 @@ memorybench report DESIGN             tables and figures from conf/analysis/DESI
 memorybench ls [PACKS...]             the runs: id, memory, reader, questions, F1, J, cost, status (`latest` names the newest)
 memorybench show PACK QUESTION_ID     one question's walk: row, memory, prompt, calls, scores, verdicts, blame
 memorybench view PACKS... [--out F]   one self-contained HTML file to browse packs question by question
+memorybench board PACKS... --out DIR  a static site: one table per benchmark, intervals, judges, protocol marks
 memorybench track PACKS...            log finished packs to MLflow
 memorybench pull GS_URI DIR           copy a finished pack from a bucket to a local folder
 memorybench task                      run one Cloud Run task (reads MEMORYBENCH_MANIFEST)
@@ -268,6 +269,7 @@ COMMANDS = {
     "ls": _stage("memorybench.viewers.ls", "ls_main"),
     "show": _stage("memorybench.viewers.show", "show_main"),
     "view": _stage("memorybench.viewers.view", "view_main"),
+    "board": _stage("memorybench.board.board_command", "board_main"),
     "track": _stage("memorybench.tracking", "track_main"),
     "pull": _stage("memorybench.stages.pull", "pull_main"),
     "import": _stage("memorybench.stages.import_results", "import_main"),

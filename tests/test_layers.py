@@ -62,6 +62,7 @@ LAYERS: dict[str, int] = {
     "tracking": 4,
     "cloudrun": 4,
     "completion": 4,
+    "board": 4,
     # 5: the benchmarks, a package each: they may use all of the above, and nothing imports
     # them; the core finds them by name and asks their records (memorybench.benchmark)
     "benchmarks": 5,
