@@ -25,7 +25,10 @@ Each plugin's name, distribution, version and the sha256 of its source files are
 recorded in run_meta.json and enter the run id: editing a plugin gives a new run id. A
 plugin that wraps third-party libraries (a real memory system) names their distributions
 in `WRAPS` (`WRAPS = ("mem0ai", "qdrant-client")`); their installed versions are recorded
-too (`wraps`), so upgrading a wrapped library gives a new run id as well.
+too (`wraps`), so upgrading a wrapped library gives a new run id as well. A plugin whose
+library lives in an environment of its own (a venv behind a process boundary: Hindsight)
+defines `wrapped_versions()` instead, which returns {distribution: version} as that
+environment has them.
 """
 
 from __future__ import annotations
@@ -100,8 +103,13 @@ class Plugin:
 
     def wrapped_versions(self) -> dict[str, str | None] | None:
         """{distribution: installed version (None: not installed)} of the libraries the plugin
-        names in `WRAPS`, sorted by name; None when it names none."""
-        names = getattr(self.load(), "WRAPS", None)
+        names in `WRAPS`, sorted by name (or what its own `wrapped_versions()` says of an
+        environment of its own); None when it names none."""
+        module = self.load()
+        own = getattr(module, "wrapped_versions", None)
+        if callable(own):
+            return {str(k): (None if v is None else str(v)) for k, v in sorted(dict(own()).items())}
+        names = getattr(module, "WRAPS", None)
         if not names:
             return None
         return {name: _installed_version(name) for name in sorted(str(n) for n in names)}

@@ -5,7 +5,7 @@ scan found."""
 
 from __future__ import annotations
 
-from memorybench.pack.verify.needles import MIN_GOLD_LENGTH, Needles, _grams
+from memorybench.pack.verify.needles import MIN_GOLD_LENGTH, Needles, _grams, date_forms
 
 
 def _eager(conversations, with_summaries: bool, instructions: str) -> dict:
@@ -21,7 +21,7 @@ def _eager(conversations, with_summaries: bool, instructions: str) -> dict:
     by_sample: dict = {}
     absent = set(gold_of)
     for c in conversations:
-        text = c.text_blob()
+        text = c.text_blob() + "\n" + "\n".join(f for s in c.sessions for f in date_forms(s.date_time))
         if with_summaries:
             text += "\n" + "\n".join(c.session_summaries[k] for k in sorted(c.session_summaries))
         low = text.lower() + "\n" + instructions.lower()
@@ -41,6 +41,21 @@ def test_one_conversation_scanned_reads_only_its_text(conversations) -> None:
     assert list(needles._found) == [0]
     assert needles.sample(conversations[3].sample_id) == conversations[3].sample_id and needles.sample("conv-0") is None
     assert list(needles._found) == [0]  # knowing a sample id reads nothing
+
+
+def test_a_session_date_in_another_form_is_the_conversations_own_text(conversations) -> None:
+    """A memory that writes a session's date as "May 2023" (a library's "happened in May 2023")
+    repeats the conversation's date: no needle of its own, though another conversation's gold."""
+    needles = Needles(conversations, with_summaries=False)
+    for c in conversations:
+        own = {f for s in c.sessions for f in date_forms(s.date_time)}
+        assert own and not own & {n for n, _ in needles.by_sample[c.sample_id]}
+    dated = {f for c in conversations for s in c.sessions for f in date_forms(s.date_time)}
+    golds = {n for n in needles.gold_of if n in dated}
+    assert golds  # LoCoMo's temporal golds are such dates: each is a needle where it is not a session's date
+    gold = next(iter(sorted(golds)))
+    elsewhere = [c for c in conversations if gold not in {f for s in c.sessions for f in date_forms(s.date_time)}]
+    assert elsewhere and gold in needles.scan(elsewhere[0].sample_id, f"... {gold} ...")
 
 
 def test_the_needles_are_the_eager_scans(conversations) -> None:

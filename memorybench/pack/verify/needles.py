@@ -6,11 +6,57 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MIN_GOLD_LENGTH", "Needles", "joint_windows", "json_strings", "model_input"]
+__all__ = ["MIN_GOLD_LENGTH", "Needles", "date_forms", "joint_windows", "json_strings", "model_input"]
 
 MIN_GOLD_LENGTH = 4
 _GRAM = 4
 _GRAMS = re.compile(r"(?=(.{%d}))" % _GRAM, re.DOTALL)
+
+
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2})\s+(%s)\w*,?\s+(\d{4})\b" % "|".join(m[:3] for m in _MONTHS), re.IGNORECASE)
+_ISO_DATE = re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})\b")
+
+
+def date_forms(date_time: str) -> list[str]:
+    """The usual renderings of a session's date (LoCoMo's "1:56 pm on 8 May, 2023",
+    LongMemEval's "2023/05/08 (Mon) 13:56"): "may 2023", "8 may 2023", "may 8, 2023",
+    "2023-05-08"... A memory that writes a session's date in another form (a library that
+    notes "happened in May 2023") repeats the conversation's own date, not a gold answer."""
+    found: list[tuple[int, int, int]] = []
+    for day, month, year in _DAY_MONTH_YEAR.findall(date_time):
+        found.append((int(year), [m[:3] for m in _MONTHS].index(month[:3].lower()) + 1, int(day)))
+    for year, month, day in _ISO_DATE.findall(date_time):
+        if 1 <= int(month) <= 12:
+            found.append((int(year), int(month), int(day)))
+    forms = []
+    for year, month, day in found:
+        name = _MONTHS[month - 1]
+        forms += [
+            f"{name} {year}",
+            f"{name}, {year}",
+            f"{day} {name} {year}",
+            f"{day} {name}, {year}",
+            f"{name} {day}, {year}",
+            f"{name} {day} {year}",
+            f"{year}-{month:02d}-{day:02d}",
+            f"{year}-{month:02d}",
+            f"{year}/{month:02d}/{day:02d}",
+        ]
+    return forms
 
 
 def _grams(text: str) -> frozenset[str]:
@@ -22,7 +68,7 @@ class Needles:
     """Gold strings per conversation that must not reach a model, with a fast scan.
 
     A gold string is a needle for a conversation when it is not in that conversation's
-    source text. A scan first keeps the needles whose 4-grams all occur in the text, then
+    source text (its session dates in their usual renderings included: `date_forms`). A scan first keeps the needles whose 4-grams all occur in the text, then
     confirms them with a substring test: a 70 kB memory text against ~1,400 needles takes
     milliseconds, not the ~0.1 s of a plain substring loop. A conversation's needles are
     found when it is first scanned (`by_sample`): a pack of one conversation's questions
@@ -60,6 +106,8 @@ class Needles:
         if index not in self._found:
             c = self._conversations[index]
             text = c.text_blob()
+            # its session dates in the forms a memory may write them: the conversation's own, not gold
+            text += "\n" + "\n".join(form for session in c.sessions for form in date_forms(session.date_time))
             if self._with_summaries:
                 text += "\n" + "\n".join(c.session_summaries[k] for k in sorted(c.session_summaries))
             low = text.lower() + "\n" + self._instructions
