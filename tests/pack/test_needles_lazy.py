@@ -53,9 +53,16 @@ def test_a_session_date_in_another_form_is_the_conversations_own_text(conversati
     dated = {f for c in conversations for s in c.sessions for f in date_forms(s.date_time)}
     golds = {n for n in needles.gold_of if n in dated}
     assert golds  # LoCoMo's temporal golds are such dates: each is a needle where it is not a session's date
-    gold = next(iter(sorted(golds)))
-    elsewhere = [c for c in conversations if gold not in {f for s in c.sessions for f in date_forms(s.date_time)}]
-    assert elsewhere and gold in needles.scan(elsewhere[0].sample_id, f"... {gold} ...")
+    forms = {c.sample_id: {f for s in c.sessions for f in date_forms(s.date_time)} for c in conversations}
+    gold, other = next(
+        (g, c) for g in sorted(golds) for c in conversations if g not in forms[c.sample_id] and g not in c.text_blob().lower()
+    )
+    assert gold in needles.scan(other.sample_id, f"... {gold} ...")
+
+
+def test_the_years_next_to_a_sessions_year_are_what_last_and_next_year_resolve_to() -> None:
+    forms = date_forms("1:56 pm on 8 May, 2023")
+    assert "2022" in forms and "2024" in forms and "2021" not in forms
 
 
 def test_the_needles_are_the_eager_scans(conversations) -> None:

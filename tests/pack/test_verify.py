@@ -607,32 +607,33 @@ def test_a_resumed_pack_verifies(tmp_path, scripted_server):
 
 def test_gold_scan_reads_json_string_values_not_keys_or_numbers(tmp_path, scripted_server):
     # a short gold ("sage") sits inside the key "messages" of every writer call, a numeric gold
-    # (2024) in any count: neither is text a model read, so neither is a leak
+    # (2031, no year next to a session's: verify counts those as the conversation's) in any count:
+    # neither is text a model read, so neither is a leak
     data = json.loads(MINI.read_text())
     data[0]["qa"][0]["answer"] = "sage"
-    data[1]["qa"][0]["answer"] = 2024
+    data[1]["qa"][0]["answer"] = 2031
     path = tmp_path / "short_gold.json"
     path.write_text(json.dumps(data))
     pack = _make_pack(tmp_path, scripted_server, "short_gold", f"dataset.path={path}")
     assert verify_pack(pack) == []
-    call = writer_call("mini-1", [{"role": "user", "content": "Summarize the session."}], "ok", max_tokens=2024)
+    call = writer_call("mini-1", [{"role": "user", "content": "Summarize the session."}], "ok", max_tokens=2031)
     plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
     store = {
         "schema": "memory_store.v1",
         "sample_id": "mini-2",
         "method": "graph",
-        "items": [{"messages": 2024, "nodes": ["Cleo"]}],
+        "items": [{"messages": 2031, "nodes": ["Cleo"]}],
     }
     plant(pack / "memory/graph/mini-2.json", json.dumps(store))
     assert verify_pack(pack) == []
     # the same gold in a string value is still found, in a JSONL row and in a JSON file
     call["request"]["messages"][0]["content"] = "Summarize. Hint: sage"
     plant(pack / "memory/writer/calls.jsonl", json.dumps(call) + "\n")
-    store["items"] = [{"nodes": ["Cleo", "born 2024"]}]
+    store["items"] = [{"nodes": ["Cleo", "born 2031"]}]
     plant(pack / "memory/graph/mini-2.json", json.dumps(store))
     leaks = sorted((f.path, f.message) for f in verify_pack(pack) if f.code == "gold.leak")
     assert [p for p, _ in leaks] == ["memory/graph/mini-2.json", "memory/writer/calls.jsonl:1"], leaks
-    assert "'2024'" in leaks[0][1] and "'sage'" in leaks[1][1]
+    assert "'2031'" in leaks[0][1] and "'sage'" in leaks[1][1]
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,10 @@ def date_forms(date_time: str) -> list[str]:
     """The usual renderings of a session's date (LoCoMo's "1:56 pm on 8 May, 2023",
     LongMemEval's "2023/05/08 (Mon) 13:56"): "may 2023", "8 may 2023", "may 8, 2023",
     "2023-05-08"... A memory that writes a session's date in another form (a library that
-    notes "happened in May 2023") repeats the conversation's own date, not a gold answer."""
+    notes "happened in May 2023") repeats the conversation's own date, not a gold answer. The
+    years next to a session's year count too: what "last year" and "next year" said in that
+    session resolve to (a library that writes `"last year" -> 2022` computes it, it does not
+    leak it)."""
     found: list[tuple[int, int, int]] = []
     for day, month, year in _DAY_MONTH_YEAR.findall(date_time):
         found.append((int(year), [m[:3] for m in _MONTHS].index(month[:3].lower()) + 1, int(day)))
@@ -46,6 +49,8 @@ def date_forms(date_time: str) -> list[str]:
     for year, month, day in found:
         name = _MONTHS[month - 1]
         forms += [
+            str(year - 1),
+            str(year + 1),
             f"{name} {year}",
             f"{name}, {year}",
             f"{day} {name} {year}",
