@@ -5,14 +5,21 @@ The packs are real: one full 1,986-question pack made by the real CLI against th
 tests/tracking/pack_factory.py writes them), then copied 100 times under new run ids. The board is
 built in a fresh process (its imports timed apart from the work), without the per-run viewer pages
 (`--no-views`: those are made once per new pack, about 1.5 s each, timed apart below); then one
-more pack is added and the board built again: only that pack is read.
+more pack is added and the board built again: only that pack is read, and only the pages whose
+bytes change are written; then the board is built once more over the same packs (nothing read).
+Each build's wall and CPU seconds (its worker processes' included) are reported.
+
+The add's floor is an import: `memorybench.compare`'s intervals (a new pack's J and F1) take their
+quantiles from `scipy.stats`, which a fresh process spends most of a second importing; that
+import, timed alone in a process of its own (after numpy, which the build has already imported),
+is reported beside the add.
 
 The yardstick, measured in the same run: a plain Python loop in a process of its own that reads
 the files the board reads of every pack (`predictions.csv` with `csv.reader`, the judge's
 verdicts with `json.loads` line by line) and keeps nothing. Figures are quoted as times and as
 ratios to it.
 
-Run: .venv/bin/python bench/board_scale.py [--packs 100] [--repeat 3]
+Run: .venv/bin/python bench/board_scale.py [--packs 100] [--repeat 3]    (about 3 minutes on 2 cores)
 """
 
 from __future__ import annotations
@@ -70,6 +77,18 @@ print(json.dumps({"read_s": time.perf_counter() - t0, "read_cpu_s": r.ru_utime +
 """
 
 
+SCIPY_STATS = r"""
+import json, resource, sys, time
+import numpy
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t0, c0 = time.perf_counter(), cpu()
+import scipy.stats
+print(json.dumps({"import_s": time.perf_counter() - t0, "import_cpu_s": cpu() - c0}))
+"""
+
+
 def judge(pack: Path) -> None:
     """A scripted judge's autorater folder in the source pack, before it is copied."""
     os.environ.setdefault("MEMORYBENCH_PINS", str(ROOT.parent / "shared" / "pins"))
@@ -92,7 +111,7 @@ def main() -> None:
         runs = sorted((packs / "scale" / "runs").iterdir())
         extra = work / "held-back"
         shutil.move(str(runs[-1]), extra)  # the pack added later
-        reads, builds, cpus, adds, ratios = [], [], [], [], []
+        reads, builds, cpus, adds, add_cpus, agains, ratios, scipys, scipy_cpus = [], [], [], [], [], [], [], [], []
         index_bytes = 0
         for i in range(ns.repeat):
             read, _, _ = run_child(PLAIN_READ, str(packs))
@@ -102,11 +121,18 @@ def main() -> None:
             shutil.move(str(extra), runs[-1])
             added, _, _ = run_child(BUILD, str(packs), str(out))
             assert added["added"] == 1 and added["kept"] == ns.packs, added
+            again, _, _ = run_child(BUILD, str(packs), str(out))
+            assert again["added"] == 0 and again["kept"] == ns.packs + 1, again
             shutil.move(str(runs[-1]), extra)
+            scipy_stats, _, _ = run_child(SCIPY_STATS)
             reads.append(read["read_s"])
             builds.append(built["build_s"])
             cpus.append(built["build_cpu_s"])
             adds.append(added["build_s"])
+            add_cpus.append(added["build_cpu_s"])
+            agains.append(again["build_s"])
+            scipys.append(scipy_stats["import_s"])
+            scipy_cpus.append(scipy_stats["import_cpu_s"])
             ratios.append(built["build_s"] / read["read_s"])
             index_bytes = added["index_bytes"]
         view, _, _ = run_child(VIEW, str(runs[0]), str(work / "view.html"))
@@ -120,6 +146,10 @@ def main() -> None:
                 "build_s": spread(builds),
                 "build_cpu_s": spread(cpus),
                 "add_one_pack_s": spread(adds),
+                "add_one_pack_cpu_s": spread(add_cpus),
+                "scipy_stats_import_s": spread(scipys),
+                "scipy_stats_import_cpu_s": spread(scipy_cpus),
+                "build_again_unchanged_s": spread(agains),
                 "plain_read_s": spread(reads),
                 "build_over_plain_read": spread(ratios),
                 "import_s": round(built["import_s"], 3),

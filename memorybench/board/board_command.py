@@ -4,8 +4,9 @@
     memorybench board outputs/packs --out board/ --no-views     # without the per-run viewer pages
 
 Run it again with one more pack: only that pack is read (board.json keeps the others' rows, keyed
-by location and `_SUCCESS` bytes), the pages are rewritten, and a viewer page is made for the new
-run only.
+by location and `_SUCCESS` bytes), only the pages whose bytes change are written (the first page,
+the benchmark's, the new system's; others where the reference contract moved), and a viewer page
+is made for the new run only.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ prefixes, `memorybench.compare.aggregate.scan_packs`), keys each by its location
 its `_SUCCESS` files (`memorybench.board.row.pack_key`: two small reads), keeps every row of
 `out/board.json` whose key is still there, reads only the packs whose key is new (in a few
 processes when there are several local ones), drops the rows of packs no longer given, and writes
-board.json whole (`memorybench.fs.write_atomic`).
+board.json whole (`memorybench.fs.write_atomic`) when a row came, went or changed.
 """
 
 from __future__ import annotations
@@ -74,11 +74,14 @@ def _read_rows(tasks: list[tuple[str, str]]) -> list[BoardRow]:
     local = [t for t in tasks if "://" not in t[0]]
     remote = [t for t in tasks if "://" in t[0]]
     rows: list[BoardRow] = []
-    workers = _workers(len(local))
+    workers = _workers(len(local) - 1)
     if len(local) >= _PARALLEL_FROM and workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        # forked workers share the parent's imports; each returns its rows as JSON-able records
+        # the first pack read here: what every row needs (scipy.stats, pyarrow, the benchmark's
+        # gold audit) is then loaded once and shared by the forked workers, not loaded by each
+        rows.append(_build(local[0]))
+        rest = local[1:]
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            rows.extend(pool.map(_build, local, chunksize=max(1, len(local) // (workers * 4))))
+            rows.extend(pool.map(_build, rest, chunksize=max(1, len(rest) // (workers * 4))))
     else:
         rows.extend(_build(t) for t in local)
     rows.extend(_build(t) for t in remote)  # a bucket's client is not shared across a fork
@@ -105,7 +108,8 @@ def update_board(sources: Sequence[str | os.PathLike[str]], out: Path) -> BoardU
     given = {key for _, key in keyed}
     board = Board(rows=rows)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / BOARD_FILE, board.model_dump_json(by_alias=True) + "\n")
+    if before is None or before.rows != rows:  # rewritten only when a row changed, came or went
+        write_atomic(out / BOARD_FILE, board.model_dump_json(by_alias=True) + "\n")
     return BoardUpdate(
         board=board,
         added=[key for _, key in new],

@@ -33,6 +33,8 @@ undefined in any leave-out (one label throughout).
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from collections.abc import Hashable, Sequence
 
@@ -44,9 +46,9 @@ __all__ = ["clustered_rate_interval", "kappa_interval", "stratified_rate_interva
 
 
 def _z(confidence: float) -> float:
-    from scipy import stats
+    from scipy.special import ndtri  # scipy.stats.norm.ppf's own function (`norm_gen._ppf`), without scipy.stats
 
-    return float(stats.norm.ppf((1 + confidence) / 2))
+    return float(ndtri((1 + confidence) / 2))
 
 
 def wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
@@ -57,12 +59,24 @@ def wilson(p: float, n: float, confidence: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _clopper_pearson(x: float, n: float, confidence: float) -> tuple[float, float]:
-    from scipy import stats
+def _beta_ppf() -> Any:
+    """scipy.stats.beta.ppf's own function (`beta_gen._ppf`: the Boost ufunc of scipy.special),
+    without importing scipy.stats; scipy.stats's where a scipy release moves it."""
+    try:
+        from scipy.special._ufuncs import _beta_ppf
 
+        return _beta_ppf
+    except ImportError:  # pragma: no cover - another scipy layout
+        from scipy import stats
+
+        return lambda q, a, b: stats.beta.ppf(q, a, b)
+
+
+def _clopper_pearson(x: float, n: float, confidence: float) -> tuple[float, float]:
+    ppf = _beta_ppf()
     alpha = 1 - confidence
-    low = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, x, n - x + 1))
-    high = 1.0 if x >= n else float(stats.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    low = 0.0 if x <= 0 else float(ppf(alpha / 2, x, n - x + 1))
+    high = 1.0 if x >= n else float(ppf(1 - alpha / 2, x + 1, n - x))
     return low, high
 
 
