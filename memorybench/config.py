@@ -136,6 +136,11 @@ class EmbedderConfig:
 class BudgetConfig:
     #: the most cl100k_base tokens any memory method hands the reader (null: no cap)
     max_memory_tokens: Optional[int] = None
+    #: the most retrieved items any retrieval method hands the reader, best first; each method
+    #: is asked for that many (its `memory.top_k` set to it for the run; a per-speaker method
+    #: asks that many per speaker, its protocol, and is flagged when it returns more). Null:
+    #: each method's own `memory.top_k`, and no flag (left out of the run id: as before it existed)
+    top_k: Optional[int] = None
 
 
 @dataclass

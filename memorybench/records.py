@@ -35,6 +35,7 @@ SCHEMA_MODULES = (
     "memorybench.pack.schemas",
     "memorybench.pack.autorater_schemas",
     "memorybench.pack.provenance_record",
+    "memorybench.pack.budget",
     "memorybench.memory._records",
     "memorybench.estimate",
     "memorybench.answer.agent._records",

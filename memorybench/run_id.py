@@ -6,10 +6,11 @@ operational settings (timeouts, retries, pacing, cache), where an endpoint is se
 (`base_url`: the same model on another port or host is the same experiment, so a
 restarted local server resumes its pack; run_meta.json records the address), the
 memory's failure bound (`max_failed_share`), its session prefix left unset
-(`max_sessions: null`), the question selection keys left unset
-(`question_ids`, `question_sample`: `memorybench.data.selection`), and every part of the
-config the run's answerer does not read (`answerer_reads`: answerer=codex outside `prompt_injected` reads
-no memory, reader, writer, embedder or budget). A local model requested as `auto` is
+(`max_sessions: null`), the retrieval budget's item count left unset (`budget.top_k:
+null`), the question selection keys left unset (`question_ids`, `question_sample`:
+`memorybench.data.selection`), and every part of the config the run's answerer does not
+read (`answerer_reads`: answerer=codex outside `prompt_injected` reads no memory, reader,
+writer, embedder or budget). A local model requested as `auto` is
 identified by the model it resolves to (`resolved_model`), where that is known before the
 run. It takes in what the config only names: the sha256 of every prompt file the run
 reads (`reader.prompt`, `writer.prompt`, `memory.prompts`, an agent's task templates),
@@ -59,6 +60,9 @@ MEMORY_OPERATIONAL_KEYS = frozenset({"max_failed_share"})
 #: memory keys whose null is the run as it was before they existed: in the id only when set
 #: (`memory.max_sessions`, the session prefix a writer builds from: memorybench.memory._prefix)
 MEMORY_UNSET_KEYS = frozenset({"max_sessions"})
+#: budget keys whose null is the run as it was before they existed: in the id only when set
+#: (`budget.top_k`, one retrieval budget for every method: memorybench.pack.budget)
+BUDGET_UNSET_KEYS = frozenset({"top_k"})
 HEX_DIGITS = 12
 
 
@@ -219,6 +223,8 @@ def identity_config(cfg: DictConfig | dict[str, Any], code: dict[str, Any] | Non
             for k, v in out["memory"].items()
             if k not in MEMORY_OPERATIONAL_KEYS and not (k in MEMORY_UNSET_KEYS and v is None)
         }
+    if isinstance(out.get("budget"), dict):
+        out["budget"] = {k: v for k, v in out["budget"].items() if not (k in BUDGET_UNSET_KEYS and v is None)}
     answerer = out.get("answerer")
     if isinstance(answerer, dict):
         out["answerer"] = {k: v for k, v in answerer.items() if k not in ANSWERER_OPERATIONAL_KEYS | ADDRESS_KEYS}

@@ -9,11 +9,13 @@ No model call; nothing is written into a pack. Only finished packs (those with
     collected/runs.parquet       one row per run: overall and per-category scores, J per
                                  judge, build / answer / judge / total cost, tokens,
                                  latency percentiles, an agent run's gateway counts
-                                 (agent/comparison.json), hashes, and its identity config
+                                 (agent/comparison.json), its retrieval budget (context
+                                 tokens, retrieval latency, whether it held: memory/
+                                 budget.json), hashes, and its identity config
     collected/runs.csv           the same table as CSV
 
 Both tables have explicit pyarrow schemas (`EXAMPLES_SCHEMA`, `RUNS_SCHEMA`) whose
-metadata carries `memorybench.schema` (`examples.v3`, `runs.v4`): a reader checks it
+metadata carries `memorybench.schema` (`examples.v3`, `runs.v5`): a reader checks it
 before anything else, as with every pack record. Beside their fixed columns they have:
 
 * per finished judge, columns named `<name>/<judge id>` (`j_score/mem0-gpt-4o-mini-1a2b3c4d`,

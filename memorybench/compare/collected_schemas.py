@@ -95,7 +95,7 @@ EXAMPLES_SCHEMA = _schema(
 )
 
 RUNS_SCHEMA = _schema(
-    "runs.v4",
+    "runs.v5",
     [
         *_RUN_KEYS,
         ("models_answered", pa.string()),
@@ -150,6 +150,20 @@ RUNS_SCHEMA = _schema(
         ("agent_budget_exceeded", pa.int64()),
         ("agent_comparable", pa.bool_()),
         ("agent_reasons", pa.string()),
+        #: runs.v5: the retrieval budget (memorybench.pack.budget, memory/budget.json or computed from the
+        #: pack's rows): context tokens per question (mean, p50, p95; a question-independent memory: its
+        #: conversation's text), retrieval latency (p50, p95; null without a search), budget.top_k, the
+        #: most items the system returned for one question, whether the budget held (null: none set, or
+        #: no retrieval) and, where it did not, how (`budget_flag`)
+        ("context_tokens_mean", pa.float64()),
+        ("context_tokens_p50", pa.float64()),
+        ("context_tokens_p95", pa.float64()),
+        ("retrieval_latency_p50_s", pa.float64()),
+        ("retrieval_latency_p95_s", pa.float64()),
+        ("budget_top_k", pa.int64()),
+        ("budget_returned_max", pa.int64()),
+        ("budget_held", pa.bool_()),
+        ("budget_flag", pa.string()),
         ("data_sha256", pa.string()),
         ("git_commit", pa.string()),
         ("started_at", pa.string()),

@@ -19,6 +19,7 @@ from memorybench.compare.conditions import (
     ADJUSTMENTS,
     METRICS,
     PackScores,
+    budget_warning,
     common_questions,
     length_warning,
     load_pack_scores,
@@ -138,7 +139,33 @@ def _summary_lines(label: str, summary: dict[str, Any]) -> list[str]:
     length = summary.get("answer_tokens") or {}
     if length.get("mean") is not None:
         lines.append(f"  answer length: mean {length['mean']:.1f} tokens, p95 {length['p95']:.0f}")
+    budget = _budget_line(summary.get("budget") or {})
+    if budget:
+        lines.append(budget)
     return lines
+
+
+def _budget_line(b: dict[str, Any]) -> str | None:
+    """Context tokens per question, retrieval latency and whether the retrieval budget held."""
+    if b.get("context_tokens_mean") is None and b.get("retrieval_latency_p50_s") is None:
+        return None
+    tokens = (
+        f"context tokens per question mean {b['context_tokens_mean']:.0f} (p50 {b['context_tokens_p50']:.0f}, "
+        f"p95 {b['context_tokens_p95']:.0f})"
+        if b.get("context_tokens_mean") is not None
+        else "context tokens per question unknown"
+    )
+    latency = (
+        f"retrieval latency p50 {b['retrieval_latency_p50_s']:.4f} s, p95 {b['retrieval_latency_p95_s']:.4f} s"
+        if b.get("retrieval_latency_p50_s") is not None
+        else "no retrieval per question"
+    )
+    retrieved = b.get("retrieval_latency_p50_s") is not None or b.get("returned_max") is not None
+    nothing = "nothing to hold (no budget set)" if retrieved else "does not apply (no retrieval)"
+    held = {True: "held", False: "did not hold", None: nothing}[b.get("held")]
+    top_k = f"budget.top_k {b['top_k']}" if b.get("top_k") is not None else "no budget.top_k"
+    returned = f", up to {b['returned_max']} items returned" if b.get("returned_max") is not None else ""
+    return f"  retrieval: {tokens}; {latency}; {top_k}{returned}: {held}"
 
 
 def _value(value: Any) -> str:
@@ -303,8 +330,13 @@ def compare_main(argv: Sequence[str]) -> int:
         )
         warning = length_warning(result["summary_a"]["answer_tokens"], result["summary_b"]["answer_tokens"])
         result["warnings"] = [warning] if warning else []
+        sides = (("A ", result["summary_a"]), ("B ", result["summary_b"]))
     else:
         result["summary"] = seed_summary(a, resampling=resampling, categories=categories, corrected_gold=ns.corrected_gold)
+        result["warnings"] = []
+        sides = (("", result["summary"]),)
+    # a side whose system returned more than budget.top_k or handed over its whole memory: one line each
+    result["warnings"] += [w for side, summary in sides if (w := budget_warning(side, summary))]
     text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
     # a pack's run id, experiment and condition names are outside text: printed without control characters
     if ns.json_out == "-":

@@ -75,6 +75,8 @@ __all__ = [
     "DEFAULT_SEED",
     "PackScores",
     "answer_tokens",
+    "budget_summary",
+    "budget_warning",
     "load_pack_scores",
     "metric_kind",
     "paired_difference",
@@ -134,6 +136,8 @@ class PackScores:
     experiment: str | None = None
     #: the run's `paths.cache`, where a judge's calibration (`memorybench judge-check`) is kept
     cache_dir: str | None = None
+    #: the run's retrieval budget as the runs table shows it (`memorybench.compare.summary.BUDGET_COLUMNS`)
+    budget: dict[str, Any] = field(default_factory=dict)
 
 
 def condition_name(scores: PackScores) -> str:
@@ -183,6 +187,13 @@ def _config_of(pack: PackReader, root: Path) -> dict[str, Any]:
     if not pack.exists(layout.CONFIG):
         raise UserError(f"pack {root} has no {layout.CONFIG}; pass a finished pack folder")
     identity = identity_config(resolved_config_of(pack.read_text(layout.CONFIG)))
+    # what the run asked its method: budget.top_k stands for memory.top_k where both are set
+    # (`memorybench.memory._managed.budgeted_config`), so two runs held to one budget do not
+    # differ in their YAMLs' top_k
+    top_k = (identity.get("budget") or {}).get("top_k") if isinstance(identity.get("budget"), dict) else None
+    memory = identity.get("memory")
+    if top_k is not None and isinstance(memory, dict) and "top_k" in memory:
+        identity["memory"] = {**memory, "top_k": top_k}
     return _strip_seeds({k: v for k, v in identity.items() if k not in _IGNORED_KEYS})
 
 
@@ -208,7 +219,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
     The pack's own reported numbers (`reported`) are its run summary's (`memorybench.compare.summary`):
     LoCoMo F1 from metrics.json, J from that judge's autorater_metrics.json.
     """
-    from memorybench.compare.summary import judge_key, run_summary
+    from memorybench.compare.summary import BUDGET_COLUMNS, judge_key, run_summary
     from memorybench.pack.scores import compute_scores
 
     root = require_pack_folder(pack_root)
@@ -237,6 +248,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         cache_dir=cache_dir_of(config_file),
         reported={"locomo_f1": summary["locomo_f1"]},
         protocol=protocol,
+        budget={k: summary.get(k) for k in BUDGET_COLUMNS},
     )
     judge_id = _judge_of(pack, judge)
     meta = pack.autorater_meta(judge_id) if judge_id else None
@@ -289,6 +301,37 @@ def length_warning(a: dict[str, float | None], b: dict[str, float | None]) -> st
         f"answer lengths differ {ratio:.1f}x (A mean {a['mean']:.1f} tokens, B {b['mean']:.1f}): a lenient judge favours "
         "longer answers; compare J with care, or control the length (reader.max_tokens, the prompt)"
     )
+
+
+def budget_summary(packs: Sequence[PackScores]) -> dict[str, Any]:
+    """A condition's retrieval budget: context tokens per question (mean, p50, p95) and retrieval
+    latency (p50, p95), each the mean over its packs; budget.top_k, the most items returned, and
+    whether the budget held in every pack (`flags`: how it did not, one per pack that did not)."""
+
+    def mean_of(key: str) -> float | None:
+        values = [p.budget.get(key) for p in packs if p.budget.get(key) is not None]
+        return sum(values) / len(values) if values else None
+
+    held = [p.budget.get("budget_held") for p in packs]
+    returned = [p.budget["budget_returned_max"] for p in packs if p.budget.get("budget_returned_max") is not None]
+    return {
+        **{k: mean_of(k) for k in ("context_tokens_mean", "context_tokens_p50", "context_tokens_p95")},
+        **{k: mean_of(k) for k in ("retrieval_latency_p50_s", "retrieval_latency_p95_s")},
+        "top_k": next((p.budget.get("budget_top_k") for p in packs if p.budget.get("budget_top_k") is not None), None),
+        "returned_max": max(returned) if returned else None,
+        "held": False if False in held else (True if held and all(h is True for h in held) else None),
+        "flags": [f"run {p.run_id}: {p.budget['budget_flag']}" for p in packs if p.budget.get("budget_flag")],
+    }
+
+
+def budget_warning(side: str, summary: dict[str, Any]) -> str | None:
+    """One line for a condition whose retrieval budget did not hold (None where it held or none was set)."""
+    flags = (summary.get("budget") or {}).get("flags") or []
+    if not flags:
+        return None
+    more = f" (and {len(flags) - 1} more of its packs)" if len(flags) > 1 else ""
+    who = f"{side.strip()} ({summary['condition']})" if side.strip() else summary["condition"]
+    return f"{who}: the retrieval budget did not hold: {flags[0]}{more}"
 
 
 # -- selection -------------------------------------------------------------------------------
@@ -511,6 +554,7 @@ def seed_summary(
         "condition": condition_name(scores[0]),
         "answer_tokens": length_summary(scores, ids),
         "benchmark": scores[0].benchmark,
+        "budget": budget_summary(scores),
     }
     overlay = load_overlay(p.data_sha256 for p in scores)
     result["gold_errors"] = overlay.note

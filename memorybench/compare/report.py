@@ -78,7 +78,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memorybench.answer.prompt import question_protocol
 from memorybench.compare.aggregate import EXAMPLES_SCHEMA, examples_table, experiment_packs, runs_table, scan_packs
-from memorybench.compare.report_latency import latency_tokens
+from memorybench.compare.report_latency import budget_notes, latency_tokens
 from memorybench.compare.report_figures import figure_accuracy_vs_cost, figure_accuracy_vs_latency, figure_scores_by_category
 from memorybench.compare.report_scores import (
     Bootstrap,
@@ -332,7 +332,11 @@ DEFINITIONS = {
     "query embedding and library calls included, the reader's call not; `memory/<method>/retrievals.jsonl`), "
     "empty for a memory that needs no search; `total_p50_s` / `total_p95_s`: search + the answer call, over "
     "answers not served from the response cache; `memory_tokens_per_query`: cl100k_base tokens of the memory "
-    "handed to the reader, mean over the rows. Per conversation the condition's packs built: the build's "
+    "handed to the reader, mean over the rows. `budget_top_k`, `returned_max`, `budget_held`: the run's "
+    "retrieval budget (`memory/budget.json`): budget.top_k, the most items the system returned for one "
+    "question before the budget cut them, and whether every pack kept to it (false: a system returned "
+    "more than top_k, or handed over its whole memory; empty: no budget set, or no retrieval; the notes "
+    "say how). Per conversation the condition's packs built: the build's "
     "wall-clock seconds, the writer's prompt + completion tokens and the embedder's tokens (mean; "
     "`memory/build_cost.jsonl`). Times are this machine's: compare them between runs on one machine.",
     "requests_budget": "What answering took per question, beside accuracy: model requests (a reader's HTTP attempts, 0 on a "
@@ -533,6 +537,7 @@ def run_report(
             "suffix and category 5 as a two-way choice; an open-ended prompt does not. Their category 2, 5 and "
             "1-5 figures do not measure the same thing."
         )
+    notes += budget_notes(frame)  # a run whose system returned more than budget.top_k, or its whole memory
     if frame["sample_id"].nunique() < 2:
         notes.append(
             "These packs hold one conversation: no between-conversation uncertainty can be estimated, so no "

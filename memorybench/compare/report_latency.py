@@ -14,7 +14,11 @@ Everything here is read from the packs' own rows (through `PackReader`):
 * the answer's seconds: the examples frame's `latency_s` (the reader's call, or an agent's
   wall time), over calls not served from the response cache, as `cost_latency`;
 * per conversation: `memory/build_cost.jsonl` (the build's wall-clock seconds, the writer's
-  prompt + completion tokens, the embedder's tokens).
+  prompt + completion tokens, the embedder's tokens);
+* the retrieval budget (`memorybench.pack.budget`: `memory/budget.json`, else computed from
+  the pack's rows): `budget.top_k`, the most items the system returned for one question, and
+  whether the budget held in every pack of the condition (`BUDGET_TABLE_COLUMNS`, before
+  the measured columns); `budget_notes` names each run whose budget did not hold, and how.
 """
 
 from __future__ import annotations
@@ -28,7 +32,10 @@ from memorybench.compare.report_tables import _j_columns, _overall_columns, _per
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
-__all__ = ["LATENCY_COLUMNS", "latency_tokens", "pack_latency"]
+__all__ = ["BUDGET_TABLE_COLUMNS", "LATENCY_COLUMNS", "budget_notes", "latency_tokens", "pack_latency"]
+
+#: the budget's columns, after the condition's accuracy and before the measured columns
+BUDGET_TABLE_COLUMNS = ("budget_top_k", "returned_max", "budget_held")
 
 #: the table's measured columns, after the condition's size and accuracy columns
 LATENCY_COLUMNS = (
@@ -92,12 +99,47 @@ def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
+def _budgets(frame: pd.DataFrame) -> dict[str, Any]:
+    from memorybench.pack.budget import budget_summary
+
+    return {pack: budget_summary(pack) for pack in frame["pack"].unique()}
+
+
+def _budget_cells(budgets: list[Any]) -> dict[str, Any]:
+    """A condition's budget: its top_k (the packs' values, `;`-joined where they differ), the most
+    items returned, and held (False where any pack did not, True where every pack did)."""
+    top_k = sorted({b.top_k for b in budgets if b.top_k is not None})
+    returned = [b.returned_max for b in budgets if b.returned_max is not None]
+    held = [b.held for b in budgets]
+    return {
+        "budget_top_k": (top_k[0] if len(top_k) == 1 else ";".join(map(str, top_k))) if top_k else None,
+        "returned_max": max(returned) if returned else None,
+        "budget_held": False if False in held else (True if held and all(h is True for h in held) else None),
+    }
+
+
+def budget_notes(frame: pd.DataFrame) -> list[str]:
+    """One note per run whose retrieval budget did not hold: its condition, run and how."""
+    from memorybench.pack.budget import budget_flag
+
+    budgets = _budgets(frame)
+    notes = []
+    for condition, rows in frame.groupby("condition", sort=False):
+        for pack, mine in rows.groupby("pack", sort=False):
+            flag = budget_flag(budgets[pack])
+            if flag:
+                notes.append(f"The retrieval budget did not hold for {condition} (run {mine['run_id'].iloc[0]}): {flag}.")
+    return notes
+
+
 def latency_tokens(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per condition: accuracy beside search p50/p95, total (search + answer) p50/p95 and
-    memory tokens per query (Mem0's Table 2), and the build's seconds and tokens per
-    conversation (mean over the conversations the condition's packs built)."""
+    """Per condition: accuracy beside the retrieval budget (top_k, the most items returned,
+    whether it held), search p50/p95, total (search + answer) p50/p95 and memory tokens per
+    query (Mem0's Table 2), and the build's seconds and tokens per conversation (mean over
+    the conversations the condition's packs built)."""
     judges = judges_of(frame)
     measured = {pack: pack_latency(pack) for pack in frame["pack"].unique()}
+    budgets = _budgets(frame)
     out = []
     for condition, rows in frame.groupby("condition", sort=False):
         parts, builds = [], []
@@ -121,6 +163,7 @@ def latency_tokens(frame: pd.DataFrame) -> pd.DataFrame:
                 "rows": len(rows),
                 **_overall_columns(rows),
                 **_j_columns(rows, judges),
+                **_budget_cells([budgets[pack] for pack in rows["pack"].unique()]),
                 "search_p50_s": _percentile(search, 0.5),
                 "search_p95_s": _percentile(search, 0.95),
                 "total_p50_s": _percentile(total, 0.5),

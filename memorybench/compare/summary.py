@@ -33,6 +33,8 @@ __all__ = [
     "CONFIG_PREFIX",
     "JUDGED_CATEGORIES",
     "JUDGE_SEPARATOR",
+    "BUDGET_COLUMNS",
+    "budget_columns",
     "cost_columns",
     "agent_columns",
     "identity_columns",
@@ -231,6 +233,41 @@ def agent_columns(pack: PackReader) -> dict[str, Any]:
     }
 
 
+#: the runs-table columns of the run's retrieval budget (`memorybench.pack.budget`): context
+#: tokens per question and retrieval latency, as OmniMemEval's and Mem0's tables show them, and
+#: whether the budget held (`budget_flag`: how it did not, null where it held or none was set)
+BUDGET_COLUMNS = (
+    "context_tokens_mean",
+    "context_tokens_p50",
+    "context_tokens_p95",
+    "retrieval_latency_p50_s",
+    "retrieval_latency_p95_s",
+    "budget_top_k",
+    "budget_returned_max",
+    "budget_held",
+    "budget_flag",
+)
+
+
+def budget_columns(pack: PackReader) -> dict[str, Any]:
+    """The run's budget summary (its memory/budget.json, else computed from its rows: any pack,
+    an old one included) as the runs table's `BUDGET_COLUMNS`."""
+    from memorybench.pack.budget import budget_flag, budget_summary
+
+    budget = budget_summary(pack)
+    return {
+        "context_tokens_mean": budget.context_tokens_mean,
+        "context_tokens_p50": budget.context_tokens_p50,
+        "context_tokens_p95": budget.context_tokens_p95,
+        "retrieval_latency_p50_s": budget.retrieval_latency_p50_s,
+        "retrieval_latency_p95_s": budget.retrieval_latency_p95_s,
+        "budget_top_k": budget.top_k,
+        "budget_returned_max": budget.returned_max,
+        "budget_held": budget.held,
+        "budget_flag": budget_flag(budget),
+    }
+
+
 def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]:
     """The summary of one finished pack (see the module docstring for its keys)."""
     pack = PackReader.open(location)
@@ -271,6 +308,7 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "latency_mean_s": latency.get("mean"),
         "retries": reader.get("retries"),
         **agent_columns(pack),
+        **budget_columns(pack),
         "data_sha256": meta.data.get("sha256"),
         "git_commit": meta.git_commit,
         "started_at": meta.started_at,

@@ -2,11 +2,16 @@
 
 `build_memory_method` wraps each method in `ManagedMethod`, which
 
-- caps what the reader gets at `budget.max_memory_tokens` (cl100k_base tokens): a
-  retrieval method ranks, and the wrapper keeps the best hits that fit; a text that is
-  still too long keeps its first lines that fit. The cap and what it cut are recorded
-  (manifest metadata, `memory/<method>/retrievals.jsonl`, with each search's seconds:
-  the question's search latency, apart from the reader's answer);
+- holds every method to one retrieval budget (`memorybench.pack.budget`): with
+  `budget.top_k` set, the method is asked for that many (`build_memory_method` sets its
+  `memory.top_k` for the run) and the reader gets at most `top_k` of its hits, best first;
+  then `budget.max_memory_tokens` (cl100k_base tokens): a retrieval method ranks, and the
+  wrapper keeps the best hits that fit; a text that is still too long keeps its first
+  lines that fit. What the system returned, the budget and what it cut are recorded
+  (manifest metadata, `memory/<method>/retrievals.jsonl` `memory_retrieval.v3`, with each
+  search's seconds: the question's search latency, apart from the reader's answer), and
+  once every question is answered, `memory/budget.json` (`write_budget`): whether the
+  budget held;
 - times each build and takes the writer's and embedder's usage during it: one row per
   conversation in `memory/build_cost.jsonl` (calls, tokens, seconds, dollars), apart
   from the reader's answer cost;
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from memorybench.data.records import AskedQuestion, Conversation
 from memorybench.memory._failures import check_failed_share, failed_share_limit, writer_tally
 from memorybench.memory._prefix import max_sessions, prefix_record, session_prefix
-from memorybench.memory._records import BuildCost, RetrievalV2, StoredMemory
+from memorybench.memory._records import BuildCost, RetrievalV3, StoredMemory
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
 from memorybench.pack import layout
 from memorybench.registry import MEMORY
@@ -54,9 +59,10 @@ class Retrieved:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def budget_of(cfg: DictConfig) -> int | None:
+def budget_of(cfg: DictConfig, key: str = "max_memory_tokens") -> int | None:
+    """`budget.<key>` of a run config (None: unset)."""
     budget = cfg.get("budget") if hasattr(cfg, "get") else None
-    value = budget.get("max_memory_tokens") if budget is not None else None
+    value = budget.get(key) if budget is not None and hasattr(budget, "get") else None
     return int(value) if value else None
 
 
@@ -107,6 +113,8 @@ class ManagedMethod:
         self.uses_embedder: bool = bool(getattr(inner, "uses_embedder", False))
         self.writer_templates: dict[str, frozenset[str]] = dict(getattr(inner, "writer_templates", {}) or {})
         self.max_memory_tokens = budget_of(cfg)
+        #: the most retrieved items the reader gets, best first (None: the method's own top_k)
+        self.top_k = budget_of(cfg, "top_k")
         #: the most writer tasks that may fail, as a share (None: the method has no writer bound)
         self.max_failed_share = failed_share_limit(cfg.memory)
         #: build from only the first N sessions of each conversation (None: all; `_prefix.py`)
@@ -244,7 +252,9 @@ class ManagedMethod:
         query = ctx.embedder.usage.since(embed_before) if embed_before is not None else None
         if query is not None:
             query.pop("latency_s")  # the search's own time is the row's latency_s
-        keep = fits(retrieved.texts, self.max_memory_tokens, retrieved.extra.pop("joiner", "\n"))
+        returned = len(retrieved.texts)
+        allowed = returned if self.top_k is None else min(self.top_k, returned)  # best first
+        keep = fits(retrieved.texts[:allowed], self.max_memory_tokens, retrieved.extra.pop("joiner", "\n"))
         text = retrieved.render(list(range(keep)))
         while self.max_memory_tokens is not None and keep > 0 and count_tokens(text) > self.max_memory_tokens:
             keep -= 1  # the rendering's headers did not fit: one hit fewer
@@ -252,21 +262,35 @@ class ManagedMethod:
         text, cut = cap_text(text, self.max_memory_tokens)
         seconds = time.perf_counter() - started
 
-        ctx.pack.journal(f"memory/{self.name}/retrievals.jsonl").append(
-            RetrievalV2(
+        ctx.pack.journal(layout.retrievals(self.name)).append(
+            RetrievalV3(
                 question_id=asked.question_id,
                 sample_id=asked.sample_id,
                 method=self.name,
                 hits=retrieved.hits[:keep],
                 memory_tokens=count_tokens(text),
-                dropped_by_budget=len(retrieved.texts) - keep,
+                dropped_by_budget=returned - keep,
                 cut_by_budget=cut,
                 query_embedding=query,
                 extra=retrieved.extra,
                 latency_s=round(seconds, 6),
+                returned=returned,
+                top_k=self.top_k,
+                memory_items=len(built.items),
             )
         )
         return text
+
+    # -- the run's account -------------------------------------------------------------
+    def write_budget(self, pack: Any) -> None:
+        """`memory/budget.json` (`memorybench.pack.budget.BudgetSummary`), computed from the
+        pack's own rows once every question is answered, when the run set a budget."""
+        if self.top_k is None and self.max_memory_tokens is None:
+            return
+        from memorybench.pack.budget import compute_budget
+        from memorybench.pack.reader import PackReader
+
+        pack.write_json(layout.MEMORY_BUDGET, compute_budget(PackReader.open(pack.root)))
 
 
 def _item_json(item: MemoryItem) -> dict[str, Any]:
@@ -276,8 +300,36 @@ def _item_json(item: MemoryItem) -> dict[str, Any]:
 def build_memory_method(cfg: DictConfig) -> ManagedMethod:
     """The method registered as `cfg.memory.name`, built from the whole run config and
     wrapped (`ManagedMethod`): the budget cap, build cost records, the stored build and
-    resume; an unknown name is a one-line error naming the choices."""
-    return ManagedMethod(MEMORY.get(str(cfg.memory.name))(cfg), cfg)
+    resume; an unknown name is a one-line error naming the choices. With `budget.top_k`
+    set, the method is built from a copy of the config whose `memory.top_k` is that budget
+    (a method without the key keeps its own limits, and the wrapper cuts its hits)."""
+    return ManagedMethod(MEMORY.get(str(cfg.memory.name))(budgeted_config(cfg)), cfg)
+
+
+def budgeted_config(cfg: DictConfig) -> DictConfig:
+    """`cfg`, or a copy whose `memory.top_k` is `budget.top_k` (where both are there): every
+    method asked for the same number of items. A per-speaker method (mem0, LangMem) asks
+    that many per speaker, its protocol; the wrapper hands the reader the first `top_k`
+    and the budget summary flags it."""
+    budget = cfg.get("budget") if hasattr(cfg, "get") else None
+    value = budget.get("top_k") if budget is not None and hasattr(budget, "get") else None
+    if value is None:
+        return cfg
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        from memorybench.errors import UserError
+
+        raise UserError(f"budget.top_k={value} must be a whole number of at least 1 (null: each method's own memory.top_k)")
+    memory = cfg.get("memory")
+    if memory is None or "top_k" not in memory or memory.get("top_k") == value:
+        return cfg
+    import copy
+
+    from omegaconf import read_write
+
+    out = copy.deepcopy(cfg)
+    with read_write(out):
+        out.memory.top_k = value
+    return out
 
 
 def memory_names() -> list[str]:

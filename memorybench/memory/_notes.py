@@ -42,4 +42,12 @@ def memory_notes(cfg: DictConfig) -> list[str]:
         notes.append(
             f"Memory handed to the reader is capped at {budget.max_memory_tokens} cl100k_base tokens (budget.max_memory_tokens)."
         )
+    if budget is not None and budget.get("top_k") and getattr(cls, "retrieve", None) is not None:
+        notes.append(
+            f"Retrieval is held to budget.top_k={budget.top_k} items per question: the method is asked for that many "
+            "(its memory.top_k set to it) and the reader gets at most that many, best first; memory/budget.json says "
+            "whether the system kept to it."
+        )
+    elif budget is not None and budget.get("top_k"):
+        notes.append(f"budget.top_k={budget.top_k} does not apply to memory={name}: it retrieves nothing per question.")
     return notes

@@ -99,7 +99,7 @@ class Retrieval(Record, schema="memory_retrieval.v1"):
     #: retrieved items, best first: {item_id, score} (plus method-specific fields)
     hits: list[dict[str, Any]]
     memory_tokens: int
-    #: items left out by budget.max_memory_tokens, and whether the text itself was cut
+    #: items left out by budget.max_memory_tokens (v3: or by budget.top_k), and whether the text itself was cut
     dropped_by_budget: int = 0
     cut_by_budget: bool = False
     #: the question's embedding (embedder usage for this question), when the method embeds it
@@ -114,6 +114,22 @@ class RetrievalV2(Retrieval, schema="memory_retrieval.v2"):
     #: (its query embedding and any library call included) and the fit to the budget; the
     #: reader's answer is not in it (reader/traces.jsonl has that call's latency)
     latency_s: float
+
+
+class RetrievalV3(RetrievalV2, schema="memory_retrieval.v3"):
+    """v3: what the system returned, against the run's retrieval budget (`memorybench.pack.budget`).
+
+    The wrapper hands the reader at most `top_k` of the hits, best first, then those that fit
+    `budget.max_memory_tokens`: `hits` are those kept, and `dropped_by_budget` counts the rest
+    (left out by either), so `returned == len(hits) + dropped_by_budget`, as in v2."""
+
+    #: the hits the system returned for the question, before the wrapper's budget
+    returned: int
+    #: `budget.top_k`, the item budget applied (null: none; the method's own memory.top_k)
+    top_k: Optional[int] = None
+    #: the items of the conversation's built memory: `returned >= memory_items` on a memory
+    #: of more than a handful of items is the whole memory handed over (a retrieval bypass)
+    memory_items: int
 
 
 # -- the stores of the writer methods (validated by `memorybench verify`, row by row) ---------

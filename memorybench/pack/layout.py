@@ -35,6 +35,13 @@ BUILD_COST = "memory/build_cost.jsonl"
 MEMORY_DUMPS = "memory/dumps"
 WRITER_CALLS = "memory/writer/calls.jsonl"
 WRITER_FAILURES = "memory/writer/failures.jsonl"
+#: the retrieval budget a run held, from its own rows (`memorybench.pack.budget`)
+MEMORY_BUDGET = "memory/budget.json"
+
+
+def retrievals(method: str) -> str:
+    """What a question-dependent method handed the reader, one row per question (`memory_retrieval.v*`)."""
+    return f"memory/{method}/retrievals.jsonl"
 
 
 def library_reports(method: str) -> str:

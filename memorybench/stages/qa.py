@@ -218,6 +218,7 @@ def _write(
     from memorybench.stages.rescore import write_scores  # scorers import nltk: only when needed
 
     metrics = write_scores(pack.root)  # this run holds the pack's lock: not `rescore`, which takes it
+    method.write_budget(pack)  # memory/budget.json: whether the retrieval budget held, from the rows
     pack.write_json(layout.REFERENCE_PIN, pack.reference_pin())
     models = with_answered_from_journals(pack.root, models)  # a resumed run keeps what earlier attempts saw
     pack.write_json(layout.RUN_META, meta.model_copy(update={"models": models, "ended_at": utc_now()}))

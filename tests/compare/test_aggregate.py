@@ -98,7 +98,7 @@ def test_runs_table_matches_metrics(design, tmp_path):
     root, judged, plain, _, judge_id = design
     result = aggregate([judged, plain], tmp_path)
     table = pq.read_table(result.runs)
-    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v4"
+    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v5"
     names = table.schema.names
     assert names[: len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
     assert names[len(RUNS_SCHEMA) : len(RUNS_SCHEMA) + len(JUDGE_RUN_COLUMNS)] == [f"{c}/{judge_id}" for c in JUDGE_RUN_COLUMNS]

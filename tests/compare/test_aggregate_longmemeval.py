@@ -55,7 +55,7 @@ def test_a_longmemeval_row_has_its_diagnostic_by_type_and_no_locomo_f1(packs, tm
     lme, locomo = packs
     result = aggregate([lme, locomo], tmp_path)
     table = pq.read_table(result.runs)
-    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v4"
+    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v5"
     assert table.schema.names[: len(RUNS_SCHEMA)] == RUNS_SCHEMA.names
     assert all(table.schema.field(c).type == "double" for c in benchmark_run_columns(LONGMEMEVAL))
     runs = {r["pack"]: r for r in table.to_pylist()}
@@ -93,7 +93,7 @@ def test_a_longmemeval_judge_has_its_accuracy_by_type_and_no_j(packs, tmp_path):
     lme, locomo = packs
     result = aggregate([lme, locomo], tmp_path)
     table = pq.read_table(result.runs)
-    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v4"
+    assert table.schema.metadata[b"memorybench.schema"] == b"runs.v5"
     runs = {r["pack"]: r for r in table.to_pylist()}
     row, (judge_id,) = runs[str(lme)], PackReader.open(lme).judges()
     metrics = json.loads((lme / layout.autorater_file(judge_id, layout.JUDGE_METRICS)).read_text())

@@ -40,6 +40,8 @@ dataset) and the `Findings` collector; one module per concern:
 - `contamination`: no gold string that is not in the conversation's source text reaches
   a reader prompt, a memory file or an agent workspace file (`needles`: the scan);
 - `metrics`: predictions.csv and metrics.json equal a fresh rescore of the stored rows;
+- `budget`: memory/budget.json (the retrieval budget the run held) matches its schema and
+  equals a recompute from the pack's config, retrievals, manifest and predictions;
 - `memory_failures`: a warning (`findings.WARNINGS`: printed, not a failure) when writer
   tasks failed and were skipped, so the memory lacks what they would have written;
 - `replies`: warnings when reader replies had no text (stored empty) or answers were cut
@@ -62,6 +64,7 @@ from dataclasses import asdict
 
 from memorybench.errors import OneLineParser, printable
 from memorybench.pack.verify import (
+    budget,
     contamination,
     counts,
     hashes,
@@ -113,6 +116,7 @@ CHECKS: tuple[Callable[[Context, Findings], None], ...] = (
     judges.check_judge_traces,
     contamination.check_files_for_gold,
     metrics.check_metrics,
+    budget.check_budget,
     memory_failures.check_writer_failures,
     replies.check_replies,
     secrets.check_secrets,

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from memorybench.errors import UserError
 from memorybench.pack import layout
+from memorybench.pack.budget import BudgetSummary
 from memorybench.pack.provenance_record import CloudRunProvenance
 from memorybench.pack.schemas import LineageRow, MemoryManifestRow, Prediction, ReaderTrace, ReferencePin, RunMeta
 from memorybench.pack.verify.needles import Needles
@@ -54,6 +55,8 @@ KNOWN_JSON: dict[str, type[BaseModel] | str | tuple[str, ...]] = {
     # metrics.v2 (`memorybench.score.score_record`) since benchmarks own their scores; older packs'
     # metrics.v1 still verifies, against a rescore in its own shape
     "metrics.json": ("metrics.v2", "metrics.v1"),
+    # the retrieval budget a run held, when it set one: validated and recomputed by `budget.check_budget`
+    layout.MEMORY_BUDGET: BudgetSummary,
 }
 #: Records a launcher adds to a pack it published, checked when present.
 PROVENANCE_RECORDS: dict[str, type[BaseModel]] = {

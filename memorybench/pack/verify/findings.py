@@ -56,6 +56,10 @@ CODES: dict[str, str] = {
     "secret": "a secret-looking string (API key, token, private key, a credential's value) is stored in the pack",
     "memory.writer_failures": "a warning: writer tasks failed (a reply that did not parse twice, or one the wrapped library reported it could not use), so the memory lacks their inputs (memory/writer/failures.jsonl)",
     "memory.writer_failures_over_limit": "more writer tasks failed than the run's memory.max_failed_share allows: the scores are over a memory that lacks too much of its inputs",
+    "memory.budget": (
+        "memory/budget.json differs from the budget summary recomputed from the pack's config, retrievals, manifest and"
+        " predictions, or a run with budget.top_k set has none"
+    ),
     "reply.empty": "a warning: reader replies had no text when asked twice and are stored as empty answers",
     "reply.cut": "a warning: answers longer than reader.max_answer_chars are stored cut",
 }
