@@ -350,6 +350,15 @@ METRIC_NAMES: dict[str, str] = {
             "agent_tokens_p95",
             "agent_tokens_max",
             "agent_budget_exceeded",
+            # the retrieval budget (`memorybench.pack.budget`): context tokens per question, search
+            # latency, what the system returned at most against budget.top_k (none where unset)
+            "context_tokens_mean",
+            "context_tokens_p50",
+            "context_tokens_p95",
+            "retrieval_latency_p50_s",
+            "retrieval_latency_p95_s",
+            "budget_top_k",
+            "budget_returned_max",
         )
     },
     "reader_retries": "retries",
@@ -378,6 +387,8 @@ def pack_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, float]:
     latency, and each judge's J under its judge id (`j_mean/<judge id>`, `j_pass1/<judge id>`)."""
     summary = run_summary(pack)
     out: dict[str, Any] = {name: summary[key] for name, key in METRIC_NAMES.items()}
+    if summary.get("budget_held") is not None:  # 1 where the retrieval budget held, 0 where it did not
+        out["budget_held"] = float(summary["budget_held"])
     for judge_id in (summary["judges"] or "").split(","):
         if not judge_id:
             continue

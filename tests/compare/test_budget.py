@@ -243,6 +243,18 @@ def test_the_runs_table_has_the_budget_columns(packs, tmp_path):
     assert by_memory["rag"]["retrieval_latency_p50_s"] > 0 and by_memory["full_context"]["retrieval_latency_p50_s"] is None
 
 
+def test_mlflow_logs_the_budget_of_each_run(packs):
+    from memorybench.tracking import pack_metrics
+
+    _, found = packs
+    thirty, rag = pack_metrics(found["thirty"]), pack_metrics(found["rag"])
+    assert (thirty["budget_held"], thirty["budget_returned_max"], thirty["budget_top_k"]) == (0.0, 30.0, float(TOP_K))
+    assert rag["budget_held"] == 1.0 and rag["retrieval_latency_p50_s"] > 0
+    assert thirty["context_tokens_mean"] == pytest.approx(
+        json.loads((found["thirty"] / "memory/budget.json").read_text("utf-8"))["context_tokens_mean"]
+    )
+
+
 def test_compare_warns_for_the_side_whose_budget_did_not_hold(packs, capsys):
     _, found = packs
     assert main(["compare", str(found["rag"]), "--vs", str(found["thirty"])]) == 0
