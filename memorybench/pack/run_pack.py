@@ -80,8 +80,9 @@ class RunPack:
 
         The commit points are a prediction row (a question) and a memory manifest row (a
         conversation's memory). Every other journal row that carries a `question_id` is
-        kept only if that question was answered, else one that carries a `sample_id` only
-        if that conversation's memory was built: work cut off by a kill is redone whole.
+        kept only if that question was answered, else (none, or a null one: a build's row)
+        one that carries a `sample_id` only if that conversation's memory was built: work cut
+        off by a kill is redone whole.
         """
         for path in sorted(self.root.rglob("*.jsonl")):
             relpath = str(path.relative_to(self.root))
@@ -98,7 +99,9 @@ class RunPack:
         built = {row["sample_id"] for row in self.memory_manifest.rows()}
 
         def keep(row: dict[str, Any]) -> bool:
-            if "question_id" in row:
+            # a null question_id is a build's row (a wrapped library's embedding call while it
+            # builds): it stands or falls with its conversation's memory
+            if row.get("question_id") is not None:
                 return row["question_id"] in answered
             if "sample_id" in row:
                 return row["sample_id"] in built
