@@ -4,10 +4,12 @@
 # 1. the plugin into memorybench's environment (.venv): our client, no Letta in it;
 # 2. the Letta server into an environment of its own (plugins/letta/.venv): letta 0.11.7 with
 #    every dependency at the version of Letta's own lock (mb_letta/server/constraints.txt).
-# Both end with `pip check`. PYTHON picks the interpreter for the server's venv (python3.11).
+# Both end with `pip check`. PYTHON picks the interpreter for the server's venv (default: the one
+# memorybench's .venv was made from).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PYTHON="${PYTHON:-python3.11}"
+# the Python memorybench's venv was made from (3.11), for the same wheels: PYTHON overrides it
+PYTHON="${PYTHON:-$(.venv/bin/python -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')}"
 SERVER=plugins/letta/.venv
 echo "install.sh: the plugin into .venv"
 .venv/bin/python -m pip install --quiet -e plugins/letta
