@@ -137,6 +137,27 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | str) -> Path:
     return target
 
 
+def replace_derived(target: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write `data` to `target` atomically but not durably: a reader sees the old file or the
+    new one, and no temp file stays behind; nothing is fsynced. Only for a file made again from
+    a durable source by the next run (the board's pages from its board.json), where a crash
+    costs a rebuild and an fsync per file costs most of the build."""
+    target = Path(target)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_beside(target)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """A temp path beside `target` for a writer that takes a path (pyarrow, SQLite, a

@@ -96,7 +96,8 @@ def _plan_and_qa(section: str, server, tmp: Path, env: dict[str, str]) -> Path:
 def _last_turns(pack: Path, turns: int) -> None:
     """The method's own key went through its schema node, and each memory is the last turns."""
     config = (pack / "config.resolved.yaml").read_text()
-    assert f"turns: {turns}" in config and "top_k" not in config
+    # no key of another method's (`top_k`) in its node: only the run's `budget.top_k`, last, names one
+    assert f"turns: {turns}" in config and "top_k" not in config.split("\nbudget:\n")[0]
     for sample in json.loads((FIXTURES / "mini_locomo.json").read_text()):
         conv = sample["conversation"]
         sessions = sorted((int(k.split("_")[1]) for k, v in conv.items() if k.startswith("session_") and isinstance(v, list)))

@@ -184,7 +184,7 @@ def test_a_plugin_method_prompt_and_scorer_run_through_qa(plugin_site, tmp_path,
     assert meta["choices"]["memory"] == "last_session"
     # the method's own key, typed by its schema node, and nothing of other methods'
     config = (pack / "config.resolved.yaml").read_text()
-    assert "sessions: 1" in config and "top_k" not in config
+    assert "sessions: 1" in config and "top_k" not in config.split("\nbudget:\n")[0]
     # the memory is the last session of each conversation, nothing earlier
     data = json.loads((FIXTURES / "mini_locomo.json").read_text())
     for sample in data:

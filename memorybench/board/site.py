@@ -23,7 +23,6 @@ import base64
 import hashlib
 import html
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +32,7 @@ from memorybench.board.assets import SCRIPT, STYLE
 from memorybench.board.row import BoardRow
 from memorybench.board.tables import benchmark_tables, judge_sensitivity, page_name, t_quantiles
 from memorybench.errors import UserError
-from memorybench.fs import temp_beside
+from memorybench.fs import replace_derived
 
 __all__ = ["INDEX", "write_site"]
 
@@ -106,18 +105,10 @@ def _page(path: Path, title: str, data: dict[str, Any]) -> Path:
 
 def _replace(path: Path, data: bytes) -> Path:
     """`data` renamed into place at `path`: a reader sees the old page or the new one. Not
-    fsynced: a page is derived, made again from board.json (written durably) by the next build,
-    which rewrites any page whose bytes differ (a first build of 100 packs spent most of a
-    second on 200 fsyncs)."""
-    tmp = temp_beside(path)
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    fsynced (`fs.replace_derived`): a page is derived, made again from board.json (written
+    durably) by the next build, which rewrites any page whose bytes differ (a first build of
+    100 packs spent most of a second on 200 fsyncs)."""
+    return replace_derived(path, data)
 
 
 def _nav(tables: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
