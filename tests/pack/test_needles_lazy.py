@@ -73,3 +73,19 @@ def test_the_needles_are_the_eager_scans(conversations) -> None:
         assert needles.by_sample[None] == eager[None]  # a file of no known conversation, first: all are read
         assert {k: needles.by_sample[k] for k in needles.by_sample} == eager
         assert "conv-26" in needles.by_sample and None in needles.by_sample and "conv-0" not in needles.by_sample
+
+
+def test_a_number_gold_inside_an_id_or_a_timestamp_is_chance(conversations) -> None:
+    """A library's store holds uuids and timestamps: "2020" inside "9d020208-..." or the
+    microseconds "...920217" is no year given to a model; the same digits standing alone are."""
+    needles = Needles(conversations, with_summaries=False)
+    for c in conversations:
+        numbers = sorted(n for n, _ in needles.by_sample[c.sample_id] if n.isdigit())
+        if not numbers:
+            continue
+        gold = numbers[0]
+        assert gold in needles.scan(c.sample_id, f"in {gold}, they moved")
+        assert gold in needles.scan(c.sample_id, f"({gold}-05-01)")
+        assert not needles.scan(c.sample_id, f"id 9d{gold}08-33f9, at 10:31:{gold[:2]}.9{gold}7")
+        return
+    raise AssertionError("no all-digit gold among the needles of any conversation")

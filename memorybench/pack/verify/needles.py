@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -62,6 +63,20 @@ def date_forms(date_time: str) -> list[str]:
             f"{year}/{month:02d}/{day:02d}",
         ]
     return forms
+
+
+@functools.lru_cache(maxsize=4096)
+def _number_pattern(needle: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![0-9a-z])" + re.escape(needle) + r"(?![0-9a-z])")
+
+
+def _stands_in(needle: str, text_lower: str) -> bool:
+    """Whether `needle` is in the text: as a substring, or for an all-digit gold ("2022") as a
+    number of its own. A library's store is full of uuids and timestamps ("9d020208-...",
+    "...:20.920217"): four digits inside one are chance, not a year a model was given."""
+    if needle not in text_lower:
+        return False
+    return not needle.isdigit() or _number_pattern(needle).search(text_lower) is not None
 
 
 def _grams(text: str) -> frozenset[str]:
@@ -136,7 +151,7 @@ class Needles:
         hit = self._cache.get(cache_key)
         if hit is None:
             text_grams = _grams(text_lower)
-            hit = tuple(n for n, g in self.by_sample[self.sample(sample_id)] if g <= text_grams and n in text_lower)
+            hit = tuple(n for n, g in self.by_sample[self.sample(sample_id)] if g <= text_grams and _stands_in(n, text_lower))
             self._cache[cache_key] = hit
         return hit
 
