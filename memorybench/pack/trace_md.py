@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_pack
+from memorybench.benchmark import Benchmark, benchmark_named, benchmark_of_pack
 from memorybench.errors import printable
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -172,9 +172,10 @@ def _agent(walk: Walk) -> list[str]:
     return lines
 
 
-def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benchmark = LOCOMO) -> str:
+def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benchmark | None = None) -> str:
     """The walk of one question as TRACE.md's Markdown (no gold, no evidence), then the scorer side
     (`_scorer_side`; another benchmark's pack, `bench`: `_diagnostic_side`)."""
+    bench = bench or benchmark_named(None)
     qid, sample_id = walk.question_id, walk.sample_id
     path = data_path if data_path is not None else walk.source.data_path
     if bench.own_lexical_rules:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, Benchmark
+from memorybench.benchmark import Benchmark, benchmark_named
 from memorybench.benchmark import PLAIN_RULE as SPEC_PLAIN_RULE
 from memorybench.errors import UserError
 from memorybench.score import CATEGORY_NAMES
@@ -61,8 +61,9 @@ def diagnostic_name(metric: str) -> str:
     return DIAGNOSTIC_NAMES.get(metric, metric)
 
 
-def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, float]:
+def score_row(row: Mapping[str, Any], benchmark: Benchmark | None = None) -> dict[str, float]:
     """Every qa-stage scorer's score of one prediction row."""
+    benchmark = benchmark or benchmark_named(None)
     if not benchmark.own_lexical_rules:
         row = {**row, "category": benchmark.lexical_rule(row["category"])}
     scores = {}
@@ -80,10 +81,11 @@ def score_row(row: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str
     return scores
 
 
-def metrics_v1(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark = LOCOMO) -> dict[str, Any]:
+def metrics_v1(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], benchmark: Benchmark | None = None) -> dict[str, Any]:
     """`metrics.json` in the LoCoMo-shaped metrics.v1 of packs written before metrics.v2
     (`memorybench.score.score_record`), from scored rows: `verify` rescores an older pack in its
     own shape, so its metrics.json still verifies."""
+    benchmark = benchmark or benchmark_named(None)
     if not benchmark.own_lexical_rules:
         return _other_metrics(rows, meta, benchmark)
     metrics: dict[str, Any] = {
@@ -173,7 +175,8 @@ def csv_text(cell: str) -> str:
     return cell[1:] if _NEUTRALISED.match(cell) else cell
 
 
-def predictions_csv(rows: Sequence[Mapping[str, Any]], benchmark: Benchmark = LOCOMO) -> str:
+def predictions_csv(rows: Sequence[Mapping[str, Any]], benchmark: Benchmark | None = None) -> str:
+    benchmark = benchmark or benchmark_named(None)
     names_of = benchmark.category_names
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

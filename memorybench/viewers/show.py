@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_pack
+from memorybench.benchmark import Benchmark, benchmark_named, benchmark_of_pack
 from memorybench.benchmark import imported
 from memorybench.errors import OneLineParser, printable
 from memorybench.pack import layout
@@ -146,8 +146,9 @@ def _fact(value: bool | None, why: str) -> str:
     return str(value) if value is not None else f"unknown ({why})"
 
 
-def _blame_facts(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO) -> tuple[str, str, str]:
+def _blame_facts(walk: Walk, blame: Blame, bench: Benchmark | None = None) -> tuple[str, str, str]:
     """evidence_stored, evidence_given and answer_used_evidence in words, each unknown one with why."""
+    bench = bench or benchmark_named(None)
     s, m = walk.source, walk.memory
     if blame.evidence is None:
         no_evidence = f"the gold evidence is not known: {s.note or 'no dataset row for this question'}"
@@ -251,9 +252,12 @@ def _basis(blame: Blame, bench: Benchmark) -> str:
     return f"{blame.basis}: no judge verdict, a lexical diagnostic, not {bench.name}'s score"
 
 
-def render_brief(walk: Walk, blame: Blame, bench: Benchmark = LOCOMO, figures: dict[str, dict[str, Any]] | None = None) -> str:
+def render_brief(
+    walk: Walk, blame: Blame, bench: Benchmark | None = None, figures: dict[str, dict[str, Any]] | None = None
+) -> str:
     """`--brief`: a few lines (question, answer, gold, scores, blame class); the full walk is `show` without it.
     Another benchmark's pack (`bench`): its kind, its judges' figures (`judge_figures`) and its lexical diagnostics."""
+    bench = bench or benchmark_named(None)
     s = walk.source
     judges = "; ".join(f"judge {j.judge_id} mean {_score(j.mean_score)}" for j in walk.judges)
     if bench.own_lexical_rules:
