@@ -283,9 +283,9 @@ def format_autorater_table(metrics: Mapping[str, Any]) -> str:
         f"judge: {judge['name']} ({judge['provider']}), model {judge['model_requested']}"
         f" answered by {', '.join(judge['models_answered']) or '-'}; prompt sha256 {metrics['judge_prompt_sha256'][:12]}"
     )
-    if metrics.get("longmemeval") is not None or metrics.get("figures") is not None:  # the benchmark's own figures
-        own_lines = benchmark_named(metrics.get("benchmark")).own("judge_figures", "lines")
-        return "\n".join(lines + own_lines(metrics) + _usage_lines(metrics))
+    own = benchmark_named(metrics.get("benchmark"))
+    if own.judge_figures and metrics.get(own.own("judge_figures", "FIELD")) is not None:  # the benchmark's own figures
+        return "\n".join(lines + own.own("judge_figures", "lines")(metrics) + _usage_lines(metrics))
     # Mem0's J over the kinds its judge judges (LoCoMo's 1-4, named by their subset), or the benchmark's own score
     bench = benchmark_named(metrics.get("benchmark"))
     judged = next((name for name, s in bench.subsets.items() if bench.judged and tuple(s.kinds) == tuple(bench.judged)), None)

@@ -204,8 +204,8 @@ def _lexical(walk: Walk, bench: Benchmark, number: Any = repr) -> str:
 
 def judge_figures(walker: PackWalker, bench: Benchmark) -> dict[str, dict[str, Any]]:
     """judge id -> its autorater_metrics.json, for each judge of another benchmark's pack whose
-    metrics hold that benchmark's own block (`longmemeval`); none for a LoCoMo pack (its J is
-    each verdict's mean, as ever)."""
+    metrics hold that benchmark's own block (its `judge_figures` module's `FIELD`); none for a
+    LoCoMo pack (its J is each verdict's mean, as ever)."""
     out: dict[str, dict[str, Any]] = {}
     field = bench.own("judge_figures", "FIELD") if bench.judge_figures else None
     for judge_id in walker.judges() if field else ():
@@ -230,18 +230,11 @@ def _own_question_lines(walker: PackWalker, bench: Benchmark, judge_id: str, que
     return list(reading(walk_category, rows))
 
 
-def _figure_line(judge_id: str, metrics: dict[str, Any], type_name: str) -> str:
-    """One line of a LongMemEval judge's figures over the pack: overall, task-averaged,
-    abstention and this question's type, each with its n (the first pass's)."""
-    block = metrics["longmemeval"]
-    first = block["passes"][0] if block["passes"] else {"by_type": {}, "n": 0, "abstention_n": 0}
-    n_type = (first["by_type"].get(type_name) or {}).get("n", 0)
-    return (
-        f"accuracy by judge {judge_id}: overall {_score(block['overall_accuracy'])} (n {first['n']}), "
-        f"task-averaged {_score(block['task_averaged_accuracy'])}, "
-        f"abstention {_score(block['abstention_accuracy'])} (n {first['abstention_n']}), "
-        f"{type_name} {_score(block['accuracy_by_type'].get(type_name))} (n {n_type})"
-    )
+def _figure_line(bench: Benchmark, judge_id: str, metrics: dict[str, Any], kind_name: str) -> str | None:
+    """One line of a judge's own figures over the pack (`--brief`), as the benchmark's
+    `judge_figures` module writes it (`brief_line`); None where it writes none."""
+    line = getattr(imported(bench.judge_figures), "brief_line", None) if bench.judge_figures else None
+    return line(judge_id, metrics, kind_name) if line is not None else None
 
 
 def _basis(blame: Blame, bench: Benchmark) -> str:
@@ -278,7 +271,9 @@ def render_brief(
             f"errors.json {e.audit_id}, {e.error_type})"
             + (f": corrected answer {e.corrected_answer!r}" if e.kind == "answer" else ": the gold answer stands")
         )
-    lines += [f"  pack:     {_figure_line(judge_id, metrics, s.category_name)}" for judge_id, metrics in (figures or {}).items()]
+    for judge_id, metrics in (figures or {}).items():
+        line = _figure_line(bench, judge_id, metrics, s.category_name)
+        lines += [f"  pack:     {line}"] if line else []
     lines += [
         f"  blame:    {blame.blame} (correctness by {_basis(blame, bench)})",
         "  (the whole walk, memory to judges: the same command without --brief)",

@@ -308,3 +308,12 @@ def test_the_runs_table_and_mlflow_carry_beams_figure_by_its_own_name(judged, tm
             assert figures[f"beam_score_{ability}/{judge}"] == pytest.approx(own[OFFICIAL]["per_ability"][ability])
     assert row[f"j_mean/{judge}"] is None and not [k for k in logged if k.startswith("j_mean")]
     assert logged[f"beam_score_pass1/{judge}"] == pytest.approx(own[OFFICIAL]["overall"])
+
+
+def test_show_brief_gives_the_judges_own_figures_over_the_pack(judged, capsys):
+    pack, folder, _ = judged
+    capsys.readouterr()
+    assert main(["show", str(pack), "beam-100K-1-q-0", "--brief"]) == 0
+    out = capsys.readouterr().out
+    overall = json.loads((folder / "autorater_metrics.json").read_text("utf-8"))["figures"]["profiles"][OFFICIAL]["overall"]
+    assert f"score by judge {folder.name}: beam_official overall {overall:.4f}" in out

@@ -33,6 +33,7 @@ __all__ = [
     "CALIBRATION_SETS",
     "FIELD",
     "LABELS",
+    "brief_line",
     "judge_acceptance",
     "lines",
     "named",
@@ -166,6 +167,19 @@ def named(judge: Any, benchmark: Any, passes: bool = False) -> dict[str, float |
             else {}
         ),
     }
+
+
+def brief_line(judge_id: str, metrics: Mapping[str, Any], ability: str) -> str:
+    """`show --brief`'s line of a judge's figures over the pack: both profiles' overall and this
+    question's ability (each a mean over the passes)."""
+    profiles = metrics[FIELD]["profiles"]
+
+    def fmt(v: Any) -> str:
+        return "unknown" if v is None else f"{v:.4f}"
+
+    return f"score by judge {judge_id}: " + "; ".join(
+        f"{p} overall {fmt(profiles[p]['overall'])}, {ability} {fmt(profiles[p]['per_ability'].get(ability))}" for p in PROFILES
+    )
 
 
 def lines(metrics: Mapping[str, Any]) -> list[str]:

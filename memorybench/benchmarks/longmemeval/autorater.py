@@ -30,7 +30,7 @@ from memorybench.pack.autorater_schemas import (
 )
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, JudgedQuestion, authors_report, qa_metrics
 
-__all__ = ["FIELD", "LABELS", "OPENAI_API", "comparability", "lines", "named", "scores"]
+__all__ = ["FIELD", "LABELS", "OPENAI_API", "brief_line", "comparability", "lines", "named", "scores"]
 
 #: where OpenAI's own API is served (a provider=openai judge with another base URL is not OpenAI)
 OPENAI_API = "https://api.openai.com/"
@@ -151,6 +151,24 @@ def named(judge: Any, benchmark: Any, passes: bool = False) -> dict[str, float |
         **{f"{key}_{kind}": by_kind.get(kind) for kind in benchmark.category_names.values()},
         **({f"{key}_pass{p.pass_}": p.overall_accuracy for p in block.passes} if passes and block is not None else {}),
     }
+
+
+def _score(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else "unknown" if value is None else str(value)
+
+
+def brief_line(judge_id: str, metrics: Mapping[str, Any], type_name: str) -> str:
+    """`show --brief`'s line of a judge's figures over the pack: overall, task-averaged,
+    abstention and this question's type, each with its n (the first pass's)."""
+    block = metrics[FIELD]
+    first = block["passes"][0] if block["passes"] else {"by_type": {}, "n": 0, "abstention_n": 0}
+    n_type = (first["by_type"].get(type_name) or {}).get("n", 0)
+    return (
+        f"accuracy by judge {judge_id}: overall {_score(block['overall_accuracy'])} (n {first['n']}), "
+        f"task-averaged {_score(block['task_averaged_accuracy'])}, "
+        f"abstention {_score(block['abstention_accuracy'])} (n {first['abstention_n']}), "
+        f"{type_name} {_score(block['accuracy_by_type'].get(type_name))} (n {n_type})"
+    )
 
 
 def lines(metrics: Mapping[str, Any]) -> list[str]:
