@@ -178,7 +178,8 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[300, 1986], help="questions of each measured run")
     parser.add_argument("--rounds", type=int, default=3, help="harness + yardstick pairs per size")
     ns = parser.parse_args()
-    from memorybench.data.pins import LOCOMO10, pin_path
+    from memorybench.benchmarks.locomo.pins import LOCOMO10
+    from memorybench.data.pins import pin_path
 
     raw = json.loads(pin_path(LOCOMO10).read_text("utf-8"))
     figures: dict[str, object] = {

@@ -172,7 +172,7 @@ def run_prefix_reuse(
 
 
 def compare_models(sample: dict[str, Any], n_questions: int, template: str, memory_name: str) -> dict[str, Any]:
-    from memorybench.score.locomo import locomo_score
+    from memorybench.benchmarks.locomo.score import locomo_score
 
     memory = MEMORIES[memory_name](sample)
     qa = [q for q in sample["qa"] if q.get("category") in (1, 2, 3, 4)][:n_questions]

@@ -23,8 +23,10 @@ from _common import report, spread
 
 from memorybench.benchmarks.locomo.data import load_locomo
 from memorybench.data import iter_questions
-from memorybench.data.pins import LOCOMO10, pin_path
-from memorybench.score import locomo_score, mem0_bleu1, mem0_f1
+from memorybench.benchmarks.locomo.pins import LOCOMO10
+from memorybench.data.pins import pin_path
+from memorybench.benchmarks.locomo.score import locomo_score
+from memorybench.score.lexical import mem0_bleu1, mem0_f1
 
 Row = tuple[str, object, int, str]
 

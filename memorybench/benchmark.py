@@ -39,15 +39,19 @@ from typing import Any
 from memorybench.errors import UserError
 
 __all__ = [
+    "FIRST_ANSWER_RULE",
     "PLAIN_RULE",
+    "REFUSAL_RULE",
     "Benchmark",
     "Dataset",
     "Subset",
     "available_memory",
+    "block_keys",
     "benchmark_named",
     "benchmark_of",
     "benchmark_of_meta",
     "benchmark_of_pack",
+    "benchmark_scorers",
     "recorded",
     "benchmarks",
     "dataset_named",
@@ -59,6 +63,11 @@ __all__ = [
 #: LoCoMo's single-hop rule (normalised, Porter-stemmed token F1, no category rule): the
 #: lexical diagnostic of a kind that has no LoCoMo rule of its own
 PLAIN_RULE = 4
+#: LoCoMo's adversarial rule (1 where the answer refuses, else 0): a kind it scores is one whose
+#: right answer is a refusal (`Benchmark.refusal_kinds`)
+REFUSAL_RULE = 5
+#: LoCoMo's open-domain rule: token F1 against the gold before its first ";" (the gold it compares)
+FIRST_ANSWER_RULE = 3
 
 
 def imported(target: str) -> Any:
@@ -181,6 +190,8 @@ class Subset:
     #: the kinds that must have questions for the figure to exist (LoCoMo's 1-5 only where
     #: category 5 was asked; else it would be the 1-4 figure under another name)
     asked: tuple[int, ...] = ()
+    #: what the report calls it ("overall 1-5 (LoCoMo)"); empty: "overall <its name>"
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -226,6 +237,9 @@ class Benchmark:
     #: question subsets reported beside the kinds, each marked in the question id: name -> the
     #: substring an id holds (LongMemEval's abstention questions: evaluate_qa.py's `'_abs' in question_id`)
     id_marks: Mapping[str, str] = field(default_factory=dict)
+    #: what its own question protocol (a `reader_prompts` prompt) poses unlike an open-ended
+    #: prompt, and which of its figures therefore differ: the report's note where both are compared
+    protocol_note: str = ""
     #: the pinned reader prompts (`reader.prompt=NAME`) written for this benchmark alone
     #: (LongMemEval's show each question's date): another benchmark's run refuses them
     reader_prompts: tuple[str, ...] = ()
@@ -247,6 +261,10 @@ class Benchmark:
     #: the judge protocols it owns (`judge.protocol=NAME` -> "module:Class"), registered with the
     #: built-in ones (`memorybench.registry.JUDGES`)
     judge_protocols: Mapping[str, str] = field(default_factory=dict)
+    #: "module:NAME" of a tuple of `memorybench.score.scorers.Scorer`: the per-question scores of
+    #: its own rules, registered with the built-in ones (`memorybench.registry.SCORERS`) and
+    #: computed on every benchmark's rows (LoCoMo's category F1 is each one's lexical score)
+    scorers: str | None = None
     #: "module:NAME" of a mapping `reader.prompt` name -> its pinned template (a
     #: `memorybench.templates.PinnedSlots` with `text(pins)`, `system(pins)`, `render(text, slots)`,
     #: `memories`, `message_role`), one for each of `reader_prompts`: the prompt taken out of the
@@ -353,6 +371,12 @@ class Benchmark:
         """Whether the benchmark's judge scores a question of this kind."""
         return self.judged is None or category in self.judged
 
+    @property
+    def refusal_kinds(self) -> tuple[int, ...]:
+        """The kinds its lexical rules score by the refusal rule (`REFUSAL_RULE`): a refusal is
+        their right answer (LoCoMo's adversarial category 5)."""
+        return tuple(k for k in self.category_names if self.lexical_rule(k) == REFUSAL_RULE)
+
     def marks(self, question_id: str) -> tuple[str, ...]:
         """The subsets (`id_marks`) a question belongs to: ("abstention",) for a LongMemEval `_abs` id."""
         return tuple(name for name, mark in self.id_marks.items() if mark in question_id)
@@ -410,6 +434,25 @@ def judge_protocols() -> dict[str, str]:
     """The judge protocols the built-in benchmarks own, by name (`memorybench.registry.JUDGES`
     asks this by name; a plugin's protocols register themselves when it is loaded)."""
     return {name: target for b in _builtins().values() for name, target in b.judge_protocols.items()}
+
+
+def benchmark_scorers() -> dict[str, Any]:
+    """The scorers the built-in benchmarks own, by name (`memorybench.registry.SCORERS` asks
+    this by name; a plugin's scorers register themselves when it is loaded)."""
+    return {s.name: s for b in _builtins().values() if b.scorers for s in imported(b.scorers)}
+
+
+def block_keys() -> frozenset[str]:
+    """The keys under which the benchmarks' own modules write a block into a record every
+    benchmark shares (`FIELD` of their `judge_figures` and `importer` modules: LongMemEval's
+    figures in autorater_metrics.json, its reproduction in an import's reproduction.json)."""
+    keys = set()
+    for benchmark in benchmarks().values():
+        for module in (benchmark.judge_figures, benchmark.importer):
+            key = getattr(imported(module), "FIELD", None) if module else None
+            if isinstance(key, str):
+                keys.add(key)
+    return frozenset(keys)
 
 
 def own_tables() -> dict[str, OwnTable]:

@@ -39,6 +39,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -154,8 +155,9 @@ class Registry(Generic[T]):
     the built-in components live (a registry without a group imports all its public modules).
     `unlisted`: the built-in components no option selects, by name and module (the answerer
     of the packs `memorybench import` writes). `more_builtins`: "module:function" returning
-    more {name: "module:attr"} (the benchmarks' own judge protocols, which their records
-    declare), asked by name through importlib when the registry is first read."""
+    more {name: "module:attr" or the component} (the benchmarks' own judge protocols and
+    scorers, which their records declare), asked by name through importlib when the registry
+    is first read."""
 
     def __init__(
         self,
@@ -179,9 +181,15 @@ class Registry(Generic[T]):
         self.more_builtins = more_builtins
         self._entries: dict[str, _Entry] = {}
         self._discovered = False
+        #: discovery done (`_discovered` is set as it starts, for a re-entrant call of its own thread)
+        self._found = False
+        #: held while the registry discovers or completes: another thread that asks waits for the
+        #: whole of it (a report's threads ask the scorers at once; one saw none or half of them)
+        self._lock = threading.RLock()
         #: the modules the group's YAMLs name, and where each is named first
         self._named_modules: dict[str, str] = {}
         self._completed = False
+        self._complete_done = False
 
     # -- adding ------------------------------------------------------------------------
     def add(self, name: str, target: T | str, *, module: str | None = None) -> None:
@@ -244,22 +252,30 @@ class Registry(Generic[T]):
                 self._entries[name] = _Entry(module, module, named_by=where)
 
     def _discover(self) -> None:
-        if self._discovered:
+        if self._found:
             return
-        self._discovered = True
+        with self._lock:
+            if self._discovered:  # done, or under way in this thread (a module it imports asks)
+                return
+            self._discovered = True
+            self._find()
+            self._found = True
+
+    def _find(self) -> None:
         if self.group:
             self._place({name: (o.module, shown_path(o.path)) for name, o in self.configured().items()})
             self._place({name: (module, f"{__name__}'s unlisted {self.kind}s") for name, module in self.unlisted.items()})
-            if self.more_builtins:
-                module, _, function = self.more_builtins.partition(":")
-                for name, target in getattr(importlib.import_module(module), function)().items():
-                    self.add(name, target)  # fills the name a YAML gave, from the same package
         elif self.package:
             # a package: every public module of it; a plain module: itself
             package = importlib.import_module(self.package)
             for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
                 if not info.name.startswith("_"):
                     importlib.import_module(f"{self.package}.{info.name}")
+        if self.more_builtins:  # the built-in benchmarks' own (their judge protocols, their scorers)
+            module, _, function = self.more_builtins.partition(":")
+            for name, target in getattr(importlib.import_module(module), function)().items():
+                if name not in self._entries or self._entries[name].named_by is not None:
+                    self.add(name, target)  # fills the name a YAML gave, from the same package
         load_plugins()
         if self.group:
             from memorybench.plugins import config_dirs
@@ -270,11 +286,15 @@ class Registry(Generic[T]):
         """A registry whose names are values (`judge.protocol`): import the modules its YAMLs
         name, which may register values no YAML uses (`embedder.provider=openai_compatible`)."""
         self._discover()
-        if self._completed or self.key == "name":
+        if self._complete_done or self.key == "name":
             return
-        self._completed = True
-        for module, where in sorted(self._named_modules.items()):
-            import_named(module, where)
+        with self._lock:
+            if self._completed:  # done, or under way in this thread
+                return
+            self._completed = True
+            for module, where in sorted(self._named_modules.items()):
+                import_named(module, where)
+            self._complete_done = True
 
     def names(self) -> list[str]:
         self._complete()
@@ -360,7 +380,9 @@ JUDGES: Registry[Any] = Registry(
     key="protocol",
     more_builtins="memorybench.benchmark:judge_protocols",
 )
-SCORERS: Registry[Any] = Registry("scorer", "scorer", package="memorybench.score.scorers")
+SCORERS: Registry[Any] = Registry(
+    "scorer", "scorer", package="memorybench.score.scorers", more_builtins="memorybench.benchmark:benchmark_scorers"
+)
 STAGES: Registry[Any] = Registry("wave stage", "memorybench wave STAGE", package="memorybench.cloudrun.waves")
 
 
@@ -380,15 +402,22 @@ def all_registries() -> dict[str, Registry[Any]]:
 
 PLUGIN_GROUP = "memorybench.plugins"
 _plugins_loaded = False
+_plugins_done = False
+_PLUGINS_LOCK = threading.RLock()
 
 
 def load_plugins() -> None:
-    """Import every module the `memorybench.plugins` entry-point group names (once)."""
-    global _plugins_loaded
-    if _plugins_loaded:
+    """Import every module the `memorybench.plugins` entry-point group names (once; another
+    thread that asks meanwhile waits until all are loaded)."""
+    global _plugins_loaded, _plugins_done
+    if _plugins_done:
         return
-    _plugins_loaded = True
-    from memorybench.plugins import installed_plugins
+    with _PLUGINS_LOCK:
+        if _plugins_loaded:  # done, or under way in this thread (a plugin's import asks)
+            return
+        _plugins_loaded = True
+        from memorybench.plugins import installed_plugins
 
-    for plugin in installed_plugins():
-        plugin.load()
+        for plugin in installed_plugins():
+            plugin.load()
+        _plugins_done = True

@@ -215,7 +215,7 @@ def test_locomo_f1_stems_with_nltks_porter_without_loading_nltk() -> None:
     NLTK (scipy and all), the rules are NLTK's own, and NLTK loads whole afterwards as before."""
     probe = """
 import json, sys
-from memorybench.score.locomo import locomo_score, _stemmer
+from memorybench.benchmarks.locomo.score import locomo_score, _stemmer
 words = ["running", "happiness", "generously", "caresses", "ponies", "adjustable", "relational", "agreed"]
 ours = [_stemmer().stem(w) for w in words]
 score = locomo_score("She went running in Lisbon", "running Lisbon", 4)
@@ -236,7 +236,7 @@ def test_the_stemmer_loads_once_from_many_threads() -> None:
     placeholder parents (`nltk.__spec__ is None` before the lock)."""
     probe = """
 import json, threading
-from memorybench.score import locomo
+from memorybench.benchmarks.locomo import score as locomo
 errors, classes = [], set()
 def go():
     try:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Optional, Union
 
-from pydantic import Field, model_serializer
+from pydantic import Field
 
 from memorybench.errors import UserError
+from memorybench.pack.benchmark_block import WithBenchmarkBlock
 from memorybench.pack.schemas import Coverage
 from memorybench.records import Record
 from memorybench.registry import ANSWERERS
@@ -38,7 +39,6 @@ __all__ = [
     "ImportSource",
     "ImportedAnswerer",
     "ImportedRow",
-    "LongMemEvalReproduction",
     "MetricReproduction",
     "Mismatch",
     "Reproduction",
@@ -188,24 +188,7 @@ class MetricReproduction(Record):
     overall_categories: list[int]
 
 
-class LongMemEvalReproduction(Record):
-    """A LongMemEval judged file's table: print_qa_metrics.py's text over the file's own labels,
-    beside the report of the judge folder that holds them (`autorater_metrics.json`)."""
-
-    #: the dataset the question types come from (print_qa_metrics.py reads them from its reference file)
-    dataset: str
-    #: what print_qa_metrics.py prints over the file's labels (`memorybench.benchmarks.longmemeval.score.authors_report`)
-    authors_report: str
-    #: the pack's: the judge folder's `longmemeval.passes[0].report`
-    report: str
-    #: the two texts are the same, byte for byte
-    equal: bool
-    #: whether the labels are comparable with the authors' published figures, and why (not)
-    comparable: bool
-    comparability: str
-
-
-class Reproduction(Record, schema="reproduction.v1"):
+class Reproduction(WithBenchmarkBlock, schema="reproduction.v1"):
     """`imported/reproduction.json`: does a released file's table come out of its rows?"""
 
     run_id: str
@@ -218,20 +201,16 @@ class Reproduction(Record, schema="reproduction.v1"):
     notes: list[str] = Field(default_factory=list)
     #: a partial file: the figures are over the questions it holds (`Coverage`); null for a full file
     partial: Optional[Coverage] = None
-    #: a LongMemEval judged file (`--format longmemeval_judged`): its per-type table as the authors' script prints it
-    longmemeval: Optional[LongMemEvalReproduction] = None
     #: a benchmark's own table beside `metrics`, as its importer writes it (a record of that
     #: importer's, dumped with its own `schema`; its `format_reproduction` reads and prints it:
-    #: BEAM's runs and stated figures); null for a file whose table `metrics` holds whole
+    #: BEAM's runs and stated figures); null for a file whose table `metrics` holds whole. An
+    #: importer may instead write its block under its module's `FIELD` (`WithBenchmarkBlock`:
+    #: LongMemEval's print_qa_metrics.py text beside the pack's)
     own: Optional[dict[str, Any]] = None
 
-    @model_serializer(mode="wrap")
-    def _without_longmemeval(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for key in ("longmemeval", "own"):  # a LoCoMo file's record reads and serializes as before
-            if data.get(key) is None:
-                data.pop(key, None)
-        return data
+    @classmethod
+    def omitted_when_null(cls) -> tuple[str, ...]:
+        return ("own",)  # a LoCoMo file's record reads and serializes as before
 
 
 @ANSWERERS.register("imported")

@@ -18,7 +18,7 @@ errors.json, `memorybench.benchmarks.locomo.gold_audit`) takes the audit's corre
   every evidence turn was printed by one of its steps (`agent/recall.jsonl` `found`).
 * `answer_used_evidence`: of the gold stems that were in what the answerer was given (the
   memory text; for an agent reading files, what its steps printed), none is missing from
-  the answer. Stems are LoCoMo's F1 tokens (`memorybench.score.locomo.stems`; category 3: the gold
+  the answer. Stems are LoCoMo's F1 tokens (the lexical scorer's `tokens`; category 3: the gold
   before its first `;`), the gold-token drop of the report's `gold_token_drop` table.
   Null when the prompt held no gold stem, and for category 5 (no gold answer). Another
   benchmark's gold is taken whole (`memorybench.score.rows.PLAIN_RULE`: its kind numbers are
@@ -132,10 +132,10 @@ class _Blamer:
     """Everything one pack's blame needs, indexed once (the walker has read the files)."""
 
     def __init__(self, walker: PackWalker, judge_id: str | None) -> None:
-        from memorybench.score.locomo import stems  # nltk: only when blame is computed
+        from memorybench.score.scorers import lexical_scorer  # nltk: only when blame is computed
 
         self.w = walker
-        self.stems = stems
+        self.stems = lexical_scorer().tokens
         self._stems: dict[str, set[str]] = {}
         self.judge_id = judge_id
         judge = walker.judges().get(judge_id) if judge_id else None

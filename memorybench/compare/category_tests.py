@@ -22,11 +22,12 @@ __all__ = ["by_category", "metric_kind"]
 
 def metric_kind(metric: str, benchmark: str | None, categories: Iterable[int]) -> str:
     """`rate` or `score` (`intervals.KINDS`), from what the metric is: a judge's figure is a
-    rate; LoCoMo's F1 on category 5 alone is its refusal rate; any other F1 is a score."""
+    rate; a benchmark's own F1 on its refusal kinds alone (`Benchmark.refusal_kinds`:
+    category 5) is its refusal rate; any other F1 is a score."""
     if metric != "locomo_f1":
         return "rate"
-    held = set(categories)
-    return "rate" if benchmark_named(benchmark).own_lexical_rules and held == {5} else "score"
+    held, bench = set(categories), benchmark_named(benchmark)
+    return "rate" if bench.own_lexical_rules and held and held <= set(bench.refusal_kinds) else "score"
 
 
 def by_category(
@@ -57,7 +58,7 @@ def by_category(
     for test, p in zip(tests, adjusted):
         test["p_adjusted"] = p
     figure = {
-        "locomo_f1": "LoCoMo F1" if bench.own_lexical_rules else "token F1 (diagnostic)",
+        "locomo_f1": bench.lexical_figure,
         "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
     }.get(metric, bench.judge_figure)
     family = (

@@ -16,7 +16,8 @@ are never pooled: the report stops with one line naming the leaf and its values.
 Tables (`TABLES`):
 
 * `scores_by_category`: LoCoMo F1 per condition and category (1-5, then the overalls 1-4
-  and 1-5, each over the categories it names; 1-5 empty where category 5 was not asked)
+  and 1-5, each over the categories it names; 1-5 empty where category 5 was not asked;
+  another benchmark whose lexical F1 is its own: its record's kinds and `subsets`)
   with its interval over conversations (`memorybench.compare.intervals`: cluster-robust t,
   conversations-1 degrees of freedom); J per judge beside it (categories 1-4) when every
   pack of the condition has that judge, and J with the judge's failures counted WRONG. A
@@ -88,7 +89,6 @@ from memorybench.compare.report_scores import (
     scores_by_category,
 )
 from memorybench.compare.report_tables import (
-    CATEGORY_NAMES,
     answer_length,
     blame_table,
     cost_latency,
@@ -114,7 +114,6 @@ from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 
 __all__ = [
-    "CATEGORY_NAMES",
     "FIGURES",
     "TABLES",
     "AnalysisDesign",
@@ -530,13 +529,10 @@ def run_report(
             f"Only categories {', '.join(map(str, sorted(selected)))} are reported (categories={categories or design.categories})."
         )
     by_protocol = frame.groupby("condition", sort=False)["question_protocol"].agg(lambda s: ", ".join(sorted(set(s))))
-    if by_protocol.nunique() > 1:
+    if by_protocol.nunique() > 1:  # what differs is the benchmark's to say (`Benchmark.protocol_note`)
         shown = "; ".join(f"{c}: {p}" for c, p in by_protocol.items())
-        notes.append(
-            f"The question protocols differ ({shown}): reader.prompt=locomo poses category 2 with LoCoMo's date "
-            "suffix and category 5 as a two-way choice; an open-ended prompt does not. Their category 2, 5 and "
-            "1-5 figures do not measure the same thing."
-        )
+        said = benchmark_of_rows(frame).protocol_note
+        notes.append(f"The question protocols differ ({shown})" + (f": {said}" if said else "."))
     notes += budget_notes(frame)  # a run whose system returned more than budget.top_k, or its whole memory
     if frame["sample_id"].nunique() < 2:
         notes.append(
@@ -614,15 +610,19 @@ def run_report(
             table.to_csv(tmp, index=False, float_format="%.6g")
         report.table_files[name] = path
 
-    figures = out / "figures"
+    figures, bench = out / "figures", benchmark_of_rows(frame)  # its kinds, overalls and figure names
     for name in figure_names:
         target = figures / f"{name}.png"
         if name == "scores_by_category":
-            report.figures[name] = figure_scores_by_category(computed["scores_by_category"], target)
+            report.figures[name] = figure_scores_by_category(computed["scores_by_category"], target, bench)
         elif name == "accuracy_vs_cost":
-            report.figures[name] = figure_accuracy_vs_cost(computed["cost_latency"], computed["scores_by_category"], target)
+            report.figures[name] = figure_accuracy_vs_cost(
+                computed["cost_latency"], computed["scores_by_category"], target, bench
+            )
         else:
-            report.figures[name] = figure_accuracy_vs_latency(computed["cost_latency"], computed["scores_by_category"], target)
+            report.figures[name] = figure_accuracy_vs_latency(
+                computed["cost_latency"], computed["scores_by_category"], target, bench
+            )
 
     lines = [f"# {design.title or design.name}", ""]
     lines += [

@@ -1,9 +1,11 @@
 """The report's figures: PNG files drawn with matplotlib's Agg canvas (no pyplot state).
 
 Every figure is meant to be read at a glance without misleading: legends sit outside the
-axes, every bar says how many questions it stands on (n=0 included), category 5 names
-the rule LoCoMo scores it by, J is drawn per judge beside LoCoMo F1, latency axes start
-at zero and show p50 and p95, and a cost axis is logarithmic when costs span more than 10x.
+axes, every bar says how many questions it stands on (n=0 included), a kind scored by the
+refusal rule says so (LoCoMo's category 5), J is drawn per judge beside the lexical F1, latency
+axes start at zero and show p50 and p95, and a cost axis is logarithmic when costs span more
+than 10x. Kinds, their names, overalls and figure names are the record's of the benchmark the
+scores belong to (`memorybench.benchmark`; LoCoMo's where none is given).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memorybench.compare.report_tables import CATEGORY_NAMES
+from memorybench.benchmark import Benchmark, benchmark_named
+from memorybench.compare.report_tables import headline, judged_kinds, judged_subsets, subset_of
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 from memorybench.errors import printable
 from memorybench.fs import atomic_path
@@ -45,14 +48,25 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-#: how LoCoMo scores category 5, named under its bars
-CATEGORY5_RULE = "refusal rule"
+#: how a kind scored by the refusal rule is scored (`Benchmark.refusal_kinds`: LoCoMo's 5), named under its bars
+REFUSAL_RULE_LABEL = "refusal rule"
 
 
-def _category_label(category: int | str) -> str:
-    if category == 5:
-        return f"5 {CATEGORY_NAMES[5]}\n({CATEGORY5_RULE})"
-    return f"{category} {CATEGORY_NAMES[category]}" if category in CATEGORY_NAMES else f"overall {category}"
+def _category_label(category: int | str, bench: Benchmark) -> str:
+    names = bench.category_names
+    if category in bench.refusal_kinds:
+        return f"{category} {names[category]}\n({REFUSAL_RULE_LABEL})"  # type: ignore[index]
+    return f"{category} {names[category]}" if category in names else f"overall {category}"  # type: ignore[index]
+
+
+def _plural(word: str) -> str:
+    """`category` -> `categories`, `type` -> `types`, `conversation` -> `conversations`."""
+    return f"{word[:-1]}ies" if word.endswith("y") else f"{word}s"
+
+
+def _kinds_text(bench: Benchmark, kinds: tuple[int, ...]) -> str:
+    """`categories 1-4`: these kinds by their subset's name, else by their numbers."""
+    return f"{_plural(bench.kind_word)} {subset_of(bench, kinds) or ', '.join(map(str, kinds))}"
 
 
 def _ci(metric: str, side: str) -> str:
@@ -63,6 +77,7 @@ def _ci(metric: str, side: str) -> str:
 
 def _bars(
     ax: Any,
+    bench: Benchmark,
     table: pd.DataFrame,
     conditions: list[str],
     categories: list[int | str],
@@ -87,7 +102,7 @@ def _bars(
         # the count sits under its bar, between the axis and the category names
         for position, n in zip(positions, sel[n_column].fillna(0).astype(int)):
             ax.text(position, -0.015, f"n={n}", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=6)
-    ax.set_xticks(x, [_category_label(c) for c in categories], fontsize=8)
+    ax.set_xticks(x, [_category_label(c, bench) for c in categories], fontsize=8)
     ax.tick_params(axis="x", pad=12, length=0)
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1)
@@ -101,35 +116,42 @@ def _table_judges(table: pd.DataFrame) -> list[str]:
     return [c[len(prefix) :] for c in table.columns if c.startswith(prefix) and table[c].notna().any()]
 
 
-def figure_scores_by_category(table: pd.DataFrame, path: Path) -> Path:
-    """LoCoMo F1 by category (5 with its rule named), and beside it one panel of J per judge
-    (titled by its judge id); the legend sits below the axes, never over a bar."""
+def figure_scores_by_category(table: pd.DataFrame, path: Path, bench: Benchmark | None = None) -> Path:
+    """The lexical F1 by kind and overall of the benchmark (`bench`, the default's when None:
+    LoCoMo F1 by category, 5 with its rule named, then 1-4 and 1-5), and beside it one panel of
+    J per judge over the kinds and overalls its judge scores (titled by its judge id); the
+    legend sits below the axes, never over a bar."""
+    bench = bench or benchmark_named(None)
     conditions = list(dict.fromkeys(table["condition"]))
     judges = _table_judges(table)
+    units = _plural(bench.unit)
     fig = _figure(8.0 + 5.5 * len(judges), 5.2)
     axes = fig.subplots(1, 1 + len(judges), width_ratios=[6] + [5] * len(judges), squeeze=False)[0]
     _bars(
         axes[0],
+        bench,
         table,
         conditions,
-        [*CATEGORY_NAMES, "1-4", "1-5"],
+        [*bench.category_names, *bench.subsets],
         "locomo_f1",
         "f1",
         "n",
-        "LoCoMo F1 (95% interval over conversations)",
-        "LoCoMo F1 by category",
+        f"{bench.lexical_figure} (95% interval over {units})",
+        f"{bench.lexical_figure} by {bench.kind_word}",
     )
+    judged = judged_kinds(bench)
     for ax, judge in zip(axes[1:], judges):
         _bars(
             ax,
+            bench,
             table,
             conditions,
-            [1, 2, 3, 4, "1-4"],
+            [*judged, *judged_subsets(bench)],
             judge_key("j", judge),
             judge_key("j", judge),
             judge_key("j_n", judge),
-            "J (95% interval over conversations)",
-            f"J by judge {judge}\n(categories 1-4)",
+            f"{bench.judge_figure} (95% interval over {units})",
+            f"{bench.judge_figure} by judge {judge}\n({_kinds_text(bench, judged)})",
         )
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=min(3, len(conditions)), fontsize="small")
     return _save(fig, path)
@@ -142,8 +164,8 @@ def _log_scale_if_wide(ax: Any, values: Sequence[float]) -> None:
         ax.set_xscale("log")
 
 
-def _overall_ci(scores: pd.DataFrame, condition: str, f1: float) -> np.ndarray | None:
-    overall = scores[(scores["category"] == "1-4") & (scores["condition"] == condition)]
+def _overall_ci(scores: pd.DataFrame, condition: str, f1: float, overall: str) -> np.ndarray | None:
+    overall = scores[(scores["category"] == overall) & (scores["condition"] == condition)]
     if overall.empty:
         return None
     ci = overall.iloc[0]
@@ -154,28 +176,41 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def figure_accuracy_vs_cost(table: pd.DataFrame, scores: pd.DataFrame, path: Path) -> Path:
-    """LoCoMo F1 against cost per question (USD where every price is known, else tokens)."""
+def _headline(table: pd.DataFrame, bench: Benchmark) -> tuple[list[float], str, str]:
+    """Per row of the cost table, the lexical F1 over the benchmark's headline overall (`headline`:
+    LoCoMo's 1-4, its `locomo_f1_1_4` column; nan where the benchmark names none), that overall's
+    name and the axis label."""
+    name = headline(bench) or ""
+    column = f"locomo_f1_{name.replace('-', '_')}"
+    values = list(table[column]) if name and column in table else [math.nan] * len(table)
+    kinds = tuple(bench.subsets[name].kinds) if name else tuple(bench.category_names)
+    return values, name, f"{bench.lexical_figure} ({_kinds_text(bench, kinds)})"
+
+
+def figure_accuracy_vs_cost(table: pd.DataFrame, scores: pd.DataFrame, path: Path, bench: Benchmark | None = None) -> Path:
+    """The lexical F1 over the benchmark's headline overall (LoCoMo F1, categories 1-4) against
+    cost per question (USD where every price is known, else tokens)."""
+    f1s, overall, ylabel = _headline(table, bench or benchmark_named(None))
     fig = _figure(6.5, 4.8)
     ax = fig.subplots()
     if table["cost_per_question_usd"].notna().any():
         x, label = "cost_per_question_usd", "cost per question: build + answer (USD)"
     else:
         x, label = "tokens_per_question", "tokens per question (prices unknown)"
-    for row in table.itertuples(index=False):
+    for row, f1 in zip(table.itertuples(index=False), f1s):
         if _is_missing(getattr(row, x)):
             continue
         ax.errorbar(
             [getattr(row, x)],
-            [row.locomo_f1_1_4],
-            yerr=_overall_ci(scores, row.condition, row.locomo_f1_1_4),
+            [f1],
+            yerr=_overall_ci(scores, row.condition, f1, overall),
             fmt="o",
             capsize=3,
             label=row.condition,
         )
     _log_scale_if_wide(ax, list(table[x]))
     ax.set_xlabel(label + (" (log scale)" if ax.get_xscale() == "log" else ""))
-    ax.set_ylabel("LoCoMo F1 (categories 1-4)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
     ax.set_title("Accuracy against cost")
     if ax.get_legend_handles_labels()[0]:
@@ -183,24 +218,26 @@ def figure_accuracy_vs_cost(table: pd.DataFrame, scores: pd.DataFrame, path: Pat
     return _save(fig, path)
 
 
-def figure_accuracy_vs_latency(table: pd.DataFrame, scores: pd.DataFrame, path: Path) -> Path:
-    """LoCoMo F1 against answer latency: p50 (filled) and p95 (open) joined by a line, on an
-    axis from zero so that milliseconds of noise do not fill the plot."""
+def figure_accuracy_vs_latency(table: pd.DataFrame, scores: pd.DataFrame, path: Path, bench: Benchmark | None = None) -> Path:
+    """The lexical F1 over the benchmark's headline overall (LoCoMo F1, categories 1-4) against
+    answer latency: p50 (filled) and p95 (open) joined by a line, on an axis from zero so that
+    milliseconds of noise do not fill the plot."""
+    f1s, _, ylabel = _headline(table, bench or benchmark_named(None))
     fig = _figure(6.5, 4.8)
     ax = fig.subplots()
-    for row in table.itertuples(index=False):
+    for row, f1 in zip(table.itertuples(index=False), f1s):
         if _is_missing(row.latency_p50_s):
             continue
-        (point,) = ax.plot([row.latency_p50_s], [row.locomo_f1_1_4], "o", label=row.condition)
+        (point,) = ax.plot([row.latency_p50_s], [f1], "o", label=row.condition)
         if not _is_missing(row.latency_p95_s):
-            ax.plot([row.latency_p50_s, row.latency_p95_s], [row.locomo_f1_1_4] * 2, "-", color=point.get_color(), alpha=0.6)
-            ax.plot([row.latency_p95_s], [row.locomo_f1_1_4], "o", mfc="none", color=point.get_color())
+            ax.plot([row.latency_p50_s, row.latency_p95_s], [f1] * 2, "-", color=point.get_color(), alpha=0.6)
+            ax.plot([row.latency_p95_s], [f1], "o", mfc="none", color=point.get_color())
     ax.set_xlim(
         left=0,
         right=max(1e-3, float(np.nanmax(table[["latency_p50_s", "latency_p95_s"]].to_numpy(dtype=float), initial=0.0))) * 1.15,
     )
     ax.set_xlabel("answer latency (s): p50 filled, p95 open")
-    ax.set_ylabel("LoCoMo F1 (categories 1-4)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1)  # the whole scale: a small gap looks small
     ax.set_title("Accuracy against latency")
     if ax.get_legend_handles_labels()[0]:

@@ -1,6 +1,8 @@
-"""The report's scores and their intervals: LoCoMo F1 and J per condition and category
-with the two overalls, every condition against the first, paired by question, and another
-benchmark's own figure per question kind (`accuracy_by_type`: LongMemEval's accuracy).
+"""The report's scores and their intervals: the lexical F1 and J per condition and kind with the
+overalls, every condition against the first, paired by question, and another benchmark's own
+figure per question kind (`accuracy_by_type`: LongMemEval's accuracy). The kinds, their names,
+the overalls and the kinds a judge scores are the record's of the rows' benchmark
+(`memorybench.benchmark`: LoCoMo's categories 1-5, its overalls 1-4 and 1-5, J over 1-4).
 
 Every interval and test is `memorybench.compare.intervals`'s, as in `compare`: the main
 one resamples conversations (cluster-robust t for a score; for a rate, J or category 5's
@@ -30,15 +32,16 @@ from memorybench.compare.intervals import (
     question_bootstrap_interval,
     question_paired_bootstrap,
 )
+from memorybench.benchmark import Benchmark
 from memorybench.compare.report_tables import (
-    CATEGORY_NAMES,
-    OVERALLS,
     benchmark_of_rows,
     in_category,
     judged_conditions,
     category_name,
+    judged_subsets,
     judges_of,
     overall_shown,
+    rows_where,
 )
 from memorybench.compare.category_tests import metric_kind
 from memorybench.compare.rates import stratified_rate_interval
@@ -92,12 +95,12 @@ def unit_of(rows: pd.DataFrame) -> str:
     return benchmark_of_rows(rows).unit
 
 
-def _covers_category(frame: pd.DataFrame, condition: str, category: int | str) -> bool:
-    """Whether a category's row has a number for this condition (`overall_shown`: a 1-5
+def _covers_category(frame: pd.DataFrame, condition: str, category: int | str, bench: Benchmark) -> bool:
+    """Whether a kind's or an overall's row has a number for this condition (`overall_shown`: a 1-5
     overall of a pack that never asked category 5 would be a 1-4 overall under a 1-5 label)."""
-    if category not in OVERALLS:
+    if category not in bench.subsets:
         return True
-    return overall_shown(str(category), set(frame.loc[frame["condition"] == condition, "category"].unique()))
+    return overall_shown(bench.subsets[str(category)], set(frame.loc[frame["condition"] == condition, "category"].unique()))
 
 
 def _per_question(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -107,9 +110,9 @@ def _per_question(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return rows.groupby(keys, sort=False, observed=True)[metric].mean().reset_index()
 
 
-def _replicate_sd(frame: pd.DataFrame, metric: str, condition: str, category: int | str) -> float:
+def _replicate_sd(frame: pd.DataFrame, metric: str, condition: str, category: int | str, bench: Benchmark) -> float:
     """The sd over a condition's runs (its replicates) of each run's mean; nan for one run."""
-    rows = frame[(frame["condition"] == condition) & in_category(frame, category)]
+    rows = frame[(frame["condition"] == condition) & in_category(frame, category, bench)]
     per_run = rows.dropna(subset=[metric]).groupby("pack", sort=False)[metric].mean()
     return float(per_run.std(ddof=1)) if len(per_run) > 1 else math.nan
 
@@ -133,8 +136,9 @@ def _bounds(found: Interval) -> tuple[float, float]:
 
 
 def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
-    """LoCoMo F1 per condition and category (1-5, then the overalls 1-4 and 1-5) with its
-    interval over conversations; beside it, per judge, J (`j/<judge id>`, categories 1-4)
+    """The lexical F1 (`locomo_f1`) per condition and kind of its benchmark (1-5), then its
+    overalls (`Benchmark.subsets`: 1-4 and 1-5), with its interval over the benchmark's unit;
+    beside it, per judge, J (`j/<judge id>`, over the kinds the benchmark's judge scores: 1-4)
     where every pack of the condition has that judge, and J with failures counted WRONG
     (`j_failed_wrong/<judge id>`) where the judge failed on any row."""
     f1 = _per_question(frame, "locomo_f1")
@@ -150,7 +154,7 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     judged: dict[str, tuple[pd.Series, dict[str, pd.DataFrame], pd.DataFrame]] = {}
     for judge in judges:
         with_j = judged_conditions(frame, judge)
-        rows = frame[frame["condition"].map(with_j) & frame["category"].between(1, 4)]
+        rows = frame[frame["condition"].map(with_j) & rows_where(frame, Benchmark.judges)]
         metrics = {"j": _per_question(rows, judge_key("j_score", judge))}
         if _judge_failed(rows, judge):
             metrics["j_failed_wrong"] = _per_question(
@@ -159,11 +163,12 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
         judged[judge] = with_j, metrics, rows
     out = []
     for condition in frame["condition"].unique():
-        for category in [*CATEGORY_NAMES, *OVERALLS]:
-            row: dict[str, Any] = {"condition": condition, "category": category, "category_name": category_name(category)}
-            shown = _covers_category(frame, condition, category)
-            sel = f1[(f1["condition"] == condition) & in_category(f1, category)] if shown else f1.iloc[0:0]
-            kind = metric_kind("locomo_f1", benchmark_of_rows(frame).name, [category] if category not in OVERALLS else [])
+        bench = benchmark_of_rows(frame[frame["condition"] == condition])
+        for category in [*bench.category_names, *bench.subsets]:
+            row: dict[str, Any] = {"condition": condition, "category": category, "category_name": category_name(category, bench)}
+            shown = _covers_category(frame, condition, category, bench)
+            sel = f1[(f1["condition"] == condition) & in_category(f1, category, bench)] if shown else f1.iloc[0:0]
+            kind = metric_kind("locomo_f1", bench.name, [category] if category not in bench.subsets else [])
             found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel), kind)
             low, high = _bounds(found)
             row.update(
@@ -172,7 +177,7 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                     "n": found.n,
                     "conversations": found.clusters,
                     "locomo_f1": found.estimate if found.estimate is not None else math.nan,
-                    "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category) if shown else math.nan,
+                    "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category, bench) if shown else math.nan,
                     "f1_ci_low": low,
                     "f1_ci_high": high,
                 }
@@ -182,10 +187,10 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             for judge, (with_j, metrics, rows) in judged.items():
                 for name, per_question in metrics.items():
                     score = per_question.columns[-1]
-                    if category == 5 or not with_j.get(condition, False):
-                        jsel = per_question.iloc[0:0]
+                    if not (category in bench.subsets or bench.judges(category)) or not with_j.get(condition, False):
+                        jsel = per_question.iloc[0:0]  # a kind its judge does not score (5): no J
                     else:
-                        jsel = per_question[(per_question["condition"] == condition) & in_category(per_question, category)]
+                        jsel = per_question[(per_question["condition"] == condition) & in_category(per_question, category, bench)]
                     jfound = _interval(jsel[score].to_numpy(), jsel["sample_id"].to_numpy(), boot, unit_of(jsel), "rate")
                     jl, jh = _bounds(jfound)
                     row.update(
@@ -197,7 +202,9 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                         }
                     )
                     if name == "j":
-                        j_sd = _replicate_sd(rows, judge_key("j_score", judge), condition, category) if jfound.n else math.nan
+                        j_sd = (
+                            _replicate_sd(rows, judge_key("j_score", judge), condition, category, bench) if jfound.n else math.nan
+                        )
                         row[judge_key("j_sd_runs", judge)] = j_sd
             row["interval"] = found.method if found.note is None else f"{found.method}: {found.note}"
             out.append(row)
@@ -228,8 +235,9 @@ def _gold_columns(
 def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Every condition against the first (the baseline), or each (baseline, condition) of
     `pairs` (condition labels the frame holds), paired by question over the
-    questions both hold, per overall (1-4, and 1-5 where both asked category 5) and then per
-    category, and per metric (LoCoMo F1; J of each judge both conditions have): the mean
+    questions both hold, per overall of the baseline's benchmark (`Benchmark.subsets`: 1-4,
+    and 1-5 where both asked category 5; J only over those its judge scores every kind of) and then
+    per kind, and per metric (the lexical F1; J of each judge both conditions have): the mean
     difference, its interval and p-value over conversations, the minimum detectable difference
     (80% power, alpha 0.05), and the question-level interval conditional on these
     conversations (no p-value). The category rows' `p_adjusted` is Holm's over the category
@@ -253,14 +261,13 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tup
             per_question = _per_question(frame, column)
             a = per_question[per_question["condition"] == base].set_index("question_id")
             b = per_question[per_question["condition"] == condition].set_index("question_id")
-            unit = unit_of(frame[frame["condition"] == base])
+            bench = benchmark_of_rows(frame[frame["condition"] == base])
+            unit = bench.unit
             common = [q for q in a.index if q in b.index]
-            for overall, categories in OVERALLS.items():
-                if judge is not None and overall == "1-5":
+            for overall, subset in (bench.subsets if judge is None else judged_subsets(bench)).items():
+                if not (_covers_category(frame, base, overall, bench) and _covers_category(frame, condition, overall, bench)):
                     continue
-                if not (_covers_category(frame, base, overall) and _covers_category(frame, condition, overall)):
-                    continue
-                ids = [q for q in common if a.at[q, "category"] in categories]
+                ids = [q for q in common if a.at[q, "category"] in subset.kinds]
                 row = _paired_row(a, b, ids, column, metric, judge, unit, boot)
                 out.append(
                     {
@@ -274,7 +281,7 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tup
                         "protocols": _protocols(frame, base, condition),
                     }
                 )
-            held = sorted({int(a.at[q, "category"]) for q in common if judge is None or a.at[q, "category"] in OVERALLS["1-4"]})
+            held = sorted({int(a.at[q, "category"]) for q in common if judge is None or bench.judges(a.at[q, "category"])})
             rows = [
                 _paired_row(a, b, [q for q in common if a.at[q, "category"] == c], column, metric, judge, unit, boot)
                 for c in held
@@ -362,8 +369,8 @@ def _nan(value: float | None) -> float:
 
 
 def _protocols(frame: pd.DataFrame, base: str, condition: str) -> str:
-    """`same (<protocol>)`, or `differ: <base's>; <condition's>` (reader.prompt=locomo poses
-    categories 2 and 5 unlike an open-ended prompt)."""
+    """`same (<protocol>)`, or `differ: <base's>; <condition's>` (a benchmark's own reader prompt
+    poses some kinds unlike an open-ended prompt: `Benchmark.protocol_note`)."""
     if "question_protocol" not in frame.columns:
         return "-"
 

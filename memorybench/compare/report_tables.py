@@ -2,21 +2,25 @@
 DataFrame with one row per condition (and category, or judge, or judge pair). The scores
 and their intervals are `report_scores`'s.
 
-The examples frame is `collected/examples.parquet` with a `condition` column. J is
-always read per judge: the columns `j_score/<judge id>`, `j_verdict/<judge id>`, ... of
-`memorybench.compare.aggregate`, and every J a table shows is named by its judge id.
+The examples frame is `collected/examples.parquet` with a `condition` column. Its kinds, their
+names, its overalls and the kinds its judge scores are those of the record of the benchmark the
+rows belong to (`benchmark_of_rows`, `memorybench.benchmark`: LoCoMo's categories 1-5, its
+overalls 1-4 and 1-5, J over 1-4); no table names a benchmark. J is always read per judge:
+the columns `j_score/<judge id>`, `j_verdict/<judge id>`, ... of `memorybench.compare.aggregate`,
+and every J a table shows is named by its judge id.
 A question answered by several runs of a condition (its replicates) counts once.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from memorybench.benchmark import LOCOMO, Benchmark, benchmark_of_meta
+from memorybench.benchmark import FIRST_ANSWER_RULE, Benchmark, Subset, benchmark_of_meta
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import ReferencePin
@@ -25,10 +29,9 @@ from memorybench.stats import spread
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 
 __all__ = [
-    "CATEGORY_NAMES",
     "LENGTH_BINS",
     "answer_length",
-    "OVERALLS",
+    "answered_kinds",
     "benchmark_of_rows",
     "blame_table",
     "category_name",
@@ -38,17 +41,16 @@ __all__ = [
     "judge_agreement",
     "judge_passes",
     "judged_conditions",
+    "judged_kinds",
     "judges_of",
+    "kinds_key",
     "markdown_table",
     "overall_shown",
     "refusals",
     "requests_budget",
+    "rows_where",
     "stems",
 ]
-
-#: LoCoMo's category names (one table: memorybench.benchmark)
-CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
-JUDGED = (1, 2, 3, 4)
 
 
 def _fmt(value: Any, column: str = "") -> str:
@@ -84,22 +86,76 @@ def judged_conditions(frame: pd.DataFrame, judge: str) -> pd.Series:
     return frame.groupby("condition", sort=False)[column].apply(lambda s: bool(s.notna().all()))
 
 
-#: the two overalls the field reports, each over the categories it names only: 1-4 (Mem0's
-#: basis, every pack has it) and 1-5 (LoCoMo's; empty where category 5 was not asked)
-OVERALLS: dict[str, tuple[int, ...]] = {"1-4": JUDGED, "1-5": (1, 2, 3, 4, 5)}
-OVERALL_NAMES = {"1-4": "overall 1-4", "1-5": "overall 1-5 (LoCoMo)"}
+# -- kinds: the record of the rows' benchmark ----------------------------------------
+def benchmark_of_rows(rows: pd.DataFrame) -> Benchmark:
+    """The benchmark of a condition's rows (their `dataset` column; LoCoMo's without one)."""
+    names = rows["dataset"].dropna().unique() if "dataset" in rows else []
+    return benchmark_of_meta({"name": str(names[0])} if len(names) else None)
 
 
-def category_name(category: int | str) -> str:
-    return CATEGORY_NAMES[category] if category in CATEGORY_NAMES else OVERALL_NAMES[str(category)]
+def rows_where(frame: pd.DataFrame, test: Callable[[Benchmark, Any], bool]) -> pd.Series:
+    """Per row, `test(benchmark, kind)` of its kind and its benchmark (its `dataset`; the default
+    benchmark's without one): `rows_where(frame, Benchmark.judges)`, the rows its judge scores."""
+    out = pd.Series(False, index=frame.index, dtype=bool)
+    datasets = frame["dataset"].astype("string").fillna("") if "dataset" in frame else pd.Series("", index=frame.index)
+    for name in datasets.unique():
+        bench, here = benchmark_of_meta({"name": name} if name else None), datasets == name
+        out[here] = [bool(test(bench, kind)) for kind in frame.loc[here, "category"]]
+    return out
 
 
-def in_category(frame: pd.DataFrame, category: int | str) -> pd.Series:
-    """The rows of a category, or of an overall ("1-4", "1-5"; "all": every row)."""
+def judged_kinds(bench: Benchmark) -> tuple[int, ...]:
+    """The kinds its judge scores (`Benchmark.judges`: J's categories 1-4)."""
+    return tuple(k for k in bench.category_names if bench.judges(k))
+
+
+def answered_kinds(bench: Benchmark) -> tuple[int, ...]:
+    """The kinds whose right answer is no refusal (not `Benchmark.refusal_kinds`)."""
+    return tuple(k for k in bench.category_names if k not in bench.refusal_kinds)
+
+
+def _answered(bench: Benchmark, kind: Any) -> bool:
+    return kind not in bench.refusal_kinds
+
+
+def subset_of(bench: Benchmark, kinds: tuple[int, ...]) -> str | None:
+    """The name of its subset of exactly these kinds (categories 1-4: "1-4"), else None."""
+    return next((name for name, s in bench.subsets.items() if set(s.kinds) == set(kinds)), None)
+
+
+def kinds_key(bench: Benchmark, kinds: tuple[int, ...]) -> str:
+    """These kinds in a column name: their subset's name ("1-4" -> "1_4"), else their numbers
+    joined by "_" (category 5: "5")."""
+    name = subset_of(bench, kinds)
+    return (name if name is not None else "_".join(map(str, kinds))).replace("-", "_")
+
+
+def judged_subsets(bench: Benchmark) -> dict[str, Subset]:
+    """Its subsets whose every kind its judge scores (1-4, not 1-5): a judge's figure has
+    a number over them; over another it would be the judged kinds' under the subset's name."""
+    return {name: s for name, s in bench.subsets.items() if all(bench.judges(k) for k in s.kinds)}
+
+
+def headline(bench: Benchmark) -> str | None:
+    """The subset every pack has (the first that needs no kind `asked`: 1-4, Mem0's basis),
+    shown against cost and latency; None: it names none."""
+    return next((name for name, s in bench.subsets.items() if not s.asked), None)
+
+
+def category_name(category: int | str, bench: Benchmark) -> str:
+    """A kind's name, or an overall's (its subset's `label`, else `overall <name>`)."""
+    if category in bench.category_names:
+        return bench.category_names[category]  # type: ignore[index]
+    return bench.subsets[str(category)].label or f"overall {category}"
+
+
+def in_category(frame: pd.DataFrame, category: int | str, bench: Benchmark) -> pd.Series:
+    """The rows of a kind, or of one of the benchmark's overalls (`Benchmark.subsets`: "1-4",
+    "1-5"; "all": every row)."""
     if category == "all":
         return pd.Series(True, index=frame.index)
-    if category in OVERALLS:
-        return frame["category"].isin(OVERALLS[category])
+    if category in bench.subsets:
+        return frame["category"].isin(bench.subsets[str(category)].kinds)
     return frame["category"] == category
 
 
@@ -117,44 +173,41 @@ def _per_question_cost(runs: pd.DataFrame, column: str) -> float:
     return float(costs.sum() / runs["questions"].sum())
 
 
-def benchmark_of_rows(rows: pd.DataFrame) -> Benchmark:
-    """The benchmark of a condition's rows (their `dataset` column; LoCoMo's without one)."""
-    names = rows["dataset"].dropna().unique() if "dataset" in rows else []
-    return benchmark_of_meta({"name": str(names[0])} if len(names) else None)
-
-
 def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
-    """`locomo_f1_1_4` and `locomo_f1_1_5` over a condition's rows: like with like in one
-    column (1-5 is nan where category 5 was not asked). Another benchmark's rows have no
-    LoCoMo overall: their `locomo_f1` is LoCoMo's single-hop rule over every row, a lexical
-    diagnostic (`memorybench.score.rows.PLAIN_RULE`), named as one."""
-    if not benchmark_of_rows(rows).own_lexical_rules:
+    """`locomo_f1_<subset>` over a condition's rows, one per subset of its benchmark (`_1_4` and
+    `_1_5`): like with like in one column (1-5 is nan where category 5 was not asked). A
+    benchmark whose lexical score is not its own has no such overall: its `locomo_f1` is LoCoMo's
+    single-hop rule over every row, a lexical diagnostic (`memorybench.score.rows.PLAIN_RULE`),
+    named as one."""
+    bench = benchmark_of_rows(rows)
+    if not bench.own_lexical_rules:
         from memorybench.score.rows import diagnostic_name
 
         return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows["locomo_f1"].mean()}
     held = set(rows["category"].unique())
     return {
-        f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(categories), "locomo_f1"].mean()
-        if overall_shown(name, held)
+        f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(subset.kinds), "locomo_f1"].mean()
+        if overall_shown(subset, held)
         else math.nan
-        for name, categories in OVERALLS.items()
+        for name, subset in bench.subsets.items()
     }
 
 
-def overall_shown(name: str, held: set[int]) -> bool:
-    """Whether an overall has a number over these held categories: 1-4 where any of 1-4 was
-    asked (a prefix may lack one: `overall_covers` says which); 1-5 only where category 5 was
-    asked too, so a 1-4 number never stands under a 1-5 label."""
-    answerable = bool(held & set(JUDGED))
-    return answerable and (name == "1-4" or 5 in held)
+def overall_shown(subset: Subset, held: set[int]) -> bool:
+    """Whether an overall has a number over these held kinds: where any of its kinds beside those
+    it needs `asked` was asked (1-4: a prefix may lack one, `overall_covers` says which),
+    and every kind it needs asked was (1-5 only where category 5 was asked too, so a 1-4 number
+    never stands under a 1-5 label)."""
+    answerable = bool(held & (set(subset.kinds) - set(subset.asked)))
+    return answerable and set(subset.asked) <= held
 
 
 def _j_columns(rows: pd.DataFrame, judges: list[str]) -> dict[str, float]:
-    """`j/<judge id>`: each judge's J over the rows' categories 1-4, where every such row has it.
-    Another benchmark's judge scores every kind, under that benchmark's name for its figure
-    (`longmemeval_accuracy/<judge id>`): never J, never over LoCoMo's categories 1-4."""
+    """`j/<judge id>`: each judge's J over the kinds of the rows its benchmark's judge scores
+    (`Benchmark.judges`: categories 1-4), where every such row has it. A benchmark whose
+    figure is not J names it its own way (`figure_key`: `longmemeval_accuracy/<judge id>`)."""
     bench = benchmark_of_rows(rows)
-    judged = rows[rows["category"].between(1, 4)] if bench.own_lexical_rules else rows[rows["category"].map(bench.judges)]
+    judged = rows[rows_where(rows, Benchmark.judges)]
     out = {}
     for judge in judges:
         scores = judged[judge_key("j_score", judge)]
@@ -279,15 +332,13 @@ def judge_passes(frame: pd.DataFrame, runs: pd.DataFrame, confidence: float = 0.
             if not with_j.get(condition, False):
                 continue
             run_rows = runs[runs["pack"].isin(rows["pack"].unique())]
-            judged = rows[rows["category"].between(1, 4)]
+            judged = rows[rows_where(rows, Benchmark.judges)]
             compared = judged[judge_key("j_agree", judge)].dropna()
             failed = judged[judge_key("j_failed", judge)].fillna(0)
             passes = run_rows[judge_key("j_passes", judge)]
             sd = run_rows[judge_key("j_sd", judge)]
             bench = benchmark_of_rows(rows)
-            scored = (judged if bench.own_lexical_rules else rows[rows["category"].map(bench.judges)]).dropna(
-                subset=[judge_key("j_score", judge)]
-            )
+            scored = judged.dropna(subset=[judge_key("j_score", judge)])
             per_question = scored.groupby(["question_id", "sample_id"], sort=False)[judge_key("j_score", judge)].mean()
             low, high, method = _rate_interval(
                 per_question, per_question.index.get_level_values("sample_id").to_series(), bench.unit, confidence
@@ -335,10 +386,10 @@ def _label(value: Any) -> str | None:
 
 
 def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Two judges on the same rows: per condition, judge pair and category (1-4 and all),
-    the rows both labelled (pass 1), the share with equal labels and Cohen's kappa with its
-    interval over the benchmark's unit (leave-one-conversation-out jackknife,
-    `memorybench.compare.rates.kappa_interval`)."""
+    """Two judges on the same rows: per condition, judge pair and kind its benchmark's judge scores
+    (1-4), and all of them (named by their subset: "1-4"), the rows both labelled (pass 1),
+    the share with equal labels and Cohen's kappa with its interval over the benchmark's unit
+    (leave-one-conversation-out jackknife, `memorybench.compare.rates.kappa_interval`)."""
     from memorybench.compare.rates import kappa_interval
 
     judges = judges_of(frame)
@@ -346,10 +397,12 @@ def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
     for i, a in enumerate(judges):
         for b in judges[i + 1 :]:
             va, vb = judge_key("j_verdict", a), judge_key("j_verdict", b)
-            both = frame[frame[va].notna() & frame[vb].notna() & frame["category"].between(1, 4)]
+            both = frame[frame[va].notna() & frame[vb].notna() & rows_where(frame, Benchmark.judges)]
             for condition, rows in both.groupby("condition", sort=False):
-                for category in [*JUDGED, "all"]:
-                    sel = rows[in_category(rows, category)]
+                bench = benchmark_of_rows(rows)
+                judged = judged_kinds(bench)
+                for category in [*judged, "all"]:
+                    sel = rows[in_category(rows, category, bench)]
                     result = agreement_of([_label(x) for x in sel[va]], [_label(x) for x in sel[vb]])
                     labelled = sel[sel[va].map(_label).notna() & sel[vb].map(_label).notna()]
                     found = kappa_interval(
@@ -357,7 +410,7 @@ def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
                         labelled[vb] == "CORRECT",
                         labelled["sample_id"],
                         confidence=confidence,
-                        unit=benchmark_of_rows(rows).unit,
+                        unit=bench.unit,
                     )
                     out.append(
                         {
@@ -365,7 +418,9 @@ def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
                             "judge_a": a,
                             "judge_b": b,
                             "category": category,
-                            "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "all" else "1-4",
+                            "category_name": bench.category_names[category]
+                            if category != "all"
+                            else subset_of(bench, judged) or "all",
                             "rows": result.rows,
                             "unlabelled": result.unlabelled,
                             "equal_share": math.nan if result.share is None else result.share,
@@ -396,11 +451,11 @@ def judge_agreement(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFra
 
 # -- answers --------------------------------------------------------------------------
 def stems(text: str) -> set[str]:
-    """LoCoMo's F1 tokens (`memorybench.score.locomo.stems`), imported when first needed: the
-    score package loads nltk, which loads scipy when installed."""
-    from memorybench.score.locomo import stems as locomo_stems
+    """The lexical scorer's tokens (LoCoMo's F1 stems: `Scorer.tokens`), imported when first
+    needed: the scorers load nltk, which loads scipy when installed."""
+    from memorybench.score.scorers import lexical_scorer
 
-    return locomo_stems(text)
+    return lexical_scorer().tokens(text)
 
 
 class _MemoryTexts:
@@ -430,12 +485,17 @@ class _MemoryTexts:
 
 
 def gold_token_drop(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per condition and kind with a gold answer (not a refusal kind: 1-4), then all of
+    them (named by their subset, "1-4"): of the gold stems in the memory the answerer was given,
+    those missing from its answer."""
     memories = _MemoryTexts()
-    rows = frame[frame["category"].between(1, 4) & frame["gold"].notna()]
+    rows = frame[rows_where(frame, _answered) & frame["gold"].notna()]
+    # the gold its lexical rule compares: the open-domain rule takes the part before the first ";"
+    first_part = rows_where(rows, lambda bench, kind: bench.lexical_rule(kind) == FIRST_ANSWER_RULE)
     records = []
-    for r in rows.itertuples(index=False):
+    for r, first in zip(rows.itertuples(index=False), first_part):
         memory = memories.stems(r.pack, r.memory_sha256)
-        gold = str(r.gold).split(";")[0].strip() if r.category == 3 else str(r.gold)
+        gold = str(r.gold).split(";")[0].strip() if first else str(r.gold)
         g = stems(gold)
         if memory is None:
             records.append((r.condition, r.question_id, r.category, len(g), None, None))
@@ -452,15 +512,18 @@ def gold_token_drop(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for condition in frame["condition"].unique():
         mine = data[data["condition"] == condition]
-        for category in [1, 2, 3, 4, "1-4"]:
-            sel = mine if category == "1-4" else mine[mine["category"] == category]
+        bench = benchmark_of_rows(frame[frame["condition"] == condition])
+        kinds = answered_kinds(bench)
+        every = subset_of(bench, kinds) or "all"
+        for category in [*kinds, every]:
+            sel = mine if category == every else mine[mine["category"] == category]
             known = sel.dropna(subset=["in_memory"])
             in_memory, dropped, gold = known["in_memory"].sum(), known["dropped"].sum(), known["gold_stems"].sum()
             out.append(
                 {
                     "condition": condition,
                     "category": category,
-                    "category_name": CATEGORY_NAMES.get(category, "1-4") if category != "1-4" else "1-4",
+                    "category_name": bench.category_names[category] if category != every else every,  # type: ignore[index]
                     "questions": len(sel),
                     "memory_unknown": int(len(sel) - len(known)),
                     "gold_stems": float(gold),
@@ -475,15 +538,17 @@ def gold_token_drop(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _refuses(prediction: str) -> bool:
-    from memorybench.score.locomo import ABSTENTION_PHRASES
+    from memorybench.score.scorers import lexical_scorer
 
     lowered = str(prediction).lower()
-    return any(phrase in lowered for phrase in ABSTENTION_PHRASES)
+    return any(phrase in lowered for phrase in lexical_scorer().refusals)
 
 
 def refusals(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Per condition the share of answers that refuse (LoCoMo's category-5 phrases) on category 5
-    and on categories 1-4, each a rate with its interval over conversations (stays in [0, 1])."""
+    """Per condition the share of answers that refuse (the lexical scorer's refusal phrases) on the
+    kinds whose right answer is a refusal (`Benchmark.refusal_kinds`: category 5, columns
+    `cat5_*`) and on the others (1-4, `cat1_4_*`: named by their subset), each a rate with
+    its interval over the benchmark's unit (stays in [0, 1])."""
     out = []
     for condition, rows in frame.groupby("condition", sort=False):
         # a question's refusal rate over its replicates; each question counts once
@@ -494,8 +559,11 @@ def refusals(frame: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
             .reset_index()
         )
         row: dict[str, Any] = {"condition": condition}
-        unit = benchmark_of_rows(rows).unit
-        for name, sel in (("cat5", refused[refused["category"] == 5]), ("cat1_4", refused[refused["category"].between(1, 4)])):
+        bench = benchmark_of_rows(rows)
+        unit = bench.unit
+        groups = [kinds for kinds in (bench.refusal_kinds, answered_kinds(bench)) if kinds]
+        for kinds in groups:
+            name, sel = f"cat{kinds_key(bench, kinds)}", refused[refused["category"].isin(kinds)]
             low, high, method = (
                 _rate_interval(sel["refused"], sel["sample_id"], unit, confidence) if len(sel) else (math.nan, math.nan, "-")
             )
@@ -522,13 +590,13 @@ def _bin_name(low: int, high: int | None) -> str:
 
 
 def answer_length(frame: pd.DataFrame) -> pd.DataFrame:
-    """Answer length as a control, categories 1-4: per condition the answers' length in
-    whitespace tokens (mean, p95 nearest rank), then per length bin the answers in it, their
-    LoCoMo F1 and each judge's J, so a judge that favours long answers shows as J rising
-    with length where F1 does not."""
+    """Answer length as a control, on the kinds the benchmark's judge scores (categories 1-4):
+    per condition the answers' length in whitespace tokens (mean, p95 nearest rank), then
+    per length bin the answers in it, their lexical F1 and each judge's J, so a judge that
+    favours long answers shows as J rising with length where F1 does not."""
     from memorybench.compare.conditions import answer_tokens
 
-    rows = frame[frame["category"].between(1, 4)]
+    rows = frame[rows_where(frame, Benchmark.judges)]
     lengths = rows["prediction"].map(answer_tokens)
     judges = judges_of(frame)
     out = []
@@ -558,7 +626,7 @@ def answer_length(frame: pd.DataFrame) -> pd.DataFrame:
 
 # -- blame ----------------------------------------------------------------------------
 def blame_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per condition and category (1-5 and all): the share of each blame class
+    """Per condition and kind of its benchmark (1-5), and all: the share of each blame class
     (`memorybench.compare.blame`) over the condition's rows, replicates included (each run's
     row counts: a class is a fact about one answer), the counts beside them (`<class>_n`,
     summing to `rows`), the rows whose correctness a judge decided and those whose gold
@@ -568,13 +636,14 @@ def blame_table(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for condition in frame["condition"].unique():
         mine = frame[frame["condition"] == condition]
-        for category in [*CATEGORY_NAMES, "all"]:
-            sel = mine[in_category(mine, category)]
+        bench = benchmark_of_rows(mine)
+        for category in [*bench.category_names, "all"]:
+            sel = mine[in_category(mine, category, bench)]
             counts = sel["blame"].value_counts()
             row: dict[str, Any] = {
                 "condition": condition,
                 "category": category,
-                "category_name": CATEGORY_NAMES.get(category, "all") if category != "all" else "all",
+                "category_name": bench.category_names[category] if category != "all" else "all",  # type: ignore[index]
                 "rows": len(sel),
             }
             row.update({name: counts.get(name, 0) / len(sel) if len(sel) else math.nan for name in CLASSES})

@@ -46,15 +46,6 @@ class Pin:
         return f"{_RAW}/{self.repository}/{self.commit}/{self.source_path}"
 
 
-LOCOMO10 = Pin(
-    relpath="data/locomo10.json",
-    sha256="79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
-    repository="snap-research/locomo",
-    commit="3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376",
-    source_path="data/locomo10.json",
-    licence="CC BY-NC 4.0",
-)
-
 MEM0_ACCURACY_PROMPT = Pin(
     relpath="prompts/mem0_accuracy_prompt.txt",
     sha256="62395dd312a631dfd9355026a0b69cc936018274c3198b6365b5c2a5c9bca9e0",
@@ -132,7 +123,6 @@ PUNKT_TAB = tuple(
 )
 
 ALL_PINS: tuple[Pin, ...] = (
-    LOCOMO10,
     MEM0_ACCURACY_PROMPT,
     *MEM0_ANSWER_PINS,
     *PUNKT_TAB,

@@ -16,6 +16,7 @@ from pydantic import Field, model_serializer
 from memorybench.hashing import sha256_json
 from memorybench.llm.records import Attempt, ChatResult, ModelIdentity
 from memorybench.names import MAX_CHARS, path_component
+from memorybench.pack.benchmark_block import WithBenchmarkBlock
 from memorybench.records import Record
 
 VerdictStatus = Literal["CORRECT", "WRONG", "SKIPPED", "FAILED"]
@@ -145,8 +146,8 @@ class JudgeIdentity(Record, schema="judge_identity.v1"):
     protocol: str
     #: the model as configured (`judge.model`; for provider=local `auto` or a registry name)
     model: str
-    #: sha256 of the judge template (for mem0: the pinned ACCURACY_PROMPT; for longmemeval: one
-    #: hash over its templates, `memorybench.benchmarks.longmemeval.score.anscheck_templates_sha256`)
+    #: sha256 of the judge template (for mem0: the pinned ACCURACY_PROMPT; for a protocol of
+    #: several templates, one hash over them, as its protocol computes it)
     prompt_sha256: str
     temperature: float
     #: null when the protocol asks for no response format
@@ -343,52 +344,7 @@ class CategoryMeans(Record):
     by_category: dict[str, Optional[float]]
 
 
-class LongMemEvalTypeAccuracy(Record):
-    #: the mean label (null without rows: print_qa_metrics.py prints nan)
-    accuracy: Optional[float] = None
-    n: int
-    correct: int
-
-
-class LongMemEvalPass(Record):
-    """print_qa_metrics.py's numbers over one pass's labelled verdicts
-    (`memorybench.benchmarks.longmemeval.score.QaMetrics`), and the text it prints for them."""
-
-    pass_: int = Field(alias="pass")
-    #: the six question types in the script's order
-    by_type: dict[str, LongMemEvalTypeAccuracy]
-    #: the mean of the six per-type accuracies; null unless every type has rows
-    task_averaged_accuracy: Optional[float] = None
-    overall_accuracy: Optional[float] = None
-    n: int
-    abstention_accuracy: Optional[float] = None
-    abstention_n: int
-    abstention_correct: int
-    #: what print_qa_metrics.py prints for these rows, byte for byte
-    report: str
-
-
-class LongMemEvalScores(Record):
-    """LongMemEval's QA metrics of a judge (a LongMemEval pack only): per pass, and each accuracy's
-    mean over the passes (with one pass, that pass's number)."""
-
-    accuracy_by_type: dict[str, Optional[float]]
-    task_averaged_accuracy: Optional[float] = None
-    overall_accuracy: Optional[float] = None
-    abstention_accuracy: Optional[float] = None
-    passes: list[LongMemEvalPass]
-    #: FAILED verdicts (no reply, or a reply without text), left out of every number
-    failed: int
-    #: types without a labelled row: why the task-averaged accuracy is null
-    missing_types: list[str]
-    #: whether these labels are comparable with the authors' published figures: the judge is
-    #: judge.protocol=longmemeval with gpt-4o-2024-08-06 through OpenAI
-    comparable: bool
-    #: one line that says so, or why not
-    comparability: str
-
-
-class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
+class AutoraterMetrics(WithBenchmarkBlock, schema="autorater_metrics.v1"):
     """`autorater/<judge id>/autorater_metrics.json`: J, Mem0's F1 and BLEU-1, counts and judge usage,
     computed from the stored verdicts and traces only (no model, no clock)."""
 
@@ -410,19 +366,11 @@ class AutoraterMetrics(Record, schema="autorater_metrics.v1"):
     usage: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, str]
     notes: list[str] = Field(default_factory=list)
-    #: the benchmark of the pack when it is not LoCoMo (absent for LoCoMo, as before)
+    #: the benchmark of the pack when it is not the default one (absent for LoCoMo, as before);
+    #: a benchmark whose figure is its own adds its block after the fields (`WithBenchmarkBlock`:
+    #: under its `judge_figures` module's `FIELD`, made by that module's `scores`)
     benchmark: Optional[str] = None
-    #: LongMemEval's QA metrics (a LongMemEval pack only)
-    longmemeval: Optional[LongMemEvalScores] = None
-    #: another benchmark's own figures, as its record's `judge_figures` module makes them (BEAM's
-    #: two profiles: `schema` beam_figures.v1)
-    figures: Optional[dict[str, Any]] = None
 
-    @model_serializer(mode="wrap")
-    def _without_absent(self, handler: Any) -> dict[str, Any]:
-        # a LoCoMo judge's file keeps the bytes it has always had
-        data = handler(self)
-        for key in ("benchmark", "longmemeval", "figures"):
-            if data.get(key) is None:
-                data.pop(key, None)
-        return data
+    @classmethod
+    def omitted_when_null(cls) -> tuple[str, ...]:
+        return ("benchmark",)

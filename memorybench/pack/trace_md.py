@@ -5,23 +5,22 @@ reader can audit a number without knowing the code. `memorybench show PACK QUEST
 prints the same walk for any question, with the texts in full. The walk of a reader
 names its prompt template and trace; an agent's names its task, its process, its
 trajectory and notes. The walk shows no gold and no evidence; a last section, marked
-scorer-side (after the answer, never seen by a model), gives the gold, LoCoMo's rule for the
-category and the arithmetic of the LoCoMo F1. Another benchmark's pack (LongMemEval) is
-written in its own terms: the question's kind and subsets (type, abstention), and scorer-side
-the rule its lexical score was computed by (`memorybench.score.rows.PLAIN_RULE` for every
-kind, a diagnostic named `stemmed_token_f1`, never LoCoMo F1) with its arithmetic, beside
-where the benchmark's own score comes from (its judge's accuracy, `memorybench autorater`).
+scorer-side (after the answer, never seen by a model), gives the gold, the rule of its kind and
+the arithmetic of the lexical score, worked out by the module the lexical scorer names
+(`Scorer.worked`). A benchmark whose score is its judge's is written in its own terms: the
+question's kind and subsets, and scorer-side the rule its lexical diagnostic was computed by
+(`Benchmark.lexical_rules`) with its arithmetic, beside where the benchmark's own score comes
+from (its judge, `memorybench autorater`).
 Numbers have 4 decimals; no Python reprs of dicts (`show` adds the evidence).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memorybench.benchmark import Benchmark, benchmark_named, benchmark_of_pack
+from memorybench.benchmark import Benchmark, benchmark_named, benchmark_of_pack, imported
 from memorybench.errors import printable
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
@@ -175,6 +174,8 @@ def _agent(walk: Walk) -> list[str]:
 def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benchmark | None = None) -> str:
     """The walk of one question as TRACE.md's Markdown (no gold, no evidence), then the scorer side
     (`_scorer_side`; another benchmark's pack, `bench`: `_diagnostic_side`)."""
+    from memorybench.score.scorers import LEXICAL
+
     bench = bench or benchmark_named(None)
     qid, sample_id = walk.question_id, walk.sample_id
     path = data_path if data_path is not None else walk.source.data_path
@@ -185,15 +186,15 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
             f"- Question: {quoted(walk.question)}; category {walk.category}.",
         ]
         scores = [
-            f"- LoCoMo F1 {_num(walk.scores['locomo_f1'])} (category {walk.category} rule, worked out in section 6), "
+            f"- {bench.lexical_figure} {_num(walk.scores[LEXICAL])} (category {walk.category} rule, worked out in section 6), "
             f"exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])} (ours).",
-            f"- Aggregated into `{layout.METRICS}`: `scores.locomo_f1.overall`, its subsets and "
-            f'`scores.locomo_f1.by_kind["{walk.category}"]`.',
+            f"- Aggregated into `{layout.METRICS}`: `scores.{LEXICAL}.overall`, its subsets and "
+            f'`scores.{LEXICAL}.by_kind["{walk.category}"]`.',
         ]
     else:
         from memorybench.score.rows import diagnostic_name  # the scorers import nltk: only when a trace is written
 
-        task = " `scores.locomo_f1.task_average`," if bench.task_averaged else ""
+        task = f" `scores.{LEXICAL}.task_average`," if bench.task_averaged else ""
         source = [
             f"- File: `{path}` (sha256 `{walk.source.data_sha256}`), the {bench.name} question `{qid}` "
             f"(sample `{sample_id}`, `qa[{walk.qa_index}]`).",
@@ -201,10 +202,10 @@ def render_trace_md(walk: Walk, data_path: str | Path | None = None, bench: Benc
         ]
         scores = [
             f"- Lexical diagnostics, not {bench.name}'s score (its judge's accuracy, section 6): "
-            f"{diagnostic_name('locomo_f1')} {_num(walk.scores['locomo_f1'])} (column `locomo_f1`; its rule is worked out "
+            f"{diagnostic_name(LEXICAL)} {_num(walk.scores[LEXICAL])} (column `{LEXICAL}`; its rule is worked out "
             f"in section 6), exact match {_num(walk.scores['exact_match'])}, token F1 {_num(walk.scores['token_f1'])}.",
-            f"- Aggregated into `{layout.METRICS}` as diagnostics: `scores.locomo_f1.overall`,{task} "
-            f'`scores.locomo_f1.by_kind["{walk.category}"]` (each labelled a lexical diagnostic there).',
+            f"- Aggregated into `{layout.METRICS}` as diagnostics: `scores.{LEXICAL}.overall`,{task} "
+            f'`scores.{LEXICAL}.by_kind["{walk.category}"]` (each labelled a lexical diagnostic there).',
         ]
     lines = [
         f"# Trace of one answer: {qid}",
@@ -243,135 +244,55 @@ def _kind(walk: Walk, bench: Benchmark) -> str:
     return f"{bench.kind_word} {walk.category} ({walk.source.category_name}){marks}"
 
 
-def _tokens(tokens: list[str]) -> str:
-    return f"{len(tokens)} token(s): " + ", ".join(f"`{printable(t)}`" for t in tokens) if tokens else "0 tokens"
+def _worked() -> Any:
+    """The module that works the lexical scorer's arithmetic out (`Scorer.worked`)."""
+    from memorybench.score.scorers import lexical_scorer  # the scorers import nltk: only when a trace is written
 
-
-def _f1_arithmetic(prediction: str, gold: str, indent: str = "") -> tuple[list[str], float]:
-    """LoCoMo's `f1_score` of one pair, step by step: tokens after normalisation and Porter
-    stemming, their multiset overlap, precision, recall and F1 (as `score.locomo._f1_of_tokens`)."""
-    from memorybench.score.locomo import normalize_answer, stemmed_tokens
-
-    pred_tokens, gold_tokens = stemmed_tokens(prediction), stemmed_tokens(gold)
-    common = Counter(pred_tokens) & Counter(gold_tokens)
-    same = sum(common.values())
-    lines = [
-        f"{indent}- prediction {quoted(prediction)} -> normalised {quoted(normalize_answer(prediction))} -> {_tokens(pred_tokens)}",
-        f"{indent}- gold {quoted(gold)} -> normalised {quoted(normalize_answer(gold))} -> {_tokens(gold_tokens)}",
-    ]
-    if same == 0:
-        return lines + [
-            f"{indent}- overlap: no shared token, so F1 = 0.0000 (LoCoMo's rule, also when both sides are empty)"
-        ], 0.0
-    precision, recall = same / len(pred_tokens), same / len(gold_tokens)
-    f1 = 2 * precision * recall / (precision + recall)
-    shared = ", ".join(f"`{printable(t)}`" + (f" x{n}" if n > 1 else "") for t, n in common.items())
-    return lines + [
-        f"{indent}- overlap (shared tokens, with repeats): {same} ({shared})",
-        f"{indent}- precision = overlap / prediction tokens = {same}/{len(pred_tokens)} = {precision:.4f}; "
-        f"recall = overlap / gold tokens = {same}/{len(gold_tokens)} = {recall:.4f}",
-        f"{indent}- F1 = 2 x precision x recall / (precision + recall) = {f1:.4f}",
-    ], f1
+    return imported(lexical_scorer().worked)
 
 
 def _scorer_side(walk: Walk) -> list[str]:
-    """Section 6, scorer-side: the gold, the category's rule and the arithmetic of the LoCoMo F1,
-    all joined after the answer was stored (no prompt held any of it)."""
-    from memorybench.score.locomo import ABSTENTION_PHRASES
-
-    gold, category, prediction = walk.source.gold, walk.category, walk.prediction
-    name = walk.source.category_name
+    """Section 6, scorer-side: the gold, the category's rule and the arithmetic of the lexical
+    score, all joined after the answer was stored (no prompt held any of it)."""
+    gold = walk.source.gold
     lines = [
         "## 6. Scorer side (after the answer, never seen by a model)",
         "- Everything in this section was joined after the answer was stored; no prompt held it.",
         f"- Gold: {quoted(gold) if isinstance(gold, str) else _num(gold)} (`{walk.prediction_at.path}` line "
         f"{walk.prediction_at.line}, field `gold`, copied from the source row).",
     ]
-    if category == 5:
-        phrases = " or ".join(repr(p) for p in ABSTENTION_PHRASES)
-        found = [p for p in ABSTENTION_PHRASES if p in (prediction or "").lower()]
-        computed = 1.0 if found else 0.0
-        lines += [
-            f"- Rule (LoCoMo, category 5, {name}): the gold is ignored; the score is 1 if the lowercased prediction "
-            f"contains {phrases}, else 0.",
-            f"- The prediction contains {', '.join(repr(p) for p in found) if found else 'neither phrase'}: "
-            f"LoCoMo F1 = {computed:.4f}.",
-        ]
-    elif gold is None or prediction is None:
-        return lines + ["- No gold or no prediction: LoCoMo's rule cannot be worked out here.", ""]
-    elif category == 1:
-        parts_p = [x.strip() for x in prediction.split(",")]
-        parts_g = [x.strip() for x in str(gold).split(",")]
-        lines += [
-            f"- Rule (LoCoMo, category 1, {name}): prediction and gold are split on `,`; each gold part takes its best "
-            "F1 over the prediction parts; the score is the mean over the gold parts. Each F1 is LoCoMo's token F1: "
-            "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
-            "Porter-stem, count the shared tokens."
-        ]
-        best: list[float] = []
-        for number, g in enumerate(parts_g, 1):
-            scored = [_f1_arithmetic(p, g, "  ") for p in parts_p]
-            at = max(range(len(scored)), key=lambda i: scored[i][1])
-            best.append(scored[at][1])
-            lines += [
-                f"- gold part {number} of {len(parts_g)}: best over {len(parts_p)} prediction part(s) is part {at + 1}, "
-                f"F1 {scored[at][1]:.4f}",
-                *scored[at][0],
-            ]
-        import numpy as np  # LoCoMo's mean (pairwise summation), as score.locomo takes it
-
-        computed = float(np.mean(best))
-        lines.append(
-            f"- LoCoMo F1 = mean of {len(best)} part(s) ({' + '.join(f'{b:.4f}' for b in best)}) / {len(best)} = {computed:.4f}."
-        )
-    else:
-        used = str(gold).split(";")[0].strip() if category == 3 else str(gold)
-        cut = f" before its first `;` ({quoted(used)})" if category == 3 else ""
-        lines.append(
-            f"- Rule (LoCoMo, category {category}, {name}): one token F1 of the whole prediction against the gold{cut}: "
-            "normalise (commas and ASCII punctuation dropped, lowercase, a/an/the/and removed), split on spaces, "
-            "Porter-stem, count the shared tokens."
-        )
-        arithmetic, computed = _f1_arithmetic(prediction, used)
-        lines += arithmetic + [f"- LoCoMo F1 = {computed:.4f}."]
-    return lines + [_against_stored(walk, computed), ""]
+    worked, computed = _worked().own_rule(walk.prediction, gold, walk.category, walk.source.category_name)
+    return lines + worked + ([] if computed is None else [_against_stored(walk, computed)]) + [""]
 
 
 def _against_stored(walk: Walk, computed: float, shown_as: str | None = None) -> str:
-    """The line that checks the arithmetic above against the stored `locomo_f1` (`shown_as`:
+    """The line that checks the arithmetic above against the stored lexical score (`shown_as`:
     the name another benchmark's pack shows it by)."""
-    recorded = walk.scores.get("locomo_f1")
+    from memorybench.score.scorers import LEXICAL
+
+    recorded = walk.scores.get(LEXICAL)
     if recorded is not None and abs(recorded - computed) > 1e-9:
         return f"- This differs from the stored score {_num(recorded)}: see `memorybench verify`."
     shown = f" (shown as `{shown_as}`)" if shown_as else ""
-    return f"- The same as `locomo_f1`{shown} in `{walk.csv_at.path}` line {walk.csv_at.line}."
+    return f"- The same as `{LEXICAL}`{shown} in `{walk.csv_at.path}` line {walk.csv_at.line}."
 
 
 def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
     """Section 6 of another benchmark's pack: the gold, its kind and subsets, where its score comes
-    from (its judge), and the rule its lexical diagnostic was computed by (`PLAIN_RULE` for every
-    kind: its kind numbers are not LoCoMo's categories) with the arithmetic."""
-    from memorybench.score.rows import PLAIN_RULE, diagnostic_name
+    from (its judge), and the rule its lexical diagnostic was computed by (its record's
+    `lexical_rules`, else the single-hop rule for every kind) with the arithmetic."""
+    from memorybench.score.rows import diagnostic_name
+    from memorybench.score.scorers import LEXICAL
 
-    gold, prediction, name = walk.source.gold, walk.prediction, diagnostic_name("locomo_f1")
-    rule = bench.lexical_rule(walk.category)
+    gold, name = walk.source.gold, diagnostic_name(LEXICAL)
     whose = (
         f"every {bench.name} question, whatever its {bench.kind_word},"
         if bench.lexical_rules is None
         else f"a {bench.name} question of {bench.kind_word} {walk.category}"
     )
-    if rule == PLAIN_RULE:
-        applied = (
-            f"{whose} is scored by LoCoMo's single-hop rule (`memorybench.score.rows.PLAIN_RULE`, category "
-            f"{PLAIN_RULE}; no LoCoMo category rule applies, its {bench.kind_word} numbers are not LoCoMo's "
-            "categories): one token F1 of the whole prediction against the whole gold: normalise (commas and ASCII "
-            "punctuation dropped, lowercase, a/an/the/and removed), split on spaces, Porter-stem, count the shared tokens."
-        )
-    else:
-        applied = (
-            f"a {bench.name} question of {bench.kind_word} {walk.category} is scored by LoCoMo's category {rule} "
-            f"rule (`Benchmark.lexical_rules`), as LoCoMo's own question is."
-        )
+    applied, worked, computed = _worked().diagnostic_rule(
+        walk.prediction, gold, bench.lexical_rule(walk.category), whose=whose, kind_word=bench.kind_word, name=name
+    )
     lines = [
         "## 6. Scorer side (after the answer, never seen by a model)",
         "- Everything in this section was joined after the answer was stored; no prompt held it.",
@@ -382,18 +303,7 @@ def _diagnostic_side(walk: Walk, bench: Benchmark) -> list[str]:
         f"`memorybench autorater PACK judge={bench.name}`, then `memorybench show PACK {walk.question_id}` for its verdicts.",
         f"- Rule applied (a lexical diagnostic, `{name}`, not {bench.name}'s score): {applied}",
     ]
-    if rule not in (2, PLAIN_RULE):  # a rule beyond one token F1 (commas, semicolons, refusal phrases)
-        from memorybench.score.locomo import locomo_score
-
-        computed = locomo_score(prediction or "", gold, rule) if rule == 5 or gold is not None else None
-        if computed is None:
-            return lines + ["- No gold: the rule cannot be worked out here.", ""]
-        return lines + [f"- {name} = {computed:.4f}.", _against_stored(walk, computed, name), ""]
-    if gold is None or prediction is None:
-        return lines + ["- No gold or no prediction: the rule cannot be worked out here.", ""]
-    arithmetic, computed = _f1_arithmetic(prediction, str(gold))
-    lines += arithmetic + [f"- {name} = {computed:.4f}."]
-    return lines + [_against_stored(walk, computed, name), ""]
+    return lines + worked + ([] if computed is None else [_against_stored(walk, computed, name)]) + [""]
 
 
 def _no_trace(walk: Walk) -> list[str]:

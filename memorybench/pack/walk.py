@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memorybench.benchmark import LOCOMO, benchmark_of_meta, benchmark_of_pack
+from memorybench.benchmark import benchmark_of_meta, benchmark_of_pack
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.reader import PackError, PackReader
@@ -55,7 +55,6 @@ from memorybench.templates import pinned_reader
 from memorybench.records import SchemaError, jsonl_lines, load_json, parse_record, record_type
 
 __all__ = [
-    "CATEGORY_NAMES",
     "DIA_ID",
     "AgentAction",
     "AgentProcess",
@@ -75,7 +74,6 @@ __all__ = [
     "dataset_of",
 ]
 
-CATEGORY_NAMES: dict[int, str] = dict(LOCOMO.category_names)
 #: a well-formed dia_id; nine released evidence strings are malformed ("D8:6; D9:17"), and
 #: every well-formed id inside one counts (the agent's recall reads them the same way)
 DIA_ID = re.compile(r"\bD\d+:\d+\b")

@@ -16,7 +16,6 @@ from typing import Any
 from memorybench.benchmark import Benchmark, benchmark_named
 from memorybench.benchmark import PLAIN_RULE as SPEC_PLAIN_RULE
 from memorybench.errors import UserError
-from memorybench.score import CATEGORY_NAMES
 from memorybench.score.scorers import scorers
 from memorybench.stats import mean
 
@@ -27,23 +26,31 @@ ROW_COLUMNS = ("question_id", "sample_id", "category", "category_name", "questio
 JUDGED = (1, 2, 3, 4)
 
 
-def covers_label(categories: Sequence[int]) -> str:
-    """What an overall over these categories covers, in words: "categories 1-5",
-    "categories 1-4 (category 5 not asked)", "categories 1, 2 (3, 4, 5 absent)"."""
+def _plural(word: str) -> str:
+    return f"{word[:-1]}ies" if word.endswith("y") else f"{word}s"
+
+
+def covers_label(categories: Sequence[int], benchmark: Benchmark | None = None) -> str:
+    """What an overall over these kinds of a benchmark (None: the default's) covers, in words:
+    "categories 1-5", "categories 1-4 (category 5 not asked)", "categories 1, 2 (3, 4, 5 absent)"
+    (a kind only some subset needs asked, `Subset.asked`, is "not asked" when it is missing)."""
+    benchmark = benchmark or benchmark_named(None)
+    word = benchmark.kind_word
     held = sorted(set(int(c) for c in categories))
     if not held:
         return "no questions"
-    every = sorted(CATEGORY_NAMES)
+    every = sorted(benchmark.category_names)
     if held == every:
-        return f"categories {every[0]}-{every[-1]}"
+        return f"{_plural(word)} {every[0]}-{every[-1]}"
     span = (
-        f"categories {held[0]}-{held[-1]}"
+        f"{_plural(word)} {held[0]}-{held[-1]}"
         if held == list(range(held[0], held[-1] + 1)) and len(held) > 2
-        else ("category " + str(held[0]) if len(held) == 1 else "categories " + ", ".join(map(str, held)))
+        else (f"{word} {held[0]}" if len(held) == 1 else f"{_plural(word)} " + ", ".join(map(str, held)))
     )
     absent = [c for c in every if c not in held]
-    if absent == [5]:
-        return f"{span} (category 5 not asked)"
+    optional = {kind for subset in benchmark.subsets.values() for kind in subset.asked}
+    if set(absent) <= optional:
+        return f"{span} ({word if len(absent) == 1 else _plural(word)} {', '.join(map(str, absent))} not asked)"
     return f"{span} ({', '.join(map(str, absent))} absent)"
 
 
@@ -88,20 +95,21 @@ def metrics_v1(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], bench
     benchmark = benchmark or benchmark_named(None)
     if not benchmark.own_lexical_rules:
         return _other_metrics(rows, meta, benchmark)
+    names = benchmark.category_names
     metrics: dict[str, Any] = {
         "schema": "metrics.v1",
         "run_id": meta.get("run_id"),
         "questions": len(rows),
         "is_prefix": meta.get("is_prefix"),
         "local_model": meta.get("local_model"),
-        "category_names": {str(k): v for k, v in CATEGORY_NAMES.items()},
+        "category_names": {str(k): v for k, v in names.items()},
         "counts": {"total": len(rows), "by_category": {}},
         "labels": {s.name: s.label for s in scorers("qa")},
     }
     held = sorted({int(r["category"]) for r in rows})
-    metrics["overall_covers"] = covers_label(held)
+    metrics["overall_covers"] = covers_label(held, benchmark)
     for metric in (s.name for s in scorers("qa")):
-        by_category = {str(c): mean([r[metric] for r in rows if r["category"] == c]) for c in CATEGORY_NAMES}
+        by_category = {str(c): mean([r[metric] for r in rows if r["category"] == c]) for c in names}
         metrics[metric] = {
             "overall": mean([r[metric] for r in rows]),
             # the two overalls the field reports, each only over the categories it names:
@@ -110,7 +118,7 @@ def metrics_v1(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], bench
             "overall_1_5": mean([r[metric] for r in rows]) if 5 in held else None,
             "by_category": by_category,
         }
-    for category in CATEGORY_NAMES:
+    for category in names:
         metrics["counts"]["by_category"][str(category)] = sum(1 for r in rows if r["category"] == category)
     if meta.get("partial"):  # a partial import (RunMeta.partial): what it holds and what is absent
         metrics["partial"] = meta["partial"]

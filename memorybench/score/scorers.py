@@ -5,6 +5,11 @@ labelled and whose rule it is (LoCoMo's, Mem0's, or ours). The columns of
 predictions.csv, the metrics of metrics.json, the score columns of
 collected/examples.parquet and the MLflow metric names are derived from the scorers
 with `stage="qa"`, in `position` order; a plugin adds one with `SCORERS.add(...)`.
+
+Mem0's lexical metrics are defined here; a benchmark contributes the scorers of its own
+rules through its record (`Benchmark.scorers`: LoCoMo's category F1, the lexical score of
+every benchmark's rows, with the exact match and token F1 on its normalisation), and the
+registry takes them in with these (`memorybench.benchmark.benchmark_scorers`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from typing import Any
 
 from memorybench.registry import SCORERS
 from memorybench.score.lexical import mem0_bleu1, mem0_f1
-from memorybench.score.locomo import exact_match, locomo_score, token_f1
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,17 @@ class Scorer:
     aggregation: str = "mean"
     #: order of columns and metrics (built-ins first; a plugin's default comes after)
     position: int = 100
+    #: the distinct tokens its rule compares in a text (after its normalisation and stemming):
+    #: the report's gold-token drop and blame count them; None: it compares no tokens
+    tokens: Callable[[str], set[str]] | None = None
+    #: the phrases whose presence makes an answer a refusal by its rule (LoCoMo's category 5):
+    #: the report's refusals table counts them
+    refusals: tuple[str, ...] = ()
+    #: the module that works its arithmetic out for one answer, step by step (TRACE.md's scorer
+    #: side): it defines `own_rule(prediction, gold, kind, kind_name) -> (lines, score | None)` and
+    #: `diagnostic_rule(prediction, gold, rule, *, whose, kind_word, name) -> (rule in words,
+    #: lines, score | None)` (None: no gold or no answer to work it out on); None: none
+    worked: str | None = None
 
     def __call__(self, row: Mapping[str, Any]) -> float:
         return self.function(row)
@@ -41,6 +56,16 @@ def _gold_text(row: Mapping[str, Any]) -> str:
     return "" if row["gold"] is None else str(row["gold"])
 
 
+#: the registered name of the lexical score of every benchmark's rows (LoCoMo's category F1, a
+#: diagnostic on a benchmark whose score is its judge's): a column of predictions.csv
+LEXICAL = "locomo_f1"
+
+
+def lexical_scorer() -> Scorer:
+    """The lexical scorer (`LEXICAL`): its tokens and its worked arithmetic."""
+    return SCORERS.get(LEXICAL)
+
+
 def scorers(stage: str = "qa") -> list[Scorer]:
     """The registered scorers of a stage, in column order."""
     found = [SCORERS.get(name) for name in SCORERS.names()]
@@ -48,27 +73,6 @@ def scorers(stage: str = "qa") -> list[Scorer]:
 
 
 for _scorer in (
-    Scorer(
-        "locomo_f1",
-        lambda row: locomo_score(row["prediction"], row["gold"], row["category"]),
-        "LoCoMo F1: the released task_eval/evaluation.py rules (category 5 by its refusal phrases)",
-        owner="locomo",
-        position=10,
-    ),
-    Scorer(
-        "exact_match",
-        lambda row: exact_match(row["prediction"], _gold_text(row)),
-        "exact match after LoCoMo normalisation (ours, not LoCoMo's)",
-        owner="ours",
-        position=20,
-    ),
-    Scorer(
-        "token_f1",
-        lambda row: token_f1(row["prediction"], _gold_text(row)),
-        "plain token F1 after LoCoMo normalisation, no category rules (ours, not LoCoMo's)",
-        owner="ours",
-        position=30,
-    ),
     Scorer(
         "mem0_f1",
         lambda row: mem0_f1(row["prediction"], _gold_text(row)),

@@ -27,7 +27,7 @@ from memorybench.errors import UserError
 from memorybench.pack.success import reclose
 from memorybench.pack.verify import verify_pack
 from memorybench.plan import plan_runs
-from memorybench.score import locomo_score
+from memorybench.benchmarks.locomo.score import locomo_score
 from memorybench.benchmark import LOCOMO
 from memorybench.benchmarks.locomo import pins as locomo_pins
 from memorybench.benchmarks.locomo import reader as locomo_reader
@@ -93,7 +93,7 @@ def test_the_three_literals_are_pinned_with_the_hashes_of_pins_md():
     assert {p.relpath for p in locomo_pins.PROMPT_PINS} == set(LITERALS.values()) == set(table)
     for pin in locomo_pins.PROMPT_PINS:
         assert pin.sha256 == table[pin.relpath] and pin in LOCOMO.own_pins()  # fetched with every pin
-        assert (pin.repository, pin.commit) == (pins.LOCOMO10.repository, pins.LOCOMO10.commit)
+        assert (pin.repository, pin.commit) == (locomo_pins.LOCOMO10.repository, locomo_pins.LOCOMO10.commit)
         assert pin.url.endswith(f"/{pin.commit}/task_eval/gpt_utils.py")
         assert pins.pin_path(pin) == (PINS / pin.relpath).resolve()
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from tracking.pack_factory import add_autorater, make_packs, unfinished_copy
 
+from memorybench.benchmark import LOCOMO
 from memorybench.compare.aggregate import (
     CATEGORIES,
     EXAMPLES_SCHEMA,
@@ -24,7 +25,6 @@ from memorybench.compare.aggregate import (
 )
 from memorybench.errors import UserError
 from memorybench.pack.reader import PackReader
-from memorybench.score import CATEGORY_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_examples_has_one_row_per_run_and_question(design, tmp_path):
 
 
 def test_categories_are_locomos():
-    assert CATEGORIES == tuple(CATEGORY_NAMES)
+    assert CATEGORIES == tuple(LOCOMO.category_names)
 
 
 def test_runs_table_matches_metrics(design, tmp_path):

@@ -113,7 +113,7 @@ def test_memobase_is_shown_without_the_known_gold_errors_and_with_the_corrected_
     1,540 questions, on the 1,441 without a known wrong gold, and with the corrected answers."""
     from memorybench.compare.conditions import load_pack_scores, seed_summary
     from memorybench.benchmarks.locomo.gold_audit import known_gold_errors
-    from memorybench.score.locomo import locomo_score
+    from memorybench.benchmarks.locomo.score import locomo_score
 
     result = seed_summary([peers["memobase"]], corrected_gold=True)
     f1 = result["locomo_f1"]

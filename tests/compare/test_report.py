@@ -23,7 +23,7 @@ from memorybench.compare.report import (
     stems,
 )
 from memorybench.errors import UserError
-from memorybench.score.locomo import normalize_answer
+from memorybench.benchmarks.locomo.score import normalize_answer
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -216,10 +216,15 @@ def test_bad_designs_fail_with_one_line(tmp_path, packs):
 
 
 def test_category_names_are_locomos():
-    from memorybench.compare import report
-    from memorybench.score import CATEGORY_NAMES
+    from memorybench.benchmark import LOCOMO
+    from memorybench.compare.report_tables import category_name
 
-    assert report.CATEGORY_NAMES == CATEGORY_NAMES
+    # a LoCoMo report names its kinds and overalls by LoCoMo's record (any record's: test_report_record.py)
+    assert [category_name(k, LOCOMO) for k in (*LOCOMO.category_names, *LOCOMO.subsets)] == [
+        *LOCOMO.category_names.values(),
+        "overall 1-4",
+        "overall 1-5 (LoCoMo)",
+    ]
 
 
 @pytest.mark.parametrize("path", sorted((CONF_DIR / "analysis").glob("*.yaml")), ids=lambda p: p.stem)

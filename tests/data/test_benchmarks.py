@@ -23,14 +23,6 @@ def test_an_unknown_dataset_is_one_line_naming_the_known_ones():
         benchmark_of("locomo11")
 
 
-def test_the_one_table_of_locomo_category_names():
-    from memorybench.compare.report_tables import CATEGORY_NAMES as report_names
-    from memorybench.pack.walk import CATEGORY_NAMES as walk_names
-    from memorybench.score import CATEGORY_NAMES as score_names
-
-    assert score_names == walk_names == report_names == dict(LOCOMO.category_names)
-
-
 def test_an_interval_names_the_benchmarks_unit():
     rng = np.random.default_rng(0)
     values = rng.random(20)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from memorybench.data.pins import LOCOMO10
+from memorybench.benchmarks.locomo.pins import LOCOMO10
 from memorybench.data.source import path_hint, resolve_dataset
 from memorybench.pack.walk import dataset_of
 

@@ -6,32 +6,33 @@ import shutil
 
 import pytest
 
+from memorybench.benchmarks.locomo.pins import LOCOMO10
 from memorybench.benchmarks.locomo.pins import PEER_PINS as LOCOMO_PEERS
 from memorybench.data import pins
 from memorybench.errors import UserError
 
 
 def test_shared_pins_verify(locomo_path):
-    assert pins.pin_path(pins.LOCOMO10) == locomo_path.resolve()
+    assert pins.pin_path(LOCOMO10) == locomo_path.resolve()
     assert (pins.nltk_data_dir() / "tokenizers" / "punkt_tab" / "english").is_dir()
     assert pins.pin_path(pins.MEM0_ACCURACY_PROMPT).read_text("utf-8").startswith("\n")
 
 
 def test_missing_pin_says_to_fetch(tmp_path):
     with pytest.raises(UserError, match="missing; run `memorybench fetch`"):
-        pins.pin_path(pins.LOCOMO10, tmp_path)
+        pins.pin_path(LOCOMO10, tmp_path)
 
 
 def test_altered_pin_is_refused_with_both_hashes(tmp_path, locomo_path):
-    target = tmp_path / pins.LOCOMO10.relpath
+    target = tmp_path / LOCOMO10.relpath
     target.parent.mkdir(parents=True)
     data = bytearray(locomo_path.read_bytes())
     data[100] ^= 1
     target.write_bytes(bytes(data))
     with pytest.raises(UserError) as info:
-        pins.pin_path(pins.LOCOMO10, tmp_path)
+        pins.pin_path(LOCOMO10, tmp_path)
     message = str(info.value)
-    assert pins.LOCOMO10.sha256 in message and pins.sha256_bytes(bytes(data)) in message
+    assert LOCOMO10.sha256 in message and pins.sha256_bytes(bytes(data)) in message
 
 
 def test_fetch_verifies_what_is_present_without_network(tmp_path, locomo_path):
@@ -44,9 +45,10 @@ def test_fetch_verifies_what_is_present_without_network(tmp_path, locomo_path):
 
 def test_fetch_refuses_a_download_with_the_wrong_hash(tmp_path, monkeypatch):
     monkeypatch.setattr(pins, "_download", lambda url: b"not the release")
+    monkeypatch.setattr(pins, "ALL_PINS", ())
     with pytest.raises(UserError, match="expected 79fa87e9"):
-        pins.fetch_pins(tmp_path)
-    assert not (tmp_path / pins.LOCOMO10.relpath).exists()
+        pins.fetch_pins(tmp_path, extra=(LOCOMO10,))
+    assert not (tmp_path / LOCOMO10.relpath).exists()
 
 
 def test_accuracy_prompt_is_extracted_from_the_literal():
@@ -106,7 +108,7 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         for d in b.datasets
         if d.fetched_with_pins
         for m in (d.pinned().members if d.folder else (d.pinned(),))
-    } - {pins.LOCOMO10}  # that one is there already
+    } - {LOCOMO10}  # that one is there already
     # a literal pin (LoCoMo's question prompts) is taken out of its source file: gpt_utils.py, downloaded once
     by_url.update({pin.url: (shared / ("locomo/gpt_utils.py" if pin.literal else pin.relpath)).read_bytes() for pin in own})
     # and every other benchmark's peers, with --peers only: Cognee's BEAM runs, its summary and code
@@ -120,9 +122,9 @@ def test_fetch_peers_downloads_each_release_at_its_commit_and_checks_its_hash(tm
         return by_url[url]
 
     monkeypatch.setattr(pins, "_download", download)
-    monkeypatch.setattr(pins, "ALL_PINS", (pins.LOCOMO10,))
-    (tmp_path / "pins" / pins.LOCOMO10.relpath).parent.mkdir(parents=True)
-    (tmp_path / "pins" / pins.LOCOMO10.relpath).write_bytes((shared / pins.LOCOMO10.relpath).read_bytes())  # there already
+    monkeypatch.setattr(pins, "ALL_PINS", (LOCOMO10,))
+    (tmp_path / "pins" / LOCOMO10.relpath).parent.mkdir(parents=True)
+    (tmp_path / "pins" / LOCOMO10.relpath).write_bytes((shared / LOCOMO10.relpath).read_bytes())  # there already
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["fetch", "--peers", "--pins", str(tmp_path / "pins")]) == 0
     assert sorted(fetched) == sorted(by_url)

@@ -16,7 +16,7 @@ import nltk
 import pytest
 
 from memorybench.errors import UserError
-from memorybench.score import mem0_bleu1, mem0_f1
+from memorybench.score.lexical import mem0_bleu1, mem0_f1
 from memorybench.score.lexical import NltkDataMissingError, set_nltk_data_dir
 
 PINS = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[2].parent / "shared" / "pins")

@@ -1,4 +1,4 @@
-"""LoCoMo F1 port (memorybench.score.locomo) against DESIGN.md 5.1 and the released scorer.
+"""LoCoMo F1 port (memorybench.benchmarks.locomo.score) against DESIGN.md 5.1 and the released scorer.
 
 Values marked "released" were computed once by running snap-research/locomo
 task_eval/evaluation.py (code branch, 9228632) on the same inputs; the port must give
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memorybench.score import CATEGORY_NAMES, exact_match, locomo_score, token_f1
-from memorybench.score.locomo import normalize_answer
+from memorybench.benchmark import LOCOMO
+from memorybench.benchmarks.locomo.score import exact_match, locomo_score, normalize_answer, token_f1
 
 PINS = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[2].parent / "shared" / "pins")
 LOCOMO10 = PINS / "data" / "locomo10.json"
@@ -72,7 +72,7 @@ def test_re_stands_in_for_regex_only_where_both_place_the_same_word_boundaries()
 
     import regex
 
-    from memorybench.score import locomo
+    from memorybench.benchmarks.locomo import score as locomo
 
     pattern = r"\b(a|an|the|and)\b"
     ours, theirs = re.compile(pattern), regex.compile(pattern)
@@ -206,7 +206,7 @@ def test_prediction_must_be_a_string() -> None:
 
 
 def test_category_names() -> None:
-    assert CATEGORY_NAMES == {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+    assert dict(LOCOMO.category_names) == {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
 # --- ours: exact match and plain token F1 -------------------------------------------

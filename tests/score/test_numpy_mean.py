@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from memorybench.score.locomo import numpy_mean
+from memorybench.benchmarks.locomo.score import numpy_mean
 
 #: the values a category-1 mean takes: F1 scores of short answers
 F1_LIKE = (0.0, 1.0, 0.5, 2 / 3, 1 / 3, 0.4, 0.8, 0.8571428571428571, 0.2857142857142857, 0.6666666666666666, 0.36363636363636365)

@@ -1,7 +1,7 @@
 """LoCoMo F1's Porter stemmer without recursion: NLTK's stems, for tokens of any length.
 
 NLTK's `_is_consonant` recurses once per preceding `y`, so a reply of 1,000 `y` made every
-row of a pack unscorable (RecursionError). `score.locomo.without_recursion` walks back
+row of a pack unscorable (RecursionError). `benchmarks.locomo.score.without_recursion` walks back
 instead; these tests hold it to NLTK's own class wherever NLTK returns, and to NLTK's own
 code run on a deep stack where it would raise.
 """
@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from memorybench.score.locomo import locomo_score, porter_class, without_recursion
+from memorybench.benchmarks.locomo.score import locomo_score, porter_class, without_recursion
 
 NLTK = porter_class()
 OURS = without_recursion(NLTK)

@@ -22,7 +22,7 @@ from memorybench.data import iter_questions
 from memorybench.data.pins import MEM0_ACCURACY_PROMPT, pin_path
 from memorybench.errors import UserError
 from memorybench.pack.autorater_schemas import AutoraterMetrics
-from memorybench.score import mem0_bleu1, mem0_f1
+from memorybench.score.lexical import mem0_bleu1, mem0_f1
 from memorybench.stages.autorater import autorater_main, compute_autorater_metrics, judge_id_of, run_autorater
 from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status
 

@@ -25,6 +25,7 @@ from memorybench.benchmark import LONGMEMEVAL  # noqa: E402
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, JudgedQuestion, authors_report, qa_metrics  # noqa: E402
 from memorybench.cli import main  # noqa: E402
 from memorybench.data.pins import pin_path  # noqa: E402
+from memorybench.benchmarks.longmemeval import importer as import_longmemeval  # noqa: E402
 from memorybench.benchmarks.longmemeval.pins import PRINT_QA_METRICS  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.hashing import sha256_file  # noqa: E402
@@ -184,7 +185,9 @@ def test_a_judged_file_reproduces_print_qa_metrics_exactly(made, tmp_path):
         assert v["score"] == int(row["autoeval_label"]["label"]) and v["status"] == ("CORRECT" if v["score"] else "WRONG")
         assert LONGMEMEVAL.category_names[v["category"]] == types[row["question_id"]]
     rep = PackReader.open(root).record(REPRODUCTION, Reproduction)
-    assert rep.longmemeval is not None and rep.longmemeval.equal and rep.longmemeval.authors_report == printed
+    block = rep.block(import_longmemeval.FIELD)  # the reproduction's own block, under the importer's key
+    assert block is not None and block["equal"] and block["authors_report"] == printed
+    assert json.loads(rep.dump())[import_longmemeval.FIELD] == block  # written back under that key
     assert rep.metrics["j"].rows.equal == 20 and rep.metrics["j"].rows.mismatched == 0
     assert rep == result.reproduction
     meta = json.loads((folder / "autorater_meta.json").read_text("utf-8"))

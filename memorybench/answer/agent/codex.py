@@ -548,7 +548,8 @@ class CodexAnswerer:
 # -- opening -------------------------------------------------------------------------
 def _secret_paths(cfg: DictConfig, pack: RunPack, cache_dir: Path) -> tuple[dict[str, Path], list[Path]]:
     """Gold-bearing places (must stay outside what the agent sees) and files to probe for."""
-    from memorybench.data.pins import LOCOMO10, pins_dir
+    from memorybench.benchmark import dataset_named
+    from memorybench.data.pins import pins_dir
 
     pins = pins_dir(cfg.paths.get("pins"))
     secrets: dict[str, Path] = {
@@ -560,7 +561,10 @@ def _secret_paths(cfg: DictConfig, pack: RunPack, cache_dir: Path) -> tuple[dict
     packs_root = str(cfg.storage.get("root") or cfg.paths.packs)
     if "://" not in packs_root:
         secrets["packs folder"] = Path(packs_root).expanduser().resolve()
-    sentinels = [pins / LOCOMO10.relpath, PROJECT_ROOT / "package.json", pack.root / "config.resolved.yaml"]
+    # the run's pinned data file, where the agent would find it in the pins folder
+    dataset = dataset_named(str(cfg.dataset.name))
+    pinned = [pins / dataset.pinned().relpath] if dataset.pin is not None and not dataset.folder else []
+    sentinels = [*pinned, PROJECT_ROOT / "package.json", pack.root / "config.resolved.yaml"]
     if cfg.dataset.get("path"):
         data = Path(str(cfg.dataset.path)).expanduser().resolve()
         secrets["dataset file"] = data

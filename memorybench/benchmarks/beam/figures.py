@@ -151,7 +151,7 @@ def named(judge: Any, benchmark: Any, passes: bool = False) -> dict[str, float |
     ability under that profile, both profiles' overalls (`_official`, `_paper`), `_sd` over the
     passes, and with `passes` each pass's overall under the protocol's profile (`_pass<n>`)."""
     key = benchmark.figure_key
-    own = getattr(judge, FIELD, None) if judge is not None else None
+    own = judge.block(FIELD) if judge is not None else None
     profile = (OFFICIAL if own.get("protocol") == BeamOfficialJudge.name else PAPER) if own else PAPER
     profiles = own["profiles"] if own else {}
     chosen = profiles.get(profile) or {}

@@ -44,7 +44,8 @@ from typing import Any, Literal
 
 from memorybench.benchmark import LOCOMO
 from memorybench.benchmarks.locomo.pins import AUDIT_ERRORS
-from memorybench.data.pins import LOCOMO10, pin_path
+from memorybench.benchmarks.locomo.pins import LOCOMO10
+from memorybench.data.pins import pin_path
 from memorybench.data.records import Question
 from memorybench.errors import DataError
 from memorybench.hashing import sha256_bytes
@@ -142,7 +143,7 @@ def described(provenance: Mapping[str, Any]) -> str:
 
 def corrected_score(prediction: str, error: GoldError, category: int) -> float:
     """LoCoMo F1 of `prediction` against the audit's corrected answer, by LoCoMo's rules."""
-    from memorybench.score.locomo import locomo_score
+    from memorybench.benchmarks.locomo.score import locomo_score
 
     return float(locomo_score(prediction, error.scoring_answer, category))
 

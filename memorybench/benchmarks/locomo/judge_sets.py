@@ -21,7 +21,8 @@ from typing import Any
 from memorybench.benchmark import LOCOMO
 from memorybench.data import iter_questions
 from memorybench.benchmarks.locomo.pins import AUDIT_SPECIFIC_WRONG, AUDIT_VAGUE_WRONG
-from memorybench.data.pins import LOCOMO10, Pin, pin_path
+from memorybench.benchmarks.locomo.pins import LOCOMO10
+from memorybench.data.pins import Pin, pin_path
 from memorybench.data.records import Question
 from memorybench.errors import UserError
 from memorybench.records import load_json

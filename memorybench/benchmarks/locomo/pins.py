@@ -1,4 +1,4 @@
-"""LoCoMo's own pinned files beside its data file (`memorybench.data.pins.LOCOMO10`): its question
+"""LoCoMo's pinned files: its data file (`LOCOMO10`, the dataset locomo10's pin) and its question
 prompts (`reader.prompt=locomo`), fetched with every pin; the outside audit dial481/locomo-audit (its known gold errors, `gold_audit.py`; its deliberately wrong answers,
 `judge_sets.py` and the memos_eval importer), fetched with every pin, and other projects' released
 per-question results (`importers/`), fetched with `memorybench fetch --peers`.
@@ -6,7 +6,17 @@ per-question results (`importers/`), fetched with `memorybench fetch --peers`.
 
 from __future__ import annotations
 
-from memorybench.data.pins import LOCOMO10, Pin
+from memorybench.data.pins import Pin
+
+#: locomo10.json at the commit its package reproduces (the dataset `locomo10`)
+LOCOMO10 = Pin(
+    relpath="data/locomo10.json",
+    sha256="79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
+    repository="snap-research/locomo",
+    commit="3eb6f2c585f5e1699204e3c3bdf7adc5c28cb376",
+    source_path="data/locomo10.json",
+    licence="CC BY-NC 4.0",
+)
 
 # LoCoMo's own question prompts (`reader.prompt=locomo`, `reader.py`): string literals of its
 # task_eval/gpt_utils.py at the data commit, each taken out of the source at fetch time

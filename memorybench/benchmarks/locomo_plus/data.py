@@ -41,7 +41,8 @@ _STITCHES: dict[str, Stitch] = {}
 
 def load_locomo_plus(path: str | Path) -> list[Conversation]:
     """LoCoMo's conversations, then one stitched conversation per item, in file order."""
-    from memorybench.data.pins import LOCOMO10, pin_path
+    from memorybench.benchmarks.locomo.pins import LOCOMO10
+    from memorybench.data.pins import pin_path
 
     path = regular_file(Path(path), expected="locomo_plus.json")
     items = read_json_file(path)

@@ -249,7 +249,8 @@ _EVIDENCE: dict[str, dict[str, str]] = {}
 
 def _evidence_of(question_id: str, pins: str | os.PathLike[str] | None) -> str:
     """A LoCoMo question's evidence turns, from the pinned locomo10.json as the authors read it."""
-    from memorybench.data.pins import LOCOMO10, pins_dir
+    from memorybench.benchmarks.locomo.pins import LOCOMO10
+    from memorybench.data.pins import pins_dir
 
     key = str(pins_dir(pins))
     if key not in _EVIDENCE:

@@ -18,26 +18,81 @@ model or another model are labelled not comparable, with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from memorybench.benchmark import LONGMEMEVAL
-from memorybench.pack.autorater_schemas import (
-    AutoraterVerdict,
-    JudgeSummary,
-    LongMemEvalPass,
-    LongMemEvalScores,
-    LongMemEvalTypeAccuracy,
-)
+from pydantic import Field
+
+from memorybench.pack.autorater_schemas import AutoraterVerdict, JudgeSummary
+from memorybench.records import Record
 from memorybench.benchmarks.longmemeval.score import JUDGE_MODEL, QUESTION_TYPES, JudgedQuestion, authors_report, qa_metrics
 
-__all__ = ["FIELD", "LABELS", "OPENAI_API", "brief_line", "comparability", "lines", "named", "scores"]
+__all__ = [
+    "FIELD",
+    "LABELS",
+    "OPENAI_API",
+    "LongMemEvalPass",
+    "LongMemEvalScores",
+    "LongMemEvalTypeAccuracy",
+    "brief_line",
+    "comparability",
+    "lines",
+    "named",
+    "scores",
+]
 
 #: where OpenAI's own API is served (a provider=openai judge with another base URL is not OpenAI)
 OPENAI_API = "https://api.openai.com/"
 _PARSED = ("CORRECT", "WRONG")
 
-#: the key of autorater_metrics.json that holds its figures
+#: the key of autorater_metrics.json that holds its figures (`LongMemEvalScores`)
 FIELD = "longmemeval"
+
+
+class LongMemEvalTypeAccuracy(Record):
+    #: the mean label (null without rows: print_qa_metrics.py prints nan)
+    accuracy: Optional[float] = None
+    n: int
+    correct: int
+
+
+class LongMemEvalPass(Record):
+    """print_qa_metrics.py's numbers over one pass's labelled verdicts
+    (`memorybench.benchmarks.longmemeval.score.QaMetrics`), and the text it prints for them."""
+
+    pass_: int = Field(alias="pass")
+    #: the six question types in the script's order
+    by_type: dict[str, LongMemEvalTypeAccuracy]
+    #: the mean of the six per-type accuracies; null unless every type has rows
+    task_averaged_accuracy: Optional[float] = None
+    overall_accuracy: Optional[float] = None
+    n: int
+    abstention_accuracy: Optional[float] = None
+    abstention_n: int
+    abstention_correct: int
+    #: what print_qa_metrics.py prints for these rows, byte for byte
+    report: str
+
+
+class LongMemEvalScores(Record):
+    """LongMemEval's QA metrics of a judge (a LongMemEval pack only): per pass, and each accuracy's
+    mean over the passes (with one pass, that pass's number)."""
+
+    accuracy_by_type: dict[str, Optional[float]]
+    task_averaged_accuracy: Optional[float] = None
+    overall_accuracy: Optional[float] = None
+    abstention_accuracy: Optional[float] = None
+    passes: list[LongMemEvalPass]
+    #: FAILED verdicts (no reply, or a reply without text), left out of every number
+    failed: int
+    #: types without a labelled row: why the task-averaged accuracy is null
+    missing_types: list[str]
+    #: whether these labels are comparable with the authors' published figures: the judge is
+    #: judge.protocol=longmemeval with gpt-4o-2024-08-06 through OpenAI
+    comparable: bool
+    #: one line that says so, or why not
+    comparability: str
+
 
 LABELS = {
     "j": (
@@ -140,7 +195,8 @@ def named(judge: Any, benchmark: Any, passes: bool = False) -> dict[str, float |
     """A judge's figures under LongMemEval's names (`Benchmark.judge_values`), the numbers
     print_qa_metrics.py gives: `longmemeval_accuracy` overall, `_sd` over the passes, `_task_avg`,
     `_abstention`, per question type, and with `passes` each pass's overall (`_pass<n>`)."""
-    key, block = benchmark.figure_key, getattr(judge, FIELD, None) if judge is not None else None
+    found = judge.block(FIELD) if judge is not None else None
+    key, block = benchmark.figure_key, LongMemEvalScores.model_validate(found) if found is not None else None
     by_kind = (block.accuracy_by_type if block is not None else None) or {}
     return {
         key: block.overall_accuracy if block is not None else None,
@@ -173,7 +229,7 @@ def brief_line(judge_id: str, metrics: Mapping[str, Any], type_name: str) -> str
 
 def lines(metrics: Mapping[str, Any]) -> list[str]:
     """The printed lines of a LongMemEval judge: per type, task-averaged, overall, abstention; failures; comparability."""
-    lme = metrics["longmemeval"]
+    lme = metrics[FIELD]
 
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.4f}"

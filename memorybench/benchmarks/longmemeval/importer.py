@@ -59,7 +59,6 @@ from memorybench.answer.imported import (
     CategoryFigure,
     ImportedRow,
     ImportSource,
-    LongMemEvalReproduction,
     MetricReproduction,
     Reproduction,
     RowAgreement,
@@ -79,7 +78,10 @@ from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
 from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
 from memorybench.provenance import git_state, package_versions, utc_now
+from memorybench.records import Record
 from memorybench.run_id import plugins_used, run_identity
+from memorybench.benchmarks.longmemeval.autorater import FIELD as FIGURES
+from memorybench.benchmarks.longmemeval.autorater import LongMemEvalScores
 from memorybench.benchmarks.longmemeval.score import JudgedQuestion, authors_report, qa_metrics
 from memorybench.benchmarks.longmemeval.files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
 from memorybench.stages.importers._pack import (
@@ -92,7 +94,28 @@ from memorybench.stages.importers._pack import (
 )
 from memorybench.stages.importers._base import MAX_RELEASED_DEPTH, bounded_rows, depth_at_most, read_bytes
 
-__all__ = ["FORMATS", "HYPOTHESES", "JUDGED", "format_reproduction", "import_released"]
+__all__ = ["FIELD", "FORMATS", "HYPOTHESES", "JUDGED", "LongMemEvalReproduction", "format_reproduction", "import_released"]
+
+#: the key of an import's reproduction.json that holds a judged file's table (`LongMemEvalReproduction`)
+FIELD = "longmemeval"
+
+
+class LongMemEvalReproduction(Record):
+    """A LongMemEval judged file's table: print_qa_metrics.py's text over the file's own labels,
+    beside the report of the judge folder that holds them (`autorater_metrics.json`)."""
+
+    #: the dataset the question types come from (print_qa_metrics.py reads them from its reference file)
+    dataset: str
+    #: what print_qa_metrics.py prints over the file's labels (`memorybench.benchmarks.longmemeval.score.authors_report`)
+    authors_report: str
+    #: the pack's: the judge folder's `longmemeval.passes[0].report`
+    report: str
+    #: the two texts are the same, byte for byte
+    equal: bool
+    #: whether the labels are comparable with the authors' published figures, and why (not)
+    comparable: bool
+    comparability: str
+
 
 HYPOTHESES = "longmemeval_hypotheses"
 JUDGED = "longmemeval_judged"
@@ -500,8 +523,8 @@ def _reproduction(
             partial=source.partial,
         )
     judge = PackReader.open(root).autorater_metrics(judge_id)
-    assert judge is not None and judge.longmemeval is not None
-    lme = judge.longmemeval
+    assert judge is not None and judge.block(FIGURES) is not None
+    lme = LongMemEvalScores.model_validate(judge.block(FIGURES))
     qtype = {q.question_id: str(q.question_type) for q in held}
     labels = [JudgedQuestion(r.question_id, qtype[r.question_id], bool(r.reported_label)) for r in imported]
     theirs = authors_report(qa_metrics(labels))
@@ -536,14 +559,16 @@ def _reproduction(
         metrics={"j": j},
         notes=list(source.notes),
         partial=source.partial,
-        longmemeval=LongMemEvalReproduction(
-            dataset=str(dataset),
-            authors_report=theirs,
-            report=ours,
-            equal=theirs == ours,
-            comparable=lme.comparable,
-            comparability=lme.comparability,
-        ),
+        **{
+            FIELD: LongMemEvalReproduction(
+                dataset=str(dataset),
+                authors_report=theirs,
+                report=ours,
+                equal=theirs == ours,
+                comparable=lme.comparable,
+                comparability=lme.comparability,
+            )
+        },
     )
 
 
@@ -594,7 +619,8 @@ def format_reproduction(rep: Reproduction) -> str:
             f"PARTIAL: {rep.partial.questions} of {rep.partial.of} questions; figures published for all of them are "
             "not comparable with these"
         )
-    j, lme = rep.metrics.get("j"), rep.longmemeval
+    j, block = rep.metrics.get("j"), rep.block(FIELD)
+    lme = LongMemEvalReproduction.model_validate(block) if block is not None else None
     if j is not None and j.rows is not None and lme is not None:
         lines += [
             "",

@@ -70,7 +70,8 @@ def config(name: str, fmt: str, model_key: str | None, read: Sequence[SourceFile
 
 def _scores(prediction: str, question: Question) -> dict[str, float | None]:
     """Ours: LoCoMo F1 (every category), Mem0's F1 and BLEU-1 of `str(gold)` (categories 1-4)."""
-    from memorybench.score import locomo_score, mem0_bleu1, mem0_f1  # nltk: only when importing
+    from memorybench.benchmarks.locomo.score import locomo_score  # nltk: only when importing
+    from memorybench.score.lexical import mem0_bleu1, mem0_f1
 
     scores: dict[str, float | None] = {"locomo_f1": locomo_score(prediction, question.answer, question.category)}
     mem0 = question.category in MEM0_CATEGORIES

@@ -29,7 +29,7 @@ import numpy as np
 from memorybench.answer.imported import CategoryFigure, ImportedRow, MetricReproduction, Mismatch, Reproduction, RowAgreement
 from memorybench.pack.schemas import Coverage
 from memorybench.pack.autorater_schemas import AutoraterMetrics
-from memorybench.score import CATEGORY_NAMES
+from memorybench.benchmarks.locomo import BENCHMARK
 from memorybench.benchmarks.locomo.importers.amb import AmbFigures
 from memorybench.benchmarks.locomo.importers.released import Released
 from memorybench.records import Record
@@ -271,7 +271,7 @@ def format_reproduction(rep: Reproduction) -> str:
             + (f"  {'stated':>7}" if stated else "")
         )
         lines.append(header)
-        figures = [(c, CATEGORY_NAMES[int(c)], f) for c, f in metric.by_category.items()]
+        figures = [(c, BENCHMARK.category_names[int(c)], f) for c, f in metric.by_category.items()]
         span = (
             "-".join(str(c) for c in (metric.overall_categories[0], metric.overall_categories[-1]))
             if metric.overall_categories
