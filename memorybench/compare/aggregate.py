@@ -110,6 +110,7 @@ from memorybench.compare.summary import (
     run_keys,
     run_summary,
 )
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "CATEGORIES",
@@ -291,7 +292,7 @@ _CSV_TYPES = {
     "prediction": pa.string(),
     "gold": pa.string(),
     "adversarial_answer": pa.string(),
-    "locomo_f1": pa.float64(),
+    LEXICAL: pa.float64(),
     "exact_match": pa.float64(),
     "token_f1": pa.float64(),
 }
@@ -453,7 +454,7 @@ def pack_examples(location: str | os.PathLike[str] | PackReader, judges: Iterabl
             "prediction": csv.column("prediction"),
             "gold": _empty_to_null(csv.column("gold")),
             "adversarial_answer": _empty_to_null(csv.column("adversarial_answer")),
-            "locomo_f1": csv.column("locomo_f1"),
+            LEXICAL: csv.column(LEXICAL),
             "exact_match": csv.column("exact_match"),
             "token_f1": csv.column("token_f1"),
             **usage_columns,
@@ -516,7 +517,7 @@ def _runs_row(location: str | os.PathLike[str] | PackReader) -> tuple[dict[str, 
     bench = benchmark_of_pack(pack.meta())
     # another benchmark's row: its own columns, LoCoMo's and J's null (`benchmark_run_values`,
     # `benchmark_judge_values`); a LoCoMo row gets none of them
-    own = benchmark_run_values(bench, pack.metrics().blocks().get("locomo_f1") or {})
+    own = benchmark_run_values(bench, pack.metrics().blocks().get(LEXICAL) or {})
     for judge_id in _row_judges(summary):
         own.update(benchmark_judge_values(bench, judge_id, pack.autorater_metrics(judge_id)))
     judged = [k for k in summary if _judge_column(k)]

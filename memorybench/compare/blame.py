@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from memorybench.pack.walk import PackWalker, evidence_ids, qa_index_of
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "BASIS_F1",
@@ -157,7 +158,7 @@ class _Blamer:
         if not self.w.pack.exists("predictions.csv"):
             return {}
         rows = csv.DictReader(io.StringIO(self.w.pack.read_text("predictions.csv"), newline=""))
-        return {r["question_id"]: float(r["locomo_f1"]) for r in rows if r.get("locomo_f1") not in (None, "")}
+        return {r["question_id"]: float(r[LEXICAL]) for r in rows if r.get(LEXICAL) not in (None, "")}
 
     def _text_stems(self, key: str, text: str | None) -> set[str] | None:
         if text is None:

@@ -16,6 +16,7 @@ from typing import Any
 from memorybench.benchmark import benchmark_named
 from memorybench.compare.intervals import holm
 from memorybench.compare.intervals import paired_difference as paired_test
+from memorybench.score.scorers import LEXICAL
 
 __all__ = ["by_category", "metric_kind"]
 
@@ -24,7 +25,7 @@ def metric_kind(metric: str, benchmark: str | None, categories: Iterable[int]) -
     """`rate` or `score` (`intervals.KINDS`), from what the metric is: a judge's figure is a
     rate; a benchmark's own F1 on its refusal kinds alone (`Benchmark.refusal_kinds`:
     category 5) is its refusal rate; any other F1 is a score."""
-    if metric != "locomo_f1":
+    if metric != LEXICAL:
         return "rate"
     held, bench = set(categories), benchmark_named(benchmark)
     return "rate" if bench.own_lexical_rules and held and held <= set(bench.refusal_kinds) else "score"
@@ -58,7 +59,7 @@ def by_category(
     for test, p in zip(tests, adjusted):
         test["p_adjusted"] = p
     figure = {
-        "locomo_f1": bench.lexical_figure,
+        LEXICAL: bench.lexical_figure,
         "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
     }.get(metric, bench.judge_figure)
     family = (

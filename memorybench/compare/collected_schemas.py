@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
 from memorybench.benchmark import Benchmark, benchmark_named
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "EXAMPLES_SCHEMA",
@@ -62,7 +63,7 @@ EXAMPLES_SCHEMA = _schema(
         ("prediction", pa.string()),
         ("gold", pa.string()),
         ("adversarial_answer", pa.string()),
-        ("locomo_f1", pa.float64()),
+        (LEXICAL, pa.float64()),
         ("exact_match", pa.float64()),
         ("token_f1", pa.float64()),
         ("mem0_f1", pa.float64()),
@@ -106,7 +107,7 @@ RUNS_SCHEMA = _schema(
         #: the mean over the categories the run holds (`overall_covers` says which), and the
         #: two overalls the field reports, each over the categories it names only (1-5: null
         #: where category 5 was not asked; an old pack without them: null)
-        ("locomo_f1", pa.float64()),
+        (LEXICAL, pa.float64()),
         ("overall_covers", pa.string()),
         ("locomo_f1_1_4", pa.float64()),
         ("locomo_f1_1_5", pa.float64()),
@@ -203,7 +204,7 @@ def with_judges(schema: pa.Schema, columns: dict[str, pa.DataType], judges: Iter
 
 #: the runs-table columns named by LoCoMo's F1, overalls and categories: null on another benchmark's
 #: row (its kinds are not LoCoMo's categories, its lexical score not LoCoMo F1: `benchmark_run_values`)
-LOCOMO_RUN_COLUMNS = ("locomo_f1", "locomo_f1_1_4", "locomo_f1_1_5", *(f"locomo_f1_cat{c}" for c in CATEGORIES))
+LOCOMO_RUN_COLUMNS = (LEXICAL, "locomo_f1_1_4", "locomo_f1_1_5", *(f"locomo_f1_cat{c}" for c in CATEGORIES))
 
 
 def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, Any]:

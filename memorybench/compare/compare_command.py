@@ -31,6 +31,7 @@ from memorybench.benchmark import benchmark_named
 from memorybench.compare.intervals import Resampling, format_p, mdd_sentence
 from memorybench.errors import OneLineParser, UserError, printable, report
 from memorybench.fs import write_atomic
+from memorybench.score.scorers import LEXICAL
 
 __all__ = ["compare_main", "format_compare"]
 
@@ -53,7 +54,7 @@ def _metric_name(metric: str, covers: str, benchmark: str | None = None) -> str:
 
     bench = benchmark_named(benchmark)
     names = {
-        "locomo_f1": bench.lexical_figure,
+        LEXICAL: bench.lexical_figure,
         "j": bench.judge_figure,
         "j_failed_wrong": f"{bench.judge_figure}, failures WRONG",
     }

@@ -68,6 +68,7 @@ from memorybench.pack.judge_calibration import cache_dir_of
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import require_pack_folder
 from memorybench.score.rows import covers_label
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -87,7 +88,7 @@ __all__ = [
 DEFAULT_RESAMPLES = Resampling().resamples
 DEFAULT_SEED = Resampling().seed
 DEFAULT_CONFIDENCE = Resampling().confidence
-METRICS = ("locomo_f1", "j", "j_failed_wrong")
+METRICS = (LEXICAL, "j", "j_failed_wrong")
 #: how the p-values of a family of tests (a comparison's category tests of one metric) are adjusted
 ADJUSTMENTS = ("holm", "none")
 #: top-level config keys that do not make two packs different experiments here
@@ -240,13 +241,13 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         unit=benchmark_of_pack(pack.meta()).unit,
         benchmark=benchmark_of_pack(pack.meta()).name,
-        locomo_f1={r["question_id"]: float(r["locomo_f1"]) for r in rows},
+        locomo_f1={r["question_id"]: float(r[LEXICAL]) for r in rows},
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
         data_sha256=summary.get("data_sha256"),
         experiment=summary.get("experiment"),
         cache_dir=cache_dir_of(config_file),
-        reported={"locomo_f1": summary["locomo_f1"]},
+        reported={LEXICAL: summary[LEXICAL]},
         protocol=protocol,
         budget={k: summary.get(k) for k in BUDGET_COLUMNS},
     )
@@ -478,12 +479,12 @@ def _metrics_of(packs: Sequence[PackScores], result: dict[str, Any]) -> list[str
     agree, why = _judges_agree(packs)
     if not agree:
         result["j_left_out"] = why
-        return ["locomo_f1"]
+        return [LEXICAL]
     result["judge"] = _judge_name(packs[0].judge_identity)
     result["judge_calibration"] = judge_calibration(packs[0].judge_identity, packs[0].cache_dir)
     failures = sum(p.judge_failures for p in packs)
     result["judge_failures"] = failures
-    return ["locomo_f1", "j", *(["j_failed_wrong"] if failures else [])]
+    return [LEXICAL, "j", *(["j_failed_wrong"] if failures else [])]
 
 
 def _gold_columns(
@@ -512,7 +513,7 @@ def _gold_columns(
             ).as_dict(),
         }
     }
-    if corrected and metric == "locomo_f1":
+    if corrected and metric == LEXICAL:
         values = [_corrected(packs, q, overlay, per_question) for q in kept]
         out["corrected_gold"] = {
             "rescored": len(wrong),
@@ -561,7 +562,7 @@ def seed_summary(
     metrics = _metrics_of(scores, result)
     for metric in metrics:
         bench = benchmark_named(scores[0].benchmark)
-        judged_ids = ids if metric == "locomo_f1" else [q for q in ids if bench.judges(scores[0].categories[q])]
+        judged_ids = ids if metric == LEXICAL else [q for q in ids if bench.judges(scores[0].categories[q])]
         per_question = _per_question(scores, metric, judged_ids)
         kept = [q for q in judged_ids if q in per_question]
         values = [per_question[q] for q in kept]
@@ -645,7 +646,7 @@ def paired_difference(
     result["gold_errors"] = overlay.note
     metrics = _metrics_of([*sa, *sb], result)
     for metric in metrics:
-        pool = ids if metric == "locomo_f1" else [q for q in ids if benchmark_named(first.benchmark).judges(first.categories[q])]
+        pool = ids if metric == LEXICAL else [q for q in ids if benchmark_named(first.benchmark).judges(first.categories[q])]
         qa, qb = _per_question(sa, metric, pool), _per_question(sb, metric, pool)
         common = [q for q in pool if q in qa and q in qb]
         x, y = [qa[q] for q in common], [qb[q] for q in common]
@@ -670,7 +671,7 @@ def paired_difference(
                     [x[i] for i in clean], [y[i] for i in clean], [clusters[i] for i in clean], confidence=resampling.confidence
                 ).as_dict(),
             }
-            if corrected_gold and metric == "locomo_f1":
+            if corrected_gold and metric == LEXICAL:
                 cx, cy = [_corrected(sa, q, overlay, qa) for q in common], [_corrected(sb, q, overlay, qb) for q in common]
                 result[metric]["corrected_gold"] = {
                     "rescored": sum(1 for q in common if q in wrong),

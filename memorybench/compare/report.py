@@ -112,6 +112,7 @@ from memorybench.fs import atomic_path, write_atomic
 from memorybench.names import ALLOWED, unsafe_reason
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "FIGURES",
@@ -476,7 +477,7 @@ def run_report(
                     frame["question_id"],
                     frame["prediction"].fillna(""),
                     frame["category"],
-                    frame["locomo_f1"],
+                    frame[LEXICAL],
                     frame["wrong_gold"],
                 )
             ]

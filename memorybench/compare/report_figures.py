@@ -23,6 +23,7 @@ from memorybench.compare.report_tables import headline, judged_kinds, judged_sub
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 from memorybench.errors import printable
 from memorybench.fs import atomic_path
+from memorybench.score.scorers import LEXICAL
 
 __all__ = ["figure_accuracy_vs_cost", "figure_accuracy_vs_latency", "figure_scores_by_category"]
 
@@ -133,7 +134,7 @@ def figure_scores_by_category(table: pd.DataFrame, path: Path, bench: Benchmark 
         table,
         conditions,
         [*bench.category_names, *bench.subsets],
-        "locomo_f1",
+        LEXICAL,
         "f1",
         "n",
         f"{bench.lexical_figure} (95% interval over {units})",

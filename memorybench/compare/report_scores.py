@@ -47,6 +47,7 @@ from memorybench.compare.category_tests import metric_kind
 from memorybench.compare.rates import stratified_rate_interval
 from memorybench.compare.summary import judge_key
 from memorybench.score.rows import covers_label
+from memorybench.score.scorers import LEXICAL
 
 __all__ = ["Bootstrap", "accuracy_by_type", "bootstrap_interval", "j_failed_wrong", "paired_differences", "scores_by_category"]
 
@@ -141,7 +142,7 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     beside it, per judge, J (`j/<judge id>`, over the kinds the benchmark's judge scores: 1-4)
     where every pack of the condition has that judge, and J with failures counted WRONG
     (`j_failed_wrong/<judge id>`) where the judge failed on any row."""
-    f1 = _per_question(frame, "locomo_f1")
+    f1 = _per_question(frame, LEXICAL)
     corrected = None
     if "locomo_f1_corrected" in frame.columns:
         fixed = _per_question(frame, "locomo_f1_corrected")
@@ -168,16 +169,16 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
             row: dict[str, Any] = {"condition": condition, "category": category, "category_name": category_name(category, bench)}
             shown = _covers_category(frame, condition, category, bench)
             sel = f1[(f1["condition"] == condition) & in_category(f1, category, bench)] if shown else f1.iloc[0:0]
-            kind = metric_kind("locomo_f1", bench.name, [category] if category not in bench.subsets else [])
-            found = _interval(sel["locomo_f1"].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel), kind)
+            kind = metric_kind(LEXICAL, bench.name, [category] if category not in bench.subsets else [])
+            found = _interval(sel[LEXICAL].to_numpy(), sel["sample_id"].to_numpy(), boot, unit_of(sel), kind)
             low, high = _bounds(found)
             row.update(
                 {
                     "runs": int(runs[condition]),
                     "n": found.n,
                     "conversations": found.clusters,
-                    "locomo_f1": found.estimate if found.estimate is not None else math.nan,
-                    "f1_sd_runs": _replicate_sd(frame, "locomo_f1", condition, category, bench) if shown else math.nan,
+                    LEXICAL: found.estimate if found.estimate is not None else math.nan,
+                    "f1_sd_runs": _replicate_sd(frame, LEXICAL, condition, category, bench) if shown else math.nan,
                     "f1_ci_low": low,
                     "f1_ci_high": high,
                 }
@@ -218,7 +219,7 @@ def _gold_columns(
     `f1_no_gold_error` and its interval), and with the audit's corrected answers scored by
     LoCoMo's rules where the design asks (`f1_corrected_gold`)."""
     clean = sel[~sel["wrong_gold"]]
-    found = _interval(clean["locomo_f1"].to_numpy(), clean["sample_id"].to_numpy(), boot, unit_of(clean), kind)
+    found = _interval(clean[LEXICAL].to_numpy(), clean["sample_id"].to_numpy(), boot, unit_of(clean), kind)
     low, high = _bounds(found)
     out: dict[str, Any] = {
         "n_no_gold_error": found.n,
@@ -249,7 +250,7 @@ def paired_differences(frame: pd.DataFrame, boot: Bootstrap, pairs: Sequence[tup
         pairs = [(conditions[0], c) for c in conditions[1:]]
     if not pairs:
         return pd.DataFrame(out, columns=_PAIRED_COLUMNS)
-    metrics = [("locomo_f1", "locomo_f1", None)]
+    metrics = [(LEXICAL, LEXICAL, None)]
     for judge in judges_of(frame):
         metrics.append((judge_key("j", judge), judge_key("j_score", judge), judge))
     for base, condition in pairs:

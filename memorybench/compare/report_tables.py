@@ -27,6 +27,7 @@ from memorybench.pack.schemas import ReferencePin
 from memorybench.score.agreement import judge_agreement as agreement_of
 from memorybench.stats import spread
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "LENGTH_BINS",
@@ -183,10 +184,10 @@ def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
     if not bench.own_lexical_rules:
         from memorybench.score.rows import diagnostic_name
 
-        return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows["locomo_f1"].mean()}
+        return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows[LEXICAL].mean()}
     held = set(rows["category"].unique())
     return {
-        f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(subset.kinds), "locomo_f1"].mean()
+        f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(subset.kinds), LEXICAL].mean()
         if overall_shown(subset, held)
         else math.nan
         for name, subset in bench.subsets.items()
@@ -296,7 +297,7 @@ def requests_budget(frame: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                 **_spread_columns("tokens", tokens),
                 "token_budget_p50": _spread_columns("token_budget", rows["token_budget"])["token_budget_p50"],
                 "budget_exceeded": int(hits.sum()),
-                "budget_exceeded_f1": rows.loc[hits, "locomo_f1"].mean() if hits.any() else math.nan,
+                "budget_exceeded_f1": rows.loc[hits, LEXICAL].mean() if hits.any() else math.nan,
                 "comparable": comparable,
                 "why_not": reasons or "-",
             }
@@ -615,7 +616,7 @@ def answer_length(frame: pd.DataFrame) -> pd.DataFrame:
                 **base,
                 "length_bin": "all" if (low, high) == (0, None) else _bin_name(low, high),
                 "n": int(sel.sum()),
-                "locomo_f1": rows.loc[sel, "locomo_f1"].mean() if sel.any() else math.nan,
+                LEXICAL: rows.loc[sel, LEXICAL].mean() if sel.any() else math.nan,
             }
             for judge in judges:
                 scores = rows.loc[sel, judge_key("j_score", judge)]

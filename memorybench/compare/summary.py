@@ -26,6 +26,7 @@ from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import RunMeta
 from memorybench.run_id import answerer_reads, identity_config, prompt_relpaths
+from memorybench.score.scorers import LEXICAL
 
 __all__ = [
     "CATEGORIES",
@@ -290,12 +291,12 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "questions_total": meta.questions_total,
         "is_prefix": meta.is_prefix,
         "local_model": meta.local_model,
-        "locomo_f1": metrics.overall("locomo_f1"),
+        LEXICAL: metrics.overall(LEXICAL),
         "overall_covers": metrics.covers(),
         # LoCoMo's two overalls (its record's subsets); absent from another benchmark's packs
-        "locomo_f1_1_4": metrics.subset("locomo_f1", "1-4"),
-        "locomo_f1_1_5": metrics.subset("locomo_f1", "1-5"),
-        **{f"locomo_f1_cat{c}": metrics.by_kind("locomo_f1", c) for c in CATEGORIES},
+        "locomo_f1_1_4": metrics.subset(LEXICAL, "1-4"),
+        "locomo_f1_1_5": metrics.subset(LEXICAL, "1-5"),
+        **{f"locomo_f1_cat{c}": metrics.by_kind(LEXICAL, c) for c in CATEGORIES},
         "exact_match": metrics.overall("exact_match"),
         "token_f1": metrics.overall("token_f1"),
         "judges": ",".join(judge_ids) or None,

@@ -16,7 +16,7 @@ from typing import Any
 from memorybench.benchmark import Benchmark, benchmark_named
 from memorybench.benchmark import PLAIN_RULE as SPEC_PLAIN_RULE
 from memorybench.errors import UserError
-from memorybench.score.scorers import scorers
+from memorybench.score.scorers import LEXICAL, scorers
 from memorybench.stats import mean
 
 ROW_COLUMNS = ("question_id", "sample_id", "category", "category_name", "question", "prediction", "gold", "adversarial_answer")
@@ -60,7 +60,7 @@ def covers_label(categories: Sequence[int], benchmark: Benchmark | None = None) 
 PLAIN_RULE = SPEC_PLAIN_RULE
 #: what such a diagnostic is called where a LoCoMo pack's column says `locomo_f1`: the single-hop
 #: rule is a normalised, Porter-stemmed token F1, and on another benchmark it is not LoCoMo F1
-DIAGNOSTIC_NAMES = {"locomo_f1": "stemmed_token_f1"}
+DIAGNOSTIC_NAMES = {LEXICAL: "stemmed_token_f1"}
 
 
 def diagnostic_name(metric: str) -> str:

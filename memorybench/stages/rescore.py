@@ -17,6 +17,7 @@ from memorybench.pack.scores import compute_scores
 from memorybench.pack.success import reclose
 from memorybench.score.score_record import kind_counts_of, kind_names_of, scores_of
 from memorybench.score.rows import predictions_csv
+from memorybench.score.scorers import LEXICAL
 
 
 def rescore(pack_root: Path) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def format_table(metrics: dict[str, Any]) -> str:
         )
     header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
     lines += [header, "-" * len(header)]
-    columns = ("locomo_f1", "exact_match", "token_f1")
+    columns = (LEXICAL, "exact_match", "token_f1")
 
     def kind(metric: str, key: str) -> float | None:
         return scores[metric]["by_kind"][key]["value"]
@@ -98,7 +99,7 @@ def format_table(metrics: dict[str, Any]) -> str:
     # each overall over the kinds it names (the benchmark's subsets: LoCoMo's 1-4 always, 1-5 where
     # category 5 was asked); a metrics.json from before the two overalls has only `overall`, over
     # every question it holds
-    subsets = scores["locomo_f1"].get("subsets") or {}
+    subsets = scores[LEXICAL].get("subsets") or {}
     if not subsets:
         values = [fmt(scores[m]["overall"]["value"]) for m in columns]
         lines.append(f"{'all':<17}{metrics['counts']['total']:>5}  {values[0]:>9}  {values[1]:>9}  {values[2]:>12}")

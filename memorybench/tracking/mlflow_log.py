@@ -62,6 +62,7 @@ from memorybench.secrets import clean_url, scrub
 from memorybench.compare.aggregate import Location, scan_packs
 from memorybench.compare.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
 from memorybench.tracking.sqlite_store import prepare_sqlite_store, sqlite_file, store_lock
+from memorybench.score.scorers import LEXICAL
 
 if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
     from mlflow.tracking import MlflowClient
@@ -318,7 +319,7 @@ def _number(value: Any) -> float | None:
 #: another name where the runs table's column would be ambiguous
 METRIC_NAMES: dict[str, str] = {
     "questions": "questions",
-    **{f"{m}{c}": f"{m}{c}" for m in ("locomo_f1", "exact_match", "token_f1") for c in ("", *(f"_cat{k}" for k in CATEGORIES))},
+    **{f"{m}{c}": f"{m}{c}" for m in (LEXICAL, "exact_match", "token_f1") for c in ("", *(f"_cat{k}" for k in CATEGORIES))},
     # the overalls over categories 1-4 and, where category 5 was asked, 1-5: never one for the other
     "locomo_f1_1_4": "locomo_f1_1_4",
     "locomo_f1_1_5": "locomo_f1_1_5",

@@ -16,6 +16,7 @@ from memorybench.benchmark import benchmark_of_pack
 from memorybench.score.score_record import scores_of
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
+from memorybench.score.scorers import LEXICAL
 
 __all__ = ["benchmark_metrics", "calibration_metrics", "interval_metrics"]
 
@@ -69,7 +70,7 @@ def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, flo
         return {}
     # the scores the pack holds (verify checks them against a rescore): no scoring here
     table = csv.DictReader(io.StringIO(reader.read_text(layout.PREDICTIONS_CSV), newline=""))
-    rows = [(int(r["category"]), r["sample_id"], float(r["locomo_f1"])) for r in table if r.get("locomo_f1") not in (None, "")]
+    rows = [(int(r["category"]), r["sample_id"], float(r[LEXICAL])) for r in table if r.get(LEXICAL) not in (None, "")]
     held = {c for c, _, _ in rows}
     out: dict[str, float | None] = {"conversations": float(len({s for _, s, _ in rows}))}
     for name, categories in (("locomo_f1_1_4", {1, 2, 3, 4}), ("locomo_f1_1_5", {1, 2, 3, 4, 5})):

@@ -17,6 +17,7 @@ from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.pack import layout
 from memorybench.pack.find import DEFAULT_PACKS, LATEST, newest, packs_under, resolve_pack, started_at
 from memorybench.pack.reader import PackReader
+from memorybench.score.scorers import LEXICAL
 
 COLUMNS = ("run_id", "experiment", "memory", "reader", "questions", "F1 1-4", "F1 1-5", "J", "cost", "status")
 
@@ -63,8 +64,8 @@ def pack_row(folder: Path) -> dict[str, str]:
     row["questions"] = f"{answered}/{total}" if total is not None else str(answered)
     if pack.exists(layout.METRICS):
         metrics = pack.metrics()
-        row["F1 1-4"] = _score(metrics.subset("locomo_f1", "1-4"))
-        row["F1 1-5"] = _score(metrics.subset("locomo_f1", "1-5"))
+        row["F1 1-4"] = _score(metrics.subset(LEXICAL, "1-4"))
+        row["F1 1-5"] = _score(metrics.subset(LEXICAL, "1-5"))
         row["cost"] = _cost(metrics.usage, metrics.local_model)
     judges = []
     for judge in pack.judges():

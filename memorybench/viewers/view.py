@@ -40,6 +40,7 @@ from memorybench.fs import write_atomic
 from memorybench.pack.walk import PackWalker, Walk
 from memorybench.compare.blame import BASIS_F1, CLASSES, Blame, f1_basis, pack_blame
 from memorybench.benchmark import benchmark_of_pack
+from memorybench.score.scorers import LEXICAL
 
 __all__ = ["build_view", "view_main", "view_payload"]
 
@@ -246,7 +247,7 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int, bench: Any = N
             if a == b:
                 continue
             both = [
-                (q["r"][a]["scores"].get("locomo_f1"), q["r"][b]["scores"].get("locomo_f1"), q["conv"])
+                (q["r"][a]["scores"].get(LEXICAL), q["r"][b]["scores"].get(LEXICAL), q["conv"])
                 for q in questions
                 if q["r"][a] and q["r"][b]
             ]
