@@ -71,6 +71,32 @@ def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
     return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
 
 
+def _installed_options(group: str) -> list[str]:
+    """A group's options: memorybench's and the installed plugins' (`memorybench.plugins.config_dirs`)."""
+    from memorybench.plugins import config_dirs
+
+    return sorted({*group_options(group), *(o for d in config_dirs() for o in group_options(group, d))})
+
+
+def _not_installed(group: str, value: str) -> UserError | None:
+    """An option of a plugin package of this checkout (`plugins/<name>/`) that is not installed:
+    one line naming the plugin and its install command (its README's)."""
+    from memorybench import PROJECT_ROOT
+
+    for found in sorted((PROJECT_ROOT / "plugins").glob(f"*/*/conf/{group}/{value}.yaml")):
+        plugin = found.parents[3]
+        install = (
+            f"bash plugins/{plugin.name}/install.sh"
+            if (plugin / "install.sh").is_file()
+            else f".venv/bin/pip install -e plugins/{plugin.name}"
+        )
+        return UserError(
+            f"{group}={value} is the plugin plugins/{plugin.name}, which is not installed: install it with "
+            f"`{install}` (plugins/{plugin.name}/README.md), or leave {value} out of the sweep"
+        )
+    return None
+
+
 def _explain(error: Exception, overrides: list[str]) -> UserError:
     """Turn Hydra/OmegaConf's multi-line errors into one line with the fix."""
     message = " ".join(str(error).split())
@@ -87,8 +113,10 @@ def _explain(error: Exception, overrides: list[str]) -> UserError:
         for override in overrides:
             key, _, value = override.lstrip("+~").partition("=")
             group = key.split("@")[0]
-            if group in GROUPS and value and value not in group_options(group) and "," not in value:
-                return UserError(f"unknown {group} option '{value}'. {did_you_mean(value, group_options(group))}")
+            if group in GROUPS and value and "," not in value and value not in (known := _installed_options(group)):
+                return _not_installed(group, value) or UserError(
+                    f"unknown {group} option '{value}'. {did_you_mean(value, known)}"
+                )
         return UserError(f"{message.split(' Available options')[0]}; see `memorybench plan --help`")
     if isinstance(error, MissingMandatoryValue):
         key = getattr(error, "full_key", "") or message

@@ -62,6 +62,7 @@ NEEDS: dict[str, list[str]] = {
     # mem0's own prompt does not fit the embedded default writer (SmolLM2, 8k): plan refuses
     # memory=mem0_lib with it, naming the writer (tests/memory/test_max_sessions.py)
     "experiment=clone_vs_real": ["writer.model=gemma3-270m"],
+    "experiment=real_systems": ["writer.model=gemma3-270m"],
     # a stitched LoCoMo-Plus conversation is longer than the embedded reader's context: plan refuses
     # full_context there before any call (tests/benchmarks/test_locomo_plus.py), so a retriever here
     **{f"dataset={d}": ["memory=raw_chunks"] for d in ("locomo_plus", "locomo_plus_cognitive")},
@@ -73,6 +74,16 @@ NEEDS: dict[str, list[str]] = {
 #: experiments that sweep a plugin's memory: the plugin packages they need (skipped without them)
 NEEDS_PLUGINS: dict[str, tuple[str, ...]] = {
     "experiment=clone_vs_real": ("mb_mem0_lib", "mb_graphiti"),
+    "experiment=real_systems": (
+        "mb_mem0_lib",
+        "mb_graphiti",
+        "mb_amem",
+        "mb_langmem",
+        "mb_hindsight",
+        "mb_letta",
+        "mb_cognee",
+        "mb_memos",
+    ),
 }
 
 #: (group, option) whose node names no registered component, and why

@@ -180,3 +180,25 @@ def test_plan_into_a_closed_pipe_ends_quietly_with_sigpipes_status(tmp_path):
     )
     os.close(write)
     assert done.returncode == 141 and done.stderr == b"", done.stderr.decode()
+
+
+def test_an_option_of_a_plugin_that_is_not_installed_names_its_install_command(tmp_path, monkeypatch):
+    """`memory=NAME` of a plugin package of the checkout that is not installed (plugins/<name>/, its
+    conf in its package): one line naming the plugin and the command of its README."""
+    import memorybench
+
+    conf = tmp_path / "plugins" / "lastturns" / "mb_lastturns" / "conf" / "memory"
+    conf.mkdir(parents=True)
+    (conf / "last_turns.yaml").write_text("name: last_turns\n")
+    monkeypatch.setattr(memorybench, "PROJECT_ROOT", tmp_path)
+    with pytest.raises(UserError) as info:
+        plan_runs(["memory=last_turns"])
+    assert str(info.value) == (
+        "memory=last_turns is the plugin plugins/lastturns, which is not installed: install it with "
+        "`.venv/bin/pip install -e plugins/lastturns` (plugins/lastturns/README.md), or leave last_turns out of the sweep"
+    )
+    (tmp_path / "plugins" / "lastturns" / "install.sh").write_text("#!/bin/sh\n")
+    with pytest.raises(UserError, match=r"install it with `bash plugins/lastturns/install.sh`"):
+        plan_runs(["memory=last_turns"])
+    with pytest.raises(UserError, match=r"^unknown memory option 'last_turn'\. .*full_context"):
+        plan_runs(["memory=last_turn"])  # not a plugin's option either: the known options, as ever

@@ -85,6 +85,7 @@ from memorybench.compare.report_scores import (
     Bootstrap,
     accuracy_by_type,
     bootstrap_interval,
+    detectable_notes,
     paired_differences,
     scores_by_category,
 )
@@ -322,7 +323,8 @@ DEFINITIONS = {
     "resamples, seed {seed}; an interval only, no p-value). `p_adjusted`: a category row's p "
     "adjusted over the family `family` names (Holm's step-down method over the category tests of "
     "one metric in one pair, the design's `bootstrap.adjust`); an overall row is one test, not "
-    "adjusted. `protocols` says whether the two posed their questions alike.",
+    "adjusted. `exceeds_mdd`: whether the observed difference is at least `mdd` (the notes list, per "
+    "metric and overall, the pairs that are). `protocols` says whether the two posed their questions alike.",
     "cost_latency": "Accuracy against cost and latency. Cost per answered question in USD: building the memory (writer, "
     "embedder) + answering (reader or agent) = `cost_per_question_usd`; `unknown` when a model has no "
     "price (never $0). Tokens per question are always given. Latency percentiles are over answer calls "
@@ -584,6 +586,9 @@ def run_report(
         )
     )
     computed = {name: builders[name]() for name in needed}
+    if "paired_differences" in computed and not computed["paired_differences"].empty:
+        # which differences this design can detect, over the benchmark's unit
+        notes += detectable_notes(computed["paired_differences"], benchmark_of_rows(frame).unit)
     for name in tables:
         table = computed[name]
         if name == "judge_passes" and table.empty:

@@ -335,6 +335,8 @@ def _paired_row(
         "p": _nan(found.p_two_sided),
         "p_text": format_p(found.p_two_sided, found.p_resolution),
         "mdd": _nan(found.mdd),
+        # whether the observed difference reaches what this design detects with 80% power
+        "exceeds_mdd": math.nan if found.mdd is None or found.difference is None else bool(abs(found.difference) >= found.mdd),
         "conditional_ci_low": _nan(conditional.low) if conditional else math.nan,
         "conditional_ci_high": _nan(conditional.high) if conditional else math.nan,
         "method": found.method if found.note is None else f"{found.method}: {found.note}",
@@ -358,6 +360,7 @@ _PAIRED_COLUMNS = [
     "p_adjusted",
     "family",
     "mdd",
+    "exceeds_mdd",
     "conditional_ci_low",
     "conditional_ci_high",
     "method",
@@ -475,3 +478,31 @@ def accuracy_by_type(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
                     )
                 )
     return pd.DataFrame(out, columns=list(_BY_TYPE_COLUMNS))
+
+
+def detectable_notes(table: pd.DataFrame, unit: str) -> list[str]:
+    """One line per metric and overall of `paired_differences`: which pairs' observed differences
+    reach the design's minimum detectable difference, and that the others are below what these
+    samples detect (not evidence of no difference)."""
+    lines = []
+    overall = table[table["family"].astype(str).str.startswith("one test")]
+    for (metric, covers), rows in overall.groupby(["metric", "categories"], sort=False):
+        rows = rows[rows["mdd"].notna() & rows["difference"].notna()]
+        if rows.empty:
+            continue
+        over = rows[rows["exceeds_mdd"].astype(bool)]
+        shown = "; ".join(
+            f"{r.condition} - {r.baseline} {r.difference:+.4f} (MDD {r.mdd:.4f}, p {r.p_text})" for r in over.itertuples()
+        )
+        units = int(rows["conversations"].max())
+        lines.append(
+            f"Detectable differences ({metric}, overall {covers}): {len(over)} of {len(rows)} pair(s) differ by at least "
+            f"their minimum detectable difference{': ' + shown if shown else ''}; "
+            + (
+                f"the other {len(rows) - len(over)} are smaller than what {units} {unit}(s) detect with 80% power "
+                "(not evidence that they do not differ)."
+                if len(over) < len(rows)
+                else "every pair does."
+            )
+        )
+    return lines

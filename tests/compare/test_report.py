@@ -119,6 +119,15 @@ def test_report_writes_markdown_tables_and_figures(packs, tmp_path):
         holm_p[i] = running
     assert [float(r["p_adjusted"]) for r in cats] == pytest.approx([holm_p[i] for i in range(5)], rel=1e-5)
     assert "the true difference it detects with 80% power" in text and "noise" not in text
+    # whether each difference reaches the MDD, per row, and a note per metric and overall naming the pairs that do
+    for row in paired.values():
+        if row["mdd"] not in ("", "nan") and row["difference"] not in ("", "nan"):
+            assert row["exceeds_mdd"] == str(abs(float(row["difference"])) >= float(row["mdd"]))
+    detectable = [n for n in report.notes if n.startswith("Detectable differences (locomo_f1, overall 1-5)")]
+    exceeds = f1["exceeds_mdd"] == "True"
+    assert len(detectable) == 1 and (f"{1 if exceeds else 0} of 1 pair(s)" in detectable[0])
+    assert ("session_summaries / scripted - full_context / scripted" in detectable[0]) == exceeds
+    assert ("not evidence that they do not differ" in detectable[0]) != exceeds and detectable[0] in text
 
     refusals = {r["condition"]: r for r in _csv(report.table_files["refusals"])}
     for pack, condition in ((full, "full_context / scripted"), (summaries, "session_summaries / scripted")):
