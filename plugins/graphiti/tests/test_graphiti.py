@@ -32,15 +32,13 @@ if importlib.util.find_spec("graphiti_core") is None:
 from memorybench.cli import main  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.plugin_qa import ScriptedQA, assert_only_the_endpoint, rows, scripted_servers  # noqa: E402
+from memorybench.testing.scripted_server import Reply, Status, echo_responder  # noqa: E402
 from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status, echo_responder  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+qa = ScriptedQA(main, "graphiti", MINI, always=("memory.max_episodes=4",))
 
 
 def smallest(schema: dict[str, Any], node: dict[str, Any]) -> Any:
@@ -96,37 +94,11 @@ def graphiti_responder(body: dict[str, Any]) -> Reply:
     return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
 
 
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=graphiti",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=graphiti",
-                "max_questions=3",
-                "memory.max_episodes=4",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
-
-
 def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
+    with scripted_servers(graphiti_responder) as (reader, writer):
         with SocketAudit() as audit:
             assert qa(tmp_path, reader, writer) == 0
-        (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+        pack = qa.pack(tmp_path)
         assert verify_pack(pack) == []
 
         # every call Graphiti made reached the writer through us and has its row, named by its reply model
@@ -175,9 +147,7 @@ def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
         assert plugin["wraps"]["graphiti-core"] == "0.31.2" and plugin["wraps"]["kuzu"]
 
         # no connection but to our endpoint; the endpoint's own threads call the writer
-        proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
-        assert proxy_ports <= {writer.port}
-        assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
+        assert_only_the_endpoint(audit.seen, writer.port)
         library_ports = {addr[1] for name, addr in audit.seen if not name.startswith(THREAD_NAME)} - {reader.port, writer.port}
         assert len(library_ports) <= 1  # graphiti itself: only the recording endpoint's one port
 
@@ -196,10 +166,10 @@ def test_a_reply_that_is_not_json_stops_with_its_count(tmp_path, monkeypatch):
 
     monkeypatch.setattr(LLMClient._generate_response_with_retry.retry, "wait", tenacity.wait_none())
     bad = lambda body: Reply(text="no json here") if body.get("response_format") else echo_responder(body)  # noqa: E731
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=bad) as writer:
+    with scripted_servers(bad) as (reader, writer):
         code = qa(tmp_path, reader, writer, "memory.max_episodes=1")
         assert code != 0
-        (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+        pack = qa.pack(tmp_path)
         failures = rows(pack / "memory/writer/failures.jsonl")
     calls = rows(pack / "memory/writer/calls.jsonl")
     assert len(calls) == len(writer.requests) == 4 and not any(c["ok"] for c in calls)
@@ -229,10 +199,10 @@ def test_a_reply_graphiti_refuses_counts_as_a_failed_task_with_graphiti_s_messag
                 return Reply(text=json.dumps(data).replace("\\n", "\n"))  # a raw newline inside the string
         return reply
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=control_character_once) as writer:
+    with scripted_servers(control_character_once) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=0.5") == 0
     assert broken
-    (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
     bad = [c for c in calls if not c["ok"]]
     assert len(bad) == 1 and bad[0]["role"] == "graphiti:ExtractedEdges" and "Invalid control character" in bad[0]["error"]
@@ -256,10 +226,10 @@ def test_a_reply_graphiti_refuses_counts_as_a_failed_task_with_graphiti_s_messag
 def test_a_resumed_run_reopens_the_committed_database_for_search(tmp_path):
     """The reader fails on the second question: the conversation's graph is committed; the
     rerun builds nothing and searches the reopened Kùzu database."""
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
+    with scripted_servers(graphiti_responder) as (reader, writer):
         reader.script(Reply("first answer"), Status(400))
         assert qa(tmp_path, reader, writer) != 0
-        (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+        pack = qa.pack(tmp_path)
         assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
         built_with = len(writer.requests)
         assert qa(tmp_path, reader, writer) == 0
@@ -334,9 +304,9 @@ def test_a_writer_that_finds_no_relation_builds_an_empty_graph(tmp_path):
         schema = fmt["json_schema"]["schema"]
         return Reply(text=json.dumps(smallest(schema, schema)))
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=nothing) as writer:
+    with scripted_servers(nothing) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_episodes=2") == 0
-    (pack,) = (tmp_path / "packs" / "graphiti" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     assert verify_pack(pack) == []
     (cost,) = rows(pack / "memory/build_cost.jsonl")
     stored = json.loads((pack / f"memory/graphiti/{cost['sample_id']}.json").read_text("utf-8"))
@@ -351,7 +321,7 @@ def test_graphiti_runs_longmemeval_with_its_dates(tmp_path):
     from make_longmemeval import make_longmemeval
 
     data = make_longmemeval(tmp_path / "lme.json", questions=2)
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=graphiti_responder) as writer:
+    with scripted_servers(graphiti_responder) as (reader, writer):
         try:
             code = main(
                 [

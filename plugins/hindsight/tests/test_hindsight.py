@@ -40,19 +40,25 @@ except Exception as e:  # noqa: BLE001 - the venv is missing: every test here ne
 
 from memorybench.cli import main  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
-from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status, echo_responder  # noqa: E402
+from memorybench.testing.plugin_qa import (  # noqa: E402
+    ScriptedQA,
+    assert_only_the_endpoint,
+    failing_reader,
+    pinned_locomo,
+    rows,
+    scripted_servers,
+    smoke_qa,
+)
+from memorybench.testing.scripted_server import Reply, echo_responder  # noqa: E402
 from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
 PROMPT_FILE = "library/hindsight/hindsight-1.1.0_extract_facts.txt"
 EXTRACT = "Extract SIGNIFICANT facts from text."
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+qa = ScriptedQA(main, "hindsight", MINI)
+the_pack = qa.pack
 
 
 def is_extraction(body: dict[str, Any]) -> bool:
@@ -87,43 +93,13 @@ def hindsight_responder(body: dict[str, Any]) -> Reply:
     )
 
 
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=hindsight",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=hindsight",
-                "max_questions=3",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
-
-
 @pytest.fixture()
 def servers():
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=hindsight_responder) as writer:
-        yield reader, writer
+    with scripted_servers(hindsight_responder) as pair:
+        yield pair
 
 
-def the_pack(tmp: Path) -> Path:
-    (pack,) = (tmp / "packs" / "hindsight" / "runs").iterdir()
-    return pack
-
-
-def test_hindsight_builds_through_the_recording_endpoint(tmp_path, servers, capsys):
+def test_hindsight_builds_through_the_recording_endpoint(tmp_path, servers):
     reader, writer = servers
     with SocketAudit() as audit:
         assert qa(tmp_path, reader, writer) == 0
@@ -166,9 +142,7 @@ def test_hindsight_builds_through_the_recording_endpoint(tmp_path, servers, caps
     assert any("hindsight-api-slim 1.1.0" in note and "PostgreSQL 18" in note for note in meta["notes"])
 
     # no connection but to our endpoint: in this process (the endpoint's threads call the writer) ...
-    proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
-    assert proxy_ports <= {writer.port}
-    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
+    assert_only_the_endpoint(audit.seen, writer.port)
     # ... and in Hindsight's process: the endpoint's port and its own cluster's Unix socket, nothing refused
     connects = library["worker_connections"]
     tcp = [c for c in connects if not c.startswith("/")]
@@ -176,13 +150,7 @@ def test_hindsight_builds_through_the_recording_endpoint(tmp_path, servers, caps
     assert all(c.endswith("/sock/.s.PGSQL.5432") for c in connects if c.startswith("/")), connects
 
     # `show` walks a question through the pack: the memories retrieved and the writer calls
-    capsys.readouterr()
-    question = rows(pack / "predictions.jsonl")[0]["question_id"]
-    try:
-        shown = main(["show", str(pack), question])
-    except SystemExit as e:
-        shown = int(e.code or 0)
-    out = capsys.readouterr().out
+    shown, out = qa.show(pack, rows(pack / "predictions.jsonl")[0]["question_id"])
     assert shown == 0 and "memory=hindsight" in out and "retrieved for this question" in out
 
     # a rerun of the same run id builds nothing again
@@ -194,13 +162,7 @@ def test_hindsight_builds_through_the_recording_endpoint(tmp_path, servers, caps
 def test_a_resumed_run_searches_the_store_restored_from_the_pack(tmp_path):
     """The reader fails on the second question: the run stops with the memory committed; the
     rerun restores hindsight.sql into a fresh database (no writer call) and recalls from it."""
-    seen: list[int] = []
-
-    def failing_once(body: dict[str, Any]) -> Any:
-        seen.append(1)
-        return Status(400, message="scripted reader failure") if len(seen) == 2 else echo_responder(body)
-
-    with ScriptedOpenAIServer(responder=failing_once) as reader, ScriptedOpenAIServer(responder=hindsight_responder) as writer:
+    with scripted_servers(hindsight_responder, reader=failing_reader()) as (reader, writer):
         assert qa(tmp_path, reader, writer) != 0
         pack = the_pack(tmp_path)
         assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
@@ -215,12 +177,11 @@ def test_a_resumed_run_searches_the_store_restored_from_the_pack(tmp_path):
 def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
     """Hindsight asks again after a reply it cannot read (its own repair loop), then gives up on
     the chunk: every such reply is a counted writer failure, and the run goes on."""
-    with (
-        ScriptedOpenAIServer() as reader,
-        ScriptedOpenAIServer(
-            responder=lambda body: Reply(text="no json here") if is_extraction(body) else echo_responder(body)
-        ) as writer,
-    ):
+
+    def not_json(body: dict[str, Any]) -> Reply:
+        return Reply(text="no json here") if is_extraction(body) else echo_responder(body)
+
+    with scripted_servers(not_json) as (reader, writer):
         code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0", "memory.max_sessions=1")
     pack = the_pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
@@ -261,7 +222,7 @@ def test_no_canary_key_reaches_the_pack_the_worker_or_a_request(tmp_path, monkey
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.setenv("HINDSIGHT_API_LLM_API_KEY", CANARY + "-hs")
     monkeypatch.setenv("HINDSIGHT_API_LLM_BASE_URL", "http://192.0.2.1:9/v1")  # would be refused anyway
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=hindsight_responder) as writer:
+    with scripted_servers(hindsight_responder) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_sessions=1") == 0
         sent = json.dumps(writer.requests) + json.dumps(reader.requests)
     assert CANARY not in sent
@@ -278,7 +239,7 @@ def test_the_worker_process_tree_connects_nowhere_else(tmp_path):
     wrapper.write_text(f'#!/bin/sh\nexec strace -f -qq -e trace=connect -o {trace} {_client.worker_python()} "$@"\n', "utf-8")
     wrapper.chmod(0o755)
     env = {**os.environ, _client.PYTHON_ENV: str(wrapper)}
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=hindsight_responder) as writer:
+    with scripted_servers(hindsight_responder) as (reader, writer):
         done = subprocess.run(
             [
                 sys.executable, "-m", "memorybench.cli", "qa", "memory=hindsight", "reader=openai_compatible",
@@ -303,10 +264,7 @@ def test_the_empty_store_holds_no_locomo_gold():
     """Hindsight's schema is fixed text in every dump (memory/library_stores is scanned for
     gold): an empty store, made by the installed library, holds no LoCoMo gold answer that
     the store's conversation does not also hold (any conversation's gold, as verify reads it)."""
-    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-    locomo = pins / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing (MEMORYBENCH_PINS)")
+    locomo = pinned_locomo("the check reads LoCoMo's golds")
     from memorybench.data.source import load_dataset
 
     from memorybench.llm.recording_proxy import RecordingProxy
@@ -425,35 +383,19 @@ def test_hindsight_smoke_on_the_embedded_model(tmp_path):
     """conv-26's first session on the embedded models (the writer extracts facts under
     Hindsight's reply schema as a grammar, MiniLM embeds, the local reader answers), 5
     questions: answers, a pack that verifies, every library call a row."""
-    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-    locomo = pins / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing: the smoke reads LoCoMo from the pinned files (MEMORYBENCH_PINS)")
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "memory=hindsight",
-            "writer=local",
-            "reader=local",
-            "embedder=minilm",
-            "memory.max_sessions=1",
-            "memory.max_failed_share=1.0",
-            "max_questions=5",
-            f"dataset.path={locomo}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=hindsight-smoke",
-        ],
-        capture_output=True,
-        text=True,
+    pack = smoke_qa(
+        tmp_path,
+        "hindsight-smoke",
+        "memory=hindsight",
+        "writer=local",
+        "reader=local",
+        "embedder=minilm",
+        "memory.max_sessions=1",
+        "memory.max_failed_share=1.0",
+        "max_questions=5",
         timeout=1500,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    (pack,) = (tmp_path / "packs" / "hindsight-smoke" / "runs").iterdir()
     # a warning at most (the small writer's failed tasks, counted): what Hindsight derives from a
     # session's date ("(happened in May 2023)") is the conversation's own text, and pg_dump's
     # preamble is among the library's prompt files

@@ -36,17 +36,24 @@ from memorybench.cli import main  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.plugin_qa import (  # noqa: E402
+    ScriptedQA,
+    assert_only_the_endpoint,
+    error_line,
+    failing_reader,
+    rows,
+    scripted_servers,
+    smoke_qa,
+)
+from memorybench.testing.scripted_server import Reply, echo_responder  # noqa: E402
 from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status, echo_responder  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
 TASKS = ("extract", "update", "fix")
 PROMPT_FILE = "library/langmem/langmem-0.0.30_prompts.txt"
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+qa = ScriptedQA(main, "langmem", MINI)
+the_pack = qa.pack
 
 
 def task_of(body: dict[str, Any]) -> str | None:
@@ -96,43 +103,13 @@ def langmem_responder(body: dict[str, Any]) -> Reply:
     )
 
 
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=langmem",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=langmem",
-                "max_questions=3",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
-
-
 @pytest.fixture()
 def servers():
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=langmem_responder) as writer:
-        yield reader, writer
+    with scripted_servers(langmem_responder) as pair:
+        yield pair
 
 
-def the_pack(tmp: Path) -> Path:
-    (pack,) = (tmp / "packs" / "langmem" / "runs").iterdir()
-    return pack
-
-
-def test_langmem_builds_through_the_recording_endpoint(tmp_path, servers, capsys):
+def test_langmem_builds_through_the_recording_endpoint(tmp_path, servers):
     reader, writer = servers
     with SocketAudit() as audit:
         assert qa(tmp_path, reader, writer) == 0
@@ -184,20 +161,12 @@ def test_langmem_builds_through_the_recording_endpoint(tmp_path, servers, capsys
     assert any("LangMem's own memory store manager" in note for note in meta["notes"])
 
     # no connection but to our endpoint; the endpoint's own threads call the writer
-    proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
-    assert proxy_ports <= {writer.port}
-    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
+    assert_only_the_endpoint(audit.seen, writer.port)
     library_side = {addr[1] for name, addr in audit.seen if not name.startswith(THREAD_NAME)} - {reader.port, writer.port}
     assert len(library_side) <= 1  # LangMem itself: only the recording endpoint's one port
 
     # `show` walks a question through the pack: the memories retrieved and the writer calls
-    capsys.readouterr()
-    question = rows(pack / "predictions.jsonl")[0]["question_id"]
-    try:
-        shown = main(["show", str(pack), question])
-    except SystemExit as e:
-        shown = int(e.code or 0)
-    out = capsys.readouterr().out
+    shown, out = qa.show(pack, rows(pack / "predictions.jsonl")[0]["question_id"])
     assert shown == 0 and "memory=langmem" in out and "retrieved for this question" in out
 
     # a rerun of the same run id builds nothing again
@@ -209,13 +178,7 @@ def test_langmem_builds_through_the_recording_endpoint(tmp_path, servers, capsys
 def test_a_resumed_run_searches_the_store_read_back_from_the_pack(tmp_path):
     """The reader fails on the second question: the run stops with the memory committed; the
     rerun reads store.json back into an InMemoryStore (no writer call) and searches it."""
-    seen: list[int] = []
-
-    def failing_once(body: dict[str, Any]) -> Any:
-        seen.append(1)
-        return Status(400, message="scripted reader failure") if len(seen) == 2 else echo_responder(body)
-
-    with ScriptedOpenAIServer(responder=failing_once) as reader, ScriptedOpenAIServer(responder=langmem_responder) as writer:
+    with scripted_servers(langmem_responder, reader=failing_reader()) as (reader, writer):
         assert qa(tmp_path, reader, writer) != 0
         pack = the_pack(tmp_path)
         assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
@@ -246,7 +209,7 @@ def test_a_patch_trustcall_refuses_is_a_counted_failure_with_its_words(tmp_path)
             return Reply(text=json.dumps(data))
         return reply
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=unknown_id) as writer:
+    with scripted_servers(unknown_id) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0") == 0
     pack = the_pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
@@ -277,24 +240,21 @@ def test_a_tool_call_trustcall_cannot_repair_stops_the_build_in_one_line(tmp_pat
             return Reply(text=json.dumps({"tool_calls": [{"name": "Memory", "arguments": {"text": "no content field"}}]}))
         return langmem_responder(body)
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=no_content) as writer:
+    with scripted_servers(no_content) as (reader, writer):
         code = qa(tmp_path, reader, writer, "memory.max_sessions=1")
     assert code != 0
-    err = capsys.readouterr().err
-    (line,) = [line for line in err.splitlines() if line.startswith("memorybench: error:")]
+    line = error_line(capsys.readouterr().err)
     assert "LangMem stopped on mini-1's session 1" in line and "AttributeError" in line and "tool_call_id" in line
-    assert "a rerun restarts this conversation" in line and "Traceback" not in err
+    assert "a rerun restarts this conversation" in line
     pack = the_pack(tmp_path)
     assert not (pack / "_SUCCESS").exists() and not rows(pack / "memory/manifest.jsonl")
 
 
 def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
-    with (
-        ScriptedOpenAIServer() as reader,
-        ScriptedOpenAIServer(
-            responder=lambda body: Reply(text="no json here") if task_of(body) else echo_responder(body)
-        ) as writer,
-    ):
+    def not_json(body: dict[str, Any]) -> Reply:
+        return Reply(text="no json here") if task_of(body) else echo_responder(body)
+
+    with scripted_servers(not_json) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0") == 0
     pack = the_pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
@@ -334,7 +294,7 @@ def test_no_canary_key_reaches_the_pack_the_cache_or_a_request(tmp_path, monkeyp
     is gone from the process once LangMem is imported."""
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.setenv("LANGSMITH_API_KEY", CANARY + "-ls")
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=langmem_responder) as writer:
+    with scripted_servers(langmem_responder) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_sessions=1") == 0
         sent = json.dumps(writer.requests) + json.dumps(reader.requests)
     assert CANARY not in sent
@@ -508,38 +468,19 @@ def test_tool_calls_round_trip_through_a_json_reply():
 def test_langmem_smoke_on_the_embedded_model(tmp_path):
     """conv-26's first session on the embedded models (SmolLM2 writes under the tool-call
     grammar, reads), 3 questions: answers, a pack that verifies, every library call a row."""
-    pins = Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-    locomo = pins / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing: the smoke reads LoCoMo from the pinned files (MEMORYBENCH_PINS)")
-    import subprocess
-    import sys
-
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "memory=langmem",
-            "writer=local",
-            "reader=local",
-            "embedder=minilm",
-            "memory.max_sessions=1",
-            "memory.max_failed_share=1.0",
-            "max_questions=3",
-            f"dataset.path={locomo}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=langmem-smoke",
-        ],
-        capture_output=True,
-        text=True,
+    pack = smoke_qa(
+        tmp_path,
+        "langmem-smoke",
+        "memory=langmem",
+        "writer=local",
+        "reader=local",
+        "embedder=minilm",
+        "memory.max_sessions=1",
+        "memory.max_failed_share=1.0",
+        "max_questions=3",
         timeout=900,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    (pack,) = (tmp_path / "packs" / "langmem-smoke" / "runs").iterdir()
     findings = verify_pack(pack)  # a warning at most: the small writer's failed tasks, counted
     assert all(f.warning for f in findings), [f.format() for f in findings]
     (cost,) = rows(pack / "memory/build_cost.jsonl")

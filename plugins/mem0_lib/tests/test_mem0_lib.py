@@ -29,16 +29,14 @@ if importlib.util.find_spec("mem0") is None:  # found, not imported: mem0 reads 
 from memorybench.cli import main  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
+from memorybench.testing.plugin_qa import ScriptedQA, assert_only_the_endpoint, rows, scripted_servers  # noqa: E402
+from memorybench.testing.scripted_server import Reply, echo_responder  # noqa: E402
 from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, echo_responder  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
 EXTRACTOR = "You are a Memory Extractor"
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
+qa = ScriptedQA(main, "mem0_lib", MINI, name="mem0lib")
 
 
 def mem0_responder(body: dict[str, Any]) -> Reply:
@@ -54,42 +52,17 @@ def mem0_responder(body: dict[str, Any]) -> Reply:
     return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
 
 
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=mem0_lib",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=mem0lib",
-                "max_questions=3",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
-
-
 @pytest.fixture()
 def servers():
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=mem0_responder) as writer:
-        yield reader, writer
+    with scripted_servers(mem0_responder) as pair:
+        yield pair
 
 
 def test_mem0_lib_builds_through_the_recording_endpoint(tmp_path, servers):
     reader, writer = servers
     with SocketAudit() as audit:
         assert qa(tmp_path, reader, writer) == 0
-    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     assert verify_pack(pack) == []
 
     # every call mem0 made reached the writer through us and has its row
@@ -122,11 +95,9 @@ def test_mem0_lib_builds_through_the_recording_endpoint(tmp_path, servers):
     assert plugin["wraps"]["mem0ai"] == "2.2.1" and plugin["wraps"]["qdrant-client"]
 
     # no connection but to our endpoint; the endpoint's own threads call the writer
-    proxy_ports = {addr[1] for name, addr in audit.seen if name.startswith(THREAD_NAME)}
-    assert proxy_ports <= {writer.port}
+    assert_only_the_endpoint(audit.seen, writer.port)
     library = [(name, addr) for name, addr in audit.seen if not name.startswith(THREAD_NAME)]
     allowed = {reader.port, writer.port} | {p for _, (host, p, *_) in library if host == "127.0.0.1"}
-    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in audit.seen), audit.seen
     assert all(addr[1] in allowed for _, addr in library)
     mem0_ports = {addr[1] for _, addr in library} - {reader.port, writer.port}
     assert len(mem0_ports) <= 1  # mem0 itself: only the recording endpoint's one port
@@ -138,17 +109,13 @@ def test_mem0_lib_builds_through_the_recording_endpoint(tmp_path, servers):
 
 
 def test_a_reply_that_is_not_json_is_a_counted_failure(tmp_path):
-    with (
-        ScriptedOpenAIServer() as reader,
-        ScriptedOpenAIServer(
-            responder=lambda body: (
-                Reply(text="no json here") if EXTRACTOR in body["messages"][0]["content"] else echo_responder(body)
-            )
-        ) as writer,
-    ):
+    def not_json(body: dict[str, Any]) -> Reply:
+        return Reply(text="no json here") if EXTRACTOR in body["messages"][0]["content"] else echo_responder(body)
+
+    with scripted_servers(not_json) as (reader, writer):
         code = qa(tmp_path, reader, writer, "memory.max_failed_share=1.0")
     assert code == 0
-    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     failures = rows(pack / "memory/writer/failures.jsonl")
     calls = rows(pack / "memory/writer/calls.jsonl")
     assert failures and len(failures) == len(calls) and not any(c["ok"] for c in calls)
@@ -172,9 +139,9 @@ def test_a_control_character_mem0_reads_is_no_failure_and_its_warnings_are_remar
             return Reply(text=json.dumps(data).replace("\\n", "\n"))  # raw newlines inside strings
         return reply
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=control_character) as writer:
+    with scripted_servers(control_character) as (reader, writer):
         assert qa(tmp_path, reader, writer) == 0
-    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     assert verify_pack(pack) == []
     assert all(c["ok"] for c in rows(pack / "memory/writer/calls.jsonl"))
     assert not rows(pack / "memory/writer/failures.jsonl")
@@ -197,7 +164,7 @@ def test_its_declared_writer_calls_are_the_calls_mem0_makes(tmp_path, servers):
 
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_sessions=1", "memory.batch_size=3") == 0
-    (pack,) = (tmp_path / "packs" / "mem0lib" / "runs").iterdir()
+    pack = qa.pack(tmp_path)
     (conversation,) = [c for c in load_dataset(MINI, "locomo10") if c.sample_id == "mini-1"]  # the first 3 questions'
     adds = 2 * -(-len(conversation.sessions[0].turns) // 3)
     (role,) = [r for r in _estimate(pack)["roles"] if r["role"] == "writer"]

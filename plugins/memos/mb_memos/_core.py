@@ -41,11 +41,8 @@ Qdrant for the nearest memories; the reader sees their texts, one a line, best f
 
 from __future__ import annotations
 
-import copy
 import logging
-import os
 import re
-from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig
@@ -55,11 +52,10 @@ from memorybench.errors import UserError
 from memorybench.memory._managed import Retrieved
 from memorybench.memory._writer_calls import WriterCallEstimate, exact
 from memorybench.memory.base import BuildContext, BuiltMemory, MemoryItem
-from memorybench.memory.library_endpoint import LibraryEndpoint, fresh_store
+from memorybench.memory.library_endpoint import fresh_store
+from memorybench.memory.venv_method import PlainStringsEndpoint, VenvMethod
 
 from mb_memos import _env
-from mb_memos._worker_client import Worker, WorkerError
-from mb_memos._worker_client import host_port as _host_port  # a name of this module: tests point it elsewhere
 
 METHOD = "memos"
 INSTALL = _env.INSTALL
@@ -109,21 +105,7 @@ CALL_TOKENS = 100
 # -- which MemOS -------------------------------------------------------------------------
 def check_installed() -> None:
     """One line when the MemOS environment is missing, or holds other versions than pinned."""
-    python = _env.python()
-    if not python.is_file():
-        named = f" ({_env.PYTHON_ENV})" if _env.PYTHON_ENV in os.environ else ""
-        raise UserError(f"memory=memos: no MemOS environment at {python}{named}; install it with `{INSTALL}`")
-    have = _env.versions(tuple(PINNED))
-    for name, want in PINNED.items():
-        if have.get(name) is None:
-            raise UserError(
-                f"memory=memos needs {name} {want} in {python.parent.parent}, which has none; install it with `{INSTALL}`"
-            )
-        if have[name] != want:
-            raise UserError(
-                f"memory=memos was written for {name} {want} (its prompt, its store, its search), but {name} "
-                f"{have[name]} is installed in {python.parent.parent}; reinstall the plugin's pins with `{INSTALL}`"
-            )
+    python = _env.LIBRARY.check_pins(PINNED, "its prompt, its store, its search")
     if _env.prompt() is None:
         raise UserError(
             f"memory=memos: MemOS's extraction prompt ({_env.EXTRACT_PROMPT} in {'/'.join(_env.PROMPT_MODULE)}) was not "
@@ -151,10 +133,11 @@ def prompt_text() -> str:
 
 
 # -- the endpoint ------------------------------------------------------------------------
-class MemosEndpoint(LibraryEndpoint):
+class MemosEndpoint(PlainStringsEndpoint):
     """The recording endpoint, knowing MemOS's extraction call by its prompt (a user message:
     MemOS sends no system message) and, with writer.json_schema, sending it with the reply's
-    schema (module doc). Everything else is LibraryEndpoint's."""
+    schema (module doc), each bounded free string plain (MemOS parses with `json.loads`, which
+    refuses a raw newline: `PlainStringsEndpoint`). Everything else is LibraryEndpoint's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, reply_schemas={TASK: EXTRACT_SCHEMA}, **kwargs)
@@ -180,41 +163,6 @@ class MemosEndpoint(LibraryEndpoint):
             body = {**body, "response_format": {"type": "json_object"}}
             self.schema_requests += 1
         return super()._chat(body)
-
-    def _shape(self, role: str, body: dict[str, Any], writer: Any) -> tuple[Any, int]:
-        """LibraryEndpoint's bounded schema, each free string also kept to characters JSON
-        takes raw (`plain_strings`): MemOS parses with `json.loads`, which refuses a raw newline."""
-        response_format, max_tokens = super()._shape(role, body, writer)
-        if (
-            writer.node.get("json_schema")
-            and isinstance(response_format, dict)
-            and isinstance(response_format.get("schema"), dict)
-        ):
-            response_format = {**response_format, "schema": plain_strings(response_format["schema"])}
-        return response_format, max_tokens
-
-
-def plain_strings(schema: dict[str, Any]) -> dict[str, Any]:
-    """`schema` with every bounded free string (`maxLength`, no enum, const, pattern or format)
-    given the pattern `^[^"\\\x00-\x1f]{min,max}$`: no control character and no escape.
-
-    llama-cpp-python compiles a JSON Schema string to `char ::= [^"\\] | "\\" ...`, which
-    admits raw control characters; `json.loads` (MemOS's parse) refuses a raw newline inside a
-    string, and MemOS then drops the whole reply. The pattern keeps the same length bound."""
-    out = copy.deepcopy(schema)
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("type") == "string" and "maxLength" in node and not {"enum", "const", "pattern", "format"} & set(node):
-                node["pattern"] = f'^[^"\\\\\\x00-\\x1F]{{{int(node.get("minLength", 0))},{int(node["maxLength"])}}}$'
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(out)
-    return out
 
 
 # -- messages and lineage ------------------------------------------------------------------
@@ -266,13 +214,19 @@ def memory_items(items: list[dict[str, Any]], sessions: list[Session]) -> list[M
 
 
 # -- the method ---------------------------------------------------------------------------
-class MemosMemory:
+class MemosMemory(VenvMethod):
+    """MemOS's general_text memory over its worker (module doc); the worker's plumbing is
+    `VenvMethod`'s."""
+
     name: ClassVar[str] = METHOD
     question_dependent: ClassVar[bool] = True
     software_only: ClassVar[bool] = False
     uses_writer: ClassVar[bool] = True
     uses_embedder: ClassVar[bool] = True
     writer_templates: ClassVar[dict[str, frozenset[str]]] = {}
+    library = _env.LIBRARY
+    endpoint_class = MemosEndpoint
+    start_timeout_s = START_TIMEOUT_S
     #: the least every writer call holds (MemOS's extraction prompt), before the session
     WRITER_PROMPT_TOKENS: ClassVar[int] = FIXED_PROMPT_TOKENS + CALL_TOKENS
     WRITER_PROMPT_NOTE: ClassVar[str] = f"MemOS's extraction prompt ({FIXED_PROMPT_TOKENS:,}) and the chat format ({CALL_TOKENS})"
@@ -330,22 +284,9 @@ class MemosMemory:
         ):
             if value < 1:
                 raise UserError(f"memory=memos: memory.{key}={value} must be at least 1")
-        self._endpoint: MemosEndpoint | None = None
-        self._workers: dict[str, Worker] = {}
-        self._log: Any = None
-        self.library_versions: dict[str, Any] = {}
-        self.connections: list[list[Any]] = []
+        super().__init__()
 
-    # -- the endpoint and the worker ---------------------------------------------------
-    def endpoint(self, ctx: BuildContext) -> MemosEndpoint:
-        if self._endpoint is None:
-            self._endpoint = endpoint = MemosEndpoint(
-                ctx, method=METHOD, max_items=self.json_max_items, max_chars=self.json_max_chars, loggers={}
-            ).__enter__()
-            ctx.closers.append(lambda: endpoint.__exit__(None, None, None))
-            ctx.closers.append(self.close_workers)  # newest first: the workers stop before the endpoint
-        return self._endpoint
-
+    # -- the worker --------------------------------------------------------------------
     def report(self, event: dict[str, Any]) -> None:
         """A record MemOS logged in the worker (or an extraction it could not finish): journaled
         with the call it followed; a reply MemOS could not use, or an ERROR, counts that call's
@@ -356,68 +297,8 @@ class MemosMemory:
         assert self._endpoint is not None
         self._endpoint.report(f"log {event.get('logger')} {level}", message, failure=failure)
 
-    def worker(self, ctx: BuildContext, sid: str, store: Path) -> Worker:
-        """The conversation's worker, started over its store (one at a time: another's stops)."""
-        if sid in self._workers:
-            return self._workers[sid]
-        self.close_workers()
-        endpoint = self.endpoint(ctx)
-        if self._log is None:
-            path = ctx.pack.path(f"memory/{METHOD}/memos.log")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = path.open("a", encoding="utf-8")
-        worker = Worker(_env.python(), self._log, self.report)
-        self._workers[sid] = worker
-        dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
-        host, port = _host_port(endpoint.base_url)
-        writer = ctx.writer.node
-        opened = self._ask(
-            worker,
-            "open",
-            sid,
-            timeout=START_TIMEOUT_S,
-            store=str(store),
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key,
-            endpoint=[host, port],
-            dims=dims,
-            collection=collection_name(sid),
-            max_tokens=int(writer.max_tokens),
-            temperature=float(writer.temperature),
-        )
-        self.library_versions = dict(opened.get("versions") or {})
-        return worker
-
-    def close_workers(self) -> None:
-        for sid in list(self._workers):
-            self._workers.pop(sid).close()
-        if self._log is not None and not self._workers:
-            self._log.flush()
-
-    def _ask(self, worker: Worker, op: str, sid: str, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
-        try:
-            out = worker.request(op, timeout=timeout, **fields)
-        except WorkerError as e:
-            # (a writer call that failed after its retries is re-raised by the endpoint's scope instead)
-            if e.refused:
-                where = ", ".join(f"{h}:{p}" if p is not None else str(h) for h, p in e.refused)
-                raise UserError(
-                    f"memory=memos: MemOS tried to connect to {where} (only the recording endpoint is allowed) during "
-                    f"{op} of {sid}; the connection was refused and the run stopped"
-                ) from None
-            raise UserError(
-                f"memory=memos: MemOS stopped during {op} of {sid}: {e.kind}: {' '.join(e.message.split())[:300]}; "
-                f"{worker_failures(self)} writer replies failed so far (memory/writer/failures.jsonl); "
-                "a rerun restarts this conversation"
-            ) from None
-        if out.get("refused"):  # refused, and MemOS went on without it: still a run that talked elsewhere
-            where = ", ".join(f"{h}:{p}" for h, p in out["refused"])
-            raise UserError(
-                f"memory=memos: MemOS tried to connect to {where} (only the recording endpoint is allowed) during {op} "
-                f"of {sid}; the connection was refused and the run stopped"
-            )
-        self.connections = [list(c) for c in out.get("connections") or []]
-        return out
+    def open_fields(self, sid: str) -> dict[str, Any]:
+        return {"collection": collection_name(sid)}
 
     def size_local_writer(self, ctx: BuildContext, tasks: list[dict[str, Any]]) -> None:
         """Before the embedded writer starts: its context must hold MemOS's extraction prompt
@@ -465,13 +346,8 @@ class MemosMemory:
             "sessions_built": len(sessions),
             "perspectives": perspectives(conversation),
             "schema_requests": endpoint.schema_requests,
-            "endpoint_rows": dict(endpoint.rows),
-            "reports": dict(endpoint.reports),
-            # every address MemOS's process connected to (its socket audit refuses any other)
-            "connections": [f"{h}:{p}" if p is not None else f"unix:{h}" for h, p in self.connections],
+            **self.library_record(endpoint),
         }
-        if endpoint.json_bounds:
-            out.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)
         return out
 
     # -- questions ---------------------------------------------------------------------
@@ -479,10 +355,7 @@ class MemosMemory:
         endpoint = self.endpoint(ctx)
         sid = asked.sample_id
         with endpoint.scope(sid, asked.question_id):
-            worker = self._workers.get(sid)
-            if worker is None:  # a resumed run: the committed store, opened again for search
-                worker = self.worker(ctx, sid, ctx.pack.path(built.state["store"]))
-            found = self._ask(worker, "search", sid, query=asked.question, top_k=self.top_k)
+            found = self._ask(self.search_worker(ctx, sid, built), "search", sid, query=asked.question, top_k=self.top_k)
         hits = found.get("items") or []
         texts = [" ".join(str(h.get("memory") or "").split()) for h in hits]
         return Retrieved(
@@ -495,19 +368,10 @@ class MemosMemory:
             extra={"score": "rank (GeneralTextMemory.search returns its memories best first, without their scores)"},
         )
 
-    def for_question(self, built: BuiltMemory, asked: AskedQuestion, ctx: BuildContext) -> str:
-        retrieved = self.retrieve(built, asked, ctx)
-        return retrieved.render(list(range(len(retrieved.texts))))
-
 
 def collection_name(sample_id: str) -> str:
     """The Qdrant collection of a conversation (letters, digits, `_` and `-`)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", sample_id)[:64] or "conversation"
-
-
-def worker_failures(method: MemosMemory) -> int:
-    endpoint = method._endpoint
-    return int(endpoint.ctx.writer.usage.failures) if endpoint is not None and endpoint.ctx.writer is not None else 0
 
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -7,6 +7,9 @@ environment: it pins `openai<2`, `fastapi<0.116` (so `starlette<0.47`), `transfo
 (made by `plugins/memos/install.sh`, ignored by git), and memorybench runs its worker
 script there (`mb_memos._worker`).
 
+`LIBRARY` says so (`memorybench.memory.venv_worker.VenvLibrary`, what every library in an
+environment of its own shares):
+
 - `python()`: the MemOS environment's interpreter: `MEMORYBENCH_MEMOS_PYTHON` if set, else
   `plugins/memos/.venv/bin/python` beside this package. Not a config key: a path on one
   machine must not change the run id.
@@ -20,51 +23,32 @@ script there (`mb_memos._worker`).
 from __future__ import annotations
 
 import ast
-import os
-import re
 from pathlib import Path
 
-PYTHON_ENV = "MEMORYBENCH_MEMOS_PYTHON"
-PLUGIN_DIR = Path(__file__).resolve().parents[1]
-DEFAULT_VENV = PLUGIN_DIR / ".venv"
-INSTALL = "bash plugins/memos/install.sh"
+from memorybench.memory.venv_worker import VenvLibrary
+
+LIBRARY = VenvLibrary(
+    method="memos",
+    title="MemOS",
+    plugin_dir=Path(__file__).resolve().parents[1],
+    python_env="MEMORYBENCH_MEMOS_PYTHON",
+    script=Path(__file__).with_name("_worker.py"),
+)
+PYTHON_ENV = LIBRARY.python_env
+INSTALL = LIBRARY.install
 #: the distributions of the MemOS environment whose versions enter the run id (run_meta.json's
 #: `plugins[].wraps`): MemOS, its vector store, its model client
 WRAPPED = ("MemoryOS", "qdrant-client", "openai")
 #: the module of MemOS that holds the extraction prompt its general_text memory sends
 PROMPT_MODULE = ("memos", "templates", "mem_reader_prompts.py")
 EXTRACT_PROMPT = "SIMPLE_STRUCT_MEM_READER_PROMPT"
-
-
-def python() -> Path:
-    """The MemOS environment's interpreter (module doc)."""
-    named = os.environ.get(PYTHON_ENV)
-    return Path(named) if named else DEFAULT_VENV / "bin" / "python"
-
-
-def site_packages(interpreter: Path | None = None) -> Path | None:
-    """The site-packages folder of the environment `interpreter` belongs to (None: none found)."""
-    venv = (interpreter or python()).parent.parent
-    found = sorted(venv.glob("lib/python3*/site-packages"))
-    return found[0] if found else None
-
-
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
+python = LIBRARY.python
+site_packages = LIBRARY.site_packages
 
 
 def versions(names: tuple[str, ...] = WRAPPED) -> dict[str, str | None]:
     """The MemOS environment's version of each name (from its dist-info; None: not there)."""
-    site = site_packages()
-    out: dict[str, str | None] = {n: None for n in names}
-    if site is None:
-        return out
-    for info in site.glob("*.dist-info"):
-        dist, _, rest = info.name.removesuffix(".dist-info").partition("-")
-        for n in names:
-            if _normal(dist) == _normal(n):
-                out[n] = rest
-    return out
+    return LIBRARY.versions(names)
 
 
 def prompt(name: str = EXTRACT_PROMPT) -> str | None:

@@ -3,21 +3,23 @@
 MemOS 2.0.33 pins `openai<2` and memorybench `openai>=3.50`, so the two cannot share one
 environment (plugins/memos/README.md). memorybench's side (`mb_memos._core`) starts this
 file with the MemOS environment's interpreter, as a script (it imports only the standard
-library and MemOS: nothing of memorybench), one process per conversation, and speaks JSON
-lines with it:
+library and MemOS; memorybench is not importable there), one process per conversation, and
+speaks JSON lines with it (the protocol: `memorybench.memory.venv_worker`). The command
+loop, the socket audit and the log handler are every library worker's:
+`memorybench/memory/_venv_worker_side.py` (standard library only), loaded from the path
+memorybench passes as this script's first argument (`SIDE`). What is MemOS's own is here:
 
-- stdin, one command a line: `open` (the store folder, the recording endpoint, the
-  settings: MemOS's `general_text` memory built by its own `MemoryFactory`), `build` (the
-  conversation's extraction tasks: `GeneralTextMemory.extract` of a session's messages, then
+- the commands: `open` (the store folder, the recording endpoint, the settings: MemOS's
+  `general_text` memory built by its own `MemoryFactory`), `build` (the conversation's
+  extraction tasks: `GeneralTextMemory.extract` of a session's messages, then
   `GeneralTextMemory.add` of what it extracted), `search` (a question:
-  `GeneralTextMemory.search`), `dump` (`GeneralTextMemory.get_all`), `close`;
-- the protocol channel (the process's stdout at start; stdout is then pointed at stderr, so
-  that what the library prints cannot mix with it): one `{"event": "result" | "error" |
-  "report" | "sync", ...}` a line. A `report` is a record MemOS (or a library under it) logged at
-  WARNING or above while a command ran, or an extraction that raised (MemOS's `extract`
-  raises on a reply without its `memory list`); memorybench journals it with the call it
-  followed; a `sync` (between two extraction tasks) waits for memorybench's answer line, so
-  that each report is journaled with the call it followed.
+  `GeneralTextMemory.search`), `dump` (`GeneralTextMemory.get_all`), then `close` (the
+  embedded Qdrant closed first);
+- the reports: each record MemOS (or a library under it) logs at WARNING or above while a
+  command runs, and each extraction that raised (MemOS's `extract` raises on a reply without
+  its `memory list`); memorybench journals it with the call it followed. A `sync` event
+  (between two extraction tasks) waits for memorybench's answer line, so that each report is
+  journaled with the call it followed.
 
 Before MemOS is imported: no `.env` read (`PYTHON_DOTENV_DISABLED`: `memos.log` calls
 `load_dotenv()` at import, which would search the folders above the package), MemOS's
@@ -25,18 +27,16 @@ folder (`MEMOS_BASE_PATH`: its log `.memos/logs/memos.log`) and `HOME` inside th
 HuggingFace offline, MemOS's remote log handler off (`CUSTOM_LOGGER_URL` and every other
 `MEMOS_*`, `MOS_*`, `NACOS_*` variable removed), proxies and API keys removed, the embedding
 timeout raised (`MOS_EMBEDDER_TIMEOUT`: MemOS's default of 5 s is shorter than an embedded
-model's batch on a busy machine). A socket audit (`sys.addaudithook`) refuses every
-connection but to the recording endpoint and lists what was tried; `close` returns it.
+model's batch on a busy machine). Then the socket audit (`SIDE.audit_connections`) refuses
+every connection but to the recording endpoint and lists what was tried; `close` returns it.
 """
 
 from __future__ import annotations
 
-import json
+import importlib.util
 import logging
 import os
 import sys
-import traceback
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -48,54 +48,19 @@ REPORT_LEVEL = logging.WARNING
 REMOVED_PREFIXES = ("MEMOS_", "MOS_", "NACOS_", "CUSTOM_LOGGER", "OPENAI_", "QDRANT_", "OLLAMA_", "HF_", "HUGGINGFACE")
 REMOVED = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
-PROTO = None  # the protocol channel (set in main)
-ALLOWED: set[tuple[str, int]] = set()
-TRIED: list[list[Any]] = []
-REFUSED: list[list[Any]] = []
+#: memorybench's side of the worker (`memorybench/memory/_venv_worker_side.py`), set in main
+SIDE: Any = None
 STATE: dict[str, Any] = {}
 
 
-def send(event: str, **fields: Any) -> None:
-    PROTO.write(json.dumps({"event": event, **fields}, default=str) + "\n")
-    PROTO.flush()
-
-
-# -- the socket audit ------------------------------------------------------------------------
-def audit(name: str, args: tuple) -> None:
-    if name != "socket.connect":
-        return
-    address = args[1] if len(args) > 1 else None
-    if isinstance(address, tuple) and len(address) >= 2:
-        host, port = str(address[0]), int(address[1])
-        if [host, port] not in TRIED:
-            TRIED.append([host, port])
-        if (host, port) not in ALLOWED:
-            REFUSED.append([host, port])
-            # stop at once: the openai client would retry (with backoff) a connection that may never happen
-            send(
-                "error",
-                op="audit",
-                type="ConnectionRefusedError",
-                message=f"connection to {host}:{port} refused",
-                traceback="",
-                refused=REFUSED,
-            )
-            os._exit(4)
-    elif isinstance(address, (str, bytes)) and [str(address), None] not in TRIED:
-        TRIED.append([str(address), None])  # a unix socket: local, recorded
-
-
-class Reports(logging.Handler):
-    """Every record at WARNING or above, sent as a `report` event while a command runs."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a record that cannot format is still reported
-            message = str(record.msg)
-        if record.exc_info and record.exc_info[1] is not None:
-            message += f" [{type(record.exc_info[1]).__name__}: {record.exc_info[1]}]"
-        send("report", logger=record.name, level=record.levelname, message=" ".join(message.split())[:2000])
+def worker_side() -> Any:
+    """The command loop, the socket audit and the log handler every library worker shares,
+    loaded from the path memorybench passes (memorybench itself is not importable here)."""
+    spec = importlib.util.spec_from_file_location("mb_venv_worker_side", sys.argv[1])
+    assert spec is not None and spec.loader is not None
+    side = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(side)
+    return side
 
 
 # -- setting up ------------------------------------------------------------------------------
@@ -159,37 +124,25 @@ def memory_config(store: Path, cmd: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in REPORTED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
 def op_open(cmd: dict[str, Any]) -> dict[str, Any]:
     store = Path(cmd["store"])
     store.mkdir(parents=True, exist_ok=True)
-    host, port = cmd["endpoint"]
-    ALLOWED.add((str(host), int(port)))
     os.environ.update(environment(store))
-    sys.addaudithook(audit)
+    SIDE.audit_connections(*cmd["endpoint"])
     os.chdir(store)  # nothing relative lands elsewhere
     from memos.configs.memory import MemoryConfigFactory
     from memos.memories.factory import MemoryFactory
 
-    logging.getLogger().addHandler(Reports(level=REPORT_LEVEL))
+    logging.getLogger().addHandler(SIDE.Reports(REPORT_LEVEL))
     STATE["memory"] = MemoryFactory.from_config(MemoryConfigFactory(**memory_config(store, cmd)))
-    return {"versions": versions(), "python": sys.version.split()[0], "memory": type(STATE["memory"]).__name__}
+    return {"versions": SIDE.versions(REPORTED), "python": sys.version.split()[0], "memory": type(STATE["memory"]).__name__}
 
 
 def barrier() -> None:
     """Wait until memorybench has read every event sent so far (it answers a `sync` event
     with a line): a report of one task is then journaled with that task's call, before the
     next task's call reaches the recording endpoint."""
-    send("sync")
+    SIDE.send("sync")
     sys.stdin.readline()
 
 
@@ -206,7 +159,7 @@ def op_build(cmd: dict[str, Any]) -> dict[str, Any]:
             items = memory.extract(task["messages"])
         except Exception as e:  # noqa: BLE001 - MemOS raises on a reply without its "memory list"
             failed.append(task["label"])
-            send(
+            SIDE.send(
                 "report",
                 logger="memos.memories.textual.general",
                 level="ERROR",
@@ -251,33 +204,9 @@ def close() -> None:
 
 
 def main() -> None:
-    global PROTO
-    PROTO = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # what the library prints goes to stderr (memorybench keeps it as MemOS's log)
-    sys.stdout = sys.stderr
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        cmd = json.loads(line)
-        op = cmd.get("op")
-        if op == "close":
-            close()
-            send("result", op="close", tried=TRIED)
-            break
-        try:
-            out = OPS[op](cmd)
-        except BaseException as e:  # noqa: BLE001 - every failure goes back as one event
-            send(
-                "error",
-                op=op,
-                type=type(e).__name__,
-                message=" ".join(str(e).split())[:2000],
-                traceback=traceback.format_exc()[-6000:],
-                refused=REFUSED,
-            )
-            continue
-        send("result", op=op, connections=TRIED, refused=REFUSED, **out)
-    close()
+    global SIDE
+    SIDE = worker_side()
+    SIDE.serve(OPS, close=close)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 environment) against scripted servers over real HTTP: plumbing; and one smoke on the embedded
 local models (marked `local_model`).
 
-The scripted writer (`_scripted.memos_responder`) answers MemOS's extraction calls in the
+The scripted writer (`_memos_scripted.memos_responder`) answers MemOS's extraction calls in the
 shape its prompt asks for (one memory per line of the speaker whose side is extracted), so
 what lands in MemOS's store comes from session text. Most checks read one pack (`run`,
 module-scoped: three `qa` runs of one run id, a failed, a resumed and a finished one, with
@@ -26,11 +26,9 @@ Skipped, with the reason, when the plugin or its MemOS environment is not instal
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +41,24 @@ if not _env.python().is_file():
     pytest.skip(f"no MemOS environment at {_env.python()}: bash plugins/memos/install.sh", allow_module_level=True)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _scripted import PROMPT_START, conversation_of, is_extraction, memos_responder  # noqa: E402
+from _memos_scripted import PROMPT_START, conversation_of, is_extraction, memos_responder  # noqa: E402
 
 from memorybench.cli import main  # noqa: E402
 from memorybench.errors import UserError  # noqa: E402
-from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.testing.scripted_server import Reply, ScriptedOpenAIServer, Status, echo_responder  # noqa: E402
-from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
+from memorybench.testing.plugin_qa import (  # noqa: E402
+    ResumedRuns,
+    ScriptedQA,
+    assert_only_the_endpoint,
+    broken_python,
+    error_line,
+    pinned_locomo,
+    resumed_runs,
+    rows,
+    scripted_servers,
+    smoke_qa,
+)
+from memorybench.testing.scripted_server import Reply  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
@@ -62,117 +70,28 @@ RANDOM_DIGITS = re.compile(
     r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}|[0-9a-f]{16,}"
     r"|\d{4}-\d\d-\d\d[ t]\d\d:\d\d:\d\d(?:[.,]\d+)?"
 )
-
-
-def rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()] if path.is_file() else []
-
-
-def pins() -> Path:
-    return Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[4] / "shared" / "pins")
-
-
-def qa(tmp: Path, reader: ScriptedOpenAIServer, writer: ScriptedOpenAIServer, *extra: str) -> int:
-    try:
-        return main(
-            [
-                "qa",
-                "reader=openai_compatible",
-                f"reader.base_url={reader.base_url}",
-                "reader.model=scripted",
-                "memory=memos",
-                "writer=openai_compatible",
-                f"writer.base_url={writer.base_url}",
-                "writer.model=scripted-writer",
-                "embedder=hashing",
-                f"dataset.path={MINI}",
-                f"paths.packs={tmp / 'packs'}",
-                f"paths.cache={tmp / 'cache'}",
-                "name=memos",
-                "max_questions=3",
-                *extra,
-            ]
-        )
-    except SystemExit as e:
-        return int(e.code or 0)
+qa = ScriptedQA(main, "memos", MINI)
+the_pack = qa.pack
 
 
 @pytest.fixture()
 def servers():
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=memos_responder) as writer:
-        yield reader, writer
+    with scripted_servers(memos_responder) as pair:
+        yield pair
 
 
-def the_pack(tmp: Path) -> Path:
-    (pack,) = (tmp / "packs" / "memos" / "runs").iterdir()
-    return pack
-
-
-@dataclass
-class SharedRun:
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> ResumedRuns:
     """One pack made by three `qa` runs of the same run id on mini-1 (its two sessions), with
     an OPENAI_API_KEY canary and a dead OPENAI_BASE_URL in the environment: the first stops
     when the reader fails on the second question (the memory committed), the second resumes
     it (MemOS opened again over the pack's store, for search only), the third finds it done."""
-
-    tmp: Path
-    pack: Path
-    codes: list[int]
-    #: after the first run: its predictions, whether _SUCCESS was there, the writer calls made
-    first: dict[str, Any]
-    writer_requests: list[dict[str, Any]]
-    reader_requests: list[dict[str, Any]]
-    writer_port: int
-    seen: list[tuple[str, Any]]
-    shown: tuple[int, str]
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> SharedRun:
-    tmp = tmp_path_factory.mktemp("memos-shared")
-    answered: list[int] = []
-
-    def failing_once(body: dict[str, Any]) -> Any:
-        answered.append(1)
-        return Status(400, message="scripted reader failure") if len(answered) == 2 else echo_responder(body)
-
-    with (
-        pytest.MonkeyPatch.context() as patch,
-        ScriptedOpenAIServer(responder=failing_once) as reader,
-        ScriptedOpenAIServer(responder=memos_responder) as writer,
-        SocketAudit() as audit,
-    ):
-        patch.setenv("OPENAI_API_KEY", CANARY)
-        patch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # the openai client's default: never used
-        codes = [qa(tmp, reader, writer)]
-        pack = the_pack(tmp)
-        first = {
-            "predictions": len(rows(pack / "predictions.jsonl")),
-            "success": (pack / "_SUCCESS").exists(),
-            "writer_calls": len(writer.requests),
-        }
-        codes += [qa(tmp, reader, writer), qa(tmp, reader, writer)]
-        question = rows(pack / "predictions.jsonl")[0]["question_id"]
-        import contextlib
-        import io
-
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            try:
-                shown = main(["show", str(pack), question])
-            except SystemExit as e:
-                shown = int(e.code or 0)
-        return SharedRun(
-            tmp,
-            pack,
-            codes,
-            first,
-            list(writer.requests),
-            list(reader.requests),
-            writer.port,
-            list(audit.seen),
-            (shown, out.getvalue()),
-        )
+    return resumed_runs(
+        qa,
+        tmp_path_factory.mktemp("memos-shared"),
+        memos_responder,
+        {"OPENAI_API_KEY": CANARY, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},  # the openai client's default: never used
+    )
 
 
 def test_memos_extracts_stores_and_searches_through_the_recording_endpoint(run):
@@ -234,12 +153,10 @@ def test_memos_extracts_stores_and_searches_through_the_recording_endpoint(run):
     (endpoint_at,) = library["connections"]
     assert endpoint_at.startswith("127.0.0.1:")
     # ... and in this process only the endpoint's threads called the writer
-    proxy_ports = {addr[1] for name, addr in run.seen if name.startswith(THREAD_NAME)}
-    assert proxy_ports <= {run.writer_port}
-    assert all(isinstance(addr, tuple) and addr[0] == "127.0.0.1" for _, addr in run.seen), run.seen
+    assert_only_the_endpoint(run.seen, run.writer_port)
 
     # `show` walks a question through the pack: the store, what MemOS retrieved, the writer calls
-    shown, out = run.shown
+    shown, out = qa.show(pack, rows(pack / "predictions.jsonl")[0]["question_id"])
     assert shown == 0 and "method memos" in out and "retrieved for this question" in out
     assert f"memory/library_stores/memos/{sid}/" in out and "memos:extract" in out
 
@@ -288,14 +205,11 @@ def test_the_store_words_are_an_empty_store_s_and_leave_the_rest_of_a_store_scan
     stores the installed MemOS made, holds them, and no word of a conversation or an id; with
     the pack's prompt files as verify reads them, the shared run's store holds no LoCoMo gold
     of any conversation but what its own conversation's text holds (its ids and timestamps aside)."""
-    locomo = pins() / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing (MEMORYBENCH_PINS)")
+    locomo = pinned_locomo("the check reads LoCoMo's golds")
     from memorybench.data.source import load_dataset
+    from memorybench.memory.venv_store_words import HEX_ONLY, WORD
     from memorybench.pack.verify.contamination import _text_of
     from memorybench.pack.verify.needles import Needles, date_forms
-
-    from mb_memos._store_words import HEX_ONLY, WORD
 
     text = (run.pack / "prompts" / STORE_WORDS_FILE).read_text("utf-8")
     head, *words = text.splitlines()
@@ -348,7 +262,7 @@ def test_a_reply_memos_cannot_use_is_a_counted_failure_with_its_words(tmp_path):
             return Reply(text="Sure! Here are the memories: Ana started pottery.")
         return memos_responder(body)
 
-    with ScriptedOpenAIServer() as reader, ScriptedOpenAIServer(responder=prose_once) as writer:
+    with scripted_servers(prose_once) as (reader, writer):
         assert qa(tmp_path, reader, writer, "memory.max_failed_share=1.0", "memory.max_sessions=1") == 0
     pack = the_pack(tmp_path)
     calls = rows(pack / "memory/writer/calls.jsonl")
@@ -391,15 +305,14 @@ def test_the_budget_top_k_is_memos_top_k_and_a_schema_writer_gets_the_reply_s_sc
 def test_a_connection_elsewhere_is_refused_and_stops_the_run(tmp_path, servers, capsys, monkeypatch):
     """The worker's socket audit allows only the recording endpoint's address: told another
     port, MemOS's first call is refused in its process, and the run stops with one line."""
-    from mb_memos import _core
+    from memorybench.memory import venv_method
 
-    monkeypatch.setattr(_core, "_host_port", lambda base_url: ("127.0.0.1", 9))
+    monkeypatch.setattr(venv_method, "host_port", lambda base_url: ("127.0.0.1", 9))
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_sessions=1") != 0
-    err = capsys.readouterr().err
-    (line,) = [line for line in err.splitlines() if line.startswith("memorybench: error:")]
+    line = error_line(capsys.readouterr().err)
     assert "MemOS tried to connect to 127.0.0.1:" in line and "only the recording endpoint" in line
-    assert "Traceback" not in err and writer.requests == []
+    assert writer.requests == []
 
 
 # -- every way it can fail to start: one line ---------------------------------------------------
@@ -436,10 +349,7 @@ def test_qa_refuses_another_memos_before_any_call(tmp_path, servers, monkeypatch
 
 def test_a_worker_that_dies_is_one_line(tmp_path, servers, capsys, monkeypatch):
     """The MemOS environment's Python is not a Python that can run the worker: one line with its last words."""
-    fake = tmp_path / "bin" / "python"
-    fake.parent.mkdir(parents=True)
-    fake.write_text("#!/bin/sh\necho 'MemOS environment is broken' >&2\nexit 3\n")
-    fake.chmod(0o755)
+    fake = broken_python(tmp_path, "MemOS environment is broken")
     from mb_memos import _core
 
     monkeypatch.setattr(_core, "check_installed", lambda: None)
@@ -448,10 +358,8 @@ def test_a_worker_that_dies_is_one_line(tmp_path, servers, capsys, monkeypatch):
     monkeypatch.setenv(_env.PYTHON_ENV, str(fake))
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_sessions=1") != 0
-    err = capsys.readouterr().err
-    (line,) = [line for line in err.splitlines() if line.startswith("memorybench: error:")]
+    line = error_line(capsys.readouterr().err)
     assert "MemOS's worker exited (code 3)" in line and "MemOS environment is broken" in line
-    assert "Traceback" not in err
 
 
 def test_an_environment_without_memos_is_one_line(tmp_path, servers, capsys, monkeypatch):
@@ -470,10 +378,9 @@ def test_an_environment_without_memos_is_one_line(tmp_path, servers, capsys, mon
     )  # the worker's open fails
     reader, writer = servers
     assert qa(tmp_path, reader, writer, "memory.max_sessions=1") != 0
-    err = capsys.readouterr().err
-    (line,) = [line for line in err.splitlines() if line.startswith("memorybench: error:")]
+    line = error_line(capsys.readouterr().err)
     assert "MemOS stopped during open of mini-1: ModuleNotFoundError: No module named 'memos'" in line
-    assert "Traceback" not in err and writer.requests == []
+    assert writer.requests == []
 
 
 # -- pieces --------------------------------------------------------------------------------------
@@ -513,51 +420,22 @@ def test_a_session_is_two_sides_of_memos_messages():
     )
 
 
-def test_plain_strings_bounds_every_free_string():
-    from mb_memos._core import plain_strings
-
-    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5}, "b": {"type": "string", "enum": ["x"]}}}
-    out = plain_strings(schema)
-    assert out["properties"]["a"]["pattern"] == '^[^"\\\\\\x00-\\x1F]{0,5}$' and "pattern" not in out["properties"]["b"]
-    assert re.fullmatch(out["properties"]["a"]["pattern"][1:-1], "ab c") and not re.fullmatch(
-        out["properties"]["a"]["pattern"][1:-1], "a\nb"
-    )
-    assert "pattern" not in schema["properties"]["a"]  # a copy
-
-
 @pytest.mark.local_model
 def test_memos_smoke_on_the_embedded_model(tmp_path):
     """conv-26's first session on the embedded models (SmolLM2 writes under the extraction
     schema as a grammar, Gemma reads), 5 questions: answers, a pack that verifies, every library
     call a row."""
-    locomo = pins() / "data" / "locomo10.json"
-    if not locomo.is_file():
-        pytest.skip(f"{locomo} is missing: the smoke reads LoCoMo from the pinned files (MEMORYBENCH_PINS)")
-    import subprocess
-
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memorybench.cli",
-            "qa",
-            "memory=memos",
-            "writer=local",
-            "reader=local",
-            "memory.max_sessions=1",
-            "max_questions=5",
-            f"dataset.path={locomo}",
-            f"paths.packs={tmp_path / 'packs'}",
-            f"paths.cache={tmp_path / 'cache'}",
-            "name=memos-smoke",
-        ],
-        capture_output=True,
-        text=True,
+    pack = smoke_qa(
+        tmp_path,
+        "memos-smoke",
+        "memory=memos",
+        "writer=local",
+        "reader=local",
+        "memory.max_sessions=1",
+        "max_questions=5",
         timeout=1800,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    (pack,) = (tmp_path / "packs" / "memos-smoke" / "runs").iterdir()
     findings = verify_pack(pack)  # a warning at most: the small writer's failed tasks, counted
     assert all(f.warning for f in findings), [f.format() for f in findings]
     (cost,) = rows(pack / "memory/build_cost.jsonl")
