@@ -36,7 +36,6 @@ after it, the stub model's reply); the rest is the same for every library:
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from memorybench.errors import UserError
+from memorybench.fs import write_atomic
 from memorybench.hashing import sha256_parts
 from memorybench.memory.venv_worker import VenvLibrary, Worker, WorkerError, host_port
 from memorybench.pack.verify.needles import MIN_GOLD_LENGTH
@@ -106,10 +106,7 @@ class EmptyStores:
         )
         text = head + "\n" + "\n".join(words) + "\n"
         try:  # another process may make it at the same time: the same text, replaced whole
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part = path.with_name(f"{path.name}.{os.getpid()}.part")
-            part.write_text(text, "utf-8")
-            os.replace(part, path)
+            write_atomic(path, text)
             for old in path.parent.glob("store-words-*.txt"):  # another version's or recipe's: never read again
                 if old != path:
                     old.unlink(missing_ok=True)
