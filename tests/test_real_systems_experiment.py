@@ -74,7 +74,7 @@ def test_a_run_spec_in_both_experiments_has_one_run_id():
 
 
 def test_graphiti_is_the_same_run_in_both_experiments():
-    pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: .venv/bin/pip install -e plugins/graphiti")
+    pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: bash plugins/graphiti/install.sh")
     with hydra_context():
         real = compose_spec([EXPERIMENT, "memory=graphiti"])
         clone = compose_spec(["experiment=clone_vs_real", "memory=graphiti"])

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 pytest.importorskip("mb_mem0_lib", reason="the mem0_lib plugin is not installed: .venv/bin/pip install -e plugins/mem0_lib")
-pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: .venv/bin/pip install -e plugins/graphiti")
+pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: bash plugins/graphiti/install.sh")
 
 from conftest import FIXTURES, REPO, scripted_reader  # noqa: E402
 from memory.memtest import writer_responder  # noqa: E402
@@ -128,8 +128,7 @@ def test_the_experiment_is_each_clone_beside_its_real_system(clone_vs_real):
     assert len(packs) == len(MEMORIES)
     shared = set()
     for pack in packs:
-        if not pack.name.startswith("graphiti-"):  # plugins/graphiti/tests verify its packs: scanning two
-            assert verify_pack(pack) == [], pack.name  # 35 MB Kuzu files for gold takes 25 s of this test
+        assert verify_pack(pack) == [], pack.name
         config = yaml.safe_load((pack / "config.resolved.yaml").read_text("utf-8"))
         # the same reader, writer, embedder and judge: only the memory differs
         shared.add(json.dumps([config[g] for g in ("reader", "writer", "embedder", "judge")], sort_keys=True))
@@ -149,7 +148,9 @@ def test_the_report_puts_them_side_by_side_with_the_paired_comparison(clone_vs_r
         # each side's number is its own score over the compared questions; the difference is real minus clone
         assert float(r["a"]) == pytest.approx(float(overall[r["baseline"]]["locomo_f1"]), abs=1e-6)
         assert float(r["b"]) == pytest.approx(float(overall[r["condition"]]["locomo_f1"]), abs=1e-6)
-        assert float(r["difference"]) == pytest.approx(float(r["b"]) - float(r["a"]), abs=1e-9)
+        # the CSV writes each of the three to 6 significant digits (`%.6g`): each of a and b is off
+        # by up to 5e-7 of a score below 1, the difference by far less
+        assert float(r["difference"]) == pytest.approx(float(r["b"]) - float(r["a"]), abs=1.1e-6)
         assert int(r["conversations"]) == 2 and not math.isnan(float(r["ci_low"]))
     assert any(float(r["locomo_f1"]) > 0 for r in overall.values())
     latency = {r["condition"]: r for r in _csv(report.table_files["latency_tokens"])}

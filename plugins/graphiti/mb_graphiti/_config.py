@@ -12,6 +12,9 @@ from memorybench.memory._failures import WriterMemoryConfig
 
 @dataclass
 class GraphitiConfig(WriterMemoryConfig):
+    #: the graph store: "falkordb" (FalkorDB-lite's server, plugins/graphiti/install.sh fetches it)
+    #: or "kuzu" (embedded Kuzu, kept while it installs)
+    backend: str = "falkordb"
     #: facts (entity edges) per question, best first (Graphiti's hybrid search, RRF)
     edge_limit: int = 20
     #: entities (nodes, with their summaries) per question

@@ -1,13 +1,23 @@
-"""`graphiti`: Graphiti's own pipeline, its calls recorded, its Kùzu database in the pack.
+"""`graphiti`: Graphiti's own pipeline, its calls recorded, its graph store in the pack.
 
 Build (once per conversation): a fresh `graphiti_core.Graphiti` whose LLM client is
 Graphiti's `OpenAIGenericClient` (chat completions with a `json_schema` response format)
 and whose embedder is its `OpenAIEmbedder`, both pointed at memorybench's recording
-endpoint (`LibraryEndpoint`), and whose graph driver is the embedded `KuzuDriver` on
-`memory/library_stores/graphiti/<sample_id>/graph.kuzu`. Each conversation has a database
-of its own, so every episode goes to Graphiti's default partition (`group_id` left unset:
-graphiti-core 0.31.2's Kùzu driver fails on an explicit one, `'KuzuDriver' object has no
-attribute '_database'`). Each message is an episode of its own (`turns_per_episode` turns
+endpoint (`LibraryEndpoint`), and whose graph driver is, by `memory.backend`:
+
+- `falkordb` (the default): Graphiti's `FalkorDriver` on a FalkorDB server of the
+  conversation's own (FalkorDB-lite's binaries, `mb_graphiti._falkordb`: a unix socket in a
+  temporary folder); when the conversation is built its graph is saved (SAVE) as
+  `memory/library_stores/graphiti/<sample_id>/dump.rdb`, and a resumed run starts a server
+  on a copy of that file to search it;
+- `kuzu`: the embedded `KuzuDriver` on `memory/library_stores/graphiti/<sample_id>/graph.kuzu`
+  (kept while Kùzu installs: it has had no release since 0.11.3).
+
+Each conversation has a store of its own, so every episode goes to Graphiti's default
+partition (`group_id` left unset: graphiti-core 0.31.2's Kùzu driver fails on an explicit
+one, `'KuzuDriver' object has no attribute '_database'`). One store is open at a time:
+opening the next conversation's closes the last (its FalkorDB server stops). Each message is
+an episode of its own (`turns_per_episode` turns
 joined), `SPEAKER: text` with the session's date as its reference time, added in file
 order with `add_episode`: Graphiti extracts entities and facts, resolves duplicates
 against the graph, dates facts and invalidates contradicted ones, all with its own prompts.
@@ -22,7 +32,7 @@ cross-encoder rerankers are not used: they need log-probabilities, which the rec
 endpoint does not forward (docs/systems/graphiti.md says what that changes).
 
 The store folder is removed before a build, so a killed build restarts its conversation
-cleanly; a committed conversation is loaded from the pack and its database reopened for
+cleanly; a committed conversation is loaded from the pack and its store reopened for
 search only. Telemetry is off before graphiti is imported (GRAPHITI_TELEMETRY_ENABLED=false).
 """
 
@@ -36,6 +46,8 @@ import warnings
 from importlib.metadata import version
 from datetime import datetime, timedelta, timezone
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig
@@ -56,6 +68,10 @@ SESSION_DATES = (LOCOMO_DATE, "%Y/%m/%d (%a) %H:%M")
 #: Graphiti's prompts are long (instructions, the previous episodes, the graph's candidates):
 #: the embedded writer's context is sized to hold the longest one seen in Graphiti 0.31
 PROMPT_TOKENS = 6144
+#: `memory.backend`: the graph stores Graphiti runs on here (kuzu while it installs)
+BACKENDS = ("falkordb", "kuzu")
+#: the FalkorDB graph (a redis key) each conversation's server holds
+FALKOR_GRAPH = "graphiti"
 
 
 def import_graphiti() -> dict[str, Any]:
@@ -64,7 +80,6 @@ def import_graphiti() -> dict[str, Any]:
     try:
         from graphiti_core import Graphiti
         from graphiti_core.cross_encoder.openai_reranker_client import OpenAIRerankerClient
-        from graphiti_core.driver.kuzu_driver import KuzuDriver
         from graphiti_core.edges import EntityEdge
         from graphiti_core.helpers import get_default_group_id
         from graphiti_core.embedder.openai import OpenAIEmbedder, OpenAIEmbedderConfig
@@ -74,15 +89,12 @@ def import_graphiti() -> dict[str, Any]:
         from graphiti_core.search.search_config_recipes import COMBINED_HYBRID_SEARCH_RRF
         from graphiti_core.telemetry import telemetry
     except ImportError as e:
-        raise UserError(
-            f"memory=graphiti needs graphiti-core[kuzu]: {e}; install it with `.venv/bin/pip install -e plugins/graphiti`"
-        ) from None
+        raise UserError(f"memory=graphiti needs graphiti-core: {e}; install it with `bash plugins/graphiti/install.sh`") from None
     if telemetry.is_telemetry_enabled():
         raise UserError("graphiti's telemetry is on (GRAPHITI_TELEMETRY_ENABLED); import graphiti only through memory=graphiti")
     return {
         "version": version("graphiti-core"),
         "Graphiti": Graphiti,
-        "KuzuDriver": KuzuDriver,
         "OpenAIGenericClient": OpenAIGenericClient,
         "LLMConfig": LLMConfig,
         "OpenAIEmbedder": OpenAIEmbedder,
@@ -94,6 +106,32 @@ def import_graphiti() -> dict[str, Any]:
         "COMBINED_HYBRID_SEARCH_RRF": COMBINED_HYBRID_SEARCH_RRF,
         "default_group": get_default_group_id,
     }
+
+
+def import_driver(backend: str) -> Any:
+    """Graphiti's driver class for `backend` (FalkorDB's needs the falkordb client, Kùzu's kuzu)."""
+    import_graphiti()
+    try:
+        if backend == "kuzu":
+            from graphiti_core.driver.kuzu_driver import KuzuDriver
+
+            return KuzuDriver
+        from graphiti_core.driver.falkordb_driver import FalkorDriver
+
+        return FalkorDriver
+    except ImportError as e:
+        raise UserError(
+            f"memory=graphiti's backend {backend} needs {e.name or e}: install it with `bash plugins/graphiti/install.sh`"
+        ) from None
+
+
+@dataclass
+class OpenStore:
+    """The graph store open now: its Graphiti, and FalkorDB's server (None on Kùzu)."""
+
+    path: Path
+    graph: Any
+    server: Any = None
 
 
 def session_time(session: Session) -> datetime:
@@ -153,6 +191,7 @@ class GraphitiMemory:
         self.turns_per_episode = int(node.turns_per_episode)
         self.max_episodes = int(node.max_episodes) if node.get("max_episodes") is not None else None
         self.json_max_items, self.json_max_chars = int(node.json_max_items), int(node.json_max_chars)
+        self.backend = self.backend_of(cfg)
         counts = {"edge_limit": self.edge_limit, "turns_per_episode": self.turns_per_episode, "max_episodes": self.max_episodes}
         bad = {k: v for k, v in counts.items() if v is not None and v < 1}
         if bad or self.node_limit < 0:
@@ -161,16 +200,35 @@ class GraphitiMemory:
             )
         self._endpoint: LibraryEndpoint | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: the one store open now (a conversation's; opening another closes it)
+        self._open: OpenStore | None = None
+        self._closing_ctx: BuildContext | None = None
         from memorybench.benchmark import benchmark_of
 
         dataset = cfg.get("dataset")
         #: how an episode's source is described to Graphiti ("LoCoMo conversation")
         self.source = f"{benchmark_of(str(dataset.name) if dataset is not None else None).title} conversation"
 
+    @staticmethod
+    def backend_of(cfg: DictConfig) -> str:
+        backend = str(cfg.memory.get("backend") or "falkordb")
+        if backend not in BACKENDS:
+            raise UserError(f"memory.backend={backend!r}: memory=graphiti runs on {' or '.join(BACKENDS)}")
+        return backend
+
+    @classmethod
+    def check(cls, cfg: DictConfig) -> None:
+        cls.backend_of(cfg)
+
     @classmethod
     def run_notes(cls, cfg: DictConfig) -> list[str]:
+        store = (
+            "embedded Kuzu"
+            if cls.backend_of(cfg) == "kuzu"
+            else "FalkorDB (FalkorDB-lite's server binaries under Debian 13's glibc, one server per conversation)"
+        )
         notes = [
-            "memory=graphiti runs Graphiti (graphiti-core, Zep's open-source engine) on embedded Kuzu, not a clone; its "
+            f"memory=graphiti runs Graphiti (graphiti-core, Zep's open-source engine) on {store}, not a clone; its "
             "model and embedding calls went through memorybench's recording endpoint to writer= and embedder=; "
             "search is hybrid with RRF (no cross-encoder reranking)"
         ]
@@ -183,13 +241,18 @@ class GraphitiMemory:
         """Graphiti's prompts as the installed library writes them, each rendered with empty
         fields: one prompt file of the pack (`prompts/library/graphiti/graphiti-core-<version>_prompts.txt`),
         so verify reads their worked examples ("Jordan", "Denver", ...) as instructions; and
-        the English stopword list Kùzu's full-text index writes into every database, a
-        constant of the store (it holds "four", "nine": gold answers elsewhere in LoCoMo)."""
+        the text every store of the backend holds, a constant of the store: on Kùzu the English
+        stopword list its full-text index writes into every database (it holds "four", "nine":
+        gold answers elsewhere in LoCoMo), on FalkorDB the words of an empty graph's dump.rdb
+        (Graphiti's schema, its full-text indexes' stopwords)."""
         g = import_graphiti()
-        return {
-            f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library(),
-            f"library/{METHOD}/kuzu-{version('kuzu')}_fts_stopwords.txt": kuzu_stopwords(),
-        }
+        prompts = {f"library/{METHOD}/graphiti-core-{g['version']}_prompts.txt": render_prompt_library()}
+        if cls.backend_of(cfg) == "kuzu":
+            prompts[f"library/{METHOD}/kuzu-{version('kuzu')}_fts_stopwords.txt"] = kuzu_stopwords()
+        else:
+            module, words = falkordb_store_words()
+            prompts[f"library/{METHOD}/falkordb-{module}_empty_store.txt"] = words
+        return prompts
 
     # -- the endpoint, the event loop and the library ------------------------------------
     def endpoint(self, ctx: BuildContext) -> LibraryEndpoint:
@@ -219,9 +282,16 @@ class GraphitiMemory:
         if writer is not None and writer.is_local and writer._endpoint is None:
             writer.longest_prompt_tokens = max(writer.longest_prompt_tokens, PROMPT_TOKENS)
 
-    def open_graph(self, ctx: BuildContext, store: Any, *, fresh: bool) -> Any:
+    def open_graph(self, ctx: BuildContext, store: Path, *, fresh: bool) -> Any:
+        """Graphiti on the conversation's store: a new one (`fresh`, the store folder empty) or
+        a committed one, for search. The store open before it is closed first."""
+        self.close_store()
+        if self._closing_ctx is not ctx:  # closed before the pack is finished (_SUCCESS records its bytes)
+            self._closing_ctx = ctx
+            ctx.closers.append(self.close_store)
         endpoint = self.endpoint(ctx)
         g = import_graphiti()
+        driver_class = import_driver(self.backend)
         dims = ctx.embedder.dim or int(endpoint.in_worker(ctx.embedder.embed, ["dimension probe"]).shape[1])
         writer = ctx.writer.node
         llm = g["OpenAIGenericClient"](
@@ -244,21 +314,59 @@ class GraphitiMemory:
         reranker = g["OpenAIRerankerClient"](
             config=g["LLMConfig"](api_key=endpoint.api_key, base_url=endpoint.base_url, model="memorybench-writer")
         )
-        with warnings.catch_warnings():  # "the Kuzu backend is deprecated": said once, in docs/systems/graphiti.md
-            warnings.simplefilter("ignore", DeprecationWarning)
-            driver = g["KuzuDriver"](db=str(store / "graph.kuzu"))
+        server = None
+        if self.backend == "kuzu":
+            with warnings.catch_warnings():  # "the Kuzu backend is deprecated": said once, in docs/systems/graphiti.md
+                warnings.simplefilter("ignore", DeprecationWarning)
+                driver = driver_class(db=str(store / "graph.kuzu"))
+        else:
+            from falkordb.asyncio import FalkorDB
+
+            from mb_graphiti._falkordb import FalkorServer
+
+            # a build's server keeps its data in the store folder (SAVE writes dump.rdb there); a
+            # committed store is searched on a copy of its dump.rdb
+            server = FalkorServer(store, read_only=not fresh).start()
+            try:
+                driver = driver_class(falkor_db=FalkorDB(unix_socket_path=server.socket), database=FALKOR_GRAPH)
+            except BaseException:
+                server.stop()
+                raise
         graph = g["Graphiti"](graph_driver=driver, llm_client=llm, embedder=embedder, cross_encoder=reranker, max_coroutines=1)
+        # from here on close_store closes it (a FalkorDB server stops, on an error too)
+        self._open = OpenStore(Path(store), graph, server)
         for part, client in (("llm", llm.client), ("embedder", embedder.client), ("reranker", reranker.client)):
             if not str(client.base_url).startswith(endpoint.base_url):
                 raise UserError(f"graphiti's {part} calls {client.base_url}, not memorybench's recording endpoint")
-        # closed before the pack is finished: Kùzu folds its write-ahead log into the
-        # database file on close, and _SUCCESS records that file's final bytes
-        ctx.closers.append(lambda: close_graph(graph))
         if fresh:
             # Graphiti.build_indices_and_constraints is a no-op on Kùzu in 0.31.2 (the driver's
-            # own method passes); its graph operations hold the full-text indexes search needs
+            # own method passes); its graph operations hold the full-text indexes search needs.
+            # On FalkorDB: its range and full-text indexes (with Graphiti's stopwords)
             self.run(driver.graph_ops.build_indices_and_constraints(driver))
         return graph
+
+    def close_store(self) -> None:
+        """Close the open store (idempotent), before the pack is finished (_SUCCESS records the
+        store's bytes): Kùzu folds its write-ahead log into the database file on close;
+        FalkorDB's client disconnects and its server stops without saving (the build saved)."""
+        open_store, self._open = self._open, None
+        if open_store is None:
+            return
+        try:
+            if open_store.server is None:
+                close_graph(open_store.graph)
+            else:
+                with contextlib.suppress(Exception):  # the server stops whatever the client says
+                    self.run(open_store.graph.driver.close())
+        finally:
+            if open_store.server is not None:
+                open_store.server.stop()
+
+    def graph_of(self, ctx: BuildContext, store: Path) -> Any:
+        """The Graphiti of a committed store: the open one, else reopened for search."""
+        if self._open is not None and self._open.path == Path(store):
+            return self._open.graph
+        return self.open_graph(ctx, store, fresh=False)
 
     # -- build -------------------------------------------------------------------------
     def episodes(self, conversation: Conversation) -> list[tuple[Session, tuple[Any, ...]]]:
@@ -304,16 +412,18 @@ class GraphitiMemory:
                     ) from None
                 dia_of[result.episode.uuid] = tuple(t.dia_id for t in turns)
             nodes, edges = self.dump(graph, sid)
+            server = self._open.server if self._open is not None else None
+            if server is not None:
+                server.save()  # the built graph: memory/library_stores/graphiti/<sample_id>/dump.rdb
         items = [MemoryItem(e.uuid, render_fact(e), _sources(e, dia_of)) for e in edges]
         items += [MemoryItem(n.uuid, render_entity(n), ()) for n in nodes]
         built = BuiltMemory(sid, items, state={"store": relstore, "episodes": {k: list(v) for k, v in dia_of.items()}})
-        built.runtime["graph"] = graph
         sessions = len({s.index for s, _ in episodes})
         built.metadata["library"] = {
             "distribution": "graphiti-core",
             "version": g["version"],
             "class": "graphiti_core.Graphiti",
-            "driver": "kuzu (embedded)",
+            "driver": "kuzu (embedded)" if self.backend == "kuzu" else "falkordb (FalkorDB-lite's server, a unix socket)",
             "store": relstore,
             "episodes": len(episodes),
             "entities": len(nodes),
@@ -323,6 +433,8 @@ class GraphitiMemory:
             "endpoint_rows": dict(endpoint.rows),
             "refused": len(endpoint.proxy.refused),
         }
+        if server is not None:  # what the server that built it said it is
+            built.metadata["library"]["server"] = server.versions()
         if endpoint.json_bounds:
             built.metadata["library"]["json_bounds"] = dict(endpoint.json_bounds)
         return built
@@ -363,9 +475,8 @@ class GraphitiMemory:
             }
         )
         with endpoint.scope(asked.sample_id, asked.question_id):
-            graph = built.runtime.get("graph")
-            if graph is None:  # a resumed run: the committed database, reopened for search
-                graph = built.runtime["graph"] = self.open_graph(ctx, ctx.pack.path(built.state["store"]), fresh=False)
+            # the graph just built, else (a resumed run) the committed store reopened for search
+            graph = self.graph_of(ctx, ctx.pack.path(built.state["store"]))
             found = self.run(graph.search_(asked.question, config=config))
         edges = list(zip(found.edges, found.edge_reranker_scores or [0.0] * len(found.edges)))[: self.edge_limit]
         nodes = list(zip(found.nodes, found.node_reranker_scores or [0.0] * len(found.nodes)))[: self.node_limit]
@@ -442,14 +553,12 @@ def kuzu_stopwords() -> str:
     substrings), read from an empty database made here with Graphiti's schema and indexes."""
     import re
     import tempfile
-    from pathlib import Path
 
-    g = import_graphiti()
     with tempfile.TemporaryDirectory(prefix="mb-kuzu-") as tmp:
         path = Path(tmp) / "empty.kuzu"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            driver = g["KuzuDriver"](db=str(path))
+            driver = import_driver("kuzu")(db=str(path))
         loop = asyncio.new_event_loop()
         try:
             loop.run_until_complete(driver.graph_ops.build_indices_and_constraints(driver))
@@ -466,6 +575,42 @@ def kuzu_stopwords() -> str:
     return (
         f"# Kuzu {version('kuzu')}'s default English stopwords, as its full-text index stores them "
         f"(one run of text, words joined)\n{blob}\n"
+    )
+
+
+def falkordb_store_words() -> tuple[str, str]:
+    """The words every FalkorDB store of Graphiti holds, whatever its conversation: those of an
+    empty graph's dump.rdb with Graphiti's indexes (its labels and property names, the stopwords
+    it gives FalkorDB's full-text indexes, redis's and GraphBLAS's own names), as verify reads a
+    binary file. Two empty stores are made, each by a server of its own, and a word is kept when
+    both hold it (a few bytes of a dump are addresses and times, different in each). Returns
+    FalkorDB's module version and the text."""
+    import re
+    import tempfile
+
+    from falkordb.asyncio import FalkorDB
+
+    from mb_graphiti._falkordb import FalkorServer
+
+    driver_class = import_driver("falkordb")
+    found: list[set[str]] = []
+    module = "?"
+    for _ in range(2):
+        with tempfile.TemporaryDirectory(prefix="mb-falkordb-") as tmp, FalkorServer(Path(tmp)) as server:
+            driver = driver_class(falkor_db=FalkorDB(unix_socket_path=server.socket), database=FALKOR_GRAPH)
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(driver.graph_ops.build_indices_and_constraints(driver))
+                loop.run_until_complete(driver.close())
+            finally:
+                loop.close()
+            module = server.versions().get("falkordb-module", "?")
+            data = server.save().read_bytes()
+        found.append({w.decode("ascii") for w in re.findall(rb"[A-Za-z][A-Za-z0-9_.-]+", data) if len(w) >= 3})
+    words = sorted(found[0] & found[1], key=lambda w: (w.lower(), w))
+    return module, (
+        f"# FalkorDB {module}'s store of an empty Graphiti graph (its indexes, their stopwords): the words of its "
+        "dump.rdb, one a line\n" + "\n".join(words) + "\n"
     )
 
 

