@@ -58,6 +58,7 @@ __all__ = [
     "datasets",
     "imported",
     "judge_protocols",
+    "plural_of",
 ]
 
 #: LoCoMo's single-hop rule (normalised, Porter-stemmed token F1, no category rule): the
@@ -78,6 +79,11 @@ def imported(target: str) -> Any:
     for part in path.split(".") if path else ():
         found = found[part] if isinstance(found, Mapping) else getattr(found, part)
     return found
+
+
+def plural_of(word: str) -> str:
+    """A kind's word in the plural: "categories", "types", "abilities"."""
+    return f"{word[:-1]}ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else f"{word}s"
 
 
 def available_memory() -> int | None:
@@ -297,6 +303,11 @@ class Benchmark:
     #: and `calibration_sets(pins, max_questions, dataset) -> memorybench.stages.judge_check.CalibrationSets`;
     #: None: judge-check has no sets for it
     judge_sets: str | None = None
+    #: the keys under which its `judge_figures` and `importer` modules write a block of its own into
+    #: a record every benchmark shares (their `FIELD`: LongMemEval's figures in
+    #: autorater_metrics.json, its reproduction in reproduction.json), named here so that reading
+    #: a block imports no benchmark's code (`memorybench.pack.benchmark_block`)
+    blocks: tuple[str, ...] = ()
     #: what one sample (the memory built once, its questions asked over it) is called in a
     #: sentence, singular: a LoCoMo conversation, a LongMemEval question's haystack
     sample: str = "conversation"
@@ -307,6 +318,11 @@ class Benchmark:
         """What its rows' lexical F1 (`locomo_f1`) is called in a line: its own published score
         ("LoCoMo F1"), else a diagnostic, never another benchmark's score."""
         return f"{self.title} F1" if self.own_lexical_rules else "token F1 (diagnostic)"
+
+    @property
+    def kinds_word(self) -> str:
+        """`kind_word` in the plural: "categories", "types", "abilities"."""
+        return plural_of(self.kind_word)
 
     def samples(self, count: int) -> str:
         """`10 conversation(s)`, `20 haystack(s)`: how many samples a figure covers."""
@@ -443,16 +459,9 @@ def benchmark_scorers() -> dict[str, Any]:
 
 
 def block_keys() -> frozenset[str]:
-    """The keys under which the benchmarks' own modules write a block into a record every
-    benchmark shares (`FIELD` of their `judge_figures` and `importer` modules: LongMemEval's
-    figures in autorater_metrics.json, its reproduction in an import's reproduction.json)."""
-    keys = set()
-    for benchmark in benchmarks().values():
-        for module in (benchmark.judge_figures, benchmark.importer):
-            key = getattr(imported(module), "FIELD", None) if module else None
-            if isinstance(key, str):
-                keys.add(key)
-    return frozenset(keys)
+    """The keys under which the benchmarks write a block of their own into a record every
+    benchmark shares (each record's `blocks`)."""
+    return frozenset(key for benchmark in benchmarks().values() for key in benchmark.blocks)
 
 
 def own_tables() -> dict[str, OwnTable]:

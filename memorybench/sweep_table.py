@@ -18,6 +18,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from memorybench.errors import printable
+from memorybench.score.scorers import LEXICAL
 
 COLUMNS = ("overrides", "run_id", "questions", "F1 1-4", "F1 1-5", "cost", "status")
 
@@ -53,12 +54,13 @@ def job_row(job_return: JobReturn) -> dict[str, str]:
 
 
 def _subset(metrics: dict[str, Any], name: str) -> Any:
-    """LoCoMo F1 over a named subset of a run's metrics.json: metrics.v2's `scores.locomo_f1.subsets`,
-    or an older metrics.v1's `locomo_f1.overall_1_4` / `overall_1_5`."""
+    """The lexical score (`LEXICAL`, LoCoMo F1) over a named subset of a run's metrics.json:
+    metrics.v2's `scores.<LEXICAL>.subsets`, or an older metrics.v1's `<LEXICAL>.overall_1_4` /
+    `overall_1_5`."""
     scores = metrics.get("scores")
     if isinstance(scores, dict):
-        return (((scores.get("locomo_f1") or {}).get("subsets") or {}).get(name) or {}).get("value")
-    return (metrics.get("locomo_f1") or {}).get("overall_" + name.replace("-", "_"))
+        return (((scores.get(LEXICAL) or {}).get("subsets") or {}).get(name) or {}).get("value")
+    return (metrics.get(LEXICAL) or {}).get("overall_" + name.replace("-", "_"))
 
 
 def format_table(rows: list[dict[str, str]]) -> str:

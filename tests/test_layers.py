@@ -32,7 +32,6 @@ LAYERS: dict[str, int] = {
     "help": 0,
     "progress": 0,
     "fs": 0,
-    "sweep_table": 0,
     # 1: data and the benchmarks it belongs to, models, scores, packs and where they are stored
     "data": 1,
     "benchmark": 1,
@@ -59,6 +58,7 @@ LAYERS: dict[str, int] = {
     # 4: the top: command line, Hydra app, tracking, the cloud
     "cli": 4,
     "hydra_app": 4,
+    "sweep_table": 4,
     "tracking": 4,
     "cloudrun": 4,
     "completion": 4,

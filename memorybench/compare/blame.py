@@ -67,7 +67,7 @@ __all__ = [
 CLASSES = ("not_stored", "not_retrieved", "ignored", "wrong_judged", "correct")
 #: the score at or above which an answer counts as right (a judge's mean, or LoCoMo F1)
 CORRECT_AT = 0.5
-BASIS_F1 = "locomo_f1>=0.5"
+BASIS_F1 = f"{LEXICAL}>={CORRECT_AT}"
 _SESSION = re.compile(r"^D(\d+):")
 
 
@@ -100,7 +100,7 @@ def f1_basis(bench: Any) -> str:
     LoCoMo F1: `stemmed_token_f1>=0.5`."""
     from memorybench.score.rows import diagnostic_name
 
-    return BASIS_F1 if bench.own_lexical_rules else f"{diagnostic_name('locomo_f1')}>={CORRECT_AT}"
+    return BASIS_F1 if bench.own_lexical_rules else f"{diagnostic_name(LEXICAL)}>={CORRECT_AT}"
 
 
 def _session_of(dia_id: str) -> str | None:

@@ -3,9 +3,10 @@ question) and `runs.parquet` (`RUNS_SCHEMA`, one row per run), each carrying
 `memorybench.schema` in its metadata, plus the columns every judge adds
 (`JUDGE_EXAMPLE_COLUMNS`, `JUDGE_RUN_COLUMNS`: `<name>/<judge id>`, `with_judges`), and in the
 runs table the columns of another benchmark's packs (`benchmark_run_columns`: LongMemEval's lexical
-diagnostic by its own name, per question type; such a row leaves LoCoMo's `LOCOMO_RUN_COLUMNS` null;
-`benchmark_judge_columns`: each judge's figure by the benchmark's own name, overall, task-averaged,
-per subset and question type; such a row leaves the J-named `LOCOMO_JUDGE_COLUMNS` of its judges null).
+diagnostic by its own name, per question type; such a row leaves the lexical scorer's
+`LEXICAL_RUN_COLUMNS` null; `benchmark_judge_columns`: each judge's figure by the benchmark's own
+name, overall, task-averaged, per subset and question type; such a row leaves the J-named
+`J_COLUMNS` of its judges null).
 What fills them is `memorybench.compare.aggregate`.
 """
 
@@ -16,16 +17,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, judge_key
+from memorybench.compare.summary import CATEGORIES, CHOICE_GROUPS, JUDGED_CATEGORIES, SUBSETS, judge_key
 from memorybench.benchmark import Benchmark, benchmark_named
-from memorybench.score.scorers import LEXICAL
+from memorybench.score.scorers import LEXICAL, kind_column, subset_column
 
 __all__ = [
     "EXAMPLES_SCHEMA",
     "JUDGE_EXAMPLE_COLUMNS",
     "JUDGE_RUN_COLUMNS",
-    "LOCOMO_JUDGE_COLUMNS",
-    "LOCOMO_RUN_COLUMNS",
+    "J_COLUMNS",
+    "LEXICAL_RUN_COLUMNS",
     "RUNS_SCHEMA",
     "benchmark_judge_columns",
     "benchmark_judge_values",
@@ -109,9 +110,8 @@ RUNS_SCHEMA = _schema(
         #: where category 5 was not asked; an old pack without them: null)
         (LEXICAL, pa.float64()),
         ("overall_covers", pa.string()),
-        ("locomo_f1_1_4", pa.float64()),
-        ("locomo_f1_1_5", pa.float64()),
-        *[(f"locomo_f1_cat{c}", pa.float64()) for c in CATEGORIES],
+        *[(subset_column(name), pa.float64()) for name in SUBSETS],
+        *[(kind_column(c), pa.float64()) for c in CATEGORIES],
         ("exact_match", pa.float64()),
         ("token_f1", pa.float64()),
         #: the ids of the pack's finished judges, comma-separated (their J: the `j_*/<judge id>` columns)
@@ -202,25 +202,27 @@ def with_judges(schema: pa.Schema, columns: dict[str, pa.DataType], judges: Iter
     return pa.schema([*schema, *fields], metadata=schema.metadata)
 
 
-#: the runs-table columns named by LoCoMo's F1, overalls and categories: null on another benchmark's
-#: row (its kinds are not LoCoMo's categories, its lexical score not LoCoMo F1: `benchmark_run_values`)
-LOCOMO_RUN_COLUMNS = (LEXICAL, "locomo_f1_1_4", "locomo_f1_1_5", *(f"locomo_f1_cat{c}" for c in CATEGORIES))
+#: the runs-table columns of the lexical scorer's figures: its overall, the default benchmark's subsets
+#: and kinds (LoCoMo F1, its overalls and categories): null on the row of a benchmark whose lexical
+#: score is a diagnostic (its kinds are not LoCoMo's categories, its lexical score not LoCoMo F1:
+#: `benchmark_run_values`)
+LEXICAL_RUN_COLUMNS = (LEXICAL, *(subset_column(name) for name in SUBSETS), *(kind_column(c) for c in CATEGORIES))
 
 
 def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, Any]:
-    """Another benchmark's runs-table values from its metrics.json `locomo_f1` block (`f1`, as
+    """Another benchmark's runs-table values from its metrics.json lexical (`locomo_f1`) block (`f1`, as
     `score.score_record.scores_of` reads it: {overall, by_kind, task_average} of {value, ...}), named as
     MLflow names them (`memorybench.tracking.pack_figures`): the lexical diagnostic
     `diagnostic_stemmed_token_f1` (overall), `_task_avg` (where the benchmark reports one) and
     `_<kind name>` for each of its kinds (LongMemEval's six types: `..._temporal-reasoning`), with
-    `LOCOMO_RUN_COLUMNS` null. Nothing for a LoCoMo pack: its row is as ever."""
+    `LEXICAL_RUN_COLUMNS` null. Nothing for a LoCoMo pack: its row is as ever."""
     if bench.own_lexical_rules:
         return {}
     from memorybench.score.rows import diagnostic_name
 
-    name, by_kind = f"diagnostic_{diagnostic_name('locomo_f1')}", f1.get("by_kind") or {}
+    name, by_kind = f"diagnostic_{diagnostic_name(LEXICAL)}", f1.get("by_kind") or {}
     return {
-        **dict.fromkeys(LOCOMO_RUN_COLUMNS),
+        **dict.fromkeys(LEXICAL_RUN_COLUMNS),
         name: (f1.get("overall") or {}).get("value"),
         **({f"{name}_task_avg": (f1.get("task_average") or {}).get("value")} if bench.task_averaged else {}),
         **{f"{name}_{kind}": (by_kind.get(str(number)) or {}).get("value") for number, kind in bench.category_names.items()},
@@ -229,14 +231,14 @@ def benchmark_run_values(bench: Benchmark, f1: Mapping[str, Any]) -> dict[str, A
 
 def benchmark_run_columns(bench: Benchmark) -> dict[str, pa.DataType]:
     """The runs-table columns another benchmark's packs add (`benchmark_run_values`); none for LoCoMo."""
-    return {k: pa.float64() for k in benchmark_run_values(bench, {}) if k not in LOCOMO_RUN_COLUMNS}
+    return {k: pa.float64() for k in benchmark_run_values(bench, {}) if k not in LEXICAL_RUN_COLUMNS}
 
 
 #: a judge's runs-table columns named by Mem0's J (its mean and sd over the passes, LoCoMo's categories
 #: 1-4): null on another benchmark's row, whose judge's figure is not J and whose kinds are not LoCoMo's
 #: categories (`benchmark_judge_values`); j_passes, j_agreement and the judge's model, failures, calls
 #: and cost mean the same on every benchmark and stay
-LOCOMO_JUDGE_COLUMNS = ("j_mean", "j_sd", *(f"j_cat{c}" for c in JUDGED_CATEGORIES))
+J_COLUMNS = ("j_mean", "j_sd", *(f"j_cat{c}" for c in JUDGED_CATEGORIES))
 
 
 def benchmark_judge_values(bench: Benchmark, judge_id: str, judge: Any = None) -> dict[str, Any]:
@@ -244,21 +246,21 @@ def benchmark_judge_values(bench: Benchmark, judge_id: str, judge: Any = None) -
     `memorybench.pack.autorater_schemas.AutoraterMetrics`; None: every value null), named as MLflow
     names them (`memorybench.tracking.pack_figures.benchmark_metrics`), each `<name>/<judge id>`:
     the benchmark's figure under its own name (`Benchmark.judge_values`: `longmemeval_accuracy`,
-    `beam_score`, with its subsets and kinds), with the judge's `LOCOMO_JUDGE_COLUMNS` null.
+    `beam_score`, with its subsets and kinds), with the judge's `J_COLUMNS` null.
     Nothing for a benchmark whose figure is J (LoCoMo's): its row is as ever."""
     figures = bench.judge_values(judge)
     if not figures:
         return {}
     return {
-        **{judge_key(name, judge_id): None for name in LOCOMO_JUDGE_COLUMNS},
+        **{judge_key(name, judge_id): None for name in J_COLUMNS},
         **{judge_key(name, judge_id): value for name, value in figures.items()},
     }
 
 
 def benchmark_judge_columns(bench: Benchmark, judge_id: str) -> dict[str, pa.DataType]:
     """The runs-table columns a judge of another benchmark's packs adds (`benchmark_judge_values`); none for LoCoMo."""
-    locomo = {judge_key(name, judge_id) for name in LOCOMO_JUDGE_COLUMNS}
-    return {k: pa.float64() for k in benchmark_judge_values(bench, judge_id) if k not in locomo}
+    named_j = {judge_key(name, judge_id) for name in J_COLUMNS}
+    return {k: pa.float64() for k in benchmark_judge_values(bench, judge_id) if k not in named_j}
 
 
 def with_benchmarks(schema: pa.Schema, benchmarks: Iterable[str], judges: Iterable[tuple[str, str]] = ()) -> pa.Schema:

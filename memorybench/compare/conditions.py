@@ -52,7 +52,7 @@ from typing import Any
 import yaml
 
 from memorybench.answer.prompt import question_protocol
-from memorybench.benchmark import benchmark_named, benchmark_of_pack
+from memorybench.benchmark import DEFAULT as DEFAULT_BENCHMARK, benchmark_named, benchmark_of_pack
 from memorybench.compare.category_tests import by_category, metric_kind
 from memorybench.compare.intervals import (
     Resampling,
@@ -108,7 +108,8 @@ class PackScores:
     categories: dict[str, int]
     #: each question's cluster (its sample id: a LoCoMo conversation, a LongMemEval question)
     conversations: dict[str, str]
-    locomo_f1: dict[str, float]
+    #: per-question lexical score (`memorybench.score.scorers.LEXICAL`)
+    lexical: dict[str, float]
     #: per-question J: mean score over the passes with a parsed label (categories 1-4);
     #: None when the pack has no finished autorater
     j: dict[str, float] | None = None
@@ -123,7 +124,7 @@ class PackScores:
     #: the resampling unit of the pack's benchmark (memorybench.benchmark): what a sample is
     unit: str = "conversation"
     #: the pack's benchmark (its judged kinds and labels)
-    benchmark: str = "locomo"
+    benchmark: str = DEFAULT_BENCHMARK
     #: how the questions were posed (`memorybench.answer.prompt.question_protocol`: locomo,
     #: open-ended, imported)
     protocol: str = "open-ended"
@@ -139,6 +140,14 @@ class PackScores:
     cache_dir: str | None = None
     #: the run's retrieval budget as the runs table shows it (`memorybench.compare.summary.BUDGET_COLUMNS`)
     budget: dict[str, Any] = field(default_factory=dict)
+
+    def scores(self, metric: str) -> dict[str, float] | None:
+        """Per-question scores of one of `METRICS` (the lexical scorer's, "j", "j_failed_wrong")."""
+        if metric == LEXICAL:
+            return self.lexical
+        if metric in ("j", "j_failed_wrong"):
+            return getattr(self, metric)
+        raise KeyError(metric)
 
 
 def condition_name(scores: PackScores) -> str:
@@ -241,7 +250,7 @@ def load_pack_scores(pack_root: str | Path, judge: str | None = None) -> PackSco
         conversations={r["question_id"]: str(r["sample_id"]) for r in rows},
         unit=benchmark_of_pack(pack.meta()).unit,
         benchmark=benchmark_of_pack(pack.meta()).name,
-        locomo_f1={r["question_id"]: float(r[LEXICAL]) for r in rows},
+        lexical={r["question_id"]: float(r[LEXICAL]) for r in rows},
         answer_tokens={r["question_id"]: answer_tokens(r["prediction"]) for r in rows},
         predictions={r["question_id"]: str(r["prediction"] or "") for r in rows},
         data_sha256=summary.get("data_sha256"),
@@ -370,7 +379,7 @@ def _covers(scores: PackScores, ids: Iterable[str]) -> str:
     bench = benchmark_named(scores.benchmark)
     if not bench.own_lexical_rules:  # LoCoMo's labels name its categories 1-5
         kinds = sorted(bench.category_names)
-        return f"{bench.kind_word}s {held[0]}-{held[-1]}" if held == kinds else f"{bench.kind_word}s " + ", ".join(map(str, held))
+        return f"{bench.kinds_word} {held[0]}-{held[-1]}" if held == kinds else f"{bench.kinds_word} " + ", ".join(map(str, held))
     return covers_label(held)
 
 
@@ -439,7 +448,7 @@ def _per_question(packs: Sequence[PackScores], metric: str, ids: Sequence[str]) 
     """A question's score averaged over the packs that have one."""
     out = {}
     for q in ids:
-        values = [getattr(p, metric)[q] for p in packs if q in getattr(p, metric)]
+        values = [p.scores(metric)[q] for p in packs if q in p.scores(metric)]
         if values:
             out[q] = sum(values) / len(values)
     return out
@@ -449,7 +458,7 @@ def _own_mean(pack: PackScores, metric: str, ids: Sequence[str]) -> float | None
     """One pack's mean of `metric` over `ids` (those it has a score for)."""
     from memorybench.stats import mean
 
-    values = getattr(pack, metric) or {}
+    values = pack.scores(metric) or {}
     return mean([values[q] for q in ids if q in values])
 
 
@@ -571,7 +580,7 @@ def seed_summary(
         # each pack's own number: its reported one where it covers exactly what is compared here,
         # else its mean over the compared questions (a 1,986-question run beside a 1-4 peer)
         reported = [
-            p.reported.get(metric) if len(kept) == len(getattr(p, metric) or {}) else _own_mean(p, metric, kept) for p in scores
+            p.reported.get(metric) if len(kept) == len(p.scores(metric) or {}) else _own_mean(p, metric, kept) for p in scores
         ]
         result[metric] = {
             "covers": covers,

@@ -15,8 +15,12 @@ from typing import Any
 
 from memorybench.benchmark import benchmarks, imported
 from memorybench.errors import UserError
+from memorybench.score.scorers import LEXICAL
 
-__all__ = ["Overlay", "corrected_f1", "gold_audit_of", "load_overlay"]
+__all__ = ["CORRECTED", "Overlay", "corrected_f1", "gold_audit_of", "load_overlay"]
+
+#: the examples frame's column of each answer scored against the audit's corrected gold
+CORRECTED = f"{LEXICAL}_corrected"
 
 #: why no overlay applies where no benchmark offers a gold audit of these packs' data
 _NO_AUDIT = "known gold errors not applied: no benchmark has a gold audit of these packs' data"

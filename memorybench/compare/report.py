@@ -104,10 +104,10 @@ from memorybench.compare.report_tables import (
     stems,
 )
 from memorybench.compare.conditions import parse_categories
-from memorybench.compare.gold_overlay import corrected_f1, load_overlay
+from memorybench.compare.gold_overlay import CORRECTED, corrected_f1, load_overlay
 from memorybench.compare.judge_sensitivity import judge_sensitivity
 from memorybench.compare.summary import CONFIG_PREFIX, judge_key
-from memorybench.benchmark import benchmark_of, benchmark_of_meta, imported, own_tables
+from memorybench.benchmark import benchmark_named, benchmark_of, benchmark_of_meta, imported, own_tables
 from memorybench.errors import OneLineParser, UserError, printable
 from memorybench.fs import atomic_path, write_atomic
 from memorybench.names import ALLOWED, unsafe_reason
@@ -473,7 +473,7 @@ def run_report(
     if overlay.errors is not None:
         frame["wrong_gold"] = frame["question_id"].isin(overlay.wrong_gold(frame["question_id"].unique()))
         if design.corrected_gold:
-            frame["locomo_f1_corrected"] = [
+            frame[CORRECTED] = [
                 corrected_f1(overlay, prediction, overlay.errors[q], category) if wrong else f1
                 for q, prediction, category, f1, wrong in zip(
                     frame["question_id"],
@@ -518,7 +518,7 @@ def run_report(
         + (
             ""
             if overlay.errors is None
-            else ": `scores_by_category` shows LoCoMo F1 on all questions "
+            else f": `scores_by_category` shows {benchmark_of_rows(frame).lexical_figure} on all questions "
             "and on those without a known wrong gold answer (`n_no_gold_error`, `f1_no_gold_error`)."
         )
     )
@@ -567,11 +567,12 @@ def run_report(
     datasets = sorted({str(d) for d in frame["dataset"].dropna()}) if "dataset" in frame else []
     other = [d for d in datasets if not benchmark_of(d).own_lexical_rules]
     if other:
+        lexical = benchmark_named(None)  # the benchmark whose categories, overalls and J the shared tables read
         # LoCoMo's categories, overalls and J run through these tables: another benchmark's
         # figures are its own (compare, autorater_metrics.json), never LoCoMo-labelled ones
         kept = [t for t in tables if t in BENCHMARK_NEUTRAL_TABLES + OWN_BENCHMARK_TABLES or t in own_tables()]
         notes.append(
-            f"Datasets {', '.join(other)} are not LoCoMo: only the tables that do not read LoCoMo's categories are "
+            f"Datasets {', '.join(other)} are not {lexical.title}: only the tables that do not read {lexical.title}'s categories are "
             f"made ({', '.join(kept) or 'none'}); their own figure, the judge's accuracy per question type, is "
             f"`accuracy_by_type` ({', '.join(sorted({f'docs/{benchmark_of(d).name}.md' for d in other}))})."
         )

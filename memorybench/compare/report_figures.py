@@ -23,7 +23,7 @@ from memorybench.compare.report_tables import headline, judged_kinds, judged_sub
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
 from memorybench.errors import printable
 from memorybench.fs import atomic_path
-from memorybench.score.scorers import LEXICAL
+from memorybench.score.scorers import LEXICAL, subset_column
 
 __all__ = ["figure_accuracy_vs_cost", "figure_accuracy_vs_latency", "figure_scores_by_category"]
 
@@ -182,7 +182,7 @@ def _headline(table: pd.DataFrame, bench: Benchmark) -> tuple[list[float], str, 
     LoCoMo's 1-4, its `locomo_f1_1_4` column; nan where the benchmark names none), that overall's
     name and the axis label."""
     name = headline(bench) or ""
-    column = f"locomo_f1_{name.replace('-', '_')}"
+    column = subset_column(name)
     values = list(table[column]) if name and column in table else [math.nan] * len(table)
     kinds = tuple(bench.subsets[name].kinds) if name else tuple(bench.category_names)
     return values, name, f"{bench.lexical_figure} ({_kinds_text(bench, kinds)})"

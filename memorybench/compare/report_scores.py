@@ -44,6 +44,7 @@ from memorybench.compare.report_tables import (
     rows_where,
 )
 from memorybench.compare.category_tests import metric_kind
+from memorybench.compare.gold_overlay import CORRECTED
 from memorybench.compare.rates import stratified_rate_interval
 from memorybench.compare.summary import judge_key
 from memorybench.score.rows import covers_label
@@ -144,8 +145,8 @@ def scores_by_category(frame: pd.DataFrame, boot: Bootstrap) -> pd.DataFrame:
     (`j_failed_wrong/<judge id>`) where the judge failed on any row."""
     f1 = _per_question(frame, LEXICAL)
     corrected = None
-    if "locomo_f1_corrected" in frame.columns:
-        fixed = _per_question(frame, "locomo_f1_corrected")
+    if CORRECTED in frame.columns:
+        fixed = _per_question(frame, CORRECTED)
         corrected = {c: fixed[fixed["condition"] == c] for c in fixed["condition"].unique()}
     if "wrong_gold" in frame.columns:
         wrong = set(frame.loc[frame["wrong_gold"].fillna(False).astype(bool), "question_id"])
@@ -229,7 +230,7 @@ def _gold_columns(
     }
     if corrected is not None:
         fixed = corrected[corrected["question_id"].isin(sel["question_id"])] if len(sel) else corrected.iloc[0:0]
-        out["f1_corrected_gold"] = fixed["locomo_f1_corrected"].mean() if len(fixed) else math.nan
+        out["f1_corrected_gold"] = fixed[CORRECTED].mean() if len(fixed) else math.nan
     return out
 
 

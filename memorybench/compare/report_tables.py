@@ -27,7 +27,7 @@ from memorybench.pack.schemas import ReferencePin
 from memorybench.score.agreement import judge_agreement as agreement_of
 from memorybench.stats import spread
 from memorybench.compare.summary import JUDGE_SEPARATOR, judge_key
-from memorybench.score.scorers import LEXICAL
+from memorybench.score.scorers import LEXICAL, subset_column
 
 __all__ = [
     "LENGTH_BINS",
@@ -184,10 +184,10 @@ def _overall_columns(rows: pd.DataFrame) -> dict[str, float]:
     if not bench.own_lexical_rules:
         from memorybench.score.rows import diagnostic_name
 
-        return {f"diagnostic_{diagnostic_name('locomo_f1')}": rows[LEXICAL].mean()}
+        return {f"diagnostic_{diagnostic_name(LEXICAL)}": rows[LEXICAL].mean()}
     held = set(rows["category"].unique())
     return {
-        f"locomo_f1_{name.replace('-', '_')}": rows.loc[rows["category"].isin(subset.kinds), LEXICAL].mean()
+        subset_column(name): rows.loc[rows["category"].isin(subset.kinds), LEXICAL].mean()
         if overall_shown(subset, held)
         else math.nan
         for name, subset in bench.subsets.items()

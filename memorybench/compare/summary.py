@@ -26,7 +26,8 @@ from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
 from memorybench.pack.schemas import RunMeta
 from memorybench.run_id import answerer_reads, identity_config, prompt_relpaths
-from memorybench.score.scorers import LEXICAL
+from memorybench.benchmark import benchmark_named
+from memorybench.score.scorers import LEXICAL, kind_column, subset_column
 
 __all__ = [
     "CATEGORIES",
@@ -35,6 +36,8 @@ __all__ = [
     "JUDGED_CATEGORIES",
     "JUDGE_SEPARATOR",
     "BUDGET_COLUMNS",
+    "KIND_SCORERS",
+    "SUBSETS",
     "budget_columns",
     "cost_columns",
     "agent_columns",
@@ -52,11 +55,19 @@ JUDGE_SEPARATOR = "/"
 
 #: config groups that get a column of their own; every choice is also in `choices` (JSON)
 CHOICE_GROUPS = ("dataset", "memory", "reader", "writer", "embedder", "answerer", "judge")
-#: LoCoMo's categories (the keys of memorybench.score.CATEGORY_NAMES, which is not imported
-#: here: it loads nltk, which loads scipy when installed, seconds for a Parquet writer)
-CATEGORIES = (1, 2, 3, 4, 5)
-#: the categories with a J (Mem0's judge skips 5)
-JUDGED_CATEGORIES = (1, 2, 3, 4)
+#: the default benchmark's record (LoCoMo's): its kinds, subsets and judged kinds name the runs
+#: table's lexical and J columns (reading it imports only the benchmarks' records, no scorer)
+_DEFAULT = benchmark_named(None)
+#: the default benchmark's question kinds (LoCoMo's categories 1-5): a column each per scorer
+CATEGORIES: tuple[int, ...] = tuple(_DEFAULT.category_names)
+#: the kinds with a J (Mem0's judge skips LoCoMo's 5)
+JUDGED_CATEGORIES: tuple[int, ...] = _DEFAULT.judged if _DEFAULT.judged is not None else CATEGORIES
+#: the default benchmark's named subsets (LoCoMo's overalls "1-4" and "1-5"): a column each of
+#: the lexical scorer's figure (`subset_column`)
+SUBSETS: tuple[str, ...] = tuple(_DEFAULT.subsets)
+#: the scorers whose overall and per-kind figures (`kind_column`) the summary holds: the lexical
+#: score, then the exact match and token F1
+KIND_SCORERS = (LEXICAL, "exact_match", "token_f1")
 
 
 def _reader_model(meta: RunMeta) -> str | None:
@@ -293,10 +304,9 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "local_model": meta.local_model,
         LEXICAL: metrics.overall(LEXICAL),
         "overall_covers": metrics.covers(),
-        # LoCoMo's two overalls (its record's subsets); absent from another benchmark's packs
-        "locomo_f1_1_4": metrics.subset(LEXICAL, "1-4"),
-        "locomo_f1_1_5": metrics.subset(LEXICAL, "1-5"),
-        **{f"locomo_f1_cat{c}": metrics.by_kind(LEXICAL, c) for c in CATEGORIES},
+        # the default benchmark's overalls (LoCoMo's 1-4 and 1-5); absent from another benchmark's packs
+        **{subset_column(name): metrics.subset(LEXICAL, name) for name in SUBSETS},
+        **{kind_column(c): metrics.by_kind(LEXICAL, c) for c in CATEGORIES},
         "exact_match": metrics.overall("exact_match"),
         "token_f1": metrics.overall("token_f1"),
         "judges": ",".join(judge_ids) or None,
@@ -316,8 +326,7 @@ def run_summary(location: str | os.PathLike[str] | PackReader) -> dict[str, Any]
         "ended_at": meta.ended_at,
         "pack": pack.uri(),
         # beyond the runs table: MLflow's metrics and params
-        **{f"exact_match_cat{c}": metrics.by_kind("exact_match", c) for c in CATEGORIES},
-        **{f"token_f1_cat{c}": metrics.by_kind("token_f1", c) for c in CATEGORIES},
+        **{kind_column(c, scorer): metrics.by_kind(scorer, c) for scorer in KIND_SCORERS[1:] for c in CATEGORIES},
         "cache_hits": reader.get("cache_hits"),
     }
     for values in judges.values():

@@ -4,7 +4,8 @@
 whose figure is its own adds a block of them (LongMemEval's print_qa_metrics.py figures, BEAM's
 two profiles), and an import's `reproduction.json` the table of the authors' script. The core
 does not know those blocks: each sits under the key the benchmark's module names (`FIELD` of
-its `judge_figures` or `importer` module: `memorybench.benchmark.block_keys`), is kept as JSON
+its `judge_figures` or `importer` module, declared in its record's `blocks`:
+`memorybench.benchmark.block_keys`, which imports no benchmark's module), is kept as JSON
 in `blocks`, read back through that module's own record, and written after the record's own
 fields, so a file keeps its bytes.
 """

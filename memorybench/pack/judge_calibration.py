@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from memorybench.benchmark import DEFAULT as DEFAULT_BENCHMARK, plural_of
 from memorybench.errors import UserError
 from memorybench.pack.autorater_schemas import JudgeIdentity
 from memorybench.records import Record, load_json
@@ -116,7 +117,7 @@ class Calibration(Record, schema="judge_calibration.v2"):
     #: `identity.sha256()`: what a caller holding an identity matches
     identity_sha256: str
     #: the benchmark whose questions were checked (`Benchmark.name`) and its name in a sentence
-    benchmark: str = "locomo"
+    benchmark: str = DEFAULT_BENCHMARK
     title: str = "LoCoMo"
     #: what a question kind is called ("category", "ability"), the table's column heading of one
     #: ("cat " + its number), and each kind's name where the table gives a legend
@@ -205,7 +206,7 @@ def _pct(value: float | None) -> str:
 
 def kinds_phrase(kind_word: str, kinds: list[int]) -> str:
     """ "categories 1-4", "abilities 1-10", "category 2"."""
-    plural = kind_word if len(kinds) == 1 else (kind_word[:-1] + "ies" if kind_word.endswith("y") else kind_word + "s")
+    plural = kind_word if len(kinds) == 1 else plural_of(kind_word)
     return f"{plural} {_categories(kinds)}"
 
 

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from memorybench import PROMPTS_DIR
+from memorybench.benchmark import DEFAULT as DEFAULT_BENCHMARK
 from memorybench.data.pins import MEM0_ACCURACY_PROMPT, Pin, pin_path
 from memorybench.errors import UserError
 from memorybench.hashing import sha256_text
@@ -298,7 +299,7 @@ class Mem0Judge:
 
     name: ClassVar[str] = "mem0"
     pin: ClassVar[Pin] = MEM0_ACCURACY_PROMPT
-    benchmark: ClassVar[str] = "locomo"
+    benchmark: ClassVar[str] = DEFAULT_BENCHMARK
     #: what its labels would be compared with (for the labels of a judge that is not it)
     published: ClassVar[str] = "Mem0's published J"
     prompt_file: ClassVar[str] = "mem0_accuracy_prompt.txt"

@@ -26,31 +26,27 @@ ROW_COLUMNS = ("question_id", "sample_id", "category", "category_name", "questio
 JUDGED = (1, 2, 3, 4)
 
 
-def _plural(word: str) -> str:
-    return f"{word[:-1]}ies" if word.endswith("y") else f"{word}s"
-
-
 def covers_label(categories: Sequence[int], benchmark: Benchmark | None = None) -> str:
     """What an overall over these kinds of a benchmark (None: the default's) covers, in words:
     "categories 1-5", "categories 1-4 (category 5 not asked)", "categories 1, 2 (3, 4, 5 absent)"
     (a kind only some subset needs asked, `Subset.asked`, is "not asked" when it is missing)."""
     benchmark = benchmark or benchmark_named(None)
-    word = benchmark.kind_word
+    word, words = benchmark.kind_word, benchmark.kinds_word
     held = sorted(set(int(c) for c in categories))
     if not held:
         return "no questions"
     every = sorted(benchmark.category_names)
     if held == every:
-        return f"{_plural(word)} {every[0]}-{every[-1]}"
+        return f"{words} {every[0]}-{every[-1]}"
     span = (
-        f"{_plural(word)} {held[0]}-{held[-1]}"
+        f"{words} {held[0]}-{held[-1]}"
         if held == list(range(held[0], held[-1] + 1)) and len(held) > 2
-        else (f"{word} {held[0]}" if len(held) == 1 else f"{_plural(word)} " + ", ".join(map(str, held)))
+        else (f"{word} {held[0]}" if len(held) == 1 else f"{words} " + ", ".join(map(str, held)))
     )
     absent = [c for c in every if c not in held]
     optional = {kind for subset in benchmark.subsets.values() for kind in subset.asked}
     if set(absent) <= optional:
-        return f"{span} ({word if len(absent) == 1 else _plural(word)} {', '.join(map(str, absent))} not asked)"
+        return f"{span} ({word if len(absent) == 1 else words} {', '.join(map(str, absent))} not asked)"
     return f"{span} ({', '.join(map(str, absent))} absent)"
 
 

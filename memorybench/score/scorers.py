@@ -61,6 +61,18 @@ def _gold_text(row: Mapping[str, Any]) -> str:
 LEXICAL = "locomo_f1"
 
 
+def subset_column(subset: str, scorer: str = LEXICAL) -> str:
+    """The name of a scorer's figure over a named subset of a benchmark's kinds (`Benchmark.subsets`)
+    in the runs table, MLflow's metrics and the report's tables: "1-4" -> `locomo_f1_1_4`."""
+    return f"{scorer}_{subset.replace('-', '_')}"
+
+
+def kind_column(kind: int, scorer: str = LEXICAL) -> str:
+    """The name of a scorer's figure over one question kind in the runs table, MLflow's metrics
+    and the report's tables: 1 -> `locomo_f1_cat1`, (1, "exact_match") -> `exact_match_cat1`."""
+    return f"{scorer}_cat{kind}"
+
+
 def lexical_scorer() -> Scorer:
     """The lexical scorer (`LEXICAL`): its tokens and its worked arithmetic."""
     return SCORERS.get(LEXICAL)

@@ -76,19 +76,17 @@ from memorybench.stages.autorater_judge import (
 )
 
 __all__ = [
-    "DEFAULT_DATASET",
     "CalibrationSets",
     "CheckRow",
     "CheckSet",
     "calibration_rows",
     "calibration_sets",
+    "default_dataset",
     "format_calibration",
     "judge_check_main",
     "run_judge_check",
 ]
 
-#: the dataset judge-check checks without `dataset=`: LoCoMo's (the audit's sets)
-DEFAULT_DATASET = "locomo10"
 _ALLOWED_PREFIXES = ("judge", "paths.", "pricing.", "+pricing.")
 
 
@@ -151,9 +149,15 @@ class CalibrationSets:
 
 
 # -- the sets ---------------------------------------------------------------------------
+def default_dataset() -> str:
+    """The dataset judge-check checks without `dataset=`: the default benchmark's first (LoCoMo's
+    locomo10, over which the audit's sets are built)."""
+    return benchmark_of(None).dataset_names[0]
+
+
 def _sets_benchmark(dataset: str | None) -> Benchmark:
     """The benchmark of `dataset` (None: the default), refused in one line when it has no sets."""
-    name = dataset or DEFAULT_DATASET
+    name = dataset or default_dataset()
     dataset_named(name)  # an unknown dataset: one line naming the known ones
     bench = benchmark_of(name)
     if bench.judge_sets is None:
@@ -171,7 +175,7 @@ def calibration_sets(pins: Any = None, max_questions: int | None = None, dataset
     """The sets of `dataset`'s benchmark (its record's `judge_sets` module): the questions
     among the first `max_questions` (all of them with None) that its sets cover."""
     bench = _sets_benchmark(dataset)
-    return bench.own("judge_sets", "calibration_sets")(pins, max_questions, dataset or DEFAULT_DATASET)
+    return bench.own("judge_sets", "calibration_sets")(pins, max_questions, dataset or default_dataset())
 
 
 def calibration_rows(pins: Any = None, max_questions: int | None = None, dataset: str | None = None) -> dict[str, list[CheckRow]]:

@@ -82,7 +82,7 @@ def format_table(metrics: dict[str, Any]) -> str:
             + "\n"
             + "\n".join(_usage_lines(metrics))
         )
-    header = f"{'cat':<4}{'name':<13}{'n':>5}  {'LoCoMo F1':>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
+    header = f"{'cat':<4}{'name':<13}{'n':>5}  {benchmark.lexical_figure:>9}  {'EM (ours)':>9}  {'tokF1 (ours)':>12}"
     lines += [header, "-" * len(header)]
     columns = (LEXICAL, "exact_match", "token_f1")
 
@@ -92,7 +92,7 @@ def format_table(metrics: dict[str, Any]) -> str:
     for category, name in benchmark.category_names.items():
         key = str(category)
         lines.append(
-            f"{category:<4}{name:<13}{counts[key]:>5}  {fmt(kind('locomo_f1', key)):>9}  "
+            f"{category:<4}{name:<13}{counts[key]:>5}  {fmt(kind(LEXICAL, key)):>9}  "
             f"{fmt(kind('exact_match', key)):>9}  {fmt(kind('token_f1', key)):>12}"
         )
     lines.append("-" * len(header))

@@ -12,7 +12,7 @@
   interpreter that cannot run a plugin's worker (it says so and exits).
 - `smoke_qa`: `memorybench qa` on the embedded models over LoCoMo's pinned file, in a process
   of its own (the `local_model` smoke of each plugin): its pack, or a skip when the pinned
-  file is not there (`pinned_locomo`).
+  file is not there (`pinned_dataset`).
 - `rows`: a JSONL file's rows; `assert_only_the_endpoint`: what a `SocketAudit` saw in this
   process: every connection to 127.0.0.1, and the recording endpoint's threads only to the
   scripted writer.
@@ -48,14 +48,17 @@ def pins() -> Path:
     return Path(os.environ.get("MEMORYBENCH_PINS") or Path(__file__).resolve().parents[3] / "shared" / "pins")
 
 
-def pinned_locomo(why: str = "the smoke reads LoCoMo from the pinned files") -> Path:
-    """LoCoMo's pinned file; the test is skipped, saying `why`, when it is not there."""
-    locomo = pins() / "data" / "locomo10.json"
-    if not locomo.is_file():
+def pinned_dataset(why: str = "the smoke reads the default dataset from the pinned files") -> Path:
+    """The default dataset's pinned file (LoCoMo's locomo10.json, whose conv-26 the smokes run
+    over); the test is skipped, saying `why`, when it is not there."""
+    from memorybench.benchmark import benchmark_of
+
+    path = pins() / benchmark_of(None).datasets[0].pinned().relpath
+    if not path.is_file():
         import pytest
 
-        pytest.skip(f"{locomo} is missing: {why} (MEMORYBENCH_PINS)")
-    return locomo
+        pytest.skip(f"{path} is missing: {why} (MEMORYBENCH_PINS)")
+    return path
 
 
 @contextlib.contextmanager
@@ -144,7 +147,7 @@ def assert_only_the_endpoint(seen: list[tuple[str, Any]], writer_port: int) -> N
 def smoke_qa(tmp: Path, name: str, *overrides: str, timeout: float) -> Path:
     """`memorybench qa NAME OVERRIDES` over LoCoMo's pinned file (skipped without it), in a
     process of its own, packs and cache under `tmp`: its pack; its stderr's end when it fails."""
-    locomo = pinned_locomo()
+    data = pinned_dataset()
     done = subprocess.run(
         [
             sys.executable,
@@ -152,7 +155,7 @@ def smoke_qa(tmp: Path, name: str, *overrides: str, timeout: float) -> Path:
             "memorybench.cli",
             "qa",
             *overrides,
-            f"dataset.path={locomo}",
+            f"dataset.path={data}",
             f"paths.packs={tmp / 'packs'}",
             f"paths.cache={tmp / 'cache'}",
             f"name={name}",

@@ -60,9 +60,9 @@ from memorybench.pack.reader import PackReader
 from memorybench.tracking.pack_figures import benchmark_metrics, calibration_metrics, interval_metrics
 from memorybench.secrets import clean_url, scrub
 from memorybench.compare.aggregate import Location, scan_packs
-from memorybench.compare.summary import CATEGORIES, JUDGED_CATEGORIES, judge_key, run_summary
+from memorybench.compare.summary import CATEGORIES, JUDGED_CATEGORIES, KIND_SCORERS, SUBSETS, judge_key, run_summary
 from memorybench.tracking.sqlite_store import prepare_sqlite_store, sqlite_file, store_lock
-from memorybench.score.scorers import LEXICAL
+from memorybench.score.scorers import kind_column, subset_column
 
 if TYPE_CHECKING:  # mlflow is imported lazily: it takes seconds
     from mlflow.tracking import MlflowClient
@@ -319,10 +319,9 @@ def _number(value: Any) -> float | None:
 #: another name where the runs table's column would be ambiguous
 METRIC_NAMES: dict[str, str] = {
     "questions": "questions",
-    **{f"{m}{c}": f"{m}{c}" for m in (LEXICAL, "exact_match", "token_f1") for c in ("", *(f"_cat{k}" for k in CATEGORIES))},
+    **{name: name for m in KIND_SCORERS for name in (m, *(kind_column(k, m) for k in CATEGORIES))},
     # the overalls over categories 1-4 and, where category 5 was asked, 1-5: never one for the other
-    "locomo_f1_1_4": "locomo_f1_1_4",
-    "locomo_f1_1_5": "locomo_f1_1_5",
+    **{subset_column(name): subset_column(name) for name in SUBSETS},
     **{
         name: name
         for name in (

@@ -11,19 +11,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from memorybench.compare.summary import judge_key
-from memorybench.benchmark import benchmark_of_pack
+from memorybench.compare.summary import KIND_SCORERS, judge_key
+from memorybench.benchmark import benchmark_named, benchmark_of_pack
 from memorybench.score.score_record import scores_of
 from memorybench.pack import layout
 from memorybench.pack.reader import PackReader
-from memorybench.score.scorers import LEXICAL
+from memorybench.score.scorers import LEXICAL, subset_column
 
 __all__ = ["benchmark_metrics", "calibration_metrics", "interval_metrics"]
 
-#: the metrics named by LoCoMo's categories and overalls or by Mem0's J: another benchmark's pack
-#: logs none of them (its kinds are not LoCoMo's categories, its judge's figure is not J)
-_LOCOMO_NAMED = re.compile(
-    r"^(?:(?:locomo_f1|exact_match|token_f1)(?:_.*)?|conversations|"
+#: the metrics named by the scorers' figures over the default benchmark's kinds and overalls (LoCoMo
+#: F1's, with its intervals) or by Mem0's J: another benchmark's pack logs none of them (its kinds
+#: are not LoCoMo's categories, its judge's figure is not J)
+_LEXICAL_OR_J_NAMED = re.compile(
+    rf"^(?:(?:{'|'.join(map(re.escape, KIND_SCORERS))})(?:_.*)?|conversations|"
     r"(?:j_mean|j_sd|j_passes|j_agreement|j_cat\d+|j_pass\d+)/.*)$"
 )
 
@@ -73,17 +74,20 @@ def interval_metrics(pack: str | os.PathLike[str] | PackReader) -> dict[str, flo
     rows = [(int(r["category"]), r["sample_id"], float(r[LEXICAL])) for r in table if r.get(LEXICAL) not in (None, "")]
     held = {c for c, _, _ in rows}
     out: dict[str, float | None] = {"conversations": float(len({s for _, s, _ in rows}))}
-    for name, categories in (("locomo_f1_1_4", {1, 2, 3, 4}), ("locomo_f1_1_5", {1, 2, 3, 4, 5})):
-        if not categories <= held:
+    # the default benchmark's overalls (LoCoMo's 1-4 and 1-5), each where all its kinds were asked
+    for name, subset in benchmark_named(None).subsets.items():
+        kinds = set(subset.kinds)
+        if not kinds <= held:
             continue
-        found = mean_interval([f for c, _, f in rows if c in categories], [s for c, s, _ in rows if c in categories])
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = found.low, found.high
+        found = mean_interval([f for c, _, f in rows if c in kinds], [s for c, s, _ in rows if c in kinds])
+        column = subset_column(name)
+        out[f"{column}_ci_low"], out[f"{column}_ci_high"] = found.low, found.high
     return out
 
 
 def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mapping[str, Any]) -> dict[str, Any]:
     """A pack's MLflow metrics under its benchmark's names. A LoCoMo pack's stay as they are.
-    Another benchmark's (LongMemEval) drop every LoCoMo- or J-named one (`_LOCOMO_NAMED`) and
+    Another benchmark's (LongMemEval) drop every LoCoMo- or J-named one (`_LEXICAL_OR_J_NAMED`) and
     take, per judge, its figure under `Benchmark.figure_key` (`longmemeval_accuracy/<judge id>`:
     overall; `_task_avg`, `_<subset>` such as `_abstention`, `_<type>` per question type, `_sd`
     and `_pass<n>` over the passes) from the judge's own block of autorater_metrics.json (the
@@ -97,7 +101,7 @@ def benchmark_metrics(pack: str | os.PathLike[str] | PackReader, metrics: Mappin
     bench = benchmark_of_pack(reader.meta())
     if bench.own_lexical_rules:
         return dict(metrics)
-    out = {k: v for k, v in metrics.items() if not _LOCOMO_NAMED.match(k)}
+    out = {k: v for k, v in metrics.items() if not _LEXICAL_OR_J_NAMED.match(k)}
     local = reader.json(layout.METRICS)
     blocks = scores_of(local)
     for metric in local.get("labels") or {}:

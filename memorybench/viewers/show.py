@@ -118,7 +118,7 @@ def _gold_error(s: SourceRow, brief: bool) -> list[str]:
     e = s.gold_error
     if e is None:
         return []
-    where = f"dial481/locomo-audit errors.json {e.audit_id}, {e.error_type}"
+    where = e.where
     if e.kind == "answer":
         out = [
             f"  KNOWN GOLD ERROR ({where}): the gold answer is wrong; the question is left out of the figures "
@@ -267,8 +267,7 @@ def render_brief(
     e = s.gold_error
     if e is not None:  # the audit's finding, as the full walk prints it (section 1)
         lines.append(
-            f"  gold error: KNOWN {'GOLD' if e.kind == 'answer' else 'CITATION'} ERROR (dial481/locomo-audit "
-            f"errors.json {e.audit_id}, {e.error_type})"
+            f"  gold error: KNOWN {'GOLD' if e.kind == 'answer' else 'CITATION'} ERROR ({e.where})"
             + (f": corrected answer {e.corrected_answer!r}" if e.kind == "answer" else ": the gold answer stands")
         )
     for judge_id, metrics in (figures or {}).items():
@@ -375,7 +374,7 @@ def render_walk(walk: Walk, walker: PackWalker, blame: Blame | None = None, *, b
         "  "
         + (
             ", ".join(f"{name} {value!r}" for name, value in walk.scores.items())
-            + f" (LoCoMo's category {walk.category} rule; exact match and token F1 are ours)"
+            + f" ({bench.title}'s {bench.kind_word} {walk.category} rule; exact match and token F1 are ours)"
             if bench.own_lexical_rules
             else _lexical(walk, bench)
         ),

@@ -38,8 +38,8 @@ from typing import Any
 from memorybench.errors import OneLineParser, UserError
 from memorybench.fs import write_atomic
 from memorybench.pack.walk import PackWalker, Walk
-from memorybench.compare.blame import BASIS_F1, CLASSES, Blame, f1_basis, pack_blame
-from memorybench.benchmark import benchmark_of_pack
+from memorybench.compare.blame import BASIS_F1, CLASSES, CORRECT_AT, Blame, f1_basis, pack_blame
+from memorybench.benchmark import benchmark_named, benchmark_of_pack
 from memorybench.score.scorers import LEXICAL
 
 __all__ = ["build_view", "view_main", "view_payload"]
@@ -189,6 +189,9 @@ def view_payload(packs: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any
     data = {
         "packs": pack_rows,
         "classes": list(CLASSES),
+        # the per-question scores' lexical key, and the basis a pack without a judge is read by
+        "lexical": LEXICAL,
+        "f1Basis": f"{benchmark_named(None).lexical_figure} >= {CORRECT_AT}",
         "questions": list(questions.values()),
         "pairs": paired_lines(list(questions.values()), len(packs), first_benchmark),
     }
@@ -236,7 +239,6 @@ def paired_lines(questions: Sequence[dict[str, Any]], packs: int, bench: Any = N
     another benchmark `bench`) over the questions both answered, with `compare`'s interval over
     samples, p-value and minimum detectable difference
     (`memorybench.compare.intervals.paired_difference`), in one line."""
-    from memorybench.benchmark import benchmark_named
     from memorybench.compare.intervals import format_p, mdd_sentence, paired_difference
 
     bench = bench or benchmark_named(None)
@@ -440,7 +442,7 @@ function setup() {
       '">&#9873;</span>' : '') + '</td><td class="nw">' + esc(q.conv) + '</td><td class="nw">' + q.cat + ' ' + esc(q.catName) +
       '</td><td>' + esc(q.q) + '</td>';
     for (const r of q.r) {
-      cells += r ? '<td class="cell">' + fmt(r.scores.locomo_f1) + ' · ' + esc(r.verdict || '-') + ' · <span class="b-' +
+      cells += r ? '<td class="cell">' + fmt(r.scores[DATA.lexical]) + ' · ' + esc(r.verdict || '-') + ' · <span class="b-' +
         r.blame + '">' + r.blame + '</span></td>' : '<td class="cell">-</td>';
     }
     rows.push('<tr data-qid="' + esc(q.id) + '">' + cells + '</tr>');
@@ -471,7 +473,7 @@ function fromControls() {
 
 function packMatches(r, s) {
   if (!r) return false;
-  const f1 = r.scores.locomo_f1;
+  const f1 = r.scores[DATA.lexical];
   if (s.min !== undefined && s.min !== '' && !(f1 >= Number(s.min))) return false;
   if (s.max !== undefined && s.max !== '' && !(f1 <= Number(s.max))) return false;
   if (s.verdict) { if (s.verdict === 'none' ? r.verdict !== null : r.verdict !== s.verdict) return false; }
@@ -516,7 +518,7 @@ function renderPaired(s) {
   $('p-a').value = a; $('p-b').value = b;
   $('paired-stats').textContent = (DATA.pairs || {})[a + ',' + b] || '';
   const basis = (i) => DATA.packs[i].judges.length ? 'judge ' + DATA.packs[i].judges[0] :
-    'no judge: ' + (DATA.packs[i].noJudge ? DATA.packs[i].noJudge + ' (a lexical diagnostic)' : 'LoCoMo F1 >= 0.5');
+    'no judge: ' + (DATA.packs[i].noJudge ? DATA.packs[i].noJudge + ' (a lexical diagnostic)' : DATA.f1Basis);
   $('paired-basis').textContent = 'A (' + DATA.packs[a].name + '): ' + basis(a) + '; B (' + DATA.packs[b].name + '): ' + basis(b) + '.';
   const left = [], right = [];
   for (const q of DATA.questions) {

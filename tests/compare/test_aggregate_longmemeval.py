@@ -19,8 +19,8 @@ from tracking.pack_factory import add_autorater, make_longmemeval_pack, make_pac
 from memorybench.benchmark import LOCOMO, LONGMEMEVAL
 from memorybench.compare.aggregate import RUNS_SCHEMA, aggregate, runs_table
 from memorybench.compare.collected_schemas import (
-    LOCOMO_JUDGE_COLUMNS,
-    LOCOMO_RUN_COLUMNS,
+    J_COLUMNS,
+    LEXICAL_RUN_COLUMNS,
     benchmark_judge_columns,
     benchmark_run_columns,
 )
@@ -60,7 +60,7 @@ def test_a_longmemeval_row_has_its_diagnostic_by_type_and_no_locomo_f1(packs, tm
     assert all(table.schema.field(c).type == "double" for c in benchmark_run_columns(LONGMEMEVAL))
     runs = {r["pack"]: r for r in table.to_pylist()}
     row, metrics = runs[str(lme)], json.loads((lme / "metrics.json").read_text())["scores"]["locomo_f1"]
-    assert all(row[c] is None for c in LOCOMO_RUN_COLUMNS)
+    assert all(row[c] is None for c in LEXICAL_RUN_COLUMNS)
     assert row[DIAGNOSTIC] == metrics["overall"]["value"]
     assert row[f"{DIAGNOSTIC}_task_avg"] == metrics["task_average"]["value"]
     for number, name in LONGMEMEVAL.category_names.items():
@@ -80,7 +80,7 @@ def test_a_longmemeval_row_has_its_diagnostic_by_type_and_no_locomo_f1(packs, tm
 def test_locomo_packs_alone_get_no_longmemeval_column(packs):
     _, locomo = packs
     names = runs_table([locomo]).schema.names
-    assert not any(n.startswith(DIAGNOSTIC) for n in names) and set(LOCOMO_RUN_COLUMNS) <= set(names)
+    assert not any(n.startswith(DIAGNOSTIC) for n in names) and set(LEXICAL_RUN_COLUMNS) <= set(names)
 
 
 FIGURE = LONGMEMEVAL.figure_key  # longmemeval_accuracy
@@ -98,7 +98,7 @@ def test_a_longmemeval_judge_has_its_accuracy_by_type_and_no_j(packs, tmp_path):
     row, (judge_id,) = runs[str(lme)], PackReader.open(lme).judges()
     metrics = json.loads((lme / layout.autorater_file(judge_id, layout.JUDGE_METRICS)).read_text())
     block = metrics["longmemeval"]
-    assert all(row[f"{c}/{judge_id}"] is None for c in LOCOMO_JUDGE_COLUMNS)
+    assert all(row[f"{c}/{judge_id}"] is None for c in J_COLUMNS)
     assert row[f"{FIGURE}/{judge_id}"] == block["overall_accuracy"] is not None
     assert row[f"{FIGURE}_task_avg/{judge_id}"] == block["task_averaged_accuracy"]
     assert row[f"{FIGURE}_abstention/{judge_id}"] == block["abstention_accuracy"] is not None

@@ -171,15 +171,15 @@ def test_conditions_of_different_questions_compare_on_the_common_ones(packs, tmp
     result = paired_difference([packs["seed0"]], [prefix], resampling=Resampling(resamples=200))
     assert result["questions"] == 7 and result["only_a"] == 3 and result["only_b"] == 0
     qa, qb = load_pack_scores(packs["seed0"]), load_pack_scores(prefix)
-    common = [q for q in qa.question_ids if q in qb.locomo_f1]
-    expected = sum(qb.locomo_f1[q] - qa.locomo_f1[q] for q in common) / len(common)
+    common = [q for q in qa.question_ids if q in qb.lexical]
+    expected = sum(qb.lexical[q] - qa.lexical[q] for q in common) / len(common)
     assert result["locomo_f1"]["difference"] == pytest.approx(expected)
 
 
 def test_per_question_scores_match_the_pack(packs):
     scores = load_pack_scores(packs["seed0"])
-    assert len(scores.locomo_f1) == 10 and len(scores.j) == 8
-    assert sum(scores.locomo_f1.values()) / 10 == pytest.approx(_reported(packs["seed0"])[0])
+    assert len(scores.lexical) == 10 and len(scores.j) == 8
+    assert sum(scores.lexical.values()) / 10 == pytest.approx(_reported(packs["seed0"])[0])
     assert "reader" in scores.config and "judge" not in scores.config
     assert set(scores.conversations.values()) == {"mini-1", "mini-2"} and scores.protocol == "open-ended"
 

@@ -124,9 +124,9 @@ def test_memobase_is_shown_without_the_known_gold_errors_and_with_the_corrected_
     errors = known_gold_errors()
     wrong = {q for q, e in errors.items() if e.wrong_answer}
     kept = [q for q in scores.question_ids if q not in wrong]
-    assert clean["estimate"] == pytest.approx(sum(scores.locomo_f1[q] for q in kept) / len(kept))
+    assert clean["estimate"] == pytest.approx(sum(scores.lexical[q] for q in kept) / len(kept))
     fixed = [
-        locomo_score(scores.predictions[q], errors[q].scoring_answer, scores.categories[q]) if q in wrong else scores.locomo_f1[q]
+        locomo_score(scores.predictions[q], errors[q].scoring_answer, scores.categories[q]) if q in wrong else scores.lexical[q]
         for q in scores.question_ids
     ]
     assert f1["corrected_gold"]["estimate"] == pytest.approx(sum(fixed) / len(fixed)) and f1["corrected_gold"]["rescored"] == 99

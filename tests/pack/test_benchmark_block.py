@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from memorybench.answer.imported import Reproduction
-from memorybench.benchmark import block_keys
+from memorybench.benchmark import benchmarks, block_keys, imported
 from memorybench.benchmarks.beam import figures as beam_figures
 from memorybench.benchmarks.longmemeval import autorater as lme_autorater
 from memorybench.benchmarks.longmemeval import importer as lme_importer
@@ -19,6 +19,27 @@ BASE = {"schema": "reproduction.v1", "run_id": "r", "format": "f", "results_sha2
 
 def test_the_keys_are_the_benchmarks_modules_own():
     assert {lme_autorater.FIELD, lme_importer.FIELD, beam_figures.FIELD} <= block_keys()
+
+
+def test_each_record_names_the_blocks_its_modules_write():
+    """A record's `blocks` are exactly the `FIELD`s of its `judge_figures` and `importer` modules,
+    so a block is read without importing any benchmark's code."""
+    for bench in benchmarks().values():
+        fields = {getattr(imported(m), "FIELD", None) for m in (bench.judge_figures, bench.importer) if m}
+        assert set(bench.blocks) == fields - {None}, bench.name
+
+
+def test_reading_a_block_imports_no_benchmark_module(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json; from memorybench.answer.imported import Reproduction; "
+        f"Reproduction.model_validate({{**{BASE!r}, {lme_importer.FIELD!r}: {{}}}}); "
+        "print(sorted(m for m in sys.modules if m.startswith('memorybench.benchmarks.') and m.count('.') > 2))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_a_block_reads_and_writes_back_under_its_key_after_the_fields():

@@ -78,6 +78,7 @@ BENCHMARK = Benchmark(
         "averaged per ability over conversations (report_results.py)"
     ),
     judge="beam",
+    blocks=("figures",),
     judge_figures="memorybench.benchmarks.beam.figures",
     # the authors' answer prompt (reader.prompt=beam_rag, `reader.py`; experiment=beam_authors sets their settings)
     reader_prompts=("beam_rag",),

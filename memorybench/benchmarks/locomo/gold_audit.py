@@ -67,6 +67,8 @@ __all__ = [
 ]
 
 GoldErrorKind = Literal["answer", "evidence"]
+#: the audit's findings file, as a line names it
+SOURCE = "dial481/locomo-audit errors.json"
 #: the audit's error types whose gold answer is wrong
 ANSWER_ERROR_TYPES = ("HALLUCINATION", "TEMPORAL_ERROR", "ATTRIBUTION_ERROR", "AMBIGUOUS", "INCOMPLETE")
 #: the audit's error type whose gold answer is right and whose evidence ids are not
@@ -110,6 +112,11 @@ class GoldError:
     reasoning: str
 
     @property
+    def where(self) -> str:
+        """Where the finding is written, for a line: the audit's file, its id and its type."""
+        return f"{SOURCE} {self.audit_id}, {self.error_type}"
+
+    @property
     def wrong_answer(self) -> bool:
         """Whether the gold answer is wrong (kind `answer`): the question leaves an answer-accuracy figure."""
         return self.kind == "answer"
@@ -137,7 +144,7 @@ def described(provenance: Mapping[str, Any]) -> str:
     """The overlay in one clause, for a comparison's notes."""
     return (
         f"known gold errors: {provenance['answer']} wrong gold answers and {provenance['evidence']} wrong "
-        f"citations (dial481/locomo-audit errors.json, sha256 {provenance['sha256'][:12]}...)"
+        f"citations ({SOURCE}, sha256 {provenance['sha256'][:12]}...)"
     )
 
 
@@ -201,7 +208,7 @@ def _load(errors_path: Path, data_path: Path) -> tuple[tuple[str, GoldError], ..
     if actual != AUDIT_ERRORS.sha256:
         raise DataError(
             f"gold-error overlay {errors_path} has sha256 {actual}, expected {AUDIT_ERRORS.sha256} "
-            "(dial481/locomo-audit errors.json); use the pinned file (`memorybench fetch`)"
+            f"({SOURCE}); use the pinned file (`memorybench fetch`)"
         )
     findings = json.loads(raw_bytes.decode("utf-8"))
     conversations = LOCOMO.load(data_path)

@@ -47,6 +47,7 @@ BENCHMARK = Benchmark(
     reader_prompts=("longmemeval_con", "longmemeval_direct"),
     history="memorybench.benchmarks.longmemeval.reader:authors_history",
     reader_templates="memorybench.benchmarks.longmemeval.reader:READERS",
+    blocks=("longmemeval",),
     judge_figures="memorybench.benchmarks.longmemeval.autorater",
     report_tables={
         "retrieval": OwnTable(

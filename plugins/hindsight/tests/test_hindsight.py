@@ -45,7 +45,7 @@ from memorybench.testing.plugin_qa import (  # noqa: E402
     ScriptedQA,
     assert_only_the_endpoint,
     failing_reader,
-    pinned_locomo,
+    pinned_dataset,
     rows,
     scripted_servers,
     smoke_qa,
@@ -264,7 +264,7 @@ def test_the_empty_store_holds_no_locomo_gold():
     """Hindsight's schema is fixed text in every dump (memory/library_stores is scanned for
     gold): an empty store, made by the installed library, holds no LoCoMo gold answer that
     the store's conversation does not also hold (any conversation's gold, as verify reads it)."""
-    locomo = pinned_locomo("the check reads LoCoMo's golds")
+    locomo = pinned_dataset("the check reads LoCoMo's golds")
     from memorybench.data.source import load_dataset
 
     from memorybench.llm.recording_proxy import RecordingProxy

@@ -52,7 +52,7 @@ from memorybench.testing.plugin_qa import (  # noqa: E402
     assert_only_the_endpoint,
     broken_python,
     error_line,
-    pinned_locomo,
+    pinned_dataset,
     resumed_runs,
     rows,
     scripted_servers,
@@ -205,7 +205,7 @@ def test_the_store_words_are_an_empty_store_s_and_leave_the_rest_of_a_store_scan
     stores the installed MemOS made, holds them, and no word of a conversation or an id; with
     the pack's prompt files as verify reads them, the shared run's store holds no LoCoMo gold
     of any conversation but what its own conversation's text holds (its ids and timestamps aside)."""
-    locomo = pinned_locomo("the check reads LoCoMo's golds")
+    locomo = pinned_dataset("the check reads LoCoMo's golds")
     from memorybench.data.source import load_dataset
     from memorybench.memory.venv_store_words import HEX_ONLY, WORD
     from memorybench.pack.verify.contamination import _text_of
