@@ -275,3 +275,25 @@ def test_a_path_that_is_not_a_tier_folder_says_what_to_point_at(tmp_path):
     (tmp_path / "500K").mkdir()
     with pytest.raises(DataError, match="no numbered conversation folders"):
         read_tier(tmp_path / "500K")
+
+
+def test_what_a_comparison_covers_names_its_abilities_in_the_plural():
+    """`compare` says which kinds a figure covers in the benchmark's own word: BEAM's are
+    abilities (its `kind_word` "ability"), never "abilitys"."""
+    from memorybench.compare.conditions import PackScores, _covers
+    from memorybench.score.rows import covers_label
+
+    kinds = sorted(BENCHMARK.category_names)
+    scores = PackScores(
+        root="p",
+        run_id=None,
+        config={},
+        question_ids=["a", "b"],
+        categories={"a": kinds[0], "b": kinds[1]},
+        conversations={"a": "s", "b": "s"},
+        lexical={"a": 1.0, "b": 0.0},
+        benchmark=BENCHMARK.name,
+    )
+    assert BENCHMARK.kinds_word == "abilities"
+    assert _covers(scores, ["a", "b"]) == f"abilities {kinds[0]}, {kinds[1]}"
+    assert covers_label(kinds, BENCHMARK) == f"abilities {kinds[0]}-{kinds[-1]}"
