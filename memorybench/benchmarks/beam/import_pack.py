@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 
 from memorybench.answer.imported import (
     REPRODUCTION,
@@ -31,28 +30,32 @@ from memorybench.answer.imported import (
     SourceFile,
     SourceRef,
 )
-from memorybench.benchmark import recorded
 from memorybench.benchmarks.beam import BENCHMARK
 from memorybench.benchmarks.beam.import_figures import mean_of, run_figure
 from memorybench.benchmarks.beam.import_plan import ANSWERER, MEMORY, PROFILES, BeamImport, ImportPlan, ImportRun, category_of
 from memorybench.benchmarks.beam.released_files import BeamRow
 from memorybench.data import Question
-from memorybench.hashing import sha256_file, sha256_text
+from memorybench.hashing import sha256_file
 from memorybench.llm.records import ModelIdentity
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
-from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
+from memorybench.pack.schemas import Coverage, MemoryManifestRow, ReferencePin, RunMeta, dump_line
 from memorybench.pack.success import write_success
-from memorybench.provenance import git_state, package_versions, utc_now
-from memorybench.run_id import plugins_used, run_identity
+from memorybench.provenance import package_versions, utc_now
+from memorybench.run_id import run_identity
 from memorybench.stages.importers._base import bounded_rows
-from memorybench.stages.importers._pack import built_whole, finished_pack, trace_head, write_imported_judge
+from memorybench.stages.importers._pack import (
+    built_whole,
+    finished_pack,
+    imported_prediction,
+    trace_head,
+    write_import_meta,
+    write_imported_judge,
+)
 
 __all__ = ["write_all"]
-
-NO_MEMORY_SHA256 = sha256_text("")
 
 
 def write_all(
@@ -185,8 +188,6 @@ def _write_pack(
         partial=plan.partial,
     )
     pack = RunPack(root)
-    commit, dirty = git_state()
-    started = utc_now()
     held_ids = {q.question_id for q in run.mapped.questions.values()}
     held = [q for c in plan.tier.conversations for q in c.questions if q.question_id in held_ids]
     total = len(plan.tier.questions)
@@ -194,25 +195,16 @@ def _write_pack(
         f"scores: profile {plan.profile}, judge {plan.judge_model} (imported/reproduction.json `own`; "
         f"autorater/ holds them as the judge `imported`)"
     )
-    meta = RunMeta(
+    meta = write_import_meta(
+        pack,
+        cfg,
         run_id=rid,
-        name=str(cfg["name"]),
         config_sha256=config_sha,
-        overrides=[],
-        choices={"dataset": plan.dataset, "memory": MEMORY, "answerer": ANSWERER},
-        git_commit=commit,
-        git_dirty=dirty,
-        package_versions=package_versions(),
+        dataset=plan.dataset,
         data=plan.data_info,
-        benchmark=recorded(BENCHMARK),
-        prompts={},
-        models=[],
-        started_at=started,
+        benchmark=BENCHMARK,
         question_count=len(held),
         questions_total=total,
-        is_prefix=False,
-        max_questions=None,
-        local_model=False,
         notes=[
             f"Imported from {run.path.name} ({plan.fmt}"
             + (f", run {run.run_idx}" if run.run_idx is not None else "")
@@ -221,31 +213,13 @@ def _write_pack(
             *record.notes,
             *_partial_notes(plan.partial),
         ],
-        plugins=plugins_used(cfg),
         partial=plan.partial,
     )
-    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
-    pack.write_json(layout.RUN_META, meta)
+    started, commit, dirty = meta.started_at, meta.git_commit, meta.git_dirty
     row_of = {run.mapped.questions[r.index].question_id: r for r in rows}
     pack.write_text(
         layout.PREDICTIONS,
-        "".join(
-            dump_line(
-                Prediction(
-                    question_id=q.question_id,
-                    sample_id=q.sample_id,
-                    index=i,
-                    category=q.category,
-                    question=q.question,
-                    prediction=row_of[q.question_id].prediction,
-                    gold=q.answer,
-                    adversarial_answer=q.adversarial_answer,
-                    memory_sha256=NO_MEMORY_SHA256,
-                    answerer=ANSWERER,
-                )
-            )
-            for i, q in enumerate(held)
-        ),
+        "".join(dump_line(imported_prediction(q, i, row_of[q.question_id].prediction)) for i, q in enumerate(held)),
     )
     samples = list(dict.fromkeys(q.sample_id for q in held))
     pack.write_text(

@@ -21,6 +21,7 @@ from memorybench.benchmarks.beam.data import ABILITIES, BeamQuestion, BeamTier
 from memorybench.benchmarks.beam.released_files import BeamRow
 from memorybench.pack.schemas import Coverage
 from memorybench.records import Record
+from memorybench.stages.importers._pack import IMPORTED
 
 __all__ = [
     "AMB",
@@ -41,7 +42,7 @@ __all__ = [
 
 COGNEE = "cognee_beam"
 AMB = "amb_beam"
-ANSWERER = MEMORY = "imported"
+ANSWERER = MEMORY = IMPORTED
 PROFILES = {
     "beam_paper": (
         "beam_paper: the judge's 0.5 kept (Cognee's metrics/beam_rubric.py: float(score), snapped to 1 / 0.5 / 0, "

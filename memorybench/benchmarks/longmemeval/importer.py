@@ -67,24 +67,27 @@ from memorybench.answer.imported import (
 )
 from memorybench.data.source import load_dataset, resolve_dataset
 from memorybench.data import Question, iter_questions
-from memorybench.benchmark import LONGMEMEVAL, recorded
+from memorybench.benchmark import LONGMEMEVAL
 from memorybench.errors import UserError, did_you_mean
-from memorybench.hashing import sha256_file, sha256_text
+from memorybench.hashing import sha256_file
 from memorybench.llm.records import ModelIdentity
 from memorybench.names import resolved_path
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack, pack_path
-from memorybench.pack.schemas import Coverage, MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
-from memorybench.provenance import git_state, package_versions, utc_now
+from memorybench.pack.schemas import Coverage, MemoryManifestRow, ReferencePin, dump_line
+from memorybench.provenance import package_versions, utc_now
 from memorybench.records import Record
-from memorybench.run_id import plugins_used, run_identity
+from memorybench.run_id import run_identity
 from memorybench.benchmarks.longmemeval.autorater import FIELD as FIGURES
 from memorybench.benchmarks.longmemeval.autorater import LongMemEvalScores
 from memorybench.benchmarks.longmemeval.score import JudgedQuestion, authors_report, qa_metrics
 from memorybench.benchmarks.longmemeval.files import Hypothesis, JudgedHypothesis, judge_models, parse_hypotheses, parse_judged
 from memorybench.stages.importers._pack import (
+    IMPORTED,
+    imported_prediction,
+    write_import_meta,
     AlreadyImported,
     built_whole,
     close_import,
@@ -125,8 +128,7 @@ FORMATS = {
     JUDGED: 'JSON lines {"question_id", "hypothesis", "autoeval_label": {"model", "label"}} (evaluate_qa.py\'s output; '
     "needs --dataset)",
 }
-ANSWERER = MEMORY = "imported"
-NO_MEMORY_SHA256 = sha256_text("")
+ANSWERER = MEMORY = IMPORTED
 LABEL_FIELD = "autoeval_label.label"
 
 Row = Hypothesis | JudgedHypothesis
@@ -321,58 +323,29 @@ def _write_pack(
     from memorybench.stages.rescore import rescore
 
     pack = RunPack(root)
-    commit, dirty = git_state()
-    started = utc_now()
     results = source.files[0]
-    meta = RunMeta(
+    meta = write_import_meta(
+        pack,
+        cfg,
         run_id=rid,
-        name=str(cfg["name"]),
         config_sha256=config_sha,
-        overrides=[],
-        choices={"dataset": str(dataset), "memory": MEMORY, "answerer": ANSWERER},
-        git_commit=commit,
-        git_dirty=dirty,
-        package_versions=package_versions(),
+        dataset=str(dataset),
         data=data_info,
-        benchmark=recorded(LONGMEMEVAL),
-        prompts={},
-        models=[],
-        started_at=started,
+        benchmark=LONGMEMEVAL,
         question_count=len(held),
         questions_total=total,
-        is_prefix=False,
-        max_questions=None,
-        local_model=False,
         notes=[
             f"Imported from {results.name} ({source.format}, sha256 {results.sha256}): the LongMemEval authors' format; no "
             "model call was made here.",
             *source.notes,
         ],
-        plugins=plugins_used(cfg),
         partial=source.partial,
     )
-    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
-    pack.write_json(layout.RUN_META, meta)
+    started, commit, dirty = meta.started_at, meta.git_commit, meta.git_dirty
     row_of = {r.question_id: r for r in rows}
     pack.write_text(
         layout.PREDICTIONS,
-        "".join(
-            dump_line(
-                Prediction(
-                    question_id=q.question_id,
-                    sample_id=q.sample_id,
-                    index=i,
-                    category=q.category,
-                    question=q.question,
-                    prediction=row_of[q.question_id].hypothesis,
-                    gold=q.answer,
-                    adversarial_answer=q.adversarial_answer,
-                    memory_sha256=NO_MEMORY_SHA256,
-                    answerer=ANSWERER,
-                )
-            )
-            for i, q in enumerate(held)
-        ),
+        "".join(dump_line(imported_prediction(q, i, row_of[q.question_id].hypothesis)) for i, q in enumerate(held)),
     )
     pack.write_text(
         layout.MEMORY_MANIFEST,

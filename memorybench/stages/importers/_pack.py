@@ -12,7 +12,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from pathlib import Path
 
@@ -22,9 +22,88 @@ from memorybench.pack import layout
 from memorybench.pack.atomic import fsync_dir, write_atomic
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict
 from memorybench.pack.reader import PackReader
-from memorybench.pack.schemas import dump_line
+from memorybench.hashing import sha256_text
+from memorybench.pack.schemas import Prediction, RunMeta, dump_line
 from memorybench.pack.success import write_success
 from memorybench.provenance import utc_now
+
+
+#: an imported pack's answerer and memory: its answers were made elsewhere, no memory built here
+IMPORTED = "imported"
+#: every imported answer's memory_sha256: no memory was given to a model here (the sha256 of "")
+NO_MEMORY_SHA256 = sha256_text("")
+
+
+def imported_prediction(question: Any, index: int, prediction: str) -> Prediction:
+    """The predictions.jsonl row of a released answer (`prediction`) to `question` (a
+    `memorybench.data.Question`), the `index`-th the pack holds."""
+    return Prediction(
+        question_id=question.question_id,
+        sample_id=question.sample_id,
+        index=index,
+        category=question.category,
+        question=question.question,
+        prediction=prediction,
+        gold=question.answer,
+        adversarial_answer=question.adversarial_answer,
+        memory_sha256=NO_MEMORY_SHA256,
+        answerer=IMPORTED,
+    )
+
+
+def write_import_meta(
+    pack: Any,
+    cfg: Mapping[str, Any],
+    *,
+    run_id: str,
+    config_sha256: str,
+    dataset: str,
+    data: Any,
+    benchmark: Any,
+    question_count: int,
+    questions_total: int,
+    notes: Sequence[str],
+    partial: Any = None,
+    **more: Any,
+) -> RunMeta:
+    """Write an imported pack's config.resolved.yaml and run_meta.json (`pack`, a `RunPack`) and
+    return the run_meta record: answerer and memory `imported`, no prompt, no model, every
+    question the file answers (never a prefix); `benchmark` is the pack's `Benchmark`, `data`
+    run_meta's `data`, `more` any other run_meta field (LoCoMo's `categories`)."""
+    from omegaconf import OmegaConf
+
+    from memorybench.benchmark import recorded
+    from memorybench.provenance import git_state, package_versions
+    from memorybench.run_id import plugins_used
+
+    commit, dirty = git_state()
+    meta = RunMeta(
+        run_id=run_id,
+        name=str(cfg["name"]),
+        config_sha256=config_sha256,
+        overrides=[],
+        choices={"dataset": dataset, "memory": IMPORTED, "answerer": IMPORTED},
+        git_commit=commit,
+        git_dirty=dirty,
+        package_versions=package_versions(),
+        data=data,
+        benchmark=recorded(benchmark),
+        prompts={},
+        models=[],
+        started_at=utc_now(),
+        question_count=question_count,
+        questions_total=questions_total,
+        is_prefix=False,
+        max_questions=None,
+        local_model=False,
+        notes=list(notes),
+        plugins=plugins_used(cfg),
+        partial=partial,
+        **more,
+    )
+    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
+    pack.write_json(layout.RUN_META, meta)
+    return meta
 
 
 class AlreadyImported(Exception):

@@ -13,32 +13,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 
 from memorybench.answer.imported import ROWS, SOURCE, ImportedRow, ImportSource, Reproduction, SourceFile
-from memorybench.benchmark import LOCOMO, recorded
+from memorybench.benchmark import LOCOMO
 from memorybench.benchmarks.locomo.importers.released import Released
 from memorybench.benchmarks.locomo.importers.reproduction import build_reproduction
 from memorybench.data import Conversation, Question, iter_questions
-from memorybench.hashing import sha256_text
 from memorybench.llm.records import ModelIdentity
 from memorybench.pack import layout
 from memorybench.pack.autorater_schemas import AutoraterMeta, AutoraterVerdict, JudgeIdentity
 from memorybench.pack.reader import PackReader
 from memorybench.pack.run_pack import RunPack
-from memorybench.pack.schemas import MemoryManifestRow, Prediction, ReferencePin, RunMeta, dump_line
+from memorybench.pack.schemas import MemoryManifestRow, ReferencePin, dump_line
 from memorybench.progress import Progress
-from memorybench.provenance import git_state, package_versions, utc_now
-from memorybench.run_id import plugins_used
-from memorybench.stages.importers._pack import close_import, trace_head, write_imported_judge
+from memorybench.provenance import package_versions, utc_now
+from memorybench.stages.importers._pack import (
+    IMPORTED,
+    close_import,
+    imported_prediction,
+    trace_head,
+    write_import_meta,
+    write_imported_judge,
+)
 
 __all__ = ["ANSWERER", "MEM0_CATEGORIES", "MEMORY", "config", "write_pack"]
 
-ANSWERER = "imported"
+ANSWERER = IMPORTED
 #: the pack's memory: the released file holds answers, not the memory they came from
-MEMORY = "imported"
-#: no memory text is known: each row names the empty text's sha256
-NO_MEMORY_SHA256 = sha256_text("")
+MEMORY = IMPORTED
 #: the categories Mem0's metrics and J are over (Mem0 does not score 5)
 MEM0_CATEGORIES = (1, 2, 3, 4)
 
@@ -107,40 +109,27 @@ def write_pack(
         questions = [q for q in questions if q.question_id not in gone]
     held = {q.sample_id for q in questions}
     row_of = dict(zip(question_ids, released.rows))
-    commit, dirty = git_state()
-    started = utc_now()
     results = released.files[0][1]
     notes = [
         f"Imported from {results.name} ({source.format}, sha256 {source.files[0].sha256}): answers another "
         "project released; no model call was made here.",
         *source.notes,
     ]
-    meta = RunMeta(
+    meta = write_import_meta(
+        pack,
+        cfg,
         run_id=rid,
-        name=str(cfg["name"]),
         config_sha256=config_sha,
-        overrides=[],
-        choices={"dataset": "locomo10", "memory": MEMORY, "answerer": ANSWERER},
-        git_commit=commit,
-        git_dirty=dirty,
-        package_versions=package_versions(),
+        dataset="locomo10",
         data=data_info,
-        benchmark=recorded(LOCOMO),
-        prompts={},
-        models=[],
-        started_at=started,
+        benchmark=LOCOMO,
         question_count=len(questions),
         questions_total=len(every),
-        is_prefix=False,
-        max_questions=None,
-        local_model=False,
         notes=notes,
-        plugins=plugins_used(cfg),
-        categories=categories,
         partial=partial,
+        categories=categories,
     )
-    pack.write_text(layout.CONFIG, OmegaConf.to_yaml(OmegaConf.create(cfg)))
-    pack.write_json(layout.RUN_META, meta)
+    started, commit, dirty = meta.started_at, meta.git_commit, meta.git_dirty
 
     predictions, imported, golds = [], [], {}
     scores: dict[str, dict[str, float | None]] = {}
@@ -148,20 +137,7 @@ def write_pack(
     for index, q in enumerate(bar.iterate(questions)):  # the bar closes with the loop
         row = row_of.get(q.question_id)
         prediction = row.prediction if row is not None else ""
-        predictions.append(
-            Prediction(
-                question_id=q.question_id,
-                sample_id=q.sample_id,
-                index=index,
-                category=q.category,
-                question=q.question,
-                prediction=prediction,
-                gold=q.answer,
-                adversarial_answer=q.adversarial_answer,
-                memory_sha256=NO_MEMORY_SHA256,
-                answerer=ANSWERER,
-            )
-        )
+        predictions.append(imported_prediction(q, index, prediction))
         golds[q.question_id] = None if q.answer is None else str(q.answer)
         if row is None:
             continue
