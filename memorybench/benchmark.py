@@ -55,6 +55,7 @@ __all__ = [
     "recorded",
     "benchmarks",
     "dataset_named",
+    "default_dataset",
     "datasets",
     "imported",
     "judge_protocols",
@@ -491,6 +492,12 @@ def benchmark_of(dataset: str | None) -> Benchmark:
     raise UserError(
         f"dataset {dataset!r} belongs to no benchmark memorybench knows ({known}); choose one with dataset=NAME (conf/dataset/)"
     )
+
+
+def default_dataset() -> Dataset:
+    """The dataset a run or a check reads when none is named: the default benchmark's first
+    (LoCoMo's locomo10)."""
+    return _builtins()[DEFAULT].datasets[0]
 
 
 def dataset_named(name: str) -> Dataset:

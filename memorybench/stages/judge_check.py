@@ -45,7 +45,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from memorybench.benchmark import Benchmark, benchmark_of, dataset_named
+from memorybench.benchmark import Benchmark, benchmark_of, dataset_named, default_dataset
 from memorybench.compare.intervals import DEFAULT_CONFIDENCE, mean_interval
 from memorybench.errors import ModelCallError, OneLineParser, UserError
 from memorybench.llm.endpoints import check_endpoint_installed, open_endpoint
@@ -81,7 +81,6 @@ __all__ = [
     "CheckSet",
     "calibration_rows",
     "calibration_sets",
-    "default_dataset",
     "format_calibration",
     "judge_check_main",
     "run_judge_check",
@@ -149,15 +148,9 @@ class CalibrationSets:
 
 
 # -- the sets ---------------------------------------------------------------------------
-def default_dataset() -> str:
-    """The dataset judge-check checks without `dataset=`: the default benchmark's first (LoCoMo's
-    locomo10, over which the audit's sets are built)."""
-    return benchmark_of(None).dataset_names[0]
-
-
 def _sets_benchmark(dataset: str | None) -> Benchmark:
     """The benchmark of `dataset` (None: the default), refused in one line when it has no sets."""
-    name = dataset or default_dataset()
+    name = dataset or default_dataset().name
     dataset_named(name)  # an unknown dataset: one line naming the known ones
     bench = benchmark_of(name)
     if bench.judge_sets is None:
@@ -175,7 +168,7 @@ def calibration_sets(pins: Any = None, max_questions: int | None = None, dataset
     """The sets of `dataset`'s benchmark (its record's `judge_sets` module): the questions
     among the first `max_questions` (all of them with None) that its sets cover."""
     bench = _sets_benchmark(dataset)
-    return bench.own("judge_sets", "calibration_sets")(pins, max_questions, dataset or default_dataset())
+    return bench.own("judge_sets", "calibration_sets")(pins, max_questions, dataset or default_dataset().name)
 
 
 def calibration_rows(pins: Any = None, max_questions: int | None = None, dataset: str | None = None) -> dict[str, list[CheckRow]]:

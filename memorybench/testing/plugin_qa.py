@@ -51,9 +51,9 @@ def pins() -> Path:
 def pinned_dataset(why: str = "the smoke reads the default dataset from the pinned files") -> Path:
     """The default dataset's pinned file (LoCoMo's locomo10.json, whose conv-26 the smokes run
     over); the test is skipped, saying `why`, when it is not there."""
-    from memorybench.benchmark import benchmark_of
+    from memorybench.benchmark import default_dataset
 
-    path = pins() / benchmark_of(None).datasets[0].pinned().relpath
+    path = pins() / default_dataset().pinned().relpath
     if not path.is_file():
         import pytest
 

@@ -16,7 +16,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from memorybench.answer.imported import REPRODUCTION, ImportSource, Reproduction
+from memorybench.benchmark import recorded
 from memorybench.errors import UserError
 from memorybench.pack import layout
 from memorybench.pack.atomic import fsync_dir, write_atomic
@@ -25,7 +28,8 @@ from memorybench.pack.reader import PackReader
 from memorybench.hashing import sha256_text
 from memorybench.pack.schemas import Prediction, RunMeta, dump_line
 from memorybench.pack.success import write_success
-from memorybench.provenance import utc_now
+from memorybench.provenance import git_state, package_versions, utc_now
+from memorybench.run_id import plugins_used
 
 
 #: an imported pack's answerer and memory: its answers were made elsewhere, no memory built here
@@ -70,12 +74,6 @@ def write_import_meta(
     return the run_meta record: answerer and memory `imported`, no prompt, no model, every
     question the file answers (never a prefix); `benchmark` is the pack's `Benchmark`, `data`
     run_meta's `data`, `more` any other run_meta field (LoCoMo's `categories`)."""
-    from omegaconf import OmegaConf
-
-    from memorybench.benchmark import recorded
-    from memorybench.provenance import git_state, package_versions
-    from memorybench.run_id import plugins_used
-
     commit, dirty = git_state()
     meta = RunMeta(
         run_id=run_id,
